@@ -1,0 +1,287 @@
+"""Composition: YAML profiles of plugin rows, layered by id, booted into a context."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ._context import Context
+from ._plugin import PluginError, format_path, validate_config
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "CompositionError",
+    "PluginRow",
+    "Profile",
+    "boot",
+    "load_profile",
+    "resolve_plugin",
+]
+
+ENTRY_POINT_GROUP = "dsh.plugins"
+DEFAULT_PROFILE = "<default profile>"
+
+
+class CompositionError(Exception):
+    """A profile could not be read, layered, resolved or booted. The message names the file,
+    the row id and the key path."""
+
+
+class _RowModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    name: str | None = None
+    config: dict[str, Any] | None = None
+    disabled: bool | None = None
+    before: str | None = None
+    after: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PluginRow:
+    """One resolved row: plugin `name` mounted as `id` with `config`."""
+
+    id: str
+    name: str
+    config: Mapping[str, Any] | None = None
+    disabled: bool = False
+    source: str = DEFAULT_PROFILE
+
+
+@dataclass(slots=True)
+class Profile:
+    """The ordered rows after every layer has been applied."""
+
+    rows: list[PluginRow] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+    def row(self, id: str) -> PluginRow | None:
+        return next((r for r in self.rows if r.id == id), None)
+
+    def to_data(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for r in self.rows:
+            item: dict[str, Any] = {"id": r.id, "name": r.name}
+            if r.config:
+                item["config"] = dict(r.config)
+            if r.disabled:
+                item["disabled"] = True
+            item["from"] = r.source
+            out.append(item)
+        return out
+
+
+def default_layer() -> list[dict[str, Any]]:
+    """The built-in default profile: it boots a working agent with no file at all."""
+    from .._defaults import DEFAULT_ROWS
+
+    return [dict(row) for row in DEFAULT_ROWS]
+
+
+def parse_layer(text: str, source: str) -> list[_RowModel]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CompositionError(f"{source}: invalid YAML: {exc}") from None
+    if data is None:
+        return []
+    if isinstance(data, dict) and "plugins" in data:
+        data = data["plugins"]
+    if not isinstance(data, list):
+        raise CompositionError(f"{source}: expected a list of plugin rows")
+    return _rows(data, source)
+
+
+def _rows(data: Sequence[object], source: str) -> list[_RowModel]:
+    rows: list[_RowModel] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(data):
+        label = f"row {i + 1}"
+        if isinstance(raw, dict) and isinstance(raw.get("id"), str):
+            label += f' (id "{raw["id"]}")'
+        try:
+            row = _RowModel.model_validate(raw)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{format_path(e['loc'], '')[1:] or 'row'}: {e['msg']}" for e in exc.errors()
+            )
+            raise CompositionError(f"{source}: {label}: {problems}") from None
+        if row.id in seen:
+            raise CompositionError(f'{source}: {label}: duplicate id "{row.id}"')
+        seen.add(row.id)
+        rows.append(row)
+    return rows
+
+
+def apply_layer(rows: list[PluginRow], layer: Sequence[_RowModel], source: str) -> list[PluginRow]:
+    """Patch `rows` by id: a known id replaces the fields it states (config as a whole);
+    a new id is inserted (at the end, or `before` / `after` a named row)."""
+    out = list(rows)
+    for patch in layer:
+        index = next((i for i, r in enumerate(out) if r.id == patch.id), None)
+        if index is not None:
+            current = out[index]
+            changes: dict[str, Any] = {"source": source}
+            if patch.name is not None:
+                changes["name"] = patch.name
+            if patch.config is not None:
+                changes["config"] = patch.config
+            if patch.disabled is not None:
+                changes["disabled"] = patch.disabled
+            out[index] = replace(current, **changes)
+            continue
+        if patch.name is None:
+            raise CompositionError(f'{source}: row id "{patch.id}": a new row needs a name')
+        row = PluginRow(patch.id, patch.name, patch.config, bool(patch.disabled), source)
+        anchor = patch.before or patch.after
+        if anchor is None:
+            out.append(row)
+            continue
+        at = next((i for i, r in enumerate(out) if r.id == anchor), None)
+        if at is None:
+            raise CompositionError(f'{source}: row id "{patch.id}": no row "{anchor}" to place by')
+        out.insert(at if patch.before else at + 1, row)
+    return out
+
+
+def load_profile(
+    files: Sequence[str | Path] = (),
+    *,
+    include_default: bool = True,
+    base: Sequence[Mapping[str, Any]] | None = None,
+) -> Profile:
+    """Layer the default profile (or `base`), then each file in order."""
+    rows: list[PluginRow] = []
+    sources: list[str] = []
+    first = default_layer() if base is None and include_default else list(base or [])
+    if first:
+        rows = apply_layer(rows, _rows(first, DEFAULT_PROFILE), DEFAULT_PROFILE)
+        sources.append(DEFAULT_PROFILE)
+    for file in files:
+        path = Path(file)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CompositionError(f"{path}: cannot read profile: {exc.strerror}") from None
+        rows = apply_layer(rows, parse_layer(text, str(path)), str(path))
+        sources.append(str(path))
+    return Profile(rows, sources)
+
+
+_VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def interpolate(value: Any, env: Mapping[str, str], where: str) -> Any:
+    """Replace `${VAR}` / `${VAR:-default}` in every string of `value` (`$$` is a `$`)."""
+    if isinstance(value, str):
+
+        def sub(m: re.Match[str]) -> str:
+            if m.group(0) == "$$":
+                return "$"
+            name, default = m.group(1), m.group(2)
+            if name in env and (env[name] or default is None):
+                return env[name]
+            if default is not None:
+                return default
+            raise CompositionError(f"{where}: environment variable {name} is not set")
+
+        return _VAR.sub(sub, value)
+    if isinstance(value, dict):
+        return {k: interpolate(v, env, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [interpolate(v, env, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def resolve_plugin(name: str) -> object:
+    """Resolve `module:attr`, or a name in the `dsh.plugins` entry-point group."""
+    if ":" in name:
+        module_name, _, attr = name.partition(":")
+        try:
+            target: object = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise LookupError(f"cannot import module {module_name!r}: {exc}") from None
+        for part in attr.split("."):
+            try:
+                target = getattr(target, part)
+            except AttributeError:
+                raise LookupError(f"module {module_name!r} has no attribute {attr!r}") from None
+        return target
+    matches = metadata.entry_points(group=ENTRY_POINT_GROUP, name=name)
+    for ep in matches:
+        return ep.load()
+    raise LookupError(f"unknown plugin {name!r} (no {ENTRY_POINT_GROUP} entry point by that name)")
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    row: PluginRow
+    plugin: object
+    config: object
+
+
+def prepare(profile: Profile, env: Mapping[str, str] | None = None) -> list[_Prepared]:
+    """Resolve every enabled row and validate its config, before anything is loaded."""
+    env = os.environ if env is None else env
+    prepared: list[_Prepared] = []
+    for row in profile.rows:
+        if row.disabled:
+            continue
+        where = f'{row.source}: row id "{row.id}"'
+        try:
+            plugin = resolve_plugin(row.name)
+        except LookupError as exc:
+            raise CompositionError(f"{where}: {exc}") from None
+        config = interpolate(dict(row.config) if row.config else None, env, f"{where}: config")
+        try:
+            validated = validate_config(plugin, config, row.id)
+        except PluginError as exc:
+            raise CompositionError(f"{row.source}: {exc}") from None
+        prepared.append(_Prepared(row, plugin, validated))
+    return prepared
+
+
+async def boot(
+    profile: Profile | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    root: Context | None = None,
+) -> Context:
+    """Load every enabled row of `profile` into `root` (a new root context by default).
+
+    All rows are resolved and validated first; if any plugin then fails to start, everything
+    loaded so far is disposed and `CompositionError` is raised.
+    """
+    profile = load_profile() if profile is None else profile
+    prepared = prepare(profile, env)
+    ctx = root or Context()
+    boot_ctx = ctx.child("composition")
+    try:
+        for item in prepared:
+            await boot_ctx.plugin(item.plugin, item.config, id=item.row.id)
+        await boot_ctx.settled()
+        failed = [f for f in boot_ctx.fibers() if f.error is not None]
+        if failed:
+            raise failed[0].error  # type: ignore[misc]
+    except PluginError as exc:
+        await boot_ctx.owner.dispose()
+        raise CompositionError(f"{_source_of(profile, exc.plugin_id)}: {exc}") from exc
+    except BaseException:
+        await boot_ctx.owner.dispose()
+        raise
+    return ctx
+
+
+def _source_of(profile: Profile, plugin_id: str) -> str:
+    row = profile.row(plugin_id)
+    return row.source if row is not None else DEFAULT_PROFILE

@@ -1,0 +1,229 @@
+"""The context tree: services by key, listeners, owners and scopes."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+
+from ._events import EventBus, EventSpec, lookup_event
+from ._owner import Disposer, Owner
+
+if TYPE_CHECKING:
+    from ._plugin import Fiber, PluginHost
+
+__all__ = ["Context", "ServiceKey", "ServiceUnavailableError"]
+
+T = TypeVar("T")
+P = TypeVar("P")
+R = TypeVar("R")
+
+
+class ServiceKey(Generic[T]):
+    """A typed name for a service: `ctx.get(KEY)` is typed `T | None`."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"ServiceKey({self.name!r})"
+
+
+class ServiceUnavailableError(LookupError):
+    """A required service is not provided in this context."""
+
+
+class _Provision:
+    __slots__ = ("owner", "value")
+
+    def __init__(self, value: object, owner: Owner) -> None:
+        self.value = value
+        self.owner = owner
+
+
+class _Realm:
+    """One service table; child realms (from `isolate`) shadow their parent's entries."""
+
+    __slots__ = ("host", "parent", "services")
+
+    def __init__(self, parent: _Realm | None, host: PluginHost) -> None:
+        self.parent = parent
+        self.host = host
+        self.services: dict[str, _Provision] = {}
+
+    def lookup(self, name: str) -> _Provision | None:
+        realm: _Realm | None = self
+        while realm is not None:
+            found = realm.services.get(name)
+            if found is not None:
+                return found
+            realm = realm.parent
+        return None
+
+
+class Context:
+    """A node of the context tree.
+
+    A context has an owner (what it registers is disposed with that owner), a scope tag
+    (None for global registrations) and a service realm shared with its parent unless
+    isolated. Listener tables are shared by the whole tree.
+    """
+
+    __slots__ = ("_realm", "agent", "bus", "owner", "parent", "scope")
+
+    def __init__(
+        self,
+        *,
+        parent: Context | None = None,
+        owner: Owner | None = None,
+        scope: object | None = None,
+        realm: _Realm | None = None,
+        bus: EventBus | None = None,
+    ) -> None:
+        self.parent = parent
+        if parent is None:
+            from ._plugin import PluginHost
+
+            self.owner = owner or Owner("root")
+            self.bus = bus or EventBus()
+            self._realm = realm or _Realm(None, PluginHost())
+            self.scope = scope
+            self.agent: Any = None
+        else:
+            self.owner = owner or parent.owner
+            self.bus = parent.bus
+            self._realm = realm or parent._realm
+            self.scope = scope if scope is not None else parent.scope
+            self.agent = parent.agent
+
+    @property
+    def root(self) -> Context:
+        ctx = self
+        while ctx.parent is not None:
+            ctx = ctx.parent
+        return ctx
+
+    # -- derived contexts ------------------------------------------------------------------
+
+    def child(self, label: str = "", *, scope: object | None = None) -> Context:
+        """A child context with its own owner (disposed with this context's owner)."""
+        return Context(parent=self, owner=self.owner.child(label), scope=scope)
+
+    def isolate(self, label: str = "") -> Context:
+        """A child context whose services shadow (rather than join) this one's."""
+        return Context(
+            parent=self,
+            owner=self.owner.child(label),
+            realm=_Realm(self._realm, self._realm.host),
+        )
+
+    # -- services --------------------------------------------------------------------------
+
+    @overload
+    def get(self, key: ServiceKey[T]) -> T | None: ...
+    @overload
+    def get(self, key: str) -> Any: ...
+    def get(self, key: ServiceKey[T] | str) -> T | Any:
+        found = self._realm.lookup(key if isinstance(key, str) else key.name)
+        return None if found is None else found.value
+
+    @overload
+    def require(self, key: ServiceKey[T]) -> T: ...
+    @overload
+    def require(self, key: str) -> Any: ...
+    def require(self, key: ServiceKey[T] | str) -> T | Any:
+        name = key if isinstance(key, str) else key.name
+        found = self._realm.lookup(name)
+        if found is None:
+            raise ServiceUnavailableError(f"service {name!r} is not available in this context")
+        return found.value
+
+    def provide(self, key: ServiceKey[T] | str, value: T) -> Disposer:
+        """Provide a service in this context's realm, owned by this context's owner."""
+        name = key if isinstance(key, str) else key.name
+        realm = self._realm
+        if name in realm.services:
+            raise ValueError(f"service {name!r} is already provided in this context")
+        self.owner.check_active()
+        provision = _Provision(value, self.owner)
+        realm.services[name] = provision
+
+        def withdraw() -> None:
+            if realm.services.get(name) is provision:
+                del realm.services[name]
+                realm.host.services_changed()
+
+        disposer = self.owner.effect(withdraw)
+        realm.host.services_changed()
+        return disposer
+
+    def _provider_of(self, name: str) -> object | None:
+        return self._realm.lookup(name)
+
+    # -- events ----------------------------------------------------------------------------
+
+    def on(
+        self,
+        event: EventSpec[Any, Any] | str,
+        listener: Callable[..., Any],
+        *,
+        prepend: bool = False,
+        global_: bool = False,
+    ) -> Disposer:
+        """Listen to an event. The listener is tagged with this context's scope."""
+        spec = lookup_event(event) if isinstance(event, str) else event
+        return self.bus.on(
+            spec, listener, owner=self.owner, tag=self.scope, prepend=prepend, global_=global_
+        )
+
+    def once(
+        self,
+        event: EventSpec[Any, Any] | str,
+        listener: Callable[..., Any],
+        *,
+        prepend: bool = False,
+        global_: bool = False,
+    ) -> Disposer:
+        """Listen to the next dispatch only."""
+        disposer: Disposer | None = None
+
+        def wrapper(*args: Any) -> Any:
+            if disposer is not None:
+                disposer()
+            return listener(*args)
+
+        disposer = self.on(event, wrapper, prepend=prepend, global_=global_)
+        return disposer
+
+    def emit(self, event: EventSpec[P, Any], payload: P) -> None:
+        self.bus.emit(event, payload, self.scope)
+
+    async def parallel(self, event: EventSpec[P, Any], payload: P) -> int:
+        return await self.bus.parallel(event, payload, self.scope)
+
+    async def serial(self, event: EventSpec[P, R], payload: P) -> R | None:
+        return await self.bus.serial(event, payload, self.scope)
+
+    async def waterfall(
+        self, event: EventSpec[P, R], payload: P, terminal: Callable[[P], Awaitable[R]]
+    ) -> R:
+        return await self.bus.waterfall(event, payload, terminal, self.scope)
+
+    # -- plugins ---------------------------------------------------------------------------
+
+    async def plugin(
+        self, plugin: object, config: object = None, *, id: str | None = None
+    ) -> Fiber:
+        """Load a plugin in a child of this context. See `dsh.kernel.Fiber`."""
+        return await self._realm.host.load(self, plugin, config, id)
+
+    async def settled(self) -> None:
+        """Wait until no plugin of this tree is loading or unloading."""
+        await self._realm.host.settled()
+
+    def fibers(self) -> list[Fiber]:
+        return self._realm.host.fibers()
+
+    def __repr__(self) -> str:
+        return f"<Context owner={self.owner.label!r} scope={self.scope!r}>"

@@ -1,0 +1,317 @@
+"""Typed events: declared once with a dispatch mode, dispatched with scope filtering."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import inspect
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar, overload
+
+from ._owner import Disposer, Owner
+from ._scope import is_scope_ancestor
+
+__all__ = [
+    "EventBus",
+    "EventSpec",
+    "Mode",
+    "Next",
+    "WaterfallError",
+    "declared_events",
+]
+
+_log = logging.getLogger("dsh.events")
+
+P = TypeVar("P")
+R = TypeVar("R")
+P_contra = TypeVar("P_contra", contravariant=True)
+R_co = TypeVar("R_co", covariant=True)
+
+
+class Mode(enum.StrEnum):
+    EMIT = "emit"
+    PARALLEL = "parallel"
+    SERIAL = "serial"
+    WATERFALL = "waterfall"
+
+
+class Next(Protocol[P_contra, R_co]):
+    """The rest of a waterfall chain. Call at most once; pass a payload to replace it."""
+
+    def __call__(self, payload: P_contra | None = None, /) -> Awaitable[R_co]: ...
+
+
+class WaterfallError(RuntimeError):
+    """A waterfall listener called `next` more than once."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class EventSpec(Generic[P, R]):
+    """The one declaration of an event: its name, dispatch mode and payload/result types.
+
+    `scoped=False` marks registry-subject events that every listener receives.
+    `vetoing=True` (emit only) lets a synchronous listener failure propagate.
+    """
+
+    name: str
+    mode: Mode
+    payload: object
+    result: object = None
+    scoped: bool = True
+    vetoing: bool = False
+    doc: str = ""
+    package: str = field(default="", compare=False)
+
+    @staticmethod
+    def declare(
+        name: str,
+        mode: Mode,
+        payload: object,
+        result: object = None,
+        *,
+        scoped: bool = True,
+        vetoing: bool = False,
+        doc: str = "",
+    ) -> EventSpec[Any, Any]:
+        """Declare an event. Each name is declared once, in the package owning the vocabulary."""
+        module = sys._getframe(1).f_globals.get("__name__", "")
+        spec: EventSpec[Any, Any] = EventSpec(
+            name, mode, payload, result, scoped, vetoing, doc, _package_of(module)
+        )
+        existing = _declared.get(name)
+        if existing is not None:
+            raise ValueError(f"event {name!r} is already declared by {existing.package}")
+        _declared[name] = spec
+        return spec
+
+
+_declared: dict[str, EventSpec[Any, Any]] = {}
+
+
+def _package_of(module: str) -> str:
+    parts = module.split(".")
+    if parts[0] == "dsh" and len(parts) > 1:
+        return ".".join(parts[:2]) if parts[1] != "plugins" else ".".join(parts[:3])
+    return module
+
+
+def declared_events() -> dict[str, EventSpec[Any, Any]]:
+    """Every event declared so far (by the packages imported so far)."""
+    return dict(_declared)
+
+
+def lookup_event(name: str) -> EventSpec[Any, Any]:
+    spec = _declared.get(name)
+    if spec is None:
+        raise KeyError(f"unknown event {name!r} (not declared by any loaded package)")
+    return spec
+
+
+class _Listener:
+    __slots__ = ("fn", "global_", "tag")
+
+    def __init__(self, fn: Callable[..., Any], tag: object | None, global_: bool) -> None:
+        self.fn = fn
+        self.tag = tag
+        self.global_ = global_
+
+
+_EMPTY: tuple[_Listener, ...] = ()
+_background: set[asyncio.Future[Any]] = set()
+
+
+class EventBus:
+    """Listener tables of one context tree. Lists are copy-on-write tuples."""
+
+    __slots__ = ("_listeners",)
+
+    def __init__(self) -> None:
+        self._listeners: dict[str, tuple[_Listener, ...]] = {}
+
+    def on(
+        self,
+        spec: EventSpec[Any, Any],
+        fn: Callable[..., Any],
+        *,
+        owner: Owner,
+        tag: object | None = None,
+        prepend: bool = False,
+        global_: bool = False,
+    ) -> Disposer:
+        owner.check_active()
+        entry = _Listener(fn, tag, global_)
+        name = spec.name
+        current = self._listeners.get(name, _EMPTY)
+        self._listeners[name] = (entry, *current) if prepend else (*current, entry)
+
+        def remove() -> None:
+            listeners = self._listeners.get(name, _EMPTY)
+            if entry in listeners:
+                kept = tuple(x for x in listeners if x is not entry)
+                if kept:
+                    self._listeners[name] = kept
+                else:
+                    del self._listeners[name]
+
+        return owner.effect(remove)
+
+    def count(self, spec: EventSpec[Any, Any]) -> int:
+        return len(self._listeners.get(spec.name, _EMPTY))
+
+    def _admitted(self, spec: EventSpec[Any, Any], scope: object | None) -> tuple[_Listener, ...]:
+        listeners = self._listeners.get(spec.name, _EMPTY)
+        if not listeners or not spec.scoped:
+            return listeners
+        for entry in listeners:
+            if entry.tag is not None and not entry.global_:
+                break
+        else:
+            return listeners  # all untagged or global: nothing to filter
+        return tuple(
+            x
+            for x in listeners
+            if x.global_ or x.tag is None or x.tag is scope or is_scope_ancestor(x.tag, scope)
+        )
+
+    def emit(self, spec: EventSpec[P, Any], payload: P, scope: object | None = None) -> None:
+        """Notify every admitted listener; each failure is contained and logged."""
+        for entry in self._admitted(spec, scope):
+            try:
+                result = entry.fn(payload)
+            except Exception:
+                if spec.vetoing:
+                    raise
+                _log.exception("listener of %s failed", spec.name)
+                continue
+            if result is not None and inspect.isawaitable(result):
+                _watch(spec.name, result)
+
+    async def parallel(
+        self, spec: EventSpec[P, Any], payload: P, scope: object | None = None
+    ) -> int:
+        """Run every admitted listener concurrently; raise an ExceptionGroup of failures.
+
+        Returns how many listeners took part.
+        """
+        listeners = self._admitted(spec, scope)
+        if not listeners:
+            return 0
+        awaitables = []
+        failures: list[Exception] = []
+        for entry in listeners:
+            try:
+                result = entry.fn(payload)
+            except Exception as exc:
+                failures.append(exc)
+                continue
+            if result is not None and inspect.isawaitable(result):
+                awaitables.append(result)
+        if awaitables:
+            outcomes = await asyncio.gather(*awaitables, return_exceptions=True)
+            for outcome in outcomes:
+                if isinstance(outcome, BaseException):
+                    if not isinstance(outcome, Exception):
+                        raise outcome
+                    failures.append(outcome)
+        if failures:
+            raise ExceptionGroup(f"{spec.name}: {len(failures)} listener(s) failed", failures)
+        return len(listeners)
+
+    async def serial(
+        self, spec: EventSpec[P, R], payload: P, scope: object | None = None
+    ) -> R | None:
+        """Await admitted listeners in order; the first non-None result wins."""
+        for entry in self._admitted(spec, scope):
+            result = entry.fn(payload)
+            if result is not None and inspect.isawaitable(result):
+                result = await result
+            if result is not None:
+                return result  # type: ignore[no-any-return]
+        return None
+
+    async def waterfall(
+        self,
+        spec: EventSpec[P, R],
+        payload: P,
+        terminal: Callable[[P], Awaitable[R]],
+        scope: object | None = None,
+    ) -> R:
+        """Run admitted listeners as middleware, outermost first, ending in `terminal`."""
+        listeners = self._admitted(spec, scope)
+        if not listeners:
+            return await terminal(payload)
+        result: R = await _Link(listeners, 0, terminal, spec.name)(payload)
+        return result
+
+
+class _Link:
+    """One position in a waterfall chain; calling it runs the listener at that position."""
+
+    __slots__ = ("index", "listeners", "name", "terminal", "used")
+
+    def __init__(
+        self,
+        listeners: tuple[_Listener, ...],
+        index: int,
+        terminal: Callable[[Any], Awaitable[Any]],
+        name: str,
+    ) -> None:
+        self.listeners = listeners
+        self.index = index
+        self.terminal = terminal
+        self.name = name
+        self.used = False
+
+    def __call__(self, payload: Any) -> Awaitable[Any]:
+        index = self.index
+        if index == len(self.listeners):
+            return self.terminal(payload)
+        nxt = _Next(self.listeners, index + 1, self.terminal, self.name, payload)
+        result = self.listeners[index].fn(payload, nxt)
+        if not inspect.isawaitable(result):
+            return _ready(result)
+        return result
+
+
+class _Next(_Link):
+    __slots__ = ("payload",)
+
+    def __init__(
+        self,
+        listeners: tuple[_Listener, ...],
+        index: int,
+        terminal: Callable[[Any], Awaitable[Any]],
+        name: str,
+        payload: Any,
+    ) -> None:
+        super().__init__(listeners, index, terminal, name)
+        self.payload = payload
+
+    @overload
+    def __call__(self) -> Awaitable[Any]: ...
+    @overload
+    def __call__(self, payload: Any) -> Awaitable[Any]: ...
+    def __call__(self, payload: Any = None) -> Awaitable[Any]:
+        if self.used:
+            raise WaterfallError(f"{self.name}: next() called more than once")
+        self.used = True
+        return super().__call__(self.payload if payload is None else payload)
+
+
+async def _ready(value: Any) -> Any:
+    return value
+
+
+def _watch(name: str, awaitable: Awaitable[Any]) -> None:
+    future = asyncio.ensure_future(awaitable)
+    _background.add(future)
+
+    def done(f: asyncio.Future[Any]) -> None:
+        _background.discard(f)
+        if not f.cancelled() and f.exception() is not None:
+            _log.error("async listener of %s failed", name, exc_info=f.exception())
+
+    future.add_done_callback(done)

@@ -1,0 +1,174 @@
+"""Owners and effects: every registration returns a disposer owned by an owner."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+__all__ = ["Disposer", "InactiveOwnerError", "Owner"]
+
+_log = logging.getLogger("dsh.kernel")
+T = TypeVar("T")
+
+Teardown = Callable[[], "Awaitable[None] | None"]
+
+
+class InactiveOwnerError(RuntimeError):
+    """Registering on an owner that is disposing or disposed (code INACTIVE_EFFECT)."""
+
+    code = "INACTIVE_EFFECT"
+
+
+class Disposer:
+    """Undo one registration. Idempotent; owned by the owner it was registered on.
+
+    Calling it runs a synchronous teardown at once. An async teardown starts at once too and
+    is tracked by the owner (its disposal waits for it); `await disposer.dispose()` waits
+    for it directly.
+    """
+
+    __slots__ = ("_owner", "_pending", "_teardown")
+
+    def __init__(self, owner: Owner | None, teardown: Teardown) -> None:
+        self._owner = owner
+        self._teardown: Teardown | None = teardown
+        self._pending: asyncio.Future[None] | None = None
+
+    @property
+    def disposed(self) -> bool:
+        return self._teardown is None
+
+    def __call__(self) -> None:
+        self._start()
+
+    async def dispose(self) -> None:
+        pending = self._start()
+        if pending is not None:
+            await asyncio.shield(pending)
+
+    def _start(self) -> asyncio.Future[None] | None:
+        teardown = self._teardown
+        if teardown is None:
+            return self._pending
+        self._teardown = None
+        owner = self._owner
+        if owner is not None:
+            owner._effects.pop(self, None)
+        try:
+            result = teardown()
+        except Exception:
+            _log.exception("disposer failed")
+            return None
+        if result is None:
+            return None
+        future = asyncio.ensure_future(_logged(result))
+        self._pending = future
+        if owner is not None:
+            owner._track(future)
+        return future
+
+
+async def _logged(awaitable: Awaitable[None]) -> None:
+    try:
+        await awaitable
+    except Exception:
+        _log.exception("async disposer failed")
+
+
+class Owner:
+    """Holds effects (disposers), owned tasks and child owners; disposes them LIFO.
+
+    `dispose()` runs teardowns in reverse registration order, awaiting async ones one by
+    one, then waits for every tracked task to finish (quiescence) before it returns.
+    """
+
+    __slots__ = ("_done", "_effects", "_link", "_state", "_tasks", "label", "parent")
+
+    def __init__(self, label: str = "", parent: Owner | None = None) -> None:
+        self.label = label
+        self.parent = parent
+        self._effects: dict[Disposer, None] = {}
+        self._tasks: set[asyncio.Future[Any]] = set()
+        self._state = "active"
+        self._done: asyncio.Future[None] | None = None
+        self._link = None if parent is None else parent.effect(self.dispose)
+
+    @property
+    def active(self) -> bool:
+        return self._state == "active"
+
+    @property
+    def disposed(self) -> bool:
+        return self._state == "disposed"
+
+    def check_active(self) -> None:
+        if self._state != "active":
+            raise InactiveOwnerError(f"owner {self.label or '<anonymous>'} is {self._state}")
+
+    def effect(self, teardown: Teardown) -> Disposer:
+        """Register a teardown; returns its disposer."""
+        self.check_active()
+        disposer = Disposer(self, teardown)
+        self._effects[disposer] = None
+        return disposer
+
+    def child(self, label: str = "") -> Owner:
+        """A child owner, disposed (and awaited) when this owner is."""
+        self.check_active()
+        return Owner(label, self)
+
+    def spawn(self, coro: Coroutine[Any, Any, T], *, name: str | None = None) -> asyncio.Task[T]:
+        """Run `coro` as a task owned here. Disposal cancels it if still running and waits."""
+        self.check_active()
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._track(task)
+
+        async def stop() -> None:
+            if not task.done():
+                task.cancel()
+            await asyncio.wait([task])
+
+        disposer = self.effect(stop)
+        task.add_done_callback(lambda _t: self._effects.pop(disposer, None))
+        return task
+
+    def _track(self, future: asyncio.Future[Any]) -> None:
+        self._tasks.add(future)
+        future.add_done_callback(self._untrack)
+
+    def _untrack(self, future: asyncio.Future[Any]) -> None:
+        self._tasks.discard(future)
+        if not future.cancelled() and future.exception() is not None:
+            _log.error("owned task failed", exc_info=future.exception())
+
+    async def dispose(self) -> None:
+        """Dispose every effect LIFO and wait for quiescence. A second call waits for the first."""
+        if self._done is not None:
+            await asyncio.shield(self._done)
+            return
+        self._done = asyncio.get_running_loop().create_future()
+        self._state = "disposing"
+        link = self._link
+        if link is not None and self.parent is not None:
+            # Disposed directly: the parent no longer holds this owner.
+            link._teardown = None
+            self.parent._effects.pop(link, None)
+        try:
+            while self._effects:
+                disposer = next(reversed(self._effects))
+                await disposer.dispose()
+            while self._tasks:
+                await asyncio.wait(list(self._tasks))
+        finally:
+            self._state = "disposed"
+            self._done.set_result(None)
+
+    async def wait_quiescent(self) -> None:
+        """Wait until no task tracked by this owner is running."""
+        while self._tasks:
+            await asyncio.wait(list(self._tasks))
+
+    def __repr__(self) -> str:
+        return f"<Owner {self.label!r} {self._state} effects={len(self._effects)}>"

@@ -1,0 +1,225 @@
+"""Plugins and their fibers: config validation, injection, load / unload / reload."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import inspect
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+if TYPE_CHECKING:
+    from ._context import Context, ServiceKey
+
+__all__ = ["Fiber", "FiberState", "PluginError", "plugin_name", "validate_config"]
+
+_log = logging.getLogger("dsh.kernel")
+
+
+class PluginError(Exception):
+    """A plugin could not be configured or started. The message names the plugin id and,
+    for config errors, the key path."""
+
+    def __init__(self, message: str, *, plugin_id: str = "", path: str = "") -> None:
+        super().__init__(message)
+        self.plugin_id = plugin_id
+        self.path = path
+
+
+class FiberState(enum.StrEnum):
+    PENDING = "pending"
+    LOADING = "loading"
+    ACTIVE = "active"
+    FAILED = "failed"
+    UNLOADING = "unloading"
+    DISPOSED = "disposed"
+
+
+def plugin_name(plugin: object) -> str:
+    name = getattr(plugin, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    return getattr(plugin, "__qualname__", type(plugin).__qualname__)
+
+
+def format_path(loc: Sequence[int | str], prefix: str = "config") -> str:
+    path = prefix
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def validate_config(plugin: object, config: object, plugin_id: str) -> object:
+    """Validate `config` against the plugin's `Config` model; errors name id and key path."""
+    model = getattr(plugin, "Config", None)
+    if model is None:
+        if config not in (None, {}):
+            raise PluginError(
+                f'plugin "{plugin_id}": takes no config, got {config!r}', plugin_id=plugin_id
+            )
+        return None
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise PluginError(f'plugin "{plugin_id}": Config must be a pydantic model')
+    if isinstance(config, model):
+        return config
+    try:
+        return model.model_validate({} if config is None else config)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        path = format_path(first["loc"])
+        lines = [f"{format_path(e['loc'])}: {e['msg']}" for e in exc.errors()]
+        raise PluginError(
+            f'plugin "{plugin_id}": invalid config: ' + "; ".join(lines),
+            plugin_id=plugin_id,
+            path=path,
+        ) from None
+
+
+def _inject_names(plugin: object) -> tuple[str, ...]:
+    keys: Sequence[ServiceKey[Any] | str] = getattr(plugin, "inject", ()) or ()
+    return tuple(k if isinstance(k, str) else k.name for k in keys)
+
+
+def _apply_fn(plugin: object) -> Any:
+    apply = getattr(plugin, "apply", None)
+    if apply is not None:
+        return apply
+    if callable(plugin) and not isinstance(plugin, type):
+        return plugin
+    raise PluginError(f"{plugin!r} is not a plugin (no apply(ctx, config))")
+
+
+class Fiber:
+    """One loaded plugin: its validated config, state, and (while active) its context."""
+
+    def __init__(
+        self, host: PluginHost, parent: Context, plugin: object, config: object, id: str
+    ) -> None:
+        self.host = host
+        self.parent = parent
+        self.plugin = plugin
+        self.config = config
+        self.id = id
+        self.name = plugin_name(plugin)
+        self.inject = _inject_names(plugin)
+        self.state = FiberState.PENDING
+        self.error: BaseException | None = None
+        self.ctx: Context | None = None
+        self._epoch: tuple[object | None, ...] = ()
+        self._lock = asyncio.Lock()
+        self._disposer = parent.owner.effect(self._unregister_and_unload)
+
+    def _current_epoch(self) -> tuple[object | None, ...]:
+        return tuple(self.parent._provider_of(name) for name in self.inject)
+
+    def _ready(self, epoch: tuple[object | None, ...]) -> bool:
+        return all(p is not None for p in epoch)
+
+    async def _sync(self) -> None:
+        """Bring the fiber in line with the services now available."""
+        async with self._lock:
+            if self.state in (FiberState.DISPOSED, FiberState.FAILED):
+                return
+            epoch = self._current_epoch()
+            if self.state is FiberState.ACTIVE and epoch == self._epoch:
+                return
+            if self.state is FiberState.ACTIVE:
+                await self._unload()
+            if self._ready(epoch):
+                await self._load(epoch)
+
+    async def _load(self, epoch: tuple[object | None, ...]) -> None:
+        from ._context import Context
+
+        self.state = FiberState.LOADING
+        self._epoch = epoch
+        owner = self.parent.owner.child(f"plugin:{self.id}")
+        ctx = Context(parent=self.parent, owner=owner)
+        self.ctx = ctx
+        try:
+            result = _apply_fn(self.plugin)(ctx, self.config)
+            if inspect.isawaitable(result):
+                await result
+        except Exception as exc:
+            await owner.dispose()
+            self.ctx = None
+            self.state = FiberState.FAILED
+            self.error = PluginError(
+                f'plugin "{self.id}" failed to start: {type(exc).__name__}: {exc}',
+                plugin_id=self.id,
+            )
+            self.error.__cause__ = exc
+            return
+        self.state = FiberState.ACTIVE
+
+    async def _unload(self) -> None:
+        ctx, self.ctx = self.ctx, None
+        self.state = FiberState.UNLOADING
+        if ctx is not None:
+            await ctx.owner.dispose()
+        self.state = FiberState.PENDING
+
+    async def _unregister_and_unload(self) -> None:
+        self.host._fibers.pop(self, None)
+        async with self._lock:
+            if self.state is FiberState.ACTIVE:
+                await self._unload()
+            self.state = FiberState.DISPOSED
+
+    async def dispose(self) -> None:
+        """Unload the plugin (its effects LIFO) and forget it."""
+        await self._disposer.dispose()
+
+    def __repr__(self) -> str:
+        return f"<Fiber {self.id!r} {self.state}>"
+
+
+class PluginHost:
+    """The fibers of one context tree, re-synchronised whenever services change."""
+
+    def __init__(self) -> None:
+        self._fibers: dict[Fiber, None] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def fibers(self) -> list[Fiber]:
+        return list(self._fibers)
+
+    async def load(self, parent: Context, plugin: object, config: object, id: str | None) -> Fiber:
+        plugin_id = id or plugin_name(plugin)
+        _apply_fn(plugin)
+        validated = validate_config(plugin, config, plugin_id)
+        fiber = Fiber(self, parent, plugin, validated, plugin_id)
+        self._fibers[fiber] = None
+        await fiber._sync()
+        if fiber.state is FiberState.FAILED:
+            assert fiber.error is not None
+            raise fiber.error
+        return fiber
+
+    def services_changed(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        for fiber in list(self._fibers):
+            if fiber.inject and fiber.state in (FiberState.PENDING, FiberState.ACTIVE):
+                epoch = fiber._current_epoch()
+                if epoch == fiber._epoch and fiber.state is FiberState.ACTIVE:
+                    continue
+                if fiber.state is FiberState.PENDING and not fiber._ready(epoch):
+                    continue
+                task = loop.create_task(self._resync(fiber))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    async def _resync(self, fiber: Fiber) -> None:
+        await fiber._sync()
+        if fiber.state is FiberState.FAILED:
+            _log.error("%s", fiber.error, exc_info=fiber.error)
+
+    async def settled(self) -> None:
+        while self._tasks:
+            await asyncio.wait(list(self._tasks))

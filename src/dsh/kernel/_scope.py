@@ -1,0 +1,127 @@
+"""Scope keys, their parent chain, and registries layered per scope."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from ._context import Context
+
+__all__ = [
+    "DuplicateEntryError",
+    "Scope",
+    "ScopedLayers",
+    "bind_scope_parent",
+    "create_scope",
+    "scope_chain",
+]
+
+T = TypeVar("T")
+
+_parents: weakref.WeakKeyDictionary[object, object] = weakref.WeakKeyDictionary()
+
+
+def bind_scope_parent(key: object, parent: object) -> None:
+    """Give scope `key` a parent: it sees the parent's layers and admits its listeners.
+
+    Binding is once only, and cycles are rejected.
+    """
+    if key in _parents:
+        raise ValueError(f"scope {key!r} already has a parent")
+    if any(ancestor is key for ancestor in scope_chain(parent)):
+        raise ValueError("binding would create a scope cycle")
+    _parents[key] = parent
+
+
+def scope_chain(key: object | None) -> Iterator[object]:
+    """`key`, then its parent, grandparent, … (nearest first)."""
+    while key is not None:
+        yield key
+        key = _parents.get(key)
+
+
+def is_scope_ancestor(candidate: object, key: object | None) -> bool:
+    """True if `candidate` is `key` or one of its ancestors."""
+    return any(k is candidate for k in scope_chain(key))
+
+
+class DuplicateEntryError(ValueError):
+    """A second entry of one name in one layer of a scoped registry."""
+
+
+class ScopedLayers(Generic[T]):
+    """One global layer plus lazy per-scope layers of named entries.
+
+    A scoped entry shadows a global one of the same name, for that scope (and the scopes
+    below it) only. Empty scope layers are dropped.
+    """
+
+    __slots__ = ("_global", "_scoped")
+
+    def __init__(self) -> None:
+        self._global: dict[str, T] = {}
+        self._scoped: dict[object, dict[str, T]] = {}
+
+    def add(self, scope: object | None, name: str, value: T) -> Callable[[], None]:
+        """Add `name` to `scope`'s layer (None = global); returns the remover."""
+        layer = self._global if scope is None else self._scoped.setdefault(scope, {})
+        if name in layer:
+            where = "globally" if scope is None else "in this scope"
+            raise DuplicateEntryError(f"{name!r} is already registered {where}")
+        layer[name] = value
+
+        def remove() -> None:
+            if layer.get(name) is value:
+                del layer[name]
+                if scope is not None and not layer and self._scoped.get(scope) is layer:
+                    del self._scoped[scope]
+
+        return remove
+
+    def get(self, name: str, scope: object | None = None) -> T | None:
+        for key in scope_chain(scope):
+            layer = self._scoped.get(key)
+            if layer is not None and name in layer:
+                return layer[name]
+        return self._global.get(name)
+
+    def items(self, scope: object | None = None) -> dict[str, T]:
+        """The merged view for `scope`: global entries, shadowed by nearer layers."""
+        merged = dict(self._global)
+        if scope is None or not self._scoped:
+            return merged
+        for key in reversed(list(scope_chain(scope))):
+            layer = self._scoped.get(key)
+            if layer:
+                merged.update(layer)
+        return merged
+
+    def layer(self, scope: object | None) -> dict[str, T]:
+        """A copy of exactly one layer (no inheritance)."""
+        return dict(self._global if scope is None else self._scoped.get(scope, {}))
+
+    def scopes(self) -> list[object]:
+        return list(self._scoped)
+
+
+class Scope:
+    """A scoped child context: what is registered through `ctx` is tagged with `key`,
+    visible to that scope only, and unwound by `dispose()`."""
+
+    __slots__ = ("ctx", "key")
+
+    def __init__(self, ctx: Context, key: object) -> None:
+        self.ctx = ctx
+        self.key = key
+
+    async def dispose(self) -> None:
+        await self.ctx.owner.dispose()
+
+
+def create_scope(ctx: Context, key: object, label: str = "") -> Scope:
+    """Mint a child of `ctx` tagged with scope `key` (compared by identity)."""
+    if key is None:
+        raise ValueError("a scope key cannot be None")
+    return Scope(ctx.child(label or f"scope:{key!r}", scope=key), key)

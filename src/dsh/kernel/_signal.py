@@ -1,0 +1,96 @@
+"""Cooperative cancellation: a first-cause-wins signal passed explicitly to awaited work."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+__all__ = ["Aborted", "CancelSignal"]
+
+
+class Aborted(Exception):
+    """Raised by `CancelSignal.raise_if_aborted()`; carries the signal's reason."""
+
+    def __init__(self, reason: object) -> None:
+        super().__init__(f"aborted: {reason!r}")
+        self.reason = reason
+
+
+class CancelSignal:
+    """A one-shot cancellation flag with a reason. The first `abort()` wins.
+
+    Work that receives a signal checks it at its own safe points (`raise_if_aborted`), or
+    registers a callback to close what it holds (a stream, a process). The signal never
+    cancels tasks by itself: whoever waits for the work keeps waiting until it stops.
+    """
+
+    __slots__ = ("_callbacks", "_event", "_reason", "aborted")
+
+    def __init__(self) -> None:
+        self.aborted = False
+        self._reason: object = None
+        self._callbacks: list[Callable[[object], object]] | None = None
+        self._event: asyncio.Event | None = None
+
+    @property
+    def reason(self) -> object:
+        return self._reason
+
+    def abort(self, reason: object = "aborted") -> bool:
+        """Fire the signal. Returns False (and changes nothing) if it had already fired."""
+        if self.aborted:
+            return False
+        self.aborted = True
+        self._reason = reason
+        if self._event is not None:
+            self._event.set()
+        callbacks, self._callbacks = self._callbacks, None
+        for callback in callbacks or ():
+            callback(reason)
+        return True
+
+    def raise_if_aborted(self) -> None:
+        if self.aborted:
+            raise Aborted(self._reason)
+
+    def add_callback(self, callback: Callable[[object], object]) -> Callable[[], None]:
+        """Call `callback(reason)` when the signal fires (at once if it already has).
+
+        Returns a function that removes the callback.
+        """
+        if self.aborted:
+            callback(self._reason)
+            return _noop
+        if self._callbacks is None:
+            self._callbacks = []
+        self._callbacks.append(callback)
+
+        def remove() -> None:
+            if self._callbacks is not None and callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+        return remove
+
+    async def wait(self) -> object:
+        """Wait until the signal fires; return its reason."""
+        if not self.aborted:
+            if self._event is None:
+                self._event = asyncio.Event()
+            await self._event.wait()
+        return self._reason
+
+    @classmethod
+    def any_of(cls, *signals: CancelSignal) -> CancelSignal:
+        """A signal that fires with the reason of the first of `signals` to fire."""
+        fused = cls()
+        for signal in signals:
+            signal.add_callback(fused.abort)
+        return fused
+
+    def __repr__(self) -> str:
+        state = f"aborted={self._reason!r}" if self.aborted else "live"
+        return f"<CancelSignal {state}>"
+
+
+def _noop() -> None:
+    return None
