@@ -226,7 +226,10 @@ def assistant_message(
     id: MessageId | None = None,
 ) -> AssistantMessage:
     return Message(
-        id or new_message_id(), "assistant", tuple(content), model_source(provider, model, replay_state)
+        id or new_message_id(),
+        "assistant",
+        tuple(content),
+        model_source(provider, model, replay_state),
     )
 
 
@@ -287,7 +290,10 @@ class TokenUsage:
     reasoning_tokens: int | None = None
 
     def to_json(self) -> dict[str, Json]:
-        out: dict[str, Json] = {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens}
+        out: dict[str, Json] = {
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+        }
         if self.cache_read_tokens is not None:
             out["cacheReadTokens"] = self.cache_read_tokens
         if self.cache_write_tokens is not None:
@@ -327,7 +333,9 @@ class FinishReason:
     @staticmethod
     def from_json(data: Mapping[str, Json]) -> FinishReason:
         failure = data.get("failure")
-        return FinishReason(data["kind"], None if failure is None else LlmFailure.from_json(failure))
+        return FinishReason(
+            data["kind"], None if failure is None else LlmFailure.from_json(failure)
+        )
 
     @property
     def failed(self) -> bool:
@@ -551,7 +559,12 @@ class GenerateOptions:
     @property
     def call_config(self) -> LlmCallConfig:
         return LlmCallConfig(
-            self.provider, self.model, self.reasoning_effort, self.temperature, self.max_tokens, self.stop
+            self.provider,
+            self.model,
+            self.reasoning_effort,
+            self.temperature,
+            self.max_tokens,
+            self.stop,
         )
 
 

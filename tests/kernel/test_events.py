@@ -1,0 +1,288 @@
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+
+from dsh.kernel import (
+    Context,
+    EventSpec,
+    Mode,
+    Next,
+    WaterfallError,
+    bind_scope_parent,
+    create_scope,
+    declared_events,
+)
+
+EMIT = EventSpec.declare("test/emit", Mode.EMIT, list)
+VETO = EventSpec.declare("test/veto", Mode.EMIT, list, vetoing=True)
+PAR = EventSpec.declare("test/parallel", Mode.PARALLEL, list)
+SER = EventSpec.declare("test/serial", Mode.SERIAL, list, str)
+WF = EventSpec.declare("test/waterfall", Mode.WATERFALL, int, int)
+UNSCOPED = EventSpec.declare("test/unscoped", Mode.EMIT, list, scoped=False)
+
+
+def test_declared_once_with_its_package() -> None:
+    assert declared_events()["test/emit"] is EMIT
+    assert EMIT.package.endswith("test_events")
+    with pytest.raises(ValueError, match="already declared"):
+        EventSpec.declare("test/emit", Mode.EMIT, list)
+
+
+def test_on_unknown_event_name_is_an_error() -> None:
+    with pytest.raises(KeyError, match="unknown event"):
+        Context().on("no/such-event", lambda p: None)
+
+
+async def test_emit_calls_in_order_with_prepend_and_contains_failures(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ctx = Context()
+    seen: list[str] = []
+
+    def bad(p: list[str]) -> None:
+        raise RuntimeError("listener broke")
+
+    ctx.on(EMIT, lambda p: seen.append("a"))
+    ctx.on(EMIT, bad)
+    ctx.on(EMIT, lambda p: seen.append("c"))
+    ctx.on(EMIT, lambda p: seen.append("first"), prepend=True)
+    with caplog.at_level(logging.ERROR):
+        ctx.emit(EMIT, [])
+    assert seen == ["first", "a", "c"]
+    assert "listener broke" in caplog.text
+
+
+async def test_emit_runs_async_listeners_and_logs_their_failures(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ctx = Context()
+    seen: list[int] = []
+
+    async def good(p: list[int]) -> None:
+        seen.append(1)
+
+    async def bad(p: list[int]) -> None:
+        raise RuntimeError("async broke")
+
+    ctx.on(EMIT, good)
+    ctx.on(EMIT, bad)
+    with caplog.at_level(logging.ERROR):
+        ctx.emit(EMIT, [])
+        await asyncio.sleep(0.01)
+    assert seen == [1]
+    assert "async broke" in caplog.text
+
+
+async def test_vetoing_emit_reraises_sync_failure() -> None:
+    ctx = Context()
+    later: list[int] = []
+    ctx.on(VETO, lambda p: (_ for _ in ()).throw(ValueError("veto")))
+    ctx.on(VETO, lambda p: later.append(1))
+    with pytest.raises(ValueError, match="veto"):
+        ctx.emit(VETO, [])
+    assert later == []
+
+
+async def test_parallel_awaits_all_and_groups_failures() -> None:
+    ctx = Context()
+    finished: list[str] = []
+
+    async def slow(p: list[str]) -> None:
+        await asyncio.sleep(0.01)
+        finished.append("slow")
+
+    async def fails(p: list[str]) -> None:
+        raise KeyError("x")
+
+    ctx.on(PAR, slow)
+    ctx.on(PAR, fails)
+    ctx.on(PAR, lambda p: finished.append("sync"))
+    with pytest.raises(ExceptionGroup) as info:
+        await ctx.parallel(PAR, [])
+    assert finished == ["sync", "slow"]
+    assert [type(e) for e in info.value.exceptions] == [KeyError]
+    assert await Context().parallel(PAR, []) == 0
+
+
+async def test_serial_stops_at_first_non_none_result() -> None:
+    ctx = Context()
+    calls: list[str] = []
+
+    async def none(p: list[str]) -> None:
+        calls.append("none")
+
+    async def wins(p: list[str]) -> str:
+        calls.append("wins")
+        return "result"
+
+    ctx.on(SER, none)
+    ctx.on(SER, wins)
+    ctx.on(SER, lambda p: calls.append("never"))
+    assert await ctx.serial(SER, []) == "result"
+    assert calls == ["none", "wins"]
+
+
+async def test_serial_propagates_the_first_exception() -> None:
+    ctx = Context()
+
+    async def boom(p: list[str]) -> None:
+        raise RuntimeError("serial boom")
+
+    ctx.on(SER, boom)
+    with pytest.raises(RuntimeError, match="serial boom"):
+        await ctx.serial(SER, [])
+
+
+async def test_waterfall_runs_outermost_first_and_can_replace_payload() -> None:
+    ctx = Context()
+    trace: list[str] = []
+
+    async def outer(p: int, nxt: Next[int, int]) -> int:
+        trace.append(f"outer {p}")
+        return await nxt(p + 1) * 10
+
+    async def inner(p: int, nxt: Next[int, int]) -> int:
+        trace.append(f"inner {p}")
+        return await nxt()
+
+    async def terminal(p: int) -> int:
+        trace.append(f"terminal {p}")
+        return p
+
+    ctx.on(WF, outer)
+    ctx.on(WF, inner)
+    assert await ctx.waterfall(WF, 1, terminal) == 20
+    assert trace == ["outer 1", "inner 2", "terminal 2"]
+
+
+async def test_waterfall_short_circuits_without_next() -> None:
+    ctx = Context()
+    reached: list[str] = []
+
+    async def stop(p: int, nxt: Next[int, int]) -> int:
+        return -1
+
+    async def later(p: int, nxt: Next[int, int]) -> int:
+        reached.append("later")
+        return await nxt()
+
+    async def terminal(p: int) -> int:
+        reached.append("terminal")
+        return p
+
+    ctx.on(WF, stop)
+    ctx.on(WF, later)
+    assert await ctx.waterfall(WF, 5, terminal) == -1
+    assert reached == []
+
+
+async def test_waterfall_next_twice_is_an_error() -> None:
+    ctx = Context()
+
+    async def twice(p: int, nxt: Next[int, int]) -> int:
+        await nxt()
+        return await nxt()
+
+    async def terminal(p: int) -> int:
+        return p
+
+    ctx.on(WF, twice)
+    with pytest.raises(WaterfallError, match="more than once"):
+        await ctx.waterfall(WF, 1, terminal)
+
+
+async def test_waterfall_exceptions_propagate_and_sync_listeners_work() -> None:
+    ctx = Context()
+
+    def sync(p: int, nxt: Any) -> int:
+        return 7
+
+    ctx.on(WF, sync)
+
+    async def terminal(p: int) -> int:
+        raise AssertionError("not reached")
+
+    assert await ctx.waterfall(WF, 1, terminal) == 7
+
+    async def boom(p: int, nxt: Next[int, int]) -> int:
+        raise ValueError("wf boom")
+
+    ctx2 = Context()
+    ctx2.on(WF, boom)
+    with pytest.raises(ValueError, match="wf boom"):
+        await ctx2.waterfall(WF, 1, terminal)
+
+
+async def test_once_fires_a_single_time() -> None:
+    ctx = Context()
+    seen: list[int] = []
+    ctx.once(EMIT, lambda p: seen.append(1))
+    ctx.emit(EMIT, [])
+    ctx.emit(EMIT, [])
+    assert seen == [1]
+
+
+async def test_disposing_a_listener_removes_it() -> None:
+    ctx = Context()
+    seen: list[int] = []
+    d = ctx.on(EMIT, lambda p: seen.append(1))
+    d()
+    ctx.emit(EMIT, [])
+    assert seen == []
+    assert ctx.bus.count(EMIT) == 0
+
+
+async def test_scope_filtering_admits_untagged_own_and_ancestor_listeners() -> None:
+    root = Context()
+
+    class Key:
+        pass
+
+    parent_key, agent_key, other_key = Key(), Key(), Key()
+    bind_scope_parent(agent_key, parent_key)
+    seen: list[str] = []
+    root.on(EMIT, lambda p: seen.append("untagged"))
+    create_scope(root, agent_key).ctx.on(EMIT, lambda p: seen.append("agent"))
+    create_scope(root, parent_key).ctx.on(EMIT, lambda p: seen.append("parent"))
+    create_scope(root, other_key).ctx.on(EMIT, lambda p: seen.append("other"))
+    create_scope(root, other_key).ctx.on(EMIT, lambda p: seen.append("other-global"), global_=True)
+
+    root.bus.emit(EMIT, [], agent_key)
+    assert seen == ["untagged", "agent", "parent", "other-global"]
+    seen.clear()
+    root.bus.emit(EMIT, [], parent_key)  # admission extends up, never down
+    assert seen == ["untagged", "parent", "other-global"]
+    seen.clear()
+    root.bus.emit(EMIT, [], None)
+    assert seen == ["untagged", "other-global"]
+    seen.clear()
+    root.bus.emit(UNSCOPED, [], None)
+    assert seen == []
+    create_scope(root, other_key).ctx.on(UNSCOPED, lambda p: seen.append("any"))
+    root.bus.emit(UNSCOPED, [], None)
+    assert seen == ["any"]
+
+
+async def test_scope_dispose_unwinds_its_listeners() -> None:
+    root = Context()
+    key = object.__new__(type("K", (), {}))
+    scope = create_scope(root, key)
+    seen: list[int] = []
+    scope.ctx.on(EMIT, lambda p: seen.append(1))
+    await scope.dispose()
+    root.bus.emit(EMIT, [], key)
+    assert seen == []
+
+
+def test_scope_parent_binding_rejects_rebinding_and_cycles() -> None:
+    class K:
+        pass
+
+    a, b = K(), K()
+    bind_scope_parent(a, b)
+    with pytest.raises(ValueError, match="already"):
+        bind_scope_parent(a, K())
+    with pytest.raises(ValueError, match="cycle"):
+        bind_scope_parent(b, a)

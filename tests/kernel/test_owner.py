@@ -1,0 +1,169 @@
+import asyncio
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh.kernel import InactiveOwnerError, Owner
+
+
+async def test_disposes_lifo_and_awaits_async_teardowns() -> None:
+    owner = Owner("o")
+    order: list[str] = []
+
+    async def slow() -> None:
+        await asyncio.sleep(0.01)
+        order.append("async")
+
+    owner.effect(lambda: order.append("first"))
+    owner.effect(slow)
+    owner.effect(lambda: order.append("last"))
+    await owner.dispose()
+    assert order == ["last", "async", "first"]
+    assert owner.disposed
+
+
+async def test_disposer_is_idempotent_and_removes_itself() -> None:
+    owner = Owner()
+    calls: list[int] = []
+    d = owner.effect(lambda: calls.append(1))
+    d()
+    d()
+    await d.dispose()
+    await owner.dispose()
+    assert calls == [1]
+
+
+async def test_second_dispose_waits_for_the_first() -> None:
+    owner = Owner()
+    gate = asyncio.Event()
+    done: list[str] = []
+
+    async def teardown() -> None:
+        await gate.wait()
+        done.append("x")
+
+    owner.effect(teardown)
+    first = asyncio.create_task(owner.dispose())
+    await asyncio.sleep(0)
+    second = asyncio.create_task(owner.dispose())
+    await asyncio.sleep(0.01)
+    assert not second.done()
+    gate.set()
+    await asyncio.gather(first, second)
+    assert done == ["x"]
+
+
+async def test_register_on_disposed_owner_raises() -> None:
+    owner = Owner("gone")
+    await owner.dispose()
+    with pytest.raises(InactiveOwnerError, match="gone"):
+        owner.effect(lambda: None)
+    with pytest.raises(InactiveOwnerError):
+        owner.child()
+
+
+async def test_owned_tasks_are_cancelled_and_awaited() -> None:
+    owner = Owner()
+    cleaned: list[str] = []
+
+    async def worker() -> None:
+        try:
+            await asyncio.sleep(10)
+        finally:
+            await asyncio.sleep(0)
+            cleaned.append("worker")
+
+    task = owner.spawn(worker())
+    await asyncio.sleep(0)
+    await owner.dispose()
+    assert task.done()
+    assert cleaned == ["worker"]
+
+
+async def test_finished_task_leaves_no_effect_behind() -> None:
+    owner = Owner()
+
+    async def quick() -> int:
+        return 1
+
+    task = owner.spawn(quick())
+    assert await task == 1
+    await asyncio.sleep(0)
+    assert not owner._effects
+
+
+async def test_child_owners_dispose_with_parent_and_detach_when_disposed_alone() -> None:
+    parent = Owner("p")
+    order: list[str] = []
+    a = parent.child("a")
+    a.effect(lambda: order.append("a"))
+    b = parent.child("b")
+    b.effect(lambda: order.append("b"))
+    await a.dispose()
+    assert len(parent._effects) == 1  # a detached itself
+    await parent.dispose()
+    assert order == ["a", "b"]
+    assert b.disposed
+
+
+async def test_failing_teardown_does_not_stop_the_others() -> None:
+    owner = Owner()
+    order: list[str] = []
+
+    def boom() -> None:
+        raise RuntimeError("boom")
+
+    owner.effect(lambda: order.append("a"))
+    owner.effect(boom)
+    owner.effect(lambda: order.append("c"))
+    await owner.dispose()
+    assert order == ["c", "a"]
+
+
+async def test_nested_effects_unwind_inner_first() -> None:
+    root = Owner()
+    order: list[str] = []
+    outer = root.child("outer")
+    outer.effect(lambda: order.append("outer-1"))
+    inner = outer.child("inner")
+    inner.effect(lambda: order.append("inner"))
+    outer.effect(lambda: order.append("outer-2"))
+    await root.dispose()
+    assert order == ["outer-2", "inner", "outer-1"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["reg", "reg_async", "dispose"]), st.integers(0, 20))))
+def test_random_interleavings_dispose_each_live_effect_once_in_lifo_order(
+    ops: list[tuple[str, int]],
+) -> None:
+    async def scenario() -> None:
+        owner = Owner()
+        calls: list[int] = []
+        live: list[tuple[int, object]] = []
+        counter = 0
+        for op, pick in ops:
+            if op.startswith("reg"):
+                n = counter
+                counter += 1
+                if op == "reg":
+                    d = owner.effect(lambda n=n: calls.append(n))
+                else:
+
+                    async def td(n: int = n) -> None:
+                        await asyncio.sleep(0)
+                        calls.append(n)
+
+                    d = owner.effect(td)
+                live.append((n, d))
+            elif live:
+                n, d = live.pop(pick % len(live))
+                await d.dispose()  # type: ignore[attr-defined]
+                assert calls[-1] == n
+        before = len(calls)
+        await owner.dispose()
+        assert calls[before:] == [n for n, _ in reversed(live)]
+        assert sorted(calls) == list(range(counter))
+
+    asyncio.run(scenario())

@@ -1,0 +1,62 @@
+"""Docs are code: every package README's event table matches the events it declares."""
+
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+
+import dsh
+from dsh.kernel import declared_events
+
+SRC = Path(dsh.__file__).parent
+ROW = re.compile(r"^\|\s*`([^`]+)`[^|]*\|\s*([a-z]+)")
+
+
+def import_everything() -> None:
+    for info in pkgutil.walk_packages([str(SRC)], "dsh."):
+        importlib.import_module(info.name)
+
+
+def packages() -> list[Path]:
+    found = []
+    for init in SRC.rglob("__init__.py"):
+        folder = init.parent
+        if folder == SRC or any(p.startswith("_") for p in folder.relative_to(SRC).parts):
+            continue
+        if folder.name == "plugins" and folder.parent == SRC:
+            continue  # the plugins folder only groups plugin packages
+        found.append(folder)
+    return sorted(found)
+
+
+def event_table(readme: Path) -> dict[str, str]:
+    text = readme.read_text()
+    match = re.search(r"^## Events\s*$(.*?)(?=^## |\Z)", text, re.M | re.S)
+    if match is None:
+        return {}
+    rows = {}
+    for line in match.group(1).splitlines():
+        row = ROW.match(line.strip())
+        if row:
+            rows[row.group(1)] = row.group(2)
+    return rows
+
+
+@pytest.mark.parametrize("folder", packages(), ids=lambda p: str(p.relative_to(SRC)))
+def test_package_readme_has_the_standard_sections(folder: Path) -> None:
+    readme = folder / "README.md"
+    assert readme.is_file(), f"{folder} has no README.md"
+    text = readme.read_text()
+    for heading in ("## Owns", "## Events", "## What is not here"):
+        assert heading in text, f"{readme} lacks {heading!r}"
+
+
+@pytest.mark.parametrize("folder", packages(), ids=lambda p: str(p.relative_to(SRC)))
+def test_readme_event_table_matches_declarations(folder: Path) -> None:
+    import_everything()
+    package = "dsh." + ".".join(folder.relative_to(SRC).parts)
+    declared = {s.name: s.mode.value for s in declared_events().values() if s.package == package}
+    documented = event_table(folder / "README.md")
+    assert documented == declared, f"{folder / 'README.md'} event table differs from the code"
