@@ -60,3 +60,21 @@ def test_readme_event_table_matches_declarations(folder: Path) -> None:
     declared = {s.name: s.mode.value for s in declared_events().values() if s.package == package}
     documented = event_table(folder / "README.md")
     assert documented == declared, f"{folder / 'README.md'} event table differs from the code"
+
+
+def test_readme_python_examples_run(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    readme = SRC.parents[1] / "README.md"
+    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
+    runnable = [b for b in blocks if "asyncio.run(" in b]
+    assert runnable, "the README has no runnable example"
+    for i, block in enumerate(runnable):
+        script = tmp_path / f"example_{i}.py"
+        script.write_text(block)
+        result = subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip(), "the example printed nothing"

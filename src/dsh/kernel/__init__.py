@@ -10,6 +10,12 @@ from ._compose import (
     resolve_plugin,
 )
 from ._context import (
+    AGENT_LOOP,
+    AGENTS,
+    LLM,
+    SESSIONS,
+    SYSTEM_PROMPT,
+    TOOLS,
     Context,
     ServiceKey,
     ServiceUnavailableError,
@@ -28,6 +34,12 @@ from ._scope import (
 from ._signal import Aborted, CancelSignal
 
 __all__ = [
+    "AGENTS",
+    "AGENT_LOOP",
+    "LLM",
+    "SESSIONS",
+    "SYSTEM_PROMPT",
+    "TOOLS",
     "ENTRY_POINT_GROUP",
     "Aborted",
     "CancelSignal",

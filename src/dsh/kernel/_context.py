@@ -9,6 +9,12 @@ from ._events import EventBus, EventSpec, lookup_event
 from ._owner import Disposer, Owner
 
 if TYPE_CHECKING:
+    from ..agent import AgentRegistry
+    from ..llm import LlmRuntime
+    from ..loop import AgentLoop
+    from ..prompt import SystemPrompt
+    from ..session import SessionStore
+    from ..tools import ToolRuntime
     from ._plugin import Fiber, PluginHost
 
 __all__ = ["Context", "ServiceKey", "ServiceUnavailableError"]
@@ -62,6 +68,14 @@ class _Realm:
         return None
 
 
+SESSIONS: ServiceKey[SessionStore] = ServiceKey("sessions")
+LLM: ServiceKey[LlmRuntime] = ServiceKey("llm")
+TOOLS: ServiceKey[ToolRuntime] = ServiceKey("tools")
+SYSTEM_PROMPT: ServiceKey[SystemPrompt] = ServiceKey("system_prompt")
+AGENTS: ServiceKey[AgentRegistry] = ServiceKey("agents")
+AGENT_LOOP: ServiceKey[AgentLoop] = ServiceKey("agent_loop")
+
+
 class Context:
     """A node of the context tree.
 
@@ -70,7 +84,7 @@ class Context:
     isolated. Listener tables are shared by the whole tree.
     """
 
-    __slots__ = ("_realm", "agent", "bus", "owner", "parent", "scope")
+    __slots__ = ("_bound", "_realm", "agent", "bus", "owner", "parent", "scope")
 
     def __init__(
         self,
@@ -82,6 +96,7 @@ class Context:
         bus: EventBus | None = None,
     ) -> None:
         self.parent = parent
+        self._bound: dict[str, tuple[_Provision, object]] | None = None
         if parent is None:
             from ._plugin import PluginHost
 
@@ -125,8 +140,9 @@ class Context:
     @overload
     def get(self, key: str) -> Any: ...
     def get(self, key: ServiceKey[T] | str) -> T | Any:
-        found = self._realm.lookup(key if isinstance(key, str) else key.name)
-        return None if found is None else found.value
+        name = key if isinstance(key, str) else key.name
+        found = self._realm.lookup(name)
+        return None if found is None else self._value(name, found)
 
     @overload
     def require(self, key: ServiceKey[T]) -> T: ...
@@ -137,7 +153,26 @@ class Context:
         found = self._realm.lookup(name)
         if found is None:
             raise ServiceUnavailableError(f"service {name!r} is not available in this context")
-        return found.value
+        return self._value(name, found)
+
+    def _value(self, name: str, found: _Provision) -> object:
+        """The service as seen from this context.
+
+        A service with `bind_context(ctx)` returns a view bound to the caller, so that what
+        it registers is owned by (and scoped to) the calling context. Views are cached.
+        """
+        bind = getattr(found.value, "bind_context", None)
+        if bind is None:
+            return found.value
+        bound = self._bound
+        if bound is None:
+            bound = self._bound = {}
+        cached = bound.get(name)
+        if cached is not None and cached[0] is found:
+            return cached[1]
+        view = bind(self)
+        bound[name] = (found, view)
+        return view
 
     def provide(self, key: ServiceKey[T] | str, value: T) -> Disposer:
         """Provide a service in this context's realm, owned by this context's owner."""
@@ -160,6 +195,32 @@ class Context:
 
     def _provider_of(self, name: str) -> object | None:
         return self._realm.lookup(name)
+
+    # -- core services, typed --------------------------------------------------------------
+
+    @property
+    def sessions(self) -> SessionStore:
+        return self.require(SESSIONS)
+
+    @property
+    def llm(self) -> LlmRuntime:
+        return self.require(LLM)
+
+    @property
+    def tools(self) -> ToolRuntime:
+        return self.require(TOOLS)
+
+    @property
+    def system_prompt(self) -> SystemPrompt:
+        return self.require(SYSTEM_PROMPT)
+
+    @property
+    def agents(self) -> AgentRegistry:
+        return self.require(AGENTS)
+
+    @property
+    def agent_loop(self) -> AgentLoop:
+        return self.require(AGENT_LOOP)
 
     # -- events ----------------------------------------------------------------------------
 

@@ -472,7 +472,11 @@ class ToolSchema:
     parameters: Mapping[str, Json]
 
     def to_json(self) -> dict[str, Json]:
-        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": dict(self.parameters),
+        }
 
     @staticmethod
     def from_json(data: Mapping[str, Json]) -> ToolSchema:
@@ -545,7 +549,8 @@ class GenerateOptions:
 
     provider: str
     model: str
-    messages: tuple[Message, ...]
+    messages: Sequence[Message]
+    """The history, oldest first (an immutable snapshot)."""
     system: str | None = None
     tools: tuple[ToolSchema, ...] = ()
     reasoning_effort: str | None = None

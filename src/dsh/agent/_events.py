@@ -1,0 +1,230 @@
+"""The live `agent/*` vocabulary, declared here so plugins need not know the loop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeAlias
+
+from ..kernel import CancelSignal, EventSpec, Mode
+from ..llm import (
+    AssistantMessage,
+    LlmCallConfig,
+    LlmFailure,
+    MessageId,
+    MessageSource,
+    UserMessage,
+)
+from ._types import Agent, AgentStatus, CancelCause, Placement, SessionStartSource
+
+if TYPE_CHECKING:
+    from ..llm import RetryPolicy
+
+# -- payloads -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEvent:
+    agent: Agent
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStart:
+    agent: Agent
+    source: SessionStartSource
+
+
+@dataclass(frozen=True, slots=True)
+class StatusChange:
+    agent: Agent
+    status: AgentStatus
+
+
+@dataclass(frozen=True, slots=True)
+class InboxChange:
+    agent: Agent
+    message_id: MessageId
+    placement: Placement
+
+
+@dataclass(frozen=True, slots=True)
+class PromptSubmit:
+    agent: Agent
+    message: UserMessage
+    signal: CancelSignal
+
+
+@dataclass(frozen=True, slots=True)
+class StepPoint:
+    """`agent/pre-step` and `agent/request`: where the turn is."""
+
+    agent: Agent
+    turn: int
+    step: int
+    signal: CancelSignal
+
+
+@dataclass(frozen=True, slots=True)
+class RequestError:
+    agent: Agent
+    turn: int
+    step: int
+    provider: str
+    failure: LlmFailure
+    retry_policy: RetryPolicy | None
+    signal: CancelSignal
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    agent: Agent
+    turn: int
+    step: int
+    message: AssistantMessage
+    signal: CancelSignal
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStopping:
+    agent: Agent
+    turn: int
+    signal: CancelSignal
+
+
+@dataclass(frozen=True, slots=True)
+class CancelRequested:
+    agent: Agent
+    cause: CancelCause
+
+
+@dataclass(frozen=True, slots=True)
+class AgentError:
+    agent: Agent
+    turn: int
+    step: int
+    error: BaseException
+
+
+# -- decisions ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Allow:
+    """Admit the prompt. `content` replaces it (same id) when given; every additional context
+    becomes its own `user/message`, before the prompt."""
+
+    content: UserMessage | None = None
+    additional_contexts: tuple[UserMessage, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    reason: str
+
+
+PromptDecision: TypeAlias = Allow | Block
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Returned from `agent/request-error`: rebuild the request and try again."""
+
+    delay_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Continue:
+    """Keep the turn open: `reason` is recorded as steering and another step runs."""
+
+    reason: str
+    source: MessageSource = field(
+        default_factory=lambda: {"kind": "plugin", "plugin": "agent/turn-stopping"}
+    )
+
+
+StopDecision: TypeAlias = Stop | Continue
+
+# -- declarations -------------------------------------------------------------------------------
+
+AGENT_CREATED = EventSpec.declare(
+    "agent/created",
+    Mode.EMIT,
+    AgentEvent,
+    vetoing=True,
+    doc="after setup, once registry entries exist; a synchronous raise vetoes publication",
+)
+AGENT_SESSION_START = EventSpec.declare(
+    "agent/session-start",
+    Mode.EMIT,
+    SessionStart,
+    doc="once, before turn 1; the first place to inject()",
+)
+AGENT_STATUS = EventSpec.declare(
+    "agent/status", Mode.EMIT, StatusChange, doc="on each idle/running transition"
+)
+INBOX_ENQUEUE = EventSpec.declare(
+    "agent/inbox/enqueue", Mode.EMIT, InboxChange, doc="a sent message entered the inbox"
+)
+INBOX_DEQUEUE = EventSpec.declare(
+    "agent/inbox/dequeue", Mode.EMIT, InboxChange, doc="a message was claimed by a turn or step"
+)
+INBOX_DISCARD = EventSpec.declare(
+    "agent/inbox/discard", Mode.EMIT, InboxChange, doc="a pending message was dropped (cancel)"
+)
+PROMPT_SUBMIT = EventSpec.declare(
+    "agent/prompt-submit",
+    Mode.WATERFALL,
+    PromptSubmit,
+    PromptDecision,
+    doc="per queued prompt at turn start; all blocked gives a zero-step turn ending blocked",
+)
+PRE_STEP = EventSpec.declare(
+    "agent/pre-step",
+    Mode.SERIAL,
+    StepPoint,
+    doc="before request derivation; surface mutation (compaction) happens here",
+)
+REQUEST = EventSpec.declare(
+    "agent/request",
+    Mode.WATERFALL,
+    StepPoint,
+    LlmCallConfig,
+    doc="per model attempt; switch provider, model, effort or sampling",
+)
+REQUEST_ERROR = EventSpec.declare(
+    "agent/request-error",
+    Mode.WATERFALL,
+    RequestError,
+    Retry,
+    doc="a model attempt ended error/aborted; Retry or None (the turn fails)",
+)
+STEP_RESULT = EventSpec.declare(
+    "agent/step-result",
+    Mode.WATERFALL,
+    StepResult,
+    AssistantMessage,
+    doc="before the assistant message is committed",
+)
+TURN_STOPPING = EventSpec.declare(
+    "agent/turn-stopping",
+    Mode.WATERFALL,
+    TurnStopping,
+    StopDecision,
+    doc="a turn is about to close; Continue(reason) runs another step",
+)
+CANCEL_REQUESTED = EventSpec.declare(
+    "agent/cancel-requested",
+    Mode.EMIT,
+    CancelRequested,
+    doc="an effective cancel(), before the queues clear",
+)
+AGENT_ERROR = EventSpec.declare(
+    "agent/error", Mode.EMIT, AgentError, doc="a turn failed (not cancellation)"
+)
+AGENT_DISPOSED = EventSpec.declare(
+    "agent/disposed", Mode.EMIT, AgentEvent, doc="the agent left the registry"
+)

@@ -1,0 +1,213 @@
+"""`ctx.agents`: the live agent registry, the factory seam and the initiator scope."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from ..kernel import AGENTS, Context, Disposer
+from ._events import AGENT_CREATED, AGENT_DISPOSED, AgentEvent
+from ._initiator import InitiatorScope
+from ._types import (
+    Agent,
+    AgentFactory,
+    AgentHandle,
+    CreateAgentOptions,
+    ResumeAgentOptions,
+)
+
+if TYPE_CHECKING:
+    from ..kernel import EventSpec
+
+P = TypeVar("P")
+R = TypeVar("R")
+
+
+class AgentRegistryError(RuntimeError):
+    pass
+
+
+@dataclass(slots=True, eq=False)
+class _Entry:
+    agent: Agent
+    owner: Agent | None
+    announcing: bool = False
+    announced: bool = False
+    detach_requested: bool = False
+    detached: bool = False
+
+
+@dataclass(slots=True)
+class _State:
+    entries: dict[str, _Entry] = field(default_factory=dict)
+    factory: AgentFactory | None = None
+    initiator: InitiatorScope = field(default_factory=InitiatorScope)
+
+
+class AgentRegistry:
+    """Tracks live agents; creation goes through the registered factory (the loop)."""
+
+    __slots__ = ("_ctx", "_state")
+
+    def __init__(self, state: _State, ctx: Context) -> None:
+        self._state = state
+        self._ctx = ctx
+
+    def bind_context(self, ctx: Context) -> AgentRegistry:
+        return AgentRegistry(self._state, ctx)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def enter(self, agent: Agent, owner: Agent | None) -> Callable[[], None]:
+        """Insert without announcing; returns the exact-entry detach (emits agent/disposed
+        if the agent was announced)."""
+        if agent.id != agent.session.id:
+            raise AgentRegistryError(
+                f"agent id {agent.id!r} differs from its session id {agent.session.id!r}"
+            )
+        if agent.id in self._state.entries:
+            raise AgentRegistryError(f"an agent with id {agent.id!r} is already registered")
+        entry = _Entry(agent, owner)
+        self._state.entries[agent.id] = entry
+        return lambda: self._detach(entry)
+
+    def announce(self, agent: Agent) -> None:
+        """Emit `agent/created` once; a synchronous listener raise vetoes (propagates)."""
+        entry = self._state.entries.get(agent.id)
+        if entry is None or entry.agent is not agent:
+            raise AgentRegistryError(f"agent {agent.id!r} was not entered")
+        if entry.announced:
+            return
+        entry.announced = entry.announcing = True
+        try:
+            self._ctx.bus.emit(AGENT_CREATED, AgentEvent(agent), agent)
+        finally:
+            entry.announcing = False
+            if entry.detach_requested:
+                self._detach(entry)
+
+    def _detach(self, entry: _Entry) -> None:
+        if entry.detached:
+            return
+        if entry.announcing:
+            entry.detach_requested = True
+            return
+        entry.detached = True
+        if self._state.entries.get(entry.agent.id) is entry:
+            del self._state.entries[entry.agent.id]
+        if entry.announced:
+            self._ctx.bus.emit(AGENT_DISPOSED, AgentEvent(entry.agent), entry.agent)
+
+    def register(self, agent: Agent) -> Disposer:
+        """Record an already-built agent (custom drivers); owned by the calling context."""
+        detach = self.enter(agent, self._ctx.agent)
+        disposer = self._ctx.owner.effect(detach)
+        try:
+            self.announce(agent)
+        except BaseException:
+            disposer()
+            raise
+        return disposer
+
+    # -- lookup ------------------------------------------------------------------------------
+
+    def get(self, id: str) -> Agent | None:
+        entry = self._state.entries.get(id)
+        return None if entry is None else entry.agent
+
+    def list(self) -> builtins.list[Agent]:
+        return [e.agent for e in self._state.entries.values()]
+
+    def roots(self) -> builtins.list[Agent]:
+        return [e.agent for e in self._state.entries.values() if e.owner is None]
+
+    def is_owned_by(self, id: str, owner: Agent) -> bool:
+        entry = self._state.entries.get(id)
+        return entry is not None and entry.owner is owner
+
+    def __iter__(self) -> Iterator[Agent]:
+        return iter(self.list())
+
+    # -- factory -----------------------------------------------------------------------------
+
+    def set_factory(self, factory: AgentFactory) -> Disposer:
+        if self._state.factory is not None:
+            raise AgentRegistryError("an agent factory is already registered")
+        self._state.factory = factory
+
+        def clear() -> None:
+            if self._state.factory is factory:
+                self._state.factory = None
+
+        return self._ctx.owner.effect(clear)
+
+    def _factory(self) -> AgentFactory:
+        if self._state.factory is None:
+            raise AgentRegistryError("no agent factory is registered (is agent_loop loaded?)")
+        return self._state.factory
+
+    async def create(self, options: CreateAgentOptions) -> AgentHandle:
+        """Create a session and an agent; the handle is owned by the calling context."""
+        return await self._factory().create_agent(self._ctx, options)
+
+    async def resume(self, options: ResumeAgentOptions) -> AgentHandle:
+        """Load a persisted session and resume an agent on it."""
+        return await self._factory().resume_agent(self._ctx, options)
+
+    # -- initiator scope ---------------------------------------------------------------------
+
+    @property
+    def initiator(self) -> InitiatorScope:
+        return self._state.initiator
+
+    def current_initiator(self) -> Agent | None:
+        return self._state.initiator.current()
+
+    def require_initiator(self) -> Agent:
+        return self._state.initiator.require()
+
+    def with_initiator(self, agent: Agent | None) -> AbstractContextManager[None]:
+        return self._state.initiator.using(agent)
+
+    def without_initiator(self) -> AbstractContextManager[None]:
+        return self._state.initiator.using(None)
+
+
+class AgentEvents:
+    """Dispatch `agent/*` events with the agent as scope (its scoped listeners see them)."""
+
+    __slots__ = ("agent", "ctx")
+
+    def __init__(self, ctx: Context, agent: Agent) -> None:
+        self.ctx = ctx
+        self.agent = agent
+
+    def emit(self, spec: EventSpec[P, Any], payload: P) -> None:
+        self.ctx.bus.emit(spec, payload, self.agent)
+
+    async def serial(self, spec: EventSpec[P, R], payload: P) -> R | None:
+        return await self.ctx.bus.serial(spec, payload, self.agent)
+
+    async def waterfall(
+        self, spec: EventSpec[P, R], payload: P, terminal: Callable[[P], Awaitable[R]]
+    ) -> R:
+        return await self.ctx.bus.waterfall(spec, payload, terminal, self.agent)
+
+
+def agent_events(ctx: Context, agent: Agent) -> AgentEvents:
+    return AgentEvents(ctx, agent)
+
+
+class AgentsPlugin:
+    """Provides `ctx.agents`."""
+
+    name: ClassVar[str] = "agents"
+
+    @staticmethod
+    def apply(ctx: Context, config: None) -> None:
+        state = _State()
+        ctx.provide(AGENTS, AgentRegistry(state, ctx))
+        ctx.owner.effect(state.initiator.close)

@@ -1,0 +1,96 @@
+"""A Python caller's view: iterate a session's events; send a prompt and await its outcome."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from ..llm import Json, Message, UserMessage, text_of
+from ..session import SESSION_DISPOSED, SESSION_EVENT, Session, SessionEvent, SessionEventPayload
+from ._types import Agent
+
+_CLOSED = object()
+
+
+async def session_events(
+    agent: Agent, *, from_seq: int | None = None
+) -> AsyncIterator[SessionEvent]:
+    """Yield the events of `agent`'s session as they are appended (from `from_seq`, default
+    the next one), until the session is disposed. Close the iterator to stop early."""
+    session = agent.session
+    queue: asyncio.Queue[object] = asyncio.Queue()
+    start = session.seq if from_seq is None else from_seq
+    for event in session.events[start:]:
+        queue.put_nowait(event)
+    ctx = agent.ctx.child("session-events")
+
+    def on_event(payload: SessionEventPayload) -> None:
+        if payload.session is session:
+            queue.put_nowait(payload.event)
+
+    def on_disposed(disposed: Session) -> None:
+        if disposed is session:
+            queue.put_nowait(_CLOSED)
+
+    ctx.on(SESSION_EVENT, on_event)
+    ctx.on(SESSION_DISPOSED, on_disposed)
+    try:
+        while True:
+            item = await queue.get()
+            if item is _CLOSED:
+                return
+            assert isinstance(item, SessionEvent)
+            yield item
+    finally:
+        await ctx.owner.dispose()
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What one prompt produced: from the message's inbox receipt to the next idle."""
+
+    text: str
+    """The text of the last `assistant/message` of the run ('' if none)."""
+    finish_reason: str | None
+    """`kind` of the last `turn/end` of the run (completed, aborted, blocked, error, …)."""
+    events: tuple[SessionEvent, ...]
+    error: Json = None
+    """The `error` of an `error` turn end."""
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        return tuple(
+            Message.from_json(e.data["message"])
+            for e in self.events
+            if e.type == "assistant/message"
+        )
+
+
+async def run_prompt(agent: Agent, prompt: UserMessage | str) -> RunResult:
+    """Follow up `prompt` and wait until the agent is idle again; summarise the run."""
+    session = agent.session
+    start = session.seq
+    message_id = agent.followup(prompt)
+    await agent.when_idle()
+    events = tuple(session.events[start:])
+    receipt = next(
+        (
+            i
+            for i, e in enumerate(events)
+            if e.type == "agent/inbox/spliced"
+            and any(m.get("id") == message_id for m in e.data.get("inserted", ()))
+        ),
+        0,
+    )
+    events = events[receipt:]
+    text = ""
+    finish: str | None = None
+    error: Json = None
+    for event in events:
+        if event.type == "assistant/message":
+            text = text_of(Message.from_json(event.data["message"]).content)
+        elif event.type == "turn/end":
+            finish = event.data["reason"]["kind"]
+            error = event.data["reason"].get("error")
+    return RunResult(text, finish, events, error)

@@ -1,0 +1,152 @@
+"""The Agent protocol and the values it speaks: options, causes, targets, handles."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from ..llm import Json, MessageId, UserMessage
+from ..session import SessionEvent, SessionMeta
+
+if TYPE_CHECKING:
+    from ..kernel import CancelSignal, Context
+    from ..session import Session
+
+AgentStatus = Literal["idle", "running"]
+SendTarget = Literal["next-turn", "next-step"]
+Placement = Literal["queued", "steering"]
+SessionStartSource = Literal["startup", "resume", "clear", "compact"]
+
+
+@dataclass(frozen=True, slots=True)
+class CancelCause:
+    """Why a turn was cancelled: `user`, `parent`, `hook` (with a reason) or `disposed`.
+
+    The first cause wins. Durable `turn/end` records it as `aborted{reason: cause}`.
+    """
+
+    kind: Literal["user", "parent", "hook", "disposed", "legacy"]
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Json]:
+        if self.reason is None:
+            return {"kind": self.kind}
+        return {"kind": self.kind, "reason": self.reason}
+
+
+USER_CANCEL = CancelCause("user")
+PARENT_CANCEL = CancelCause("parent")
+DISPOSED_CANCEL = CancelCause("disposed")
+
+
+def hook_cancel(reason: str) -> CancelCause:
+    return CancelCause("hook", reason)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentOptions:
+    """Per-agent settings. `max_tokens` caps output per request (positive int)."""
+
+    provider: str | None = None
+    model: str | None = None
+    max_tokens: int | None = None
+    reasoning_effort: str | None = None
+    system_prompt: str | None = None
+    """The agent's persona template (may use `{{model}}`, `{{cwd}}`, `{{provider}}`)."""
+    subagent_depth: int = 0
+
+    def __post_init__(self) -> None:
+        if self.max_tokens is not None and (
+            isinstance(self.max_tokens, bool)
+            or not isinstance(self.max_tokens, int)
+            or self.max_tokens <= 0
+        ):
+            raise ValueError(f"max_tokens must be a positive integer, got {self.max_tokens!r}")
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """What every plugin programs against; the loop behind it is swappable.
+
+    `id` equals the session id. `send` is the one delivery primitive; `followup`, `steer` and
+    `inject` are its presets. Everything observable happens through session events and the
+    `agent/*` events.
+    """
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def options(self) -> AgentOptions: ...
+    @property
+    def session(self) -> Session: ...
+    @property
+    def status(self) -> AgentStatus: ...
+    @property
+    def ctx(self) -> Context: ...
+    @property
+    def accepts_next_step(self) -> bool: ...
+
+    def send(self, message: UserMessage, target: SendTarget, wakeup: bool) -> MessageId: ...
+    def followup(self, message: UserMessage | str) -> MessageId: ...
+    def steer(self, message: UserMessage | str) -> MessageId: ...
+    def inject(self, message: UserMessage | str) -> MessageId: ...
+    def cancel(self, cause: CancelCause, *, keep_inbox: bool = False) -> None: ...
+    async def when_idle(self) -> None: ...
+
+
+class AgentHandle:
+    """The teardown capability for one agent: `dispose()` is memoized.
+
+    Disposal cancels the agent (cause `disposed`), waits for quiescence, unwinds its scope,
+    unregisters it (`agent/disposed`) and detaches its session (`session/disposed`).
+    """
+
+    __slots__ = ("_dispose", "_done", "agent")
+
+    def __init__(self, agent: Agent, dispose: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        self.agent = agent
+        self._dispose = dispose
+        self._done: asyncio.Future[None] | None = None
+
+    async def dispose(self) -> None:
+        if self._done is None:
+            self._done = asyncio.ensure_future(self._dispose())
+        await asyncio.shield(self._done)
+
+    def __repr__(self) -> str:
+        return f"<AgentHandle {self.agent.id}>"
+
+
+SetupResult: TypeAlias = "Callable[[], None] | None"
+Setup: TypeAlias = Callable[["Context"], "Awaitable[SetupResult] | SetupResult"]
+"""Composes an unpublished agent's scoped world. May return a `commit()` callable that runs
+synchronously right before publication."""
+
+
+@dataclass(frozen=True, slots=True)
+class CreateAgentOptions:
+    session_id: str
+    meta: SessionMeta = field(default_factory=SessionMeta)
+    seed: Sequence[SessionEvent] | None = None
+    """Events to seed the session with (a fork's prefix)."""
+    agent_options: AgentOptions = field(default_factory=AgentOptions)
+    signal: CancelSignal | None = None
+    """Cancels creation only (unpublished setup); later use the handle."""
+    setup: Setup | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeAgentOptions:
+    resume_session_id: str
+    agent_options: AgentOptions = field(default_factory=AgentOptions)
+    signal: CancelSignal | None = None
+    setup: Setup | None = None
+
+
+class AgentFactory(Protocol):
+    """Creates and resumes agents; the loop registers itself as the factory."""
+
+    async def create_agent(self, owner: Context, options: CreateAgentOptions) -> AgentHandle: ...
+    async def resume_agent(self, owner: Context, options: ResumeAgentOptions) -> AgentHandle: ...

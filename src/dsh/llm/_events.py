@@ -1,0 +1,37 @@
+"""The events `dsh.llm` declares."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from ..kernel import EventSpec, Mode
+from ._types import GenerateOptions, StreamChunk
+
+__all__ = ["ADAPTER_CHANGE", "LLM_STREAM", "AdapterChange"]
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterChange:
+    """The provider routes that appeared and disappeared in one registry change."""
+
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+
+
+LLM_STREAM: EventSpec[GenerateOptions, AsyncIterator[StreamChunk]] = EventSpec.declare(
+    "llm/stream",
+    Mode.WATERFALL,
+    GenerateOptions,
+    AsyncIterator[StreamChunk],
+    doc="Around every model call. `async def mw(options, next)` returns an async iterator "
+    "of chunks: wrap `await next()`'s iterator, or return your own to short-circuit.",
+)
+
+ADAPTER_CHANGE: EventSpec[AdapterChange, None] = EventSpec.declare(
+    "llm/adapter-change",
+    Mode.EMIT,
+    AdapterChange,
+    scoped=False,
+    doc="The provider topology changed (an adapter route was added, replaced or removed).",
+)

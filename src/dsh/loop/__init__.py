@@ -1,0 +1,23 @@
+"""The concrete loop: `AgentLoop` (`ctx.agent_loop`) and the `ReactLoopAgent` driver."""
+
+from ._agent import ReactLoopAgent
+from ._service import (
+    CONFIG_START_FAILED,
+    HARNESS_IDENTITY,
+    AgentLoop,
+    AgentLoopPlugin,
+    ConfigAgent,
+    ConfigStartFailed,
+    LoopConfig,
+)
+
+__all__ = [
+    "CONFIG_START_FAILED",
+    "HARNESS_IDENTITY",
+    "AgentLoop",
+    "AgentLoopPlugin",
+    "ConfigAgent",
+    "ConfigStartFailed",
+    "LoopConfig",
+    "ReactLoopAgent",
+]

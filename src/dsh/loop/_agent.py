@@ -1,0 +1,269 @@
+"""`ReactLoopAgent`: delivery, the driver's phases, cancellation and idleness."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+from ..agent import (
+    AGENT_STATUS,
+    CANCEL_REQUESTED,
+    INBOX_DEQUEUE,
+    INBOX_DISCARD,
+    INBOX_ENQUEUE,
+    AgentEvents,
+    AgentOptions,
+    AgentStatus,
+    CancelCause,
+    CancelRequested,
+    Inbox,
+    InboxChange,
+    Placement,
+    SendTarget,
+    StatusChange,
+)
+from ..kernel import CancelSignal
+from ..llm import MessageId, UserMessage, user_message
+from ._runtime_context import RuntimeContextProjection
+from ._turn import TurnRunner
+
+if TYPE_CHECKING:
+    from ..kernel import Context
+    from ..session import Session
+    from ._service import LoopState
+
+__all__ = ["ReactLoopAgent"]
+
+_log = logging.getLogger("dsh.loop")
+T = TypeVar("T")
+
+
+@dataclass(slots=True, eq=False)
+class Activity:
+    """A running driver or a maintenance task. `turn`/`step` are the current position."""
+
+    kind: str  # "running" | "maintenance"
+    signal: CancelSignal
+    turn: int
+    step: int = 0
+    wake_requested: bool = False
+    turn_open: bool = False
+    prompt: UserMessage | None = None
+
+
+class ReactLoopAgent:
+    """The concrete agent: an inbox, a driver task per busy period, cooperative cancel.
+
+    The driver is not running until the first waking send. A waking send on an idle agent
+    opens the turn (`turn/start`) and claims the oldest queued prompt before it returns.
+    """
+
+    def __init__(
+        self,
+        state: LoopState,
+        session: Session,
+        options: AgentOptions,
+    ) -> None:
+        from ..kernel import create_scope
+
+        self._state = state
+        self._session = session
+        self._options = options
+        self.inbox = Inbox(session)
+        scope = create_scope(state.ctx, self, f"agent:{session.id}")
+        scope.ctx.agent = self
+        self._scope = scope
+        self.events = AgentEvents(state.ctx, self)
+        self._activity: Activity | None = None
+        self._last_turn = _last_turn(session)
+        self._idle = asyncio.get_running_loop().create_future()
+        self._idle.set_result(None)
+        self._driver: asyncio.Task[None] | None = None
+        self._disposed = False
+        self.projection = RuntimeContextProjection(session)
+        self.header_logged = False
+        """Whether this loop instance has logged a `request/header` yet."""
+
+    # -- the Agent protocol ----------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        return self._session.id
+
+    @property
+    def options(self) -> AgentOptions:
+        return self._options
+
+    @property
+    def session(self) -> Session:
+        return self._session
+
+    @property
+    def ctx(self) -> Context:
+        return self._scope.ctx
+
+    @property
+    def status(self) -> AgentStatus:
+        activity = self._activity
+        return "running" if activity is not None and activity.kind == "running" else "idle"
+
+    @property
+    def accepts_next_step(self) -> bool:
+        """Whether a next-step send would join the open turn (else it becomes a follow-up)."""
+        a = self._activity
+        return a is not None and a.kind == "running" and a.turn_open and not a.signal.aborted
+
+    def send(self, message: UserMessage, target: SendTarget, wakeup: bool) -> MessageId:
+        """Deliver `message`; returns its id. See SPEC §5.2 for the acceptance window."""
+        if self._disposed:
+            raise RuntimeError(f"agent {self.id} is disposed")
+        activity = self._activity
+        after_abort = wakeup and activity is not None and activity.signal.aborted
+        if after_abort or (target == "next-step" and wakeup and not self.accepts_next_step):
+            target = "next-turn"
+        self.inbox.push(target, message)
+        placement: Placement = "queued" if target == "next-turn" else "steering"
+        self.events.emit(INBOX_ENQUEUE, InboxChange(self, message.id, placement))
+        if wakeup:
+            self._wake(after_abort)
+        return message.id
+
+    def followup(self, message: UserMessage | str) -> MessageId:
+        return self.send(_message(message), "next-turn", True)
+
+    def steer(self, message: UserMessage | str) -> MessageId:
+        return self.send(_message(message), "next-step", True)
+
+    def inject(self, message: UserMessage | str) -> MessageId:
+        return self.send(_message(message), "next-step", False)
+
+    def cancel(self, cause: CancelCause, *, keep_inbox: bool = False) -> None:
+        """Cancel the running turn (first cause wins) and, unless `keep_inbox`, drop all
+        pending work. Idle cancel only clears the inbox."""
+        activity = self._activity
+        effective = activity is not None and not activity.signal.aborted
+        if effective:
+            self.events.emit(CANCEL_REQUESTED, CancelRequested(self, cause))
+        if not keep_inbox:
+            self.discard_pending()
+            if activity is not None:
+                activity.wake_requested = False
+        if activity is not None:
+            activity.signal.abort(cause)
+
+    def discard_pending(self) -> None:
+        for target, message in self.inbox.clear():
+            placement: Placement = "queued" if target == "next-turn" else "steering"
+            self.events.emit(INBOX_DISCARD, InboxChange(self, message.id, placement))
+
+    async def when_idle(self) -> None:
+        """Resolve once the agent has settled out of `running` (follows chained drivers)."""
+        while True:
+            current = self._idle
+            await asyncio.shield(current)
+            if current is self._idle:
+                return
+
+    async def run_maintenance(self, task: Callable[[CancelSignal], Awaitable[T]]) -> T:
+        """Run `task` while idle (status stays idle); sends meanwhile are latched."""
+        if self._activity is not None:
+            raise RuntimeError("agent already has active work")
+        activity = Activity("maintenance", CancelSignal(), self._last_turn)
+        self._begin(activity)
+        try:
+            return await task(activity.signal)
+        finally:
+            self._end(activity)
+
+    # -- phases --------------------------------------------------------------------------------
+
+    def _begin(self, activity: Activity) -> None:
+        before = self.status
+        self._activity = activity
+        self._idle = asyncio.get_running_loop().create_future()
+        if self.status != before:
+            self.events.emit(AGENT_STATUS, StatusChange(self, self.status))
+
+    def _end(self, activity: Activity) -> None:
+        before = self.status
+        self._activity = None
+        self._last_turn = activity.turn
+        if self.status != before:
+            self.events.emit(AGENT_STATUS, StatusChange(self, self.status))
+        idle = self._idle
+        latched = activity.wake_requested and self.inbox.has_pending and not self._disposed
+        if latched:
+            self._wake()
+        if not idle.done():
+            idle.set_result(None)
+
+    def _wake(self, after_abort: bool = False) -> None:
+        activity = self._activity
+        if activity is not None:
+            cause = activity.signal.reason
+            disposing = isinstance(cause, CancelCause) and cause.kind == "disposed"
+            if not disposing and (activity.kind == "maintenance" or after_abort):
+                activity.wake_requested = True
+            return
+        if self._disposed:
+            return
+        activity = Activity("running", CancelSignal(), self._last_turn)
+        self._begin(activity)
+        runner = TurnRunner(self, self._state)
+        try:
+            runner.open_turn(activity)
+        except Exception as exc:
+            runner.report_open_failure(activity, exc)
+            self._end(activity)
+            raise
+        self._driver = self._state.initiator.spawn(
+            self, self._drive(runner, activity), name=f"dsh-agent:{self.id}"
+        )
+
+    async def _drive(self, runner: TurnRunner, activity: Activity) -> None:
+        try:
+            while await runner.run_turn(activity):
+                activity.signal = CancelSignal()
+                activity.wake_requested = False
+                runner.open_turn(activity)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            _log.exception("agent %s: driver failed", self.id)
+        finally:
+            self._end(activity)
+
+    def claimed(self, messages: list[UserMessage], placement: Placement) -> None:
+        for message in messages:
+            self.events.emit(INBOX_DEQUEUE, InboxChange(self, message.id, placement))
+
+    # -- teardown ------------------------------------------------------------------------------
+
+    async def shutdown(self) -> None:
+        """Cancel (cause `disposed`), wait for quiescence, unwind the scope."""
+        from ..agent import DISPOSED_CANCEL
+
+        self.cancel(DISPOSED_CANCEL)
+        self._disposed = True
+        await self.when_idle()
+        if self._driver is not None:
+            await asyncio.wait([self._driver])
+        await self._scope.dispose()
+
+    def __repr__(self) -> str:
+        return f"<ReactLoopAgent {self.id} {self.status}>"
+
+
+def _message(message: UserMessage | str) -> UserMessage:
+    return user_message(message) if isinstance(message, str) else message
+
+
+def _last_turn(session: Session) -> int:
+    for event in reversed(session.events):
+        if event.type == "turn/start":
+            turn: int = event.data["turn"]
+            return turn
+    return 0

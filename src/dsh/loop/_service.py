@@ -1,0 +1,296 @@
+"""`ctx.agent_loop`: the factory behind `ctx.agents.create/resume`, and config agents."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..agent import (
+    AGENT_SESSION_START,
+    AgentHandle,
+    AgentOptions,
+    CreateAgentOptions,
+    InitiatorScope,
+    ResumeAgentOptions,
+    SessionStart,
+    SessionStartSource,
+    Setup,
+)
+from ..kernel import (
+    AGENT_LOOP,
+    AGENTS,
+    LLM,
+    SESSIONS,
+    SYSTEM_PROMPT,
+    TOOLS,
+    CancelSignal,
+    Context,
+    EventSpec,
+    Mode,
+)
+from ..session import Session, SessionMeta
+from ._agent import ReactLoopAgent
+
+if TYPE_CHECKING:
+    from ..agent import AgentRegistry
+    from ..llm import LlmRuntime
+    from ..prompt import AssembleContext, SystemPrompt
+    from ..session import SessionStore
+    from ..tools import ToolRuntime
+
+_log = logging.getLogger("dsh.loop")
+
+HARNESS_IDENTITY = (
+    "You are an AI agent powered by dsh, the Python edition of the DeepSeek Harness: "
+    "an agent harness in which every capability is a plugin."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigStartFailed:
+    session_id: str
+    error: BaseException
+
+
+CONFIG_START_FAILED = EventSpec.declare(
+    "agent-loop/config-start-failed",
+    Mode.EMIT,
+    ConfigStartFailed,
+    doc="a config-declared agent failed to create or resume",
+)
+
+
+class ConfigAgent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    session_id: str | None = None
+    resume_session_id: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    max_tokens: int | None = Field(default=None, gt=0)
+    reasoning_effort: str | None = None
+    cwd: str | None = None
+    system_prompt: str | None = None
+
+
+class LoopConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_parallel_tool_calls: int = Field(default=10, ge=1)
+    provider: str | None = None
+    """The provider of agents that do not name one."""
+    model: str | None = None
+    """The model of agents that do not name one."""
+    agents: list[ConfigAgent] = []
+
+
+@dataclass(slots=True, eq=False)
+class LoopState:
+    """What every agent of this loop shares."""
+
+    ctx: Context
+    sessions: SessionStore
+    llm: LlmRuntime
+    tools: ToolRuntime
+    system_prompt: SystemPrompt
+    agents: AgentRegistry
+    max_parallel_tool_calls: int = 10
+    default_provider: str | None = None
+    default_model: str | None = None
+    handles: set[AgentHandle] = field(default_factory=set)
+
+    @property
+    def initiator(self) -> InitiatorScope:
+        return self.agents.initiator
+
+
+class AgentLoop:
+    """Creates `ReactLoopAgent`s; registered as the factory of `ctx.agents`."""
+
+    def __init__(self, state: LoopState) -> None:
+        self.state = state
+
+    # -- config-driven creation ---------------------------------------------------------------
+
+    async def create(
+        self,
+        id: str,
+        options: AgentOptions | None = None,
+        meta: SessionMeta | None = None,
+    ) -> ReactLoopAgent:
+        """An agent on a fresh session `<id>-session-<uuid>`, owned by this loop."""
+        session_id = f"{id}-session-{uuid.uuid4()}"
+        handle = await self.create_agent(
+            self.state.ctx,
+            CreateAgentOptions(session_id, meta or SessionMeta(), None, options or AgentOptions()),
+        )
+        agent = handle.agent
+        assert isinstance(agent, ReactLoopAgent)
+        return agent
+
+    # -- the factory ----------------------------------------------------------------------------
+
+    async def create_agent(self, owner: Context, options: CreateAgentOptions) -> AgentHandle:
+        session = self.state.sessions.prepare(
+            options.session_id, seed=options.seed, meta=options.meta
+        )
+        return await self._publish(
+            owner, session, options.agent_options, options.setup, options.signal, "startup"
+        )
+
+    async def resume_agent(self, owner: Context, options: ResumeAgentOptions) -> AgentHandle:
+        persistence = self.state.ctx.get("session_persistence")
+        if persistence is None:
+            raise RuntimeError(
+                "cannot resume: no session persistence is configured "
+                "(mount a persistence plugin such as 'persistence')"
+            )
+        if self.state.sessions.get(options.resume_session_id) is not None:
+            raise RuntimeError(f"session {options.resume_session_id!r} is already live")
+        session = await persistence.prepare(options.resume_session_id, options.signal)
+        return await self._publish(
+            owner, session, options.agent_options, options.setup, options.signal, "resume"
+        )
+
+    async def _publish(
+        self,
+        owner: Context,
+        session: Session,
+        options: AgentOptions,
+        setup: Setup | None,
+        signal: CancelSignal | None,
+        source: SessionStartSource,
+    ) -> AgentHandle:
+        state = self.state
+        agent = ReactLoopAgent(state, session, options)
+        detachers: list[Any] = []
+
+        async def dispose() -> None:
+            state.handles.discard(handle)
+            await agent.shutdown()
+            for detach in reversed(detachers):
+                detach()
+
+        handle = AgentHandle(agent, dispose)
+        state.handles.add(handle)
+        link = owner.owner.effect(handle.dispose)
+        try:
+            if setup is not None:
+                commit = await _run_setup(setup, agent.ctx, signal)
+                if commit is not None:
+                    commit()
+            entering = Context(parent=agent.ctx, owner=owner.owner)
+            detachers.append(entering.sessions.enter(session))
+            detachers.append(state.agents.enter(agent, owner.agent))
+            state.sessions.announce(session)
+            state.agents.announce(agent)
+            agent.events.emit(AGENT_SESSION_START, SessionStart(agent, source))
+        except BaseException:
+            link()
+            await handle.dispose()
+            raise
+        return handle
+
+    async def dispose_all(self) -> None:
+        await asyncio.gather(*(h.dispose() for h in list(self.state.handles)))
+
+
+async def _run_setup(setup: Setup, ctx: Context, signal: CancelSignal | None) -> Any:
+    result = setup(ctx)
+    if not inspect.isawaitable(result):
+        return result
+    if signal is None:
+        return await result
+    task = asyncio.ensure_future(result)
+    aborted = asyncio.ensure_future(signal.wait())
+    try:
+        await asyncio.wait([task, aborted], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        aborted.cancel()
+    if not task.done():
+        task.cancel()
+        await asyncio.wait([task])
+        signal.raise_if_aborted()
+    return task.result()
+
+
+def _persona(context: AssembleContext) -> str:
+    agent = context.agent
+    if isinstance(agent, ReactLoopAgent):
+        return agent.options.system_prompt or ""
+    return ""
+
+
+class AgentLoopPlugin:
+    """Provides `ctx.agent_loop` and registers it as the agent factory."""
+
+    name: ClassVar[str] = "agent_loop"
+    Config = LoopConfig
+    inject: ClassVar[Sequence[Any]] = (SESSIONS, LLM, TOOLS, SYSTEM_PROMPT, AGENTS)
+
+    @staticmethod
+    async def apply(ctx: Context, config: LoopConfig) -> None:
+        state = LoopState(
+            ctx=ctx,
+            sessions=ctx.sessions,
+            llm=ctx.llm,
+            tools=ctx.tools,
+            system_prompt=ctx.system_prompt,
+            agents=ctx.agents,
+            max_parallel_tool_calls=config.max_parallel_tool_calls,
+            default_provider=config.provider,
+            default_model=config.model,
+        )
+        loop = AgentLoop(state)
+        ctx.owner.effect(loop.dispose_all)
+        ctx.provide(AGENT_LOOP, loop)
+        ctx.agents.set_factory(loop)
+        prompt = ctx.system_prompt
+        prompt.section("harness:identity", -100, HARNESS_IDENTITY)
+        prompt.section("agent:persona", 0, _persona)
+        prompt.variable("provider", lambda c: _agent_route(c, state)[0])
+        prompt.variable("model", lambda c: _agent_route(c, state)[1])
+        prompt.variable("cwd", _cwd)
+        for spec in config.agents:
+            await _start_config_agent(loop, spec)
+
+
+def _agent_route(context: AssembleContext, state: LoopState) -> tuple[str | None, str | None]:
+    agent = context.agent
+    if not isinstance(agent, ReactLoopAgent):
+        return state.default_provider, state.default_model
+    options = agent.options
+    return (options.provider or state.default_provider, options.model or state.default_model)
+
+
+def _cwd(context: AssembleContext) -> str | None:
+    agent = context.agent
+    return agent.session.header.cwd if isinstance(agent, ReactLoopAgent) else None
+
+
+async def _start_config_agent(loop: AgentLoop, spec: ConfigAgent) -> None:
+    options = AgentOptions(
+        provider=spec.provider,
+        model=spec.model,
+        max_tokens=spec.max_tokens,
+        reasoning_effort=spec.reasoning_effort,
+        system_prompt=spec.system_prompt,
+    )
+    ctx = loop.state.ctx
+    session_id = spec.resume_session_id or spec.session_id or f"{spec.id}-session-{uuid.uuid4()}"
+    try:
+        if spec.resume_session_id is not None:
+            await ctx.agents.resume(ResumeAgentOptions(spec.resume_session_id, options))
+        else:
+            await ctx.agents.create(
+                CreateAgentOptions(session_id, SessionMeta(cwd=spec.cwd), None, options)
+            )
+    except Exception as exc:
+        _log.error("config agent %s failed to start: %s", spec.id, exc)
+        ctx.emit(CONFIG_START_FAILED, ConfigStartFailed(session_id, exc))

@@ -1,0 +1,1 @@
+"""Plugins on the core seams, one package each."""

@@ -1,0 +1,312 @@
+"""`SystemPrompt`: scoped registries of prompt parts, and their assembly."""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Self, TypeVar
+
+from ..kernel import Disposer, EventBus, ScopedLayers, scope_chain
+from ._events import SYSTEM_PROMPT_ASSEMBLE, SYSTEM_PROMPT_CHANGE
+from ._render import VARIABLE_NAME
+from ._tool_order import canonical_tools, check_tool_order
+from ._values import (
+    AssembleContext,
+    AssemblePayload,
+    NamedText,
+    PromptAssembly,
+    PromptAssemblyError,
+    TextSource,
+    ToolSchemaSet,
+    ToolsProvider,
+    VariableProvider,
+)
+
+if TYPE_CHECKING:
+    from ..kernel import Context
+
+__all__ = ["SystemPrompt"]
+
+T = TypeVar("T")
+
+
+# Entries compare by identity: a remover must never take out a later re-registration.
+@dataclass(frozen=True, slots=True, eq=False)
+class _Part:
+    name: str
+    order: float
+    text: TextSource
+    complete: bool
+    seq: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Variable:
+    provider: VariableProvider
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Tools:
+    provider: ToolsProvider
+
+
+class _State:
+    """What every bound view of one service shares."""
+
+    __slots__ = (
+        "bus",
+        "contexts",
+        "sections",
+        "seq",
+        "suppressors",
+        "tool_order",
+        "tools",
+        "variables",
+    )
+
+    def __init__(self, bus: EventBus, tool_order: tuple[str, ...] | None) -> None:
+        self.bus = bus
+        self.tool_order = tool_order
+        self.sections: ScopedLayers[_Part] = ScopedLayers()
+        self.contexts: ScopedLayers[_Part] = ScopedLayers()
+        self.variables: ScopedLayers[_Variable] = ScopedLayers()
+        self.tools: ScopedLayers[_Tools] = ScopedLayers()
+        self.suppressors: dict[object | None, int] = {}
+        self.seq = itertools.count()
+
+    def changed(self) -> None:
+        self.bus.emit(SYSTEM_PROMPT_CHANGE, None)
+
+    def suppressed(self, scope: object | None) -> bool:
+        counts = self.suppressors
+        if not counts:
+            return False
+        return None in counts or any(key in counts for key in scope_chain(scope))
+
+
+class SystemPrompt:
+    """The system prompt service (`ctx.system_prompt`).
+
+    Holds sections (the system prompt), runtime contexts (sent as a user message by the
+    loop), tool-schema providers and variables, each in a global layer plus one layer per
+    scope. Every registration is owned by the calling context and goes to its scope's layer;
+    a scoped entry shadows a global one of the same name for that scope. `assemble()`
+    evaluates everything for one scope.
+    """
+
+    __slots__ = ("_ctx", "_state")
+
+    def __init__(self, ctx: Context, *, tool_order: Sequence[str] | None = None) -> None:
+        self._ctx = ctx
+        order = None if tool_order is None else check_tool_order(tool_order)
+        self._state = _State(ctx.bus, order)
+
+    def bind_context(self, ctx: Context) -> Self:
+        """A view of this service whose registrations belong to `ctx` (owner and scope)."""
+        view = object.__new__(type(self))
+        view._ctx = ctx
+        view._state = self._state
+        return view
+
+    @property
+    def tool_order(self) -> tuple[str, ...] | None:
+        return self._state.tool_order
+
+    # -- registration ----------------------------------------------------------------------
+
+    def section(
+        self, name: str, order: float, text: TextSource, *, complete: bool = False
+    ) -> Disposer:
+        """Add a system prompt section.
+
+        `order` is a finite number (bands: identity -100, persona 0, tool guidance 100-199);
+        ties keep registration order. `text` is a template or a function of the
+        `AssembleContext` (sync or async) returning one. A `complete` section, when it is the
+        only effective one, becomes the whole prompt.
+        """
+        part = _part(name, order, text, complete, next(self._state.seq))
+        return self._register(self._state.sections, name, part)
+
+    def context(self, name: str, order: float, text: TextSource) -> Disposer:
+        """Add a runtime context: dynamic text the loop sends as a user message when it
+        changes, instead of putting it in the (cached) system prompt."""
+        part = _part(name, order, text, False, next(self._state.seq))
+        return self._register(self._state.contexts, name, part)
+
+    def suppress_runtime_context(self) -> Disposer:
+        """Drop every runtime context from assemblies for this context's scope (and the
+        scopes below it) while the suppressor lives. Suppressors are counted."""
+        owner = self._ctx.owner
+        owner.check_active()
+        state = self._state
+        key = self._ctx.scope
+        state.suppressors[key] = state.suppressors.get(key, 0) + 1
+
+        def release() -> None:
+            left = state.suppressors[key] - 1
+            if left:
+                state.suppressors[key] = left
+            else:
+                del state.suppressors[key]
+            state.changed()
+
+        disposer = owner.effect(release)
+        state.changed()
+        return disposer
+
+    def tools(self, provider: ToolsProvider) -> Disposer:
+        """Add a tool-schema provider, called with the `AssembleContext` of each assembly."""
+        if not callable(provider):
+            raise TypeError("a tool-schema provider must be callable")
+        return self._register(self._state.tools, f"#{next(self._state.seq)}", _Tools(provider))
+
+    def variable(self, name: str, provider: VariableProvider) -> Disposer:
+        """Add the variable `{{name}}`; `provider` returns its value for an assembly, or None
+        when it has none (rendering a section that uses it then fails)."""
+        if not isinstance(name, str) or VARIABLE_NAME.match(name) is None:
+            raise ValueError(f"invalid prompt variable name {name!r}: use [a-z][a-z0-9_]*")
+        if not callable(provider):
+            raise TypeError(f"the provider of prompt variable {name!r} must be callable")
+        return self._register(self._state.variables, name, _Variable(provider))
+
+    def _register(self, layers: ScopedLayers[T], name: str, entry: T) -> Disposer:
+        owner = self._ctx.owner
+        owner.check_active()
+        state = self._state
+        remove = layers.add(self._ctx.scope, name, entry)
+
+        def unregister() -> None:
+            remove()
+            state.changed()
+
+        try:
+            disposer = owner.effect(unregister)
+        except BaseException:
+            remove()
+            raise
+        state.changed()
+        return disposer
+
+    # -- assembly --------------------------------------------------------------------------
+
+    async def assemble(self, context: AssembleContext | None = None) -> PromptAssembly:
+        """Evaluate the prompt for `context.scope` (default: this view's scope).
+
+        Runs `system-prompt/assemble` over the evaluated assembly, then re-imposes the
+        effective complete section and context suppression. Raises `PromptAssemblyError`
+        for two complete sections, unknown `tool_order` names, duplicate tools or providers
+        returning the wrong type; a provider's own exception propagates.
+        """
+        actx = context if context is not None else AssembleContext(scope=self._ctx.scope)
+        state = self._state
+        scope = actx.scope
+        signal = actx.signal
+        if signal is not None:
+            signal.raise_if_aborted()
+
+        parts = _ordered(state.sections.items(scope).values())
+        complete = [p for p in parts if p.complete]
+        if len(complete) > 1:
+            names = ", ".join(f'"{p.name}"' for p in complete)
+            raise PromptAssemblyError(
+                f"more than one complete section is in effect ({names}); keep at most one"
+            )
+        if complete:
+            parts = complete
+        suppressed = state.suppressed(scope)
+        context_parts = () if suppressed else _ordered(state.contexts.items(scope).values())
+
+        sections = tuple([await _evaluate_part(p, actx, "section") for p in parts])
+        contexts = tuple([await _evaluate_part(p, actx, "context") for p in context_parts])
+        variables: dict[str, str | None] = {}
+        for name, variable in sorted(state.variables.items(scope).items()):
+            variables[name] = await _evaluate_variable(name, variable, actx)
+        offers = [await _evaluate_tools(t, actx) for t in state.tools.items(scope).values()]
+        assembly = PromptAssembly(
+            sections=sections,
+            contexts=contexts,
+            tools=canonical_tools(offers, state.tool_order),
+            variables=MappingProxyType(variables),
+        )
+
+        if signal is not None:
+            signal.raise_if_aborted()
+        result = await self._ctx.bus.waterfall(
+            SYSTEM_PROMPT_ASSEMBLE, AssemblePayload(assembly, actx), _unchanged, scope
+        )
+        if not isinstance(result, PromptAssembly):
+            raise PromptAssemblyError(
+                f"a system-prompt/assemble listener returned {type(result).__name__}, "
+                "not a PromptAssembly"
+            )
+        if complete and result.sections != sections:
+            result = replace(result, sections=sections)
+        if suppressed and result.contexts:
+            result = replace(result, contexts=())
+        return result
+
+
+async def _unchanged(payload: AssemblePayload) -> PromptAssembly:
+    return payload.assembly
+
+
+def _part(name: str, order: float, text: TextSource, complete: bool, seq: int) -> _Part:
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a prompt part needs a non-empty name, got {name!r}")
+    if isinstance(order, bool) or not isinstance(order, int | float) or not math.isfinite(order):
+        raise ValueError(f"prompt part {name!r}: order must be a finite number, got {order!r}")
+    if not isinstance(text, str) and not callable(text):
+        raise TypeError(f"prompt part {name!r}: text must be a str or a callable")
+    return _Part(name, order, text, bool(complete), seq)
+
+
+def _ordered(parts: Iterable[_Part]) -> list[_Part]:
+    return sorted(parts, key=lambda p: (p.order, p.seq))
+
+
+async def _call(provider: Callable[[AssembleContext], object], actx: AssembleContext) -> object:
+    result = provider(actx)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+async def _evaluate_part(part: _Part, actx: AssembleContext, kind: str) -> NamedText:
+    if isinstance(part.text, str):
+        return NamedText(part.name, part.text)
+    try:
+        text = await _call(part.text, actx)
+    except Exception as exc:
+        exc.add_note(f'while evaluating the text of {kind} "{part.name}"')
+        raise
+    if not isinstance(text, str):
+        raise PromptAssemblyError(
+            f'the text of {kind} "{part.name}" is {type(text).__name__}, not str'
+        )
+    return NamedText(part.name, text)
+
+
+async def _evaluate_variable(name: str, variable: _Variable, actx: AssembleContext) -> str | None:
+    try:
+        value = await _call(variable.provider, actx)
+    except Exception as exc:
+        exc.add_note(f'while evaluating prompt variable "{name}"')
+        raise
+    if value is not None and not isinstance(value, str):
+        raise PromptAssemblyError(
+            f'prompt variable "{name}" is {type(value).__name__}, not str or None'
+        )
+    return value
+
+
+async def _evaluate_tools(tools: _Tools, actx: AssembleContext) -> ToolSchemaSet:
+    offer = await _call(tools.provider, actx)
+    if not isinstance(offer, ToolSchemaSet):
+        raise PromptAssemblyError(
+            f"a tool-schema provider returned {type(offer).__name__}, not a ToolSchemaSet"
+        )
+    return offer

@@ -1,0 +1,60 @@
+"""The event-sourced session log: `Session`, `SessionStore` (`ctx.sessions`), durable types."""
+
+from ._envelope import InvalidEventError, ReplaceOp, SessionEvent, SurfaceOp
+from ._events import (
+    SESSION_CREATED,
+    SESSION_DISPOSED,
+    SESSION_EVENT,
+    SESSION_FLUSH,
+    SessionEventPayload,
+)
+from ._header import FORMAT_VERSION, EpochHeader, SessionHeader, SessionMeta
+from ._history import History
+from ._import import import_events
+from ._json import FrozenDict, FrozenList, LosslessJsonError, freeze_json, thaw_json
+from ._registry import (
+    SURFACE_TYPES,
+    EventKind,
+    UnknownEventTypeError,
+    durable_event_types,
+    event_kind,
+    register_event_type,
+)
+from ._session import ReentrantAppendError, Session, Surface
+from ._store import DuplicateSessionError, ForkError, SessionPlugin, SessionStore
+
+__all__ = [
+    "FORMAT_VERSION",
+    "SESSION_CREATED",
+    "SESSION_DISPOSED",
+    "SESSION_EVENT",
+    "SESSION_FLUSH",
+    "SURFACE_TYPES",
+    "DuplicateSessionError",
+    "EpochHeader",
+    "EventKind",
+    "ForkError",
+    "FrozenDict",
+    "FrozenList",
+    "History",
+    "InvalidEventError",
+    "LosslessJsonError",
+    "ReentrantAppendError",
+    "ReplaceOp",
+    "Session",
+    "SessionEvent",
+    "SessionEventPayload",
+    "SessionHeader",
+    "SessionMeta",
+    "SessionPlugin",
+    "SessionStore",
+    "Surface",
+    "SurfaceOp",
+    "UnknownEventTypeError",
+    "durable_event_types",
+    "event_kind",
+    "freeze_json",
+    "import_events",
+    "register_event_type",
+    "thaw_json",
+]

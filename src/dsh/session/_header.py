@@ -1,0 +1,150 @@
+"""The session header (log line 1), creation metadata, and the request epoch header."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..llm import AdapterDefaults, LlmCallConfig, ToolSchema
+from ._json import Json, freeze_json
+
+__all__ = ["FORMAT_VERSION", "EpochHeader", "SessionHeader", "SessionMeta"]
+
+FORMAT_VERSION = 0
+
+_HEADER_KEYS = (
+    "type",
+    "version",
+    "id",
+    "createdAt",
+    "cwd",
+    "parentSession",
+    "seedLength",
+    "origin",
+    "delegationDepth",
+    "agentPreset",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionMeta:
+    """What a caller may state about a new session; the store completes the header."""
+
+    cwd: str | None = None
+    """The project directory; must be absolute."""
+    parent_session: str | None = None
+    seed_length: int | None = None
+    origin: Literal["subagent"] | None = None
+    delegation_depth: int = 0
+    agent_preset: str | None = None
+    created_at: int | None = None
+    """Epoch ms; now when omitted."""
+
+    def __post_init__(self) -> None:
+        if self.cwd is not None and not os.path.isabs(self.cwd):
+            raise ValueError(f"session cwd must be an absolute path, got {self.cwd!r}")
+        if self.delegation_depth < 0:
+            raise ValueError("delegation_depth must be >= 0")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHeader:
+    """The first line of a session log. Unknown keys of a loaded header are kept in `extra`."""
+
+    id: str
+    created_at: int
+    cwd: str | None = None
+    parent_session: str | None = None
+    seed_length: int | None = None
+    origin: str | None = None
+    delegation_depth: int = 0
+    agent_preset: str | None = None
+    version: int = FORMAT_VERSION
+    extra: Mapping[str, Json] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Json]:
+        out: dict[str, Json] = {
+            "type": "session",
+            "version": self.version,
+            "id": self.id,
+            "createdAt": self.created_at,
+        }
+        if self.cwd is not None:
+            out["cwd"] = self.cwd
+        if self.parent_session is not None:
+            out["parentSession"] = self.parent_session
+        if self.seed_length is not None:
+            out["seedLength"] = self.seed_length
+        if self.origin is not None:
+            out["origin"] = self.origin
+        out["delegationDepth"] = self.delegation_depth
+        if self.agent_preset is not None:
+            out["agentPreset"] = self.agent_preset
+        out.update(self.extra)
+        return out
+
+    @staticmethod
+    def from_json(raw: Mapping[str, Json]) -> SessionHeader:
+        """Validate a header line. Only format version 0 is read."""
+        if not isinstance(raw, Mapping) or raw.get("type") != "session":
+            raise ValueError("not a session header (expected type 'session')")
+        if raw.get("version") != FORMAT_VERSION:
+            raise ValueError(f"unsupported session format version {raw.get('version')!r}")
+        values: dict[str, Any] = {
+            "id": _get(raw, "id", str),
+            "created_at": _get(raw, "createdAt", int),
+            "cwd": _get(raw, "cwd", str, optional=True),
+            "parent_session": _get(raw, "parentSession", str, optional=True),
+            "seed_length": _get(raw, "seedLength", int, optional=True),
+            "origin": _get(raw, "origin", str, optional=True),
+            "delegation_depth": _get(raw, "delegationDepth", int, optional=True) or 0,
+            "agent_preset": _get(raw, "agentPreset", str, optional=True),
+        }
+        extra = {k: v for k, v in raw.items() if k not in _HEADER_KEYS}
+        return SessionHeader(**values, extra=freeze_json(extra, "header"))
+
+
+def _get(raw: Mapping[str, Json], key: str, kind: type, *, optional: bool = False) -> Any:
+    value = raw.get(key)
+    if value is None and optional:
+        return None
+    if type(value) is not kind:
+        raise ValueError(f"session header: {key} must be a {kind.__name__}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class EpochHeader:
+    """What every request of an epoch shares: routing/sampling, the system prompt, the tools."""
+
+    config: LlmCallConfig
+    adapter_defaults: AdapterDefaults = field(default_factory=AdapterDefaults)
+    system: str | None = None
+    tools: tuple[ToolSchema, ...] = ()
+
+    def to_json(self) -> dict[str, Json]:
+        """`{config, adapterDefaults?, system?, tools?}`; empty parts are absent."""
+        out: dict[str, Json] = {"config": self.config.to_json()}
+        defaults = self.adapter_defaults.to_json()
+        if defaults:
+            out["adapterDefaults"] = defaults
+        if self.system:
+            out["system"] = self.system
+        if self.tools:
+            out["tools"] = [t.to_json() for t in self.tools]
+        return out
+
+    @staticmethod
+    def from_json(raw: Mapping[str, Json]) -> EpochHeader:
+        config = raw.get("config")
+        if not isinstance(config, Mapping):
+            raise ValueError("request header: config must be an object")
+        system = raw.get("system")
+        return EpochHeader(
+            config=LlmCallConfig.from_json(config),
+            adapter_defaults=AdapterDefaults.from_json(raw.get("adapterDefaults")),
+            system=system or None,
+            tools=tuple(ToolSchema.from_json(t) for t in raw.get("tools") or ()),
+        )

@@ -1,0 +1,222 @@
+"""Lossless JSON: validate, copy and deep-freeze a value in one pass."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, NoReturn
+
+__all__ = ["FrozenDict", "FrozenList", "LosslessJsonError", "freeze_json", "thaw_json"]
+
+Json = Any
+
+
+class LosslessJsonError(ValueError):
+    """A value is not lossless JSON. The message names the path of the offending part."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+def _immutable(self: object, *args: Any, **kwargs: Any) -> NoReturn:
+    raise TypeError(f"{type(self).__name__} is immutable (session data is frozen)")
+
+
+class FrozenDict(dict[str, Any]):
+    """A `dict` whose mutators raise. Made by `freeze_json`; compares equal to plain dicts."""
+
+    __slots__ = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Only `freeze_json` builds these (through `dict.__init__`), so every instance is valid.
+        raise TypeError("use freeze_json() to make frozen JSON")
+
+    __setitem__ = _immutable
+    __delitem__ = _immutable
+    __ior__ = _immutable
+    clear = _immutable
+    pop = _immutable
+    popitem = _immutable
+    setdefault = _immutable
+    update = _immutable
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: object) -> FrozenDict:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (freeze_json, (dict(self),))
+
+    def __repr__(self) -> str:
+        return f"FrozenDict({dict.__repr__(self)})"
+
+
+class FrozenList(list[Any]):
+    """A `list` whose mutators raise. Made by `freeze_json`; compares equal to plain lists."""
+
+    __slots__ = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("use freeze_json() to make frozen JSON")
+
+    __setitem__ = _immutable
+    __delitem__ = _immutable
+    __iadd__ = _immutable
+    __imul__ = _immutable
+    append = _immutable
+    extend = _immutable
+    insert = _immutable
+    pop = _immutable
+    remove = _immutable
+    clear = _immutable
+    sort = _immutable
+    reverse = _immutable
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: object) -> FrozenList:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (freeze_json, (list(self),))
+
+    def __repr__(self) -> str:
+        return f"FrozenList({list.__repr__(self)})"
+
+
+_new_dict = dict.__new__
+_init_dict = dict.__init__
+_new_list = list.__new__
+_init_list = list.__init__
+
+
+class _Invalid(Exception):
+    """Raised inside the walk; the path is collected while it unwinds."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        self.parts: list[str] = []
+
+
+def freeze_json(value: Json, path: str = "data") -> Json:
+    """Validate `value` as lossless JSON and return a deep-frozen copy.
+
+    Accepted: `dict` with `str` keys, `list`, `str`, `int`, finite `float` other than -0.0,
+    `bool` and `None`. Already-frozen parts are shared, not copied. Raises
+    `LosslessJsonError` naming the path of the first offending part.
+    """
+    try:
+        return _freeze(value)
+    except _Invalid as exc:
+        raise LosslessJsonError(path + "".join(reversed(exc.parts)), exc.problem) from None
+    except RecursionError:
+        # Cycles end at the recursion limit: this keeps the hot path free of bookkeeping.
+        # A second, careful walk names the path.
+        pass
+    try:
+        cycle = _cycle_path(value, path, [])
+    except RecursionError:
+        cycle = None
+    if cycle is None:
+        raise LosslessJsonError(path, "nested too deeply")
+    raise LosslessJsonError(cycle, "a cycle (the value contains itself)")
+
+
+def _freeze(value: Json) -> Json:
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return value
+    if t is dict:
+        out: dict[str, Json] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _Invalid(f"key {key!r} is not a str")
+            it = type(item)
+            if it is str or it is int or it is bool or item is None:
+                out[key] = item
+            else:
+                try:
+                    out[key] = _freeze(item)
+                except _Invalid as exc:
+                    exc.parts.append(_key_part(key))
+                    raise
+        frozen = _new_dict(FrozenDict)
+        _init_dict(frozen, out)
+        return frozen
+    if t is list:
+        items: list[Json] = []
+        for index, item in enumerate(value):
+            it = type(item)
+            if it is str or it is int or it is bool or item is None:
+                items.append(item)
+            else:
+                try:
+                    items.append(_freeze(item))
+                except _Invalid as exc:
+                    exc.parts.append(f"[{index}]")
+                    raise
+        frozen_list = _new_list(FrozenList)
+        _init_list(frozen_list, items)
+        return frozen_list
+    if t is float:
+        if value - value != 0.0:
+            raise _Invalid(f"{value!r} is not lossless JSON (NaN and infinities are not allowed)")
+        if value == 0.0 and math.copysign(1.0, value) < 0.0:
+            raise _Invalid("-0.0 is not lossless JSON")
+        return value
+    if t is FrozenDict or t is FrozenList:
+        return value
+    raise _Invalid(f"{_describe(value)} is not lossless JSON")
+
+
+def _describe(value: object) -> str:
+    t = type(value)
+    if isinstance(value, tuple):
+        return "a tuple (use a list)"
+    if isinstance(value, set | frozenset):
+        return "a set"
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "bytes"
+    if isinstance(value, str | int | float | dict | list):
+        return f"an instance of {t.__qualname__} (a subclass of a JSON type)"
+    return f"a {t.__qualname__} object"
+
+
+def _key_part(key: str) -> str:
+    return f".{key}" if key.isidentifier() else f"[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def _cycle_path(value: Json, path: str, stack: list[int]) -> str | None:
+    t = type(value)
+    if t is not dict and t is not list:
+        return None
+    if id(value) in stack:
+        return path
+    stack.append(id(value))
+    if t is dict:
+        for key, item in value.items():
+            found = _cycle_path(item, path + _key_part(str(key)), stack)
+            if found is not None:
+                return found
+    else:
+        for index, item in enumerate(value):
+            found = _cycle_path(item, f"{path}[{index}]", stack)
+            if found is not None:
+                return found
+    stack.pop()
+    return None
+
+
+def thaw_json(value: Json) -> Json:
+    """A plain, mutable deep copy of frozen (or plain) JSON."""
+    t = type(value)
+    if t is dict or t is FrozenDict:
+        return {k: thaw_json(v) for k, v in value.items()}
+    if t is list or t is FrozenList:
+        return [thaw_json(v) for v in value]
+    return value

@@ -1,0 +1,119 @@
+"""The durable event types a session log may hold (SPEC §4.2), and the hook to add more."""
+
+from __future__ import annotations
+
+import enum
+
+from ._envelope import InvalidEventError
+
+__all__ = [
+    "SURFACE_TYPES",
+    "EventKind",
+    "UnknownEventTypeError",
+    "durable_event_types",
+    "event_kind",
+    "register_event_type",
+]
+
+
+class EventKind(enum.StrEnum):
+    SURFACE = "surface"
+    """Produces a model message; the append carries a surface op."""
+    LOG = "log"
+    """A core log-only type."""
+    PERIPHERAL = "peripheral"
+    """A log-only type of a peripheral plugin of the reference runtime; kept verbatim."""
+    PLUGIN = "plugin"
+    """Registered at run time with `register_event_type`."""
+
+
+class UnknownEventTypeError(InvalidEventError):
+    """An event type nobody registered, on an envelope not marked `ignorable`."""
+
+
+SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
+
+_CORE_LOG = (
+    "turn/start",
+    "turn/end",
+    "step/start",
+    "step/end",
+    "assistant/chunk",
+    "tool/call",
+    "request/header",
+    "request/context",
+    "session/end-seed",
+    "agent/inbox/spliced",
+    "todo/write",
+    "compaction/start",
+    "compaction/summary",
+    "compaction/end",
+    "compaction/prune",
+    "llm/retry",
+    "llm/retry-started",
+    "hook/invoked",
+    "hook/result",
+    "subagent/descriptor",
+    "tool/code-dispatch-start",
+    "tool/code-dispatch",
+)
+
+_PERIPHERAL = (
+    "plan/mode",
+    "sandbox/mode",
+    "approval/asked",
+    "approval/decided",
+    "approval/policy",
+    "permission/preset",
+    "goal/change",
+    "schedule/change",
+    "session/title",
+    "session/title-llm-request",
+    "command/run",
+    "command/done",
+    "feedback/record",
+    "agent-preset/selected",
+    "team/*",
+    "tool-workflow/*",
+)
+
+_known: dict[str, EventKind] = {
+    **dict.fromkeys(SURFACE_TYPES, EventKind.SURFACE),
+    **dict.fromkeys(_CORE_LOG, EventKind.LOG),
+    **{t: EventKind.PERIPHERAL for t in _PERIPHERAL if not t.endswith("/*")},
+}
+# Families registered as `prefix/*`: every type under the prefix.
+_families: dict[str, EventKind] = {
+    t[:-1]: EventKind.PERIPHERAL for t in _PERIPHERAL if t.endswith("/*")
+}
+
+
+def register_event_type(name: str) -> None:
+    """Make a plugin's durable event type loadable and appendable (process-wide, idempotent).
+
+    `name` is a type like `"my-plugin/thing"`, or a family `"my-plugin/*"`. Log-only: the
+    three surface types are fixed. Register at import or in `apply`, before logs holding the
+    type are loaded.
+    """
+    if not name or name.startswith("/") or "/" not in name.rstrip("*"):
+        raise ValueError(f"event type {name!r} must look like 'owner/name' or 'owner/*'")
+    if name.endswith("/*"):
+        _families.setdefault(name[:-1], EventKind.PLUGIN)
+    elif name not in _known:
+        _known[name] = EventKind.PLUGIN
+
+
+def event_kind(name: str) -> EventKind | None:
+    """The kind of a registered type, or None when unknown."""
+    kind = _known.get(name)
+    if kind is not None:
+        return kind
+    for prefix, family in _families.items():
+        if name.startswith(prefix):
+            return family
+    return None
+
+
+def durable_event_types() -> dict[str, EventKind]:
+    """Every registered type (families as `prefix/*`)."""
+    return {**_known, **{prefix + "*": kind for prefix, kind in _families.items()}}

@@ -1,0 +1,270 @@
+"""`SessionStore` (`ctx.sessions`): the live sessions, their publication, flush and fork."""
+
+from __future__ import annotations
+
+import builtins
+import uuid
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..kernel import SESSIONS, Disposer
+from ._envelope import SessionEvent
+from ._events import (
+    SESSION_CREATED,
+    SESSION_DISPOSED,
+    SESSION_EVENT,
+    SESSION_FLUSH,
+    SessionEventPayload,
+)
+from ._header import SessionHeader, SessionMeta
+from ._session import Session, _now
+
+if TYPE_CHECKING:
+    from ..kernel import Context, EventBus
+
+__all__ = ["DuplicateSessionError", "ForkError", "SessionPlugin", "SessionStore"]
+
+
+class DuplicateSessionError(ValueError):
+    """A session id that is already live in the store."""
+
+
+class ForkError(ValueError):
+    """A fork boundary outside the log, or inside an open turn."""
+
+
+class _Entry:
+    """One entered session: where its events are published, and its publication state."""
+
+    __slots__ = (
+        "announced",
+        "announcing",
+        "bus",
+        "detach_pending",
+        "detached",
+        "publish",
+        "scope",
+        "session",
+    )
+
+    def __init__(self, session: Session, bus: EventBus, scope: object | None) -> None:
+        self.session = session
+        self.bus = bus
+        self.scope = scope
+        self.announced = False
+        self.announcing = False
+        self.detach_pending = False
+        self.detached = False
+        self.publish: Callable[[SessionEvent], None] = self._publish
+
+    def _publish(self, event: SessionEvent) -> None:
+        bus = self.bus
+        if bus.count(SESSION_EVENT):
+            bus.emit(SESSION_EVENT, SessionEventPayload(self.session, event), self.scope)
+
+
+class _StoreState:
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: dict[str, _Entry] = {}
+        """Live sessions by id, in the order they were entered."""
+
+
+class SessionStore:
+    """The live sessions of a context tree.
+
+    `ctx.sessions` is bound to the calling context: a session created through it is owned by
+    that context's owner, and the events of a session it enters are dispatched with its scope.
+    """
+
+    __slots__ = ("_ctx", "_state")
+
+    def __init__(self) -> None:
+        self._state = _StoreState()
+        self._ctx: Context | None = None
+
+    def bind_context(self, ctx: Context) -> SessionStore:
+        view: SessionStore = object.__new__(SessionStore)
+        view._state = self._state
+        view._ctx = ctx
+        return view
+
+    @property
+    def _context(self) -> Context:
+        if self._ctx is None:
+            raise RuntimeError("SessionStore is not bound to a context (use ctx.sessions)")
+        return self._ctx
+
+    # -- lookup ----------------------------------------------------------------------------
+
+    def get(self, id: str) -> Session | None:
+        entry = self._state.entries.get(id)
+        return None if entry is None else entry.session
+
+    def list(self) -> builtins.list[Session]:
+        """Live sessions in creation order."""
+        return [entry.session for entry in self._state.entries.values()]
+
+    # -- creation and publication ----------------------------------------------------------
+
+    def create(
+        self,
+        id: str | None = None,
+        *,
+        seed: Sequence[SessionEvent] | None = None,
+        meta: SessionMeta | None = None,
+    ) -> Session:
+        """Prepare, enter and announce a session owned by the calling context's owner (its
+        disposal detaches the session). A vetoed announcement rolls back and re-raises."""
+        ctx = self._context
+        ctx.owner.check_active()
+        session = self.prepare(id, seed=seed, meta=meta)
+        owned = ctx.owner.effect(self.enter(session))
+        try:
+            self.announce(session)
+        except BaseException:
+            owned()
+            raise
+        return session
+
+    def prepare(
+        self,
+        id: str | None = None,
+        *,
+        seed: Sequence[SessionEvent] | None = None,
+        meta: SessionMeta | None = None,
+    ) -> Session:
+        """Build an unpublished session (id `session-<uuid4>` when omitted)."""
+        if id is None:
+            id = f"session-{uuid.uuid4()}"
+        elif id in self._state.entries:
+            raise DuplicateSessionError(f"session {id!r} is already live")
+        meta = meta or SessionMeta()
+        header = SessionHeader(
+            id=id,
+            created_at=_now() if meta.created_at is None else meta.created_at,
+            cwd=meta.cwd,
+            parent_session=meta.parent_session,
+            seed_length=meta.seed_length,
+            origin=meta.origin,
+            delegation_depth=meta.delegation_depth,
+            agent_preset=meta.agent_preset,
+        )
+        return Session(header, seed)
+
+    def enter(self, session: Session) -> Disposer:
+        """Make `session` live: its id is taken, and its appends are published (`session/event`)
+        with the calling context's scope. Returns the detach (idempotent, not owned)."""
+        ctx = self._context
+        entries = self._state.entries
+        current = entries.get(session.id)
+        if current is not None:
+            if current.session is session:
+                raise ValueError(f"session {session.id!r} is already entered")
+            raise DuplicateSessionError(f"session {session.id!r} is already live")
+        entry = _Entry(session, ctx.bus, ctx.scope)
+        session._attach(entry.publish)
+        entries[session.id] = entry
+        return Disposer(None, lambda: self._detach(entry))
+
+    def announce(self, session: Session) -> None:
+        """Emit `session/created` once. A synchronous listener raise propagates (a veto):
+        the caller rolls back with the detach, which then emits `session/disposed`."""
+        entry = self._entry(session)
+        if entry is None:
+            raise ValueError(f"session {session.id!r} must be entered before it is announced")
+        if entry.announced:
+            return
+        entry.announced = True
+        entry.announcing = True
+        try:
+            entry.bus.emit(SESSION_CREATED, session, entry.scope)
+        finally:
+            entry.announcing = False
+            if entry.detach_pending:
+                self._detach(entry)
+
+    def _detach(self, entry: _Entry) -> None:
+        if entry.announcing:
+            # A detach during the creation dispatch waits until that dispatch unwinds.
+            entry.detach_pending = True
+            return
+        if entry.detached:
+            return
+        entry.detached = True
+        entries = self._state.entries
+        if entries.get(entry.session.id) is entry:
+            del entries[entry.session.id]
+        entry.session._detach(entry.publish)
+        if entry.announced:
+            entry.bus.emit(SESSION_DISPOSED, entry.session, entry.scope)
+
+    def _entry(self, session: Session) -> _Entry | None:
+        entry = self._state.entries.get(session.id)
+        return entry if entry is not None and entry.session is session else None
+
+    # -- flush and fork --------------------------------------------------------------------
+
+    async def flush(self, session: Session) -> bool:
+        """Dispatch `session/flush` (parallel) with the session's scope. True iff at least one
+        listener took part; after all settle, raises the first failure."""
+        entry = self._entry(session)
+        if entry is not None:
+            bus, scope = entry.bus, entry.scope
+        else:
+            ctx = self._context
+            bus, scope = ctx.bus, ctx.scope
+        try:
+            return await bus.parallel(SESSION_FLUSH, session, scope) > 0
+        except ExceptionGroup as group:
+            raise group.exceptions[0] from None
+
+    def fork(
+        self,
+        source: Session | str,
+        boundary: int | None = None,
+        child_id: str | None = None,
+    ) -> Session:
+        """Create a live child seeded with `source`'s events through seq `boundary`
+        (inclusive; default the last). The prefix must not end inside an open turn."""
+        if isinstance(source, str):
+            found = self.get(source)
+            if found is None:
+                raise KeyError(f"no live session {source!r}")
+            source = found
+        events = source.events
+        last = len(events) - 1
+        if boundary is None:
+            boundary = last
+        elif not 0 <= boundary <= last:
+            raise ForkError(f"fork boundary {boundary} is outside {source.id} (0..{last})")
+        prefix = events[: boundary + 1]
+        open_turn = _open_turn(prefix)
+        if open_turn is not None:
+            raise ForkError(
+                f"fork boundary {boundary} of {source.id} is inside open turn {open_turn}"
+            )
+        meta = SessionMeta(cwd=source.header.cwd, parent_session=source.id, seed_length=len(prefix))
+        return self.create(child_id, seed=prefix, meta=meta)
+
+
+def _open_turn(events: Sequence[SessionEvent]) -> Any:
+    """The turn a prefix ends inside (its `turn/start` has no `turn/end`), or None."""
+    open_turn: Any = None
+    for event in events:
+        if event.type == "turn/start":
+            open_turn = event.data.get("turn", "?")
+        elif event.type == "turn/end":
+            open_turn = None
+    return open_turn
+
+
+class SessionPlugin:
+    """Provides `ctx.sessions`."""
+
+    name: ClassVar[str] = "sessions"
+
+    @staticmethod
+    def apply(ctx: Context, config: None) -> None:
+        ctx.provide(SESSIONS, SessionStore())

@@ -1,0 +1,308 @@
+"""`@tool`: a `ToolDefinition` from a plain (sync or async) function.
+
+Parameters come from the type hints (pydantic builds the JSON schema, fitted to the subset
+the registry enforces), descriptions from the docstring, the output schema from the return
+annotation. Arguments are validated and coerced by pydantic before the call; the return
+value is serialized by pydantic in JSON mode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Callable, Mapping
+from types import UnionType
+from typing import (
+    Any,
+    NotRequired,
+    Required,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+    overload,
+)
+
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+from typing_extensions import TypedDict
+
+from ..llm._types import Json
+from ._docstring import parse_docstring
+from ._schema import JsonSchemaError, check_schema
+from ._types import (
+    Content,
+    ToolArgsError,
+    ToolDefinition,
+    ToolExecution,
+    ToolRunContext,
+    default_render,
+)
+
+__all__ = ["fit_schema", "tool"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_typed_dict: Any = TypedDict
+
+# What the subset keeps; every other keyword pydantic emits (titles, numeric and length
+# bounds, formats, patterns, tuple prefixes …) is dropped from the schema the model sees
+# and still enforced by pydantic when the tool is called.
+_KEEP = ("type", "required", "enum", "const", "description", "default", "examples")
+# The order keys are written in: what a reader (and the model) wants first comes first.
+_ORDER = (
+    "type",
+    "description",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "const",
+    "oneOf",
+    "default",
+    "examples",
+)
+_SCALAR_TYPES: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (type(None), "null"),
+)
+
+
+def _scalar_type(value: object) -> str | None:
+    for cls, name in _SCALAR_TYPES:
+        if type(value) is cls:
+            return name
+    return None
+
+
+def fit_schema(schema: Mapping[str, Any]) -> dict[str, Json]:
+    """Fit a pydantic JSON schema to the tool subset: inline `$defs` (recursive types are
+    rejected), `anyOf` → `oneOf`, drop titles and the keywords the subset lacks."""
+    defs = schema.get("$defs", {})
+    return _fit(schema, defs, ())
+
+
+def _fit(
+    node: Mapping[str, Any], defs: Mapping[str, Any], stack: tuple[str, ...]
+) -> dict[str, Json]:
+    rest = {k: v for k, v in node.items() if k not in ("$ref", "allOf", "anyOf", "oneOf", "$defs")}
+    ref = node.get("$ref")
+    if ref is None and len(node.get("allOf", ())) == 1:
+        return {**_fit(node["allOf"][0], defs, stack), **_fit(rest, defs, stack)}
+    if ref is not None:
+        name = ref.rsplit("/", 1)[-1]
+        if name in stack:
+            raise TypeError(
+                f"recursive type {name!r} cannot be described in the tool schema subset"
+            )
+        target = _fit(defs[name], defs, (*stack, name))
+        return {**target, **_fit(rest, defs, stack)}
+    branches = node.get("anyOf") or node.get("oneOf")
+    if branches is not None:
+        fitted = [_fit(b, defs, stack) for b in branches]
+        if {"type": "number"} in fitted:
+            fitted = [b for b in fitted if b != {"type": "integer"}]
+        annotations = _fit(rest, defs, stack)
+        if len(fitted) == 1:
+            return {**fitted[0], **annotations}
+        return {**annotations, "oneOf": fitted}
+    out: dict[str, Json] = {}
+    for key, value in node.items():
+        if key == "properties":
+            out[key] = {k: _fit(v, defs, stack) for k, v in value.items()}
+        elif key == "items" and isinstance(value, Mapping):
+            out[key] = _fit(value, defs, stack)
+        elif key in _KEEP or (key == "additionalProperties" and isinstance(value, bool)):
+            out[key] = value
+    literals = out.get("enum", [out["const"]] if "const" in out else None)
+    if "type" not in out and isinstance(literals, list):
+        out = _typed_literals(out, literals)
+    return {k: out[k] for k in _ORDER if k in out}
+
+
+def _typed_literals(node: dict[str, Json], literals: list[Json]) -> dict[str, Json]:
+    """Give an untyped `enum` / `const` its type, or split a mixed one into typed branches."""
+    groups: dict[str, list[Json]] = {}
+    for value in literals:
+        kind = _scalar_type(value) or "string"
+        groups.setdefault(kind, []).append(value)
+    if "integer" in groups and "number" in groups:
+        groups["number"] = groups.pop("integer") + groups["number"]
+    if len(groups) == 1:
+        return {**node, "type": next(iter(groups))}
+    annotations = {k: v for k, v in node.items() if k not in ("enum", "const")}
+    return {**annotations, "oneOf": [{"type": k, "enum": v} for k, v in groups.items()]}
+
+
+def _violations(exc: ValidationError) -> list[str]:
+    out = []
+    for error in exc.errors(include_url=False):
+        path = ""
+        for part in error["loc"]:
+            path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+        if error["type"] == "missing":
+            out.append(f'missing required property "{path}"')
+        else:
+            out.append(f'"{path or "arguments"}": {error["msg"]}')
+    return out
+
+
+@overload
+def tool(fn: F, /) -> ToolDefinition: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    concurrency_safe: bool | Callable[[Any], bool] = False,
+    timeout_ms: float | None = None,
+    render: Callable[[Any, Any], Content] | None = None,
+) -> Callable[[F], ToolDefinition]: ...
+def tool(
+    fn: F | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    concurrency_safe: bool | Callable[[Any], bool] = False,
+    timeout_ms: float | None = None,
+    render: Callable[[Any, Any], Content] | None = None,
+) -> ToolDefinition | Callable[[F], ToolDefinition]:
+    """Make a `ToolDefinition` from a function: `@tool` or `@tool(name=..., ...)`.
+
+    Each parameter becomes a property (required unless it has a default); a parameter
+    annotated `ToolRunContext` receives the run context instead. The docstring's first
+    paragraph is the description and its `Args:` section describes the parameters.
+    `concurrency_safe` is a bool or a function of the raw arguments mapping.
+    """
+
+    def build(fn: F) -> ToolDefinition:
+        return _build(fn, name, description, concurrency_safe, timeout_ms, render)
+
+    return build if fn is None else build(fn)
+
+
+def _build(
+    fn: Callable[..., Any],
+    name: str | None,
+    description: str | None,
+    concurrency_safe: bool | Callable[[Any], bool],
+    timeout_ms: float | None,
+    render: Callable[[Any, Any], Content] | None,
+) -> ToolDefinition:
+    tool_name: str = name or str(getattr(fn, "__name__", ""))
+    try:
+        hints = get_type_hints(fn, include_extras=True)
+    except Exception as exc:
+        raise TypeError(f"@tool {tool_name!r}: cannot resolve type hints: {exc}") from exc
+    doc = parse_docstring(inspect.getdoc(fn))
+    fields: dict[str, Any] = {}
+    defaults: dict[str, Json] = {}
+    run_param: str | None = None
+    for param in inspect.signature(fn).parameters.values():
+        hint = hints.get(param.name, Any)
+        if _is_run_context(hint):
+            run_param = param.name
+            continue
+        if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+            raise TypeError(
+                f"@tool {tool_name!r}: parameter {param.name!r} must be passable by keyword"
+            )
+        if param.default is param.empty:
+            fields[param.name] = Required[hint]
+            continue
+        fields[param.name] = NotRequired[hint]
+        with contextlib.suppress(PydanticSerializationError):
+            defaults[param.name] = to_jsonable_python(param.default)
+    # Validated as a TypedDict, not a model: any parameter name works, and a missing
+    # optional argument falls back to the function's own default.
+    args_type = _typed_dict(f"{tool_name}_arguments", fields, total=False)
+    adapter: TypeAdapter[dict[str, Any]] = TypeAdapter(args_type)
+    parameters = _parameters(tool_name, adapter, doc.params, defaults)
+    returns = hints.get("return", Any)
+    output: TypeAdapter[Any] = TypeAdapter(returns)
+    output_schema = _fitted(tool_name, "output", output.json_schema(mode="serialization"))
+
+    def arguments(args: Json) -> dict[str, Any]:
+        try:
+            return adapter.validate_python(args)
+        except ValidationError as exc:
+            raise ToolArgsError(_violations(exc)) from None
+
+    def serialize(value: object) -> Json:
+        return output.dump_python(value, mode="json")
+
+    async def execute_async(args: Json, run: ToolRunContext) -> Json:
+        kwargs = arguments(args)
+        if run_param is not None:
+            kwargs[run_param] = run
+        return serialize(await fn(**kwargs))
+
+    def execute_sync(args: Json, run: ToolRunContext) -> Json:
+        kwargs = arguments(args)
+        if run_param is not None:
+            kwargs[run_param] = run
+        return serialize(fn(**kwargs))
+
+    execute: Callable[[Json, ToolRunContext], Any] = (
+        execute_async if inspect.iscoroutinefunction(fn) else execute_sync
+    )
+
+    return ToolDefinition(
+        tool_name,
+        doc.description if description is None else description,
+        parameters,
+        execute,
+        output_schema=output_schema,
+        render=render or default_render,
+        is_concurrency_safe=_classifier(concurrency_safe),
+        timeout_ms=timeout_ms,
+    )
+
+
+def _parameters(
+    tool_name: str,
+    adapter: TypeAdapter[dict[str, Any]],
+    described: Mapping[str, str],
+    defaults: Mapping[str, Json],
+) -> dict[str, Json]:
+    schema = _fitted(tool_name, "parameters", adapter.json_schema())
+    properties: dict[str, Any] = schema.setdefault("properties", {})
+    for key, prop in properties.items():
+        if "description" not in prop and described.get(key):
+            prop["description"] = described[key]
+        if key in defaults and "default" not in prop:
+            prop["default"] = defaults[key]
+    return schema
+
+
+def _fitted(tool_name: str, what: str, schema: Mapping[str, Any]) -> dict[str, Json]:
+    fitted = fit_schema(schema)
+    try:
+        check_schema(fitted, what)
+    except JsonSchemaError as exc:
+        raise TypeError(f"@tool {tool_name!r}: {exc}") from None
+    return fitted
+
+
+def _is_run_context(hint: object) -> bool:
+    """`ToolRunContext` (or a subclass), also as `ToolRunContext | None`."""
+    if get_origin(hint) in (Union, UnionType):
+        return any(_is_run_context(arg) for arg in get_args(hint))
+    return isinstance(hint, type) and issubclass(hint, ToolExecution)
+
+
+def _classifier(concurrency_safe: bool | Callable[[Any], bool]) -> Callable[[Any], bool] | None:
+    if concurrency_safe is True:
+        return _always
+    if concurrency_safe is False:
+        return None
+    return concurrency_safe
+
+
+def _always(_args: object) -> bool:
+    return True

@@ -1,0 +1,332 @@
+"""The guarded execution pipeline (SPEC §3.3), in the three stages the loop overlaps:
+
+`prepare` (materialize, pre-execute, approval, guards) → `dispatch` (`tools/execute` around
+the body, output validation, render) → `finalize` (post-execute, `finalize_content`,
+`tools/result`). No stage raises for a tool's or a listener's failure: failures become
+results whose content is `Error: <message>`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ..kernel import Aborted, CancelSignal
+from ..llm._types import ContentBlock, Message, TextBlock
+from ..session._json import LosslessJsonError, freeze_json
+from ._events import TOOLS_EXECUTE, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_RESULT
+from ._schema import validate_value
+from ._types import (
+    APPROVAL,
+    Accept,
+    Allow,
+    Ask,
+    Block,
+    Deny,
+    PostDecision,
+    PostExecute,
+    PreDecision,
+    Prepared,
+    RunState,
+    ToolArgsError,
+    ToolDefinition,
+    ToolErrorInfo,
+    ToolExecution,
+    ToolExecutionInput,
+    ToolFailure,
+    ToolNotFoundError,
+    ToolOutcome,
+    ToolOutputError,
+    ToolResult,
+    ToolRunContext,
+    ToolSuccess,
+    as_content,
+    failure,
+)
+
+if TYPE_CHECKING:
+    from ..kernel import Context, EventBus
+    from ._registry import ToolTable
+
+__all__ = ["dispatch", "finalize", "prepare"]
+
+ABORTED = failure("tool call aborted", "AbortError", "ABORTED")
+ABORTED_BEFORE_DISPATCH = failure(
+    "tool call aborted before dispatch", "AbortError", "ABORTED_BEFORE_DISPATCH"
+)
+_ALLOW = Allow()
+_ACCEPT = Accept()
+
+
+async def _allow(_exec: ToolExecution) -> PreDecision:
+    return _ALLOW
+
+
+async def _accept(_payload: PostExecute) -> PostDecision:
+    return _ACCEPT
+
+
+def error_result(exc: BaseException) -> ToolFailure:
+    """`Error: <message>`, with the error's class name and its `code` attribute, if a str."""
+    code = getattr(exc, "code", None)
+    return failure(
+        str(exc) or type(exc).__name__, type(exc).__name__, code if isinstance(code, str) else None
+    )
+
+
+def _cancelled(run: RunState, prior: ToolResult) -> ToolFailure:
+    base = ABORTED if run.body_invoked else ABORTED_BEFORE_DISPATCH
+    if prior.additional_contexts:
+        return replace(base, additional_contexts=prior.additional_contexts)
+    return base
+
+
+def _contexts(messages: Sequence[Message]) -> tuple[Message, ...]:
+    out = tuple(messages)
+    for message in out:
+        if not isinstance(message, Message) or message.role != "user":
+            raise TypeError(f"additional contexts must be user-role Messages, got {message!r}")
+    return out
+
+
+def _state(exec: ToolRunContext) -> RunState:
+    state = exec._state
+    if state is None:
+        raise ValueError("this execution was not prepared by ToolRuntime.prepare()")
+    return state
+
+
+# -- prepare -----------------------------------------------------------------------------------
+
+
+async def prepare(
+    table: ToolTable, bus: EventBus, ctx: Context, input: ToolExecutionInput
+) -> Prepared:
+    definition = table.get(input.name, input.agent)
+    run = RunState(input.signal, None if definition is None else definition.finalize_content)
+    try:
+        arguments = freeze_json(input.arguments, "arguments")
+        invalid: LosslessJsonError | None = None
+    except LosslessJsonError as exc:
+        arguments, invalid = None, exc
+    exec = ToolRunContext(
+        input.call_id,
+        input.name,
+        arguments,
+        input.signal,
+        input.agent,
+        input.root_call_id or input.call_id,
+        input.parent,
+        object(),
+        run,
+    )
+    if invalid is not None:
+        return Prepared(
+            exec,
+            "final-result",
+            failure(f"invalid arguments: {invalid}", "ToolArgsError", "INVALID_ARGS"),
+        )
+    if input.signal.aborted:
+        return Prepared(exec, "final-result", ABORTED_BEFORE_DISPATCH)
+    asked = False
+    try:
+        decision = await bus.waterfall(TOOLS_PRE_EXECUTE, exec, _allow, exec.agent)
+        if isinstance(decision, Allow):
+            reason = table.guard_reason(exec)
+        elif isinstance(decision, Deny):
+            reason = decision.reason
+        elif isinstance(decision, Ask):
+            asked = True
+            reason = await _ask(ctx, exec, decision)
+            if reason is None:
+                reason = table.guard_reason(exec)
+        else:
+            raise TypeError(
+                f"a tools/pre-execute listener returned {decision!r}, not Allow, Deny or Ask"
+            )
+    except Exception as exc:
+        return Prepared(exec, "final-result", error_result(exc))
+    # A denial that answered a cancelled approval prompt is the cancellation, not a "no".
+    if input.signal.aborted and (reason is None or asked):
+        return Prepared(exec, "post-result", ABORTED_BEFORE_DISPATCH)
+    if reason is not None:
+        return Prepared(exec, "post-result", failure(reason))
+    return Prepared(exec, "dispatch")
+
+
+async def _ask(ctx: Context, exec: ToolExecution, ask: Ask) -> str | None:
+    """None if approved, else the denial reason."""
+    approval = ctx.get(APPROVAL)
+    tool = f'tool "{exec.name}" requires approval'
+    if ask.reason:
+        tool += f" ({ask.reason})"
+    if approval is None:
+        return f"{tool}, but no approval service is available"
+    if exec.agent is None:
+        return f"{tool}, but the call has no agent to route it through"
+    answer = await approval.request(exec, ask.reason)
+    if answer == "allow":
+        return None
+    if answer == "deny":
+        return f'the user rejected tool "{exec.name}"'
+    raise TypeError(f"the approval service answered {answer!r}, not 'allow' or 'deny'")
+
+
+# -- dispatch ----------------------------------------------------------------------------------
+
+
+async def dispatch(table: ToolTable, bus: EventBus, prepared: Prepared) -> ToolResult:
+    if prepared.kind != "dispatch":
+        raise ValueError(f"a {prepared.kind} preparation has nothing to dispatch")
+    exec = prepared.exec
+    run = _state(exec)
+
+    async def body(view: ToolExecution) -> ToolResult:
+        result = await _run_body(table, exec, run, view.signal)
+        run.dispatched = result
+        return result
+
+    try:
+        result = await bus.waterfall(TOOLS_EXECUTE, exec, body, exec.agent)
+        if result is not run.dispatched:
+            result = _normalize(table, exec, run, result)
+    except Exception as exc:
+        result = error_result(exc)
+    if run.deferred:
+        result = replace(result, additional_contexts=(*run.deferred, *result.additional_contexts))
+    if not result.is_error and run.caller.aborted:
+        return _cancelled(run, result)
+    return result
+
+
+async def _run_body(
+    table: ToolTable, exec: ToolRunContext, run: RunState, signal: CancelSignal
+) -> ToolResult:
+    caller = run.caller
+    removers: tuple[Callable[[], None], ...] = ()
+    if signal is not caller:
+        # A wrapper swapped the signal: the body sees both, and neither leaks a callback.
+        fused = CancelSignal()
+        removers = (caller.add_callback(fused.abort), signal.add_callback(fused.abort))
+        signal = fused
+    try:
+        if signal.aborted:
+            return ABORTED_BEFORE_DISPATCH
+        definition = table.get(exec.name, exec.agent)
+        if definition is None:
+            raise ToolNotFoundError(exec.name)
+        violations = validate_value(definition.parameters, exec.arguments, "")
+        if violations:
+            raise ToolArgsError(violations)
+        run.body_invoked = True
+        view = exec if signal is exec.signal else replace(exec, signal=signal)
+        value = definition.execute(exec.arguments, view)
+        if inspect.isawaitable(value):
+            value = await value
+        result = success(exec, definition, run, value)
+        return ABORTED if signal.aborted else result
+    except Aborted:
+        if signal.aborted:
+            return ABORTED
+        raise
+    except Exception as exc:
+        return error_result(exc)
+    finally:
+        for remove in removers:
+            remove()
+
+
+def success(
+    exec: ToolExecution, definition: ToolDefinition, run: RunState, value: object
+) -> ToolSuccess:
+    """Freeze, validate and render a body's value (any failure is a `ToolOutputError`)."""
+    name = definition.name
+    try:
+        frozen = freeze_json(value, "value")
+    except LosslessJsonError as exc:
+        raise ToolOutputError(name, [f"value is not lossless JSON ({exc})"]) from None
+    violations = validate_value(definition.output_schema, frozen, "value")
+    if violations:
+        raise ToolOutputError(name, violations)
+    try:
+        content = as_content(definition.render(exec.arguments, frozen))
+    except Exception as exc:
+        raise ToolOutputError(name, [f"render failed: {exc}"]) from exc
+    meta = None
+    if definition.presentation_meta is not None and exec.parent is None:
+        try:
+            meta = freeze_json(definition.presentation_meta(exec.arguments, frozen), "meta")
+        except Exception as exc:
+            raise ToolOutputError(name, [f"presentation_meta failed: {exc}"]) from exc
+    return ToolSuccess(frozen, content, meta, (), run.concludes)
+
+
+def _normalize(table: ToolTable, exec: ToolRunContext, run: RunState, result: object) -> ToolResult:
+    """A result a `tools/execute` wrapper made itself: successes are validated and rendered
+    like a body's value; failures get frozen content and meta."""
+    contexts_of = getattr(result, "additional_contexts", ())
+    if isinstance(result, ToolFailure):
+        meta = None if result.meta is None else freeze_json(result.meta, "meta")
+        return ToolFailure(result.error, as_content(result.content), meta, _contexts(contexts_of))
+    if isinstance(result, ToolSuccess):
+        definition = table.get(exec.name, exec.agent)
+        if definition is None:
+            raise ToolNotFoundError(exec.name)
+        made = success(exec, definition, run, result.value)
+        return replace(made, additional_contexts=_contexts(contexts_of))
+    raise TypeError(f"a tools/execute listener returned {result!r}, not a ToolResult")
+
+
+# -- finalize ----------------------------------------------------------------------------------
+
+
+async def finalize(bus: EventBus, prepared: Prepared, result: ToolResult | None) -> ToolResult:
+    exec = prepared.exec
+    run = _state(exec)
+    result = prepared.result if result is None else result
+    if result is None:
+        raise ValueError("finalize() of a dispatch preparation needs the dispatched result")
+    if prepared.kind != "final-result":
+        try:
+            result = await _post_execute(bus, exec, result)
+            if not result.is_error and run.caller.aborted:
+                result = _cancelled(run, result)
+        except Exception as exc:
+            result = error_result(exc)
+    if run.finalize is not None:
+        try:
+            content = run.finalize(exec, result)
+            if content is not None:
+                result = replace(result, content=as_content(content))
+        except Exception as exc:
+            result = error_result(exc)
+    bus.emit(TOOLS_RESULT, ToolOutcome(exec, result), exec.agent)
+    return result
+
+
+async def _post_execute(bus: EventBus, exec: ToolExecution, result: ToolResult) -> ToolResult:
+    decision = await bus.waterfall(
+        TOOLS_POST_EXECUTE, PostExecute(exec, result), _accept, exec.agent
+    )
+    if isinstance(decision, Accept):
+        if decision.content is None and not decision.additional_contexts:
+            return result
+        content = result.content if decision.content is None else as_content(decision.content)
+        contexts = (*result.additional_contexts, *_contexts(decision.additional_contexts))
+        return replace(result, content=content, additional_contexts=contexts)
+    if isinstance(decision, Block):
+        feedback = as_content(decision.feedback)
+        return ToolFailure(
+            ToolErrorInfo(_feedback_message(feedback)),
+            feedback,
+            None,
+            _contexts(decision.additional_contexts),
+        )
+    raise TypeError(f"a tools/post-execute listener returned {decision!r}, not Accept or Block")
+
+
+def _feedback_message(blocks: Sequence[ContentBlock]) -> str:
+    text = "\n".join(b.text if isinstance(b, TextBlock) else f"[{b.type} content]" for b in blocks)
+    return text or "tool result blocked by post-execute policy"

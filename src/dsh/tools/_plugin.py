@@ -1,0 +1,42 @@
+"""`ToolsPlugin`: provides `ctx.tools`, and feeds its schemas to the system prompt."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from ..kernel import SYSTEM_PROMPT, TOOLS
+from ._runtime import ToolRuntime
+
+if TYPE_CHECKING:
+    from ..kernel import Context
+
+__all__ = ["ToolsPlugin"]
+
+
+class ToolsPlugin:
+    """Provides the `ToolRuntime` service under `dsh.kernel.TOOLS`.
+
+    When a system prompt service exists (now or later), the runtime's schemas become one
+    of its tool providers; tools work without one.
+    """
+
+    name: ClassVar[str] = "tools"
+
+    @staticmethod
+    async def apply(ctx: Context, config: None) -> None:
+        runtime = ToolRuntime(ctx)
+        ctx.provide(TOOLS, runtime)
+        # A child plugin that waits for the prompt service: load order does not matter,
+        # and the provider goes (and comes back) with that service.
+        await ctx.plugin(_PromptFeed(runtime), id="tools:system-prompt")
+
+
+class _PromptFeed:
+    name: ClassVar[str] = "tools:system-prompt"
+    inject = (SYSTEM_PROMPT,)
+
+    def __init__(self, runtime: ToolRuntime) -> None:
+        self.runtime = runtime
+
+    def apply(self, ctx: Context, config: None) -> None:
+        ctx.system_prompt.tools(self.runtime.tool_schema_set)

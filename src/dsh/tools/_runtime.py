@@ -1,0 +1,182 @@
+"""`ToolRuntime`: the scoped tool registry and the entry points of the pipeline."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Literal
+
+from ..kernel import Disposer
+from ..llm._types import ToolSchema
+from . import _pipeline
+from ._events import TOOLS_CHANGE
+from ._registry import Guard, Restriction, ToolTable
+from ._types import (
+    RESERVED_TOOL_NAMES,
+    Prepared,
+    ToolDefinition,
+    ToolExecution,
+    ToolExecutionInput,
+    ToolResult,
+)
+
+if TYPE_CHECKING:
+    from ..kernel import Context, EventBus
+    from ..prompt import AssembleContext, ToolSchemaSet
+
+__all__ = ["ExecutionMode", "ToolRuntime"]
+
+ExecutionMode = Literal["parallel", "exclusive"]
+
+
+class _Shared:
+    __slots__ = ("bus", "table")
+
+    def __init__(self, bus: EventBus) -> None:
+        self.bus = bus
+        self.table = ToolTable()
+
+
+class ToolRuntime:
+    """The tool registry (`ctx.tools`) and its guarded execution pipeline.
+
+    Bound per context: `register`, `restrict` and `guard` are owned by the calling
+    context's owner and layered by its scope (None = the global layer). A scoped tool
+    shadows a global one of the same name for that scope and the scopes below it.
+    """
+
+    __slots__ = ("_ctx", "_shared")
+
+    def __init__(self, ctx: Context, _shared: _Shared | None = None) -> None:
+        self._ctx = ctx
+        self._shared = _shared or _Shared(ctx.bus)
+
+    def bind_context(self, ctx: Context) -> ToolRuntime:
+        return ToolRuntime(ctx, self._shared)
+
+    def _changed(self) -> None:
+        self._shared.bus.emit(TOOLS_CHANGE, None)
+
+    def _own(self, remove: Callable[[], None]) -> Disposer:
+        def teardown() -> None:
+            remove()
+            self._changed()
+
+        self._changed()
+        return self._ctx.owner.effect(teardown)
+
+    # -- registration ----------------------------------------------------------------------
+
+    def register(self, definition: ToolDefinition) -> Disposer:
+        """Add a tool to the calling context's layer. A duplicate name in that layer raises
+        `DuplicateEntryError`; `run_code` is reserved."""
+        if not isinstance(definition, ToolDefinition):
+            raise TypeError(
+                "register() takes a ToolDefinition (decorate functions with @tool), "
+                f"got {definition!r}"
+            )
+        if definition.name in RESERVED_TOOL_NAMES:
+            raise ValueError(f'tool name "{definition.name}" is reserved')
+        ctx = self._ctx
+        ctx.owner.check_active()
+        return self._own(self._shared.table.add(ctx.scope, definition))
+
+    def restrict(
+        self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None
+    ) -> Disposer:
+        """Mask the global tools the calling scope inherits: keep only `allow`, drop `deny`.
+
+        Scoped contexts only. Masks intersect (also with those of ancestor scopes); the
+        scope's own registrations are exempt. Unknown names or an empty filter raise.
+        """
+        scope = self._ctx.scope
+        if scope is None:
+            raise ValueError(
+                "tools.restrict() needs a scoped context (agent.ctx): a global mask would hide "
+                "the tools from every agent"
+            )
+        if allow is None and deny is None:
+            raise ValueError("tools.restrict() needs allow= and/or deny=")
+        if isinstance(allow, str) or isinstance(deny, str):
+            raise TypeError("allow= and deny= take collections of tool names, not a str")
+        allowed = None if allow is None else frozenset(allow)
+        denied = None if deny is None else frozenset(deny)
+        named = (allowed or frozenset()) | (denied or frozenset())
+        known = self._shared.table.global_
+        unknown = sorted(n for n in named if n not in known or n in RESERVED_TOOL_NAMES)
+        if unknown:
+            listed = ", ".join(f'"{n}"' for n in unknown)
+            raise ValueError(
+                f"tools.restrict() names unknown global tools {listed}; known global tools: "
+                + (", ".join(sorted(known)) or "(none)")
+            )
+        self._ctx.owner.check_active()
+        return self._own(self._shared.table.add_restriction(scope, Restriction(allowed, denied)))
+
+    def guard(self, guard: Guard) -> Disposer:
+        """Add a monotonic check run after `tools/pre-execute` allowed a call: a returned
+        str denies it; nothing can re-allow it. Global, or for the calling scope's agent."""
+        ctx = self._ctx
+        ctx.owner.check_active()
+        return ctx.owner.effect(self._shared.table.add_guard(ctx.scope, guard))
+
+    # -- lookup ----------------------------------------------------------------------------
+
+    def get(self, name: str, scope: object | None = None) -> ToolDefinition | None:
+        """The tool `scope` sees under `name` (a restricted-away global reads as absent)."""
+        return self._shared.table.get(name, scope)
+
+    def schemas(self, scope: object | None = None) -> tuple[ToolSchema, ...]:
+        """What the model is told about the tools `scope` sees, sorted by name."""
+        visible = self._shared.table.visible(scope)
+        return tuple(
+            ToolSchema(d.name, d.description, d.parameters) for _, d in sorted(visible.items())
+        )
+
+    def known_names(self, scope: object | None = None) -> frozenset[str]:
+        """Every tool name `scope` could see if no restriction applied."""
+        return self._shared.table.known_names(scope)
+
+    def tool_schema_set(self, context: AssembleContext) -> ToolSchemaSet:
+        """The system prompt's tool-schema provider (registered by `ToolsPlugin`)."""
+        from ..prompt import ToolSchemaSet
+
+        return ToolSchemaSet(self.schemas(context.scope), self.known_names(context.scope))
+
+    def execution_mode(self, exec: ToolExecutionInput | ToolExecution) -> ExecutionMode:
+        """`parallel` only when the visible tool's `is_concurrency_safe(args)` is exactly True."""
+        definition = self._shared.table.get(exec.name, exec.agent)
+        if definition is None or definition.is_concurrency_safe is None:
+            return "exclusive"
+        try:
+            safe = definition.is_concurrency_safe(exec.arguments)
+        except Exception:
+            return "exclusive"
+        return "parallel" if safe is True else "exclusive"
+
+    # -- execution -------------------------------------------------------------------------
+
+    async def execute(self, input: ToolExecutionInput) -> ToolResult:
+        """Run one call through the whole pipeline. Never raises for tool or listener
+        failures: they become failures rendered `Error: <message>`."""
+        prepared = await self.prepare(input)
+        result = await self.dispatch(prepared) if prepared.kind == "dispatch" else None
+        return await self.finalize(prepared, result)
+
+    async def prepare(self, input: ToolExecutionInput) -> Prepared:
+        """Materialize the call, run `tools/pre-execute`, approval and guards, in order.
+        `Prepared.kind` says what follows: `dispatch`, or a decided `post-result` (still
+        post-executed) or `final-result` (not)."""
+        shared = self._shared
+        return await _pipeline.prepare(shared.table, shared.bus, self._ctx, input)
+
+    async def dispatch(self, prepared: Prepared) -> ToolResult:
+        """Run `tools/execute` around the body; validate and render its value."""
+        return await _pipeline.dispatch(self._shared.table, self._shared.bus, prepared)
+
+    async def finalize(self, prepared: Prepared, result: ToolResult | None = None) -> ToolResult:
+        """Post-execute (unless the preparation is final), `finalize_content`, then emit
+        `tools/result`. `result` defaults to the preparation's own."""
+        return await _pipeline.finalize(self._shared.bus, prepared, result)
+
+    def __repr__(self) -> str:
+        return f"<ToolRuntime tools={len(self._shared.table.global_)} scope={self._ctx.scope!r}>"

@@ -1,0 +1,368 @@
+"""The vocabulary of tools: definitions, executions, results, policy decisions, errors."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+
+from ..kernel import ServiceKey
+from ..llm._types import ContentBlock, HarnessError, Json, Message, TextBlock, block_from_json
+from ..session._json import freeze_json
+from ._schema import check_schema
+
+if TYPE_CHECKING:
+    from ..kernel import CancelSignal
+
+__all__ = [
+    "APPROVAL",
+    "RESERVED_TOOL_NAMES",
+    "Accept",
+    "Allow",
+    "ApprovalService",
+    "Ask",
+    "Block",
+    "Deny",
+    "PostDecision",
+    "PostExecute",
+    "PreDecision",
+    "Prepared",
+    "PreparedKind",
+    "ToolArgsError",
+    "ToolDefinition",
+    "ToolErrorInfo",
+    "ToolExecution",
+    "ToolExecutionInput",
+    "ToolFailure",
+    "ToolNotFoundError",
+    "ToolOutcome",
+    "ToolOutputError",
+    "ToolResult",
+    "ToolRunContext",
+    "ToolSuccess",
+    "default_render",
+]
+
+RESERVED_TOOL_NAMES = frozenset({"run_code"})
+"""Names no registration may take (`run_code` is the Code Mode transport's)."""
+
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+Content: TypeAlias = "Sequence[ContentBlock] | str"
+"""Model-facing content as authors may give it: blocks, or a str meaning one text block."""
+
+
+def compact_json(value: Json) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def default_render(args: Json, value: Json) -> tuple[ContentBlock, ...]:
+    """The value as text: a str as is, anything else as compact JSON."""
+    return (TextBlock(value if type(value) is str else compact_json(value)),)
+
+
+def as_content(content: object) -> tuple[ContentBlock, ...]:
+    """Normalize author-given content to a tuple of blocks (a str is one text block)."""
+    if isinstance(content, str):
+        return (TextBlock(content),)
+    if not isinstance(content, Sequence):
+        raise TypeError(f"content must be a sequence of content blocks, got {content!r}")
+    blocks: list[ContentBlock] = []
+    for block in content:
+        if isinstance(block, Mapping):
+            block = block_from_json(block)
+        elif not hasattr(block, "to_json") or not hasattr(block, "type"):
+            raise TypeError(f"not a content block: {block!r}")
+        blocks.append(block)
+    return tuple(blocks)
+
+
+# -- definitions -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ToolDefinition:
+    """A tool: what the model is told (`name`, `description`, `parameters`) and how it runs.
+
+    `execute(args, run)` returns the canonical JSON value (sync or async); it is validated
+    against `output_schema` and turned into model-facing content by `render(args, value)`.
+    `parameters` and `output_schema` must be in the supported JSON-Schema subset (checked
+    here); arguments are validated against `parameters` before `execute` is called.
+    Only an exact `True` from `is_concurrency_safe(args)` lets a call overlap its siblings.
+    `timeout_ms` is declarative (a timeout policy plugin enforces it). `finalize_content`
+    (sync, total) may replace the final content of every outcome, once per call.
+    `presentation_meta(args, value)` gives the optional UI `meta` of a success.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, Json]
+    execute: Callable[[Any, ToolRunContext], Json | Awaitable[Json]]
+    output_schema: Mapping[str, Json] = field(default_factory=dict)
+    render: Callable[[Any, Any], Content] = default_render
+    is_concurrency_safe: Callable[[Any], bool] | None = None
+    timeout_ms: float | None = None
+    finalize_content: Callable[[ToolExecution, ToolResult], Content | None] | None = None
+    presentation_meta: Callable[[Any, Any], Json] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _TOOL_NAME.match(self.name):
+            raise ValueError(f"tool name {self.name!r} must match {_TOOL_NAME.pattern}")
+        if not isinstance(self.description, str):
+            raise TypeError(f'tool "{self.name}": description must be a str')
+        check_schema(self.parameters, f'tool "{self.name}" parameters', object_root=True)
+        check_schema(self.output_schema, f'tool "{self.name}" output_schema')
+        timeout = self.timeout_ms
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise ValueError(f'tool "{self.name}": timeout_ms must be a positive finite number')
+        # Frozen copies: the registry and every schema consumer may share them safely.
+        object.__setattr__(self, "parameters", freeze_json(dict(self.parameters), "parameters"))
+        object.__setattr__(
+            self, "output_schema", freeze_json(dict(self.output_schema), "output_schema")
+        )
+
+
+# -- executions --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionInput:
+    """One call as the caller describes it. `arguments` is the parsed JSON (an unparseable
+    raw string stays a str and fails validation); `agent` is also the scope key."""
+
+    call_id: str
+    name: str
+    arguments: Json
+    signal: CancelSignal
+    agent: object | None = None
+    root_call_id: str | None = None
+    parent: object | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ToolExecution:
+    """One call inside the pipeline: the input with its arguments frozen, `root_call_id`
+    resolved, and a fresh `token` (an opaque object for correlation only)."""
+
+    call_id: str
+    name: str
+    arguments: Json
+    signal: CancelSignal
+    agent: object | None = None
+    root_call_id: str = ""
+    parent: object | None = None
+    token: object = field(default_factory=object)
+
+
+class RunState:
+    """What one call accumulates privately while it runs (shared by its signal variants)."""
+
+    __slots__ = ("body_invoked", "caller", "concludes", "deferred", "dispatched", "finalize")
+
+    def __init__(
+        self,
+        caller: CancelSignal,
+        finalize: Callable[[ToolExecution, ToolResult], Content | None] | None,
+    ) -> None:
+        self.caller = caller
+        self.finalize = finalize
+        self.deferred: list[Message] = []
+        self.concludes = False
+        self.body_invoked = False
+        self.dispatched: ToolResult | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ToolRunContext(ToolExecution):
+    """The execution as a tool body sees it, with two ways to reach past its result."""
+
+    _state: RunState | None = field(default=None, repr=False)
+
+    def defer_context(self, message: Message) -> None:
+        """Add a user-role context message to this call's result; the loop commits it after
+        the `tool/result` (it survives a tool error, not a post-execute block)."""
+        if not isinstance(message, Message) or message.role != "user":
+            raise TypeError("defer_context() takes a user-role Message")
+        if self._state is not None:
+            self._state.deferred.append(message)
+
+    def conclude_turn(self) -> None:
+        """Mark a successful result of this call as ending the agent's turn at this step."""
+        if self._state is not None:
+            self._state.concludes = True
+
+
+# -- results -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ToolErrorInfo:
+    """Why a call failed: the message (rendered as `Error: <message>`), and for raised
+    errors the error's class `name` and its `code` attribute when it has one."""
+
+    message: str
+    name: str | None = None
+    code: str | None = None
+
+    def log_info(self) -> dict[str, Json] | None:
+        """`{name, code}` for the `error` field of a `tool/result` event, if both are known."""
+        if self.name is None or self.code is None:
+            return None
+        return {"name": self.name, "code": self.code}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSuccess:
+    value: Json
+    content: tuple[ContentBlock, ...]
+    meta: Json = None
+    additional_contexts: tuple[Message, ...] = ()
+    concludes_turn: bool = False
+    is_error: Literal[False] = field(default=False, init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFailure:
+    error: ToolErrorInfo
+    content: tuple[ContentBlock, ...]
+    meta: Json = None
+    additional_contexts: tuple[Message, ...] = ()
+    is_error: Literal[True] = field(default=True, init=False)
+
+    @property
+    def concludes_turn(self) -> bool:
+        return False
+
+
+ToolResult: TypeAlias = ToolSuccess | ToolFailure
+
+
+def failure(message: str, name: str | None = None, code: str | None = None) -> ToolFailure:
+    """A failure whose content is exactly `Error: <message>`."""
+    return ToolFailure(ToolErrorInfo(message, name, code), (TextBlock(f"Error: {message}"),))
+
+
+# -- policy decisions --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Allow:
+    """Pre-execute: run the call."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deny:
+    """Pre-execute: fail the call with `Error: <reason>` (it still reaches post-execute)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """Pre-execute: ask the approval service; without one (or without an agent), deny."""
+
+    reason: str | None = None
+
+
+PreDecision: TypeAlias = Allow | Deny | Ask
+
+
+@dataclass(frozen=True, slots=True)
+class Accept:
+    """Post-execute: keep the result; `content` replaces its presentation (the value stays);
+    `additional_contexts` are appended after the tool's own deferred contexts."""
+
+    content: Content | None = None
+    additional_contexts: Sequence[Message] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Post-execute: turn the result into a valueless failure whose content is `feedback`.
+    The tool's deferred contexts are dropped; only `additional_contexts` are kept."""
+
+    feedback: Content
+    additional_contexts: Sequence[Message] = ()
+
+
+PostDecision: TypeAlias = Accept | Block
+
+
+@dataclass(frozen=True, slots=True)
+class PostExecute:
+    """The payload of `tools/post-execute`."""
+
+    exec: ToolExecution
+    result: ToolResult
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """The payload of `tools/result`: the final, frozen outcome of one call."""
+
+    exec: ToolExecution
+    result: ToolResult
+
+
+PreparedKind = Literal["dispatch", "post-result", "final-result"]
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A call after `ToolRuntime.prepare`: to `dispatch`, or already decided — a
+    `post-result` (a denial) still goes through post-execute, a `final-result` does not."""
+
+    exec: ToolRunContext
+    kind: PreparedKind
+    result: ToolResult | None = None
+
+
+# -- approval seam -----------------------------------------------------------------------------
+
+
+class ApprovalService(Protocol):
+    """Answers `Ask` decisions (provided by an approval plugin under `APPROVAL`)."""
+
+    def request(
+        self, exec: ToolExecution, reason: str | None
+    ) -> Awaitable[Literal["allow", "deny"]]: ...
+
+
+APPROVAL: ServiceKey[ApprovalService] = ServiceKey("approval")
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+class ToolArgsError(HarnessError):
+    """The model's arguments do not fit the tool's parameters (code `INVALID_ARGS`)."""
+
+    def __init__(self, violations: Sequence[str]) -> None:
+        super().__init__("invalid arguments: " + "; ".join(violations), "INVALID_ARGS")
+        self.violations = tuple(violations)
+
+
+class ToolOutputError(HarnessError):
+    """A tool returned a value its output schema rejects (code `INVALID_TOOL_OUTPUT`)."""
+
+    def __init__(self, tool: str, violations: Sequence[str]) -> None:
+        super().__init__(
+            f'tool "{tool}" returned invalid output: ' + "; ".join(violations),
+            "INVALID_TOOL_OUTPUT",
+        )
+        self.violations = tuple(violations)
+
+
+class ToolNotFoundError(HarnessError):
+    """No tool of that name is visible to the call's scope (code `UNKNOWN_TOOL`)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f'unknown tool "{name}"', "UNKNOWN_TOOL")

@@ -1,0 +1,70 @@
+"""A real runtime (default profile + invariants) driven by a ScriptedModel."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from dsh._defaults import DEFAULT_ROWS
+from dsh.agent import AgentHandle, AgentOptions, CreateAgentOptions
+from dsh.kernel import Context, boot, load_profile
+from dsh.loop import ReactLoopAgent
+from dsh.plugins.invariants import INVARIANTS
+from dsh.session import SessionMeta
+from dsh.testing import ScriptedModel
+
+_ids = itertools.count(1)
+
+
+@dataclass
+class Runtime:
+    ctx: Context
+    model: ScriptedModel
+    handles: list[AgentHandle] = field(default_factory=list)
+
+    async def agent(self, **options: Any) -> ReactLoopAgent:
+        handle = await self.ctx.agents.create(
+            CreateAgentOptions(
+                session_id=f"session-{next(_ids)}",
+                meta=SessionMeta(cwd="/tmp/dsh-conformance"),
+                agent_options=AgentOptions(
+                    **{"provider": "scripted", "model": "scripted", **options}
+                ),
+            )
+        )
+        self.handles.append(handle)
+        agent = handle.agent
+        assert isinstance(agent, ReactLoopAgent)
+        return agent
+
+    @property
+    def violations(self) -> list[Any]:
+        return self.ctx.require(INVARIANTS).violations
+
+
+def types(agent: ReactLoopAgent, start: int = 0) -> list[str]:
+    return [e.type for e in agent.session.events[start:]]
+
+
+def turn_end(agent: ReactLoopAgent) -> dict[str, Any]:
+    ends = [e for e in agent.session.events if e.type == "turn/end"]
+    return dict(ends[-1].data["reason"])
+
+
+@pytest.fixture
+async def runtime() -> AsyncIterator[Runtime]:
+    profile = load_profile(base=[{"id": "invariants", "name": "invariants"}, *DEFAULT_ROWS])
+    ctx = await boot(profile)
+    model = ScriptedModel()
+    model.install(ctx)
+    rt = Runtime(ctx, model)
+    invariants = ctx.require(INVARIANTS)
+    yield rt
+    for handle in rt.handles:
+        await handle.dispose()
+    await ctx.owner.dispose()
+    assert invariants.violations == [], invariants.violations

@@ -1,0 +1,162 @@
+"""SPEC §5.3: cancel while streaming, while a tool runs, while idle; keep_inbox; latches."""
+
+import asyncio
+
+from dsh.agent import CANCEL_REQUESTED, INBOX_DISCARD, USER_CANCEL, CancelRequested, hook_cancel
+from dsh.llm import Message
+from dsh.testing import reply, tool_call
+from dsh.tools import ToolRunContext, tool
+
+from .conftest import Runtime, turn_end, types
+
+
+async def test_cancel_mid_stream_commits_the_visible_text_as_interrupted(runtime: Runtime) -> None:
+    runtime.model.add(reply("partial answer that keeps going", delay=0.02, hang=True))
+    agent = await runtime.agent()
+    agent.followup("talk")
+    await asyncio.sleep(0.05)
+    agent.cancel(USER_CANCEL)
+    await agent.when_idle()
+    assert turn_end(agent) == {"kind": "aborted", "reason": {"kind": "user"}}
+    [message] = [e for e in agent.session.events if e.type == "assistant/message"]
+    assert message.data["interrupted"] is True
+    text = Message.from_json(message.data["message"]).text
+    assert text and "partial answer".startswith(text[:7])
+    assert message.source_event_seqs  # cites the chunks it was folded from
+    assert types(agent)[-2:] == ["step/end", "turn/end"]
+
+
+async def test_interrupted_text_is_in_the_next_request(runtime: Runtime) -> None:
+    runtime.model.add(reply("I was saying", delay=0.01, hang=True), reply("resumed"))
+    agent = await runtime.agent()
+    agent.followup("start")
+    await asyncio.sleep(0.05)
+    agent.cancel(USER_CANCEL)
+    await agent.when_idle()
+    agent.followup("go on")
+    await agent.when_idle()
+    history = runtime.model.requests[1].messages
+    assert [m.role for m in history] == ["user", "assistant", "user"]
+    assert history[1].text == "I was saying"
+
+
+async def test_cancel_while_a_tool_runs_stops_it_and_aborts_unstarted_calls(
+    runtime: Runtime,
+) -> None:
+    started = asyncio.Event()
+    saw_abort: list[bool] = []
+
+    @tool
+    async def slow(run: ToolRunContext) -> str:
+        """Sleep until cancelled."""
+        started.set()
+        await run.signal.wait()
+        saw_abort.append(True)
+        return "stopped"
+
+    runtime.ctx.tools.register(slow)
+    runtime.model.add(reply(tool_call("slow"), tool_call("slow")))
+    agent = await runtime.agent()
+    agent.followup("go")
+    await started.wait()
+    agent.cancel(USER_CANCEL)
+    await agent.when_idle()
+    assert saw_abort == [True]
+    results = [e for e in agent.session.events if e.type == "tool/result"]
+    assert len(results) == 2
+    first, second = (Message.from_json(r.data["message"]) for r in results)
+    assert first.content[0].content[0].text == "Error: tool call aborted"  # type: ignore[union-attr]
+    assert second.content[0].content[0].text == (  # type: ignore[union-attr]
+        "Error: tool call aborted before dispatch"
+    )
+    assert results[1].data["error"] == {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"}
+    assert turn_end(agent)["kind"] == "aborted"
+
+
+async def test_cancel_clears_the_inbox_unless_keep_inbox(runtime: Runtime) -> None:
+    runtime.model.add(reply("x", hang=True), reply("y", hang=True), reply("k"), reply("w"))
+    agent = await runtime.agent()
+    discarded: list[str] = []
+    requested: list[CancelRequested] = []
+    agent.ctx.on(INBOX_DISCARD, lambda c: discarded.append(c.message_id))
+    agent.ctx.on(CANCEL_REQUESTED, requested.append)
+    agent.followup("first")
+    queued = agent.followup("queued")
+    await asyncio.sleep(0.01)
+    agent.cancel(USER_CANCEL)
+    await agent.when_idle()
+    assert discarded == [queued]
+    assert [r.cause for r in requested] == [USER_CANCEL]
+    canceled = [
+        e
+        for e in agent.session.events
+        if e.type == "agent/inbox/spliced" and e.data.get("outcome") == "canceled"
+    ]
+    assert len(canceled) == 1
+
+    agent.followup("second")
+    kept = agent.followup("kept")
+    await asyncio.sleep(0.01)
+    agent.cancel(hook_cancel("policy"), keep_inbox=True)
+    await agent.when_idle()
+    assert turn_end(agent) == {"kind": "aborted", "reason": {"kind": "hook", "reason": "policy"}}
+    assert [m.id for m in agent.inbox.next_turn] == [kept]  # kept, but not run by itself
+    agent.followup("wake")
+    await agent.when_idle()
+    kept_turn, wake_turn = runtime.model.requests[-2:]
+    assert kept_turn.messages[-1].text == "kept"  # the oldest pending prompt runs first
+    assert wake_turn.messages[-1].text == "wake"
+
+
+async def test_idle_cancel_clears_pending_without_notification(runtime: Runtime) -> None:
+    agent = await runtime.agent()
+    requested: list[object] = []
+    agent.ctx.on(CANCEL_REQUESTED, requested.append)
+    agent.inject("parked")
+    agent.cancel(USER_CANCEL)
+    assert requested == []
+    assert not agent.inbox.has_pending
+    assert agent.status == "idle"
+
+
+async def test_send_during_cancel_convergence_is_latched_and_runs_after(
+    runtime: Runtime,
+) -> None:
+    release = asyncio.Event()
+
+    @tool
+    async def stubborn() -> str:
+        """Ignores cancellation until released."""
+        await release.wait()
+        return "done"
+
+    runtime.ctx.tools.register(stubborn)
+    runtime.model.add(reply(tool_call("stubborn")), reply("fresh turn"))
+    agent = await runtime.agent()
+    statuses: list[str] = []
+    from dsh.agent import AGENT_STATUS
+
+    agent.ctx.on(AGENT_STATUS, lambda s: statuses.append(s.status))
+    agent.followup("go")
+    await asyncio.sleep(0.01)
+    agent.cancel(USER_CANCEL)
+    agent.followup("after cancel")  # forced to next-turn, wake latched
+    release.set()
+    await agent.when_idle()
+    ends = [e.data["reason"]["kind"] for e in agent.session.events if e.type == "turn/end"]
+    assert ends == ["aborted", "completed"]
+    assert statuses == ["running", "idle", "running", "idle"]
+    last = runtime.model.requests[-1]
+    assert last.messages[-1].text == "after cancel"
+
+
+async def test_turn_signal_is_fresh_per_turn(runtime: Runtime) -> None:
+    runtime.model.add(reply("one", hang=True), reply("two"))
+    agent = await runtime.agent()
+    agent.followup("a")
+    await asyncio.sleep(0.01)
+    agent.cancel(USER_CANCEL)
+    await agent.when_idle()
+    agent.followup("b")
+    await agent.when_idle()
+    assert turn_end(agent) == {"kind": "completed"}
