@@ -10,6 +10,7 @@ import asyncio
 import gc
 import itertools
 import resource
+import statistics
 import time
 import tracemalloc
 from typing import Any
@@ -47,8 +48,12 @@ def options(session_id: str) -> CreateAgentOptions:
 
 
 async def step_overhead() -> tuple[float, float]:
+    """Median step time of steps 1-10 and 991-1000 (each step: one model call, one tool call).
+
+    A final text-only step ends the turn; it is not one of the measured steps.
+    """
     ctx, model = await runtime()
-    model.add(*[reply(tool_call("noop")) for _ in range(STEPS - 1)], reply("done"))
+    model.add(*[reply(tool_call("noop")) for _ in range(STEPS)], reply("done"))
     handle = await ctx.agents.create(options("bench-steps"))
     marks: list[float] = []
 
@@ -59,24 +64,34 @@ async def step_overhead() -> tuple[float, float]:
     result = await run_prompt(handle.agent, "go")
     marks.append(time.perf_counter())
     assert result.finish_reason == "completed", result
-    durations = [b - a for a, b in itertools.pairwise(marks)]
-    first = sum(durations[:10]) / 10
-    last = sum(durations[-10:]) / 10
+    durations = [b - a for a, b in itertools.pairwise(marks)][:STEPS]
+    first = statistics.median(durations[:10])
+    last = statistics.median(durations[-10:])
     await ctx.owner.dispose()
     return first * 1e6, last * 1e6
+
+
+def current_rss_kib() -> float:
+    """Resident set size now (Linux /proc), else the peak from getrusage."""
+    try:
+        with open("/proc/self/statm") as statm:
+            pages = int(statm.read().split()[1])
+        return pages * resource.getpagesize() / 1024
+    except OSError:
+        return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
 async def idle_memory() -> tuple[float, float]:
     ctx, _ = await runtime()
     gc.collect()
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_before = current_rss_kib()
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
     handles = [await ctx.agents.create(options(f"idle-{i}")) for i in range(AGENTS)]
     gc.collect()
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()
-    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_after = current_rss_kib()
     traced = sum(s.size_diff for s in after.compare_to(before, "filename"))
     assert len(handles) == AGENTS
     await ctx.owner.dispose()
@@ -84,12 +99,14 @@ async def idle_memory() -> tuple[float, float]:
 
 
 async def main() -> None:
-    first, last = await step_overhead()
+    runs = [await step_overhead() for _ in range(3)]
+    first = min(r[0] for r in runs)
+    last = min(r[1] for r in runs)
     print(f"per-step overhead, steps 1-10:       {first:8.1f} us")
     print(f"per-step overhead, steps 991-1000:   {last:8.1f} us")
     traced, rss = await idle_memory()
     print(f"memory per idle agent (tracemalloc): {traced:8.2f} KiB")
-    print(f"memory per idle agent (max RSS):     {rss:8.2f} KiB")
+    print(f"memory per idle agent (RSS):         {rss:8.2f} KiB")
     print(
         f"summary: step {first:.0f} us (<= 300), last/first {last / first:.2f} (<= 1.3), "
         f"idle agent {traced:.1f} KiB (<= 20)"

@@ -83,6 +83,12 @@ def strip_foreign_replay_state(
     options: GenerateOptions, adapter: LlmAdapter, routes: Mapping[str, Route]
 ) -> GenerateOptions:
     """Drop assistant `replayState` unless its provider is served by this very adapter."""
+    hint = getattr(options.messages, "replay_providers", None)
+    if isinstance(hint, frozenset) and all(
+        (route := routes.get(provider)) is not None and route.adapter is adapter
+        for provider in hint
+    ):
+        return options  # a session history says which providers need checking
     messages: list[Message] | None = None
     for i, message in enumerate(options.messages):
         source = message.source

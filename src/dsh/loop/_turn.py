@@ -200,7 +200,7 @@ class TurnRunner:
             request, prepared = await self._build_request(activity, assembly, system)
             assembler = BlockAssembler()
             seqs: list[int] = []
-            stream = prepared.stream(request) if prepared else self.state.llm.stream(request)
+            stream = prepared.stream(request) if prepared else agent.ctx.llm.stream(request)
             try:
                 async for chunk in stream:
                     event = self.session.append(
@@ -301,7 +301,7 @@ class TurnRunner:
             )
         prepared: PreparedCall | None
         try:
-            prepared = await self.state.llm.prepare_call(config, signal)
+            prepared = await agent.ctx.llm.prepare_call(config, signal)
         except LlmError as exc:
             if exc.failure.code != "NO_ADAPTER":
                 raise

@@ -16,11 +16,20 @@ class History(Sequence[Message]):
     a new list), so a snapshot costs O(1) to take and never changes afterwards.
     """
 
-    __slots__ = ("_items", "_len")
+    __slots__ = ("_items", "_len", "replay_providers")
 
-    def __init__(self, items: list[Message], length: int | None = None) -> None:
+    def __init__(
+        self,
+        items: list[Message],
+        length: int | None = None,
+        *,
+        replay_providers: frozenset[str] = frozenset(),
+    ) -> None:
         self._items = items
         self._len = len(items) if length is None else length
+        self.replay_providers = replay_providers
+        """The providers of the messages that carry `replayState`: lets the llm runtime skip
+        scanning the history when all of them are served by the adapter at hand."""
 
     def __len__(self) -> int:
         return self._len

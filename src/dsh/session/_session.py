@@ -112,6 +112,7 @@ class Session:
         "_publish",
         "_publishing",
         "_replace_generation",
+        "_replay",
         "_surface",
         "_view",
     )
@@ -124,6 +125,8 @@ class Session:
         self._messages: dict[int, Message | None] = {}
         """The parsed message of each surface event (None: contributes nothing)."""
         self._derived: list[Message] = []
+        self._replay: frozenset[str] = frozenset()
+        """Providers of history messages that carry `replayState` (adapters' fast path)."""
         self._surface: Surface | None = None
         self._replace_generation = 0
         self._latest: dict[str, SessionEvent] = {}
@@ -224,7 +227,7 @@ class Session:
         content is empty; `tool/result` its message. Cached: a surface append extends the
         cache, a replace rebuilds it.
         """
-        return History(self._derived)
+        return History(self._derived, replay_providers=self._replay)
 
     def derive_event_message(self, event: SessionEvent) -> Message | None:
         """The message `event` contributes to the history, or None."""
@@ -350,10 +353,16 @@ class Session:
             self._replace_generation += 1
             messages = self._messages
             self._derived = [m for m in (messages[s] for s in self._nodes) if m is not None]
+            self._replay = frozenset(
+                p for m in self._derived if (p := _replay_provider(m)) is not None
+            )
         else:
             self._nodes.append(event.seq)
             if message is not None:
                 self._derived.append(message)
+                provider = _replay_provider(message)
+                if provider is not None and provider not in self._replay:
+                    self._replay = self._replay | {provider}
 
     # -- publication (installed by the store) ----------------------------------------------
 
@@ -368,6 +377,13 @@ class Session:
 
     def __repr__(self) -> str:
         return f"<Session {self.id} seq={len(self._events)}>"
+
+
+def _replay_provider(message: Message) -> str | None:
+    source = message.source
+    if message.role == "assistant" and "replayState" in source:
+        return str(source.get("provider", ""))
+    return None
 
 
 def _now() -> int:
