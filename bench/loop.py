@@ -16,7 +16,8 @@ import tracemalloc
 from typing import Any
 
 from dsh.agent import PRE_STEP, AgentOptions, CreateAgentOptions, run_prompt
-from dsh.kernel import Context, boot
+from dsh.kernel import Context, boot, load_profile
+from dsh.profiles import CORE_ROWS
 from dsh.session import SessionMeta
 from dsh.testing import ScriptedModel, reply, tool_call
 from dsh.tools import tool
@@ -32,7 +33,7 @@ def noop() -> str:
 
 
 async def runtime() -> tuple[Context, ScriptedModel]:
-    ctx = await boot()
+    ctx = await boot(load_profile(base=CORE_ROWS))
     model = ScriptedModel()
     model.install(ctx)
     ctx.tools.register(noop)

@@ -11,8 +11,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dsh.kernel import CancelSignal, Context, boot
+from dsh.kernel import CancelSignal, Context, boot, load_profile
 from dsh.llm import assistant_message, user_message
+from dsh.profiles import CORE_ROWS
 from dsh.session import SESSION_EVENT, Session
 from dsh.tools import ToolExecutionInput, tool
 
@@ -100,12 +101,12 @@ async def pipeline_overhead(ctx: Context) -> float:
 
 
 async def main() -> None:
-    ctx = await boot()
+    ctx = await boot(load_profile(base=CORE_ROWS))
     rows: list[tuple[str, Any]] = [
         ("assistant/chunk appends/s, 0 listeners", f"{appends_per_second(ctx, 0):,.0f}"),
         ("assistant/chunk appends/s, 1 listener", f"{appends_per_second(ctx, 1):,.0f}"),
     ]
-    cold, after, small = derivation(await boot())
+    cold, after, small = derivation(await boot(load_profile(base=CORE_ROWS)))
     rows += [
         ("derive_messages, 10k events, cold", f"{cold * 1e3:.2f} ms"),
         ("append + derive, 10k-event session", f"{after * 1e6:.1f} us"),

@@ -6,8 +6,7 @@ from dsh.agent import CANCEL_REQUESTED, INBOX_DISCARD, USER_CANCEL, CancelReques
 from dsh.llm import Message
 from dsh.testing import reply, tool_call
 from dsh.tools import ToolRunContext, tool
-
-from .conftest import Runtime, turn_end, types
+from tests.conftest import Runtime, turn_end, types
 
 
 async def test_cancel_mid_stream_commits_the_visible_text_as_interrupted(runtime: Runtime) -> None:

@@ -6,8 +6,7 @@ from dsh.agent import AGENT_STATUS, INBOX_DEQUEUE, INBOX_ENQUEUE
 from dsh.llm import GenerateOptions
 from dsh.testing import reply, tool_call
 from dsh.tools import tool
-
-from .conftest import Runtime, types
+from tests.conftest import Runtime, types
 
 
 def user_texts(options: GenerateOptions) -> list[str]:

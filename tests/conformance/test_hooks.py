@@ -24,8 +24,7 @@ from dsh.llm import TextBlock, plugin_source, user_message
 from dsh.session import SESSION_EVENT
 from dsh.testing import failure, reply, tool_call
 from dsh.tools import tool
-
-from .conftest import Runtime, turn_end, types
+from tests.conftest import Runtime, turn_end, types
 
 
 async def test_prompt_submit_allow_rewrites_and_adds_contexts(runtime: Runtime) -> None:

@@ -20,8 +20,7 @@ from dsh.kernel import CancelSignal, Context, Owner
 from dsh.session import SESSION_CREATED, SESSION_DISPOSED, SessionMeta
 from dsh.testing import reply, tool_call
 from dsh.tools import tool
-
-from .conftest import Runtime, turn_end
+from tests.conftest import Runtime, turn_end
 
 
 def options(session_id: str, **kw: Any) -> CreateAgentOptions:

@@ -1,8 +1,7 @@
 from dsh.agent import run_prompt
 from dsh.testing import reply, tool_call
 from dsh.tools import tool
-
-from .conftest import Runtime, turn_end, types
+from tests.conftest import Runtime, turn_end, types
 
 
 async def test_one_turn_text_answer(runtime: Runtime) -> None:

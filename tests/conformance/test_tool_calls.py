@@ -6,8 +6,7 @@ from typing import Any
 from dsh.llm import Message, plugin_source, user_message
 from dsh.testing import reply, tool_call
 from dsh.tools import TOOLS_POST_EXECUTE, Accept, ToolRunContext, tool
-
-from .conftest import Runtime, turn_end, types
+from tests.conftest import Runtime, turn_end, types
 
 
 async def test_parallel_calls_finish_out_of_order_and_commit_in_order(runtime: Runtime) -> None:

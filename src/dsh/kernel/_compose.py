@@ -81,7 +81,7 @@ class Profile:
 
 def default_layer() -> list[dict[str, Any]]:
     """The built-in default profile: it boots a working agent with no file at all."""
-    from .._defaults import DEFAULT_ROWS
+    from ..profiles import DEFAULT_ROWS
 
     return [dict(row) for row in DEFAULT_ROWS]
 

@@ -81,22 +81,37 @@ class ScopedLayers(Generic[T]):
         return remove
 
     def get(self, name: str, scope: object | None = None) -> T | None:
+        found = self.get_scoped(name, scope)
+        return self._global.get(name) if found is None else found
+
+    def get_scoped(self, name: str, scope: object | None) -> T | None:
+        """The nearest scoped entry of `name` for `scope`, ignoring the global layer."""
+        if not self._scoped:
+            return None
         for key in scope_chain(scope):
             layer = self._scoped.get(key)
             if layer is not None and name in layer:
                 return layer[name]
-        return self._global.get(name)
+        return None
+
+    @property
+    def global_layer(self) -> dict[str, T]:
+        """The global layer itself (read it; register through `add`)."""
+        return self._global
 
     def items(self, scope: object | None = None) -> dict[str, T]:
         """The merged view for `scope`: global entries, shadowed by nearer layers."""
-        merged = dict(self._global)
+        return self.merged(dict(self._global), scope)
+
+    def merged(self, base: dict[str, T], scope: object | None) -> dict[str, T]:
+        """`base` updated with `scope`'s layers, farthest ancestor first."""
         if scope is None or not self._scoped:
-            return merged
+            return base
         for key in reversed(list(scope_chain(scope))):
             layer = self._scoped.get(key)
             if layer:
-                merged.update(layer)
-        return merged
+                base.update(layer)
+        return base
 
     def layer(self, scope: object | None) -> dict[str, T]:
         """A copy of exactly one layer (no inheritance)."""

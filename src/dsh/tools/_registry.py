@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ..kernel import DuplicateEntryError, scope_chain
+from ..kernel import DuplicateEntryError, ScopedLayers, scope_chain
 from ._types import ToolDefinition, ToolExecution
 
 __all__ = ["Guard", "Restriction", "ToolTable"]
@@ -61,31 +61,27 @@ class _GuardEntry:
 class ToolTable:
     """Every registration of one `ToolRuntime`. Scope keys compare by identity."""
 
-    __slots__ = ("global_", "guards", "restrictions", "scoped")
+    __slots__ = ("guards", "layers", "restrictions")
 
     def __init__(self) -> None:
-        self.global_: dict[str, ToolDefinition] = {}
-        self.scoped: dict[object, dict[str, ToolDefinition]] = {}
+        self.layers: ScopedLayers[ToolDefinition] = ScopedLayers()
         self.restrictions: dict[object, list[Restriction]] = {}
         self.guards: dict[object | None, list[_GuardEntry]] = {}
+
+    @property
+    def global_(self) -> dict[str, ToolDefinition]:
+        return self.layers.global_layer
 
     # -- registration ----------------------------------------------------------------------
 
     def add(self, scope: object | None, definition: ToolDefinition) -> Callable[[], None]:
-        layer = self.global_ if scope is None else self.scoped.setdefault(scope, {})
-        name = definition.name
-        if name in layer:
+        try:
+            return self.layers.add(scope, definition.name, definition)
+        except DuplicateEntryError:
             where = "globally" if scope is None else "in this scope"
-            raise DuplicateEntryError(f'tool "{name}" is already registered {where}')
-        layer[name] = definition
-
-        def remove() -> None:
-            if layer.get(name) is definition:
-                del layer[name]
-                if scope is not None and not layer and self.scoped.get(scope) is layer:
-                    del self.scoped[scope]
-
-        return remove
+            raise DuplicateEntryError(
+                f'tool "{definition.name}" is already registered {where}'
+            ) from None
 
     def add_restriction(self, scope: object, restriction: Restriction) -> Callable[[], None]:
         return _append(self.restrictions, scope, restriction)
@@ -104,13 +100,9 @@ class ToolTable:
 
     def get(self, name: str, scope: object | None = None) -> ToolDefinition | None:
         """The tool `scope` resolves `name` to (nearest scoped layer, else an admitted global)."""
-        if scope is not None and self.scoped:
-            for key in scope_chain(scope):
-                layer = self.scoped.get(key)
-                if layer is not None:
-                    found = layer.get(name)
-                    if found is not None:
-                        return found
+        found = self.layers.get_scoped(name, scope)
+        if found is not None:
+            return found
         found = self.global_.get(name)
         if found is None or scope is None or not self.restrictions:
             return found
@@ -121,19 +113,12 @@ class ToolTable:
         if scope is None:
             return dict(self.global_)
         chain = list(scope_chain(scope))
-        out = {n: d for n, d in self.global_.items() if self._admitted(n, chain)}
-        for key in reversed(chain):
-            layer = self.scoped.get(key)
-            if layer:
-                out.update(layer)
-        return out
+        admitted = {n: d for n, d in self.global_.items() if self._admitted(n, chain)}
+        return self.layers.merged(admitted, scope)
 
     def known_names(self, scope: object | None = None) -> frozenset[str]:
         """Every name `scope` could see without restrictions."""
-        names = set(self.global_)
-        for key in scope_chain(scope):
-            names.update(self.scoped.get(key, ()))
-        return frozenset(names)
+        return frozenset(self.layers.items(scope))
 
     def guard_reason(self, exec: ToolExecution) -> str | None:
         """The first denial of the global guards, then the agent's chain (farthest first)."""

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from dsh._defaults import DEFAULT_ROWS
 from dsh.agent import AgentHandle, AgentOptions, CreateAgentOptions
 from dsh.kernel import Context, boot, load_profile
 from dsh.loop import ReactLoopAgent
 from dsh.plugins.invariants import INVARIANTS
+from dsh.profiles import CORE_ROWS
 from dsh.session import SessionMeta
 from dsh.testing import ScriptedModel
 
@@ -57,7 +57,7 @@ def turn_end(agent: ReactLoopAgent) -> dict[str, Any]:
 
 @pytest.fixture
 async def runtime() -> AsyncIterator[Runtime]:
-    profile = load_profile(base=[{"id": "invariants", "name": "invariants"}, *DEFAULT_ROWS])
+    profile = load_profile(base=[{"id": "invariants", "name": "invariants"}, *CORE_ROWS])
     ctx = await boot(profile)
     model = ScriptedModel()
     model.install(ctx)

@@ -1,0 +1,29 @@
+"""Compaction: summarise old history into a surface replacement when the context fills up."""
+
+from ._compactor import (
+    INSTRUCTION,
+    CompactionError,
+    CompactionResult,
+    Trigger,
+    choose_cut,
+    compact,
+)
+from ._meter import context_tokens, estimate_message, estimate_messages, estimate_text
+from ._plugin import COMPACTION, Compaction, CompactionConfig, CompactionPlugin
+
+__all__ = [
+    "COMPACTION",
+    "INSTRUCTION",
+    "Compaction",
+    "CompactionConfig",
+    "CompactionError",
+    "CompactionPlugin",
+    "CompactionResult",
+    "Trigger",
+    "choose_cut",
+    "compact",
+    "context_tokens",
+    "estimate_message",
+    "estimate_messages",
+    "estimate_text",
+]

@@ -1,0 +1,172 @@
+"""One compaction: pick a balanced cut, summarise the head, replace it on the surface."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from ...kernel import CancelSignal
+from ...llm import (
+    BlockAssembler,
+    GenerateOptions,
+    HarnessError,
+    Json,
+    Message,
+    plugin_source,
+    text_of,
+    user_message,
+)
+from ...session import ReplaceOp, Session
+from ._meter import estimate_message, estimate_text
+
+if TYPE_CHECKING:
+    from ...agent import Agent
+    from ._plugin import CompactionConfig
+
+Trigger = Literal["pressure", "context-overflow", "manual"]
+PLUGIN_ID = "compaction"
+
+INSTRUCTION = (
+    "Summarise the conversation above so that work can continue from the summary alone. "
+    "Keep the user's goals and constraints, decisions made and why, facts learned (file "
+    "names, identifiers, numbers, errors), what was done, and what remains to do. Be concise "
+    "and factual; do not address the user. Reply with the summary only."
+)
+
+
+class CompactionError(HarnessError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "COMPACTION")
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    compaction_id: str
+    shadowed_seqs: tuple[int, ...]
+    shadowed_tokens: int
+    summary_tokens: int
+    replacement_seq: int
+
+
+def choose_cut(session: Session, retain_tokens: int) -> list[int] | None:
+    """The surface nodes to shadow: the longest head leaving at least `retain_tokens` in the
+    tail (at least the last node), never ending between a tool call and its result."""
+    nodes = list(session.surface.nodes)
+    events = session.events
+    if len(nodes) < 2:
+        return None
+    kept = 0
+    cut = len(nodes) - 1
+    while cut > 0:
+        message = session.derive_event_message(events[nodes[cut]])
+        kept += estimate_message(message) if message is not None else 0
+        if kept >= retain_tokens:
+            break
+        cut -= 1
+    # A tool result belongs with the assistant message that asked for it.
+    while cut > 0 and events[nodes[cut]].type == "tool/result":
+        cut -= 1
+    return nodes[:cut] if cut > 0 else None
+
+
+async def compact(
+    agent: Agent,
+    config: CompactionConfig,
+    trigger: Trigger,
+    signal: CancelSignal,
+    turn: int | None,
+    retain_tokens: int,
+) -> CompactionResult | None:
+    """Run one compaction bracket; None when there is nothing worth shadowing."""
+    session = agent.session
+    head = choose_cut(session, retain_tokens)
+    if not head:
+        return None
+    events = session.events
+    shadowed = [m for m in (session.derive_event_message(events[s]) for s in head) if m]
+    shadowed_tokens = sum(estimate_message(m) for m in shadowed)
+    compaction_id = f"compaction-{uuid.uuid4()}"
+    session.append("compaction/start", {"compactionId": compaction_id, "turn": turn})
+    error: str | None = None
+    try:
+        summary, route, usage = await _summarise(agent, config, shadowed, signal)
+        summary_tokens = estimate_text(summary)
+        if summary_tokens >= shadowed_tokens:
+            raise CompactionError(
+                f"the summary ({summary_tokens} tokens) does not shrink its source "
+                f"({shadowed_tokens} tokens)"
+            )
+        record: dict[str, Json] = {
+            "compactionId": compaction_id,
+            "summary": summary,
+            "shadowedRange": {"start": head[0], "end": head[-1]},
+            "shadowedSeqs": list(head),
+            "shadowedTokenCount": shadowed_tokens,
+            "provider": route[0],
+            "model": route[1],
+            "maxTokens": config.summary_max_tokens,
+            "trigger": trigger,
+        }
+        if usage is not None:
+            record["usage"] = usage
+        session.append("compaction/summary", record)
+        checkpoint = user_message(
+            f"<compacted-summary>\n{summary}\n</compacted-summary>",
+            plugin_source(PLUGIN_ID, "checkpoint", compactionId=compaction_id),
+        )
+        replacement = session.append(
+            "user/message",
+            checkpoint.to_json(),
+            surface_op=ReplaceOp(head[0], head[-1]),
+            source_event_seqs=head,
+        )
+    except BaseException as exc:
+        error = str(exc) or type(exc).__name__
+        raise
+    finally:
+        end: dict[str, Json] = {"compactionId": compaction_id, "turn": turn}
+        if error is not None:
+            end["error"] = error
+        session.append("compaction/end", end)
+    return CompactionResult(
+        compaction_id, tuple(head), shadowed_tokens, summary_tokens, replacement.seq
+    )
+
+
+async def _summarise(
+    agent: Agent, config: CompactionConfig, shadowed: Sequence[Message], signal: CancelSignal
+) -> tuple[str, tuple[str, str], Json]:
+    session = agent.session
+    header = session.request_header()
+    provider = config.provider or (header.config.provider if header else agent.options.provider)
+    model = config.model or (header.config.model if header else agent.options.model)
+    if not provider or not model:
+        raise CompactionError("no provider/model to summarise with")
+    request = GenerateOptions(
+        provider=provider,
+        model=model,
+        messages=(*shadowed, user_message(INSTRUCTION, plugin_source(PLUGIN_ID))),
+        system=header.system if header else None,
+        tools=header.tools if header else (),
+        max_tokens=config.summary_max_tokens,
+        signal=signal,
+        session_id=session.id,
+        purpose="compaction",
+    )
+    assembler = BlockAssembler()
+    async for chunk in agent.ctx.llm.stream(request):
+        assembler.push(chunk)
+    signal.raise_if_aborted()
+    finish = assembler.finish
+    if finish.failed:
+        failure = finish.failure
+        raise CompactionError(
+            f"summarisation failed: {failure.message if failure else finish.kind}"
+        )
+    summary = text_of(assembler.blocks()).strip()
+    if not summary:
+        raise CompactionError("summarisation returned no text")
+    usage = assembler.usage.to_json() if assembler.usage is not None else None
+    return summary, (provider, model), usage

@@ -1,0 +1,134 @@
+"""`CompactionPlugin`: the pressure trigger, overflow recovery and `compact_now`."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...agent import PRE_STEP, REQUEST_ERROR, Agent, RequestError, Retry, StepPoint
+from ...kernel import AGENTS, CancelSignal, Context, Next, ServiceKey
+from ._compactor import CompactionError, CompactionResult, Trigger, compact
+from ._meter import context_tokens
+
+_log = logging.getLogger("dsh.compaction")
+
+
+class CompactionConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    threshold_ratio: float = Field(default=0.8, gt=0, le=1)
+    """Compact before a step once the context holds this share of the window."""
+    retain_ratio: float = Field(default=0.16, ge=0, lt=1)
+    """The recent tail kept verbatim, as a share of the window…"""
+    retain_tokens: int | None = Field(default=None, ge=0)
+    """…or as a token count (wins when set)."""
+    context_window: int | None = Field(default=None, gt=0)
+    """The window when the model info has none; without either, pressure never triggers."""
+    max_overflow_retries: int = Field(default=1, ge=0)
+    summary_max_tokens: int = Field(default=8192, gt=0)
+    provider: str | None = None
+    """Summarise with this provider/model instead of the conversation's own."""
+    model: str | None = None
+
+
+class Compaction:
+    """`ctx.compaction`: compact an agent's history now, or when it needs it."""
+
+    def __init__(self, config: CompactionConfig) -> None:
+        self.config = config
+        self._running: set[str] = set()
+        self._overflow_retries: dict[tuple[str, int, int], int] = {}
+
+    def window(self, agent: Agent) -> int | None:
+        context = agent.session.request_context()
+        window = context.get("contextWindow") if context else None
+        return window if isinstance(window, int) and window > 0 else self.config.context_window
+
+    def retain(self, window: int | None) -> int:
+        if self.config.retain_tokens is not None:
+            return self.config.retain_tokens
+        return int((window or 0) * self.config.retain_ratio)
+
+    async def run(
+        self,
+        agent: Agent,
+        trigger: Trigger,
+        signal: CancelSignal,
+        turn: int | None,
+        retain_tokens: int,
+    ) -> CompactionResult | None:
+        if agent.id in self._running:
+            return None
+        self._running.add(agent.id)
+        try:
+            return await compact(agent, self.config, trigger, signal, turn, retain_tokens)
+        finally:
+            self._running.discard(agent.id)
+
+    async def compact_if_needed(
+        self, agent: Agent, signal: CancelSignal, turn: int | None
+    ) -> CompactionResult | None:
+        window = self.window(agent)
+        if window is None:
+            return None
+        if context_tokens(agent.session) < int(window * self.config.threshold_ratio):
+            return None
+        return await self.run(agent, "pressure", signal, turn, self.retain(window))
+
+    async def compact_now(self, agent: Agent) -> CompactionResult | None:
+        """Compact an idle agent as maintenance: its status stays idle, and prompts sent
+        meanwhile run afterwards."""
+        run_maintenance = getattr(agent, "run_maintenance", None)
+        if run_maintenance is None:
+            raise CompactionError(f"agent {agent.id} does not support maintenance tasks")
+        window = self.window(agent)
+
+        async def task(signal: CancelSignal) -> CompactionResult | None:
+            return await self.run(agent, "manual", signal, None, self.retain(window))
+
+        result: CompactionResult | None = await run_maintenance(task)
+        return result
+
+    async def on_pre_step(self, point: StepPoint) -> None:
+        try:
+            await self.compact_if_needed(point.agent, point.signal, point.turn)
+        except CompactionError as exc:
+            # Pressure compaction is best effort: the step still runs (the overflow path
+            # recovers if the window really is exceeded).
+            _log.warning("compaction of %s failed: %s", point.agent.id, exc)
+
+    async def on_request_error(
+        self, payload: RequestError, nxt: Next[RequestError, Retry | None]
+    ) -> Retry | None:
+        if payload.failure.code != "CONTEXT_WINDOW_EXCEEDED":
+            return await nxt()
+        key = (payload.agent.id, payload.turn, payload.step)
+        used = self._overflow_retries.get(key, 0)
+        if used >= self.config.max_overflow_retries:
+            return await nxt()
+        self._overflow_retries[key] = used + 1
+        before = payload.agent.session.replace_generation
+        try:
+            await self.run(payload.agent, "context-overflow", payload.signal, payload.turn, 0)
+        except CompactionError as exc:
+            _log.warning("overflow compaction of %s failed: %s", payload.agent.id, exc)
+        if payload.agent.session.replace_generation > before:
+            return Retry()
+        return await nxt()
+
+
+COMPACTION: ServiceKey[Compaction] = ServiceKey("compaction")
+
+
+class CompactionPlugin:
+    name: ClassVar[str] = "compaction"
+    Config = CompactionConfig
+    inject: ClassVar[tuple[Any, ...]] = (AGENTS,)
+
+    @staticmethod
+    def apply(ctx: Context, config: CompactionConfig) -> None:
+        service = Compaction(config)
+        ctx.provide(COMPACTION, service)
+        ctx.on(PRE_STEP, service.on_pre_step)
+        ctx.on(REQUEST_ERROR, service.on_request_error)

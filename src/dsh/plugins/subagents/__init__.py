@@ -1,0 +1,44 @@
+"""Subagents: `ctx.subagents`, in-process `spawn` / `fork` providers, the `subagent` tools."""
+
+from ._plugin import SubagentsConfig, SubagentsPlugin
+from ._providers import ForkProvider, SpawnProvider, completed_prefix
+from ._runtime import (
+    DEFAULT_MAX_DEPTH,
+    SUBAGENT_END,
+    SUBAGENT_START,
+    SUBAGENTS,
+    StopReason,
+    SubagentEnd,
+    SubagentError,
+    SubagentProvider,
+    SubagentRequest,
+    SubagentResult,
+    SubagentRun,
+    SubagentRuntime,
+    SubagentStart,
+    ToolFilter,
+)
+from ._setup import STRUCTURED_TOOL
+
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "STRUCTURED_TOOL",
+    "SUBAGENTS",
+    "SUBAGENT_END",
+    "SUBAGENT_START",
+    "ForkProvider",
+    "SpawnProvider",
+    "StopReason",
+    "SubagentEnd",
+    "SubagentError",
+    "SubagentProvider",
+    "SubagentRequest",
+    "SubagentResult",
+    "SubagentRun",
+    "SubagentRuntime",
+    "SubagentStart",
+    "SubagentsConfig",
+    "SubagentsPlugin",
+    "ToolFilter",
+    "completed_prefix",
+]

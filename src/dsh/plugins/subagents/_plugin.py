@@ -1,0 +1,51 @@
+"""`SubagentsPlugin`: `ctx.subagents`, the spawn/fork providers and their tools."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...kernel import AGENTS, Context
+from ._providers import ForkProvider, SpawnProvider
+from ._runtime import DEFAULT_MAX_DEPTH, SUBAGENTS, SubagentRuntime, _State
+from ._tools import subagent_tool
+
+GUIDANCE = (
+    "Use {spawn} to hand a self-contained task to a separate agent (it starts with no "
+    "knowledge of this conversation), and {fork} when the task builds on what has been "
+    "discussed. Both return the child's final answer; give each a complete task description."
+)
+
+
+class SubagentsConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_depth: int = Field(default=DEFAULT_MAX_DEPTH, ge=1)
+    """How deep delegation may nest (a top-level agent has depth 0)."""
+    tools: bool = True
+    """Register the model-facing `subagent` and `subagent_fork` tools."""
+    spawn_tool: str = "subagent"
+    fork_tool: str = "subagent_fork"
+
+
+class SubagentsPlugin:
+    name: ClassVar[str] = "subagents"
+    Config = SubagentsConfig
+    inject: ClassVar[tuple[Any, ...]] = (AGENTS,)
+
+    @staticmethod
+    def apply(ctx: Context, config: SubagentsConfig) -> None:
+        runtime = SubagentRuntime(_State(ctx), ctx)
+        ctx.provide(SUBAGENTS, runtime)
+        runtime.register_provider(SpawnProvider())
+        runtime.register_provider(ForkProvider())
+        if not config.tools:
+            return
+        tools = ctx.tools
+        tools.register(subagent_tool(config.spawn_tool, "spawn", runtime, config.max_depth))
+        tools.register(subagent_tool(config.fork_tool, "fork", runtime, config.max_depth))
+        ctx.system_prompt.section(
+            "tool:subagent",
+            116.5,
+            GUIDANCE.format(spawn=config.spawn_tool, fork=config.fork_tool),
+        )

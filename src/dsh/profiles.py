@@ -1,0 +1,22 @@
+"""Built-in profiles: `CORE_ROWS` (the five services and the loop) and `DEFAULT_ROWS`
+(what `dsh` boots with no profile file: a working coding agent)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+CORE_ROWS: tuple[dict[str, Any], ...] = (
+    {"id": "llm", "name": "llm"},
+    {"id": "sessions", "name": "sessions"},
+    {"id": "system-prompt", "name": "system_prompt"},
+    {"id": "tools", "name": "tools"},
+    {"id": "agents", "name": "agents"},
+    {"id": "agent-loop", "name": "agent_loop"},
+)
+"""The five services and the loop: an agent with no tools, provider or persistence."""
+
+DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
+    *CORE_ROWS,
+    {"id": "subagents", "name": "subagents"},
+    {"id": "compaction", "name": "compaction"},
+)

@@ -1,0 +1,186 @@
+import asyncio
+from typing import Any
+
+from dsh.agent import AGENT_STATUS, AgentOptions, CreateAgentOptions, run_prompt
+from dsh.llm import GenerateOptions, Message, ToolCallBlock, ToolResultBlock
+from dsh.plugins.compaction import COMPACTION, CompactionPlugin, choose_cut, context_tokens
+from dsh.session import SessionMeta
+from dsh.testing import ScriptedModel, failure, reply, tool_call
+from dsh.tools import tool
+from tests.conftest import Runtime, turn_end, types
+
+LONG = "lorem ipsum dolor sit amet " * 60  # ~1600 chars, ~400 tokens
+
+
+def summarising(answer: Any) -> Any:
+    """A script entry: summaries for compaction requests, `answer` otherwise."""
+
+    def entry(options: GenerateOptions) -> Any:
+        if options.purpose == "compaction":
+            assert options.messages[-1].source == {"kind": "plugin", "plugin": "compaction"}
+            return reply("SUMMARY: the user asked for lorem ipsum several times.")
+        return answer
+
+    return entry
+
+
+def paired(history: Any) -> bool:
+    calls = {b.id for m in history for b in m.content if isinstance(b, ToolCallBlock)}
+    results = {b.tool_call_id for m in history for b in m.content if isinstance(b, ToolResultBlock)}
+    return calls == results
+
+
+async def setup(rt: Runtime, window: int, **config: Any) -> Any:
+    model = ScriptedModel(context_window=window)
+    model.install(rt.ctx, provider="small")
+    await rt.ctx.plugin(CompactionPlugin, config)
+
+    @tool
+    def echo(text: str) -> str:
+        """Echo text."""
+        return text
+
+    rt.ctx.tools.register(echo)
+    handle = await rt.ctx.agents.create(
+        CreateAgentOptions(
+            "compacting",
+            SessionMeta(cwd="/tmp"),
+            agent_options=AgentOptions(provider="small", model="scripted"),
+        )
+    )
+    rt.handles.append(handle)
+    return model, handle.agent
+
+
+async def test_pressure_compacts_and_the_history_shrinks_and_stays_paired(
+    runtime: Runtime,
+) -> None:
+    model, agent = await setup(runtime, window=3000, retain_tokens=500)
+    for _ in range(8):
+        model.add(summarising(reply(tool_call("echo", {"text": "x"}))))
+        model.add(summarising(reply(LONG)))
+    for i in range(8):
+        await run_prompt(agent, f"question {i}: {LONG}")
+    kinds = types(agent)
+    assert "compaction/start" in kinds
+    assert kinds.count("compaction/start") == kinds.count("compaction/end")
+    summaries = [e for e in agent.session.events if e.type == "compaction/summary"]
+    assert summaries and all(e.data["shadowedTokenCount"] > 0 for e in summaries)
+    replacements = [
+        e for e in agent.session.events if e.type == "user/message" and e.surface_op != "append"
+    ]
+    assert len(replacements) == len(summaries)
+    assert all(
+        e.source_event_seqs == tuple(s.data["shadowedSeqs"])
+        for e, s in zip(replacements, summaries, strict=True)
+    )
+    history = agent.session.derive_messages()
+    assert "<compacted-summary>" in history[0].text
+    assert paired(history)
+    assert context_tokens(agent.session) < 3000
+    last_request = [r for r in model.requests if r.purpose is None][-1]
+    assert last_request.messages == history[: len(last_request.messages)]
+
+
+async def test_overflow_error_compacts_then_retries(runtime: Runtime) -> None:
+    model, agent = await setup(runtime, window=10**6)
+    model.add(reply(LONG))
+    await run_prompt(agent, f"first {LONG}")
+    model.add(
+        reply(failure("CONTEXT_WINDOW_EXCEEDED", "too long", status=400)),
+        summarising(reply("never used")),  # the summary request
+    )
+    model.add(reply("fits now"))
+    result = await run_prompt(agent, "second")
+    assert result.text == "fits now"
+    assert turn_end(agent) == {"kind": "completed"}
+    retry = [r for r in model.requests if r.purpose is None][-1]
+    assert "<compacted-summary>" in retry.messages[0].text
+    assert retry.messages[-1].text == "second"
+
+
+async def test_overflow_retries_once_then_fails(runtime: Runtime) -> None:
+    model, agent = await setup(runtime, window=10**6)
+    model.add(reply(LONG))
+    await run_prompt(agent, f"first {LONG}")
+    model.add(
+        reply(failure("CONTEXT_WINDOW_EXCEEDED", "too long")),
+        summarising(reply("unused")),
+        reply(failure("CONTEXT_WINDOW_EXCEEDED", "still too long")),
+    )
+    await run_prompt(agent, "second")
+    reason = turn_end(agent)
+    assert reason["kind"] == "error"
+    assert reason["error"]["code"] == "CONTEXT_WINDOW_EXCEEDED"
+
+
+async def test_compact_now_is_maintenance_and_latches_sends(runtime: Runtime) -> None:
+    model, agent = await setup(runtime, window=10**6, retain_tokens=0)
+    model.add(reply(LONG), reply(LONG))
+    await run_prompt(agent, f"one {LONG}")
+    await run_prompt(agent, f"two {LONG}")
+    model.add(reply("SUMMARY of one and two", delay=0.01), reply("after compaction"))
+    statuses: list[str] = []
+    agent.ctx.on(AGENT_STATUS, lambda s: statuses.append(s.status))
+    service = runtime.ctx.require(COMPACTION)
+    task = asyncio.create_task(service.compact_now(agent))
+    await asyncio.sleep(0.005)
+    assert agent.status == "idle"
+    agent.followup("three")  # latched until the maintenance ends
+    result = await task
+    await agent.when_idle()
+    assert result is not None
+    kinds = types(agent)
+    assert kinds.index("compaction/end") < kinds.index("turn/start", kinds.index("compaction/end"))
+    last = model.requests[-1]
+    assert "<compacted-summary>" in last.messages[0].text
+    assert last.messages[-1].text == "three"
+    assert statuses == ["running", "idle"]
+    start = next(e for e in agent.session.events if e.type == "compaction/start")
+    assert start.data["turn"] is None
+
+
+async def test_an_orphaned_start_is_ignored(runtime: Runtime) -> None:
+    model, agent = await setup(runtime, window=10**6, retain_tokens=0)
+    model.add(reply(LONG))
+    await run_prompt(agent, f"one {LONG}")
+    agent.session.append("compaction/start", {"compactionId": "crashed", "turn": None})
+    seeded = await runtime.ctx.agents.create(
+        CreateAgentOptions(
+            "resumed-after-crash",
+            SessionMeta(cwd="/tmp"),
+            seed=list(agent.session.events),
+            agent_options=AgentOptions(provider="small", model="scripted"),
+        )
+    )
+    runtime.handles.append(seeded)
+    assert list(seeded.agent.session.derive_messages()) == list(agent.session.derive_messages())
+    model.add(reply(LONG), summarising(reply("unused")))
+    await run_prompt(seeded.agent, f"two {LONG}")
+    service = runtime.ctx.require(COMPACTION)
+    assert await service.compact_now(seeded.agent) is not None
+
+
+def test_cut_never_splits_a_call_from_its_result() -> None:
+    from dsh.llm import assistant_message, tool_result_message, user_message
+    from dsh.session import Session
+
+    session = Session.create("cut")
+    session.append("user/message", user_message("q " * 400).to_json(), surface_op="append")
+    call = assistant_message([ToolCallBlock("c1", "echo", "{}")], provider="p", model="m")
+    session.append(
+        "assistant/message",
+        {"turn": 1, "step": 1, "message": call.to_json()},
+        surface_op="append",
+        source_event_seqs=[],
+    )
+    result = tool_result_message("c1", [], False)
+    session.append(
+        "tool/result",
+        {"turn": 1, "step": 1, "message": result.to_json()},
+        surface_op="append",
+        source_event_seqs=[1],
+    )
+    head = choose_cut(session, retain_tokens=1)
+    assert head == [0]  # the cut moved before the assistant message, not between
+    assert isinstance(Message, type)
