@@ -76,5 +76,13 @@ def config_show(profile: ProfileOption = None) -> None:
     typer.echo(yaml.safe_dump(resolved.to_data(), sort_keys=False).rstrip() or "[]")
 
 
+@app.command("jsonrpc")
+def jsonrpc() -> None:
+    """Serve the JSON-RPC SDK protocol on stdin/stdout (logs go to stderr)."""
+    from ..server import main as serve_jsonrpc
+
+    serve_jsonrpc()
+
+
 def run(argv: list[str] | None = None) -> None:
     app(args=argv if argv is not None else sys.argv[1:], prog_name="dsh")

@@ -1,0 +1,254 @@
+"""A client for the JSON-RPC runtime: launch it, prompt sessions, collect runs."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..llm import Json
+
+DEFAULT_COMMAND: tuple[str, ...] = (sys.executable, "-m", "dsh.server")
+
+
+class HarnessRpcError(Exception):
+    """The runtime answered a request with an error."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"{message} (JSON-RPC {code})")
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """One prompt's run: from its inbox receipt to the next `idle` of its session."""
+
+    session_id: str
+    final_response: str
+    finish_reason: str | None
+    events: tuple[dict[str, Json], ...]
+    notifications: tuple[dict[str, Json], ...] = field(repr=False)
+
+
+class AsyncHarness:
+    """Launches a runtime (ours by default) as a subprocess and drives it.
+
+    ```python
+    async with AsyncHarness(provider="deepseek-official", model="deepseek-chat") as h:
+        result = await h.run("Summarise README.md")
+    ```
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        model: str,
+        cwd: str | None = None,
+        max_tokens: int | None = None,
+        command: Sequence[str] = DEFAULT_COMMAND,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.provider = provider
+        self.model = model
+        self.cwd = os.path.abspath(cwd or os.getcwd())
+        self.max_tokens = max_tokens
+        self.command = tuple(command)
+        self.env = dict(os.environ if env is None else env)
+        self._process: asyncio.subprocess.Process | None = None
+        self._pending: dict[str, asyncio.Future[Json]] = {}
+        self._subscribers: list[asyncio.Queue[dict[str, Json]]] = []
+        self._reader: asyncio.Task[None] | None = None
+        self.stderr_lines: list[str] = []
+
+    async def __aenter__(self) -> AsyncHarness:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        self._process = await asyncio.create_subprocess_exec(
+            *self.command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=self.env,
+            limit=64 * 1024 * 1024,
+        )
+        self._reader = asyncio.ensure_future(self._read())
+        self._stderr = asyncio.ensure_future(self._drain_stderr())
+        params: dict[str, Json] = {"cwd": self.cwd, "provider": self.provider, "model": self.model}
+        if self.max_tokens is not None:
+            params["maxTokens"] = self.max_tokens
+        await self.request("initialize", params)
+
+    async def _drain_stderr(self) -> None:
+        assert self._process is not None and self._process.stderr is not None
+        async for line in self._process.stderr:
+            self.stderr_lines.append(line.decode("utf-8", "replace").rstrip())
+
+    async def _read(self) -> None:
+        assert self._process is not None and self._process.stdout is not None
+        async for line in self._process.stdout:
+            frame = json.loads(line)
+            if "method" in frame:
+                for queue in self._subscribers:
+                    queue.put_nowait(frame)
+                continue
+            future = self._pending.pop(str(frame.get("id")), None)
+            if future is None or future.done():
+                continue
+            if "error" in frame:
+                future.set_exception(
+                    HarnessRpcError(frame["error"]["code"], frame["error"]["message"])
+                )
+            else:
+                future.set_result(frame.get("result"))
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(ConnectionError("the runtime exited"))
+
+    async def request(self, method: str, params: Json = None) -> Json:
+        process = self._process
+        if process is None or process.stdin is None:
+            raise ConnectionError("the runtime is not running")
+        id = str(uuid.uuid4())
+        frame: dict[str, Json] = {"jsonrpc": "2.0", "id": id, "method": method}
+        if params is not None:
+            frame["params"] = params
+        future: asyncio.Future[Json] = asyncio.get_running_loop().create_future()
+        self._pending[id] = future
+        process.stdin.write(json.dumps(frame, separators=(",", ":")).encode() + b"\n")
+        await process.stdin.drain()
+        return await future
+
+    def subscribe(self) -> asyncio.Queue[dict[str, Json]]:
+        queue: asyncio.Queue[dict[str, Json]] = asyncio.Queue()
+        self._subscribers.append(queue)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[dict[str, Json]]) -> None:
+        with contextlib.suppress(ValueError):
+            self._subscribers.remove(queue)
+
+    async def run(self, text: str, *, session_id: str | None = None) -> RunResult:
+        """Prompt a session (a new one by default) and wait for it to be idle again."""
+        session_id = session_id or f"session-{uuid.uuid4().hex}"
+        queue = self.subscribe()
+        try:
+            result = await self.request(
+                "session/prompt",
+                {"sessionId": session_id, "contentBlocks": [{"type": "text", "text": text}]},
+            )
+            assert isinstance(result, dict)
+            return await _collect(queue, session_id, result["messageId"])
+        finally:
+            self.unsubscribe(queue)
+
+    async def close(self) -> None:
+        """Ask the runtime to shut down, then close its stdin; kill it if it lingers."""
+        process = self._process
+        if process is None:
+            return
+        if process.returncode is None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.request("shutdown"), timeout=10)
+        self._process = None
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            await asyncio.wait_for(process.wait(), timeout=10)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+        for task in (self._reader, self._stderr):
+            if task is not None:
+                await asyncio.gather(task, return_exceptions=True)
+
+
+async def _collect(
+    queue: asyncio.Queue[dict[str, Json]], session_id: str, message_id: str
+) -> RunResult:
+    notifications: list[dict[str, Json]] = []
+    events: list[dict[str, Json]] = []
+    received = False
+    while True:
+        frame = await queue.get()
+        params: Any = frame.get("params") or {}
+        ours = params.get("sessionId") == session_id
+        if not received:
+            event = params.get("event") or {}
+            inserted = (event.get("data") or {}).get("inserted") or []
+            if (
+                ours
+                and event.get("type") == "agent/inbox/spliced"
+                and any(m.get("id") == message_id for m in inserted)
+            ):
+                received = True
+            else:
+                continue
+        notifications.append(frame)
+        if frame["method"] == "session.event" and ours:
+            events.append(params["event"])
+        if frame["method"] == "session.status" and ours and params.get("status") == "idle":
+            break
+    final = ""
+    finish: str | None = None
+    for event in events:
+        if event["type"] == "assistant/message":
+            blocks = event["data"]["message"]["content"]
+            final = "".join(b["text"] for b in blocks if b.get("type") == "text")
+        elif event["type"] == "turn/end":
+            finish = event["data"]["reason"]["kind"]
+    return RunResult(session_id, final, finish, tuple(events), tuple(notifications))
+
+
+class Harness:
+    """The synchronous twin of `AsyncHarness` (its event loop runs in a background thread).
+
+    ```python
+    with Harness(provider="deepseek-official", model="deepseek-chat") as h:
+        print(h.run("What is in this directory?").final_response)
+    ```
+    """
+
+    def __init__(self, **options: Any) -> None:
+        import threading
+
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._async = AsyncHarness(**options)
+        self._call(self._async.start())
+
+    def _call(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def run(self, text: str, *, session_id: str | None = None) -> RunResult:
+        result: RunResult = self._call(self._async.run(text, session_id=session_id))
+        return result
+
+    def request(self, method: str, params: Json = None) -> Json:
+        return self._call(self._async.request(method, params))
+
+    def close(self) -> None:
+        if self._loop.is_closed():
+            return
+        self._call(self._async.close())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+    def __enter__(self) -> Harness:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

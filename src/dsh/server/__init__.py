@@ -1,0 +1,7 @@
+"""The JSON-RPC stdio runtime, wire-compatible with the reference SDK protocol."""
+
+from ._protocol import RpcError
+from ._server import SERVER_INFO, JsonRpcServer
+from ._stdio import PROFILE_ENV, main, serve
+
+__all__ = ["PROFILE_ENV", "SERVER_INFO", "JsonRpcServer", "RpcError", "main", "serve"]

@@ -1,0 +1,209 @@
+"""The SDK runtime's methods and notifications over one JSON-RPC connection (SPEC §6)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable
+
+from pydantic import ValidationError
+
+from ..agent import AGENT_STATUS, AgentHandle, AgentOptions, CreateAgentOptions, StatusChange
+from ..agent import ResumeAgentOptions as _Resume
+from ..kernel import Context, resolve_plugin
+from ..llm import USER_SOURCE, Json, LlmError, Message, blocks_from_json, new_message_id
+from ..plugins.subagents import SUBAGENT_END, SubagentEnd
+from ..session import (
+    SESSION_CREATED,
+    SESSION_EVENT,
+    Session,
+    SessionEventPayload,
+    SessionMeta,
+)
+from ._protocol import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    InitializeParams,
+    PromptParams,
+    Request,
+    RpcError,
+    SessionParams,
+    notification,
+    params_error,
+)
+
+_log = logging.getLogger("dsh.server")
+
+SERVER_INFO = {"name": "deepseek-harness-sdk-runtime", "version": "0.0.1"}
+"""What `initialize` reports: the reference runtime's identity, so SDK clients accept us."""
+DEEPSEEK_PROVIDER = "deepseek-official"
+DEEPSEEK_PLUGIN = "deepseek"
+
+Send = Callable[[dict[str, Json]], None]
+
+
+class JsonRpcServer:
+    """Routes requests to the runtime and every session/agent event to notifications."""
+
+    def __init__(self, ctx: Context, send: Send) -> None:
+        self.ctx = ctx.child("jsonrpc")
+        self.send = send
+        self.options: AgentOptions | None = None
+        self.cwd: str | None = None
+        self.handles: dict[str, AgentHandle] = {}
+        self.creating: dict[str, asyncio.Future[AgentHandle]] = {}
+        self.shutting_down = False
+        self.methods: dict[str, Callable[[Json], Awaitable[Json]]] = {
+            "initialize": self.initialize,
+            "session/prompt": self.prompt,
+            "session/resume": self.resume,
+            "shutdown": self.shutdown,
+        }
+        on = self.ctx.on
+        on(SESSION_EVENT, self._on_event, global_=True)
+        on(AGENT_STATUS, self._on_status, global_=True)
+        on(SESSION_CREATED, self._on_created, global_=True)
+        on(SUBAGENT_END, self._on_subagent_end, global_=True)
+
+    # -- notifications ---------------------------------------------------------------------
+
+    def _on_event(self, payload: SessionEventPayload) -> None:
+        params = {"sessionId": payload.session.id, "event": payload.event.to_json()}
+        self.send(notification("session.event", params))
+
+    def _on_status(self, change: StatusChange) -> None:
+        params = {"sessionId": change.agent.id, "status": change.status}
+        self.send(notification("session.status", params))
+
+    def _on_created(self, session: Session) -> None:
+        parent = session.header.parent_session
+        if parent is not None:
+            params = {"parentSessionId": parent, "childSessionId": session.id}
+            self.send(notification("subagent.started", params))
+
+    def _on_subagent_end(self, end: SubagentEnd) -> None:
+        params: dict[str, Json] = {
+            "provider": end.provider,
+            "agentId": end.child_id,
+            "parentSessionId": end.parent.id,
+            "childSessionId": end.child_id,
+            "status": "ok" if end.stop_reason == "completed" else "error",
+            "stopReason": end.stop_reason,
+        }
+        if end.last_assistant_message:
+            params["lastAssistantMessage"] = [b.to_json() for b in end.last_assistant_message]
+        self.send(notification("subagent.finished", params))
+
+    # -- dispatch --------------------------------------------------------------------------
+
+    async def call(self, request: Request) -> Json:
+        method = self.methods.get(request.method)
+        if method is None:
+            raise RpcError(METHOD_NOT_FOUND, f"method not found: {request.method}")
+        return await method(request.params)
+
+    # -- methods ---------------------------------------------------------------------------
+
+    async def initialize(self, params: Json) -> Json:
+        if isinstance(params, dict) and "cwd" not in params and os.environ.get("DSH_CWD"):
+            params = {**params, "cwd": os.environ["DSH_CWD"]}
+        try:
+            parsed = InitializeParams.model_validate(params or {})
+        except ValidationError as exc:
+            raise params_error("initialize", exc) from None
+        if parsed.max_tokens is not None and parsed.max_tokens <= 0:
+            raise RpcError(INVALID_PARAMS, "initialize maxTokens must be a positive safe integer")
+        await self.ctx.settled()
+        await self._ensure_adapter(parsed.provider)
+        self.cwd = parsed.cwd
+        self.options = AgentOptions(
+            provider=parsed.provider,
+            model=parsed.model,
+            max_tokens=parsed.max_tokens,
+            reasoning_effort=parsed.reasoning_effort,
+        )
+        return {"serverInfo": SERVER_INFO}
+
+    async def _ensure_adapter(self, provider: str) -> None:
+        llm = self.ctx.llm
+        if any(p.id == provider for p in llm.list_providers()):
+            return
+        if provider == DEEPSEEK_PROVIDER:
+            try:
+                await self.ctx.plugin(resolve_plugin(DEEPSEEK_PLUGIN), id="deepseek-auto")
+                return
+            except LookupError:
+                pass
+        raise RpcError(INVALID_PARAMS, f'no adapter registered for provider "{provider}"')
+
+    def _ready(self, method: str) -> AgentOptions:
+        if self.shutting_down:
+            raise RpcError(INVALID_PARAMS, f"{method}: the runtime is shutting down")
+        if self.options is None:
+            raise RpcError(INVALID_PARAMS, f"{method}: call initialize first")
+        return self.options
+
+    async def prompt(self, params: Json) -> Json:
+        options = self._ready("session/prompt")
+        try:
+            parsed = PromptParams.model_validate(params or {})
+            content = blocks_from_json(parsed.content_blocks)
+        except ValidationError as exc:
+            raise params_error("session/prompt", exc) from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RpcError(
+                INVALID_PARAMS, f"session/prompt: invalid contentBlocks: {exc}"
+            ) from None
+        handle = await self._agent(parsed.session_id, options)
+        if self.ctx.agents.get(parsed.session_id) is not handle.agent:
+            raise RpcError(INVALID_PARAMS, "session agent was disposed outside the server")
+        message = Message(new_message_id(), "user", content, USER_SOURCE)
+        return {"messageId": handle.agent.followup(message)}
+
+    async def _agent(self, session_id: str, options: AgentOptions) -> AgentHandle:
+        handle = self.handles.get(session_id)
+        if handle is not None:
+            return handle
+        pending = self.creating.get(session_id)
+        if pending is None:
+            pending = asyncio.ensure_future(self._create(session_id, options))
+            self.creating[session_id] = pending
+            pending.add_done_callback(lambda _f: self.creating.pop(session_id, None))
+        return await asyncio.shield(pending)
+
+    async def _create(self, session_id: str, options: AgentOptions) -> AgentHandle:
+        handle = await self.ctx.agents.create(
+            CreateAgentOptions(session_id, SessionMeta(cwd=self.cwd), agent_options=options)
+        )
+        self.handles[session_id] = handle
+        return handle
+
+    async def resume(self, params: Json) -> Json:
+        options = self._ready("session/resume")
+        try:
+            parsed = SessionParams.model_validate(params or {})
+        except ValidationError as exc:
+            raise params_error("session/resume", exc) from None
+        if parsed.session_id in self.handles:
+            return {}
+        try:
+            handle = await self.ctx.agents.resume(_Resume(parsed.session_id, options))
+        except (KeyError, FileNotFoundError, LookupError) as exc:
+            raise RpcError(INVALID_PARAMS, f'session "{parsed.session_id}" not found') from exc
+        self.handles[parsed.session_id] = handle
+        return {}
+
+    async def shutdown(self, params: Json = None) -> Json:
+        """Dispose every agent this server created (idempotent)."""
+        self.shutting_down = True
+        handles = list(self.handles.values())
+        self.handles.clear()
+        await asyncio.gather(*(h.dispose() for h in handles), return_exceptions=True)
+        return {}
+
+
+def describe_error(exc: BaseException) -> str:
+    if isinstance(exc, LlmError):
+        return exc.failure.message
+    return str(exc) or type(exc).__name__

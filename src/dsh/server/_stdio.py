@@ -1,0 +1,150 @@
+"""The stdio transport: read request lines, write whole frames, shut down cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+from ..kernel import boot, load_profile
+from ..llm import Json
+from ._protocol import INTERNAL_ERROR, Request, RpcError, encode, error, parse, response
+from ._server import JsonRpcServer, describe_error
+
+_log = logging.getLogger("dsh.server")
+
+PROFILE_ENV = "DSH_PROFILE"
+"""Profile files layered over the default profile, separated by the OS path separator."""
+
+
+def profile_files() -> list[Path]:
+    raw = os.environ.get(PROFILE_ENV, "")
+    return [Path(p) for p in raw.split(os.pathsep) if p]
+
+
+class _Output:
+    """Writes frames whole; a closed stdout ends the server instead of crashing it."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.closed = asyncio.Event()
+
+    def send(self, frame: dict[str, Json]) -> None:
+        if self.closed.is_set():
+            return
+        data = encode(frame)
+        try:
+            self.stream.write(data)
+            self.stream.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            self.closed.set()
+
+
+def _read_lines(
+    stream: BinaryIO, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes | None]
+) -> None:
+    try:
+        for line in iter(stream.readline, b""):
+            loop.call_soon_threadsafe(queue.put_nowait, line)
+    except (OSError, ValueError):
+        pass
+    loop.call_soon_threadsafe(queue.put_nowait, None)
+
+
+async def _line_queue(stream: BinaryIO) -> asyncio.Queue[bytes | None]:
+    """Lines of `stream` as they arrive, then None. Pipes and terminals are read by the event
+    loop; anything else (a regular file) by a thread that ends at end of file."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+    try:
+        reader = asyncio.StreamReader(limit=64 * 1024 * 1024, loop=loop)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stream)
+    except (ValueError, OSError):
+        threading.Thread(target=_read_lines, args=(stream, loop, queue), daemon=True).start()
+        return queue
+
+    async def pump() -> None:
+        while True:
+            try:
+                line = await reader.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                continue  # an over-long line: dropped, like any malformed input
+            if not line:
+                break
+            queue.put_nowait(line)
+        queue.put_nowait(None)
+
+    task = asyncio.ensure_future(pump())
+    _pumps.add(task)
+    task.add_done_callback(_pumps.discard)
+    return queue
+
+
+_pumps: set[asyncio.Future[None]] = set()
+
+
+async def serve(
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
+    profiles: Sequence[Path] | None = None,
+) -> int:
+    """Run the JSON-RPC runtime until `shutdown` or the end of stdin; returns the exit code."""
+    output = _Output(stdout or sys.stdout.buffer)
+    ctx = await boot(load_profile(profile_files() if profiles is None else profiles))
+    server = JsonRpcServer(ctx, output.send)
+    queue = await _line_queue(stdin or sys.stdin.buffer)
+    tasks: set[asyncio.Task[None]] = set()
+    try:
+        while not output.closed.is_set():
+            line = await queue.get()
+            if line is None:
+                break
+            frame = parse(line)
+            if frame is None:
+                continue
+            if not isinstance(frame, Request):
+                output.send(frame)
+                continue
+            if frame.method == "shutdown":
+                await asyncio.gather(*tasks, return_exceptions=True)
+                await _answer(server, frame, output)
+                break
+            task = asyncio.ensure_future(_answer(server, frame, output))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+    finally:
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await server.shutdown()
+        await ctx.owner.dispose()
+    return 0
+
+
+async def _answer(server: JsonRpcServer, request: Request, output: _Output) -> None:
+    try:
+        result = await server.call(request)
+    except RpcError as exc:
+        if not request.is_notification:
+            output.send(error(request.id, exc.code, str(exc), exc.data))
+        return
+    except Exception as exc:
+        _log.exception("%s failed", request.method)
+        if not request.is_notification:
+            output.send(error(request.id, INTERNAL_ERROR, describe_error(exc)))
+        return
+    if not request.is_notification:
+        output.send(response(request.id, result))
+
+
+def main() -> None:
+    """Entry point of `dsh-jsonrpc-agent` and `dsh jsonrpc`: logs go to stderr only."""
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=os.environ.get("DSH_LOG_LEVEL", "WARNING").upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    sys.exit(asyncio.run(serve()))

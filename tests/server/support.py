@@ -1,0 +1,42 @@
+"""A plugin the runtime child process loads by `module:attr`: a ScriptedModel from config."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from dsh.kernel import Context
+from dsh.testing import ScriptedModel, reply, tool_call
+from dsh.tools import tool
+
+
+class ScriptConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    provider: str = "scripted"
+    script: list[Any] = []
+
+
+def _entry(item: Any) -> Any:
+    if isinstance(item, str):
+        return reply(item)
+    if "tool" in item:
+        return reply(tool_call(item["tool"], item.get("args", {})), delay=item.get("delay", 0.0))
+    return reply(item.get("text", ""), delay=item.get("delay", 0.0), hang=item.get("hang", False))
+
+
+class ScriptedPlugin:
+    name = "scripted"
+    Config = ScriptConfig
+
+    @staticmethod
+    def apply(ctx: Context, config: ScriptConfig) -> None:
+        model = ScriptedModel([_entry(item) for item in config.script])
+        ctx.owner.effect(model.install(ctx, provider=config.provider))
+
+        @tool
+        def shout(text: str) -> str:
+            """Upper-case a text."""
+            return text.upper()
+
+        ctx.tools.register(shout)

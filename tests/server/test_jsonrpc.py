@@ -1,0 +1,187 @@
+"""The JSON-RPC runtime as a real child process, driven like an SDK client would."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh.client import AsyncHarness, HarnessRpcError
+from dsh.server._protocol import Request, parse
+
+ROOT = Path(__file__).parents[2]
+
+
+def runtime_env(tmp_path: Path, script: list[Any]) -> dict[str, str]:
+    profile = tmp_path / "profile.yml"
+    profile.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "id": "scripted",
+                    "name": "tests.server.support:ScriptedPlugin",
+                    "config": {"script": script},
+                }
+            ]
+        )
+    )
+    return {
+        **os.environ,
+        "DSH_PROFILE": str(profile),
+        "DSH_SESSION_ROOT": str(tmp_path / "sessions"),
+        "PYTHONPATH": str(ROOT),
+    }
+
+
+@pytest.fixture
+async def harness(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[AsyncHarness]:
+    script = getattr(request, "param", ["Hello from the runtime."])
+    h = AsyncHarness(
+        provider="scripted", model="scripted", cwd=str(tmp_path), env=runtime_env(tmp_path, script)
+    )
+    await h.start()
+    yield h
+    await h.close()
+
+
+async def test_a_run_follows_the_reference_wire_order(harness: AsyncHarness) -> None:
+    queue = harness.subscribe()
+    result = await harness.run("hi", session_id="session-wire")
+    assert result.final_response == "Hello from the runtime."
+    assert result.finish_reason == "completed"
+    methods = [
+        (f["method"], (f["params"].get("event") or {}).get("type")) for f in result.notifications
+    ]
+    assert methods[:4] == [
+        ("session.event", "agent/inbox/spliced"),
+        ("session.status", None),
+        ("session.event", "turn/start"),
+        ("session.event", "agent/inbox/spliced"),
+    ]
+    assert methods[-2:] == [("session.event", "turn/end"), ("session.status", None)]
+    statuses = [
+        f["params"]["status"] for f in result.notifications if f["method"] == "session.status"
+    ]
+    assert statuses == ["running", "idle"]
+    seqs = [e["seq"] for e in result.events]
+    assert seqs == list(range(len(seqs)))
+    assert queue.qsize() >= len(result.notifications)
+
+
+@pytest.mark.parametrize(
+    "harness",
+    [[{"tool": "shout", "args": {"text": "quiet"}}, "It said QUIET.", "Second answer."]],
+    indirect=True,
+)
+async def test_tool_calls_and_two_prompts_on_one_session(harness: AsyncHarness) -> None:
+    first = await harness.run("shout quiet", session_id="session-two")
+    second = await harness.run("again", session_id="session-two")
+    assert first.final_response == "It said QUIET."
+    assert second.final_response == "Second answer."
+    results = [e for e in first.events if e["type"] == "tool/result"]
+    assert results[0]["data"]["message"]["content"][0]["content"] == [
+        {"type": "text", "text": "QUIET"}
+    ]
+    assert [e["data"]["turn"] for e in second.events if e["type"] == "turn/start"] == [2]
+    assert second.events[0]["seq"] == first.events[-1]["seq"] + 1
+
+
+async def test_errors(harness: AsyncHarness) -> None:
+    with pytest.raises(HarnessRpcError) as info:
+        await harness.request("bogus/method", {"x": 1})
+    assert info.value.code == -32601
+    with pytest.raises(HarnessRpcError, match="maxTokens must be a positive safe integer"):
+        await harness.request(
+            "initialize", {"cwd": "/tmp", "provider": "scripted", "model": "m", "maxTokens": 0}
+        )
+    with pytest.raises(HarnessRpcError, match='no adapter registered for provider "nope"'):
+        await harness.request("initialize", {"cwd": "/tmp", "provider": "nope", "model": "m"})
+    with pytest.raises(HarnessRpcError, match="cwd must be an absolute path") as bad:
+        await harness.request(
+            "initialize", {"cwd": "relative", "provider": "scripted", "model": "m"}
+        )
+    assert bad.value.code == -32602
+    with pytest.raises(HarnessRpcError, match="contentBlocks"):
+        await harness.request("session/prompt", {"sessionId": "s", "contentBlocks": []})
+    result = await harness.request(
+        "initialize", {"cwd": "/tmp", "provider": "scripted", "model": "scripted"}
+    )
+    assert result == {"serverInfo": {"name": "deepseek-harness-sdk-runtime", "version": "0.0.1"}}
+
+
+async def test_malformed_lines_never_break_the_server(tmp_path: Path) -> None:
+    env = runtime_env(tmp_path, ["still alive"])
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "dsh.server",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    lines = [
+        b"not json at all\n",
+        b'{"jsonrpc":"2.0","id":"broken-1","method": oops}\n',
+        b"[1,2,3]\n",
+        b'{"jsonrpc":"2.0","id":7}\n',
+        b"\xff\xfe\x00garbage\n",
+        b'{"jsonrpc":"2.0","id":{"x":1},"method":"initialize"}\n',
+        b'{"jsonrpc":"2.0","id":"ok","method":"initialize","params":{"cwd":"/tmp","provider":"scripted","model":"scripted"}}\n',
+        b'{"jsonrpc":"2.0","id":"bye","method":"shutdown"}\n',
+    ]
+    process.stdin.write(b"".join(lines))
+    await process.stdin.drain()
+    out, _ = await asyncio.wait_for(process.communicate(), timeout=30)
+    frames = [json.loads(line) for line in out.splitlines()]
+    assert all(f["jsonrpc"] == "2.0" for f in frames)
+    by_id = {f.get("id"): f for f in frames}
+    assert by_id["broken-1"]["error"]["code"] == -32700
+    assert by_id["ok"]["result"]["serverInfo"]["name"] == "deepseek-harness-sdk-runtime"
+    assert by_id["bye"]["result"] == {}
+    assert process.returncode == 0
+
+
+async def test_closing_stdin_shuts_down(tmp_path: Path) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "dsh.server",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=runtime_env(tmp_path, []),
+    )
+    out, _ = await asyncio.wait_for(process.communicate(b""), timeout=30)
+    assert out == b""
+    assert process.returncode == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.binary(max_size=200),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+            lambda inner: (
+                st.lists(inner, max_size=4)
+                | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+            ),
+        ).map(lambda v: json.dumps(v).encode()),
+    )
+)
+def test_the_line_parser_never_raises(line: bytes) -> None:
+    frame = parse(line)
+    assert frame is None or isinstance(frame, Request | dict)
+    if isinstance(frame, dict):
+        json.dumps(frame)  # an error frame is always serialisable
