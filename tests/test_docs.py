@@ -16,7 +16,8 @@ ROW = re.compile(r"^\|\s*`([^`]+)`[^|]*\|\s*([a-z]+)")
 
 def import_everything() -> None:
     for info in pkgutil.walk_packages([str(SRC)], "dsh."):
-        importlib.import_module(info.name)
+        if not info.name.endswith("__main__"):
+            importlib.import_module(info.name)
 
 
 def packages() -> list[Path]:

@@ -17,6 +17,8 @@ CORE_ROWS: tuple[dict[str, Any], ...] = (
 
 DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
     *CORE_ROWS,
+    {"id": "builtin-tools", "name": "builtin_tools"},
+    {"id": "approval", "name": "approval"},
     {"id": "subagents", "name": "subagents"},
     {"id": "compaction", "name": "compaction"},
 )

@@ -1,0 +1,20 @@
+"""Approval (`ctx.require(APPROVAL)`): a per-tool allow / ask / deny policy on
+`tools/pre-execute`, pluggable answerers for asks, and a durable record of every decision."""
+
+from ._plugin import ApprovalPlugin
+from ._policy import DEFAULT_POLICY, Action, ApprovalConfig, Rule, decide
+from ._service import APPROVAL, Answer, Answerer, Approval, ApprovalRequest
+
+__all__ = [
+    "APPROVAL",
+    "DEFAULT_POLICY",
+    "Action",
+    "Answer",
+    "Answerer",
+    "Approval",
+    "ApprovalConfig",
+    "ApprovalPlugin",
+    "ApprovalRequest",
+    "Rule",
+    "decide",
+]

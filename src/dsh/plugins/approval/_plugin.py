@@ -1,0 +1,44 @@
+"""`ApprovalPlugin`: provides `Approval` and applies the policy on `tools/pre-execute`."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ...kernel import Context, Next
+from ...tools import TOOLS_PRE_EXECUTE, Allow, Ask, Deny, PreDecision, ToolExecution
+from ._policy import ApprovalConfig, decide, stricter
+from ._service import APPROVAL, Approval
+
+__all__ = ["ApprovalPlugin"]
+
+
+class ApprovalPlugin:
+    """Provides the approval service under `dsh.tools.APPROVAL` and a global
+    `tools/pre-execute` listener that makes the policy's decision."""
+
+    name: ClassVar[str] = "approval"
+    Config = ApprovalConfig
+
+    @staticmethod
+    def apply(ctx: Context, config: ApprovalConfig) -> None:
+        approval = Approval(ctx, config)
+        ctx.provide(APPROVAL, approval)
+
+        async def pre_execute(
+            exec: ToolExecution, next: Next[ToolExecution, PreDecision]
+        ) -> PreDecision:
+            decision = stricter(decide(config, exec.name), await next())
+            if not isinstance(decision, Ask) or exec.agent is None:
+                return decision  # no agent: the pipeline's own "no agent" denial
+            if approval.remembered(exec):
+                return Allow()
+            if not approval.has_answerer and not config.auto_approve:
+                # Fail closed here, where the reason can still reach the model.
+                approval.record_asked(exec, decision.reason)
+                approval.record_decided(exec, "deny", "no-answerer")
+                return Deny(
+                    f'tool "{exec.name}" requires approval, but no approval channel is available'
+                )
+            return decision
+
+        ctx.on(TOOLS_PRE_EXECUTE, pre_execute)

@@ -1,0 +1,187 @@
+"""`Approval` (`ctx.get(APPROVAL)`): answers the `Ask` decisions of `tools/pre-execute`.
+
+An ask goes to the most recently registered answerer (the CLI registers an interactive
+one); with none it is denied unless `auto_approve`. `always` is remembered per session and
+tool name — also across a resume, since the decision is in the session log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, cast
+
+from ...kernel import CancelSignal, Disposer, ServiceKey
+from ...llm._types import Json
+from ...session import Session
+from ...tools import APPROVAL as _APPROVAL
+from ...tools import ToolExecution
+from ._policy import ApprovalConfig
+
+if TYPE_CHECKING:
+    from ...kernel import Context
+
+__all__ = ["APPROVAL", "Answer", "Answerer", "Approval", "ApprovalRequest"]
+
+_log = logging.getLogger("dsh.plugins.approval")
+
+Answer = Literal["once", "always", "deny"]
+Via = Literal["answerer", "auto-approve", "no-answerer", "cancelled", "answerer-error"]
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What an answerer is asked about. `signal` fires if the turn is cancelled meanwhile
+    (the answer is then ignored: the call is denied)."""
+
+    call_id: str
+    tool: str
+    arguments: Json
+    reason: str | None
+    agent: object
+    session_id: str | None
+    signal: CancelSignal
+
+
+Answerer = Callable[[ApprovalRequest], Awaitable[Answer]]
+
+
+def _session(exec: ToolExecution) -> Session | None:
+    session = getattr(exec.agent, "session", None)
+    return session if isinstance(session, Session) else None
+
+
+class _State:
+    __slots__ = ("always", "answerers", "config")
+
+    def __init__(self, config: ApprovalConfig) -> None:
+        self.config = config
+        self.answerers: list[Answerer] = []
+        self.always: dict[str, set[str]] = {}
+
+
+class Approval:
+    """The approval service: the policy's state, the answerers, the durable record.
+
+    Bound per context: `set_answerer` is owned by the calling context's owner.
+    """
+
+    __slots__ = ("_ctx", "_state")
+
+    def __init__(self, ctx: Context, config: ApprovalConfig, _state: _State | None = None) -> None:
+        self._ctx = ctx
+        self._state = _state or _State(config)
+
+    def bind_context(self, ctx: Context) -> Approval:
+        return Approval(ctx, self._state.config, self._state)
+
+    @property
+    def config(self) -> ApprovalConfig:
+        return self._state.config
+
+    @property
+    def has_answerer(self) -> bool:
+        return bool(self._state.answerers)
+
+    def set_answerer(self, answerer: Answerer) -> Disposer:
+        """Route asks to `answerer` until the returned disposer runs (the latest wins)."""
+        answerers = self._state.answerers
+        self._ctx.owner.check_active()
+        entry = answerer  # identity of this registration, even if registered twice
+        answerers.append(entry)
+
+        def remove() -> None:
+            for i in range(len(answerers) - 1, -1, -1):
+                if answerers[i] is entry:
+                    del answerers[i]
+                    return
+
+        return self._ctx.owner.effect(remove)
+
+    def remembered(self, exec: ToolExecution) -> bool:
+        """Whether the call's session answered `always` for this tool."""
+        session = _session(exec)
+        if session is None:
+            return False
+        tools = self._state.always.get(session.id)
+        if tools is None:  # first look at this session: replay its log (a resume)
+            tools = self._state.always[session.id] = {
+                str(e.data.get("tool"))
+                for e in session.events
+                if e.type == "approval/decided" and e.data.get("decision") == "always"
+            }
+        return exec.name in tools
+
+    def record_asked(self, exec: ToolExecution, reason: str | None) -> None:
+        self._append(exec, "approval/asked", {"reason": reason})
+
+    def record_decided(self, exec: ToolExecution, decision: Answer, via: Via) -> None:
+        self._append(exec, "approval/decided", {"decision": decision, "by": via})
+        session = _session(exec)
+        if decision == "always" and session is not None:
+            self.remembered(exec)  # load the log first, so the set is complete
+            self._state.always[session.id].add(exec.name)
+
+    def _append(self, exec: ToolExecution, type: str, data: dict[str, Json]) -> None:
+        session = _session(exec)
+        if session is not None:
+            session.append(type, {"callId": exec.call_id, "tool": exec.name, **data})
+
+    async def request(self, exec: ToolExecution, reason: str | None) -> Literal["allow", "deny"]:
+        """Answer one ask: remembered `always`, the answerer, auto-approve, or deny."""
+        if self.remembered(exec):
+            return "allow"
+        self.record_asked(exec, reason)
+        answer, via = await self._answer(exec, reason)
+        self.record_decided(exec, answer, via)
+        return "deny" if answer == "deny" else "allow"
+
+    async def _answer(self, exec: ToolExecution, reason: str | None) -> tuple[Answer, Via]:
+        state = self._state
+        if exec.signal.aborted:
+            return "deny", "cancelled"
+        if not state.answerers:
+            return (
+                ("once", "auto-approve") if state.config.auto_approve else ("deny", "no-answerer")
+            )
+        session = _session(exec)
+        request = ApprovalRequest(
+            exec.call_id,
+            exec.name,
+            exec.arguments,
+            reason,
+            exec.agent,
+            None if session is None else session.id,
+            exec.signal,
+        )
+        try:
+            answering = asyncio.ensure_future(state.answerers[-1](request))
+        except Exception:
+            _log.exception("approval answerer failed; denying %s", exec.name)
+            return "deny", "answerer-error"
+        cancelled = asyncio.ensure_future(exec.signal.wait())
+        try:
+            await asyncio.wait((answering, cancelled), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            cancelled.cancel()
+            if not answering.done():
+                answering.cancel()  # the prompt, not the turn (cooperative cancel stays)
+        if answering.cancelled() or exec.signal.aborted:
+            if answering.done() and not answering.cancelled():
+                answering.exception()  # retrieved: a late failure is not worth a warning
+            return "deny", "cancelled"
+        try:
+            answer = answering.result()
+        except Exception:
+            _log.exception("approval answerer failed; denying %s", exec.name)
+            return "deny", "answerer-error"
+        if answer not in ("once", "always", "deny"):
+            _log.error("approval answerer returned %r; denying %s", answer, exec.name)
+            return "deny", "answerer-error"
+        return answer, "answerer"
+
+
+APPROVAL = cast("ServiceKey[Approval]", _APPROVAL)
+"""`dsh.tools.APPROVAL`, typed with this implementation (`ctx.require(APPROVAL)`)."""

@@ -1,0 +1,59 @@
+"""The built-in tools — bash, read, write, edit, glob, grep, todo_write — each a plugin,
+confined to the session's workspace, with the reference runtime's names and renderings."""
+
+from ._bash import BashConfig, BashToolPlugin, bash_tool
+from ._files import EditToolPlugin, FilesConfig, WriteToolPlugin, edit_tool, write_tool
+from ._observations import (
+    FS_OBSERVATIONS,
+    FileObservations,
+    FileVersion,
+    FsError,
+    FsObservationsPlugin,
+)
+from ._plugin import BuiltinToolsConfig, BuiltinToolsPlugin
+from ._read import ReadConfig, ReadToolPlugin, read_tool
+from ._ripgrep import SearchError
+from ._search import GlobToolPlugin, GrepToolPlugin, SearchConfig, glob_tool, grep_tool
+from ._todo import TodoConfig, TodoWriteToolPlugin, todo_write_tool
+from ._workspace import (
+    OutsideWorkspaceError,
+    ResolvedPath,
+    Workspace,
+    WorkspaceConfig,
+    session_cwd,
+)
+
+__all__ = [
+    "FS_OBSERVATIONS",
+    "BashConfig",
+    "BashToolPlugin",
+    "BuiltinToolsConfig",
+    "BuiltinToolsPlugin",
+    "EditToolPlugin",
+    "FileObservations",
+    "FileVersion",
+    "FilesConfig",
+    "FsError",
+    "FsObservationsPlugin",
+    "GlobToolPlugin",
+    "GrepToolPlugin",
+    "OutsideWorkspaceError",
+    "ReadConfig",
+    "ReadToolPlugin",
+    "ResolvedPath",
+    "SearchConfig",
+    "SearchError",
+    "TodoConfig",
+    "TodoWriteToolPlugin",
+    "Workspace",
+    "WorkspaceConfig",
+    "WriteToolPlugin",
+    "bash_tool",
+    "edit_tool",
+    "glob_tool",
+    "grep_tool",
+    "read_tool",
+    "session_cwd",
+    "todo_write_tool",
+    "write_tool",
+]

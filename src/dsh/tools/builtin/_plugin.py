@@ -1,0 +1,66 @@
+"""`BuiltinToolsPlugin`: every built-in tool, each one switchable and configurable."""
+
+from __future__ import annotations
+
+from typing import ClassVar, TypeVar
+
+from pydantic import BaseModel
+
+from ...kernel import Context
+from ._bash import BashConfig, BashToolPlugin
+from ._files import EditToolPlugin, FilesConfig, WriteToolPlugin
+from ._observations import FsObservationsPlugin
+from ._read import ReadConfig, ReadToolPlugin
+from ._search import GlobToolPlugin, GrepToolPlugin, SearchConfig
+from ._todo import TodoConfig, TodoWriteToolPlugin
+from ._workspace import WorkspaceConfig
+
+__all__ = ["BuiltinToolsConfig", "BuiltinToolsPlugin"]
+
+C = TypeVar("C", bound=BaseModel)
+
+
+class BuiltinToolsConfig(WorkspaceConfig):
+    """Each tool: `true` (default config), `false` (not mounted) or its own config.
+    `extra_roots` is added to the roots of every tool that touches paths."""
+
+    bash: bool | BashConfig = True
+    read: bool | ReadConfig = True
+    write: bool | FilesConfig = True
+    edit: bool | FilesConfig = True
+    glob: bool | SearchConfig = True
+    grep: bool | SearchConfig = True
+    todo_write: bool | TodoConfig = True
+
+
+def _config(value: bool | C, model: type[C], roots: list[str]) -> C:
+    config = value if isinstance(value, model) else model()
+    if roots and isinstance(config, WorkspaceConfig):
+        config = config.model_copy(update={"extra_roots": [*roots, *config.extra_roots]})
+    return config
+
+
+class BuiltinToolsPlugin:
+    """Mounts the built-in tools (and `fs_observations` when read, write or edit is on) as
+    child plugins, so each one keeps its own owner and waits for its own services."""
+
+    name: ClassVar[str] = "builtin_tools"
+    Config = BuiltinToolsConfig
+
+    @staticmethod
+    async def apply(ctx: Context, config: BuiltinToolsConfig) -> None:
+        roots = config.extra_roots
+        if config.read is not False or config.write is not False or config.edit is not False:
+            await ctx.plugin(FsObservationsPlugin, id="fs_observations")
+        rows: tuple[tuple[object, bool | BaseModel, type[BaseModel]], ...] = (
+            (ReadToolPlugin, config.read, ReadConfig),
+            (WriteToolPlugin, config.write, FilesConfig),
+            (EditToolPlugin, config.edit, FilesConfig),
+            (GlobToolPlugin, config.glob, SearchConfig),
+            (GrepToolPlugin, config.grep, SearchConfig),
+            (BashToolPlugin, config.bash, BashConfig),
+            (TodoWriteToolPlugin, config.todo_write, TodoConfig),
+        )
+        for plugin, value, model in rows:
+            if value is not False:
+                await ctx.plugin(plugin, _config(value, model, roots), id=plugin.name)  # type: ignore[attr-defined]

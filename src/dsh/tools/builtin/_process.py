@@ -1,0 +1,194 @@
+"""Running a child process for a tool: bounded capture, timeout, cooperative cancellation.
+
+The child leads its own process group, so a timeout, a cancel or an output overflow ends the
+whole group (SIGTERM, then SIGKILL after a grace period) — grandchildren included. Exit is
+detected from the process itself, not from its pipes: a background grandchild that keeps a
+pipe open delays the result by at most a short drain, not until it exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal as signals
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from ...kernel import CancelSignal
+
+__all__ = ["ProcessResult", "StopCause", "run_process", "signal_name"]
+
+StopCause = Literal["timeout", "aborted", "overflow"]
+
+KILL_GRACE_S = 3.0
+"""How long a stopped group gets between SIGTERM and SIGKILL."""
+DRAIN_S = 0.25
+"""How long to keep reading after the child exited, for pipes a grandchild still holds."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessResult:
+    """What a child left: `returncode` (negative: killed by that signal), why it was stopped
+    early (None if it exited by itself), and the captured bytes of each stream."""
+
+    returncode: int | None
+    stopped: StopCause | None
+    stdout: bytes
+    stdout_truncated: bool
+    stderr: bytes
+    stderr_truncated: bool
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signals.Signals(number).name
+    except ValueError:
+        return f"SIG{number}"
+
+
+class _Stream:
+    """One stream's capture: the last `limit` bytes (tail) or the first (head)."""
+
+    __slots__ = ("buf", "limit", "tail", "total")
+
+    def __init__(self, limit: int, tail: bool) -> None:
+        self.buf = bytearray()
+        self.limit = limit
+        self.tail = tail
+        self.total = 0
+
+    def feed(self, data: bytes) -> bool:
+        """Keep what fits; False once a head capture has overflowed."""
+        self.total += len(data)
+        if self.tail:
+            self.buf += data
+            if len(self.buf) > 2 * self.limit:  # trim in batches, not on every chunk
+                del self.buf[: len(self.buf) - self.limit]
+            return True
+        room = self.limit - len(self.buf)
+        if room > 0:
+            self.buf += data[:room]
+        return self.total <= self.limit
+
+    def result(self) -> tuple[bytes, bool]:
+        """The kept bytes and whether any were dropped."""
+        data = bytes(self.buf[-self.limit :]) if self.tail else bytes(self.buf)
+        truncated = self.total > len(data)
+        if self.tail and truncated:
+            # Do not start the kept tail inside a UTF-8 sequence.
+            skip = 0
+            while skip < min(3, len(data)) and data[skip] & 0xC0 == 0x80:
+                skip += 1
+            data = data[skip:]
+        return data, truncated
+
+
+class _Capture(asyncio.SubprocessProtocol):
+    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int, tail: bool) -> None:
+        self.streams = {1: _Stream(limit, tail), 2: _Stream(limit, tail)}
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.closed: asyncio.Future[None] = loop.create_future()
+        self.overflow: asyncio.Future[StopCause] = loop.create_future()
+        self._open = {1, 2}
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if not self.streams[fd].feed(data) and not self.overflow.done():
+            self.overflow.set_result("overflow")
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        self._open.discard(fd)
+        if not self._open and not self.closed.done():
+            self.closed.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+async def _stop_group(pid: int, exited: asyncio.Future[None]) -> None:
+    _signal_group(pid, signals.SIGTERM)
+    try:
+        await asyncio.wait_for(asyncio.shield(exited), KILL_GRACE_S)
+    except TimeoutError:
+        _signal_group(pid, signals.SIGKILL)
+        await exited
+    # The leader is gone; members that ignored SIGTERM are not.
+    _signal_group(pid, signals.SIGKILL)
+
+
+async def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str] | None,
+    signal: CancelSignal,
+    timeout_s: float | None,
+    max_bytes: int,
+    keep: Literal["tail", "head"],
+) -> ProcessResult:
+    """Run `argv` to completion or until stopped.
+
+    `keep="tail"` retains the last `max_bytes` of each stream; `keep="head"` retains the
+    first and stops the process (cause `overflow`) as soon as a stream exceeds them. The
+    signal firing stops it with cause `aborted`; `timeout_s` elapsing with `timeout`.
+    Spawn failures (`OSError`) propagate.
+    """
+    loop = asyncio.get_running_loop()
+    capture = _Capture(loop, max_bytes, keep == "tail")
+    transport, _ = await loop.subprocess_exec(
+        lambda: capture,
+        *argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=None if env is None else dict(env),
+        start_new_session=True,
+    )
+    pid = transport.get_pid()
+    aborted: asyncio.Future[StopCause] = loop.create_future()
+
+    def on_abort(_reason: object) -> None:
+        if not aborted.done():
+            aborted.set_result("aborted")
+
+    remove = signal.add_callback(on_abort)
+    stopped: StopCause | None = None
+    try:
+        await asyncio.wait(
+            (capture.exited, aborted, capture.overflow),
+            timeout=timeout_s,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+        if not capture.exited.done():
+            if aborted.done():
+                stopped = "aborted"
+            elif capture.overflow.done():
+                stopped = "overflow"
+            else:
+                stopped = "timeout"
+            await _stop_group(pid, capture.exited)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(capture.closed), DRAIN_S)
+    finally:
+        remove()
+        if not capture.exited.done():  # our task was cancelled: leave nothing running
+            _signal_group(pid, signals.SIGKILL)
+        if not aborted.done():
+            aborted.cancel()
+        if not capture.overflow.done():
+            capture.overflow.cancel()
+        transport.close()
+    stdout, stdout_truncated = capture.streams[1].result()
+    stderr, stderr_truncated = capture.streams[2].result()
+    return ProcessResult(
+        transport.get_returncode(), stopped, stdout, stdout_truncated, stderr, stderr_truncated
+    )

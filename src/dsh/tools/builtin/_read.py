@@ -1,0 +1,176 @@
+"""`read`: a window of a UTF-8 text file, line-numbered, with the reference's caps and footers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from collections.abc import Mapping
+from typing import ClassVar
+
+from ...kernel import TOOLS, Context
+from ...llm._types import Json
+from .._types import ToolDefinition, ToolRunContext
+from ._args import ArgumentError, optional_int, required_text, schema
+from ._guidance import mount_tool
+from ._observations import FS_OBSERVATIONS, FileObservations, FileVersion, FsError
+from ._workspace import ResolvedPath, WorkspaceConfig
+
+__all__ = ["ReadConfig", "ReadToolPlugin", "read_tool", "render_read", "sniff_text"]
+
+MAX_LINES = 2000
+MAX_LINE_CHARS = 2000
+MAX_BYTES = 51_200
+SNIFF_BYTES = 8192
+LINE_TRUNCATED = f"... (line truncated to {MAX_LINE_CHARS} chars)"
+
+GUIDANCE = """\
+## read
+- Read files with the read tool, not with cat, head or tail in bash.
+- Results are line-numbered (`N: text`); the numbers are not part of the file. Long files \
+come in windows of at most 2000 lines: continue with the `offset` the footer gives."""
+
+DESCRIPTION = """\
+Read a UTF-8 text file and return its lines numbered `N: text`.
+
+`file_path` is relative to the working directory (or absolute inside the workspace). \
+`offset` is the first line to show (1-based, default 1); `limit` the number of lines \
+(default and max 2000). At most 51,200 bytes are shown per call and lines over 2000 \
+characters are cut; the footer says where to continue. Binary files are refused. Reading a \
+file is what allows `write` to replace it and `edit` to change it."""
+
+
+class ReadConfig(WorkspaceConfig):
+    """Config of the `read` tool."""
+
+
+def sniff_text(head: bytes, display: str, verb: str) -> None:
+    """Refuse binary (a NUL in the first 8 KiB) and non-UTF-8 text, judged on those bytes.
+
+    Give `head` one byte more than `SNIFF_BYTES` when the file is longer, so that a
+    multi-byte sequence cut by the boundary is not taken for invalid text.
+    """
+    sample = head[:SNIFF_BYTES]
+    if b"\0" in sample:
+        raise FsError(f'cannot {verb} "{display}": binary file', "FS_NOT_TEXT")
+    try:
+        sample.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        cut = len(head) > SNIFF_BYTES and exc.reason == "unexpected end of data"
+        if not cut:
+            raise FsError(f'cannot {verb} "{display}": invalid UTF-8 text', "FS_NOT_TEXT") from None
+
+
+def _window(where: ResolvedPath, offset: int, limit: int) -> tuple[Json, FileVersion]:
+    """Scan the whole file (for the exact total), keeping the lines of the window."""
+    display = where.display
+    try:
+        if not stat.S_ISREG(os.stat(where.real).st_mode):  # never open a FIFO or a device
+            raise FsError(f'cannot read "{display}": not a regular file', "FS_NOT_FILE")
+        file = open(where.real, "rb")  # noqa: SIM115 - closed below; fstat needs the handle
+    except FileNotFoundError:
+        raise FsError(f'cannot read "{display}": not found', "FS_NOT_FOUND") from None
+    with file:
+        st = os.fstat(file.fileno())
+        sniff_text(file.read(SNIFF_BYTES + 1), display, "read")
+        file.seek(0)
+        lines: list[Json] = []
+        used = 0
+        total = 0
+        full = False
+        last = offset + limit - 1
+        for raw in file:
+            total += 1
+            if full or total < offset or total > last:
+                continue
+            text = raw.rstrip(b"\n").removesuffix(b"\r").decode("utf-8", "replace")
+            if len(text) > MAX_LINE_CHARS:
+                text = text[:MAX_LINE_CHARS] + LINE_TRUNCATED
+            size = len(text.encode("utf-8")) + (1 if lines else 0)
+            if used + size > MAX_BYTES:
+                full = True
+                continue
+            used += size
+            lines.append({"number": total, "text": text})
+    if offset > total and not (total == 0 and offset == 1):
+        raise FsError(
+            f'offset {offset} is out of range for "{display}" ({total} lines)', "FS_OUT_OF_RANGE"
+        )
+    value: Json = {"path": display, "offset": offset, "lines": lines, "totalLines": total}
+    return value, FileVersion.of(st)
+
+
+def read_tool(observations: FileObservations, config: ReadConfig | None = None) -> ToolDefinition:
+    """The `read` tool definition."""
+    workspace = (config or ReadConfig()).workspace()
+
+    async def execute(args: Mapping[str, Json], run: ToolRunContext) -> Json:
+        path = required_text(args, "file_path", "file_path must be a non-empty string")
+        offset = optional_int(args, "offset", "offset must be a positive integer") or 1
+        limit = optional_int(args, "limit", "limit must be a positive integer") or MAX_LINES
+        if limit > MAX_LINES:
+            raise ArgumentError(f"limit must be less than or equal to {MAX_LINES}")
+        where = workspace.resolve(run, path)
+        try:
+            value, version = await asyncio.to_thread(_window, where, offset, limit)
+        except FsError as exc:
+            if exc.code == "FS_NOT_FOUND":
+                observations.record(run, where.real, None)
+            raise
+        observations.record(run, where.real, version)
+        return value
+
+    return ToolDefinition(
+        "read",
+        DESCRIPTION,
+        schema(
+            {
+                "file_path": {"type": "string", "description": "The file to read."},
+                "offset": {"type": "number", "description": "First line to show (1-based)."},
+                "limit": {"type": "number", "description": "How many lines (max 2000)."},
+            },
+            ("file_path",),
+        ),
+        execute,
+        render=render_read,
+        is_concurrency_safe=lambda _args: True,
+    )
+
+
+def render_read(args: Mapping[str, Json], value: Mapping[str, Json]) -> str:
+    """`<path>…</path>`, `<type>file</type>` and the numbered window with its footer."""
+    lines = value["lines"]
+    total = value["totalLines"]
+    offset = value["offset"]
+    assert isinstance(lines, list) and isinstance(total, int) and isinstance(offset, int)
+    footer = f"(End of file - total {total} lines)"
+    body = footer
+    if lines:
+        first, last = lines[0]["number"], lines[-1]["number"]
+        assert isinstance(first, int) and isinstance(last, int)
+        limit = args.get("limit") or MAX_LINES
+        assert isinstance(limit, int | float)
+        if len(lines) < min(int(limit), total - offset + 1):
+            footer = (
+                f"(Output capped. Showing lines {first}-{last}. Use offset={last + 1} to continue.)"
+            )
+        elif last < total:
+            footer = (
+                f"(Showing lines {first}-{last} of {total}. Use offset={last + 1} to continue.)"
+            )
+        numbered = "\n".join(f"{line['number']}: {line['text']}" for line in lines)
+        body = f"{numbered}\n\n{footer}"
+    return f"<path>{value['path']}</path>\n<type>file</type>\n<content>\n{body}\n</content>"
+
+
+class ReadToolPlugin:
+    """Registers the `read` tool and its `tool:read` guidance section (order 100)."""
+
+    name: ClassVar[str] = "tool_read"
+    Config = ReadConfig
+    inject = (TOOLS, FS_OBSERVATIONS)
+
+    @staticmethod
+    async def apply(ctx: Context, config: ReadConfig) -> None:
+        tool = read_tool(ctx.require(FS_OBSERVATIONS), config)
+        await mount_tool(ctx, tool, (100, GUIDANCE))

@@ -1,0 +1,287 @@
+"""`glob` and `grep`: ripgrep when installed, the Python walk otherwise, one rendering."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import threading
+from collections.abc import Callable, Mapping
+from typing import ClassVar, TypeVar
+
+from ...kernel import TOOLS, Context
+from ...llm._types import Json
+from .._types import ToolDefinition, ToolRunContext
+from ._args import ArgumentError, optional_text, required_text, schema
+from ._globs import GlobRule, top_level_comma
+from ._guidance import mount_tool
+from ._ripgrep import RAW_OUTPUT_LIMIT, SearchError, aborted, overflow, rg_glob, rg_grep
+from ._walk import Match, SearchStopped, compile_pattern, glob_files, grep_files
+from ._workspace import ResolvedPath, Workspace, WorkspaceConfig, display_path
+
+__all__ = ["GlobToolPlugin", "GrepToolPlugin", "SearchConfig", "glob_tool", "grep_tool"]
+
+T = TypeVar("T")
+
+MAX_PATHS = 100
+MAX_MATCHES = 250
+MAX_LINE_BYTES = 2000
+TIMEOUT_MS = 30_000
+
+GLOB_GUIDANCE = """\
+## glob
+- Find files by name with glob, not with find or ls in bash.
+- A pattern without `/` matches file names at any depth (`*.py`); one with `/` matches \
+paths from the working directory (`src/**/*.ts`). Only files are listed, hidden and \
+git-ignored ones included; at most 100 are shown, so narrow the pattern when you hit that."""
+
+GREP_GUIDANCE = """\
+## grep
+- Search file contents with grep, not with grep or rg in bash.
+- Results list matching lines with their numbers; use read with an offset to see the \
+surrounding code."""
+
+GLOB_DESCRIPTION = """\
+List files whose paths match a glob, oldest modification first within each directory.
+
+A pattern without `/` matches file names at any depth (`*.py`, `test_*`); with `/` it \
+matches paths relative to the working directory (`src/**/*.ts`). `{a,b}` alternates. \
+Only files are listed (not directories), hidden and ignored files included, version \
+control directories excluded; at most 100 paths are shown. `path` is the directory to \
+search (default: the working directory)."""
+
+GREP_DESCRIPTION = """\
+Search file contents with a regular expression and return matching lines with their line \
+numbers, grouped by file.
+
+Case-sensitive; hidden files, binary files and files ignored by .gitignore are skipped. \
+`path` is a file or directory (default: the working directory); `include` is one glob that \
+file names must match (`*.py`, `*.{ts,tsx}`). At most 250 matches are shown, each line cut \
+at 2000 bytes."""
+
+
+class SearchConfig(WorkspaceConfig):
+    """Config of the `glob` and `grep` tools."""
+
+    ripgrep: bool = True
+    """Use ripgrep (`rg` on PATH, or `rg_path`) when available; false forces the Python walk."""
+    rg_path: str | None = None
+
+
+def _safe(_args: object) -> bool:
+    return True  # searches only read; the reference runs them exclusive (see README)
+
+
+def _ripgrep(config: SearchConfig) -> str | None:
+    if not config.ripgrep:
+        return None
+    return config.rg_path or shutil.which("rg")
+
+
+def _root(workspace: Workspace, run: ToolRunContext, tool: str, path: str | None) -> ResolvedPath:
+    root = workspace.resolve(run, path or ".")
+    if not os.path.exists(root.real):
+        raise SearchError(f'{tool} search failed: "{root.display}" does not exist', "SEARCH_FAILED")
+    if not (os.path.isdir(root.real) or os.path.isfile(root.real)):  # a FIFO would block
+        raise SearchError(
+            f'{tool} search failed: "{root.display}" is not a file or directory', "SEARCH_FAILED"
+        )
+    return root
+
+
+async def _in_thread(tool: str, run: ToolRunContext, work: Callable[[threading.Event], T]) -> T:
+    stop = threading.Event()
+    remove = run.signal.add_callback(lambda _reason: stop.set())
+    try:
+        return await asyncio.to_thread(work, stop)
+    except SearchStopped:
+        raise aborted(tool) from None
+    finally:
+        remove()
+
+
+def glob_tool(config: SearchConfig | None = None) -> ToolDefinition:
+    """The `glob` tool definition."""
+    config = config or SearchConfig()
+    workspace = config.workspace()
+    rg = _ripgrep(config)
+
+    async def execute(args: Mapping[str, Json], run: ToolRunContext) -> Json:
+        pattern = required_text(args, "pattern", "pattern must be a non-empty string")
+        path = optional_text(args, "path", "path must be a non-empty string when given")
+        root = _root(workspace, run, "glob", path)
+        cwd = root.cwd
+        if rg is not None:
+            paths = await rg_glob(rg, root.display, cwd, pattern, run.signal)
+        else:
+            paths = await _in_thread(
+                "glob", run, lambda stop: glob_files(root.display, cwd, pattern, stop)
+            )
+        return {"root": display_path(root.display, cwd), "paths": paths}
+
+    return ToolDefinition(
+        "glob",
+        GLOB_DESCRIPTION,
+        schema(
+            {
+                "pattern": {"type": "string", "description": "The glob to match."},
+                "path": {"type": "string", "description": "The directory to search in."},
+            },
+            ("pattern",),
+        ),
+        execute,
+        render=render_glob,
+        is_concurrency_safe=_safe,
+        timeout_ms=TIMEOUT_MS,
+    )
+
+
+def render_glob(args: Json, value: Mapping[str, Json]) -> str:
+    paths = value["paths"]
+    assert isinstance(paths, list)
+    if not paths:
+        return "No files found"
+    shown = "\n".join(str(p) for p in paths[:MAX_PATHS])
+    if len(paths) <= MAX_PATHS:
+        return shown
+    return (
+        f"{shown}\n\n(Showing {MAX_PATHS} of {len(paths)} paths. The complete result could "
+        "not be saved; narrow pattern or path to see more.)"
+    )
+
+
+def _include(args: Mapping[str, Json]) -> str | None:
+    include = args.get("include")
+    if include is None:
+        return None
+    if not isinstance(include, str) or not include.strip():
+        raise ArgumentError("include must be a non-empty glob when given")
+    if include.startswith("!"):
+        raise ArgumentError(
+            'include must be a positive glob filter; negated patterns ("!…") are not supported'
+        )
+    if top_level_comma(include):
+        raise ArgumentError(
+            "include must be one glob, not a comma-separated list (use {a,b} alternation instead)"
+        )
+    return include
+
+
+def grep_tool(config: SearchConfig | None = None) -> ToolDefinition:
+    """The `grep` tool definition."""
+    config = config or SearchConfig()
+    workspace = config.workspace()
+    rg = _ripgrep(config)
+
+    async def execute(args: Mapping[str, Json], run: ToolRunContext) -> Json:
+        pattern = args.get("pattern")
+        if not isinstance(pattern, str) or not pattern:
+            raise ArgumentError("pattern must be a non-empty string")
+        path = optional_text(args, "path", "path must be a non-empty string when given")
+        include = _include(args)
+        root = _root(workspace, run, "grep", path)
+        cwd = root.cwd
+        if rg is not None:
+            found = await rg_grep(rg, root.display, cwd, pattern, include, run.signal)
+        else:
+            try:
+                regexes = compile_pattern(pattern)
+            except re.error as exc:
+                raise SearchError(
+                    f"grep pattern rejected by the Python regex engine: {exc}",
+                    "SEARCH_INVALID_PATTERN",
+                ) from None
+            rule = None if include is None else GlobRule.parse(include, exclude=False)
+
+            def work(stop: threading.Event) -> list[Match]:
+                return grep_files(root.display, cwd, regexes, rule, stop, RAW_OUTPUT_LIMIT)
+
+            try:
+                found = await _in_thread("grep", run, work)
+            except OverflowError:
+                raise overflow("grep") from None
+        return {
+            "matches": [
+                {
+                    "path": m.path,
+                    "lineNumber": m.line_number,
+                    "line": "(line is not valid UTF-8)" if m.line is None else m.line,
+                }
+                for m in found
+            ]
+        }
+
+    return ToolDefinition(
+        "grep",
+        GREP_DESCRIPTION,
+        schema(
+            {
+                "pattern": {"type": "string", "description": "The regular expression."},
+                "path": {"type": "string", "description": "A file or directory to search."},
+                "include": {"type": "string", "description": "One glob file names must match."},
+            },
+            ("pattern",),
+        ),
+        execute,
+        render=render_grep,
+        is_concurrency_safe=_safe,
+        timeout_ms=TIMEOUT_MS,
+    )
+
+
+def _preview(line: str) -> str:
+    data = line.encode("utf-8")
+    if len(data) <= MAX_LINE_BYTES:
+        return line
+    return data[:MAX_LINE_BYTES].decode("utf-8", "ignore") + " (line truncated)"
+
+
+def render_grep(args: Json, value: Mapping[str, Json]) -> str:
+    matches = value["matches"]
+    assert isinstance(matches, list)
+    if not matches:
+        return "No matches found"
+    total = len(matches)
+    shown = matches[:MAX_MATCHES]
+    if total > MAX_MATCHES:
+        head = f"Found {MAX_MATCHES} of {total} matches"
+    else:
+        head = f"Found {total} match" + ("" if total == 1 else "es")
+    groups: dict[str, list[str]] = {}
+    for match in shown:
+        assert isinstance(match, Mapping)
+        line = f"Line {match['lineNumber']}: {_preview(str(match['line']))}"
+        groups.setdefault(str(match["path"]), []).append(line)
+    body = "\n\n".join(path + "\n" + "\n".join(lines) for path, lines in groups.items())
+    text = f"{head}\n\n{body}"
+    if total > MAX_MATCHES:
+        text += (
+            "\n\n(The complete result could not be saved; narrow pattern, path, or include "
+            "to see more.)"
+        )
+    return text
+
+
+class GlobToolPlugin:
+    """Registers the `glob` tool and its `tool:glob` guidance section (order 103)."""
+
+    name: ClassVar[str] = "tool_glob"
+    Config = SearchConfig
+    inject = (TOOLS,)
+
+    @staticmethod
+    async def apply(ctx: Context, config: SearchConfig) -> None:
+        await mount_tool(ctx, glob_tool(config), (103, GLOB_GUIDANCE))
+
+
+class GrepToolPlugin:
+    """Registers the `grep` tool and its `tool:grep` guidance section (order 104)."""
+
+    name: ClassVar[str] = "tool_grep"
+    Config = SearchConfig
+    inject = (TOOLS,)
+
+    @staticmethod
+    async def apply(ctx: Context, config: SearchConfig) -> None:
+        await mount_tool(ctx, grep_tool(config), (104, GREP_GUIDANCE))

@@ -1,0 +1,125 @@
+"""`todo_write`: the agent's whole task list, replaced on every call, durable in the session."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from ...kernel import TOOLS, Context
+from ...llm._types import Json
+from .._types import ToolDefinition, ToolRunContext
+from ._args import ArgumentError
+from ._guidance import mount_tool
+from ._workspace import session_of
+
+__all__ = ["TodoConfig", "TodoWriteToolPlugin", "render_todos", "todo_write_tool"]
+
+STATUSES = ("pending", "in_progress", "completed")
+
+DESCRIPTION = """\
+Replace your structured task list with `todos` (always the complete list: there are no \
+partial updates).
+
+Use it to plan work of several steps and to show progress: add the steps, mark an item \
+completed as soon as it is done, and keep the list in step with what you actually do. Skip \
+it for a trivial single-step task. {parallel}"""
+
+PARALLEL = {
+    True: "Mark every item you are actively working on `in_progress` (several are fine when "
+    "they really proceed in parallel).",
+    False: "At most one item may be `in_progress` at a time.",
+}
+
+
+class TodoConfig(BaseModel):
+    """Config of the `todo_write` tool."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    allow_parallel_in_progress: bool = True
+
+
+def todo_write_tool(config: TodoConfig | None = None) -> ToolDefinition:
+    """The `todo_write` tool definition."""
+    config = config or TodoConfig()
+
+    def execute(args: Mapping[str, Json], run: ToolRunContext) -> Json:
+        raw = args["todos"]
+        assert isinstance(raw, list)  # the schema says so
+        todos: list[Json] = []
+        seen: set[str] = set()
+        counts = dict.fromkeys(STATUSES, 0)
+        for item in raw:
+            assert isinstance(item, Mapping)
+            content, status = item["content"], item["status"]
+            assert isinstance(content, str) and isinstance(status, str)
+            content = content.strip()
+            if not content:
+                raise ArgumentError("invalid todo: `content` must be a non-empty string")
+            if content in seen:
+                raise ArgumentError(f'invalid todos: duplicate content "{content}"')
+            seen.add(content)
+            counts[status] += 1
+            todos.append({"content": content, "status": status})
+        if not config.allow_parallel_in_progress and counts["in_progress"] > 1:
+            raise ArgumentError(
+                f"invalid todos: at most one task may be in_progress (got {counts['in_progress']})"
+            )
+        session = session_of(run)
+        if session is None:
+            raise ArgumentError("todo_write requires an owning agent session")
+        session.append("todo/write", {"todos": todos})
+        return {
+            "todos": todos,
+            "counts": {
+                "pending": counts["pending"],
+                "inProgress": counts["in_progress"],
+                "completed": counts["completed"],
+            },
+        }
+
+    item = {
+        "type": "object",
+        "properties": {
+            "content": {"type": "string", "description": "The task, in a few words."},
+            "status": {"type": "string", "enum": list(STATUSES)},
+        },
+        "required": ["content", "status"],
+        "additionalProperties": False,
+    }
+    return ToolDefinition(
+        "todo_write",
+        DESCRIPTION.format(parallel=PARALLEL[config.allow_parallel_in_progress]),
+        {
+            "type": "object",
+            "properties": {
+                "todos": {"type": "array", "description": "The complete list.", "items": item}
+            },
+            "required": ["todos"],
+        },
+        execute,
+        render=render_todos,
+    )
+
+
+def render_todos(args: Json, value: Mapping[str, Json]) -> str:
+    counts = value["counts"]
+    assert isinstance(counts, Mapping)
+    return (
+        f"Updated todo list: {counts['pending']} pending, {counts['inProgress']} in progress, "
+        f"{counts['completed']} completed."
+    )
+
+
+class TodoWriteToolPlugin:
+    """Registers the `todo_write` tool (no guidance section, as in the reference)."""
+
+    name: ClassVar[str] = "tool_todo_write"
+    Config = TodoConfig
+    inject = (TOOLS,)
+
+    @staticmethod
+    async def apply(ctx: Context, config: TodoConfig) -> None:
+        await mount_tool(ctx, todo_write_tool(config))

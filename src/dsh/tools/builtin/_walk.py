@@ -1,0 +1,234 @@
+"""The Python search used when ripgrep is not installed; it reproduces ripgrep's choices.
+
+`glob` lists like `rg --files --glob=P --sort=modified --no-ignore --hidden` with the VCS
+excludes: depth-first, siblings oldest first, symlinks not followed. `grep` walks like
+`rg --glob=I`: hidden entries and ignore-file matches skipped (`.gitignore` only inside a
+git repository; `.ignore` and `.rgignore` always, also from parent directories), binary
+files (a NUL byte) skipped unless named explicitly, and an `include` glob that matches a
+file overrides both. Both run in a worker thread and stop when `stop` is set.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ._globs import GlobRule, IgnoreFile, decide
+from ._workspace import display_path
+
+__all__ = [
+    "VCS_DIRS",
+    "Match",
+    "SearchStopped",
+    "compile_pattern",
+    "glob_files",
+    "grep_files",
+    "vcs_excludes",
+]
+
+VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
+
+
+class SearchStopped(Exception):
+    """The caller set `stop` (cancellation or timeout)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    path: str
+    line_number: int
+    line: str | None
+    """None: the line is not valid UTF-8."""
+
+
+def vcs_excludes() -> list[GlobRule]:
+    rules = []
+    for name in VCS_DIRS:
+        for line in (f"!**/{name}", f"!**/{name}/**"):
+            rule = GlobRule.parse(line, exclude=False)
+            assert rule is not None
+            rules.append(rule)
+    return rules
+
+
+def _entries(folder: str, stop: threading.Event) -> list[os.DirEntry[str]]:
+    if stop.is_set():
+        raise SearchStopped
+    try:
+        with os.scandir(folder) as it:
+            return list(it)
+    except OSError:
+        return []
+
+
+def glob_files(root: str, cwd: str, pattern: str, stop: threading.Event) -> list[str]:
+    """Files under `root` (absolute) matching `pattern`, in ripgrep's `--sort=modified` order;
+    paths as ripgrep prints them after we relativize them to `cwd`."""
+    include = GlobRule.parse(pattern, exclude=False)
+    rules = ([include] if include is not None else []) + vcs_excludes()
+    if os.path.isfile(root):
+        return [display_path(root, cwd)]
+    out: list[str] = []
+
+    def mtime(entry: os.DirEntry[str]) -> tuple[int, str]:
+        try:
+            return entry.stat(follow_symlinks=False).st_mtime_ns, entry.name
+        except OSError:
+            return 0, entry.name
+
+    def walk(folder: str) -> None:
+        for entry in sorted(_entries(folder, stop), key=mtime):
+            if entry.is_symlink():
+                continue
+            shown = display_path(entry.path, cwd)
+            if entry.is_dir(follow_symlinks=False):
+                if decide(rules, shown, True) is not True:
+                    walk(entry.path)
+            elif entry.is_file(follow_symlinks=False) and decide(rules, shown, False) is False:
+                out.append(shown)
+
+    walk(root)
+    return out
+
+
+def _in_repo(folder: str) -> bool:
+    return os.path.exists(os.path.join(folder, ".git"))
+
+
+def _parent_ignores(root: str) -> list[IgnoreFile]:
+    """Ignore files of `root`'s ancestors, outermost first (ripgrep reads those too)."""
+    chain = []
+    folder = os.path.dirname(root)
+    while True:
+        chain.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    found = []
+    repo = False
+    for folder in reversed(chain):
+        repo = repo or _in_repo(folder)
+        ignore = IgnoreFile.load(folder, repo)
+        if ignore is not None:
+            found.append(ignore)
+    return found
+
+
+def _ignored(stack: list[IgnoreFile], path: str, is_dir: bool) -> bool:
+    for ignore in reversed(stack):  # the deepest directory's files take precedence
+        verdict = ignore.decide(path, is_dir)
+        if verdict is not None:
+            return verdict
+    return False
+
+
+def compile_pattern(pattern: str) -> tuple[re.Pattern[str], re.Pattern[str] | None]:
+    """The per-line regex, and a whole-text prefilter when one cannot miss a line match
+    (not for text-end anchors or lookarounds). Raises `re.error`."""
+    line = re.compile(pattern)
+    if any(token in pattern for token in ("\\A", "\\Z", "(?<", "(?=", "(?!")):
+        return line, None
+    return line, re.compile(pattern, re.MULTILINE)
+
+
+def _search_file(
+    path: str,
+    shown: str,
+    regexes: tuple[re.Pattern[str], re.Pattern[str] | None],
+    explicit: bool,
+    out: list[Match],
+) -> int:
+    """Append the matching lines of one file; returns the size of their text."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except OSError:
+        return 0
+    if b"\0" in data and not explicit:
+        return 0
+    text = data.decode("utf-8", "surrogateescape")
+    regex, prefilter = regexes
+    if prefilter is not None and prefilter.search(text) is None:
+        return 0
+    used = 0
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for number, line in enumerate(lines, 1):
+        if regex.search(line) is None:
+            continue
+        shown_line = line.removesuffix("\r")
+        try:
+            shown_line.encode("utf-8")
+        except UnicodeEncodeError:
+            out.append(Match(shown, number, None))
+            continue
+        used += len(shown_line)
+        out.append(Match(shown, number, shown_line))
+    return used
+
+
+def grep_files(
+    root: str,
+    cwd: str,
+    regexes: tuple[re.Pattern[str], re.Pattern[str] | None],
+    include: GlobRule | None,
+    stop: threading.Event,
+    max_bytes: int,
+) -> list[Match]:
+    """Matching lines under `root` (a file or directory, absolute), files in name order.
+
+    Raises `OverflowError` once the matched text exceeds `max_bytes`.
+    """
+    out: list[Match] = []
+    if not os.path.isdir(root):
+        if os.path.isfile(root):  # not a FIFO or a device: those would block the read
+            _search_file(root, display_path(root, cwd), regexes, True, out)
+        return out
+    overrides = [include] if include is not None else []
+    stack = _parent_ignores(root)
+    used = 0
+
+    def walk(folder: str, repo: bool) -> None:
+        nonlocal used
+        repo = repo or _in_repo(folder)
+        own = IgnoreFile.load(folder, repo)
+        if own is not None:
+            stack.append(own)
+        for entry in sorted(_entries(folder, stop), key=lambda e: e.name):
+            if entry.is_symlink():
+                continue
+            shown = display_path(entry.path, cwd)
+            is_dir = entry.is_dir(follow_symlinks=False)
+            verdict = decide(overrides, shown, is_dir) if overrides else None
+            if verdict is True:
+                continue
+            if verdict is None:
+                if include is not None and not is_dir:
+                    continue  # an include filter keeps only the files it matches
+                if entry.name.startswith(".") or _ignored(stack, entry.path, is_dir):
+                    continue
+            if is_dir:
+                walk(entry.path, repo)
+            elif entry.is_file(follow_symlinks=False):
+                used += _search_file(entry.path, shown, regexes, False, out)
+                if used > max_bytes:
+                    raise OverflowError(used)
+        if own is not None:
+            stack.pop()
+
+    walk(root, any(_in_repo(p) for p in _ancestors(root)))
+    return out
+
+
+def _ancestors(path: str) -> Iterator[str]:
+    while True:
+        parent = os.path.dirname(path)
+        if parent == path:
+            return
+        path = parent
+        yield path

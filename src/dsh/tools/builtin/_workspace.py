@@ -1,0 +1,119 @@
+"""Workspace confinement: where a call's relative paths start, and which paths it may touch.
+
+Paths resolve against the calling agent's session cwd (the process cwd when the call has no
+agent or the session no cwd). A resolved path must lie, after following symlinks, under that
+cwd or one of the configured extra roots; anything else is an `Error: …` for the model.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from ...llm._types import HarnessError
+from ...session import Session
+from .._types import ToolExecution
+
+__all__ = [
+    "OutsideWorkspaceError",
+    "ResolvedPath",
+    "Workspace",
+    "WorkspaceConfig",
+    "display_path",
+    "session_cwd",
+    "session_of",
+]
+
+
+class OutsideWorkspaceError(HarnessError):
+    """A path (after `..` and symlinks) lies outside every workspace root."""
+
+    def __init__(self, display: str, roots: Sequence[str]) -> None:
+        allowed = ", ".join(roots)
+        super().__init__(
+            f'"{display}" is outside the workspace (allowed: {allowed}); '
+            "use a path under the session's working directory",
+            "WORKSPACE_DENIED",
+        )
+
+
+def session_of(run: ToolExecution) -> Session | None:
+    """The session of the calling agent, if the call has one."""
+    session = getattr(run.agent, "session", None)
+    return session if isinstance(session, Session) else None
+
+
+def session_cwd(run: ToolExecution) -> str:
+    """The calling agent's session cwd; the process cwd when there is none."""
+    session = session_of(run)
+    cwd = session.header.cwd if session is not None else None
+    return cwd if cwd is not None else os.getcwd()
+
+
+def display_path(path: str, cwd: str) -> str:
+    """`path` relative to `cwd` when inside it, else as given (the form search tools print)."""
+    if path == cwd:
+        return "."
+    prefix = cwd if cwd.endswith(os.sep) else cwd + os.sep
+    return path[len(prefix) :] if path.startswith(prefix) else path
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedPath:
+    """A confined path: `display` is absolute and normalized but keeps symlinks (what the
+    model is shown); `real` has them resolved (what is opened and compared)."""
+
+    display: str
+    real: str
+    cwd: str
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    """The confinement policy of the file tools and of bash's working directory.
+
+    `extra_roots` are absolute directories allowed besides the session cwd.
+    """
+
+    extra_roots: tuple[str, ...] = ()
+
+    def roots(self, cwd: str) -> tuple[str, ...]:
+        return (cwd, *self.extra_roots)
+
+    def resolve(self, run: ToolExecution, path: str) -> ResolvedPath:
+        """Resolve `path` for this call; raises `OutsideWorkspaceError` if it escapes."""
+        cwd = session_cwd(run)
+        display = os.path.normpath(os.path.join(cwd, path))
+        real = os.path.realpath(display)
+        roots = self.roots(cwd)
+        for root in roots:
+            base = os.path.realpath(root)
+            if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
+                return ResolvedPath(display, real, cwd)
+        raise OutsideWorkspaceError(display, roots)
+
+
+class WorkspaceConfig(BaseModel):
+    """Config shared by the tools that touch paths."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    extra_roots: list[str] = []
+    """Absolute directories the tools may use besides the session cwd (`~` expands)."""
+
+    @field_validator("extra_roots")
+    @classmethod
+    def _absolute(cls, roots: list[str]) -> list[str]:
+        out = []
+        for root in roots:
+            path = os.path.expanduser(root)
+            if not os.path.isabs(path):
+                raise ValueError(f"extra root {root!r} must be an absolute path")
+            out.append(os.path.normpath(path))
+        return out
+
+    def workspace(self) -> Workspace:
+        return Workspace(tuple(self.extra_roots))
