@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from dsh.kernel import Context
-from dsh.testing import ScriptedModel, reply, tool_call
+from dsh.testing import ScriptedModel, failure, reply, tool_call
 from dsh.tools import tool
 
 
@@ -20,6 +20,8 @@ class ScriptConfig(BaseModel):
 def _entry(item: Any) -> Any:
     if isinstance(item, str):
         return reply(item)
+    if "fail" in item:
+        return reply(failure(item["fail"], item.get("message")))
     if "tool" in item:
         return reply(tool_call(item["tool"], item.get("args", {})), delay=item.get("delay", 0.0))
     return reply(item.get("text", ""), delay=item.get("delay", 0.0), hang=item.get("hang", False))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -48,16 +48,6 @@ def _root(
     """dsh command line."""
 
 
-def profile_files(profile: list[Path] | None) -> list[Path]:
-    """`./dsh.yml` when present, then each `--profile` file, in order."""
-    files: list[Path] = []
-    local = Path("dsh.yml")
-    if local.is_file():
-        files.append(local)
-    files.extend(profile or [])
-    return files
-
-
 @config_app.command("show")
 def config_show(profile: ProfileOption = None) -> None:
     """Print the resolved plugin rows (default profile, then each layer)."""
@@ -65,6 +55,7 @@ def config_show(profile: ProfileOption = None) -> None:
 
     from ..kernel import CompositionError, load_profile
     from ..kernel._compose import prepare
+    from ._runtime import profile_files
 
     try:
         resolved = load_profile(profile_files(profile))
@@ -74,6 +65,63 @@ def config_show(profile: ProfileOption = None) -> None:
         raise typer.Exit(2) from None
     typer.echo(f"# layers: {', '.join(resolved.sources) or '(none)'}")
     typer.echo(yaml.safe_dump(resolved.to_data(), sort_keys=False).rstrip() or "[]")
+
+
+ProviderOption = Annotated[
+    str | None,
+    typer.Option("--provider", help="Model provider route (default: deepseek-official)."),
+]
+ModelOption = Annotated[str | None, typer.Option("--model", help="Model id.")]
+CwdOption = Annotated[
+    Path | None,
+    typer.Option("--cwd", help="The agent's workspace (default: the current directory)."),
+]
+
+
+def _exit_with(coro: Any) -> None:
+    """Run a command coroutine; user-fixable problems print one line and exit 2."""
+    import asyncio
+
+    from ..kernel import CompositionError
+    from ._runtime import CliError
+
+    try:
+        code = asyncio.run(coro)
+    except (CliError, CompositionError) as exc:
+        typer.echo(f"dsh: {exc}", err=True)
+        raise typer.Exit(2) from None
+    raise typer.Exit(code)
+
+
+@app.command("run")
+def run_command(
+    task: Annotated[str, typer.Argument(help="What the agent should do.")],
+    profile: ProfileOption = None,
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    cwd: CwdOption = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")] = False,
+    json_: Annotated[
+        bool, typer.Option("--json", help="Print one session event per line (for scripts).")
+    ] = False,
+) -> None:
+    """Run an agent on one task; exit 0 when its turn completed."""
+    from ._run import RunOptions, run_task
+
+    _exit_with(run_task(RunOptions(task, profile, provider, model, cwd, yes, json_)))
+
+
+@app.command("chat")
+def chat_command(
+    profile: ProfileOption = None,
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    cwd: CwdOption = None,
+) -> None:
+    """Talk with an agent: Enter sends, Ctrl-C cancels the running turn, /help for more."""
+    from ._chat import chat
+
+    _exit_with(chat(profile, provider, model, cwd))
 
 
 @app.command("jsonrpc")

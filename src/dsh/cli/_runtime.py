@@ -1,0 +1,108 @@
+"""What the CLI commands share: the profile, the route, the runtime and its agents."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..agent import AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
+from ..kernel import Context, Profile, boot, load_profile
+from ..session import SessionMeta
+
+DEFAULT_PROVIDER = "deepseek-official"
+DEFAULT_MODEL = "deepseek-v4-flash"
+CREDENTIAL_ENV = {"deepseek-official": "DEEPSEEK_API_KEY"}
+
+
+class CliError(Exception):
+    """A problem the user can fix; printed without a traceback, exit code 2."""
+
+
+def profile_files(extra: list[Path] | None) -> list[Path]:
+    """`./dsh.yml` when present, then each `--profile` file, in order."""
+    files: list[Path] = []
+    local = Path("dsh.yml")
+    if local.is_file():
+        files.append(local)
+    files.extend(extra or [])
+    return files
+
+
+def patch_config(profile: Profile, row_id: str, **changes: Any) -> Profile:
+    """A copy of `profile` whose row `row_id` has `changes` merged into its config."""
+    rows = []
+    for row in profile.rows:
+        if row.id == row_id:
+            row = replace(row, config={**(row.config or {}), **changes})
+        rows.append(row)
+    return Profile(rows, profile.sources)
+
+
+def build_profile(extra: list[Path] | None, *, yes: bool = False) -> Profile:
+    profile = load_profile(profile_files(extra))
+    if yes and profile.row("approval") is not None:
+        profile = patch_config(profile, "approval", auto_approve=True)
+    return profile
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    provider: str
+    model: str
+
+
+def resolve_route(profile: Profile, provider: str | None, model: str | None) -> Route:
+    """`--provider/--model`, else `DSH_PROVIDER/DSH_MODEL`, else the agent-loop row's
+    defaults, else DeepSeek."""
+    loop = profile.row("agent-loop")
+    config = dict(loop.config or {}) if loop is not None else {}
+    return Route(
+        provider or os.environ.get("DSH_PROVIDER") or config.get("provider") or DEFAULT_PROVIDER,
+        model or os.environ.get("DSH_MODEL") or config.get("model") or DEFAULT_MODEL,
+    )
+
+
+def check_credentials(route: Route) -> None:
+    env = CREDENTIAL_ENV.get(route.provider)
+    if env is not None and not os.environ.get(env):
+        raise CliError(
+            f"no model configured: {route.provider} needs an API key. Set {env} "
+            f"(e.g. `export {env}=sk-…`), or choose another provider with --provider and a "
+            "profile that mounts it (see `dsh config show`)."
+        )
+
+
+async def start_runtime(profile: Profile, route: Route) -> Context:
+    ctx = await boot(profile)
+    if not any(p.id == route.provider for p in ctx.llm.list_providers()):
+        await ctx.owner.dispose()
+        raise CliError(
+            f'no adapter serves provider "{route.provider}": mount one in a profile '
+            "(see `dsh config show`)"
+        )
+    return ctx
+
+
+async def create_agent(ctx: Context, route: Route, cwd: Path) -> AgentHandle:
+    """A new agent on a fresh session in `cwd` (an absolute, resolved path)."""
+    return await ctx.agents.create(
+        CreateAgentOptions(
+            f"session-{uuid.uuid4()}",
+            SessionMeta(cwd=str(cwd)),
+            agent_options=AgentOptions(provider=route.provider, model=route.model),
+        )
+    )
+
+
+async def resume_agent(ctx: Context, route: Route, session_id: str) -> AgentHandle:
+    try:
+        return await ctx.agents.resume(
+            ResumeAgentOptions(
+                session_id, agent_options=AgentOptions(provider=route.provider, model=route.model)
+            )
+        )
+    except (KeyError, LookupError, FileNotFoundError) as exc:
+        raise CliError(f"no session {session_id!r} to resume: {exc}") from None
