@@ -1,0 +1,109 @@
+"""`dsh chat` driven through a pseudo-terminal, as a person would."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pexpect
+import yaml
+
+ROOT = Path(__file__).parents[2]
+
+
+def spawn(tmp_path: Path, script: list[Any]) -> pexpect.spawn:
+    profile = tmp_path / "scripted.yml"
+    profile.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "id": "scripted",
+                    "name": "tests.server.support:ScriptedPlugin",
+                    "config": {"script": script},
+                }
+            ]
+        )
+    )
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "DSH_SESSION_ROOT": str(tmp_path / "sessions"),
+        "HOME": str(tmp_path),
+        "TERM": "xterm",
+    }
+    child = pexpect.spawn(
+        sys.executable,
+        [
+            "-c",
+            "from dsh.cli import main; main()",
+            "chat",
+            "--profile",
+            str(profile),
+            "--provider",
+            "scripted",
+            "--model",
+            "scripted",
+            "--cwd",
+            str(workspace),
+        ],
+        env=env,
+        cwd=str(tmp_path),
+        timeout=30,
+        encoding="utf-8",
+        dimensions=(40, 200),
+    )
+    child.expect("new session session-")
+    child.expect(">")
+    return child
+
+
+def test_followup_steer_cancel_and_exit(tmp_path: Path) -> None:
+    script = [
+        "First answer.",
+        {"text": "slow answer " * 20, "delay": 0.05},
+        "Answer to the steering.",
+        {"text": "never ending", "hang": True},
+        "After cancel.",
+    ]
+    child = spawn(tmp_path, script)
+    child.sendline("hello")
+    child.expect("First answer.")
+    child.expect(">")
+
+    child.sendline("go slowly")
+    child.expect("slow answer")
+    child.sendline("also consider this")  # steering while the turn runs
+    child.expect("Answer to the steering.")
+
+    child.sendline("never stop")
+    child.expect("never ending")
+    child.sendcontrol("c")
+    child.expect("cancelling the turn")
+    child.expect(r"cancelled \(user\)")
+
+    child.sendline("and now?")
+    child.expect("After cancel.")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_commands_and_double_ctrl_c(tmp_path: Path) -> None:
+    child = spawn(tmp_path, [])
+    child.sendline("/help")
+    child.expect("/resume ID")
+    child.sendline("/nonsense")
+    child.expect("unknown command /nonsense")
+    child.sendline("/new")
+    child.expect("new session session-")
+    child.sendcontrol("c")
+    child.expect("Ctrl-C again to exit")
+    child.sendcontrol("c")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
