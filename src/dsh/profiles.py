@@ -16,7 +16,14 @@ CORE_ROWS: tuple[dict[str, Any], ...] = (
 """The five services and the loop: an agent with no tools, provider or persistence."""
 
 DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
-    *CORE_ROWS,
+    *CORE_ROWS[:-1],
+    {
+        "id": "agent-loop",
+        "name": "agent_loop",
+        "config": {"provider": "deepseek-official", "model": "deepseek-v4-flash"},
+    },
+    {"id": "deepseek", "name": "deepseek"},
+    {"id": "retry", "name": "retry"},
     {"id": "builtin-tools", "name": "builtin_tools"},
     {"id": "approval", "name": "approval"},
     {"id": "subagents", "name": "subagents"},

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..agent import AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
 from ..kernel import Context, Profile, boot, load_profile
@@ -31,20 +30,10 @@ def profile_files(extra: list[Path] | None) -> list[Path]:
     return files
 
 
-def patch_config(profile: Profile, row_id: str, **changes: Any) -> Profile:
-    """A copy of `profile` whose row `row_id` has `changes` merged into its config."""
-    rows = []
-    for row in profile.rows:
-        if row.id == row_id:
-            row = replace(row, config={**(row.config or {}), **changes})
-        rows.append(row)
-    return Profile(rows, profile.sources)
-
-
 def build_profile(extra: list[Path] | None, *, yes: bool = False) -> Profile:
     profile = load_profile(profile_files(extra))
-    if yes and profile.row("approval") is not None:
-        profile = patch_config(profile, "approval", auto_approve=True)
+    if yes:
+        profile = profile.with_config("approval", auto_approve=True)
     return profile
 
 

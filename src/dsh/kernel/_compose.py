@@ -66,6 +66,14 @@ class Profile:
     def row(self, id: str) -> PluginRow | None:
         return next((r for r in self.rows if r.id == id), None)
 
+    def with_config(self, id: str, **changes: Any) -> Profile:
+        """A copy whose row `id` (if present) has `changes` merged into its config."""
+        rows = [
+            replace(r, config={**(r.config or {}), **changes}) if r.id == id else r
+            for r in self.rows
+        ]
+        return Profile(rows, list(self.sources))
+
     def to_data(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for r in self.rows:

@@ -95,7 +95,10 @@ async def serve(
 ) -> int:
     """Run the JSON-RPC runtime until `shutdown` or the end of stdin; returns the exit code."""
     output = _Output(stdout or sys.stdout.buffer)
-    ctx = await boot(load_profile(profile_files() if profiles is None else profiles))
+    profile = load_profile(profile_files() if profiles is None else profiles)
+    # No person is on the other end of the wire to answer approval asks: the policy's
+    # allow and deny rules still hold, and its asks are approved.
+    ctx = await boot(profile.with_config("approval", auto_approve=True))
     server = JsonRpcServer(ctx, output.send)
     queue = await _line_queue(stdin or sys.stdin.buffer)
     tasks: set[asyncio.Task[None]] = set()

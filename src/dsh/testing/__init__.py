@@ -1,5 +1,8 @@
-"""Public test helpers: a scripted model at the model boundary."""
+"""Public test helpers: a scripted model at the model boundary, and a loopback
+OpenAI-compatible HTTP server that plays the same scripts over the wire."""
 
+from ._openai_server import OpenAIServer, RecordedRequest, ServerEntry
+from ._openai_wire import HttpError, Malformed, http_error, malformed
 from ._script import (
     Crash,
     Entry,
@@ -20,13 +23,20 @@ __all__ = [
     "Crash",
     "Entry",
     "Failure",
+    "HttpError",
+    "Malformed",
+    "OpenAIServer",
     "Part",
     "Reasoning",
+    "RecordedRequest",
     "Reply",
     "ScriptedModel",
+    "ServerEntry",
     "ToolCall",
     "crash",
     "failure",
+    "http_error",
+    "malformed",
     "reasoning",
     "reply",
     "tool_call",

@@ -1,0 +1,35 @@
+"""Real model providers: DeepSeek and OpenAI-compatible Chat Completions over httpx."""
+
+from ._adapter import USER_AGENT, ChatCompletionsAdapter, Endpoint, mount_adapter
+from ._compat import CompatRouteConfig, OpenAICompatConfig, OpenAICompatPlugin
+from ._config import DEFAULT_RETRYABLE, ConnectionConfig, ModelConfig, RetryConfig
+from ._deepseek import DEEPSEEK_MODELS, DeepSeekConfig, DeepSeekPlugin
+from ._failures import http_failure, retry_after_ms, stream_error, transport_failure
+from ._request import Dialect, RequestEncoder, wire_messages
+from ._response import ChunkMapper, token_usage
+
+__all__ = [
+    "DEEPSEEK_MODELS",
+    "DEFAULT_RETRYABLE",
+    "USER_AGENT",
+    "ChatCompletionsAdapter",
+    "ChunkMapper",
+    "CompatRouteConfig",
+    "ConnectionConfig",
+    "DeepSeekConfig",
+    "DeepSeekPlugin",
+    "Dialect",
+    "Endpoint",
+    "ModelConfig",
+    "OpenAICompatConfig",
+    "OpenAICompatPlugin",
+    "RequestEncoder",
+    "RetryConfig",
+    "http_failure",
+    "mount_adapter",
+    "retry_after_ms",
+    "stream_error",
+    "token_usage",
+    "transport_failure",
+    "wire_messages",
+]

@@ -1,0 +1,310 @@
+"""`ChatCompletionsAdapter`: one `LlmAdapter` speaking Chat Completions over httpx.
+
+httpx and httpx-sse are imported on the first request, so mounting a provider (and
+`import dsh`) stays light.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..._version import __version__
+from .._adapter import ModelInfo, ProviderInfo, RetryPolicy
+from .._types import (
+    Finish,
+    GenerateOptions,
+    Json,
+    LlmFailure,
+    StreamChunk,
+    aborted_finish,
+    error_finish,
+)
+from ._failures import http_failure, malformed_event, missing_credential, transport_failure
+from ._request import Dialect, RequestEncoder
+from ._response import ChunkMapper
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ...kernel import CancelSignal, Context
+
+__all__ = ["USER_AGENT", "ChatCompletionsAdapter", "Endpoint", "mount_adapter"]
+
+USER_AGENT = f"dsh/{__version__}"
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One provider route served over Chat Completions.
+
+    `url` is the full `…/chat/completions` URL. `api_key_env` names the environment
+    variable holding the key (read at each call; None sends no `Authorization`). `fallback`
+    describes models missing from `models` (None: unknown models get no metadata, so
+    nothing is defaulted or checked for them).
+    """
+
+    provider: str
+    name: str
+    url: str
+    api_key_env: str | None
+    models: Mapping[str, ModelInfo] = field(default_factory=dict)
+    fallback: ModelInfo | None = None
+    dialect: Dialect = field(default_factory=Dialect)
+    retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
+    stream: bool = True
+    headers: Mapping[str, str] = field(default_factory=dict)
+    extra_body: Mapping[str, Json] = field(default_factory=dict)
+    connect_timeout_s: float = 10.0
+    idle_timeout_s: float = 300.0
+
+
+class _Interrupted(Exception):
+    """The request signal fired while a read was pending."""
+
+
+class _ReadGuard:
+    """Interrupts this stream's own pending read when the request signal fires.
+
+    Cancellation stays cooperative: the signal callback cancels the reading task only while
+    it is parked in one of our reads (as `asyncio.timeout` would), and the cancellation is
+    consumed here and turned into `_Interrupted`, never leaking to the caller.
+    """
+
+    __slots__ = ("_armed", "_cancelling", "_remove", "_signal", "_task", "fired")
+
+    def __init__(self, signal: CancelSignal | None) -> None:
+        self._signal = signal
+        self._task: asyncio.Task[Any] | None = None
+        self._armed = False
+        self._cancelling = 0
+        self.fired = False
+        self._remove = None if signal is None else signal.add_callback(self._fire)
+
+    def _fire(self, reason: object) -> None:
+        task = self._task
+        if self._armed and task is not None and not self.fired:
+            self.fired = True
+            self._cancelling = task.cancelling()
+            task.cancel()
+
+    async def read(self, awaitable: Awaitable[T]) -> T:
+        signal = self._signal
+        if signal is not None and signal.aborted:
+            if asyncio.iscoroutine(awaitable):
+                awaitable.close()
+            raise _Interrupted
+        task = self._task = asyncio.current_task()
+        self._armed = True
+        try:
+            return await awaitable
+        except asyncio.CancelledError:
+            if self.fired and task is not None and task.uncancel() <= self._cancelling:
+                raise _Interrupted from None
+            raise
+        finally:
+            self._armed = False
+
+    def close(self) -> None:
+        if self._remove is not None:
+            self._remove()
+            self._remove = None
+
+
+def _aborted(signal: CancelSignal | None) -> Finish:
+    reason = None if signal is None else signal.reason
+    text = reason if isinstance(reason, str) else repr(reason)
+    return Finish(aborted_finish(LlmFailure(f"request aborted: {text}", "ABORTED")))
+
+
+class ChatCompletionsAdapter:
+    """Serves provider routes over OpenAI-compatible Chat Completions with one shared
+    `httpx.AsyncClient` (opened on the first request, closed by `aclose()`).
+
+    One `stream` call is one HTTP request: no retries (the retry plugin decides), the
+    request signal closes the connection at once, provider failures end the stream with
+    `finish error` and a classified `LlmFailure`. The API key is read from the environment
+    at each call and never logged or put in a failure.
+    """
+
+    def __init__(self, endpoints: Sequence[Endpoint]) -> None:
+        self._endpoints = {e.provider: e for e in endpoints}
+        self._encoders = {e.provider: RequestEncoder(e.dialect) for e in endpoints}
+        self._client: httpx.AsyncClient | None = None
+        self._timeouts: dict[str, httpx.Timeout] = {}
+        self._event_source: Any = None  # httpx_sse.EventSource, imported with httpx
+        self._io_errors: tuple[type[Exception], ...] = (OSError,)
+
+    @property
+    def providers(self) -> tuple[str, ...]:
+        return tuple(self._endpoints)
+
+    def endpoint(self, provider: str) -> Endpoint:
+        return self._endpoints[provider]
+
+    # -- metadata ------------------------------------------------------------------------------
+
+    def provider_info(self, provider: str) -> ProviderInfo:
+        return ProviderInfo(provider, self._endpoints[provider].name)
+
+    def list_models(self, provider: str) -> list[ModelInfo]:
+        return list(self._endpoints[provider].models.values())
+
+    def resolve_model(self, provider: str, model: str) -> ModelInfo | None:
+        endpoint = self._endpoints[provider]
+        info = endpoint.models.get(model)
+        if info is None and endpoint.fallback is not None:
+            info = dataclasses.replace(endpoint.fallback, provider=provider, id=model, name=model)
+        return info
+
+    def retry_policy(self, provider: str) -> RetryPolicy:
+        return self._endpoints[provider].retry_policy
+
+    # -- the HTTP client -----------------------------------------------------------------------
+
+    def _open(self) -> httpx.AsyncClient:
+        import httpx
+        from httpx_sse import EventSource
+
+        self._event_source = EventSource
+        self._io_errors = (httpx.HTTPError, OSError)
+        # No TLS context to build (certificate loading costs ~20 ms) when no route needs one.
+        tls = any(e.url.startswith("https:") for e in self._endpoints.values())
+        client = httpx.AsyncClient(
+            headers={"User-Agent": USER_AGENT, "Content-Type": "application/json"},
+            transport=httpx.AsyncHTTPTransport(retries=0, verify=tls),  # one call, one attempt
+            follow_redirects=False,
+        )
+        self._timeouts = {
+            p: httpx.Timeout(e.connect_timeout_s, read=e.idle_timeout_s)
+            for p, e in self._endpoints.items()
+        }
+        self._client = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client (a later request opens a new one)."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    # -- one call ------------------------------------------------------------------------------
+
+    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        endpoint = self._endpoints.get(options.provider)
+        if endpoint is None:
+            failure = LlmFailure(f'this adapter does not serve "{options.provider}"', "NO_ADAPTER")
+            yield Finish(error_finish(failure))
+            return
+        signal = options.signal
+        if signal is not None and signal.aborted:
+            yield _aborted(signal)
+            return
+        secret: str | None = None
+        if endpoint.api_key_env:
+            secret = os.environ.get(endpoint.api_key_env)
+            if not secret:
+                failure = missing_credential(endpoint.provider, endpoint.api_key_env)
+                yield Finish(error_finish(failure))
+                return
+        client = self._client or self._open()
+        body = self._encoders[endpoint.provider].body(
+            options, stream=endpoint.stream, extra=endpoint.extra_body
+        )
+        headers = {
+            "Accept": "text/event-stream" if endpoint.stream else "application/json",
+            **endpoint.headers,
+        }
+        if secret:
+            headers["Authorization"] = f"Bearer {secret}"
+        request = client.build_request(
+            "POST",
+            endpoint.url,
+            content=body,
+            headers=headers,
+            timeout=self._timeouts[endpoint.provider],
+        )
+        guard = _ReadGuard(signal)
+        response: httpx.Response | None = None
+        provider = endpoint.provider
+        out: list[StreamChunk] = []
+        try:
+            response = await guard.read(client.send(request, stream=True))
+            if response.status_code >= 300:
+                raw = await guard.read(response.aread())
+                failure = http_failure(
+                    provider, response.status_code, raw, response.headers, secret
+                )
+                yield Finish(error_finish(failure))
+                return
+            mapper = ChunkMapper(provider, secret)
+            if "text/event-stream" not in response.headers.get("content-type", ""):
+                # A whole completion (a non-streaming route, or a server ignoring `stream`).
+                raw = await guard.read(response.aread())
+                try:
+                    mapper.feed(json.loads(raw), out)
+                except (ValueError, AttributeError, TypeError, IndexError, KeyError):
+                    text = raw.decode("utf-8", "replace")
+                    yield Finish(error_finish(malformed_event(provider, text)))
+                    return
+                mapper.end(out, complete=True)
+            else:
+                events = self._event_source(response).aiter_sse()
+                complete = False
+                try:
+                    while True:
+                        try:
+                            sse = await guard.read(anext(events))
+                        except StopAsyncIteration:
+                            break
+                        data = sse.data
+                        if complete or not data:
+                            continue  # drain past [DONE], so the connection is reused
+                        if data == "[DONE]":
+                            complete = True
+                            continue
+                        try:
+                            mapper.feed(json.loads(data), out)
+                        except (ValueError, AttributeError, TypeError, IndexError, KeyError):
+                            yield Finish(error_finish(malformed_event(provider, data)))
+                            return
+                        if mapper.failure is not None:
+                            break
+                        if out:
+                            for chunk in out:
+                                yield chunk
+                            out.clear()
+                finally:
+                    await events.aclose()
+                mapper.end(out, complete=complete)
+            for chunk in out:
+                yield chunk
+        except _Interrupted:
+            yield _aborted(signal)
+        except self._io_errors as exc:
+            if signal is not None and signal.aborted:
+                yield _aborted(signal)
+            else:
+                yield Finish(
+                    error_finish(transport_failure(provider, exc, endpoint.idle_timeout_s))
+                )
+        finally:
+            guard.close()
+            if response is not None:
+                with contextlib.suppress(*self._io_errors):
+                    await response.aclose()  # the connection is gone either way
+
+
+def mount_adapter(ctx: Context, endpoints: Sequence[Endpoint]) -> ChatCompletionsAdapter:
+    """Serve `endpoints` through `ctx.llm`; the HTTP client closes after the routes go."""
+    adapter = ChatCompletionsAdapter(endpoints)
+    ctx.owner.effect(adapter.aclose)  # disposed last (LIFO): after the routes are withdrawn
+    ctx.llm.register_adapter([e.provider for e in endpoints], adapter)
+    return adapter

@@ -1,0 +1,89 @@
+"""Config pieces shared by the provider plugins: models, retry policy, connection."""
+
+from __future__ import annotations
+
+from typing import Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .._adapter import ModelInfo, RetryPolicy
+
+__all__ = ["DEFAULT_RETRYABLE", "ConnectionConfig", "ModelConfig", "RetryConfig"]
+
+DEFAULT_RETRYABLE = ("EMPTY_RESPONSE", "RATE_LIMIT", "SERVER", "TIMEOUT", "TRANSPORT")
+
+
+class ModelConfig(BaseModel):
+    """What the adapter tells the runtime about one model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    name: str | None = None
+    description: str | None = None
+    context_window: int | None = Field(default=None, gt=0)
+    default_max_tokens: int | None = Field(default=None, gt=0)
+    """The `max_tokens` sent when the call names none."""
+    reasoning_efforts: list[str] = Field(default_factory=list)
+    default_effort: str | None = None
+    input_modalities: list[str] = Field(default_factory=lambda: ["text"])
+
+    @model_validator(mode="after")
+    def _effort_listed(self) -> Self:
+        if self.default_effort is not None and self.default_effort not in self.reasoning_efforts:
+            raise ValueError(f"default_effort {self.default_effort!r} is not in reasoning_efforts")
+        return self
+
+    def info(self, provider: str) -> ModelInfo:
+        return ModelInfo(
+            provider=provider,
+            id=self.id,
+            name=self.name or self.id,
+            description=self.description,
+            context_window=self.context_window,
+            default_max_tokens=self.default_max_tokens,
+            reasoning_efforts=tuple(self.reasoning_efforts),
+            default_effort=self.default_effort,
+            input_modalities=tuple(self.input_modalities),
+        )
+
+
+class RetryConfig(BaseModel):
+    """The route's retry policy (executed by the retry plugin, not by the adapter)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["normal", "always", "never"] = "normal"
+    max_retries: int = Field(default=5, ge=0)
+    base_delay_ms: int = Field(default=500, gt=0)
+    max_delay_ms: int = Field(default=10_000, gt=0)
+    retryable_codes: list[str] = Field(default_factory=lambda: list(DEFAULT_RETRYABLE))
+    jitter_ratio: float = Field(default=0.1, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _valid(self) -> Self:
+        self.policy()  # RetryPolicy's own checks (delays ordered)
+        return self
+
+    def policy(self) -> RetryPolicy:
+        return RetryPolicy(
+            mode=self.mode,
+            max_retries=self.max_retries,
+            base_delay_ms=self.base_delay_ms,
+            max_delay_ms=self.max_delay_ms,
+            retryable_codes=tuple(self.retryable_codes),
+            jitter_ratio=self.jitter_ratio,
+        )
+
+
+class ConnectionConfig(BaseModel):
+    """Transport settings of one route."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stream: bool = True
+    """Stream the response (SSE); False asks for one whole completion."""
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    idle_timeout_s: float = Field(default=300.0, gt=0)
+    """Fail with TIMEOUT when no byte arrives for this long (also while awaiting headers)."""
+    retry: RetryConfig = Field(default_factory=RetryConfig)

@@ -1,0 +1,174 @@
+"""Failure classification: HTTP statuses, error bodies and transport errors to `LlmFailure`."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from .._types import LlmFailure
+
+__all__ = [
+    "closed_early",
+    "http_failure",
+    "malformed_event",
+    "missing_credential",
+    "retry_after_ms",
+    "scrub",
+    "stream_error",
+    "transport_failure",
+]
+
+_CONTEXT_MARKERS = (
+    "context length",
+    "context_length",
+    "context window",
+    "maximum context",
+    "prompt is too long",
+    "too many tokens",
+)
+_MAX_DETAIL = 500
+
+
+def scrub(text: str, secret: str | None) -> str:
+    """`text` with every occurrence of `secret` (an API key) masked."""
+    if secret and secret in text:
+        return text.replace(secret, "***")
+    return text
+
+
+def retry_after_ms(headers: Mapping[str, str]) -> int | None:
+    """The provider's retry-after in ms: `retry-after-ms`, else `Retry-After` as seconds
+    (decimals accepted) or an HTTP date. None when absent or unreadable."""
+    raw = headers.get("retry-after-ms")
+    if raw is not None:
+        try:
+            value = float(raw)
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value) and value >= 0:
+            return math.ceil(value)
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        try:
+            seconds = parsedate_to_datetime(raw).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError):
+            return None
+        seconds = max(seconds, 0.0)
+    if not math.isfinite(seconds) or seconds < 0:
+        return None
+    return math.ceil(seconds * 1000)
+
+
+def _error_object(body: bytes) -> tuple[str, str]:
+    """The provider's (message, code-or-type) from an OpenAI-style error body."""
+    try:
+        data: Any = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return body.decode("utf-8", "replace").strip()[:_MAX_DETAIL], ""
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        message = str(error.get("message") or "")
+        kind = str(error.get("code") or error.get("type") or "")
+        return message[:_MAX_DETAIL], kind
+    if isinstance(error, str):
+        return error[:_MAX_DETAIL], ""
+    if isinstance(data, dict) and isinstance(data.get("message"), str):
+        return data["message"][:_MAX_DETAIL], ""
+    return json.dumps(data)[:_MAX_DETAIL], ""
+
+
+def _is_context_overflow(message: str, kind: str) -> bool:
+    text = f"{message} {kind}".lower()
+    return any(marker in text for marker in _CONTEXT_MARKERS)
+
+
+def http_failure(
+    provider: str,
+    status: int,
+    body: bytes,
+    headers: Mapping[str, str],
+    secret: str | None,
+) -> LlmFailure:
+    """Classify a non-2xx response."""
+    message, kind = _error_object(body)
+    message = scrub(message, secret)
+    detail = f"{provider}: HTTP {status}" + (f": {message}" if message else "")
+    request_id = headers.get("x-request-id") or headers.get("request-id")
+    retry_after = retry_after_ms(headers)
+    lowered = kind.lower()
+    if status in (400, 413, 422) and _is_context_overflow(message, kind):
+        code = "CONTEXT_WINDOW_EXCEEDED"
+    elif status in (401, 403):
+        code = "INVALID_CREDENTIAL"
+    elif status == 402 or "insufficient_quota" in lowered or "billing" in lowered:
+        code = "QUOTA"
+    elif status == 429:
+        code = "RATE_LIMIT"
+    elif status == 408:
+        code = "TIMEOUT"
+    elif status >= 500:
+        code = "SERVER"
+    else:
+        code = "INVALID_REQUEST"
+    return LlmFailure(detail, code, status, retry_after, request_id)
+
+
+def stream_error(provider: str, error: object, secret: str | None) -> LlmFailure:
+    """Classify an `{"error": ...}` object sent inside an event stream."""
+    if isinstance(error, dict):
+        message = str(error.get("message") or "")[:_MAX_DETAIL]
+        kind = str(error.get("code") or error.get("type") or "")
+    else:
+        message, kind = str(error)[:_MAX_DETAIL], ""
+    message = scrub(message, secret)
+    detail = f"{provider}: error in stream: {message or kind or 'unknown error'}"
+    lowered = f"{message} {kind}".lower()
+    if _is_context_overflow(message, kind):
+        code = "CONTEXT_WINDOW_EXCEEDED"
+    elif "rate" in lowered and "limit" in lowered:
+        code = "RATE_LIMIT"
+    elif "quota" in lowered or "balance" in lowered:
+        code = "QUOTA"
+    else:
+        code = "SERVER"
+    return LlmFailure(detail, code)
+
+
+def malformed_event(provider: str, data: str) -> LlmFailure:
+    return LlmFailure(f"{provider}: malformed stream event: {data[:200]!r}", "SERVER")
+
+
+def closed_early(provider: str) -> LlmFailure:
+    return LlmFailure(f"{provider}: the stream ended before a finish reason", "TRANSPORT")
+
+
+def missing_credential(provider: str, env: str) -> LlmFailure:
+    return LlmFailure(
+        f"{provider}: no API key: set the {env} environment variable", "MISSING_CREDENTIAL"
+    )
+
+
+def transport_failure(provider: str, exc: BaseException, idle_timeout_s: float) -> LlmFailure:
+    """Classify an httpx exception (or any other I/O error)."""
+    import httpx
+
+    name = type(exc).__name__
+    text = str(exc) or name
+    if isinstance(exc, httpx.ReadTimeout):
+        return LlmFailure(
+            f"{provider}: no data from the provider for {idle_timeout_s:g}s (idle stream)",
+            "TIMEOUT",
+        )
+    if isinstance(exc, httpx.TimeoutException):
+        return LlmFailure(f"{provider}: {name}: {text}", "TIMEOUT")
+    if isinstance(exc, httpx.TransportError | OSError):
+        return LlmFailure(f"{provider}: {name}: {text}", "TRANSPORT")
+    return LlmFailure(f"{provider}: {name}: {text}", "UNKNOWN")

@@ -1,0 +1,248 @@
+"""Request mapping: `GenerateOptions` to a Chat Completions request body.
+
+Each history message is encoded to its JSON text once and cached by message id (checked by
+identity: messages are immutable and a session hands out the same objects on every step), so
+a step re-encodes only what is new. When a request's history extends the previous one (the
+same objects, checked one by one), the previous joined text is reused as the prefix.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import operator
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from .._types import (
+    ContentBlock,
+    GenerateOptions,
+    ImageBlock,
+    Json,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    ToolSchema,
+)
+
+__all__ = ["Dialect", "RequestEncoder", "wire_messages"]
+
+EffortStyle = Literal["deepseek-thinking", "reasoning-effort"]
+
+_CONVERSATIONS = 16  # sessions whose last request prefix is kept
+
+IMAGE_PLACEHOLDER = "[image omitted: this model reads text only]"
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """How one provider route wants its requests.
+
+    `effort_style`: `deepseek-thinking` maps effort `off` to `thinking: {type: disabled}` and
+    any other effort to `thinking: {type: enabled}` plus `reasoning_effort`;
+    `reasoning-effort` sends the effort as `reasoning_effort` only.
+    `replay_reasoning`: send an assistant message's reasoning back as `reasoning_content`
+    (DeepSeek requires it on messages with tool calls in thinking mode).
+    `images`: send image blocks as `image_url` parts (else a text placeholder).
+    """
+
+    effort_style: EffortStyle = "reasoning-effort"
+    replay_reasoning: bool = False
+    images: bool = False
+
+
+def _dumps(value: Json) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _image_part(block: ImageBlock) -> dict[str, Json] | None:
+    attachment = block.attachment
+    url = attachment.get("url")
+    if isinstance(url, str) and url:
+        return {"type": "image_url", "image_url": {"url": url}}
+    data, media = attachment.get("data"), attachment.get("mediaType")
+    if isinstance(data, str) and isinstance(media, str):
+        return {"type": "image_url", "image_url": {"url": f"data:{media};base64,{data}"}}
+    return None
+
+
+def _text_content(blocks: Sequence[ContentBlock], dialect: Dialect) -> Json:
+    """Plain text (joined by newlines), or content parts when images go through."""
+    if dialect.images and any(isinstance(b, ImageBlock) for b in blocks):
+        parts: list[Json] = []
+        for block in blocks:
+            if isinstance(block, TextBlock):
+                parts.append({"type": "text", "text": block.text})
+            elif isinstance(block, ImageBlock):
+                part = _image_part(block)
+                parts.append(part or {"type": "text", "text": IMAGE_PLACEHOLDER})
+        return parts
+    texts = []
+    for block in blocks:
+        if isinstance(block, TextBlock):
+            texts.append(block.text)
+        elif isinstance(block, ImageBlock):
+            texts.append(IMAGE_PLACEHOLDER)
+    return "\n".join(texts)
+
+
+def _assistant(message: Message, dialect: Dialect) -> dict[str, Json]:
+    text: list[str] = []
+    reasoning: list[str] = []
+    calls: list[Json] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            text.append(block.text)
+        elif isinstance(block, ReasoningBlock):
+            reasoning.append(block.text)
+        elif isinstance(block, ToolCallBlock):
+            calls.append(
+                {
+                    "id": block.id,
+                    "type": "function",
+                    "function": {"name": block.name, "arguments": block.arguments},
+                }
+            )
+    out: dict[str, Json] = {"role": "assistant", "content": "".join(text)}
+    if dialect.replay_reasoning and (reasoning or calls):
+        out["reasoning_content"] = "".join(reasoning)
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def wire_messages(message: Message, dialect: Dialect) -> list[dict[str, Json]]:
+    """The Chat Completions messages one history message becomes (tool results become
+    `tool` messages, in order, before any other content of the same message)."""
+    if message.role == "assistant":
+        return [_assistant(message, dialect)]
+    if message.role == "system":
+        return [{"role": "system", "content": _text_content(message.content, dialect)}]
+    out: list[dict[str, Json]] = []
+    rest: list[ContentBlock] = []
+    for block in message.content:
+        if isinstance(block, ToolResultBlock):
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": block.tool_call_id,
+                    "content": _text_content(block.content, Dialect()),
+                }
+            )
+        else:
+            rest.append(block)
+    if rest or not out:
+        out.append({"role": "user", "content": _text_content(rest, dialect)})
+    return out
+
+
+def _tool_json(tools: Sequence[ToolSchema]) -> str:
+    return _dumps(
+        [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": dict(t.parameters),
+                },
+            }
+            for t in tools
+        ]
+    )
+
+
+class RequestEncoder:
+    """Encodes requests for one dialect, caching each message's JSON text by message id."""
+
+    __slots__ = ("_cache", "_last", "_limit", "_system", "_tools", "dialect")
+
+    def __init__(self, dialect: Dialect, cache_limit: int = 20_000) -> None:
+        self.dialect = dialect
+        self._limit = cache_limit
+        self._cache: OrderedDict[str, tuple[Message, str]] = OrderedDict()
+        self._system: tuple[str, str] = ("", "")
+        self._tools: tuple[tuple[ToolSchema, ...], str] = ((), "[]")
+        self._last: OrderedDict[str | None, tuple[tuple[Message, ...], str]] = OrderedDict()
+        """Per session: the previous request's history and its joined fragments."""
+
+    def _fragment(self, message: Message) -> str:
+        cached = self._cache.get(message.id)
+        if cached is not None and cached[0] is message:
+            return cached[1]
+        text = ",".join(_dumps(m) for m in wire_messages(message, self.dialect))
+        self._cache[message.id] = (message, text)
+        if len(self._cache) > self._limit:
+            self._cache.popitem(last=False)
+        return text
+
+    def _system_fragment(self, system: str) -> str:
+        if self._system[0] != system:
+            self._system = (system, _dumps({"role": "system", "content": system}))
+        return self._system[1]
+
+    def _tools_json(self, tools: tuple[ToolSchema, ...]) -> str:
+        last, text = self._tools
+        if len(last) != len(tools) or any(a is not b for a, b in zip(last, tools, strict=True)):
+            text = _tool_json(tools)
+            self._tools = (tools, text)
+        return text
+
+    def messages_json(self, options: GenerateOptions) -> str:
+        """The `messages` array, as JSON text."""
+        messages = options.messages
+        key = options.session_id
+        last, joined = self._last.get(key) or ((), "")
+        count = len(last)
+        if count and len(messages) >= count and all(map(operator.is_, last, messages)):
+            # The history grew from the previous request: reuse its joined prefix.
+            fresh = [self._fragment(m) for m in itertools.islice(messages, count, None)]
+            joined = ",".join(f for f in (joined, *fresh) if f)
+        else:
+            joined = ",".join(f for f in map(self._fragment, messages) if f)
+        self._last[key] = (tuple(messages), joined)
+        self._last.move_to_end(key)
+        if len(self._last) > _CONVERSATIONS:
+            self._last.popitem(last=False)
+        if options.system:
+            system = self._system_fragment(options.system)
+            return f"[{system},{joined}]" if joined else f"[{system}]"
+        return f"[{joined}]"
+
+    def body(
+        self, options: GenerateOptions, *, stream: bool, extra: Mapping[str, Json] | None = None
+    ) -> bytes:
+        """The request body: model, messages, stream options, effort, tools, sampling."""
+        pieces = ['{"model":', _dumps(options.model), ',"messages":', self.messages_json(options)]
+        if stream:
+            pieces.append(',"stream":true,"stream_options":{"include_usage":true}')
+        else:
+            pieces.append(',"stream":false')
+        effort = options.reasoning_effort
+        if effort is not None:
+            if self.dialect.effort_style == "deepseek-thinking":
+                if effort == "off":
+                    pieces.append(',"thinking":{"type":"disabled"}')
+                else:
+                    pieces.append(',"thinking":{"type":"enabled"},"reasoning_effort":')
+                    pieces.append(_dumps(effort))
+            else:
+                pieces.append(',"reasoning_effort":')
+                pieces.append(_dumps(effort))
+        if options.tools:
+            pieces.append(',"tools":')
+            pieces.append(self._tools_json(options.tools))
+        if options.temperature is not None:
+            pieces.append(f',"temperature":{_dumps(options.temperature)}')
+        if options.max_tokens is not None:
+            pieces.append(f',"max_tokens":{int(options.max_tokens)}')
+        if options.stop:
+            pieces.append(f',"stop":{_dumps(list(options.stop))}')
+        for key, value in (extra or {}).items():
+            pieces.append(f",{_dumps(key)}:{_dumps(value)}")
+        pieces.append("}")
+        return "".join(pieces).encode()

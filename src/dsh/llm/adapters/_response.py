@@ -1,0 +1,220 @@
+"""Response mapping: Chat Completions stream events (or one whole completion) to chunks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._types import (
+    MAX_TOKENS,
+    STOP,
+    TOOL_CALLS,
+    BlockEnd,
+    BlockStart,
+    Finish,
+    FinishReason,
+    LlmFailure,
+    ReasoningBlock,
+    ReasoningDelta,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    UsageChunk,
+    error_finish,
+)
+from ._failures import closed_early, stream_error
+
+__all__ = ["ChunkMapper", "token_usage"]
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def token_usage(usage: Mapping[str, Any]) -> TokenUsage:
+    """Map a usage object: DeepSeek's cache hits become `cacheReadTokens` and misses
+    `inputTokens` (OpenAI's `prompt_tokens_details.cached_tokens` likewise)."""
+    prompt = _int(usage.get("prompt_tokens")) or 0
+    output = _int(usage.get("completion_tokens")) or 0
+    hit = _int(usage.get("prompt_cache_hit_tokens"))
+    miss = _int(usage.get("prompt_cache_miss_tokens"))
+    if hit is None:
+        details = usage.get("prompt_tokens_details")
+        if isinstance(details, Mapping):
+            hit = _int(details.get("cached_tokens"))
+    if miss is None:
+        miss = max(prompt - (hit or 0), 0)
+    completion_details = usage.get("completion_tokens_details")
+    reasoning = None
+    if isinstance(completion_details, Mapping):
+        reasoning = _int(completion_details.get("reasoning_tokens"))
+    return TokenUsage(miss, output, hit, None, reasoning)
+
+
+@dataclass(slots=True)
+class _Call:
+    index: int
+    id: str
+    name: str
+    arguments: list[str] = field(default_factory=list)
+
+
+class ChunkMapper:
+    """Folds Chat Completions events into `StreamChunk`s for one response.
+
+    Blocks are numbered in order of appearance. A text or reasoning block closes when
+    another block starts; tool-call blocks close at the end, so late argument fragments
+    still land in their call. `feed` appends the chunks an event yields to `out`; `end`
+    appends the closing `block-end`s, the usage and the finish.
+    """
+
+    __slots__ = (
+        "_calls",
+        "_has_text",
+        "_kind",
+        "_next",
+        "_open",
+        "_parts",
+        "failure",
+        "finish_reason",
+        "provider",
+        "secret",
+        "usage",
+    )
+
+    def __init__(self, provider: str, secret: str | None = None) -> None:
+        self.provider = provider
+        self.secret = secret
+        self._next = 0
+        self._kind = ""  # the open text/reasoning block's type, "" if none
+        self._open = -1
+        self._parts: list[str] = []
+        self._calls: dict[int, _Call] = {}
+        self._has_text = False
+        self.finish_reason: str | None = None
+        self.usage: TokenUsage | None = None
+        self.failure: LlmFailure | None = None
+
+    def feed(self, event: Mapping[str, Any], out: list[StreamChunk]) -> None:
+        """Fold one parsed event (`chat.completion.chunk`, or a whole `chat.completion`)."""
+        error = event.get("error")
+        if error:
+            self.failure = stream_error(self.provider, error, self.secret)
+            return
+        usage = event.get("usage")
+        if isinstance(usage, Mapping):
+            self.usage = token_usage(usage)
+        choices = event.get("choices")
+        if not choices:
+            return
+        choice = choices[0]
+        delta = choice.get("delta") or choice.get("message")
+        if delta:
+            reasoning = delta.get("reasoning_content")
+            if reasoning:
+                self._text("reasoning", reasoning, out)
+            content = delta.get("content")
+            if content:
+                self._text("text", content, out)
+            calls = delta.get("tool_calls")
+            if calls:
+                for call in calls:
+                    self._tool(call, out)
+        reason = choice.get("finish_reason")
+        if reason:
+            self.finish_reason = reason
+
+    def _close_text(self, out: list[StreamChunk]) -> None:
+        if self._kind:
+            text = "".join(self._parts)
+            block = TextBlock(text) if self._kind == "text" else ReasoningBlock(text)
+            out.append(BlockEnd(self._open, block))
+            self._kind = ""
+            self._parts = []
+
+    def _text(self, kind: str, text: str, out: list[StreamChunk]) -> None:
+        if self._kind != kind:
+            self._close_text(out)
+            self._kind = kind
+            self._open = self._next
+            self._next += 1
+            out.append(BlockStart(self._open, kind))
+        self._parts.append(text)
+        if kind == "text":
+            if not self._has_text and text.strip():
+                self._has_text = True
+            out.append(TextDelta(self._open, text))
+        else:
+            out.append(ReasoningDelta(self._open, text))
+
+    def _tool(self, delta: Mapping[str, Any], out: list[StreamChunk]) -> None:
+        calls = self._calls
+        key = delta.get("index")
+        call_id = delta.get("id")
+        if not isinstance(key, int):
+            # No index (some servers, and whole completions): a new id starts a new call.
+            known = [k for k, c in calls.items() if call_id is None or c.id == call_id]
+            key = known[-1] if known else max(calls, default=-1) + 1
+        function = delta.get("function") or {}
+        call = calls.get(key)
+        first = call is None
+        if call is None:
+            self._close_text(out)
+            call = _Call(self._next, call_id or f"call_{self._next}", function.get("name") or "")
+            self._next += 1
+            calls[key] = call
+            out.append(BlockStart(call.index, "tool-call"))
+        elif not call.name and function.get("name"):
+            call.name = function["name"]
+        arguments = function.get("arguments") or ""
+        if arguments or first:
+            call.arguments.append(arguments)
+            name = (call.name or None) if first else None
+            out.append(ToolCallDelta(call.index, call.id, arguments, name))
+
+    def end(self, out: list[StreamChunk], *, complete: bool) -> None:
+        """Close the response. `complete` is False when the stream ended without `[DONE]`."""
+        if self.failure is not None:
+            out.append(Finish(error_finish(self.failure)))
+            return
+        if not complete and self.finish_reason is None:
+            out.append(Finish(error_finish(closed_early(self.provider))))
+            return
+        self._close_text(out)
+        for call in self._calls.values():
+            block = ToolCallBlock(call.id, call.name, "".join(call.arguments))
+            out.append(BlockEnd(call.index, block))
+        if self.usage is not None:
+            out.append(UsageChunk(self.usage))
+        out.append(Finish(self._reason()))
+
+    def _reason(self) -> FinishReason:
+        reason = self.finish_reason
+        if reason == "length":
+            return MAX_TOKENS
+        if reason == "content_filter":
+            return error_finish(
+                LlmFailure(
+                    f"{self.provider}: the response was withheld by a content filter",
+                    "CONTENT_FILTER",
+                )
+            )
+        if reason == "insufficient_system_resource":
+            return error_finish(
+                LlmFailure(
+                    f"{self.provider}: the provider ran out of capacity mid-response", "SERVER"
+                )
+            )
+        if self._calls:
+            return TOOL_CALLS
+        if not self._has_text:
+            return error_finish(
+                LlmFailure(
+                    f"{self.provider}: the model returned an empty response", "EMPTY_RESPONSE"
+                )
+            )
+        return STOP

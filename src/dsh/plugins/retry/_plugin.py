@@ -1,0 +1,148 @@
+"""`RetryPlugin`: retries failed model attempts on `agent/request-error` (SPEC §3.11)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import random
+import uuid
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...agent import AGENT_DISPOSED, REQUEST_ERROR, AgentEvent, RequestError, Retry
+from ...kernel import CancelSignal, Context, Next
+from ...llm import Json, RetryPolicy
+
+__all__ = ["RetryOverrides", "RetryPlugin", "backoff_ms"]
+
+
+class RetryOverrides(BaseModel):
+    """Fields that replace the serving route's policy (None keeps the route's value)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["normal", "always", "never"] | None = None
+    max_retries: int | None = Field(default=None, ge=0)
+    base_delay_ms: int | None = Field(default=None, gt=0)
+    max_delay_ms: int | None = Field(default=None, gt=0)
+    retryable_codes: list[str] | None = None
+    jitter_ratio: float | None = Field(default=None, ge=0, le=1)
+
+    def apply(self, policy: RetryPolicy) -> RetryPolicy:
+        changes = {k: v for k, v in self.model_dump().items() if v is not None}
+        if "retryable_codes" in changes:
+            changes["retryable_codes"] = tuple(changes["retryable_codes"])
+        # Overriding one delay bound keeps the pair ordered.
+        if "base_delay_ms" in changes and "max_delay_ms" not in changes:
+            changes["max_delay_ms"] = max(changes["base_delay_ms"], policy.max_delay_ms)
+        if "max_delay_ms" in changes and "base_delay_ms" not in changes:
+            changes["base_delay_ms"] = min(changes["max_delay_ms"], policy.base_delay_ms)
+        return dataclasses.replace(policy, **changes) if changes else policy
+
+
+def backoff_ms(
+    policy: RetryPolicy, retries_done: int, retry_after_ms: int | None, rng: random.Random
+) -> int:
+    """The wait before the next retry.
+
+    The policy's exponential delay with symmetric jitter, capped at `max_delay_ms`. When the
+    provider's retry-after governs (it is longer than the backoff), it is honoured exactly,
+    up to the same cap, without jitter.
+    """
+    delay = policy.delay_ms(retries_done, retry_after_ms)
+    if retry_after_ms is not None and delay == min(retry_after_ms, policy.max_delay_ms):
+        return delay
+    jitter = policy.jitter_ratio
+    if jitter:
+        delay = round(delay * (1 + rng.uniform(-jitter, jitter)))
+    return max(0, min(delay, policy.max_delay_ms))
+
+
+async def _sleep(ms: int, signal: CancelSignal) -> bool:
+    """Wait `ms` milliseconds unless `signal` fires first; False if it fired."""
+    if signal.aborted:
+        return False
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[bool] = loop.create_future()
+
+    def settle(value: bool) -> None:
+        if not done.done():
+            done.set_result(value)
+
+    timer = loop.call_later(ms / 1000, settle, True)
+    remove = signal.add_callback(lambda _reason: settle(False))
+    try:
+        return await done
+    finally:
+        timer.cancel()
+        remove()
+
+
+class Retrier:
+    """Per-agent retry counts of the current step, and the `agent/request-error` listener."""
+
+    __slots__ = ("_counts", "overrides", "rng")
+
+    def __init__(self, overrides: RetryOverrides, rng: random.Random | None = None) -> None:
+        self.overrides = overrides
+        self.rng = rng or random.Random()
+        self._counts: dict[str, tuple[int, int, int]] = {}  # agent id -> (turn, step, retries)
+
+    async def on_request_error(
+        self, payload: RequestError, next: Next[RequestError, Retry | None]
+    ) -> Retry | None:
+        route_policy = payload.retry_policy
+        policy = self.overrides.apply(route_policy or RetryPolicy())
+        if policy.mode == "never":
+            return await next()
+        if policy.mode == "always":
+            downstream = await next()  # later listeners get the first say
+            if downstream is not None:
+                return downstream
+        agent = payload.agent
+        turn, step, done = self._counts.get(agent.id, (0, 0, 0))
+        if (turn, step) != (payload.turn, payload.step):
+            done = 0
+        failure = payload.failure
+        if not policy.allows(failure.code, done):
+            return None if policy.mode == "always" else await next()
+        retry = done + 1
+        self._counts[agent.id] = (payload.turn, payload.step, retry)
+        delay = backoff_ms(policy, done, failure.provider_retry_after_ms, self.rng)
+        retry_id = f"retry-{uuid.uuid4().hex}"
+        data: dict[str, Json] = {
+            "retryId": retry_id,
+            "turn": payload.turn,
+            "step": payload.step,
+            "provider": payload.provider,
+            "mode": policy.mode,
+            "policyKey": payload.provider if route_policy is not None else "default",
+            "retry": retry,
+        }
+        if policy.mode == "normal":
+            data["maxRetries"] = policy.max_retries
+        data["delayMs"] = delay
+        data["failure"] = failure.to_json()
+        agent.session.append("llm/retry", data)
+        if not await _sleep(delay, payload.signal):
+            return None  # cancelled during the backoff: the loop ends the turn
+        started = {"retryId": retry_id, "turn": payload.turn, "step": payload.step, "retry": retry}
+        agent.session.append("llm/retry-started", started)
+        return Retry(delay)
+
+    def forget(self, payload: AgentEvent) -> None:
+        self._counts.pop(payload.agent.id, None)
+
+
+class RetryPlugin:
+    """Retries failed model attempts per the serving route's `RetryPolicy`."""
+
+    name: ClassVar[str] = "retry"
+    Config: ClassVar[type[RetryOverrides]] = RetryOverrides
+
+    @staticmethod
+    def apply(ctx: Context, config: RetryOverrides) -> None:
+        retrier = Retrier(config)
+        ctx.on(REQUEST_ERROR, retrier.on_request_error)
+        ctx.on(AGENT_DISPOSED, retrier.forget)

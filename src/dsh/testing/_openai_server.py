@@ -1,0 +1,382 @@
+"""`OpenAIServer`: a real loopback HTTP server speaking Chat Completions, scripted per request.
+
+It plays the same `reply(...)` entries as `ScriptedModel`, as the wire would carry them, plus
+HTTP-level faults. Standard library only (asyncio streams, HTTP/1.1 with keep-alive).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import http
+import itertools
+import json
+import re
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Self, TypeAlias
+
+from ..llm import Json
+from ._openai_wire import (
+    DROP,
+    STALL,
+    HttpError,
+    Malformed,
+    ServerReply,
+    WireResponse,
+    failure_response,
+    frame,
+)
+from ._script import Failure, Reply, reply
+
+__all__ = ["OpenAIServer", "RecordedRequest", "ServerEntry"]
+
+
+_UNPARSED: Any = object()
+_STREAM = re.compile(rb'"stream"\s*:\s*(true|false)')
+_USAGE = re.compile(rb'"include_usage"\s*:\s*(true|false)')
+_MODEL = re.compile(rb'"model"\s*:\s*"([^"\\]*)"')
+
+
+@dataclass(slots=True, eq=False)
+class RecordedRequest:
+    """One request the server received, and what became of its response."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    """Header names lower-cased."""
+    raw: bytes
+    completed: bool = False
+    """The whole response was written."""
+    disconnected: bool = False
+    """The client closed the connection before the response ended."""
+    gone: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    _body: Json = field(default=_UNPARSED, repr=False)
+
+    @property
+    def body(self) -> Json:
+        """The parsed JSON body (None if it is not JSON); parsed on first use."""
+        if self._body is _UNPARSED:
+            try:
+                self._body = json.loads(self.raw)
+            except ValueError:
+                self._body = None
+        return self._body
+
+    def flags(self) -> tuple[bool, bool, str]:
+        """`(stream, stream_options.include_usage, model)`, found without parsing the body:
+        quotes inside JSON strings are escaped, so an unescaped key is a real key."""
+        stream = _STREAM.search(self.raw)
+        usage = _USAGE.search(self.raw)
+        model = _MODEL.search(self.raw)
+        return (
+            stream is not None and stream[1] == b"true",
+            usage is not None and usage[1] == b"true",
+            "model" if model is None else model[1].decode("utf-8", "replace"),
+        )
+
+
+ServerEntry: TypeAlias = ServerReply | Callable[[RecordedRequest], ServerReply]
+"""A reply, plain text, an HTTP fault, or a function of the recorded request giving one."""
+
+
+class OpenAIServer:
+    """A loopback Chat Completions server playing a script, one entry per request.
+
+    ```python
+    async with OpenAIServer([reply(tool_call("read", {"path": "a"})), "done"]) as server:
+        os.environ["DEEPSEEK_BASE_URL"] = server.base_url
+        ...
+    server.requests[0].body["messages"]; server.assert_complete()
+    ```
+
+    Entries are `reply(...)`s (text, `reasoning`, `tool_call`, `usage=`, `finish=`, `delay=`
+    seconds before each event, `hang=True` to stall), plain strings, `http_error(...)`,
+    `malformed(...)`, or functions of the `RecordedRequest` giving one. A `failure(code)`
+    part answers with the matching HTTP error (429 with `Retry-After`, 400 context length,
+    401, 402, 5xx) when it comes first, else with an error event in the stream; a `crash`
+    part drops the connection. Past the end of the script it answers 500.
+    """
+
+    def __init__(
+        self, script: Iterable[ServerEntry] = (), *, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
+        self._script: deque[ServerEntry] = deque()
+        self.add(*script)
+        self.host = host
+        self.port = port
+        self.requests: list[RecordedRequest] = []
+        self.mismatches: list[str] = []
+        self.on_request: Callable[[RecordedRequest], None] | None = None
+        self._call_ids = (f"call_{n}" for n in itertools.count(1))
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # -- the script ----------------------------------------------------------------------------
+
+    def add(self, *entries: ServerEntry) -> Self:
+        for entry in entries:
+            if isinstance(entry, Reply) and entry.expect is not None:
+                raise ValueError("expect= is for ScriptedModel; assert on server.requests")
+            if not (callable(entry) or isinstance(entry, Reply | str | HttpError | Malformed)):
+                raise TypeError(f"not a server script entry: {entry!r}")
+        self._script.extend(entries)
+        return self
+
+    @property
+    def remaining(self) -> int:
+        return len(self._script)
+
+    def assert_complete(self) -> None:
+        """Raise `AssertionError` if entries remain or requests ran past the script."""
+        problems = list(self.mismatches)
+        if self._script:
+            problems.append(f"{len(self._script)} script entries not played")
+        if problems:
+            raise AssertionError("OpenAIServer: " + "; ".join(problems))
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """`http://127.0.0.1:<port>` (what `DEEPSEEK_BASE_URL` takes)."""
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self) -> Self:
+        self._server = await asyncio.start_server(self._connection, self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def close(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if server is not None:
+            await server.wait_closed()
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def response_ended(self, index: int = -1) -> RecordedRequest:
+        """Wait until the response to request `index` ended (written whole, dropped, or cut
+        short by the client: see `completed` / `disconnected`). Bound it with a timeout."""
+        record = self.requests[index]
+        await record.gone.wait()
+        return record
+
+    # -- HTTP ----------------------------------------------------------------------------------
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            while await self._exchange(reader, writer):
+                pass
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError, asyncio.CancelledError):
+            pass
+        finally:
+            self._tasks.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await writer.wait_closed()
+
+    async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """Serve one request; False when the connection is done."""
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except asyncio.IncompleteReadError:
+            return False
+        lines = head.decode("latin-1").split("\r\n")
+        method, path, _version = lines[0].split(" ", 2)
+        headers = {}
+        for line in lines[1:]:
+            if line:
+                name, _, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+        raw = await reader.readexactly(int(headers.get("content-length") or 0))
+        if method == "GET" and path.rstrip("/").endswith("/models"):
+            return await _send_json(writer, 200, {"object": "list", "data": []})
+        if method != "POST" or not path.endswith("/chat/completions"):
+            return await _send_json(writer, 404, {"error": {"message": f"no route {path}"}})
+        record = RecordedRequest(method, path, headers, raw)
+        self.requests.append(record)
+        if self.on_request is not None:
+            self.on_request(record)
+        entry = self._next(record)
+        keep = await self._answer(entry, record, reader, writer)
+        if not keep and not record.completed and not record.disconnected:
+            record.gone.set()
+        return keep
+
+    def _next(self, record: RecordedRequest) -> ServerReply:
+        number = len(self.requests)
+        if not self._script:
+            message = f"request #{number} is past the end of the script"
+            self.mismatches.append(message)
+            return HttpError(500, f"OpenAIServer: {message}", "script_exhausted")
+        entry = self._script.popleft()
+        if callable(entry) and not isinstance(entry, Reply | HttpError | Malformed):
+            entry = entry(record)
+        return entry
+
+    async def _answer(
+        self,
+        entry: ServerReply,
+        record: RecordedRequest,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> bool:
+        number = len(self.requests)
+        if isinstance(entry, HttpError):
+            return await _send_error(writer, entry, number, record)
+        current = entry.reply if isinstance(entry, Malformed) else entry
+        if isinstance(current, str):
+            current = reply(current)
+        stream, include_usage, model = record.flags()
+        response = WireResponse(current, number, model, self._call_ids)
+        parts = current.parts
+        if parts and isinstance(parts[0], Failure):
+            return await _send_error(writer, failure_response(parts[0].failure), number, record)
+        if not stream:
+            whole = response.completion()
+            if isinstance(whole, HttpError):
+                return await _send_error(writer, whole, number, record)
+            if isinstance(whole, dict):
+                keep = await _send_json(writer, 200, whole, {"x-request-id": f"req-{number}"})
+                record.completed = True
+                return keep
+            return await _misbehave(whole, record, reader, writer)
+        if isinstance(entry, Malformed):
+            # The parts, then a broken event where the finish would be.
+            response.reply = dataclasses.replace(current, hang=True)
+            events = response.events(include_usage)[:-1]
+            events += ['{"choices": [{"delta": {"content": "unterminated', "[DONE]"]
+        else:
+            events = response.events(include_usage)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
+            b"x-request-id: req-%d\r\ntransfer-encoding: chunked\r\n\r\n" % number
+        )
+        return await self._stream(events, current.delay, record, reader, writer)
+
+    async def _stream(
+        self,
+        events: list[str | object],
+        delay: float,
+        record: RecordedRequest,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> bool:
+        plain = [e for e in events if isinstance(e, str)]
+        if delay <= 0 and len(plain) == len(events):
+            writer.write(frame(plain) + b"0\r\n\r\n")  # all at once
+            return await _finish(writer, record)
+        eof = asyncio.ensure_future(reader.read(1))  # completes when the client goes away
+        try:
+            for event in events:
+                if event is DROP:
+                    await writer.drain()
+                    writer.transport.abort()
+                    return False
+                if event is STALL:
+                    await writer.drain()
+                    await eof
+                    _gone(record)
+                    return False
+                if not await _pause(delay, eof):
+                    _gone(record)
+                    return False
+                assert isinstance(event, str)
+                writer.write(frame([event]))
+                await writer.drain()
+            if eof.done():
+                _gone(record)
+                return False
+        finally:
+            eof.cancel()
+            try:
+                await eof  # the reader must be free before the next request is read
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # the server is closing
+        writer.write(b"0\r\n\r\n")
+        return await _finish(writer, record)
+
+
+def _gone(record: RecordedRequest) -> None:
+    record.disconnected = True
+    record.gone.set()
+
+
+async def _pause(seconds: float, eof: asyncio.Future[bytes]) -> bool:
+    """Sleep `seconds`; False as soon as the client has gone."""
+    if eof.done():
+        return False
+    if seconds > 0:
+        await asyncio.wait({eof}, timeout=seconds)
+    return not eof.done()
+
+
+async def _finish(writer: asyncio.StreamWriter, record: RecordedRequest) -> bool:
+    try:
+        await writer.drain()
+    except ConnectionError:
+        _gone(record)
+        return False
+    record.completed = True
+    record.gone.set()
+    return True
+
+
+async def _misbehave(
+    marker: object,
+    record: RecordedRequest,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+) -> bool:
+    if marker is STALL:
+        await reader.read(1)
+        _gone(record)
+    else:
+        writer.transport.abort()
+    return False
+
+
+async def _send_json(
+    writer: asyncio.StreamWriter,
+    status: int,
+    body: Json,
+    headers: Mapping[str, str] | None = None,
+) -> bool:
+    data = json.dumps(body).encode()
+    head = [f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}"]
+    head += ["content-type: application/json", f"content-length: {len(data)}"]
+    head += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
+    await writer.drain()
+    return True
+
+
+async def _send_error(
+    writer: asyncio.StreamWriter, error: HttpError, number: int, record: RecordedRequest
+) -> bool:
+    headers = {"x-request-id": f"req-{number}", **error.headers}
+    if error.retry_after is not None:
+        headers["retry-after"] = f"{error.retry_after:g}"
+    kind = "invalid_request_error" if error.status < 500 else "server_error"
+    body = {"error": {"message": error.message, "type": kind, "param": None, "code": error.code}}
+    keep = await _send_json(writer, error.status, body, headers)
+    record.completed = True
+    record.gone.set()
+    return keep

@@ -1,0 +1,208 @@
+"""GenerateOptions → the Chat Completions request the server receives."""
+
+from __future__ import annotations
+
+import json
+
+from dsh.llm import (
+    GenerateOptions,
+    ImageBlock,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolSchema,
+    assistant_message,
+    plugin_source,
+    tool_result_message,
+    user_message,
+)
+from dsh.llm.adapters import USER_AGENT, Dialect, RequestEncoder, wire_messages
+from dsh.testing import reply
+
+from .conftest import KEY, PROVIDER, Harness
+
+READ = ToolSchema("read", "Read a file.", {"type": "object", "properties": {"path": {}}})
+
+
+def history() -> list:  # type: ignore[type-arg]
+    return [
+        user_message("list the files"),
+        assistant_message(
+            [
+                ReasoningBlock("I should call ls."),
+                TextBlock("Looking."),
+                ToolCallBlock("call_a", "ls", '{"dir":"."}'),
+                ToolCallBlock("call_b", "read", '{"path":"x"}'),
+            ],
+            provider=PROVIDER,
+            model="deepseek-v4-flash",
+        ),
+        tool_result_message("call_a", [TextBlock("a.txt\nb.txt")]),
+        tool_result_message("call_b", [TextBlock("Error: missing")], is_error=True),
+        assistant_message([TextBlock("Two files.")], provider=PROVIDER, model="m"),
+        user_message("thanks"),
+    ]
+
+
+async def test_full_request_shape(harness: Harness) -> None:
+    harness.server.add("ok")
+    await harness.mount()
+    options = GenerateOptions(
+        PROVIDER,
+        "deepseek-v4-pro",
+        history(),
+        system="Be brief.",
+        tools=(READ,),
+        reasoning_effort="max",
+        temperature=0.5,
+        max_tokens=1024,
+        stop=("END",),
+    )
+    await harness.stream(options)
+    body = harness.bodies[0]
+    assert list(body) == [
+        "model",
+        "messages",
+        "stream",
+        "stream_options",
+        "thinking",
+        "reasoning_effort",
+        "tools",
+        "temperature",
+        "max_tokens",
+        "stop",
+    ]
+    assert body["model"] == "deepseek-v4-pro"
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert body["thinking"] == {"type": "enabled"} and body["reasoning_effort"] == "max"
+    assert body["temperature"] == 0.5 and body["max_tokens"] == 1024 and body["stop"] == ["END"]
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "read",
+                "description": "Read a file.",
+                "parameters": dict(READ.parameters),
+            },
+        }
+    ]
+    assert body["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "list the files"},
+        {
+            "role": "assistant",
+            "content": "Looking.",
+            "reasoning_content": "I should call ls.",
+            "tool_calls": [
+                {
+                    "id": "call_a",
+                    "type": "function",
+                    "function": {"name": "ls", "arguments": '{"dir":"."}'},
+                },
+                {
+                    "id": "call_b",
+                    "type": "function",
+                    "function": {"name": "read", "arguments": '{"path":"x"}'},
+                },
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_a", "content": "a.txt\nb.txt"},
+        {"role": "tool", "tool_call_id": "call_b", "content": "Error: missing"},
+        {"role": "assistant", "content": "Two files."},
+        {"role": "user", "content": "thanks"},
+    ]
+
+
+async def test_headers_name_dsh_and_carry_the_key(harness: Harness) -> None:
+    harness.server.add("ok")
+    await harness.mount()
+    await harness.call()
+    headers = harness.server.requests[0].headers
+    assert headers["user-agent"] == USER_AGENT
+    assert USER_AGENT.startswith("dsh/")
+    assert headers["authorization"] == f"Bearer {KEY}"
+    assert headers["content-type"] == "application/json"
+    assert headers["accept"] == "text/event-stream"
+    assert harness.server.requests[0].path == "/chat/completions"
+
+
+async def test_model_defaults_fill_effort_and_max_tokens(harness: Harness) -> None:
+    harness.server.add("a", "b", "c")
+    await harness.mount()
+    await harness.call()  # deepseek-v4-flash: effort high, 256000 by default
+    await harness.call(reasoning_effort="off")
+    await harness.call(model="some-future-model", max_tokens=99)  # unknown: same defaults
+    first, off, unknown = harness.bodies
+    assert first["thinking"] == {"type": "enabled"} and first["reasoning_effort"] == "high"
+    assert first["max_tokens"] == 256_000
+    assert off["thinking"] == {"type": "disabled"} and "reasoning_effort" not in off
+    assert unknown["model"] == "some-future-model" and unknown["max_tokens"] == 99
+    assert unknown["reasoning_effort"] == "high"
+
+
+def test_reasoning_replay_follows_the_dialect() -> None:
+    calls = assistant_message([ToolCallBlock("c", "ls", "{}")], provider="p", model="m")
+    thought = assistant_message([ReasoningBlock("hmm"), TextBlock("hi")], provider="p", model="m")
+    plain = assistant_message([TextBlock("hi")], provider="p", model="m")
+    deepseek = Dialect("deepseek-thinking", replay_reasoning=True)
+    # A tool-call message always carries reasoning_content in thinking mode ("" if none).
+    assert wire_messages(calls, deepseek)[0]["reasoning_content"] == ""
+    assert wire_messages(thought, deepseek)[0]["reasoning_content"] == "hmm"
+    assert "reasoning_content" not in wire_messages(plain, deepseek)[0]
+    assert "reasoning_content" not in wire_messages(thought, Dialect())[0]
+    assert wire_messages(calls, Dialect())[0] == {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+        ],
+    }
+
+
+def test_user_content_mapping() -> None:
+    image = ImageBlock({"url": "https://example.com/a.png"})
+    mixed = user_message([TextBlock("look"), image, TextBlock("at this")])
+    assert wire_messages(mixed, Dialect())[0]["content"] == (
+        "look\n[image omitted: this model reads text only]\nat this"
+    )
+    assert wire_messages(mixed, Dialect(images=True))[0]["content"] == [
+        {"type": "text", "text": "look"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+        {"type": "text", "text": "at this"},
+    ]
+    inline = ImageBlock({"data": "AAAA", "mediaType": "image/png"})
+    parts = wire_messages(user_message([inline]), Dialect(images=True))[0]["content"]
+    assert parts == [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]
+    injected = user_message("context", plugin_source("notes", "notice"))
+    assert wire_messages(injected, Dialect()) == [{"role": "user", "content": "context"}]
+
+
+def test_encoder_caches_fragments_by_message_identity() -> None:
+    encoder = RequestEncoder(Dialect())
+    messages = history()
+    first = encoder.messages_json(GenerateOptions("p", "m", messages))
+    again = encoder.messages_json(GenerateOptions("p", "m", messages))
+    assert first == again
+    assert json.loads(first) == [m for msg in messages for m in wire_messages(msg, Dialect())]
+    # A rewrite keeps the id but is a new object: it is encoded afresh.
+    rewritten = user_message("list the files, please", id=messages[0].id)
+    text = encoder.messages_json(GenerateOptions("p", "m", [rewritten]))
+    assert json.loads(text) == [{"role": "user", "content": "list the files, please"}]
+
+
+def test_encoder_cache_is_bounded() -> None:
+    encoder = RequestEncoder(Dialect(), cache_limit=3)
+    messages = [user_message(str(i)) for i in range(10)]
+    text = encoder.messages_json(GenerateOptions("p", "m", messages))
+    assert [m["content"] for m in json.loads(text)] == [str(i) for i in range(10)]
+    assert len(encoder._cache) == 3
+
+
+async def test_non_streaming_route_asks_for_a_whole_completion(harness: Harness) -> None:
+    harness.server.add(reply("whole"))
+    await harness.mount(stream=False)
+    call = await harness.call()
+    body = harness.bodies[0]
+    assert body["stream"] is False and "stream_options" not in body
+    assert harness.server.requests[0].headers["accept"] == "application/json"
+    assert call.assembler.message(provider=PROVIDER, model="m").text == "whole"
