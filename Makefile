@@ -12,9 +12,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test,dev]'
 	touch $(STAMP)
 
+# The main job: an agent on a sample task in a scratch workspace. With DEEPSEEK_API_KEY set
+# it uses DeepSeek; without, a scripted demo model answers over a loopback HTTP server.
+# `make run TASK="..."` runs your own task; add WORKSPACE=dir to run it in that directory.
+TASK ?=
+WORKSPACE ?=
 run: $(STAMP)
-	$(BIN)/dsh --version
-	$(BIN)/dsh config show
+	$(BIN)/dsh demo $(if $(TASK),"$(TASK)") $(if $(WORKSPACE),--cwd "$(WORKSPACE)")
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -111,6 +111,18 @@ def run_command(
     _exit_with(run_task(RunOptions(task, profile, provider, model, cwd, yes, json_)))
 
 
+@app.command("demo")
+def demo_command(
+    task: Annotated[str | None, typer.Argument(help="The task (default: fix greeting.py).")] = None,
+    cwd: CwdOption = None,
+) -> None:
+    """The main job: an agent on a sample task in a scratch workspace (DeepSeek when
+    DEEPSEEK_API_KEY is set, else a scripted demo model over a loopback HTTP server)."""
+    from ._demo import run_demo
+
+    _exit_with(run_demo(task, cwd))
+
+
 @app.command("chat")
 def chat_command(
     profile: ProfileOption = None,

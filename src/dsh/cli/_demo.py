@@ -1,0 +1,73 @@
+"""`dsh demo`: the main job on a small sample task, with DeepSeek when a key is set and a
+scripted model behind a real loopback HTTP server otherwise."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ._run import RunOptions, run_task
+
+if TYPE_CHECKING:
+    from ..testing import Reply
+
+DEFAULT_TASK = "greeting.py prints the wrong words. Fix it and show that it works."
+SAMPLE = {
+    "greeting.py": 'message = "hello wrold"\nprint(message)\n',
+    "README.md": "A tiny sample project for the dsh demo.\n",
+}
+DEMO_BANNER = (
+    "No DEEPSEEK_API_KEY is set: a scripted demo model is answering (it plays a fixed script "
+    "whatever the task says), through the real DeepSeek adapter, HTTP, tools and session log."
+)
+
+
+def scratch_workspace() -> Path:
+    """A fresh directory holding the sample project."""
+    root = Path(tempfile.mkdtemp(prefix="dsh-demo-"))
+    for name, text in SAMPLE.items():
+        (root / name).write_text(text)
+    return root
+
+
+def demo_script() -> list[Reply]:
+    from ..testing import reply, tool_call
+
+    return [
+        reply("Let me look at the file first.", tool_call("read", {"file_path": "greeting.py"})),
+        reply(
+            tool_call(
+                "edit",
+                {"file_path": "greeting.py", "old_string": "wrold", "new_string": "world"},
+            )
+        ),
+        reply(
+            tool_call(
+                "bash", {"command": "python3 greeting.py", "description": "Run the fixed script"}
+            )
+        ),
+        reply('Fixed the typo in greeting.py ("wrold" → "world"); it now prints "hello world".'),
+    ]
+
+
+async def run_demo(task: str | None, workspace: Path | None) -> int:
+    cwd = (workspace or scratch_workspace()).resolve()
+    options = RunOptions(task or DEFAULT_TASK, cwd=cwd, yes=True, banner=f"workspace: {cwd}")
+    if os.environ.get("DEEPSEEK_API_KEY"):
+        return await run_task(options)
+    from ..testing import OpenAIServer
+
+    async with OpenAIServer(demo_script()) as server:
+        os.environ["DEEPSEEK_BASE_URL"] = server.base_url
+        os.environ["DEEPSEEK_API_KEY"] = "demo-key-not-a-secret"
+        try:
+            banner = f"{DEMO_BANNER}\nworkspace: {cwd}"
+            return await run_task(
+                RunOptions(
+                    options.task, cwd=cwd, yes=True, banner=banner, provider="deepseek-official"
+                )
+            )
+        finally:
+            del os.environ["DEEPSEEK_API_KEY"]
