@@ -79,3 +79,18 @@ def test_readme_python_examples_run(tmp_path: Path) -> None:
         )
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip(), "the example printed nothing"
+
+
+def test_public_api_is_importable_and_lazy() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, dsh\n"
+        "assert 'dsh.agent' not in sys.modules and 'pydantic' not in sys.modules\n"
+        "missing = [n for n in dsh.__all__ if not hasattr(dsh, n)]\n"
+        "assert not missing, missing\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.strip() == "ok", result.stderr

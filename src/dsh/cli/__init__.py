@@ -5,9 +5,17 @@ from __future__ import annotations
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `dsh` console script."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--version"]:  # answered before typer and the runtime are imported
+        from .._version import __version__
+
+        print(f"dsh {__version__}")
+        return
     from ._app import run
 
-    run(argv)
+    run(args)
 
 
 __all__ = ["main"]

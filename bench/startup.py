@@ -1,0 +1,71 @@
+"""Process start-up: `dsh --version`, and `dsh run` up to its first model request.
+
+Cold processes (a new interpreter each time), median of 10. Target: <= 0.4 s to the first
+request — nothing heavy is imported on paths that do not need it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+from dsh.testing import OpenAIServer
+
+RUNS = 10
+DSH = [sys.executable, "-c", "from dsh.cli import main; main()"]
+
+
+async def version_seconds() -> float:
+    start = time.perf_counter()
+    process = await asyncio.create_subprocess_exec(
+        *DSH, "--version", stdout=asyncio.subprocess.DEVNULL
+    )
+    await process.wait()
+    return time.perf_counter() - start
+
+
+async def first_request_seconds(workdir: str) -> float:
+    arrived = asyncio.get_running_loop().create_future()
+    async with OpenAIServer(["done"]) as server:
+        server.on_request = lambda _request: (
+            arrived.done() or arrived.set_result(time.perf_counter())
+        )
+        env = {
+            **os.environ,
+            "DEEPSEEK_BASE_URL": server.base_url,
+            "DEEPSEEK_API_KEY": "bench",
+            "DSH_SESSION_ROOT": os.path.join(workdir, "sessions"),
+        }
+        start = time.perf_counter()
+        process = await asyncio.create_subprocess_exec(
+            *DSH,
+            "run",
+            "--cwd",
+            workdir,
+            "hello",
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            env=env,
+        )
+        first = await asyncio.wait_for(arrived, timeout=60)
+        await process.wait()
+    return float(first) - start
+
+
+async def main() -> None:
+    versions = [await version_seconds() for _ in range(RUNS)]
+    with tempfile.TemporaryDirectory() as workdir:
+        firsts = [await first_request_seconds(workdir) for _ in range(RUNS)]
+    version = statistics.median(versions)
+    first = statistics.median(firsts)
+    print(f"dsh --version, median of {RUNS}:            {version:.3f} s")
+    print(f"dsh run to its first model request, median: {first:.3f} s")
+    print(f"summary: --version {version:.3f} s; first request {first:.3f} s (<= 0.4)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
