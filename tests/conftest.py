@@ -55,6 +55,14 @@ def turn_end(agent: ReactLoopAgent) -> dict[str, Any]:
     return dict(ends[-1].data["reason"])
 
 
+@pytest.fixture(autouse=True)
+def session_root(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Sessions of the default profile go to a temporary root, never to ~/.dsh."""
+    root = tmp_path_factory.mktemp("sessions")
+    monkeypatch.setenv("DSH_SESSION_ROOT", str(root))
+    return root
+
+
 @pytest.fixture
 async def runtime() -> AsyncIterator[Runtime]:
     profile = load_profile(base=[{"id": "invariants", "name": "invariants"}, *CORE_ROWS])

@@ -16,12 +16,17 @@ CORE_ROWS: tuple[dict[str, Any], ...] = (
 """The five services and the loop: an agent with no tools, provider or persistence."""
 
 DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
-    *CORE_ROWS[:-1],
+    CORE_ROWS[0],
+    CORE_ROWS[1],
+    # Persistence right after the session store: it is torn down after the loop.
+    {"id": "persistence", "name": "persistence"},
+    *CORE_ROWS[2:-1],
     {
         "id": "agent-loop",
         "name": "agent_loop",
         "config": {"provider": "deepseek-official", "model": "deepseek-v4-flash"},
     },
+    {"id": "checkpoints", "name": "checkpoints"},
     {"id": "deepseek", "name": "deepseek"},
     {"id": "retry", "name": "retry"},
     {"id": "builtin-tools", "name": "builtin_tools"},

@@ -1,0 +1,170 @@
+"""Log lines: encoding events and headers, parsing stored lines, unpacking packed chunk rows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..session import SessionEvent, SessionHeader
+from ._types import CorruptLogError, Record
+
+__all__ = [
+    "PACKED_TYPES",
+    "ParsedLines",
+    "encode_header",
+    "encode_lines",
+    "encode_text",
+    "parse_lines",
+    "records_of",
+    "unpack_rows",
+]
+
+PACKED_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_dumps_ascii = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
+
+
+def encode_text(value: Any) -> str:
+    """Compact JSON, non-ASCII kept (the reference runtime's `JSON.stringify` shape)."""
+    return _dumps(value)
+
+
+def records_of(events: Iterable[SessionEvent]) -> list[Record]:
+    """Each event's log line: `SessionEvent.to_json()` as compact JSON."""
+    return [Record(e.seq, e.type, e.time, _dumps(e.to_json())) for e in events]
+
+
+def encode_header(header: SessionHeader) -> str:
+    return _dumps(header.to_json())
+
+
+def encode_lines(texts: Sequence[str]) -> bytes:
+    """UTF-8 lines, each ending in a newline.
+
+    A text holding a lone surrogate (valid in a JSON string escape, not in UTF-8) is written
+    with ASCII escapes instead, which reads back to the same value.
+    """
+    if not texts:
+        return b""
+    joined = "\n".join(texts) + "\n"
+    try:
+        return joined.encode("utf-8")
+    except UnicodeEncodeError:
+        return b"".join(_safe_line(text) for text in texts)
+
+
+def _safe_line(text: str) -> bytes:
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return _dumps_ascii(json.loads(text)).encode("ascii") + b"\n"
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedLines:
+    """The records of a text of lines; `torn` is the length (in bytes) of a torn tail."""
+
+    values: list[Any]
+    valid_bytes: int
+    torn: int
+
+
+def parse_lines(data: bytes, where: str) -> ParsedLines:
+    """Parse newline-terminated JSON lines.
+
+    Bytes after the last newline are a torn tail (a write cut short), and so is an
+    unparseable last line; an unparseable line anywhere else is corruption.
+    """
+    end = data.rfind(b"\n") + 1
+    torn = len(data) - end
+    if end == 0:
+        return ParsedLines([], 0, torn)
+    try:
+        text = data[:end].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _parse_slowly(data[:end], torn, where, exc)
+    # A JSON text has no raw newline inside strings, so each newline ends one record, and
+    # the whole body parses as one array in a single C call.
+    try:
+        values = json.loads("[" + text[:-1].replace("\n", ",") + "]")
+    except json.JSONDecodeError as exc:
+        return _parse_slowly(data[:end], torn, where, exc)
+    if not isinstance(values, list) or len(values) != text.count("\n"):
+        return _parse_slowly(data[:end], torn, where, None)
+    return ParsedLines(values, end, torn)
+
+
+def _parse_slowly(body: bytes, torn: int, where: str, cause: Exception | None) -> ParsedLines:
+    lines = body.split(b"\n")[:-1]
+    values: list[Any] = []
+    offset = 0
+    for number, line in enumerate(lines, 1):
+        try:
+            values.append(json.loads(line.decode("utf-8")))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            if number == len(lines):
+                return ParsedLines(values, offset, torn + len(line) + 1)
+            raise CorruptLogError(f"{where}: line {number} is not JSON ({exc})") from cause
+        offset += len(line) + 1
+    return ParsedLines(values, offset, torn)
+
+
+def unpack_rows(rows: Sequence[Any], where: str) -> list[Mapping[str, Any]]:
+    """Expand packed `text-chunks` / `reasoning-chunks` / `tool-call-chunks` rows into the
+    `assistant/chunk` events they stand for; other rows pass through."""
+    for row in rows:
+        if isinstance(row, dict) and row.get("type") in PACKED_TYPES:
+            break
+    else:
+        return list(rows)
+    out: list[Mapping[str, Any]] = []
+    for row in rows:
+        if isinstance(row, dict) and row.get("type") in PACKED_TYPES:
+            out.extend(_unpack(row, where))
+        else:
+            out.append(row)
+    return out
+
+
+def _unpack(row: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+    kind = row["type"]
+    try:
+        seq0, time0, data = row["seq0"], row["time0"], row["data"]
+        turn, step, index, gaps = data["turn"], data["step"], data["index"], data["dt"]
+        if kind == "tool-call-chunks":
+            parts = data["args"]
+            call_id, name = data["id"], data.get("name")
+        else:
+            parts = data["texts"]
+        if len(gaps) != len(parts) - 1:
+            raise ValueError(f"{len(gaps)} time gaps for {len(parts)} members")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptLogError(
+            f"{where}: malformed {kind} row at seq {row.get('seq0')}: {exc}"
+        ) from None
+    delta = "reasoning-delta" if kind == "reasoning-chunks" else "text-delta"
+    events: list[dict[str, Any]] = []
+    time = time0
+    for i, part in enumerate(parts):
+        if i:
+            time += gaps[i - 1]
+        chunk: dict[str, Any]
+        if kind == "tool-call-chunks":
+            chunk = {"type": "tool-call-delta", "index": index, "id": call_id}
+            if name is not None:
+                chunk["name"] = name
+            chunk["argumentsDelta"] = part
+        else:
+            chunk = {"type": delta, "index": index, "text": part}
+        events.append(
+            {
+                "type": "assistant/chunk",
+                "seq": seq0 + i,
+                "time": time,
+                "data": {"turn": turn, "step": step, "chunk": chunk},
+            }
+        )
+    return events

@@ -1,0 +1,273 @@
+"""The write coordinator: live sessions → batched, ordered backend writes (SPEC §3.8).
+
+Each live session has one writer. The first pending event starts a fixed window (later
+events do not extend it); the batch is then written in a worker thread. Events that arrive
+during a write form the next batch. `session/flush` cancels the wait and drains to
+quiescence (synced); a failed write keeps its batch, is logged once, and is retried at the
+next event or flush, which surfaces the failure. `session/disposed` drains one last time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..session import (
+    SESSION_CREATED,
+    SESSION_DISPOSED,
+    SESSION_EVENT,
+    SESSION_FLUSH,
+    Session,
+    SessionEvent,
+    SessionEventPayload,
+)
+from ._codec import records_of
+from ._events import PERSISTENCE_WRITTEN, Written
+from ._types import SessionExistsError, SessionLiveError
+
+if TYPE_CHECKING:
+    from ..kernel import Context
+    from ._backend import SessionBackend
+
+__all__ = ["WriteCoordinator"]
+
+_log = logging.getLogger("dsh.persistence")
+
+# One live writer per (store, session id) in this process, whatever the runtime.
+_live: set[tuple[str, str]] = set()
+_PREPARED_KEPT = 8
+
+
+class _Writer:
+    __slots__ = (
+        "active",
+        "cursor",
+        "draining",
+        "failure",
+        "key",
+        "materialized",
+        "pending",
+        "session",
+        "timer",
+        "unsynced",
+    )
+
+    def __init__(self, session: Session, key: tuple[str, str], cursor: int, stored: bool) -> None:
+        self.session = session
+        self.key = key
+        self.cursor = cursor
+        """The seq of the next event to store (seeded, stored events are never re-appended)."""
+        self.materialized = stored
+        self.pending: list[SessionEvent] = []
+        self.timer: asyncio.TimerHandle | None = None
+        self.active: asyncio.Task[None] | None = None
+        self.failure: Exception | None = None
+        self.unsynced = False
+        self.draining = 0
+
+
+class WriteCoordinator:
+    """Listens to the session store's events and writes live sessions through a backend."""
+
+    def __init__(self, backend: SessionBackend, window: float) -> None:
+        self.backend = backend
+        self.window = window
+        self._ctx: Context | None = None
+        self._writers: dict[str, _Writer] = {}
+        self._prepared: dict[str, tuple[Session, int]] = {}
+        self._closing: dict[str, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._closed = False
+
+    def attach(self, ctx: Context) -> None:
+        """Listen (globally: agent-scoped sessions too) for as long as `ctx` lives."""
+        self._ctx = ctx
+        ctx.on(SESSION_CREATED, self._created, global_=True)
+        ctx.on(SESSION_EVENT, self._event, global_=True)
+        ctx.on(SESSION_FLUSH, self._flush, global_=True)
+        ctx.on(SESSION_DISPOSED, self._disposed, global_=True)
+        ctx.owner.effect(self.close)
+
+    # -- what the seam asks ----------------------------------------------------------------
+
+    def is_live(self, session_id: str) -> bool:
+        return session_id in self._writers or (self.backend.store_id, session_id) in _live
+
+    def expect(self, session: Session, stored: int) -> None:
+        """`session` was seeded from the store, whose first `stored` events it holds."""
+        self._prepared.pop(session.id, None)
+        self._prepared[session.id] = (session, stored)
+        while len(self._prepared) > _PREPARED_KEPT:
+            del self._prepared[next(iter(self._prepared))]
+
+    async def settle(self, session_id: str) -> None:
+        """Wait for the final drain of a session that was just disposed."""
+        closing = self._closing.get(session_id)
+        if closing is not None:
+            await asyncio.wait([closing])
+
+    async def flush_live(self, session_id: str) -> bool:
+        """Drain a live session's writer; False when it has none."""
+        writer = self._writers.get(session_id)
+        if writer is None:
+            return False
+        await self.drain(writer)
+        return True
+
+    # -- listeners -------------------------------------------------------------------------
+
+    def _created(self, session: Session) -> None:
+        if self._closed:
+            return
+        key = (self.backend.store_id, session.id)
+        if session.id in self._writers or key in _live:
+            raise SessionLiveError(f"session {session.id!r} already has a live writer")
+        prepared = self._prepared.get(session.id)
+        if prepared is not None and prepared[0] is session:
+            del self._prepared[session.id]
+            writer = _Writer(session, key, prepared[1], True)
+        else:
+            if self.backend.exists(session.id):
+                raise SessionExistsError(
+                    f"session {session.id!r} is already stored: resume it "
+                    "(ctx.agents.resume) or choose another id"
+                )
+            writer = _Writer(session, key, 0, False)
+        _live.add(key)
+        self._writers[session.id] = writer
+        # Events appended before publication (a seed, a resumed session's end-seed).
+        writer.pending = list(session.events[writer.cursor :])
+        if writer.pending:
+            self._arm(writer)
+
+    def _event(self, payload: SessionEventPayload) -> None:
+        writer = self._writers.get(payload.session.id)
+        if writer is None or writer.session is not payload.session:
+            return
+        writer.pending.append(payload.event)
+        if writer.timer is None and writer.active is None and not writer.draining:
+            self._arm(writer)
+
+    async def _flush(self, session: Session) -> None:
+        writer = self._writers.get(session.id)
+        if writer is not None and writer.session is session:
+            await self.drain(writer)
+
+    def _disposed(self, session: Session) -> None:
+        writer = self._writers.get(session.id)
+        if writer is None or writer.session is not session:
+            return
+        del self._writers[session.id]
+        task = asyncio.get_running_loop().create_task(self._final(writer))
+        self._closing[session.id] = task
+        self._track(task)
+
+    async def _final(self, writer: _Writer) -> None:
+        try:
+            await self.drain(writer)
+        except Exception:
+            _log.exception("session %s: final write failed; events lost", writer.session.id)
+        finally:
+            _live.discard(writer.key)
+            if self._closing.get(writer.session.id) is asyncio.current_task():
+                del self._closing[writer.session.id]
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def _arm(self, writer: _Writer) -> None:
+        loop = asyncio.get_running_loop()
+        writer.timer = loop.call_later(self.window, self._fire, writer)
+
+    def _fire(self, writer: _Writer) -> None:
+        writer.timer = None
+        if writer.active is None and writer.pending and not writer.draining:
+            self._start(writer, durable=False)
+
+    def _start(self, writer: _Writer, *, durable: bool) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(self._write(writer, durable))
+        writer.active = task
+        self._track(task)
+        return task
+
+    async def _write(self, writer: _Writer, durable: bool) -> None:
+        session_id = writer.session.id
+        batch, writer.pending = writer.pending, []
+        try:
+            if batch:
+                records = records_of(batch)
+                try:
+                    if writer.materialized:
+                        await asyncio.to_thread(
+                            self.backend.append, session_id, records, durable=durable
+                        )
+                    else:
+                        await asyncio.to_thread(
+                            self.backend.create, writer.session.header, records, durable=durable
+                        )
+                        writer.materialized = True
+                except BaseException:
+                    writer.pending[:0] = batch  # kept, in order, for the retry
+                    raise
+                writer.cursor = batch[-1].seq + 1
+                writer.unsynced = not durable
+            elif durable and writer.unsynced:
+                await asyncio.to_thread(self.backend.sync, session_id)
+                writer.unsynced = False
+            writer.failure = None
+        except Exception as exc:
+            if writer.failure is None:
+                _log.error("session %s: write failed (kept for retry): %s", session_id, exc)
+            writer.failure = exc
+            raise
+        finally:
+            writer.active = None
+            retry_paused = writer.failure is not None
+            if writer.pending and writer.timer is None and not writer.draining and not retry_paused:
+                self._arm(writer)
+        if batch and self._ctx is not None:
+            self._ctx.emit(PERSISTENCE_WRITTEN, Written(session_id, writer.cursor - 1, durable))
+
+    async def drain(self, writer: _Writer) -> None:
+        """Write everything pending and sync; repeat until nothing is left. Raises the
+        failure of a write this drain made."""
+        if writer.timer is not None:
+            writer.timer.cancel()
+            writer.timer = None
+        writer.draining += 1
+        try:
+            while True:
+                active = writer.active
+                if active is not None:
+                    with contextlib.suppress(Exception):  # its batch is pending: retried
+                        await asyncio.shield(active)
+                    continue
+                if not writer.pending and not writer.unsynced:
+                    return
+                await asyncio.shield(self._start(writer, durable=True))
+        finally:
+            writer.draining -= 1
+
+    def _track(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: failures were logged and surface through flush
+
+    async def close(self) -> None:
+        """Stop listening; drain every live session once, and wait for all writes."""
+        self._closed = True
+        writers = list(self._writers.values())
+        self._writers.clear()
+        results = await asyncio.gather(*(self.drain(w) for w in writers), return_exceptions=True)
+        for writer, result in zip(writers, results, strict=True):
+            _live.discard(writer.key)
+            if isinstance(result, BaseException):
+                _log.error("session %s: final write failed: %s", writer.session.id, result)
+        while self._tasks:
+            await asyncio.wait(list(self._tasks))
+        self._prepared.clear()

@@ -1,0 +1,28 @@
+"""The event `dsh.persistence` declares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..kernel import EventSpec, Mode
+
+__all__ = ["PERSISTENCE_WRITTEN", "Written"]
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A batch of `session_id`'s events reached the store: every seq up to `through_seq`
+    is stored; `durable` says it was also synced (a flush)."""
+
+    session_id: str
+    through_seq: int
+    durable: bool
+
+
+PERSISTENCE_WRITTEN: EventSpec[Written, None] = EventSpec.declare(
+    "persistence/written",
+    Mode.EMIT,
+    Written,
+    scoped=False,
+    doc="A batch of a session's events was stored (after the backend returned).",
+)

@@ -1,0 +1,267 @@
+"""The JSONL backend: `<root>/--<cwd>--/<id>/session.jsonl` (SPEC §3.8), append-only."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import quote
+
+from ..session import SessionHeader
+from ._backend import RawLog
+from ._codec import encode_header, encode_lines, parse_lines, unpack_rows
+from ._types import (
+    CorruptLogError,
+    Record,
+    SeqMismatchError,
+    SessionExistsError,
+    SessionLocation,
+    UnknownSessionError,
+)
+from ._zstd import compress_frame, decode_frames
+
+__all__ = ["JsonlBackend", "project_dir_name"]
+
+PLAIN = "session.jsonl"
+ZSTD = "session.jsonl.zstd"
+NO_CWD = "_no-cwd"
+
+Compression = Literal["none", "zstd"]
+
+
+def project_dir_name(cwd: str | None) -> str:
+    """`/workspace/fx/ws` → `--workspace-fx-ws--`; `_no-cwd` when there is none."""
+    if not cwd:
+        return NO_CWD
+    normalized = cwd.replace("\\", "/").strip("/")
+    return "--" + normalized.replace("/", "-").replace(":", "-") + "--"
+
+
+def _escape_id(session_id: str) -> str:
+    escaped = quote(session_id, safe="")
+    return escaped if escaped not in (".", "..") else escaped.replace(".", "%2E")
+
+
+@dataclass(slots=True)
+class _Known:
+    """What this backend knows about a stored file: where it is, and its next seq."""
+
+    path: Path
+    next_seq: int | None
+
+
+class JsonlBackend:
+    """One JSONL file per session under `root`.
+
+    New logs are plain lines unless `compression="zstd"` (then one checksummed zstd frame
+    per append batch, as the reference runtime writes). Existing `.zstd` logs are read and
+    appended to in their own encoding. Creation is atomic and never overwrites; appends are
+    all-or-nothing (a failed write is cut back to the prior length); `durable` fsyncs.
+    """
+
+    name = "jsonl"
+
+    def __init__(self, root: str | os.PathLike[str], *, compression: Compression = "none") -> None:
+        self.root = Path(root).expanduser()
+        self.compression: Compression = compression
+        self.store_id = f"jsonl:{self.root.resolve()}"
+        self._known: dict[str, _Known] = {}
+        self._lock = threading.Lock()
+
+    # -- paths -----------------------------------------------------------------------------
+
+    def locate(self, header: SessionHeader) -> SessionLocation:
+        name = ZSTD if self.compression == "zstd" else PLAIN
+        path = self.root / project_dir_name(header.cwd) / _escape_id(header.id) / name
+        return SessionLocation(self.name, path)
+
+    def _find(self, session_id: str) -> Path | None:
+        with self._lock:
+            known = self._known.get(session_id)
+        if known is not None and known.path.exists():
+            return known.path
+        escaped = _escape_id(session_id)
+        if not self.root.is_dir():
+            return None
+        for project in sorted(self.root.iterdir()):
+            for name in (PLAIN, ZSTD):
+                path = project / escaped / name
+                if path.is_file():
+                    with self._lock:
+                        self._known[session_id] = _Known(path, None)
+                    return path
+        return None
+
+    def _require(self, session_id: str) -> Path:
+        path = self._find(session_id)
+        if path is None:
+            raise UnknownSessionError(f"no stored session {session_id!r} under {self.root}")
+        return path
+
+    def exists(self, session_id: str) -> bool:
+        return self._find(session_id) is not None
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def create(self, header: SessionHeader, records: Sequence[Record], *, durable: bool) -> None:
+        if self._find(header.id) is not None:
+            raise SessionExistsError(f"session {header.id!r} is already stored")
+        _check_contiguous(header.id, records, 0)
+        path = self.locate(header).path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        head = encode_lines([encode_header(header)])
+        body = encode_lines([r.text for r in records])
+        if path.name == ZSTD:
+            data = compress_frame(head) + (compress_frame(body) if body else b"")
+        else:
+            data = head + body
+        temp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
+        try:
+            with open(temp, "xb") as file:
+                file.write(data)
+                file.flush()
+                os.fsync(file.fileno())
+            try:
+                os.link(temp, path)  # atomic, and fails rather than overwrite
+            except FileExistsError:
+                raise SessionExistsError(f"session {header.id!r} is already stored") from None
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
+        _fsync_dir(path.parent)
+        with self._lock:
+            self._known[header.id] = _Known(path, len(records))
+
+    def append(self, session_id: str, records: Sequence[Record], *, durable: bool) -> None:
+        path = self._require(session_id)
+        next_seq = self._next_seq(session_id, path)
+        _check_contiguous(session_id, records, next_seq)
+        if not records:
+            return
+        data = encode_lines([r.text for r in records])
+        if path.name == ZSTD:
+            data = compress_frame(data)
+        with open(path, "ab") as file:
+            before = os.fstat(file.fileno()).st_size
+            try:
+                file.write(data)
+                file.flush()
+                if durable:
+                    os.fsync(file.fileno())
+            except BaseException:
+                os.ftruncate(file.fileno(), before)  # all or nothing
+                raise
+        with self._lock:
+            self._known[session_id] = _Known(path, records[-1].seq + 1)
+
+    def _next_seq(self, session_id: str, path: Path) -> int:
+        with self._lock:
+            known = self._known.get(session_id)
+        if known is not None and known.path == path and known.next_seq is not None:
+            return known.next_seq
+        return self.read(session_id, truncate_torn=True).next_seq
+
+    def sync(self, session_id: str) -> None:
+        path = self._require(session_id)
+        with open(path, "ab") as file:
+            os.fsync(file.fileno())
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read(self, session_id: str, *, from_seq: int = 0, truncate_torn: bool = False) -> RawLog:
+        path = self._require(session_id)
+        data = path.read_bytes()
+        where = str(path)
+        if path.name == ZSTD:
+            lines, valid = decode_frames(data, where)
+            parsed = parse_lines(lines, where)
+            if parsed.torn:
+                raise CorruptLogError(f"{where}: a zstd frame ends inside a line")
+        else:
+            lines = data
+            parsed = parse_lines(lines, where)
+            valid = parsed.valid_bytes
+        torn = len(data) - valid
+        values = parsed.values
+        if not values or not isinstance(values[0], dict) or values[0].get("type") != "session":
+            raise CorruptLogError(f"{where}: the first line is not a session header")
+        if truncate_torn and torn:
+            os.truncate(path, valid)
+        # Packed rows are rare: skip the scan unless their type name occurs at all.
+        rows = unpack_rows(values[1:], where) if b'-chunks"' in lines else values[1:]
+        if rows and (not isinstance(rows[-1], dict) or type(rows[-1].get("seq")) is not int):
+            raise CorruptLogError(f"{where}: the last event line has no integer seq")
+        log = RawLog(values[0], rows, torn)
+        if truncate_torn or not torn:
+            with self._lock:
+                self._known[session_id] = _Known(path, log.next_seq)
+        if from_seq > 0:
+            return RawLog(log.header, [r for r in rows if r["seq"] >= from_seq], torn)
+        return log
+
+    def headers(self) -> list[Mapping[str, Any]]:
+        if not self.root.is_dir():
+            return []
+        found: list[Mapping[str, Any]] = []
+        for project in sorted(self.root.iterdir()):
+            if not project.is_dir():
+                continue
+            for session_dir in sorted(project.iterdir()):
+                header = _read_header(session_dir)
+                if header is not None:
+                    found.append(header)
+        found.sort(key=lambda h: (h.get("createdAt", 0), h.get("id", "")))
+        return found
+
+    def close(self) -> None:
+        with self._lock:
+            self._known.clear()
+
+
+def _read_header(session_dir: Path) -> Mapping[str, Any] | None:
+    """The header of a log that has events (None for header-only or unreadable logs)."""
+    for name in (PLAIN, ZSTD):
+        path = session_dir / name
+        if not path.is_file():
+            continue
+        try:
+            if name == ZSTD:
+                text, _ = decode_frames(path.read_bytes(), str(path))
+            else:
+                with open(path, "rb") as file:
+                    text = file.readline()
+                    text += file.read(1)  # one byte past the header says there are events
+            parsed = parse_lines(text, str(path))
+        except Exception:
+            return None
+        values = parsed.values
+        has_events = len(values) > 1 or parsed.torn > 0
+        if values and isinstance(values[0], dict) and values[0].get("type") == "session":
+            return values[0] if has_events else None
+    return None
+
+
+def _check_contiguous(session_id: str, records: Sequence[Record], first: int) -> None:
+    for offset, record in enumerate(records):
+        if record.seq != first + offset:
+            raise SeqMismatchError(
+                f"session {session_id!r}: expected seq {first + offset}, got {record.seq}"
+            )
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,76 @@
+"""`PersistencePlugin` (name `persistence`): provides `ctx.session_persistence`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..kernel import Context
+from ._backend import SessionBackend
+from ._jsonl import JsonlBackend
+from ._sqlite import SqliteBackend
+from ._stored import StoredSessions
+from ._types import SESSION_PERSISTENCE
+
+__all__ = ["PersistenceConfig", "PersistencePlugin", "default_root", "mount_persistence"]
+
+ROOT_ENV = "DSH_SESSION_ROOT"
+SQLITE_FILE = "sessions.sqlite3"
+
+
+class PersistenceConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    backend: Literal["jsonl", "sqlite"] = "jsonl"
+    root: str | None = None
+    """The sessions root (JSONL), or the directory of `sessions.sqlite3` (SQLite).
+    Default: `$DSH_SESSION_ROOT`, else `~/.dsh/sessions`."""
+    path: str | None = None
+    """SQLite only: the database file (overrides `root`)."""
+    compression: Literal["none", "zstd"] = "none"
+    """JSONL only: the encoding of new logs (`zstd` needs the `zstandard` package)."""
+    batch_window_ms: float = Field(default=200.0, ge=0)
+    """How long the first pending event waits for company before its batch is written."""
+
+
+def default_root(configured: str | None = None) -> Path:
+    """`configured`, else `$DSH_SESSION_ROOT`, else `~/.dsh/sessions` (user-expanded)."""
+    root = configured or os.environ.get(ROOT_ENV) or "~/.dsh/sessions"
+    return Path(root).expanduser()
+
+
+def open_backend(config: PersistenceConfig) -> SessionBackend:
+    if config.backend == "sqlite":
+        path = Path(config.path).expanduser() if config.path else None
+        return SqliteBackend(path or default_root(config.root) / SQLITE_FILE)
+    if config.compression == "zstd":
+        from ._zstd import compress_frame
+
+        compress_frame(b"")  # fail at start, with the install hint, if zstandard is missing
+    return JsonlBackend(default_root(config.root), compression=config.compression)
+
+
+def mount_persistence(
+    ctx: Context, backend: SessionBackend, *, batch_window_ms: float = 200.0
+) -> StoredSessions:
+    """Provide `ctx.session_persistence` over `backend` and persist every session published
+    in `ctx`'s tree, until `ctx`'s owner is disposed (then: a last drain, then
+    `backend.close()`). Use it to mount a backend of your own."""
+    service = StoredSessions(backend, batch_window_ms=batch_window_ms)
+    ctx.owner.effect(backend.close)  # effects run LIFO: closed after the last drain
+    service.attach(ctx)
+    ctx.provide(SESSION_PERSISTENCE, service)
+    return service
+
+
+class PersistencePlugin:
+    """Session persistence: JSONL (default) or SQLite, with the write coordinator."""
+
+    name: ClassVar[str] = "persistence"
+    Config = PersistenceConfig
+
+    @staticmethod
+    def apply(ctx: Context, config: PersistenceConfig) -> None:
+        mount_persistence(ctx, open_backend(config), batch_window_ms=config.batch_window_ms)

@@ -1,0 +1,164 @@
+"""The SQLite backend (stdlib `sqlite3`, WAL): events keyed by (session, seq), a headers table."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..session import SessionHeader
+from ._backend import RawLog
+from ._codec import encode_header
+from ._types import (
+    CorruptLogError,
+    Record,
+    SeqMismatchError,
+    SessionExistsError,
+    SessionLocation,
+    UnknownSessionError,
+)
+
+__all__ = ["SqliteBackend"]
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    header TEXT NOT NULL,
+    cwd TEXT,
+    created_at INTEGER NOT NULL,
+    next_seq INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS events (
+    session TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    time INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (session, seq)
+) WITHOUT ROWID;
+"""
+
+
+class SqliteBackend:
+    """All sessions in one SQLite database (WAL journal, `synchronous=FULL`).
+
+    `body` holds each event's log line verbatim, so a log moves between this backend and
+    JSONL unchanged. One connection is shared by the worker threads behind a lock; several
+    processes may open the same file (SQLite serializes their writes).
+    """
+
+    name = "sqlite"
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path).expanduser()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.store_id = f"sqlite:{self.path.resolve()}"
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(
+            self.path, check_same_thread=False, isolation_level=None, timeout=30.0
+        )
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version not in (0, SCHEMA_VERSION):
+            raise CorruptLogError(f"{self.path}: unsupported schema version {version}")
+        self._db.executescript(_SCHEMA)
+        self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def locate(self, header: SessionHeader) -> SessionLocation:
+        return SessionLocation(self.name, self.path)
+
+    def exists(self, session_id: str) -> bool:
+        with self._lock:
+            row = self._db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return row is not None
+
+    def create(self, header: SessionHeader, records: Sequence[Record], *, durable: bool) -> None:
+        with self._transaction() as db:
+            try:
+                db.execute(
+                    "INSERT INTO sessions (id, header, cwd, created_at) VALUES (?, ?, ?, ?)",
+                    (header.id, encode_header(header), header.cwd, header.created_at),
+                )
+            except sqlite3.IntegrityError:
+                raise SessionExistsError(f"session {header.id!r} is already stored") from None
+            self._insert(db, header.id, records, 0)
+
+    def append(self, session_id: str, records: Sequence[Record], *, durable: bool) -> None:
+        with self._transaction() as db:
+            row = db.execute("SELECT next_seq FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise UnknownSessionError(f"no stored session {session_id!r} in {self.path}")
+            self._insert(db, session_id, records, row[0])
+
+    def _insert(
+        self, db: sqlite3.Connection, session_id: str, records: Sequence[Record], first: int
+    ) -> None:
+        for offset, record in enumerate(records):
+            if record.seq != first + offset:
+                raise SeqMismatchError(
+                    f"session {session_id!r}: expected seq {first + offset}, got {record.seq}"
+                )
+        if not records:
+            return
+        db.executemany(
+            "INSERT INTO events (session, seq, type, time, body) VALUES (?, ?, ?, ?, ?)",
+            [(session_id, r.seq, r.type, r.time, r.text) for r in records],
+        )
+        db.execute(
+            "UPDATE sessions SET next_seq = ? WHERE id = ?", (records[-1].seq + 1, session_id)
+        )
+
+    def sync(self, session_id: str) -> None:
+        """Nothing to do: every commit is synced (`synchronous=FULL`)."""
+
+    def read(self, session_id: str, *, from_seq: int = 0, truncate_torn: bool = False) -> RawLog:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT header FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise UnknownSessionError(f"no stored session {session_id!r} in {self.path}")
+            bodies = [
+                b
+                for (b,) in self._db.execute(
+                    "SELECT body FROM events WHERE session = ? AND seq >= ? ORDER BY seq",
+                    (session_id, from_seq),
+                )
+            ]
+        try:
+            header = json.loads(row[0])
+            rows = json.loads("[" + ",".join(bodies) + "]")
+        except json.JSONDecodeError as exc:
+            raise CorruptLogError(f"{self.path}: session {session_id!r}: {exc}") from None
+        return RawLog(header, rows)
+
+    def headers(self) -> list[Mapping[str, Any]]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT header FROM sessions WHERE next_seq > 0 ORDER BY created_at, id"
+            ).fetchall()
+        return [json.loads(h) for (h,) in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,224 @@
+"""`StoredSessions`: the `ctx.session_persistence` seam over one `SessionBackend`."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import gc
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ..session import ForkError, Session, SessionEvent, SessionHeader, SessionMeta, import_events
+from ._backend import RawLog, SessionBackend
+from ._codec import records_of
+from ._coordinator import WriteCoordinator
+from ._repair import open_turn, repair_closers
+from ._types import (
+    CorruptLogError,
+    ForkSeed,
+    PersistenceError,
+    SessionLiveError,
+    SessionLocation,
+    StoredLog,
+)
+
+if TYPE_CHECKING:
+    from ..kernel import CancelSignal, Context
+
+__all__ = ["StoredSessions"]
+
+_log = logging.getLogger("dsh.persistence")
+
+
+class StoredSessions:
+    """Session persistence over `backend`: the seam of SPEC §3.8 plus the write coordinator
+    that persists live sessions (attach it to a context with `attach`).
+
+    Blocking work (file or database I/O, parsing, repair) runs in worker threads.
+    """
+
+    def __init__(self, backend: SessionBackend, *, batch_window_ms: float = 200.0) -> None:
+        if batch_window_ms < 0:
+            raise ValueError("batch_window_ms must be >= 0")
+        self.backend = backend
+        self.coordinator = WriteCoordinator(backend, batch_window_ms / 1000)
+
+    def attach(self, ctx: Context) -> None:
+        """Persist every session published in `ctx`'s tree while `ctx` lives."""
+        self.coordinator.attach(ctx)
+
+    # -- the seam --------------------------------------------------------------------------
+
+    def locate(self, header: SessionHeader) -> SessionLocation | None:
+        return self.backend.locate(header)
+
+    async def create(self, header: SessionHeader) -> None:
+        self._refuse_live(header.id, "created")
+        await asyncio.to_thread(self.backend.create, header, [], durable=True)
+
+    async def append(self, session_id: str, events: Sequence[SessionEvent]) -> None:
+        self._refuse_live(session_id, "appended to from outside its writer")
+        for event in events:
+            if not isinstance(event, SessionEvent):
+                raise TypeError(f"append() takes SessionEvents, got {type(event).__name__}")
+        records = records_of(events)
+        await asyncio.to_thread(self.backend.append, session_id, records, durable=True)
+
+    async def prepare(self, session_id: str, signal: CancelSignal | None = None) -> Session:
+        """An unpublished `Session` seeded with the stored log after crash repair (committed
+        first); `session/end-seed` is its first live event. Publishing it (entering and
+        announcing it in a store) makes this persistence its writer, which appends only
+        what follows the stored events."""
+        _check(signal)
+        await self.coordinator.settle(session_id)
+        self._refuse_live(session_id, "prepared again")
+        session, stored = await asyncio.to_thread(self._prepare_sync, session_id)
+        _check(signal)
+        self.coordinator.expect(session, stored)
+        return session
+
+    def _prepare_sync(self, session_id: str) -> tuple[Session, int]:
+        with _bulk_load():
+            log, raw = self._read_sync(session_id, commit=True)
+            if len(log.events) != raw.next_seq + len(log.repair):
+                raise PersistenceError(
+                    f"session {session_id!r} holds legacy events whose import renumbered the "
+                    "log: it can be loaded and forked, not resumed in place"
+                )
+            session = Session.create(session_id, seed=log.events, header=log.header)
+        return session, len(log.events)
+
+    async def load(self, session_id: str) -> StoredLog:
+        """The balanced stored log. A cold log ending inside a turn is repaired (committed);
+        a live session is flushed first, and refused while a turn is open."""
+        await self.coordinator.settle(session_id)
+        if await self.coordinator.flush_live(session_id):
+            log, _ = await asyncio.to_thread(self._read_sync, session_id, commit=False)
+            if log.repair:
+                raise SessionLiveError(
+                    f"session {session_id!r} is live inside a turn: it is not repaired "
+                    "(use inspect() for a read-only view)"
+                )
+            return replace(log, live=True)
+        log, _ = await asyncio.to_thread(self._read_sync, session_id, commit=True)
+        return log
+
+    async def inspect(self, session_id: str, signal: CancelSignal | None = None) -> StoredLog:
+        """A read-only view: the stored events, plus (for a cold log) the repair that loading
+        would append, and the torn tail it would cut. Nothing is written."""
+        _check(signal)
+        await self.coordinator.settle(session_id)
+        live = self.coordinator.is_live(session_id)
+        log, _ = await asyncio.to_thread(self._read_sync, session_id, commit=False)
+        _check(signal)
+        if live:
+            stored = log.events[: len(log.events) - len(log.repair)]
+            return StoredLog(log.header, stored, (), log.torn_bytes, live=True)
+        return log
+
+    async def read_from(self, session_id: str, from_seq: int) -> builtins.list[SessionEvent]:
+        """The stored events with seq >= `from_seq`, as stored (no repair, no flush)."""
+        if from_seq < 0:
+            raise ValueError("from_seq must be >= 0")
+        await self.coordinator.settle(session_id)
+
+        def read() -> builtins.list[SessionEvent]:
+            with _bulk_load():
+                raw = self.backend.read(session_id, from_seq=from_seq)
+                return import_events(raw.rows, session_id)
+
+        return await asyncio.to_thread(read)
+
+    async def list(self) -> builtins.list[SessionHeader]:
+        """The headers of the stored sessions that have events (oldest first)."""
+        raw = await asyncio.to_thread(self.backend.headers)
+        headers: builtins.list[SessionHeader] = []
+        for item in raw:
+            try:
+                headers.append(SessionHeader.from_json(item))
+            except ValueError as exc:
+                _log.warning("skipping an unreadable session header %r: %s", item.get("id"), exc)
+        return headers
+
+    async def fork(self, source_id: str, boundary: int | None = None) -> ForkSeed:
+        """The seed of a new session that continues a stored one through seq `boundary`
+        (inclusive; default: the end of the balanced log). The source is not changed: an
+        interrupted final turn is closed in the child's copy only."""
+        log = await self.inspect(source_id)
+        events = log.events
+        last = len(events) - 1
+        if boundary is None:
+            boundary = last
+        elif not 0 <= boundary <= last:
+            raise ForkError(f"fork boundary {boundary} is outside {source_id} (0..{last})")
+        prefix = events[: boundary + 1]
+        if open_turn(prefix) is not None:
+            raise ForkError(f"fork boundary {boundary} of {source_id} is inside an open turn")
+        meta = SessionMeta(cwd=log.header.cwd, parent_session=source_id, seed_length=len(prefix))
+        return ForkSeed(source_id, prefix, meta)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _read_sync(self, session_id: str, *, commit: bool) -> tuple[StoredLog, RawLog]:
+        with _bulk_load():
+            return self._read_unpaused(session_id, commit=commit)
+
+    def _read_unpaused(self, session_id: str, *, commit: bool) -> tuple[StoredLog, RawLog]:
+        raw = self.backend.read(session_id, truncate_torn=commit)
+        try:
+            header = SessionHeader.from_json(raw.header)
+        except ValueError as exc:
+            raise CorruptLogError(f"session {session_id!r}: {exc}") from None
+        if header.id != session_id:
+            raise CorruptLogError(f"session {session_id!r}: its header names {header.id!r}")
+        events = import_events(raw.rows, session_id)
+        repair = repair_closers(events)
+        if repair and commit:
+            if len(events) != raw.next_seq:
+                raise PersistenceError(
+                    f"session {session_id!r}: legacy events were renumbered on import, so "
+                    "the repair cannot be appended in place"
+                )
+            self.backend.append(session_id, repair.records, durable=True)
+        log = StoredLog(header, (*events, *repair.events), repair.events, raw.torn_bytes)
+        return log, raw
+
+    def _refuse_live(self, session_id: str, action: str) -> None:
+        if self.coordinator.is_live(session_id):
+            raise SessionLiveError(f"session {session_id!r} is live in this process: not {action}")
+
+
+_gc_lock = threading.Lock()
+_gc_holders = 0
+_gc_was_enabled = False
+
+
+@contextmanager
+def _bulk_load() -> Iterator[None]:
+    """Pause the cyclic GC while a log is parsed into objects.
+
+    A 100k-event log becomes about a million containers, none of them garbage; without the
+    pause, the collector rescans them over and over (it more than doubles the load time).
+    """
+    global _gc_holders, _gc_was_enabled
+    with _gc_lock:
+        if _gc_holders == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_holders += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_holders -= 1
+            if _gc_holders == 0 and _gc_was_enabled:
+                gc.enable()
+
+
+def _check(signal: CancelSignal | None) -> None:
+    if signal is not None:
+        signal.raise_if_aborted()

@@ -1,0 +1,151 @@
+"""The `ctx.session_persistence` seam: its protocol, key, values and errors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from ..kernel import ServiceKey
+from ..session import SessionEvent, SessionHeader, SessionMeta
+
+if TYPE_CHECKING:
+    from ..kernel import CancelSignal
+    from ..session import Session
+
+__all__ = [
+    "SESSION_PERSISTENCE",
+    "CorruptLogError",
+    "ForkSeed",
+    "PersistenceError",
+    "Record",
+    "SeqMismatchError",
+    "SessionExistsError",
+    "SessionLiveError",
+    "SessionLocation",
+    "SessionPersistence",
+    "StoredLog",
+    "UnknownSessionError",
+]
+
+
+class PersistenceError(RuntimeError):
+    """A persistence operation failed (the message names the session)."""
+
+
+class UnknownSessionError(PersistenceError, LookupError):
+    """No stored log has this session id."""
+
+
+class SessionExistsError(PersistenceError):
+    """A stored log already has this id (creation never overwrites)."""
+
+
+class SessionLiveError(PersistenceError):
+    """The session is live in this process: it has a writer, so it is not prepared again,
+    appended to from outside, or repaired."""
+
+
+class SeqMismatchError(PersistenceError):
+    """An append whose first seq is not the stored next seq."""
+
+
+class CorruptLogError(PersistenceError):
+    """A stored log that cannot be read (not a torn tail: that one is truncated)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLocation:
+    """Where a backend keeps (or would keep) a session: `kind` is the backend's name."""
+
+    kind: str
+    path: Path
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One event as stored: its seq, type and time, and its JSON text (one line, no newline)."""
+
+    seq: int
+    type: str
+    time: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredLog:
+    """A stored session: its header and events.
+
+    `repair` holds the crash-repair closers at the end of `events` (committed by `load` and
+    `prepare`, only proposed by `inspect`); `torn_bytes` is the size of the torn tail that was
+    (or would be) truncated first. `live` says the session has a writer in this process.
+    """
+
+    header: SessionHeader
+    events: tuple[SessionEvent, ...]
+    repair: tuple[SessionEvent, ...] = ()
+    torn_bytes: int = 0
+    live: bool = False
+
+    @property
+    def id(self) -> str:
+        return self.header.id
+
+
+@dataclass(frozen=True, slots=True)
+class ForkSeed:
+    """What a fork of a stored session needs: the prefix and the child's metadata.
+
+    Use it as `ctx.sessions.create(child_id, seed=fork.events, meta=fork.meta)` or
+    `CreateAgentOptions(child_id, fork.meta, fork.events, ...)`.
+    """
+
+    source_id: str
+    events: tuple[SessionEvent, ...]
+    meta: SessionMeta
+
+
+@runtime_checkable
+class SessionPersistence(Protocol):
+    """The persistence seam (SPEC §3.8). Every method names sessions by id."""
+
+    def locate(self, header: SessionHeader) -> SessionLocation | None:
+        """Where the session is (or would be) stored. No I/O."""
+        ...
+
+    async def create(self, header: SessionHeader) -> None:
+        """Store a header-only session; `SessionExistsError` when the id is taken."""
+        ...
+
+    async def append(self, session_id: str, events: Sequence[SessionEvent]) -> None:
+        """Durably append; the first seq must be the stored next seq."""
+        ...
+
+    async def prepare(self, session_id: str, signal: CancelSignal | None = None) -> Session:
+        """An unpublished `Session` seeded with the stored, repaired log (commits the repair)."""
+        ...
+
+    async def load(self, session_id: str) -> StoredLog:
+        """The balanced stored log (commits a cold crash repair)."""
+        ...
+
+    async def inspect(self, session_id: str, signal: CancelSignal | None = None) -> StoredLog:
+        """The stored log with the repair it would need; changes nothing."""
+        ...
+
+    async def read_from(self, session_id: str, from_seq: int) -> list[SessionEvent]:
+        """The stored events from `from_seq` on (no repair)."""
+        ...
+
+    async def list(self) -> list[SessionHeader]:
+        """Headers of the stored sessions that have events."""
+        ...
+
+    async def fork(self, source_id: str, boundary: int | None = None) -> ForkSeed:
+        """The seed of a fork of a stored session through `boundary` (inclusive)."""
+        ...
+
+
+SESSION_PERSISTENCE: ServiceKey[SessionPersistence] = ServiceKey("session_persistence")
+"""The key of `ctx.session_persistence` (a `SessionPersistence`)."""

@@ -1,0 +1,73 @@
+"""The checkpoint policy: flush a live session before each model call, each top-level tool
+body and each pre-step. A failed flush fails closed."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ...agent import PRE_STEP, StepPoint
+from ...kernel import SESSIONS, Context, Next
+from ...llm import LLM_STREAM, GenerateOptions, StreamChunk
+from ...tools import TOOLS_EXECUTE, ToolExecution, ToolResult
+
+if TYPE_CHECKING:
+    from ...session import Session, SessionStore
+
+__all__ = ["CheckpointPlugin", "Checkpoints"]
+
+
+class Checkpoints:
+    """The three checkpoints, over one session store. Each flush is `SessionStore.flush`
+    (the `session/flush` barrier); it raises when persistence could not write."""
+
+    __slots__ = ("flushes", "sessions")
+
+    def __init__(self, sessions: SessionStore) -> None:
+        self.sessions = sessions
+        self.flushes = 0
+        """How many checkpoint flushes ran (for tests and metrics)."""
+
+    async def flush(self, session: Session | None) -> None:
+        """Flush `session` if it is live in the store."""
+        if session is None or self.sessions.get(session.id) is not session:
+            return
+        self.flushes += 1
+        await self.sessions.flush(session)
+
+    async def before_model_call(
+        self, options: GenerateOptions, next: Next[GenerateOptions, AsyncIterator[StreamChunk]]
+    ) -> AsyncIterator[StreamChunk]:
+        if options.session_id is not None:
+            await self.flush(self.sessions.get(options.session_id))
+        return await next()
+
+    async def before_tool_body(
+        self, exec: ToolExecution, next: Next[ToolExecution, ToolResult]
+    ) -> ToolResult:
+        if exec.parent is None:
+            await self.flush(_session_of(exec.agent))
+        # A call cancelled during the flush never starts its body: the pipeline answers
+        # ABORTED_BEFORE_DISPATCH for an aborted signal.
+        return await next()
+
+    async def at_pre_step(self, point: StepPoint) -> None:
+        await self.flush(point.agent.session)
+
+
+def _session_of(agent: Any) -> Session | None:
+    return getattr(agent, "session", None) if agent is not None else None
+
+
+class CheckpointPlugin:
+    """Durability checkpoints on the loop's seams (zero config)."""
+
+    name: ClassVar[str] = "checkpoints"
+    inject: ClassVar[tuple[Any, ...]] = (SESSIONS,)
+
+    @staticmethod
+    def apply(ctx: Context, config: None) -> None:
+        checkpoints = Checkpoints(ctx.sessions)
+        ctx.on(LLM_STREAM, checkpoints.before_model_call, global_=True)
+        ctx.on(TOOLS_EXECUTE, checkpoints.before_tool_body, global_=True)
+        ctx.on(PRE_STEP, checkpoints.at_pre_step, global_=True)

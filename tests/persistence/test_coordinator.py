@@ -1,0 +1,223 @@
+"""The write coordinator: batching window, flush barrier, failures, disposal, one writer."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh.kernel import Context
+from dsh.persistence import (
+    PERSISTENCE_WRITTEN,
+    JsonlBackend,
+    Record,
+    SessionBackend,
+    SessionLiveError,
+    StoredSessions,
+    Written,
+    mount_persistence,
+)
+from dsh.session import Session, SessionPlugin, SessionStore
+
+
+class _Spy:
+    """A JSONL backend that counts writes and can fail or hold them."""
+
+    def __init__(self, inner: SessionBackend) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.store_id = inner.store_id
+        self.batches: list[list[int]] = []
+        self.fail = 0
+        self.hold: threading.Event | None = None
+        self.holding = threading.Event()
+        self.failed = threading.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def _write(self, records: Sequence[Record]) -> None:
+        if self.hold is not None:
+            self.holding.set()
+            self.hold.wait(10)
+        if self.fail:
+            self.fail -= 1
+            self.failed.set()
+            raise OSError("no space left on device (simulated)")
+        self.batches.append([r.seq for r in records])
+
+    def create(self, header: Any, records: Sequence[Record], *, durable: bool) -> None:
+        self._write(records)
+        self.inner.create(header, records, durable=durable)
+
+    def append(self, session_id: str, records: Sequence[Record], *, durable: bool) -> None:
+        self._write(records)
+        self.inner.append(session_id, records, durable=durable)
+
+
+class _World:
+    def __init__(self, ctx: Context, store: SessionStore, spy: _Spy, root: Path) -> None:
+        self.ctx = ctx
+        self.store = store
+        self.spy = spy
+        self.root = root
+        self.written: list[Written] = []
+        self.changed = asyncio.Event()
+        ctx.on(PERSISTENCE_WRITTEN, self._written)
+
+    def _written(self, written: Written) -> None:
+        self.written.append(written)
+        self.changed.set()
+
+    def stored(self, session_id: str) -> int:
+        backend = JsonlBackend(self.root)
+        return backend.read(session_id).next_seq if backend.exists(session_id) else 0
+
+    async def wait_written(self, count: int) -> None:
+        while len(self.written) < count:
+            self.changed.clear()
+            await self.changed.wait()
+
+
+async def _world(root: Path, window_ms: float) -> tuple[_World, StoredSessions]:
+    ctx = Context()
+    await ctx.plugin(SessionPlugin)
+    spy = _Spy(JsonlBackend(root))
+    service = mount_persistence(ctx.child("persistence"), spy, batch_window_ms=window_ms)
+    return _World(ctx, ctx.sessions, spy, root), service
+
+
+@pytest.fixture
+async def world(tmp_path: Path) -> AsyncIterator[_World]:
+    world, _ = await _world(tmp_path, window_ms=20)
+    yield world
+    await world.ctx.owner.dispose()
+
+
+def _todos(session: Session, n: int) -> None:
+    for i in range(n):
+        session.append("todo/write", {"todos": [{"content": f"t{i}", "status": "pending"}]})
+
+
+async def test_a_burst_is_one_batch_written_after_the_window(world: _World) -> None:
+    session = world.store.create("s-burst")
+    _todos(session, 50)
+    assert world.spy.batches == []  # nothing is written synchronously
+    await world.wait_written(1)
+    assert world.spy.batches == [list(range(50))]
+    assert world.written == [Written("s-burst", 49, False)]
+    assert world.stored("s-burst") == 50
+
+
+async def test_flush_is_the_barrier(tmp_path: Path) -> None:
+    world, _ = await _world(tmp_path, window_ms=60_000)
+    session = world.store.create("s-flush")
+    assert await world.store.flush(session)  # nothing yet: no file (lazy materialization)
+    assert world.stored("s-flush") == 0 and world.spy.batches == []
+    _todos(session, 3)
+    await asyncio.sleep(0)
+    assert world.stored("s-flush") == 0  # the window is a minute long
+    assert await world.store.flush(session)
+    assert world.stored("s-flush") == 3
+    assert world.written == [Written("s-flush", 2, True)]
+    assert await world.store.flush(session)  # quiescent: nothing more is written
+    assert world.spy.batches == [[0, 1, 2]]
+    await world.ctx.owner.dispose()
+
+
+async def test_events_arriving_during_a_write_form_the_next_batch(world: _World) -> None:
+    world.spy.hold = threading.Event()
+    session = world.store.create("s-next")
+    _todos(session, 2)
+    await asyncio.to_thread(world.spy.holding.wait, 10)  # the first batch is being written
+    _todos(session, 3)
+    world.spy.hold.set()
+    await world.store.flush(session)
+    assert world.spy.batches == [[0, 1], [2, 3, 4]]
+
+
+async def test_a_failed_write_is_retried_at_the_next_event(world: _World) -> None:
+    session = world.store.create("s-retry")
+    _todos(session, 2)
+    await world.wait_written(1)
+    world.spy.fail = 1
+    _todos(session, 2)
+    await asyncio.to_thread(world.spy.failed.wait, 10)  # the timed write failed: batch kept
+    await asyncio.sleep(0.05)
+    assert world.stored("s-retry") == 2  # no automatic retry without news
+    _todos(session, 1)
+    await world.wait_written(2)
+    assert world.stored("s-retry") == 5
+    assert world.spy.batches == [[0, 1], [2, 3, 4]]
+
+
+async def test_flush_surfaces_the_failure_and_nothing_is_lost(world: _World) -> None:
+    session = world.store.create("s-fail")
+    _todos(session, 2)
+    world.spy.fail = 1
+    with pytest.raises(OSError, match="no space left"):
+        await world.store.flush(session)
+    assert world.stored("s-fail") == 0
+    assert await world.store.flush(session)
+    assert world.stored("s-fail") == 2
+
+
+async def test_disposal_drains_and_releases_the_writer(tmp_path: Path) -> None:
+    world, service = await _world(tmp_path, window_ms=60_000)
+    child = world.ctx.child("owner-of-the-session")
+    session = child.sessions.create("s-dispose")
+    _todos(session, 4)
+    assert service.coordinator.is_live("s-dispose")
+    await child.owner.dispose()  # session/disposed: the final drain
+    prepared = await service.prepare("s-dispose")  # waits for that drain
+    assert prepared.first_live_seq == 4
+    assert not service.coordinator.is_live("s-dispose")
+    await world.ctx.owner.dispose()
+
+
+async def test_one_live_writer_per_session_across_runtimes(tmp_path: Path) -> None:
+    first, _ = await _world(tmp_path, window_ms=5)
+    second, second_service = await _world(tmp_path, window_ms=5)
+    session = first.store.create("s-owned")
+    _todos(session, 1)
+    await first.store.flush(session)
+    with pytest.raises(SessionLiveError):
+        await second_service.prepare("s-owned")
+    with pytest.raises(SessionLiveError):
+        await second_service.append("s-owned", [])
+    await first.ctx.owner.dispose()
+    resumed = await second_service.prepare("s-owned")
+    assert resumed.first_live_seq == 1
+    await second.ctx.owner.dispose()
+
+
+async def test_load_of_a_live_session_flushes_and_never_repairs(tmp_path: Path) -> None:
+    world, service = await _world(tmp_path, window_ms=60_000)
+    session = world.store.create("s-open")
+    session.append("turn/start", {"turn": 1})
+    with pytest.raises(SessionLiveError, match="inside a turn"):
+        await service.load("s-open")
+    assert world.stored("s-open") == 1  # flushed, not repaired
+    view = await service.inspect("s-open")
+    assert view.live and view.repair == () and len(view.events) == 1
+    session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    loaded = await service.load("s-open")
+    assert loaded.live and len(loaded.events) == 2
+    await world.ctx.owner.dispose()
+
+
+async def test_agent_scoped_sessions_are_persisted(tmp_path: Path) -> None:
+    from dsh.kernel import create_scope
+
+    world, _ = await _world(tmp_path, window_ms=60_000)
+    scope = create_scope(world.ctx, object(), "agent:test")
+    session = scope.ctx.sessions.create("s-scoped")
+    _todos(session, 2)
+    assert await scope.ctx.sessions.flush(session)
+    assert world.stored("s-scoped") == 2
+    await scope.dispose()
+    await world.ctx.owner.dispose()
