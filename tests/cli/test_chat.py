@@ -107,3 +107,25 @@ def test_commands_and_double_ctrl_c(tmp_path: Path) -> None:
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+def test_resume_a_previous_session(tmp_path: Path) -> None:
+    child = spawn(tmp_path, ["Remembered."])
+    child.expect(">")
+    child.sendline("remember this")
+    child.expect("Remembered.")
+    child.sendline("/sessions")
+    child.expect(r"(session-[0-9a-f-]{36})")
+    session_id = child.match.group(1)
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+
+    again = spawn(tmp_path, ["Welcome back."])
+    again.sendline(f"/resume {session_id}")
+    again.expect(f"resumed session {session_id}")
+    again.sendline("are you there?")
+    again.expect("Welcome back.")
+    again.sendline("/exit")
+    again.expect(pexpect.EOF)
+    again.close()
+    assert again.exitstatus == 0

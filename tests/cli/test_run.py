@@ -116,3 +116,76 @@ def test_missing_deepseek_key_is_a_clear_message(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "DEEPSEEK_API_KEY" in result.stderr
+
+
+def test_sessions_list_show_and_resume(tmp_path: Path) -> None:
+    first = dsh(tmp_path, ["Noted: the code word is tulip."], "remember tulip")
+    assert first.returncode == 0, first.stderr
+    session_id = first.stderr.split("session ")[-1].split(" ")[0]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "DSH_SESSION_ROOT": str(tmp_path / "sessions"),
+        "HOME": str(tmp_path),
+        "NO_COLOR": "1",
+    }
+    cli = [sys.executable, "-c", "from dsh.cli import main; main()", "sessions"]
+    listed = subprocess.run([*cli, "list"], capture_output=True, text=True, env=env, timeout=60)
+    assert session_id in listed.stdout
+    shown = subprocess.run(
+        [*cli, "show", session_id], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert "> remember tulip" in shown.stdout
+    assert "Noted: the code word is tulip." in shown.stdout
+    raw = subprocess.run(
+        [*cli, "show", "--json", session_id], capture_output=True, text=True, env=env, timeout=60
+    )
+    lines = [json.loads(line) for line in raw.stdout.splitlines()]
+    assert lines[0]["type"] == "session" and lines[0]["id"] == session_id
+    assert lines[-1]["type"] == "turn/end"
+    missing = subprocess.run(
+        [*cli, "show", "session-nope"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert missing.returncode == 2 and "no stored session" in missing.stderr
+
+    profile = tmp_path / "scripted.yml"
+    profile.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "id": "scripted",
+                    "name": "tests.server.support:ScriptedPlugin",
+                    "config": {"script": ["The word was tulip."]},
+                }
+            ]
+        )
+    )
+    resumed = subprocess.run(
+        [
+            *cli,
+            "resume",
+            session_id,
+            "what was the word?",
+            "--profile",
+            str(profile),
+            "--provider",
+            "scripted",
+            "--model",
+            "scripted",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.strip() == "The word was tulip."
+    after = subprocess.run(
+        [*cli, "show", "--json", session_id], capture_output=True, text=True, env=env, timeout=60
+    )
+    turns = [
+        json.loads(line)["data"]["turn"]
+        for line in after.stdout.splitlines()
+        if json.loads(line)["type"] == "turn/start"
+    ]
+    assert turns == [1, 2]

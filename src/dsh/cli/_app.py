@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -19,6 +19,8 @@ app = typer.Typer(
 )
 config_app = typer.Typer(help="Inspect the plugin composition.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+sessions_app = typer.Typer(help="Persisted sessions.", no_args_is_help=True)
+app.add_typer(sessions_app, name="sessions")
 
 ProfileOption = Annotated[
     list[Path] | None,
@@ -78,7 +80,7 @@ CwdOption = Annotated[
 ]
 
 
-def _exit_with(coro: Any) -> None:
+def _exit_with(coro: Any) -> NoReturn:
     """Run a command coroutine; user-fixable problems print one line and exit 2."""
     import asyncio
 
@@ -134,6 +136,48 @@ def chat_command(
     from ._chat import chat
 
     _exit_with(chat(profile, provider, model, cwd))
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Raw JSON lines.")]
+
+
+@sessions_app.command("list")
+def sessions_list(profile: ProfileOption = None, json_: JsonOption = False) -> None:
+    """List stored sessions, newest first."""
+    from ._sessions import list_sessions
+
+    _exit_with(list_sessions(profile, json_))
+
+
+@sessions_app.command("show")
+def sessions_show(
+    session_id: Annotated[str, typer.Argument(help="The session id.")],
+    profile: ProfileOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Print a session's transcript (`--json`: its header and raw events)."""
+    from ._sessions import show_session
+
+    _exit_with(show_session(profile, session_id, json_))
+
+
+@sessions_app.command("resume")
+def sessions_resume(
+    session_id: Annotated[str, typer.Argument(help="The session id.")],
+    task: Annotated[str | None, typer.Argument(help="A task to run (else: chat).")] = None,
+    profile: ProfileOption = None,
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")] = False,
+) -> None:
+    """Resume a session: run a task in it, or chat in it."""
+    from ._chat import chat
+    from ._run import RunOptions, run_task
+
+    if task is None:
+        _exit_with(chat(profile, provider, model, None, resume=session_id))
+
+    _exit_with(run_task(RunOptions(task, profile, provider, model, None, yes, resume=session_id)))
 
 
 @app.command("jsonrpc")

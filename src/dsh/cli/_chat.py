@@ -45,7 +45,12 @@ class ChatState:
 
 
 async def chat(
-    profile: list[Path] | None, provider: str | None, model: str | None, cwd: Path | None
+    profile: list[Path] | None,
+    provider: str | None,
+    model: str | None,
+    cwd: Path | None,
+    *,
+    resume: str | None = None,
 ) -> int:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.patch_stdout import patch_stdout
@@ -59,7 +64,9 @@ async def chat(
     state = ChatState(ctx, route, (cwd or Path.cwd()).resolve(), console)
     renderer = TerminalRenderer(console, console)
     try:
-        await _switch(state, renderer, None)
+        await _switch(state, renderer, resume)
+        if state.handle is None:
+            return 2
         _install_answerer(state)
         session: PromptSession[str] = PromptSession()
         console.print(
