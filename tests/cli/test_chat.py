@@ -2,54 +2,23 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import pexpect
-import yaml
 
-ROOT = Path(__file__).parents[2]
+from .support import DSH, cli_env, scripted_profile, workspace
 
 
 def spawn(tmp_path: Path, script: list[Any]) -> pexpect.spawn:
-    profile = tmp_path / "scripted.yml"
-    profile.write_text(
-        yaml.safe_dump(
-            [
-                {
-                    "id": "scripted",
-                    "name": "tests.server.support:ScriptedPlugin",
-                    "config": {"script": script},
-                }
-            ]
-        )
-    )
-    workspace = tmp_path / "ws"
-    workspace.mkdir(exist_ok=True)
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "DSH_SESSION_ROOT": str(tmp_path / "sessions"),
-        "HOME": str(tmp_path),
-        "TERM": "xterm",
-    }
+    profile = scripted_profile(tmp_path, script)
+    env = cli_env(tmp_path, TERM="xterm")
+    args = [*DSH, "chat", "--profile", str(profile), "--provider", "scripted"]
+    args += ["--model", "scripted", "--cwd", str(workspace(tmp_path))]
     child = pexpect.spawn(
         sys.executable,
-        [
-            "-c",
-            "from dsh.cli import main; main()",
-            "chat",
-            "--profile",
-            str(profile),
-            "--provider",
-            "scripted",
-            "--model",
-            "scripted",
-            "--cwd",
-            str(workspace),
-        ],
+        args,
         env=env,
         cwd=str(tmp_path),
         timeout=30,

@@ -9,56 +9,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-ROOT = Path(__file__).parents[2]
+from .support import DSH, cli_env, scripted_profile, workspace
 
 
 def dsh(
     tmp_path: Path, script: list[Any], *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    profile = tmp_path / "scripted.yml"
-    profile.write_text(
-        yaml.safe_dump(
-            [
-                {
-                    "id": "scripted",
-                    "name": "tests.server.support:ScriptedPlugin",
-                    "config": {"script": script},
-                }
-            ]
-        )
-    )
-    workspace = tmp_path / "ws"
-    workspace.mkdir(exist_ok=True)
-    full_env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "DSH_SESSION_ROOT": str(tmp_path / "sessions"),
-        "HOME": str(tmp_path),
-        "NO_COLOR": "1",
-        **(env or {}),
-    }
+    profile = scripted_profile(tmp_path, script)
+    command = [*DSH, "run", "--profile", str(profile), "--provider", "scripted"]
+    command += ["--model", "scripted", "--cwd", str(workspace(tmp_path)), *args]
     return subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from dsh.cli import main; main()",
-            "run",
-            "--profile",
-            str(profile),
-            "--provider",
-            "scripted",
-            "--model",
-            "scripted",
-            "--cwd",
-            str(workspace),
-            *args,
-        ],
+        [sys.executable, *command],
         capture_output=True,
         text=True,
         timeout=120,
-        env=full_env,
+        env=cli_env(tmp_path, **(env or {})),
         cwd=tmp_path,
     )
 
@@ -122,14 +87,8 @@ def test_sessions_list_show_and_resume(tmp_path: Path) -> None:
     first = dsh(tmp_path, ["Noted: the code word is tulip."], "remember tulip")
     assert first.returncode == 0, first.stderr
     session_id = first.stderr.split("session ")[-1].split(" ")[0]
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "DSH_SESSION_ROOT": str(tmp_path / "sessions"),
-        "HOME": str(tmp_path),
-        "NO_COLOR": "1",
-    }
-    cli = [sys.executable, "-c", "from dsh.cli import main; main()", "sessions"]
+    env = cli_env(tmp_path)
+    cli = [sys.executable, *DSH, "sessions"]
     listed = subprocess.run([*cli, "list"], capture_output=True, text=True, env=env, timeout=60)
     assert session_id in listed.stdout
     shown = subprocess.run(
@@ -148,18 +107,7 @@ def test_sessions_list_show_and_resume(tmp_path: Path) -> None:
     )
     assert missing.returncode == 2 and "no stored session" in missing.stderr
 
-    profile = tmp_path / "scripted.yml"
-    profile.write_text(
-        yaml.safe_dump(
-            [
-                {
-                    "id": "scripted",
-                    "name": "tests.server.support:ScriptedPlugin",
-                    "config": {"script": ["The word was tulip."]},
-                }
-            ]
-        )
-    )
+    profile = scripted_profile(tmp_path, ["The word was tulip."])
     resumed = subprocess.run(
         [
             *cli,

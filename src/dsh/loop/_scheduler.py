@@ -11,6 +11,7 @@ from ..llm import Json, TextBlock, ToolCallBlock, tool_result_message
 from ..tools import Prepared, ToolExecutionInput, ToolFailure, ToolResult
 
 if TYPE_CHECKING:
+    from ..session import SessionEvent
     from ._agent import Activity
     from ._turn import TurnRunner
 
@@ -109,17 +110,7 @@ class ToolCallScheduler:
     async def _start(
         self, block: ToolCallBlock, request: ToolExecutionInput, parallel: bool
     ) -> None:
-        turn, step = self.activity.turn, self.activity.step
-        call = self.session.append(
-            "tool/call",
-            {
-                "turn": turn,
-                "step": step,
-                "callId": block.id,
-                "name": block.name,
-                "arguments": block.arguments,
-            },
-        )
+        call = self._append_call(block)
         prepared = await self.tools.prepare(request)
         slot = _Slot(block, call.seq, prepared, parallel)
         if prepared.kind == "dispatch":
@@ -155,18 +146,21 @@ class ToolCallScheduler:
             self.runner.agent.send(context, "next-step", False)
         self.concluded = self.concluded or result.concludes_turn
 
-    def _synthetic_abort(self, block: ToolCallBlock) -> None:
-        turn, step = self.activity.turn, self.activity.step
-        call = self.session.append(
+    def _append_call(self, block: ToolCallBlock) -> SessionEvent:
+        return self.session.append(
             "tool/call",
             {
-                "turn": turn,
-                "step": step,
+                "turn": self.activity.turn,
+                "step": self.activity.step,
                 "callId": block.id,
                 "name": block.name,
                 "arguments": block.arguments,
             },
         )
+
+    def _synthetic_abort(self, block: ToolCallBlock) -> None:
+        turn, step = self.activity.turn, self.activity.step
+        call = self._append_call(block)
         message = tool_result_message(
             block.id, [TextBlock(f"Error: {ABORTED_BEFORE_DISPATCH}")], True
         )
