@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,11 @@ from dsh.session import SessionMeta
 from dsh.testing import ScriptedModel
 
 _ids = itertools.count(1)
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO.parent / "shared" / "fixtures"
+"""The reference runtime's recorded logs and transcripts (`../shared/fixtures` beside the
+checkout, in development and in CI alike)."""
 
 
 @dataclass

@@ -94,3 +94,11 @@ def test_public_api_is_importable_and_lazy() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_reference_fixtures_are_beside_the_checkout() -> None:
+    from tests.conftest import FIXTURES
+
+    assert (FIXTURES / "ts-logs" / "plain" / "session.jsonl").is_file(), (
+        f"the reference fixtures are missing at {FIXTURES}: interchange tests would not run"
+    )

@@ -20,8 +20,8 @@ from dsh.plugins.invariants import INVARIANTS
 from dsh.profiles import CORE_ROWS
 from dsh.session import SessionMeta
 from dsh.testing import ScriptedModel
+from tests.conftest import FIXTURES
 
-FIXTURES = Path("/work/shared/fixtures")
 TS_LOGS = FIXTURES / "ts-logs"
 CWD = "/tmp/dsh-persistence-tests"
 _ids = itertools.count(1)

@@ -11,8 +11,9 @@ from dsh.session import (
     UnknownEventTypeError,
     import_events,
 )
+from tests.conftest import FIXTURES as SHARED
 
-FIXTURES = Path("/work/shared/fixtures/ts-logs")
+FIXTURES = SHARED / "ts-logs"
 
 
 def ev(seq: int, kind: str, data: dict[str, Any], **extra: Any) -> dict[str, Any]:
