@@ -199,3 +199,58 @@ async def test_hundred_agents_run_turns_concurrently(runtime: Runtime) -> None:
     assert all(r.finish_reason == "completed" for r in results)
     assert all(r.text == "done" for r in results)
     assert len(runtime.model.requests) == 200
+
+
+async def test_owner_disposed_during_setup_rolls_creation_back(runtime: Runtime) -> None:
+    plugin_ctx = runtime.ctx.child("short-lived")
+    entered = asyncio.Event()
+
+    async def slow_setup(agent_ctx: Context) -> None:
+        entered.set()
+        await asyncio.sleep(3600)
+
+    created: list[str] = []
+    runtime.ctx.on(AGENT_CREATED, lambda e: created.append(e.agent.id))
+    task = asyncio.create_task(plugin_ctx.agents.create(options("life-9", setup=slow_setup)))
+    await entered.wait()
+    await plugin_ctx.owner.dispose()
+    with pytest.raises(Exception, match="owner was disposed"):
+        await task
+    assert created == []
+    assert runtime.ctx.agents.get("life-9") is None
+    assert runtime.ctx.sessions.get("life-9") is None
+
+
+async def test_config_agents_start_with_the_plugin() -> None:
+    from dsh.kernel import boot, load_profile
+    from dsh.loop import CONFIG_START_FAILED, ConfigStartFailed
+    from dsh.profiles import CORE_ROWS
+    from dsh.testing import ScriptedModel
+
+    agents = [
+        {
+            "id": "helper",
+            "provider": "scripted",
+            "model": "scripted",
+            "cwd": "/srv/project",
+            "system_prompt": "You run {{model}} in {{cwd}}.",
+        },
+        {"id": "ghost", "resume_session_id": "session-that-does-not-exist"},
+    ]
+    failures: list[ConfigStartFailed] = []
+    root = Context()
+    root.on(CONFIG_START_FAILED, failures.append)
+    rows = [
+        *CORE_ROWS[:-1],
+        {"id": "agent-loop", "name": "agent_loop", "config": {"agents": agents}},
+    ]
+    ctx = await boot(load_profile(base=rows), root=root)
+    model = ScriptedModel(["hi"])
+    model.install(ctx)
+    [helper] = ctx.agents.list()
+    assert helper.id.startswith("helper-session-")
+    await run_prompt(helper, "hello")
+    assert "You run scripted in /srv/project." in (model.requests[0].system or "")
+    assert [f.session_id for f in failures] == ["session-that-does-not-exist"]
+    assert "no session persistence" in str(failures[0].error)
+    await ctx.owner.dispose()

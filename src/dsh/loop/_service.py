@@ -170,8 +170,13 @@ class AgentLoop:
         state = self.state
         agent = ReactLoopAgent(state, session, options)
         detachers: list[Any] = []
+        # Creation ends early when the caller's signal fires or the handle is disposed
+        # (its owner went away) while setup runs; the caller's signal is detached after.
+        creation = CancelSignal()
+        forget_signal = signal.add_callback(creation.abort) if signal is not None else None
 
         async def dispose() -> None:
+            creation.abort("the agent's owner was disposed during its creation")
             state.handles.discard(handle)
             await agent.shutdown()
             for detach in reversed(detachers):
@@ -182,9 +187,10 @@ class AgentLoop:
         link = owner.owner.effect(handle.dispose)
         try:
             if setup is not None:
-                commit = await _run_setup(setup, agent.ctx, signal)
+                commit = await _run_setup(setup, agent.ctx, creation)
                 if commit is not None:
                     commit()
+            creation.raise_if_aborted()
             entering = Context(parent=agent.ctx, owner=owner.owner)
             detachers.append(entering.sessions.enter(session))
             detachers.append(state.agents.enter(agent, owner.agent))
@@ -195,18 +201,19 @@ class AgentLoop:
             link()
             await handle.dispose()
             raise
+        finally:
+            if forget_signal is not None:
+                forget_signal()
         return handle
 
     async def dispose_all(self) -> None:
         await asyncio.gather(*(h.dispose() for h in list(self.state.handles)))
 
 
-async def _run_setup(setup: Setup, ctx: Context, signal: CancelSignal | None) -> Any:
+async def _run_setup(setup: Setup, ctx: Context, signal: CancelSignal) -> Any:
     result = setup(ctx)
     if not inspect.isawaitable(result):
         return result
-    if signal is None:
-        return await result
     task = asyncio.ensure_future(result)
     aborted = asyncio.ensure_future(signal.wait())
     try:
