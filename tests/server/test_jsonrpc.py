@@ -185,3 +185,58 @@ def test_the_line_parser_never_raises(line: bytes) -> None:
     assert frame is None or isinstance(frame, Request | dict)
     if isinstance(frame, dict):
         json.dumps(frame)  # an error frame is always serialisable
+
+
+async def test_random_lines_never_break_the_server_process(tmp_path: Path) -> None:
+    """Random bytes and random JSON on stdin: every reply is a whole frame, and a later
+    valid request is still answered."""
+    import random
+
+    rng = random.Random(20261130)
+
+    def random_json(depth: int = 0) -> Any:
+        kind = rng.randrange(7 if depth < 3 else 4)
+        if kind == 0:
+            return rng.randrange(-(10**9), 10**9)
+        if kind == 1:
+            return "".join(chr(rng.randrange(32, 0x2FFF)) for _ in range(rng.randrange(12)))
+        if kind == 2:
+            return rng.choice([None, True, False, 1.5])
+        if kind == 3:
+            return rng.choice(["initialize", "session/prompt", "shutdown", "x"])
+        if kind == 4:
+            return [random_json(depth + 1) for _ in range(rng.randrange(4))]
+        keys = ["jsonrpc", "id", "method", "params", "sessionId", "contentBlocks", "cwd"]
+        return {rng.choice(keys): random_json(depth + 1) for _ in range(rng.randrange(5))}
+
+    lines: list[bytes] = []
+    for i in range(300):
+        if i % 3 == 0:
+            lines.append(
+                bytes(rng.randrange(256) for _ in range(rng.randrange(60))).replace(b"\n", b"")
+            )
+        else:
+            frame = random_json()
+            if isinstance(frame, dict) and frame.get("method") == "shutdown":
+                frame["method"] = "not-shutdown"
+            lines.append(json.dumps(frame).encode())
+    lines.append(
+        b'{"jsonrpc":"2.0","id":"last","method":"initialize","params":{"cwd":"/tmp","provider":"scripted","model":"scripted"}}'
+    )
+    lines.append(b'{"jsonrpc":"2.0","id":"bye","method":"shutdown"}')
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "dsh.server",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=runtime_env(tmp_path, []),
+    )
+    out, _ = await asyncio.wait_for(process.communicate(b"\n".join(lines) + b"\n"), timeout=60)
+    frames = [json.loads(line) for line in out.splitlines()]
+    assert frames and all(f["jsonrpc"] == "2.0" for f in frames)
+    by_id = {f.get("id"): f for f in frames if "id" in f}
+    assert by_id["last"]["result"]["serverInfo"]["version"] == "0.0.1"
+    assert by_id["bye"]["result"] == {}
+    assert process.returncode == 0
