@@ -102,3 +102,14 @@ def test_reference_fixtures_are_beside_the_checkout() -> None:
     assert (FIXTURES / "ts-logs" / "plain" / "session.jsonl").is_file(), (
         f"the reference fixtures are missing at {FIXTURES}: interchange tests would not run"
     )
+
+
+def test_the_event_taxonomy_document_matches_the_declarations() -> None:
+    import runpy
+
+    script = runpy.run_path(str(SRC.parents[1] / "scripts" / "event_taxonomy.py"))
+    expected = script["table"]()
+    actual = (SRC.parents[1] / "docs" / "EVENTS.md").read_text()
+    assert actual == expected, (
+        "docs/EVENTS.md is stale: python scripts/event_taxonomy.py > docs/EVENTS.md"
+    )
