@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dsh.kernel import Context, PluginError, create_scope
-from dsh.llm._types import ToolSchema
+from dsh.llm import ToolSchema
 from dsh.prompt import (
     UNLISTED_TOOLS,
     AssembleContext,

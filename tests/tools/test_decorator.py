@@ -6,7 +6,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from dsh.kernel import CancelSignal, Context
-from dsh.llm._types import TextBlock, user_message
+from dsh.llm import TextBlock, user_message
 from dsh.tools import (
     ToolDefinition,
     ToolExecutionInput,

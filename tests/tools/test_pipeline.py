@@ -6,7 +6,7 @@ from typing import Any, Literal
 import pytest
 
 from dsh.kernel import CancelSignal, Context, Next
-from dsh.llm._types import HarnessError, TextBlock, user_message
+from dsh.llm import HarnessError, TextBlock, user_message
 from dsh.tools import (
     APPROVAL,
     TOOLS_EXECUTE,

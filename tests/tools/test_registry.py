@@ -11,7 +11,7 @@ from dsh.kernel import (
     bind_scope_parent,
     create_scope,
 )
-from dsh.llm._types import TextBlock
+from dsh.llm import TextBlock
 from dsh.prompt import AssembleContext, SystemPromptPlugin
 from dsh.tools import (
     TOOLS_CHANGE,

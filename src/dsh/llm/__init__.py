@@ -10,57 +10,48 @@ from ._adapter import (
     failure_of,
 )
 from ._assembler import BlockAssembler
-from ._events import ADAPTER_CHANGE, LLM_STREAM, AdapterChange
-from ._registry import AdapterRegistration
-from ._runtime import LlmPlugin, LlmRuntime, PreparedCall, apply_model_defaults
-from ._types import (
+from ._chunks import (
     MAX_TOKENS,
     STOP,
     TOOL_CALLS,
-    USER_SOURCE,
-    AdapterDefaults,
-    AssistantMessage,
     BlockEnd,
     BlockStart,
-    CallId,
-    ContentBlock,
     Finish,
     FinishKind,
     FinishReason,
-    GenerateOptions,
-    HarnessError,
+    LlmFailure,
+    ReasoningDelta,
+    StreamChunk,
+    TextDelta,
+    TokenUsage,
+    ToolCallDelta,
+    UsageChunk,
+    aborted_finish,
+    chunk_from_json,
+    error_finish,
+)
+from ._content import (
+    USER_SOURCE,
+    AssistantMessage,
+    CallId,
+    ContentBlock,
     ImageBlock,
     Json,
-    LlmCallConfig,
-    LlmError,
-    LlmFailure,
     Message,
     MessageId,
     MessageSource,
     OtherBlock,
-    Purpose,
     ReasoningBlock,
-    ReasoningDelta,
     Role,
     SessionId,
-    StreamChunk,
     TextBlock,
-    TextDelta,
-    TokenUsage,
     ToolCallBlock,
-    ToolCallDelta,
     ToolResultBlock,
     ToolResultMessage,
-    ToolSchema,
-    UsageChunk,
     UserMessage,
-    aborted_finish,
     assistant_message,
     block_from_json,
     blocks_from_json,
-    chunk_from_json,
-    error_chain,
-    error_finish,
     model_source,
     new_message_id,
     plugin_source,
@@ -69,6 +60,19 @@ from ._types import (
     tool_source,
     user_message,
 )
+from ._events import ADAPTER_CHANGE, LLM_STREAM, AdapterChange
+from ._registry import AdapterRegistration
+from ._request import (
+    AdapterDefaults,
+    GenerateOptions,
+    HarnessError,
+    LlmCallConfig,
+    LlmError,
+    Purpose,
+    ToolSchema,
+    error_chain,
+)
+from ._runtime import LlmPlugin, LlmRuntime, PreparedCall, apply_model_defaults
 
 __all__ = [
     # runtime

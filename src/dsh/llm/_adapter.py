@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from ..kernel import Aborted
-from ._types import GenerateOptions, HarnessError, LlmError, LlmFailure, StreamChunk, error_chain
+from ._chunks import LlmFailure, StreamChunk
+from ._request import GenerateOptions, HarnessError, LlmError, error_chain
 
 __all__ = [
     "DEFAULT_RETRYABLE_CODES",

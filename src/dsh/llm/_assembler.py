@@ -6,25 +6,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import assert_never
 
-from ._types import (
+from ._chunks import (
     STOP,
-    AssistantMessage,
     BlockEnd,
     BlockStart,
-    ContentBlock,
     Finish,
     FinishReason,
+    ReasoningDelta,
+    StreamChunk,
+    TextDelta,
+    TokenUsage,
+    ToolCallDelta,
+    UsageChunk,
+)
+from ._content import (
+    AssistantMessage,
+    ContentBlock,
     Json,
     MessageId,
     ReasoningBlock,
-    ReasoningDelta,
-    StreamChunk,
     TextBlock,
-    TextDelta,
-    TokenUsage,
     ToolCallBlock,
-    ToolCallDelta,
-    UsageChunk,
     assistant_message,
 )
 

@@ -6,7 +6,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from ..kernel import EventSpec, Mode
-from ._types import GenerateOptions, StreamChunk
+from ._chunks import StreamChunk
+from ._request import GenerateOptions
 
 __all__ = ["ADAPTER_CHANGE", "LLM_STREAM", "AdapterChange"]
 

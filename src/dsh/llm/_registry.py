@@ -17,8 +17,9 @@ from ._adapter import (
     _ResolveModelHook,
     _RetryPolicyHook,
 )
+from ._chunks import LlmFailure
 from ._events import ADAPTER_CHANGE, AdapterChange
-from ._types import LlmError, LlmFailure
+from ._request import LlmError
 
 if TYPE_CHECKING:
     from ..kernel import Context, Disposer, EventBus

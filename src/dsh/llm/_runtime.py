@@ -8,19 +8,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ..kernel import LLM, Context
 from ._adapter import LlmAdapter, ModelInfo, ProviderInfo, RetryPolicy
+from ._chunks import StreamChunk
+from ._content import Message, SessionId
 from ._events import LLM_STREAM
 from ._registry import AdapterRegistration, Registry, Route, llm_error
+from ._request import AdapterDefaults, GenerateOptions, LlmCallConfig, Purpose, ToolSchema
 from ._stream import adapter_stream
-from ._types import (
-    AdapterDefaults,
-    GenerateOptions,
-    LlmCallConfig,
-    Message,
-    Purpose,
-    SessionId,
-    StreamChunk,
-    ToolSchema,
-)
 
 if TYPE_CHECKING:
     from ..kernel import CancelSignal

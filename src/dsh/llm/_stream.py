@@ -8,16 +8,9 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING
 
 from ._adapter import LlmAdapter, failure_of
-from ._types import (
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    LlmFailure,
-    Message,
-    StreamChunk,
-    aborted_finish,
-    error_finish,
-)
+from ._chunks import Finish, FinishReason, LlmFailure, StreamChunk, aborted_finish, error_finish
+from ._content import Message
+from ._request import GenerateOptions
 
 if TYPE_CHECKING:
     from ..kernel import CancelSignal

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..llm._types import Json, ToolSchema
+from ..llm import Json, ToolSchema
 from ._values import PromptAssemblyError, ToolSchemaSet
 
 __all__ = ["UNLISTED_TOOLS", "canonical_tools", "check_tool_order"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from ..llm._types import HarnessError, Json, ToolSchema
+from ..llm import HarnessError, Json, ToolSchema
 
 if TYPE_CHECKING:
     from ..kernel import CancelSignal

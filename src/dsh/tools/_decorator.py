@@ -28,7 +28,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
 
-from ..llm._types import Json
+from ..llm import Json
 from ._docstring import parse_docstring
 from ._schema import JsonSchemaError, check_schema
 from ._types import (

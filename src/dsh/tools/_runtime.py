@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Literal
 
 from ..kernel import Disposer
-from ..llm._types import ToolSchema
+from ..llm import ToolSchema
 from . import _pipeline
 from ._events import TOOLS_CHANGE
 from ._registry import Guard, Restriction, ToolTable

@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..llm._types import HarnessError, Json
+from ..llm import HarnessError, Json
 
 __all__ = [
     "JsonSchemaError",

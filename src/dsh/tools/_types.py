@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from ..kernel import ServiceKey
-from ..llm._types import ContentBlock, HarnessError, Json, Message, TextBlock, block_from_json
+from ..llm import ContentBlock, HarnessError, Json, Message, TextBlock, block_from_json
 from ..session._json import freeze_json
 from ._schema import check_schema
 

@@ -17,15 +17,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..._version import __version__
 from .._adapter import ModelInfo, ProviderInfo, RetryPolicy
-from .._types import (
-    Finish,
-    GenerateOptions,
-    Json,
-    LlmFailure,
-    StreamChunk,
-    aborted_finish,
-    error_finish,
-)
+from .._chunks import Finish, LlmFailure, StreamChunk, aborted_finish, error_finish
+from .._content import Json
+from .._request import GenerateOptions
 from ._failures import http_failure, malformed_event, missing_credential, transport_failure
 from ._request import Dialect, RequestEncoder
 from ._response import ChunkMapper

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from .._types import LlmFailure
+from .._chunks import LlmFailure
 
 __all__ = [
     "closed_early",

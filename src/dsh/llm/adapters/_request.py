@@ -16,9 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .._types import (
+from .._content import (
     ContentBlock,
-    GenerateOptions,
     ImageBlock,
     Json,
     Message,
@@ -26,8 +25,8 @@ from .._types import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
-    ToolSchema,
 )
+from .._request import GenerateOptions, ToolSchema
 
 __all__ = ["Dialect", "RequestEncoder", "wire_messages"]
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._types import (
+from .._chunks import (
     MAX_TOKENS,
     STOP,
     TOOL_CALLS,
@@ -15,17 +15,15 @@ from .._types import (
     Finish,
     FinishReason,
     LlmFailure,
-    ReasoningBlock,
     ReasoningDelta,
     StreamChunk,
-    TextBlock,
     TextDelta,
     TokenUsage,
-    ToolCallBlock,
     ToolCallDelta,
     UsageChunk,
     error_finish,
 )
+from .._content import ReasoningBlock, TextBlock, ToolCallBlock
 from ._failures import closed_early, stream_error
 
 __all__ = ["ChunkMapper", "token_usage"]

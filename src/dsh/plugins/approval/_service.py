@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, cast
 
 from ...kernel import CancelSignal, Disposer, ServiceKey
-from ...llm._types import Json
+from ...llm import Json
 from ...session import Session
 from ...tools import APPROVAL as _APPROVAL
 from ...tools import ToolExecution

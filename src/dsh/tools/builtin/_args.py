@@ -7,7 +7,7 @@ import json
 import math
 from collections.abc import Mapping
 
-from ...llm._types import HarnessError, Json
+from ...llm import HarnessError, Json
 
 __all__ = [
     "ArgumentError",

@@ -10,7 +10,7 @@ from typing import Annotated, ClassVar
 from pydantic import Field
 
 from ...kernel import TOOLS, Aborted, Context
-from ...llm._types import HarnessError, Json
+from ...llm import HarnessError, Json
 from .._types import ToolDefinition, ToolRunContext
 from ._args import ArgumentError, as_json_text, optional_text, required_text, schema
 from ._guidance import mount_tool

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Final
 
 from ...kernel import Context, ServiceKey
-from ...llm._types import HarnessError
+from ...llm import HarnessError
 from ...session import SESSION_DISPOSED, Session
 from .._types import ToolExecution
 from ._workspace import session_of

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from ...kernel import TOOLS, Context
-from ...llm._types import Json
+from ...llm import Json
 from .._types import ToolDefinition, ToolRunContext
 from ._args import ArgumentError, optional_int, required_text, schema
 from ._guidance import mount_tool

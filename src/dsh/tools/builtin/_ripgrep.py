@@ -7,7 +7,7 @@ import json
 import os
 
 from ...kernel import CancelSignal
-from ...llm._types import HarnessError
+from ...llm import HarnessError
 from ._process import run_process
 from ._walk import VCS_DIRS, Match
 from ._workspace import display_path

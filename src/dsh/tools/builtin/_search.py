@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import ClassVar, TypeVar
 
 from ...kernel import TOOLS, Context
-from ...llm._types import Json
+from ...llm import Json
 from .._types import ToolDefinition, ToolRunContext
 from ._args import ArgumentError, optional_text, required_text, schema
 from ._globs import GlobRule, top_level_comma

@@ -8,7 +8,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from ...kernel import TOOLS, Context
-from ...llm._types import Json
+from ...llm import Json
 from .._types import ToolDefinition, ToolRunContext
 from ._args import ArgumentError
 from ._guidance import mount_tool

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from ...llm._types import HarnessError
+from ...llm import HarnessError
 from ...session import Session
 from .._types import ToolExecution
 

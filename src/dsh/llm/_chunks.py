@@ -1,0 +1,224 @@
+"""What a model stream is made of: chunks, finish reasons, failures and token usage."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+from ._content import CallId, ContentBlock, Json, block_from_json
+
+# -- failures, usage, finish -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LlmFailure:
+    """Serializable facts about a failed model call; `code` is provider-neutral."""
+
+    message: str
+    code: str = "UNKNOWN"
+    status: int | None = None
+    provider_retry_after_ms: int | None = None
+    request_id: str | None = None
+
+    def to_json(self) -> dict[str, Json]:
+        out: dict[str, Json] = {"message": self.message, "code": self.code}
+        if self.status is not None:
+            out["status"] = self.status
+        if self.provider_retry_after_ms is not None:
+            out["providerRetryAfterMs"] = self.provider_retry_after_ms
+        if self.request_id is not None:
+            out["requestId"] = self.request_id
+        return out
+
+    @staticmethod
+    def from_json(data: Mapping[str, Json]) -> LlmFailure:
+        return LlmFailure(
+            message=str(data.get("message", "")),
+            code=str(data.get("code", "UNKNOWN")),
+            status=data.get("status"),
+            provider_retry_after_ms=data.get("providerRetryAfterMs"),
+            request_id=data.get("requestId"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Disjoint buckets: billed input = input + cache_read + cache_write;
+    `reasoning_tokens` is a subset of `output_tokens`."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+    def to_json(self) -> dict[str, Json]:
+        out: dict[str, Json] = {
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+        }
+        if self.cache_read_tokens is not None:
+            out["cacheReadTokens"] = self.cache_read_tokens
+        if self.cache_write_tokens is not None:
+            out["cacheWriteTokens"] = self.cache_write_tokens
+        if self.reasoning_tokens is not None:
+            out["reasoningTokens"] = self.reasoning_tokens
+        return out
+
+    @staticmethod
+    def from_json(data: Mapping[str, Json]) -> TokenUsage:
+        return TokenUsage(
+            input_tokens=data.get("inputTokens", 0),
+            output_tokens=data.get("outputTokens", 0),
+            cache_read_tokens=data.get("cacheReadTokens"),
+            cache_write_tokens=data.get("cacheWriteTokens"),
+            reasoning_tokens=data.get("reasoningTokens"),
+        )
+
+    @property
+    def total_input_tokens(self) -> int:
+        return self.input_tokens + (self.cache_read_tokens or 0) + (self.cache_write_tokens or 0)
+
+
+FinishKind = Literal["stop", "tool-calls", "max-tokens", "aborted", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class FinishReason:
+    kind: str
+    failure: LlmFailure | None = None
+
+    def to_json(self) -> dict[str, Json]:
+        if self.failure is None:
+            return {"kind": self.kind}
+        return {"kind": self.kind, "failure": self.failure.to_json()}
+
+    @staticmethod
+    def from_json(data: Mapping[str, Json]) -> FinishReason:
+        failure = data.get("failure")
+        return FinishReason(
+            data["kind"], None if failure is None else LlmFailure.from_json(failure)
+        )
+
+    @property
+    def failed(self) -> bool:
+        return self.kind in ("error", "aborted")
+
+
+STOP = FinishReason("stop")
+TOOL_CALLS = FinishReason("tool-calls")
+MAX_TOKENS = FinishReason("max-tokens")
+
+
+def error_finish(failure: LlmFailure) -> FinishReason:
+    return FinishReason("error", failure)
+
+
+def aborted_finish(failure: LlmFailure | None = None) -> FinishReason:
+    return FinishReason("aborted", failure or LlmFailure("request aborted", "ABORTED"))
+
+
+# -- stream chunks -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BlockStart:
+    index: int
+    block_type: str
+    type: Literal["block-start"] = field(default="block-start", init=False)
+
+    def to_json(self) -> dict[str, Json]:
+        return {"type": "block-start", "index": self.index, "blockType": self.block_type}
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    index: int
+    text: str
+    type: Literal["text-delta"] = field(default="text-delta", init=False)
+
+    def to_json(self) -> dict[str, Json]:
+        return {"type": "text-delta", "index": self.index, "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    index: int
+    text: str
+    type: Literal["reasoning-delta"] = field(default="reasoning-delta", init=False)
+
+    def to_json(self) -> dict[str, Json]:
+        return {"type": "reasoning-delta", "index": self.index, "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    index: int
+    id: CallId
+    arguments_delta: str
+    name: str | None = None
+    type: Literal["tool-call-delta"] = field(default="tool-call-delta", init=False)
+
+    def to_json(self) -> dict[str, Json]:
+        out: dict[str, Json] = {"type": "tool-call-delta", "index": self.index, "id": self.id}
+        if self.name is not None:
+            out["name"] = self.name
+        out["argumentsDelta"] = self.arguments_delta
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class BlockEnd:
+    index: int
+    block: ContentBlock
+    type: Literal["block-end"] = field(default="block-end", init=False)
+
+    def to_json(self) -> dict[str, Json]:
+        return {"type": "block-end", "index": self.index, "block": self.block.to_json()}
+
+
+@dataclass(frozen=True, slots=True)
+class UsageChunk:
+    usage: TokenUsage
+    type: Literal["usage"] = field(default="usage", init=False)
+
+    def to_json(self) -> dict[str, Json]:
+        return {"type": "usage", "usage": self.usage.to_json()}
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    reason: FinishReason
+    replay_state: Json = None
+    type: Literal["finish"] = field(default="finish", init=False)
+
+    def to_json(self) -> dict[str, Json]:
+        out: dict[str, Json] = {"type": "finish", "reason": self.reason.to_json()}
+        if self.replay_state is not None:
+            out["replayState"] = self.replay_state
+        return out
+
+
+StreamChunk: TypeAlias = (
+    BlockStart | TextDelta | ReasoningDelta | ToolCallDelta | BlockEnd | UsageChunk | Finish
+)
+
+
+def chunk_from_json(data: Mapping[str, Json]) -> StreamChunk:
+    kind = data["type"]
+    if kind == "text-delta":
+        return TextDelta(data["index"], data["text"])
+    if kind == "reasoning-delta":
+        return ReasoningDelta(data["index"], data["text"])
+    if kind == "tool-call-delta":
+        return ToolCallDelta(data["index"], data["id"], data["argumentsDelta"], data.get("name"))
+    if kind == "block-start":
+        return BlockStart(data["index"], data["blockType"])
+    if kind == "block-end":
+        return BlockEnd(data["index"], block_from_json(data["block"]))
+    if kind == "usage":
+        return UsageChunk(TokenUsage.from_json(data["usage"]))
+    if kind == "finish":
+        return Finish(FinishReason.from_json(data["reason"]), data.get("replayState"))
+    raise ValueError(f"unknown stream chunk type {kind!r}")

@@ -1,0 +1,241 @@
+"""The provider-neutral content vocabulary: ids, content blocks, message sources, messages.
+
+Values are frozen dataclasses; `to_json()` / `from_json()` give the exact camelCase shape of
+the session log and the wire (SPEC §3.0, §4.2). Message sources are kept as read-only JSON
+mappings because they are extensible on `kind`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+Json: TypeAlias = Any
+"""A lossless JSON value: dict (str keys), list, str, int, float, bool or None."""
+
+MessageId: TypeAlias = str
+CallId: TypeAlias = str
+SessionId: TypeAlias = str
+Role = Literal["system", "user", "assistant"]
+
+
+def new_message_id() -> MessageId:
+    return str(uuid.uuid4())
+
+
+# -- content blocks ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    text: str
+    type: Literal["text"] = field(default="text", init=False)
+
+    def to_json(self) -> dict[str, Json]:
+        return {"type": "text", "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningBlock:
+    text: str
+    type: Literal["reasoning"] = field(default="reasoning", init=False)
+
+    def to_json(self) -> dict[str, Json]:
+        return {"type": "reasoning", "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class ImageBlock:
+    attachment: Mapping[str, Json]
+    type: Literal["image"] = field(default="image", init=False)
+
+    def to_json(self) -> dict[str, Json]:
+        return {"type": "image", "attachment": dict(self.attachment)}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallBlock:
+    id: CallId
+    name: str
+    arguments: str
+    """The raw JSON text of the arguments, exactly as the model produced it."""
+    type: Literal["tool-call"] = field(default="tool-call", init=False)
+
+    def to_json(self) -> dict[str, Json]:
+        return {"type": "tool-call", "id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultBlock:
+    tool_call_id: CallId
+    content: tuple[ContentBlock, ...]
+    is_error: bool | None = None
+    type: Literal["tool-result"] = field(default="tool-result", init=False)
+
+    def to_json(self) -> dict[str, Json]:
+        out: dict[str, Json] = {
+            "type": "tool-result",
+            "toolCallId": self.tool_call_id,
+            "content": [b.to_json() for b in self.content],
+        }
+        if self.is_error is not None:
+            out["isError"] = self.is_error
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class OtherBlock:
+    """A block type this runtime does not model; kept verbatim so logs round-trip."""
+
+    type: str
+    data: Mapping[str, Json]
+
+    def to_json(self) -> dict[str, Json]:
+        return dict(self.data)
+
+
+ContentBlock: TypeAlias = (
+    TextBlock | ReasoningBlock | ImageBlock | ToolCallBlock | ToolResultBlock | OtherBlock
+)
+
+
+def block_from_json(data: Mapping[str, Json]) -> ContentBlock:
+    kind = data.get("type")
+    if kind == "text":
+        return TextBlock(data["text"])
+    if kind == "reasoning":
+        return ReasoningBlock(data["text"])
+    if kind == "tool-call":
+        return ToolCallBlock(data["id"], data["name"], data["arguments"])
+    if kind == "tool-result":
+        return ToolResultBlock(
+            data["toolCallId"],
+            tuple(block_from_json(b) for b in data["content"]),
+            data.get("isError"),
+        )
+    if kind == "image":
+        return ImageBlock(data["attachment"])
+    if not isinstance(kind, str):
+        raise ValueError(f"content block without a type: {data!r}")
+    return OtherBlock(kind, dict(data))
+
+
+def blocks_from_json(data: Sequence[Mapping[str, Json]]) -> tuple[ContentBlock, ...]:
+    return tuple(block_from_json(b) for b in data)
+
+
+def text_of(blocks: Sequence[ContentBlock]) -> str:
+    """The concatenated text of the `text` blocks."""
+    return "".join(b.text for b in blocks if isinstance(b, TextBlock))
+
+
+# -- messages ----------------------------------------------------------------------------------
+
+MessageSource: TypeAlias = Mapping[str, Json]
+"""`{kind: 'user'}`, `{kind: 'plugin', plugin, form?, …}`, `{kind: 'model', provider, model,
+replayState?}` or `{kind: 'tool', callId}`; extensible on `kind`."""
+
+USER_SOURCE: MessageSource = {"kind": "user"}
+
+
+def plugin_source(plugin: str, form: str | None = None, **extra: Json) -> MessageSource:
+    source: dict[str, Json] = {"kind": "plugin", "plugin": plugin}
+    if form is not None:
+        source["form"] = form
+    source.update(extra)
+    return source
+
+
+def model_source(provider: str, model: str, replay_state: Json = None) -> MessageSource:
+    source: dict[str, Json] = {"kind": "model", "provider": provider, "model": model}
+    if replay_state is not None:
+        source["replayState"] = replay_state
+    return source
+
+
+def tool_source(call_id: CallId) -> MessageSource:
+    return {"kind": "tool", "callId": call_id}
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """An identified, immutable message. Rewrites keep the id."""
+
+    id: MessageId
+    role: Role
+    content: tuple[ContentBlock, ...]
+    source: MessageSource
+
+    def to_json(self) -> dict[str, Json]:
+        # Key order matches the reference runtime's logs.
+        return {
+            "content": [b.to_json() for b in self.content],
+            "source": dict(self.source),
+            "role": self.role,
+            "id": self.id,
+        }
+
+    @staticmethod
+    def from_json(data: Mapping[str, Json]) -> Message:
+        return Message(
+            id=data["id"],
+            role=data["role"],
+            content=blocks_from_json(data["content"]),
+            source=data["source"],
+        )
+
+    @property
+    def text(self) -> str:
+        return text_of(self.content)
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolCallBlock))
+
+
+UserMessage: TypeAlias = Message
+AssistantMessage: TypeAlias = Message
+ToolResultMessage: TypeAlias = Message
+
+
+def _content(content: str | Sequence[ContentBlock]) -> tuple[ContentBlock, ...]:
+    return (TextBlock(content),) if isinstance(content, str) else tuple(content)
+
+
+def user_message(
+    content: str | Sequence[ContentBlock],
+    source: MessageSource = USER_SOURCE,
+    *,
+    id: MessageId | None = None,
+) -> UserMessage:
+    """A user-role message; a human prompt has `source.kind == 'user'`."""
+    return Message(id or new_message_id(), "user", _content(content), source)
+
+
+def assistant_message(
+    content: Sequence[ContentBlock],
+    *,
+    provider: str,
+    model: str,
+    replay_state: Json = None,
+    id: MessageId | None = None,
+) -> AssistantMessage:
+    return Message(
+        id or new_message_id(),
+        "assistant",
+        tuple(content),
+        model_source(provider, model, replay_state),
+    )
+
+
+def tool_result_message(
+    call_id: CallId,
+    content: Sequence[ContentBlock],
+    is_error: bool = False,
+    *,
+    id: MessageId | None = None,
+) -> ToolResultMessage:
+    block = ToolResultBlock(call_id, tuple(content), is_error)
+    return Message(id or new_message_id(), "user", (block,), tool_source(call_id))

@@ -1,0 +1,160 @@
+"""One model request: tool schemas, call configs, generate options, and coded errors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from ._chunks import LlmFailure
+from ._content import Json, Message, SessionId
+
+if TYPE_CHECKING:
+    from ..kernel import CancelSignal
+
+# -- requests ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSchema:
+    """What the model is told about a tool."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Json]
+
+    def to_json(self) -> dict[str, Json]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": dict(self.parameters),
+        }
+
+    @staticmethod
+    def from_json(data: Mapping[str, Json]) -> ToolSchema:
+        return ToolSchema(data["name"], data.get("description", ""), data.get("parameters", {}))
+
+
+@dataclass(frozen=True, slots=True)
+class LlmCallConfig:
+    """The routing and sampling of one model call (a subset of `GenerateOptions`)."""
+
+    provider: str
+    model: str
+    reasoning_effort: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    stop: tuple[str, ...] | None = None
+
+    def to_json(self) -> dict[str, Json]:
+        out: dict[str, Json] = {"provider": self.provider, "model": self.model}
+        if self.max_tokens is not None:
+            out["maxTokens"] = self.max_tokens
+        if self.reasoning_effort is not None:
+            out["reasoningEffort"] = self.reasoning_effort
+        if self.temperature is not None:
+            out["temperature"] = self.temperature
+        if self.stop is not None:
+            out["stop"] = list(self.stop)
+        return out
+
+    @staticmethod
+    def from_json(data: Mapping[str, Json]) -> LlmCallConfig:
+        stop = data.get("stop")
+        return LlmCallConfig(
+            provider=data.get("provider", ""),
+            model=data.get("model", ""),
+            reasoning_effort=data.get("reasoningEffort"),
+            temperature=data.get("temperature"),
+            max_tokens=data.get("maxTokens"),
+            stop=None if stop is None else tuple(stop),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterDefaults:
+    """Which fields of a prepared call config the adapter filled in."""
+
+    reasoning_effort: bool = False
+    max_tokens: bool = False
+
+    def to_json(self) -> dict[str, Json]:
+        out: dict[str, Json] = {}
+        if self.reasoning_effort:
+            out["reasoningEffort"] = True
+        if self.max_tokens:
+            out["maxTokens"] = True
+        return out
+
+    @staticmethod
+    def from_json(data: Mapping[str, Json] | None) -> AdapterDefaults:
+        data = data or {}
+        return AdapterDefaults(bool(data.get("reasoningEffort")), bool(data.get("maxTokens")))
+
+
+Purpose = Literal["compaction", "session-title"]
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateOptions:
+    """One model request: routing, sampling, the system prompt, history and tools."""
+
+    provider: str
+    model: str
+    messages: Sequence[Message]
+    """The history, oldest first (an immutable snapshot)."""
+    system: str | None = None
+    tools: tuple[ToolSchema, ...] = ()
+    reasoning_effort: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    stop: tuple[str, ...] | None = None
+    signal: CancelSignal | None = None
+    session_id: SessionId | None = None
+    purpose: Purpose | None = None
+
+    @property
+    def call_config(self) -> LlmCallConfig:
+        return LlmCallConfig(
+            self.provider,
+            self.model,
+            self.reasoning_effort,
+            self.temperature,
+            self.max_tokens,
+            self.stop,
+        )
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+class HarnessError(Exception):
+    """The base of dsh's coded errors."""
+
+    def __init__(self, message: str, code: str = "UNKNOWN") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class LlmError(HarnessError):
+    """A model call failed; `failure` carries the serializable facts."""
+
+    def __init__(self, failure: LlmFailure) -> None:
+        super().__init__(failure.message, failure.code)
+        self.failure = failure
+
+
+def error_chain(exc: BaseException) -> str:
+    """`message[: cause[: cause…]]`, for logs and `turn/end` error text."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        text = str(current) or type(current).__name__
+        if not parts or parts[-1] != text:
+            parts.append(text)
+        current = current.__cause__ or (
+            None if current.__suppress_context__ else current.__context__
+        )
+    return ": ".join(parts)
