@@ -248,8 +248,11 @@ def test_retry_policy_decisions() -> None:
     assert RetryPolicy(mode="always").allows("ANYTHING", 99)
     assert not RetryPolicy(mode="never").allows("RATE_LIMIT", 0)
     assert [normal.delay_ms(n) for n in range(6)] == [500, 1000, 2000, 4000, 8000, 10_000]
-    assert normal.delay_ms(0, provider_retry_after_ms=3000) == 3000
-    assert normal.delay_ms(0, provider_retry_after_ms=60_000) == 10_000
+    assert normal.delay_ms(3, provider_retry_after_ms=3000) == 3000  # replaces the backoff
+    assert normal.delay_ms(0, provider_retry_after_ms=100) == 100  # even when shorter
+    assert normal.delay_ms(1, provider_retry_after_ms=60_000) == 1000  # too long: ignored
+    defaults = RetryPolicy()
+    assert defaults.max_retries == 5 and defaults.allows("EMPTY_RESPONSE", 0)
     for bad in (
         {"mode": "sometimes"},
         {"max_retries": -1},

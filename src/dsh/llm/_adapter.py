@@ -80,7 +80,13 @@ class ModelInfo:
     input_modalities: tuple[str, ...] = ("text",)
 
 
-DEFAULT_RETRYABLE_CODES: tuple[str, ...] = ("RATE_LIMIT", "SERVER", "TIMEOUT", "TRANSPORT")
+DEFAULT_RETRYABLE_CODES: tuple[str, ...] = (
+    "EMPTY_RESPONSE",
+    "RATE_LIMIT",
+    "SERVER",
+    "TIMEOUT",
+    "TRANSPORT",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +99,7 @@ class RetryPolicy:
     """
 
     mode: Literal["normal", "always", "never"] = "normal"
-    max_retries: int = 2
+    max_retries: int = 5
     base_delay_ms: int = 500
     max_delay_ms: int = 10_000
     retryable_codes: tuple[str, ...] = DEFAULT_RETRYABLE_CODES
@@ -120,12 +126,19 @@ class RetryPolicy:
     def delay_ms(self, retries_done: int, provider_retry_after_ms: int | None = None) -> int:
         """The un-jittered delay before retry number `retries_done + 1`.
 
-        A provider's retry-after wins when it is longer, still capped at `max_delay_ms`.
+        A provider's retry-after within `max_delay_ms` replaces the backoff (SPEC §3.11); a
+        longer one is not honoured and the backoff stands.
         """
-        delay: int = min(self.base_delay_ms << min(retries_done, 30), self.max_delay_ms)
-        if provider_retry_after_ms is not None:
-            delay = max(delay, min(provider_retry_after_ms, self.max_delay_ms))
-        return delay
+        if self.honours(provider_retry_after_ms):
+            assert provider_retry_after_ms is not None
+            return provider_retry_after_ms
+        return min(self.base_delay_ms << min(retries_done, 30), self.max_delay_ms)
+
+    def honours(self, provider_retry_after_ms: int | None) -> bool:
+        """Whether a provider's retry-after is valid and within `max_delay_ms`."""
+        return provider_retry_after_ms is not None and 0 <= provider_retry_after_ms <= (
+            self.max_delay_ms
+        )
 
 
 def failure_of(exc: BaseException) -> LlmFailure:

@@ -40,8 +40,8 @@ def test_backoff_bounds(
     delay = backoff_ms(policy, done, after, random.Random(seed))
     assert 0 <= delay <= policy.max_delay_ms
     plain = min(base << done, policy.max_delay_ms)
-    if after is not None and min(after, policy.max_delay_ms) > plain:
-        assert delay == min(after, policy.max_delay_ms)  # honoured exactly, up to the cap
+    if after is not None and after <= policy.max_delay_ms:
+        assert delay == after  # a valid retry-after replaces the backoff, exactly
     else:
         assert plain * (1 - jitter) - 1 <= delay <= plain * (1 + jitter) + 1
 
@@ -186,3 +186,11 @@ async def test_cancel_during_backoff_ends_the_turn(runtime: Runtime) -> None:
     assert turn_end(agent) == {"kind": "aborted", "reason": {"kind": "user"}}
     assert events(agent, "llm/retry")[0]["delayMs"] == 60_000
     assert events(agent, "llm/retry-started") == []
+
+
+def test_disordered_delay_overrides_fail_at_load() -> None:
+    import pydantic
+    import pytest
+
+    with pytest.raises(pydantic.ValidationError, match="base_delay_ms must not exceed"):
+        RetryOverrides(base_delay_ms=5_000, max_delay_ms=100)

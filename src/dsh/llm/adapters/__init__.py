@@ -2,7 +2,7 @@
 
 from ._adapter import USER_AGENT, ChatCompletionsAdapter, Endpoint, mount_adapter
 from ._compat import CompatRouteConfig, OpenAICompatConfig, OpenAICompatPlugin
-from ._config import DEFAULT_RETRYABLE, ConnectionConfig, ModelConfig, RetryConfig
+from ._config import ConnectionConfig, ModelConfig, RetryConfig
 from ._deepseek import DEEPSEEK_MODELS, DeepSeekConfig, DeepSeekPlugin
 from ._failures import http_failure, retry_after_ms, stream_error, transport_failure
 from ._request import Dialect, RequestEncoder, wire_messages
@@ -10,7 +10,6 @@ from ._response import ChunkMapper, token_usage
 
 __all__ = [
     "DEEPSEEK_MODELS",
-    "DEFAULT_RETRYABLE",
     "USER_AGENT",
     "ChatCompletionsAdapter",
     "ChunkMapper",

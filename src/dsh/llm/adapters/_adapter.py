@@ -20,7 +20,13 @@ from .._adapter import ModelInfo, ProviderInfo, RetryPolicy
 from .._chunks import Finish, LlmFailure, StreamChunk, aborted_finish, error_finish
 from .._content import Json
 from .._request import GenerateOptions
-from ._failures import http_failure, malformed_event, missing_credential, transport_failure
+from ._failures import (
+    http_failure,
+    malformed_event,
+    missing_credential,
+    scrub,
+    transport_failure,
+)
 from ._request import Dialect, RequestEncoder
 from ._response import ChunkMapper
 
@@ -132,6 +138,7 @@ class ChatCompletionsAdapter:
         self._endpoints = {e.provider: e for e in endpoints}
         self._encoders = {e.provider: RequestEncoder(e.dialect) for e in endpoints}
         self._client: httpx.AsyncClient | None = None
+        self._closed = False
         self._timeouts: dict[str, httpx.Timeout] = {}
         self._event_source: Any = None  # httpx_sse.EventSource, imported with httpx
         self._io_errors: tuple[type[Exception], ...] = (OSError,)
@@ -184,7 +191,9 @@ class ChatCompletionsAdapter:
         return client
 
     async def aclose(self) -> None:
-        """Close the HTTP client (a later request opens a new one)."""
+        """Close the HTTP client for good: later calls finish `error` (NO_ADAPTER) instead of
+        opening a client that would outlive the plugin that owned this adapter."""
+        self._closed = True
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
@@ -193,6 +202,10 @@ class ChatCompletionsAdapter:
 
     async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
         endpoint = self._endpoints.get(options.provider)
+        if self._closed:
+            failure = LlmFailure("this adapter was unmounted", "NO_ADAPTER")
+            yield Finish(error_finish(failure))
+            return
         if endpoint is None:
             failure = LlmFailure(f'this adapter does not serve "{options.provider}"', "NO_ADAPTER")
             yield Finish(error_finish(failure))
@@ -246,7 +259,7 @@ class ChatCompletionsAdapter:
                     mapper.feed(json.loads(raw), out)
                 except (ValueError, AttributeError, TypeError, IndexError, KeyError):
                     text = raw.decode("utf-8", "replace")
-                    yield Finish(error_finish(malformed_event(provider, text)))
+                    yield Finish(error_finish(malformed_event(provider, scrub(text, secret))))
                     return
                 mapper.end(out, complete=True)
             else:
@@ -259,15 +272,18 @@ class ChatCompletionsAdapter:
                         except StopAsyncIteration:
                             break
                         data = sse.data
-                        if complete or not data:
-                            continue  # drain past [DONE], so the connection is reused
-                        if data == "[DONE]":
-                            complete = True
+                        if not data:
                             continue
+                        if data == "[DONE]":
+                            # Done: nothing after it can change the answer, so a connection
+                            # that drops or lingers now must not turn it into a failure.
+                            complete = True
+                            break
                         try:
                             mapper.feed(json.loads(data), out)
                         except (ValueError, AttributeError, TypeError, IndexError, KeyError):
-                            yield Finish(error_finish(malformed_event(provider, data)))
+                            failure = malformed_event(provider, scrub(data, secret))
+                            yield Finish(error_finish(failure))
                             return
                         if mapper.failure is not None:
                             break

@@ -8,9 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .._adapter import ModelInfo, RetryPolicy
 
-__all__ = ["DEFAULT_RETRYABLE", "ConnectionConfig", "ModelConfig", "RetryConfig"]
+__all__ = ["ConnectionConfig", "ModelConfig", "RetryConfig"]
 
-DEFAULT_RETRYABLE = ("EMPTY_RESPONSE", "RATE_LIMIT", "SERVER", "TIMEOUT", "TRANSPORT")
+_DEFAULTS = RetryPolicy()
 
 
 class ModelConfig(BaseModel):
@@ -53,12 +53,12 @@ class RetryConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    mode: Literal["normal", "always", "never"] = "normal"
-    max_retries: int = Field(default=5, ge=0)
-    base_delay_ms: int = Field(default=500, gt=0)
-    max_delay_ms: int = Field(default=10_000, gt=0)
-    retryable_codes: list[str] = Field(default_factory=lambda: list(DEFAULT_RETRYABLE))
-    jitter_ratio: float = Field(default=0.1, ge=0, le=1)
+    mode: Literal["normal", "always", "never"] = _DEFAULTS.mode
+    max_retries: int = Field(default=_DEFAULTS.max_retries, ge=0)
+    base_delay_ms: int = Field(default=_DEFAULTS.base_delay_ms, gt=0)
+    max_delay_ms: int = Field(default=_DEFAULTS.max_delay_ms, gt=0)
+    retryable_codes: list[str] = Field(default_factory=lambda: list(_DEFAULTS.retryable_codes))
+    jitter_ratio: float = Field(default=_DEFAULTS.jitter_ratio, ge=0, le=1)
 
     @model_validator(mode="after")
     def _valid(self) -> Self:

@@ -6,9 +6,9 @@ import asyncio
 import dataclasses
 import random
 import uuid
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...agent import AGENT_DISPOSED, REQUEST_ERROR, AgentEvent, RequestError, Retry
 from ...kernel import CancelSignal, Context, Next
@@ -29,6 +29,13 @@ class RetryOverrides(BaseModel):
     retryable_codes: list[str] | None = None
     jitter_ratio: float | None = Field(default=None, ge=0, le=1)
 
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        base, top = self.base_delay_ms, self.max_delay_ms
+        if base is not None and top is not None and base > top:
+            raise ValueError("base_delay_ms must not exceed max_delay_ms")
+        return self
+
     def apply(self, policy: RetryPolicy) -> RetryPolicy:
         changes = {k: v for k, v in self.model_dump().items() if v is not None}
         if "retryable_codes" in changes:
@@ -46,12 +53,11 @@ def backoff_ms(
 ) -> int:
     """The wait before the next retry.
 
-    The policy's exponential delay with symmetric jitter, capped at `max_delay_ms`. When the
-    provider's retry-after governs (it is longer than the backoff), it is honoured exactly,
-    up to the same cap, without jitter.
+    The provider's retry-after, when valid and within `max_delay_ms`, exactly (no jitter);
+    otherwise the policy's exponential delay with symmetric jitter, capped at `max_delay_ms`.
     """
     delay = policy.delay_ms(retries_done, retry_after_ms)
-    if retry_after_ms is not None and delay == min(retry_after_ms, policy.max_delay_ms):
+    if policy.honours(retry_after_ms):
         return delay
     jitter = policy.jitter_ratio
     if jitter:
