@@ -150,12 +150,22 @@ async def test_send_during_cancel_convergence_is_latched_and_runs_after(
 
 
 async def test_turn_signal_is_fresh_per_turn(runtime: Runtime) -> None:
-    runtime.model.add(reply("one", hang=True), reply("two"))
+    from dsh.agent import PRE_STEP
+
+    runtime.model.add(reply("one", hang=True), reply("two"), reply("three"))
     agent = await runtime.agent()
+    signals: list[object] = []
+    agent.ctx.on(PRE_STEP, lambda point: signals.append(point.signal))
     agent.followup("a")
+    agent.followup("b")  # chained: the same driver runs it right after turn 1
+    agent.followup("c")
     await asyncio.sleep(0.01)
-    agent.cancel(USER_CANCEL)
+    agent.cancel(USER_CANCEL, keep_inbox=True)
     await agent.when_idle()
-    agent.followup("b")
+    agent.followup("d")  # wakes the driver: b, c, d run in chained turns
     await agent.when_idle()
-    assert turn_end(agent) == {"kind": "completed"}
+    assert len(signals) == 4
+    assert len({id(s) for s in signals}) == 4
+    assert signals[0].aborted and not any(s.aborted for s in signals[1:])  # type: ignore[attr-defined]
+    ends = [e.data["reason"]["kind"] for e in agent.session.events if e.type == "turn/end"]
+    assert ends == ["aborted", "completed", "completed", "error"]  # d: the script ran out

@@ -107,3 +107,16 @@ async def test_scoped_listener_only_sees_its_agent(runtime: Runtime) -> None:
     second.followup("y")
     await second.when_idle()
     assert set(seen) == {first.id}
+
+
+async def test_session_events_subscribes_when_called(runtime: Runtime) -> None:
+    from dsh.agent import session_events
+
+    runtime.model.add(reply("ok"))
+    agent = await runtime.agent()
+    events = session_events(agent)
+    agent.followup("hello")  # before the first __anext__: nothing may be missed
+    first = await anext(events)
+    assert (first.seq, first.type) == (0, "agent/inbox/spliced")
+    await agent.when_idle()
+    await events.aclose()

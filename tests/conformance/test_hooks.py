@@ -165,6 +165,30 @@ async def test_max_tokens_drops_tool_calls_and_is_sticky(runtime: Runtime) -> No
     assert "tool/call" not in types(agent)
 
 
+async def test_max_tokens_stays_sticky_after_a_step_that_ran_tools(runtime: Runtime) -> None:
+    @tool
+    def probe() -> str:
+        """Probe."""
+        return "probed"
+
+    stops: list[int] = []
+
+    async def stopping(payload: Any, nxt: Next[Any, Any]) -> Any:
+        stops.append(payload.turn)
+        return Continue("keep going") if len(stops) == 1 else Stop()
+
+    runtime.ctx.tools.register(probe)
+    runtime.model.add(reply("cut off", finish="max-tokens"), reply(tool_call("probe")))
+    agent = await runtime.agent()
+    agent.ctx.on(TURN_STOPPING, stopping)
+    agent.followup("long task")
+    await agent.when_idle()
+    assert turn_end(agent) == {"kind": "max-tokens"}
+    assert [e.data["step"] for e in agent.session.events if e.type == "step/start"] == [1, 2]
+    assert "tool/result" in types(agent)  # step 2 ran its tool, yet the turn stopped there
+    assert len(runtime.model.requests) == 2
+
+
 HOOKS = [PROMPT_SUBMIT, PRE_STEP, REQUEST, REQUEST_ERROR, STEP_RESULT, TURN_STOPPING]
 
 
@@ -212,3 +236,48 @@ async def test_missing_model_fails_the_turn_clearly(runtime: Runtime) -> None:
     reason = turn_end(agent)
     assert reason["kind"] == "error"
     assert "has no provider/model" in reason["error"]["message"]
+
+
+async def test_cancel_while_turn_stopping_waits_starts_no_new_turn(runtime: Runtime) -> None:
+    import asyncio
+
+    from dsh.agent import USER_CANCEL
+
+    entered = asyncio.Event()
+    release = asyncio.Event()
+
+    async def stopping(payload: Any, nxt: Next[Any, Any]) -> Any:
+        entered.set()
+        await release.wait()
+        return Continue("one more step")
+
+    runtime.model.add(reply("done"))
+    agent = await runtime.agent()
+    agent.ctx.on(TURN_STOPPING, stopping)
+    agent.followup("go")
+    await entered.wait()
+    agent.cancel(USER_CANCEL)
+    release.set()
+    await agent.when_idle()
+    ends = [e.data["reason"]["kind"] for e in agent.session.events if e.type == "turn/end"]
+    assert ends == ["aborted"]
+    assert len(runtime.model.requests) == 1
+
+
+async def test_aborted_raised_for_another_signal_is_a_turn_error(runtime: Runtime) -> None:
+    from dsh.kernel import CancelSignal
+
+    other = CancelSignal()
+    other.abort("not this turn's")
+
+    async def pre_step(payload: Any) -> None:
+        other.raise_if_aborted()
+
+    agent = await runtime.agent()
+    errors: list[AgentError] = []
+    agent.ctx.on(AGENT_ERROR, errors.append)
+    agent.ctx.on(PRE_STEP, pre_step)
+    agent.followup("go")
+    await agent.when_idle()
+    assert turn_end(agent)["kind"] == "error"
+    assert len(errors) == 1

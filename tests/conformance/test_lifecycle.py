@@ -61,16 +61,6 @@ async def test_publication_and_teardown_order(runtime: Runtime) -> None:
 
 
 async def test_dispose_during_a_turn_aborts_it_and_waits(runtime: Runtime) -> None:
-    started = asyncio.Event()
-
-    @tool
-    async def block_forever() -> str:
-        """Never returns on its own."""
-        started.set()
-        await asyncio.sleep(3600)
-        return "never"
-
-    runtime.ctx.tools.register(block_forever)
     runtime.model.add(reply("thinking", hang=True))
     handle = await runtime.ctx.agents.create(options("life-2"))
     agent = handle.agent
@@ -254,3 +244,18 @@ async def test_config_agents_start_with_the_plugin() -> None:
     assert [f.session_id for f in failures] == ["session-that-does-not-exist"]
     assert "no session persistence" in str(failures[0].error)
     await ctx.owner.dispose()
+
+
+async def test_a_disposed_agent_is_not_kept_alive_by_its_owner(runtime: Runtime) -> None:
+    import gc
+    import weakref
+
+    plugin_ctx = runtime.ctx.child("long-lived")
+    before = len(plugin_ctx.owner._effects)
+    handle = await plugin_ctx.agents.create(options("life-10"))
+    ref = weakref.ref(handle.agent)
+    await handle.dispose()
+    assert len(plugin_ctx.owner._effects) == before
+    del handle
+    gc.collect()
+    assert ref() is None

@@ -286,3 +286,18 @@ def test_scope_parent_binding_rejects_rebinding_and_cycles() -> None:
         bind_scope_parent(a, K())
     with pytest.raises(ValueError, match="cycle"):
         bind_scope_parent(b, a)
+
+
+async def test_owner_disposal_waits_for_its_async_emit_listeners() -> None:
+    ctx = Context()
+    plugin = ctx.child("plugin")
+    finished: list[str] = []
+
+    async def slow(p: list[str]) -> None:
+        await asyncio.sleep(0.02)
+        finished.append("listener")
+
+    plugin.on(EMIT, slow)
+    ctx.emit(EMIT, [])
+    await plugin.owner.dispose()
+    assert finished == ["listener"]  # quiescence: the listener's task ended first

@@ -167,3 +167,28 @@ def test_random_interleavings_dispose_each_live_effect_once_in_lifo_order(
         assert sorted(calls) == list(range(counter))
 
     asyncio.run(scenario())
+
+
+async def test_forget_drops_a_registration_without_running_it() -> None:
+    owner = Owner()
+    calls: list[str] = []
+    d = owner.effect(lambda: calls.append("ran"))
+    d.forget()
+    await owner.dispose()
+    assert calls == []
+    assert d.disposed
+
+
+def test_a_failing_cancel_callback_does_not_stop_the_others() -> None:
+    from dsh.kernel import CancelSignal
+
+    signal = CancelSignal()
+    seen: list[object] = []
+
+    def bad(reason: object) -> None:
+        raise RuntimeError("callback broke")
+
+    signal.add_callback(bad)
+    signal.add_callback(seen.append)
+    assert signal.abort("stop") is True
+    assert seen == ["stop"]

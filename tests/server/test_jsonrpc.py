@@ -240,3 +240,22 @@ async def test_random_lines_never_break_the_server_process(tmp_path: Path) -> No
     assert by_id["last"]["result"]["serverInfo"]["version"] == "0.0.1"
     assert by_id["bye"]["result"] == {}
     assert process.returncode == 0
+
+
+async def test_the_client_survives_noise_and_reports_a_dead_runtime(tmp_path: Path) -> None:
+    fake = tmp_path / "fake_runtime.py"
+    fake.write_text(
+        "import sys, json\n"
+        "print('a banner that is not a frame', flush=True)\n"
+        "line = json.loads(sys.stdin.readline())\n"
+        "print(json.dumps({'jsonrpc': '2.0', 'id': line['id'], 'result': {'serverInfo': {}}}),"
+        " flush=True)\n"
+        "sys.stdin.readline()\n"  # the prompt: exit without answering
+    )
+    h = AsyncHarness(
+        provider="p", model="m", cwd=str(tmp_path), command=[sys.executable, str(fake)]
+    )
+    await h.start()  # the banner line is skipped
+    with pytest.raises(ConnectionError):
+        await asyncio.wait_for(h.run("hello"), timeout=30)
+    await h.close()

@@ -110,7 +110,7 @@ class AgentError:
 @dataclass(frozen=True, slots=True)
 class Allow:
     """Admit the prompt. `content` replaces it (same id) when given; every additional context
-    becomes its own `user/message`, before the prompt."""
+    becomes its own `user/message`, after the prompt."""
 
     content: UserMessage | None = None
     additional_contexts: tuple[UserMessage, ...] = ()
@@ -126,7 +126,11 @@ PromptDecision: TypeAlias = Allow | Block
 
 @dataclass(frozen=True, slots=True)
 class Retry:
-    """Returned from `agent/request-error`: rebuild the request and try again."""
+    """Returned from `agent/request-error`: rebuild the request and try again at once (a
+    listener that wants a delay waits before returning, as the retry plugin does).
+
+    `delay_ms` only reports the wait that was made; the loop does not wait again.
+    """
 
     delay_ms: int = 0
 

@@ -5,19 +5,22 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..llm import Json, Message, UserMessage, text_of
 from ..session import SESSION_DISPOSED, SESSION_EVENT, Session, SessionEvent, SessionEventPayload
 from ._types import Agent
 
+if TYPE_CHECKING:
+    from ..kernel import Context
+
 _CLOSED = object()
 
 
-async def session_events(
-    agent: Agent, *, from_seq: int | None = None
-) -> AsyncIterator[SessionEvent]:
-    """Yield the events of `agent`'s session as they are appended (from `from_seq`, default
-    the next one), until the session is disposed. Close the iterator to stop early."""
+def session_events(agent: Agent, *, from_seq: int | None = None) -> AsyncIterator[SessionEvent]:
+    """The events of `agent`'s session as they are appended (from `from_seq`, default the
+    next one), until the session is disposed. Subscribed at once, so nothing appended after
+    this call is missed; close the iterator (`aclose()`) to stop early."""
     session = agent.session
     queue: asyncio.Queue[object] = asyncio.Queue()
     start = session.seq if from_seq is None else from_seq
@@ -35,6 +38,10 @@ async def session_events(
 
     ctx.on(SESSION_EVENT, on_event)
     ctx.on(SESSION_DISPOSED, on_disposed)
+    return _drain(queue, ctx)
+
+
+async def _drain(queue: asyncio.Queue[object], ctx: Context) -> AsyncIterator[SessionEvent]:
     try:
         while True:
             item = await queue.get()
@@ -57,6 +64,14 @@ class RunResult:
     events: tuple[SessionEvent, ...]
     error: Json = None
     """The `error` of an `error` turn end."""
+
+    @property
+    def reason(self) -> Json:
+        """The whole `reason` of the last `turn/end` of the run (`{}` if there was none)."""
+        for event in reversed(self.events):
+            if event.type == "turn/end":
+                return event.data["reason"]
+        return {}
 
     @property
     def messages(self) -> tuple[Message, ...]:

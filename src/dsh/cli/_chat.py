@@ -42,6 +42,9 @@ class ChatState:
     handle: AgentHandle | None = None
     question: asyncio.Future[str] | None = None
     listeners: list[Any] = field(default_factory=list)
+    """The current session's listeners (replaced by /new and /resume)."""
+    answerer: Any = None
+    """The approval answerer: one for the whole chat."""
 
 
 async def chat(
@@ -201,7 +204,7 @@ def _install_answerer(state: ChatState) -> None:
         finally:
             state.question = None
 
-    state.listeners.append(approval.set_answerer(answer))
+    state.answerer = approval.set_answerer(answer)
 
 
 def _raw(arguments: Any) -> str:

@@ -59,6 +59,7 @@ async def run_demo(task: str | None, workspace: Path | None) -> int:
         return await run_task(options)
     from ..testing import OpenAIServer
 
+    saved = {k: os.environ.get(k) for k in ("DEEPSEEK_BASE_URL", "DEEPSEEK_API_KEY")}
     async with OpenAIServer(demo_script()) as server:
         os.environ["DEEPSEEK_BASE_URL"] = server.base_url
         os.environ["DEEPSEEK_API_KEY"] = "demo-key-not-a-secret"
@@ -70,4 +71,8 @@ async def run_demo(task: str | None, workspace: Path | None) -> int:
                 )
             )
         finally:
-            del os.environ["DEEPSEEK_API_KEY"]
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value

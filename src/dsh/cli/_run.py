@@ -94,9 +94,7 @@ async def run_task(options: RunOptions) -> int:
         finally:
             loop.remove_signal_handler(signal.SIGINT)
         renderer.close()
-        ends = [e for e in result.events if e.type == "turn/end"]
-        reason = dict(ends[-1].data["reason"]) if ends else {"kind": "unknown"}
-        outcome = describe_end(reason)
+        outcome = describe_end(result.reason)
         style = "green" if result.finish_reason == "completed" else "red"
         err.print(f"session {agent.id} · {outcome}", style=style, markup=False, soft_wrap=True)
         if result.finish_reason == "completed":

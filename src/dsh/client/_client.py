@@ -15,6 +15,8 @@ from typing import Any
 from ..llm import Json
 
 DEFAULT_COMMAND: tuple[str, ...] = (sys.executable, "-m", "dsh.server")
+_EXITED: dict[str, Json] = {"method": "<runtime exited>"}
+"""Put on every subscriber's queue when the runtime's stdout closes."""
 
 
 class HarnessRpcError(Exception):
@@ -97,24 +99,34 @@ class AsyncHarness:
 
     async def _read(self) -> None:
         assert self._process is not None and self._process.stdout is not None
-        async for line in self._process.stdout:
-            frame = json.loads(line)
-            if "method" in frame:
-                for queue in self._subscribers:
-                    queue.put_nowait(frame)
-                continue
-            future = self._pending.pop(str(frame.get("id")), None)
-            if future is None or future.done():
-                continue
-            if "error" in frame:
-                future.set_exception(
-                    HarnessRpcError(frame["error"]["code"], frame["error"]["message"])
-                )
-            else:
-                future.set_result(frame.get("result"))
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(ConnectionError("the runtime exited"))
+        try:
+            async for line in self._process.stdout:
+                try:
+                    frame = json.loads(line)
+                except ValueError:
+                    continue  # not a frame (SPEC §6.1: malformed lines are ignored)
+                if not isinstance(frame, dict):
+                    continue
+                if "method" in frame:
+                    for queue in self._subscribers:
+                        queue.put_nowait(frame)
+                    continue
+                future = self._pending.pop(str(frame.get("id")), None)
+                if future is None or future.done():
+                    continue
+                error = frame.get("error")
+                if isinstance(error, dict):
+                    future.set_exception(
+                        HarnessRpcError(error.get("code", 0), str(error.get("message")))
+                    )
+                else:
+                    future.set_result(frame.get("result"))
+        finally:
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(ConnectionError("the runtime exited"))
+            for queue in self._subscribers:
+                queue.put_nowait(_EXITED)
 
     async def request(self, method: str, params: Json = None) -> Json:
         process = self._process
@@ -182,6 +194,8 @@ async def _collect(
     received = False
     while True:
         frame = await queue.get()
+        if frame is _EXITED:
+            raise ConnectionError(f"the runtime exited during the run of {session_id}")
         params: Any = frame.get("params") or {}
         ours = params.get("sessionId") == session_id
         if not received:

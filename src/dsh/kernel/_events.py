@@ -111,16 +111,18 @@ def lookup_event(name: str) -> EventSpec[Any, Any]:
 
 
 class _Listener:
-    __slots__ = ("fn", "global_", "tag")
+    __slots__ = ("fn", "global_", "owner", "tag")
 
-    def __init__(self, fn: Callable[..., Any], tag: object | None, global_: bool) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], tag: object | None, global_: bool, owner: Owner
+    ) -> None:
         self.fn = fn
         self.tag = tag
         self.global_ = global_
+        self.owner = owner
 
 
 _EMPTY: tuple[_Listener, ...] = ()
-_background: set[asyncio.Future[Any]] = set()
 
 
 class EventBus:
@@ -142,7 +144,7 @@ class EventBus:
         global_: bool = False,
     ) -> Disposer:
         owner.check_active()
-        entry = _Listener(fn, tag, global_)
+        entry = _Listener(fn, tag, global_, owner)
         name = spec.name
         current = self._listeners.get(name, _EMPTY)
         self._listeners[name] = (entry, *current) if prepend else (*current, entry)
@@ -187,7 +189,7 @@ class EventBus:
                 _log.exception("listener of %s failed", spec.name)
                 continue
             if result is not None and inspect.isawaitable(result):
-                _watch(spec.name, result)
+                _watch(spec.name, result, entry.owner)
 
     async def parallel(
         self, spec: EventSpec[P, Any], payload: P, scope: object | None = None
@@ -305,12 +307,13 @@ async def _ready(value: Any) -> Any:
     return value
 
 
-def _watch(name: str, awaitable: Awaitable[Any]) -> None:
+def _watch(name: str, awaitable: Awaitable[Any], owner: Owner) -> None:
+    """Run an async emit listener as a task its owner waits for (quiescence on disposal)."""
     future = asyncio.ensure_future(awaitable)
-    _background.add(future)
+    owner._tasks.add(future)
 
     def done(f: asyncio.Future[Any]) -> None:
-        _background.discard(f)
+        owner._tasks.discard(f)
         if not f.cancelled() and f.exception() is not None:
             _log.error("async listener of %s failed", name, exc_info=f.exception())
 

@@ -43,6 +43,12 @@ class Disposer:
     def __call__(self) -> None:
         self._start()
 
+    def forget(self) -> None:
+        """Drop the registration without running its teardown (someone else undid it)."""
+        self._teardown = None
+        if self._owner is not None:
+            self._owner._effects.pop(self, None)
+
     async def dispose(self) -> None:
         pending = self._start()
         if pending is not None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 
 __all__ = ["Aborted", "CancelSignal"]
+
+_log = logging.getLogger("dsh.kernel")
 
 
 class Aborted(Exception):
@@ -46,7 +49,10 @@ class CancelSignal:
             self._event.set()
         callbacks, self._callbacks = self._callbacks, None
         for callback in callbacks or ():
-            callback(reason)
+            try:
+                callback(reason)
+            except Exception:  # one failing callback must not stop the others
+                _log.exception("cancel callback failed")
         return True
 
     def raise_if_aborted(self) -> None:

@@ -92,7 +92,11 @@ class ToolCallScheduler:
                         break
                 await self._commit_ready()
                 if self.committed < len(self.slots):
-                    pending = [s.task for s in self.slots[self.committed :] if s.task is not None]
+                    pending = [
+                        s.task
+                        for s in self.slots[self.committed :]
+                        if s.task is not None and not s.task.done()
+                    ]
                     if pending:
                         await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                     await self._commit_ready()

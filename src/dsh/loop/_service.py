@@ -178,6 +178,7 @@ class AgentLoop:
         async def dispose() -> None:
             creation.abort("the agent's owner was disposed during its creation")
             state.handles.discard(handle)
+            link.forget()  # the owner no longer holds (and keeps alive) this agent
             await agent.shutdown()
             for detach in reversed(detachers):
                 detach()
@@ -281,6 +282,13 @@ def _cwd(context: AssembleContext) -> str | None:
     return agent.session.header.cwd if isinstance(agent, ReactLoopAgent) else None
 
 
+async def _is_stored(ctx: Context, session_id: str) -> bool:
+    persistence = ctx.get("session_persistence")
+    if persistence is None:
+        return False
+    return any(header.id == session_id for header in await persistence.list())
+
+
 async def _start_config_agent(loop: AgentLoop, spec: ConfigAgent) -> None:
     options = AgentOptions(
         provider=spec.provider,
@@ -294,6 +302,8 @@ async def _start_config_agent(loop: AgentLoop, spec: ConfigAgent) -> None:
     try:
         if spec.resume_session_id is not None:
             await ctx.agents.resume(ResumeAgentOptions(spec.resume_session_id, options))
+        elif spec.session_id is not None and await _is_stored(ctx, spec.session_id):
+            await ctx.agents.resume(ResumeAgentOptions(spec.session_id, options))
         else:
             await ctx.agents.create(
                 CreateAgentOptions(session_id, SessionMeta(cwd=spec.cwd), None, options)

@@ -89,29 +89,35 @@ class TurnRunner:
         try:
             ended = await self._steps(activity)
             reason = {"kind": ended}
-        except Aborted:
-            reason = _aborted(signal.reason)
+        except Aborted as exc:
+            if not signal.aborted:  # someone else's signal: a failure of this turn
+                reason = self._failed(turn, activity.step, exc)
+            else:
+                reason = _aborted(signal.reason)
         except asyncio.CancelledError:
             reason = _aborted(signal.reason if signal.aborted else CancelCause("disposed"))
             raise
         except Exception as exc:
-            if signal.aborted:
-                reason = _aborted(signal.reason)
-            else:
-                failure = exc.failure.to_json() if isinstance(exc, LlmError) else None
-                reason = {
-                    "kind": "error",
-                    "error": failure or {"message": error_chain(exc), "code": "UNKNOWN"},
-                }
-                self.agent.events.emit(
-                    AGENT_ERROR, AgentError(self.agent, turn, activity.step, exc)
-                )
+            reason = (
+                _aborted(signal.reason)
+                if signal.aborted
+                else self._failed(turn, activity.step, exc)
+            )
         finally:
             activity.turn_open = False
             self.session.append("turn/end", {"turn": turn, "reason": reason})
         if reason["kind"] == "aborted":
             return False  # pending work preserved by keep_inbox waits for a new wake
         return bool(self.agent.inbox.next_turn)
+
+    def _failed(self, turn: int, step: int, exc: Exception) -> dict[str, Json]:
+        """The `error` reason of a failed turn; `agent/error` is emitted."""
+        self.agent.events.emit(AGENT_ERROR, AgentError(self.agent, turn, step, exc))
+        failure = exc.failure.to_json() if isinstance(exc, LlmError) else None
+        return {
+            "kind": "error",
+            "error": failure or {"message": error_chain(exc), "code": "UNKNOWN"},
+        }
 
     async def _steps(self, activity: Activity) -> str:
         agent = self.agent
@@ -183,6 +189,7 @@ class TurnRunner:
         decision = await self.agent.events.waterfall(
             TURN_STOPPING, TurnStopping(self.agent, activity.turn, activity.signal), stop
         )
+        activity.signal.raise_if_aborted()  # a cancelled turn does not continue
         if isinstance(decision, Continue):
             message = user_message(decision.reason, decision.source)
             self.agent.send(message, "next-step", True)
@@ -203,6 +210,7 @@ class TurnRunner:
             stream = prepared.stream(request) if prepared else agent.ctx.llm.stream(request)
             try:
                 async for chunk in stream:
+                    signal.raise_if_aborted()  # a stream that ignores the signal stops here
                     event = self.session.append(
                         "assistant/chunk", {"turn": turn, "step": step, "chunk": chunk.to_json()}
                     )

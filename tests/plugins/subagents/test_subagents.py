@@ -184,3 +184,26 @@ async def test_cancelling_the_parent_cancels_the_child(runtime: Runtime) -> None
     ends = [e.data["reason"] for e in child.events if e.type == "turn/end"]
     assert ends == [{"kind": "aborted", "reason": {"kind": "parent"}}]
     assert turn_end(parent)["kind"] == "aborted"
+
+
+async def test_unloading_the_runtime_does_not_strand_the_parent(runtime: Runtime) -> None:
+    fiber = await runtime.ctx.plugin(SubagentsPlugin)
+    streaming = asyncio.Event()
+
+    def on_event(payload: SessionEventPayload) -> None:
+        if payload.session.header.parent_session and payload.event.type == "assistant/chunk":
+            streaming.set()
+
+    runtime.ctx.on(SESSION_EVENT, on_event)
+    runtime.model.add(
+        reply(tool_call("subagent", {"description": "d", "prompt": "work"})),
+        reply("working", hang=True),
+        reply("carried on"),
+    )
+    parent = await runtime.agent()
+    parent.followup("start")
+    await streaming.wait()
+    await fiber.dispose()
+    await asyncio.wait_for(parent.when_idle(), 10)
+    [text] = tool_texts(parent.session)
+    assert "subagent runtime was disposed" in text

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...agent import PRE_STEP, REQUEST_ERROR, Agent, RequestError, Retry, StepPoint
+from ...agent import AGENT_DISPOSED, PRE_STEP, REQUEST_ERROR, Agent, RequestError, Retry, StepPoint
 from ...kernel import AGENTS, CancelSignal, Context, Next, ServiceKey
 from ._compactor import CompactionError, CompactionResult, Trigger, compact
 from ._meter import context_tokens
@@ -38,7 +38,8 @@ class Compaction:
     def __init__(self, config: CompactionConfig) -> None:
         self.config = config
         self._running: set[str] = set()
-        self._overflow_retries: dict[tuple[str, int, int], int] = {}
+        self._overflow_retries: dict[str, tuple[int, int, int]] = {}
+        """Per agent: (turn, step, retries used) of its latest overflow."""
 
     def window(self, agent: Agent) -> int | None:
         context = agent.session.request_context()
@@ -103,11 +104,12 @@ class Compaction:
     ) -> Retry | None:
         if payload.failure.code != "CONTEXT_WINDOW_EXCEEDED":
             return await nxt()
-        key = (payload.agent.id, payload.turn, payload.step)
-        used = self._overflow_retries.get(key, 0)
+        turn, step, used = self._overflow_retries.get(payload.agent.id, (0, 0, 0))
+        if (turn, step) != (payload.turn, payload.step):
+            used = 0  # a new step: a fresh allowance
         if used >= self.config.max_overflow_retries:
             return await nxt()
-        self._overflow_retries[key] = used + 1
+        self._overflow_retries[payload.agent.id] = (payload.turn, payload.step, used + 1)
         before = payload.agent.session.replace_generation
         try:
             await self.run(payload.agent, "context-overflow", payload.signal, payload.turn, 0)
@@ -132,3 +134,4 @@ class CompactionPlugin:
         ctx.provide(COMPACTION, service)
         ctx.on(PRE_STEP, service.on_pre_step)
         ctx.on(REQUEST_ERROR, service.on_request_error)
+        ctx.on(AGENT_DISPOSED, lambda e: service._overflow_retries.pop(e.agent.id, None))

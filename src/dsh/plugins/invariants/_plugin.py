@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -10,7 +11,13 @@ from typing import ClassVar
 from ...agent import AGENT_STATUS, StatusChange
 from ...kernel import Context, EventSpec, Mode, Next, ServiceKey
 from ...llm import LLM_STREAM, GenerateOptions, StreamChunk
-from ...session import SESSION_CREATED, SESSION_EVENT, Session, SessionEventPayload
+from ...session import (
+    SESSION_CREATED,
+    SESSION_DISPOSED,
+    SESSION_EVENT,
+    Session,
+    SessionEventPayload,
+)
 from ._checks import LogState, check_event
 
 _log = logging.getLogger("dsh.invariants")
@@ -59,7 +66,7 @@ class InvariantsPlugin:
         service = Invariants(ctx)
         ctx.provide(INVARIANTS, service)
         logs: dict[str, LogState] = {}
-        statuses: dict[object, str] = {}
+        statuses: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
 
         def state_for(session: Session) -> LogState:
             state = logs.get(session.id)
@@ -69,7 +76,7 @@ class InvariantsPlugin:
                     check_event(state, event)  # the seed was checked where it was written
             return state
 
-        def on_created(session: Session) -> None:
+        def forget(session: Session) -> None:
             logs.pop(session.id, None)
 
         def on_event(payload: SessionEventPayload) -> None:
@@ -93,7 +100,8 @@ class InvariantsPlugin:
                         service.report(session.id, "request", problem)
             return await nxt()
 
-        ctx.on(SESSION_CREATED, on_created, global_=True)
+        ctx.on(SESSION_CREATED, forget, global_=True)
+        ctx.on(SESSION_DISPOSED, forget, global_=True)
         ctx.on(SESSION_EVENT, on_event, global_=True)
         ctx.on(AGENT_STATUS, on_status, global_=True)
         ctx.on(LLM_STREAM, on_stream, global_=True, prepend=True)

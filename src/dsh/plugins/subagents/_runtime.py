@@ -198,6 +198,11 @@ class SubagentRuntime:
         async def settle() -> None:
             try:
                 await child.when_idle()
+            except BaseException:
+                # The runtime is going away: nobody may wait on this run forever.
+                if not result.done():
+                    result.set_exception(SubagentError("the subagent runtime was disposed"))
+                raise
             finally:
                 remove()
             outcome = _result(child.session.events[first_live:], setup)
