@@ -13,7 +13,7 @@ import pytest
 
 from dsh.agent import USER_CANCEL, AgentOptions, CreateAgentOptions, run_prompt
 from dsh.kernel import Context, boot, load_profile
-from dsh.llm import Message, TextBlock, TextDelta, TokenUsage
+from dsh.llm import Message, TextBlock, TokenUsage
 from dsh.llm.adapters import DeepSeekPlugin
 from dsh.loop import ReactLoopAgent
 from dsh.plugins.invariants import INVARIANTS
@@ -197,8 +197,18 @@ async def test_text_arrives_as_it_streams(http: Runtime) -> None:
             if chunk["type"] == "text-delta":
                 deltas.append(chunk["text"])
 
+    open_when_first_delta: list[bool] = []
+
+    def on_first(payload: SessionEventPayload) -> None:
+        chunk = (
+            payload.event.data.get("chunk", {}) if payload.event.type == "assistant/chunk" else {}
+        )
+        if chunk.get("type") == "text-delta" and not open_when_first_delta:
+            open_when_first_delta.append(not http.server.requests[-1].completed)
+
     http.ctx.on(SESSION_EVENT, on_event)
+    http.ctx.on(SESSION_EVENT, on_first)
     result = await run_prompt(agent, "count")
     assert result.text == "one two three"
     assert len(deltas) == 3 and "".join(deltas) == "one two three"
-    assert TextDelta(0, deltas[0]).text == deltas[0]
+    assert open_when_first_delta == [True]  # text arrived while the response was still open

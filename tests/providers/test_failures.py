@@ -141,3 +141,11 @@ def test_error_bodies_of_other_shapes() -> None:
         "CONTEXT_WINDOW_EXCEEDED"
     )
     assert stream_error("p", "boom", None).code == "SERVER"
+
+
+async def test_a_malformed_whole_completion_is_a_server_failure(harness: Harness) -> None:
+    harness.server.add(malformed("some text"))
+    await harness.mount(stream=False)
+    code, found = await failed(harness)
+    assert code == "SERVER"
+    assert "malformed" in found.message  # type: ignore[attr-defined]

@@ -133,8 +133,6 @@ async def test_keep_alive_reuses_one_connection(harness: Harness) -> None:
     await harness.mount()
     for _ in range(3):
         await harness.call()
-    peers = {r.headers.get("connection") for r in harness.server.requests}
-    assert peers == {"keep-alive"}
     assert len(harness.server._tasks) == 1  # one open connection served all three
 
 

@@ -247,6 +247,11 @@ class OpenAIServer:
         parts = current.parts
         if parts and isinstance(parts[0], Failure):
             return await _send_error(writer, failure_response(parts[0].failure), number, record)
+        if not stream and isinstance(entry, Malformed):
+            # A whole completion whose body is not JSON.
+            keep = await _send_json(writer, 200, None, raw=b'{"choices": [{"message": ')
+            record.completed = True
+            return keep
         if not stream:
             whole = response.completion()
             if isinstance(whole, HttpError):
@@ -358,8 +363,11 @@ async def _send_json(
     status: int,
     body: Json,
     headers: Mapping[str, str] | None = None,
+    *,
+    raw: bytes | None = None,
 ) -> bool:
-    data = json.dumps(body).encode()
+    """Send `body` as JSON (or `raw` bytes under a JSON content type: a broken body)."""
+    data = json.dumps(body).encode() if raw is None else raw
     head = [f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}"]
     head += ["content-type: application/json", f"content-length: {len(data)}"]
     head += [f"{k}: {v}" for k, v in (headers or {}).items()]

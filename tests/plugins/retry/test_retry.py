@@ -93,7 +93,7 @@ async def test_gives_up_after_max_retries(runtime: Runtime) -> None:
     assert runtime.model.remaining == 0
 
 
-async def test_non_retryable_codes_and_never_mode(runtime: Runtime) -> None:
+async def test_non_retryable_codes_end_the_turn(runtime: Runtime) -> None:
     await runtime.ctx.plugin(RetryPlugin, FAST)
     runtime.model.add(reply(failure("CONTEXT_WINDOW_EXCEEDED")))
     agent = await runtime.agent()
