@@ -206,3 +206,15 @@ async def test_non_streaming_route_asks_for_a_whole_completion(harness: Harness)
     assert body["stream"] is False and "stream_options" not in body
     assert harness.server.requests[0].headers["accept"] == "application/json"
     assert call.assembler.message(provider=PROVIDER, model="m").text == "whole"
+
+
+def test_the_encoder_cache_is_bounded_by_size() -> None:
+    from dsh.llm import user_message
+    from dsh.llm.adapters import Dialect, RequestEncoder
+
+    encoder = RequestEncoder(Dialect(), char_limit=10_000)
+    for i in range(50):
+        encoder._fragment(user_message("x" * 1_000, id=f"m{i}"))
+    assert encoder._chars <= 10_000
+    assert len(encoder._cache) < 50
+    assert "m49" in encoder._cache  # the newest stays

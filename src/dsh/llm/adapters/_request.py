@@ -158,11 +158,25 @@ def _tool_json(tools: Sequence[ToolSchema]) -> str:
 class RequestEncoder:
     """Encodes requests for one dialect, caching each message's JSON text by message id."""
 
-    __slots__ = ("_cache", "_last", "_limit", "_system", "_tools", "dialect")
+    __slots__ = (
+        "_cache",
+        "_char_limit",
+        "_chars",
+        "_last",
+        "_limit",
+        "_system",
+        "_tools",
+        "dialect",
+    )
 
-    def __init__(self, dialect: Dialect, cache_limit: int = 20_000) -> None:
+    def __init__(
+        self, dialect: Dialect, cache_limit: int = 20_000, char_limit: int = 32_000_000
+    ) -> None:
         self.dialect = dialect
         self._limit = cache_limit
+        self._char_limit = char_limit
+        """Bounds the cache by size too: large tool results must not pin memory."""
+        self._chars = 0
         self._cache: OrderedDict[str, tuple[Message, str]] = OrderedDict()
         self._system: tuple[str, str] = ("", "")
         self._tools: tuple[tuple[ToolSchema, ...], str] = ((), "[]")
@@ -174,9 +188,14 @@ class RequestEncoder:
         if cached is not None and cached[0] is message:
             return cached[1]
         text = ",".join(_dumps(m) for m in wire_messages(message, self.dialect))
+        if cached is not None:
+            self._chars -= len(cached[1])
         self._cache[message.id] = (message, text)
-        if len(self._cache) > self._limit:
-            self._cache.popitem(last=False)
+        self._cache.move_to_end(message.id)
+        self._chars += len(text)
+        while self._cache and (len(self._cache) > self._limit or self._chars > self._char_limit):
+            _, (_, dropped) = self._cache.popitem(last=False)
+            self._chars -= len(dropped)
         return text
 
     def _system_fragment(self, system: str) -> str:
