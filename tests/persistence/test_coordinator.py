@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -220,4 +221,124 @@ async def test_agent_scoped_sessions_are_persisted(tmp_path: Path) -> None:
     assert await scope.ctx.sessions.flush(session)
     assert world.stored("s-scoped") == 2
     await scope.dispose()
+    await world.ctx.owner.dispose()
+
+
+class _SlowRead:
+    """A JSONL backend whose reads wait (briefly) for a second read to have read too."""
+
+    def __init__(self, inner: SessionBackend) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.store_id = inner.store_id
+        self.both_read = threading.Barrier(2, timeout=0.5)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def read(self, session_id: str, **kwargs: Any) -> Any:
+        raw = self.inner.read(session_id, **kwargs)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            self.both_read.wait()  # overlaps a concurrent read unless a lock keeps it out
+        return raw
+
+
+def _crashed(root: Path, session_id: str) -> None:
+    from dsh.persistence._codec import records_of
+    from dsh.persistence.conformance import closed_turn
+    from dsh.session import SessionHeader
+
+    session = Session.create(session_id, header=SessionHeader(session_id, 1, cwd="/w/p"))
+    closed_turn(session, 1)
+    session.append("turn/start", {"turn": 2})
+    JsonlBackend(root).create(session.header, records_of(session.events), durable=True)
+
+
+@pytest.mark.parametrize("second", ["load", "prepare"])
+async def test_concurrent_loads_of_a_crashed_log_repair_it_once(
+    tmp_path: Path, second: str
+) -> None:
+    _crashed(tmp_path, "s-crashed")
+    stored = JsonlBackend(tmp_path).read("s-crashed").next_seq
+    service = StoredSessions(_SlowRead(JsonlBackend(tmp_path)))  # type: ignore[arg-type]
+    other = service.load("s-crashed") if second == "load" else service.prepare("s-crashed")
+    loaded, _ = await asyncio.gather(service.load("s-crashed"), other)
+    assert len(loaded.repair) == 1  # turn/end
+    seqs = [row["seq"] for row in JsonlBackend(tmp_path).read("s-crashed").rows]
+    assert seqs == list(range(stored + 1))
+    again = await StoredSessions(JsonlBackend(tmp_path)).load("s-crashed")
+    assert again.repair == () and len(again.events) == stored + 1
+
+
+async def test_load_never_repairs_a_session_live_in_another_runtime(tmp_path: Path) -> None:
+    first, _ = await _world(tmp_path, window_ms=60_000)
+    second, second_service = await _world(tmp_path, window_ms=60_000)
+    session = first.store.create("s-elsewhere")
+    session.append("turn/start", {"turn": 1})
+    await first.store.flush(session)
+    with pytest.raises(SessionLiveError, match="inside a turn"):
+        await second_service.load("s-elsewhere")
+    assert first.stored("s-elsewhere") == 1  # no repair under the live writer
+    session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    await first.store.flush(session)
+    loaded = await second_service.load("s-elsewhere")
+    assert loaded.live and loaded.repair == () and len(loaded.events) == 2
+    await first.ctx.owner.dispose()
+    await second.ctx.owner.dispose()
+
+
+async def test_every_prepared_session_can_be_published(tmp_path: Path) -> None:
+    world, service = await _world(tmp_path, window_ms=60_000)
+    for i in range(12):
+        _crashed(tmp_path, f"s-prepared-{i}")
+    prepared = [await service.prepare(f"s-prepared-{i}") for i in range(12)]
+    for session in prepared:  # the first ones too, though many were prepared after them
+        world.ctx.owner.effect(world.store.enter(session))
+        world.store.announce(session)
+    _todos(prepared[0], 1)
+    assert await world.store.flush(prepared[0])
+    assert world.stored("s-prepared-0") == prepared[0].seq
+    await world.ctx.owner.dispose()
+
+
+async def test_a_dropped_runtime_does_not_hold_its_sessions_forever(tmp_path: Path) -> None:
+    import gc
+
+    async def run_and_drop() -> None:
+        world, _ = await _world(tmp_path, window_ms=60_000)
+        session = world.store.create("s-dropped")
+        _todos(session, 2)
+        await world.store.flush(session)  # never disposed
+
+    await run_and_drop()
+    gc.collect()
+    second, service = await _world(tmp_path, window_ms=60_000)
+    resumed = await service.prepare("s-dropped")
+    assert resumed.first_live_seq == 2
+    await second.ctx.owner.dispose()
+
+
+async def test_a_vetoed_creation_stores_nothing_and_the_id_stays_free(tmp_path: Path) -> None:
+    from dsh.persistence.conformance import closed_turn
+    from dsh.session import SESSION_CREATED
+
+    world, service = await _world(tmp_path, window_ms=0)
+    source = Session.create("s-source")
+    closed_turn(source, 1)
+    vetoes = [RuntimeError("vetoed by a later listener")]
+
+    def veto(session: Session) -> None:
+        if vetoes:
+            raise vetoes.pop()
+
+    world.ctx.on(SESSION_CREATED, veto, global_=True)  # after persistence's listener
+    with pytest.raises(RuntimeError, match="vetoed"):
+        world.store.create("s-veto", seed=source.events)
+    await service.coordinator.settle("s-veto")
+    await asyncio.sleep(0.01)
+    assert not JsonlBackend(tmp_path).exists("s-veto")
+    assert not service.coordinator.is_live("s-veto")
+    session = world.store.create("s-veto", seed=source.events)  # the retry
+    assert await world.store.flush(session)
+    assert world.stored("s-veto") == session.seq
     await world.ctx.owner.dispose()

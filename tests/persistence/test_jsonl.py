@@ -131,6 +131,59 @@ def test_a_failed_write_leaves_the_file_as_it_was(
     assert JsonlBackend(tmp_path).read("s-1").next_seq == session.seq
 
 
+_FILE_SIZE_LIMIT = """
+import resource, signal, sys
+from dsh.persistence import JsonlBackend
+from dsh.persistence._codec import records_of
+from dsh.session import Session, SessionHeader
+
+root = sys.argv[1]
+backend = JsonlBackend(root)
+session = Session.create("s-big", header=SessionHeader("s-big", 1, cwd="/w/p"))
+backend.create(session.header, [], durable=True)
+path = backend.locate(session.header).path
+# A batch smaller than a file buffer, cut short by the limit.
+events = [session.append("todo/write", {"todos": [{"content": "x" * 60}]}) for _ in range(40)]
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size + 2_000, hard))
+try:
+    backend.append("s-big", records_of(events), durable=False)
+except OSError as exc:
+    print("failed:", exc.errno)
+resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+backend.append("s-big", records_of(events), durable=True)  # the coordinator's retry
+print(JsonlBackend(root).read("s-big").next_seq)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+def test_a_write_cut_short_by_the_file_size_limit_leaves_no_junk(tmp_path: Path) -> None:
+    import errno
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", _FILE_SIZE_LIMIT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == [f"failed: {errno.EFBIG}", "40"]
+
+
+def test_short_writes_are_continued(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = JsonlBackend(tmp_path)
+    session = _log()
+    backend.create(session.header, records_of(session.events), durable=True)
+    events = [session.append("todo/write", {"todos": []}) for _ in range(3)]
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, bytes(data[:7])))
+    backend.append("s-1", records_of(events), durable=True)
+    monkeypatch.undo()
+    assert JsonlBackend(tmp_path).read("s-1").next_seq == session.seq
+
+
 def _zstd_copy(source: Path, target: Path, batch: int) -> None:
     lines = source.read_bytes().splitlines(keepends=True)
     frames = [compress_frame(lines[0])]

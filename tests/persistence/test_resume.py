@@ -219,3 +219,36 @@ async def test_fork_of_a_persisted_session_runs_an_agent(
     assert loaded.header.parent_session == "session-parent"
     assert [e.to_json() for e in loaded.events[: len(parent_events)]] == parent_events
     assert len((await stored.load("session-parent")).events) == len(parent_events)
+
+
+async def test_a_vetoed_agent_creation_leaves_its_id_free(
+    tmp_path: Path, runtimes: RuntimeFactory
+) -> None:
+    from dsh.agent import AGENT_CREATED
+
+    first = await runtimes(tmp_path)
+    first.model.add(reply("done"))
+    agent = await first.agent("session-source")
+    agent.followup("hello")
+    await agent.when_idle()
+    await first.close()
+
+    second = await runtimes(tmp_path)
+    fork = await second.persistence.fork("session-source")
+    vetoes = [RuntimeError("vetoed agent")]
+
+    def veto(event: Any) -> None:
+        if vetoes:
+            raise vetoes.pop()
+
+    second.ctx.on(AGENT_CREATED, veto, global_=True)
+    options = CreateAgentOptions("session-vetoed", fork.meta, fork.events, second.options())
+    with pytest.raises(RuntimeError, match="vetoed agent"):
+        await second.ctx.agents.create(options)
+    await second.persistence.coordinator.settle("session-vetoed")
+    assert not second.persistence.backend.exists("session-vetoed")
+    handle = await second.ctx.agents.create(options)  # the retry
+    second.handles.append(handle)
+    await second.close()
+    loaded = await stored_sessions(tmp_path).load("session-vetoed")
+    assert len(loaded.events) == len(fork.events) + 1  # the seed, then session/end-seed

@@ -14,6 +14,7 @@ from dsh.prompt import (
     SystemPromptPlugin,
     ToolSchemaSet,
 )
+from dsh.session import freeze_json
 
 
 def schema(name: str) -> ToolSchema:
@@ -121,6 +122,19 @@ async def test_tool_parameters_are_detached_from_the_provider(root: Context) -> 
     assert tool == original
     tool.parameters["properties"]["p"]["enum"].append("b")
     assert params["properties"]["p"]["enum"] == ["a"]
+
+
+async def test_frozen_tool_parameters_are_shared_not_copied(root: Context) -> None:
+    frozen = freeze_json({"type": "object", "properties": {"p": {"type": "string"}}})
+    inner = freeze_json({"type": "string"})
+    mixed: dict[str, Any] = {"type": "object", "properties": {"p": inner}}
+    root.system_prompt.tools(
+        lambda _: ToolSchemaSet((ToolSchema("f", "d", frozen), ToolSchema("m", "d", mixed)))
+    )
+    f, m = (await root.system_prompt.assemble()).tools
+    assert f.parameters is frozen
+    assert m.parameters == mixed and m.parameters is not mixed
+    assert m.parameters["properties"]["p"] is inner  # type: ignore[index]
 
 
 @given(

@@ -1,5 +1,6 @@
 import asyncio
 import enum
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -115,6 +116,47 @@ def test_recursive_types_are_rejected() -> None:
         @tool
         def walk(tree: Node) -> None:
             """Walk."""
+
+
+class Cat(BaseModel):
+    kind: Literal["cat"]
+    lives: int
+
+
+class Dog(BaseModel):
+    kind: Literal["dog"]
+
+
+async def test_overlapping_union_branches_collapse_so_calls_succeed(ctx: Context) -> None:
+    @tool
+    def open_(
+        p: str | Path,
+        mode: Literal["auto"] | str = "auto",
+        n: int | float | None = None,
+        pet: Cat | Dog | None = None,
+    ) -> str:
+        """Open."""
+        return f"{p}:{mode}:{n}:{type(pet).__name__}"
+
+    props = open_.parameters["properties"]
+    assert props["p"] == {"type": "string"}
+    assert props["mode"] == {"type": "string", "default": "auto"}
+    assert props["n"] == {"oneOf": [{"type": "number"}, {"type": "null"}], "default": None}
+    assert len(props["pet"]["oneOf"]) == 3  # disjoint by the `kind` tag: kept apart
+    result = await run(ctx, open_, {"p": "/x", "mode": "auto", "n": 1, "pet": {"kind": "dog"}})
+    assert isinstance(result, ToolSuccess), result
+    assert result.value == "/x:auto:1:Dog"
+
+
+def test_a_union_whose_branches_still_overlap_is_rejected_naming_the_parameter() -> None:
+    with pytest.raises(TypeError, match=r"@tool 'pick': parameter 'ids': union branches"):
+
+        @tool
+        def pick(ids: list[int] | list[str]) -> None:
+            """Pick."""
+
+    assert fit_schema({"anyOf": [{"type": "string"}, {"type": "string"}]}) == {"type": "string"}
+    assert fit_schema({"anyOf": [{"type": "integer"}, {}]}) == {}
 
 
 def test_parameters_must_be_passable_by_keyword() -> None:

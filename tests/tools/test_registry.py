@@ -97,8 +97,9 @@ async def test_registering_on_a_disposed_owner_raises(ctx: Context) -> None:
 
 
 def test_definitions_are_checked_when_made() -> None:
-    with pytest.raises(ValueError, match="must match"):
-        define("has space")
+    for bad in ("has space", "bash\n", "", "x" * 65):
+        with pytest.raises(ValueError, match="must match"):
+            define(bad)
     with pytest.raises(ValueError, match="timeout_ms"):
         define("t", timeout_ms=0)
     with pytest.raises(ValueError, match="timeout_ms"):
@@ -189,7 +190,7 @@ async def test_restrict_masks_inherited_globals_only_and_masks_intersect(ctx: Co
     assert ctx.tools.get("bash", agent) is None
     result = await ctx.tools.execute(call("bash", agent))
     assert isinstance(result, ToolFailure) and result.error.code == "UNKNOWN_TOOL"
-    assert ctx.tools.known_names(agent) == {"read", "write", "bash", "report"}
+    assert ctx.tools.known_names() == {"read", "write", "bash", "report"}
 
     lift()
     assert names(ctx, agent) == ["bash", "read", "report"]
@@ -307,6 +308,23 @@ async def test_schemas_reach_the_system_prompt_whatever_the_load_order(prompt_fi
     assert [t.name for t in assembly.tools] == ["read"]
     assembly = await root.system_prompt.assemble()
     assert [t.name for t in assembly.tools] == ["read", "write"]
+    await root.owner.dispose()
+
+
+async def test_tool_order_may_name_a_tool_only_another_agent_has() -> None:
+    root = Context()
+    await root.plugin(ToolsPlugin)
+    await root.plugin(SystemPromptPlugin, {"tool_order": ["read", "report", "<unlisted-tools>"]})
+    await root.settled()
+    worker, other = Agent("worker"), Agent("other")
+    root.tools.register(define("read"))
+    root.tools.register(define("bash"))
+    create_scope(root, worker).ctx.tools.register(define("report"))
+    assembly = await root.system_prompt.assemble(AssembleContext(scope=worker))
+    assert [t.name for t in assembly.tools] == ["read", "report", "bash"]
+    for scope in (other, None):
+        assembly = await root.system_prompt.assemble(AssembleContext(scope=scope))
+        assert [t.name for t in assembly.tools] == ["read", "bash"]
     await root.owner.dispose()
 
 

@@ -199,6 +199,7 @@ class AgentLoop:
             state.agents.announce(agent)
             agent.events.emit(AGENT_SESSION_START, SessionStart(agent, source))
         except BaseException:
+            session.rolled_back = True  # it never existed: nothing of it is stored
             link()
             await handle.dispose()
             raise

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..session import (
@@ -35,13 +36,14 @@ __all__ = ["WriteCoordinator"]
 
 _log = logging.getLogger("dsh.persistence")
 
-# One live writer per (store, session id) in this process, whatever the runtime.
-_live: set[tuple[str, str]] = set()
-_PREPARED_KEPT = 8
+# One live writer per (store, session id) in this process, whatever the runtime. Weak: the
+# writers of a runtime that is dropped without being disposed do not hold their ids forever.
+_live: weakref.WeakValueDictionary[tuple[str, str], _Writer] = weakref.WeakValueDictionary()
 
 
 class _Writer:
     __slots__ = (
+        "__weakref__",
         "active",
         "cursor",
         "draining",
@@ -76,7 +78,8 @@ class WriteCoordinator:
         self.window = window
         self._ctx: Context | None = None
         self._writers: dict[str, _Writer] = {}
-        self._prepared: dict[str, tuple[Session, int]] = {}
+        # Prepared sessions (by identity) → how many of their events are stored.
+        self._prepared: weakref.WeakKeyDictionary[Session, int] = weakref.WeakKeyDictionary()
         self._closing: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
@@ -97,10 +100,7 @@ class WriteCoordinator:
 
     def expect(self, session: Session, stored: int) -> None:
         """`session` was seeded from the store, whose first `stored` events it holds."""
-        self._prepared.pop(session.id, None)
-        self._prepared[session.id] = (session, stored)
-        while len(self._prepared) > _PREPARED_KEPT:
-            del self._prepared[next(iter(self._prepared))]
+        self._prepared[session] = stored
 
     async def settle(self, session_id: str) -> None:
         """Wait for the final drain of a session that was just disposed."""
@@ -124,10 +124,9 @@ class WriteCoordinator:
         key = (self.backend.store_id, session.id)
         if session.id in self._writers or key in _live:
             raise SessionLiveError(f"session {session.id!r} already has a live writer")
-        prepared = self._prepared.get(session.id)
-        if prepared is not None and prepared[0] is session:
-            del self._prepared[session.id]
-            writer = _Writer(session, key, prepared[1], True)
+        stored = self._prepared.pop(session, None)
+        if stored is not None:
+            writer = _Writer(session, key, stored, True)
         else:
             if self.backend.exists(session.id):
                 raise SessionExistsError(
@@ -135,7 +134,7 @@ class WriteCoordinator:
                     "(ctx.agents.resume) or choose another id"
                 )
             writer = _Writer(session, key, 0, False)
-        _live.add(key)
+        _live[key] = writer
         self._writers[session.id] = writer
         # Events appended before publication (a seed, a resumed session's end-seed).
         writer.pending = list(session.events[writer.cursor :])
@@ -160,6 +159,13 @@ class WriteCoordinator:
         if writer is None or writer.session is not session:
             return
         del self._writers[session.id]
+        if session.rolled_back and not writer.materialized and writer.active is None:
+            # A rolled-back creation: the session never existed, so its id stays free.
+            if writer.timer is not None:
+                writer.timer.cancel()
+                writer.timer = None
+            _release(writer)
+            return
         task = asyncio.get_running_loop().create_task(self._final(writer))
         self._closing[session.id] = task
         self._track(task)
@@ -170,7 +176,7 @@ class WriteCoordinator:
         except Exception:
             _log.exception("session %s: final write failed; events lost", writer.session.id)
         finally:
-            _live.discard(writer.key)
+            _release(writer)
             if self._closing.get(writer.session.id) is asyncio.current_task():
                 del self._closing[writer.session.id]
 
@@ -196,17 +202,9 @@ class WriteCoordinator:
         batch, writer.pending = writer.pending, []
         try:
             if batch:
-                records = records_of(batch)
                 try:
-                    if writer.materialized:
-                        await asyncio.to_thread(
-                            self.backend.append, session_id, records, durable=durable
-                        )
-                    else:
-                        await asyncio.to_thread(
-                            self.backend.create, writer.session.header, records, durable=durable
-                        )
-                        writer.materialized = True
+                    await asyncio.to_thread(self._store, writer, batch, durable)
+                    writer.materialized = True
                 except BaseException:
                     writer.pending[:0] = batch  # kept, in order, for the retry
                     raise
@@ -228,6 +226,13 @@ class WriteCoordinator:
                 self._arm(writer)
         if batch and self._ctx is not None:
             self._ctx.emit(PERSISTENCE_WRITTEN, Written(session_id, writer.cursor - 1, durable))
+
+    def _store(self, writer: _Writer, batch: list[SessionEvent], durable: bool) -> None:
+        records = records_of(batch)  # encoded here, in the worker thread, off the loop
+        if writer.materialized:
+            self.backend.append(writer.session.id, records, durable=durable)
+        else:
+            self.backend.create(writer.session.header, records, durable=durable)
 
     async def drain(self, writer: _Writer) -> None:
         """Write everything pending and sync; repeat until nothing is left. Raises the
@@ -265,9 +270,14 @@ class WriteCoordinator:
         self._writers.clear()
         results = await asyncio.gather(*(self.drain(w) for w in writers), return_exceptions=True)
         for writer, result in zip(writers, results, strict=True):
-            _live.discard(writer.key)
+            _release(writer)
             if isinstance(result, BaseException):
                 _log.error("session %s: final write failed: %s", writer.session.id, result)
         while self._tasks:
             await asyncio.wait(list(self._tasks))
         self._prepared.clear()
+
+
+def _release(writer: _Writer) -> None:
+    if _live.get(writer.key) is writer:
+        del _live[writer.key]

@@ -146,16 +146,19 @@ class JsonlBackend:
         data = encode_lines([r.text for r in records])
         if path.name == ZSTD:
             data = compress_frame(data)
-        with open(path, "ab") as file:
-            before = os.fstat(file.fileno()).st_size
+        # Unbuffered: when a write fails, nothing is left in a buffer to land after the cut.
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            before = os.fstat(fd).st_size
             try:
-                file.write(data)
-                file.flush()
+                _write_all(fd, data)
                 if durable:
-                    os.fsync(file.fileno())
+                    os.fsync(fd)
             except BaseException:
-                os.ftruncate(file.fileno(), before)  # all or nothing
+                os.ftruncate(fd, before)  # all or nothing
                 raise
+        finally:
+            os.close(fd)
         with self._lock:
             self._known[session_id] = _Known(path, records[-1].seq + 1)
 
@@ -252,6 +255,12 @@ def _check_contiguous(session_id: str, records: Sequence[Record], first: int) ->
             raise SeqMismatchError(
                 f"session {session_id!r}: expected seq {first + offset}, got {record.seq}"
             )
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _fsync_dir(path: Path) -> None:

@@ -79,10 +79,11 @@ class SqliteBackend:
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
+                db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:  # a failed COMMIT may leave it open: never reuse it so
+                    db.execute("ROLLBACK")
                 raise
-            db.execute("COMMIT")
 
     def locate(self, header: SessionHeader) -> SessionLocation:
         return SessionLocation(self.name, self.path)

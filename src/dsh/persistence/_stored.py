@@ -7,6 +7,7 @@ import builtins
 import gc
 import logging
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -65,8 +66,13 @@ class StoredSessions:
         for event in events:
             if not isinstance(event, SessionEvent):
                 raise TypeError(f"append() takes SessionEvents, got {type(event).__name__}")
-        records = records_of(events)
-        await asyncio.to_thread(self.backend.append, session_id, records, durable=True)
+
+        def write() -> None:
+            records = records_of(events)
+            with _commit_lock(self.backend.store_id, session_id):
+                self.backend.append(session_id, records, durable=True)
+
+        await asyncio.to_thread(write)
 
     async def prepare(self, session_id: str, signal: CancelSignal | None = None) -> Session:
         """An unpublished `Session` seeded with the stored log after crash repair (committed
@@ -96,7 +102,8 @@ class StoredSessions:
         """The balanced stored log. A cold log ending inside a turn is repaired (committed);
         a live session is flushed first, and refused while a turn is open."""
         await self.coordinator.settle(session_id)
-        if await self.coordinator.flush_live(session_id):
+        flushed = await self.coordinator.flush_live(session_id)
+        if flushed or self.coordinator.is_live(session_id):  # live here, or in another runtime
             log, _ = await asyncio.to_thread(self._read_sync, session_id, commit=False)
             if log.repair:
                 raise SessionLiveError(
@@ -168,6 +175,13 @@ class StoredSessions:
             return self._read_unpaused(session_id, commit=commit)
 
     def _read_unpaused(self, session_id: str, *, commit: bool) -> tuple[StoredLog, RawLog]:
+        if not commit:
+            return self._read_locked(session_id, commit=False)
+        # Read and repair as one step: a concurrent load/prepare must see the repair.
+        with _commit_lock(self.backend.store_id, session_id):
+            return self._read_locked(session_id, commit=True)
+
+    def _read_locked(self, session_id: str, *, commit: bool) -> tuple[StoredLog, RawLog]:
         raw = self.backend.read(session_id, truncate_torn=commit)
         try:
             header = SessionHeader.from_json(raw.header)
@@ -190,6 +204,21 @@ class StoredSessions:
     def _refuse_live(self, session_id: str, action: str) -> None:
         if self.coordinator.is_live(session_id):
             raise SessionLiveError(f"session {session_id!r} is live in this process: not {action}")
+
+
+# One lock per (store, session id) in this process, held (in worker threads) while a seam
+# call reads and commits a repair or appends, so two of them never both append one seq.
+_commit_locks: weakref.WeakValueDictionary[tuple[str, str], threading.Lock]
+_commit_locks = weakref.WeakValueDictionary()
+_commit_locks_guard = threading.Lock()
+
+
+def _commit_lock(store_id: str, session_id: str) -> threading.Lock:
+    with _commit_locks_guard:
+        lock = _commit_locks.get((store_id, session_id))
+        if lock is None:
+            lock = _commit_locks[store_id, session_id] = threading.Lock()
+        return lock
 
 
 _gc_lock = threading.Lock()

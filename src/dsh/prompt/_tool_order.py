@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..llm import Json, ToolSchema
+from ..session import FrozenDict, FrozenList
 from ._values import PromptAssemblyError, ToolSchemaSet
 
 __all__ = ["UNLISTED_TOOLS", "canonical_tools", "check_tool_order"]
@@ -79,7 +80,10 @@ def _code_units(schema: ToolSchema) -> bytes:
 
 
 def _detached(schema: ToolSchema) -> ToolSchema:
-    """A copy whose parameters no waterfall listener can mutate in the provider's registry."""
+    """A copy whose parameters no waterfall listener can mutate in the provider's registry
+    (frozen parameters, as registered tools have, are shared as they are)."""
+    if type(schema.parameters) is FrozenDict:
+        return schema
     return ToolSchema(schema.name, schema.description, _copy(schema.parameters))
 
 
@@ -87,6 +91,8 @@ def _copy(value: Json) -> Json:
     kind = type(value)
     if kind is str or kind is int or kind is bool or kind is float or value is None:
         return value  # the common leaves first: exact type checks are much cheaper
+    if kind is FrozenDict or kind is FrozenList:
+        return value  # deep-frozen by `freeze_json`: nothing to detach
     if kind is dict or isinstance(value, Mapping):
         return {k: _copy(v) for k, v in value.items()}
     if kind is list or kind is tuple:

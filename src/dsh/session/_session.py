@@ -101,6 +101,7 @@ class Session:
     """
 
     __slots__ = (
+        "__weakref__",
         "_derived",
         "_epoch",
         "_events",
@@ -115,9 +116,13 @@ class Session:
         "_replay",
         "_surface",
         "_view",
+        "rolled_back",
     )
 
     def __init__(self, header: SessionHeader, seed: Sequence[SessionEvent] | None = None) -> None:
+        self.rolled_back = False
+        """Set by a creation that failed before the session was published for good: its
+        `session/disposed` then means "never existed" (persistence stores nothing)."""
         self._header = header
         self._events: list[SessionEvent] = []
         self._view = _EventsView(self._events)

@@ -124,6 +124,7 @@ class SessionStore:
         try:
             self.announce(session)
         except BaseException:
+            session.rolled_back = True
             owned()
             raise
         return session

@@ -37,6 +37,7 @@ from ._types import (
     ToolDefinition,
     ToolExecution,
     ToolRunContext,
+    compact_json,
     default_render,
 )
 
@@ -81,47 +82,141 @@ def _scalar_type(value: object) -> str | None:
 
 def fit_schema(schema: Mapping[str, Any]) -> dict[str, Json]:
     """Fit a pydantic JSON schema to the tool subset: inline `$defs` (recursive types are
-    rejected), `anyOf` → `oneOf`, drop titles and the keywords the subset lacks."""
+    rejected), `anyOf` → `oneOf`, drop titles and the keywords the subset lacks.
+
+    The subset's `oneOf` means exactly one branch, so duplicate branches and branches a plain
+    branch of the same type accepts anyway (`str | Path`, `Literal["auto"] | str`) are
+    dropped; a union whose branches still overlap (`list[int] | list[str]`: `[]` matches
+    both) raises `TypeError` naming where it is.
+    """
     defs = schema.get("$defs", {})
-    return _fit(schema, defs, ())
+    return _fit(schema, defs, (), "")
 
 
 def _fit(
-    node: Mapping[str, Any], defs: Mapping[str, Any], stack: tuple[str, ...]
+    node: Mapping[str, Any], defs: Mapping[str, Any], stack: tuple[str, ...], where: str
 ) -> dict[str, Json]:
     rest = {k: v for k, v in node.items() if k not in ("$ref", "allOf", "anyOf", "oneOf", "$defs")}
     ref = node.get("$ref")
     if ref is None and len(node.get("allOf", ())) == 1:
-        return {**_fit(node["allOf"][0], defs, stack), **_fit(rest, defs, stack)}
+        return {**_fit(node["allOf"][0], defs, stack, where), **_fit(rest, defs, stack, where)}
     if ref is not None:
         name = ref.rsplit("/", 1)[-1]
         if name in stack:
             raise TypeError(
                 f"recursive type {name!r} cannot be described in the tool schema subset"
             )
-        target = _fit(defs[name], defs, (*stack, name))
-        return {**target, **_fit(rest, defs, stack)}
+        target = _fit(defs[name], defs, (*stack, name), where)
+        return {**target, **_fit(rest, defs, stack, where)}
     branches = node.get("anyOf") or node.get("oneOf")
     if branches is not None:
-        fitted = [_fit(b, defs, stack) for b in branches]
-        if {"type": "number"} in fitted:
-            fitted = [b for b in fitted if b != {"type": "integer"}]
-        annotations = _fit(rest, defs, stack)
+        fitted = _exclusive([_fit(b, defs, stack, where) for b in branches], where)
+        annotations = _fit(rest, defs, stack, where)
         if len(fitted) == 1:
             return {**fitted[0], **annotations}
         return {**annotations, "oneOf": fitted}
     out: dict[str, Json] = {}
     for key, value in node.items():
         if key == "properties":
-            out[key] = {k: _fit(v, defs, stack) for k, v in value.items()}
+            out[key] = {
+                k: _fit(v, defs, stack, f"{where}.{k}" if where else k) for k, v in value.items()
+            }
         elif key == "items" and isinstance(value, Mapping):
-            out[key] = _fit(value, defs, stack)
+            out[key] = _fit(value, defs, stack, f"{where}[]")
         elif key in _KEEP or (key == "additionalProperties" and isinstance(value, bool)):
             out[key] = value
     literals = out.get("enum", [out["const"]] if "const" in out else None)
     if "type" not in out and isinstance(literals, list):
         out = _typed_literals(out, literals)
     return {k: out[k] for k in _ORDER if k in out}
+
+
+def _exclusive(fitted: list[dict[str, Json]], where: str) -> list[dict[str, Json]]:
+    """A union's branches with duplicates and covered branches dropped; raise if two overlap."""
+    flat: list[dict[str, Json]] = []
+    for branch in fitted:
+        inner = branch.get("oneOf")
+        flat.extend(inner if isinstance(inner, list) else [branch])
+    anything = next((b for b in flat if "type" not in b and "oneOf" not in b), None)
+    if anything is not None:
+        return [anything]
+    kept: list[dict[str, Json]] = []
+    for branch in flat:
+        if any(_covers(k, branch) for k in kept):
+            continue
+        if _plain(branch):
+            kept = [k for k in kept if not _covers(branch, k)]
+        kept.append(branch)
+    for index, a in enumerate(kept):
+        for b in kept[index + 1 :]:
+            if _overlap(a, b):
+                raise TypeError(
+                    f"{f'parameter {where!r}' if where else 'the schema'}: union branches "
+                    f"{compact_json(a)} and {compact_json(b)} overlap (a value could match "
+                    "both, and the model must match exactly one); narrow the annotation"
+                )
+    return kept
+
+
+def _plain(node: Mapping[str, Json]) -> bool:
+    """A typed schema that accepts every value of its type."""
+    narrowing = ("enum", "const", "properties", "required", "items")
+    return (
+        "type" in node
+        and not any(k in node for k in narrowing)
+        and node.get("additionalProperties") is not False
+    )
+
+
+def _covers(wide: Mapping[str, Json], narrow: Mapping[str, Json]) -> bool:
+    if wide == narrow:
+        return True
+    if not _plain(wide):
+        return False
+    return wide["type"] == narrow.get("type") or (
+        wide["type"] == "number" and narrow.get("type") == "integer"
+    )
+
+
+def _overlap(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether some value could match both (conservative: True unless provably disjoint)."""
+    kinds = {a.get("type"), b.get("type")}
+    if kinds <= {"integer", "number"}:
+        kinds = {"number"}
+    if None in kinds or len(kinds) > 1:
+        return None in kinds
+    literals_a, literals_b = _literals(a), _literals(b)
+    if literals_a is not None and literals_b is not None:
+        return any(_same(x, y) for x in literals_a for y in literals_b)
+    if kinds == {"object"}:
+        return not (_excludes(a, b) or _excludes(b, a))
+    return True
+
+
+def _excludes(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """`a` requires what `b` forbids, or both require a property with disjoint schemas."""
+    props_a: Mapping[str, Any] = a.get("properties") or {}
+    props_b: Mapping[str, Any] = b.get("properties") or {}
+    required_b = b.get("required") or ()
+    for key in a.get("required") or ():
+        if key not in props_b and b.get("additionalProperties") is False:
+            return True
+        both = key in required_b and key in props_a and key in props_b
+        if both and not _overlap(props_a[key], props_b[key]):
+            return True
+    return False
+
+
+def _literals(node: Mapping[str, Any]) -> list[Json] | None:
+    if "const" in node:
+        return [node["const"]]
+    allowed = node.get("enum")
+    return allowed if isinstance(allowed, list) else None
+
+
+def _same(a: object, b: object) -> bool:
+    """JSON equality of scalars: `True` is not `1`, `1` is `1.0`."""
+    return (type(a) is bool) == (type(b) is bool) and a == b
 
 
 def _typed_literals(node: dict[str, Json], literals: list[Json]) -> dict[str, Json]:
@@ -281,7 +376,10 @@ def _parameters(
 
 
 def _fitted(tool_name: str, what: str, schema: Mapping[str, Any]) -> dict[str, Json]:
-    fitted = fit_schema(schema)
+    try:
+        fitted = fit_schema(schema)
+    except TypeError as exc:
+        raise TypeError(f"@tool {tool_name!r}: {exc}") from None
     try:
         check_schema(fitted, what)
     except JsonSchemaError as exc:

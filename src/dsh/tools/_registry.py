@@ -116,9 +116,13 @@ class ToolTable:
         admitted = {n: d for n, d in self.global_.items() if self._admitted(n, chain)}
         return self.layers.merged(admitted, scope)
 
-    def known_names(self, scope: object | None = None) -> frozenset[str]:
-        """Every name `scope` could see without restrictions."""
-        return frozenset(self.layers.items(scope))
+    def known_names(self) -> frozenset[str]:
+        """Every registered name: the global layer and every scope's layer (so a
+        `tool_order` naming a tool only one agent has is not a typo for the others)."""
+        names = set(self.global_)
+        for scope in self.layers.scopes():
+            names.update(self.layers.layer(scope))
+        return frozenset(names)
 
     def guard_reason(self, exec: ToolExecution) -> str | None:
         """The first denial of the global guards, then the agent's chain (farthest first)."""

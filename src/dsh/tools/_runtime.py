@@ -132,15 +132,15 @@ class ToolRuntime:
             ToolSchema(d.name, d.description, d.parameters) for _, d in sorted(visible.items())
         )
 
-    def known_names(self, scope: object | None = None) -> frozenset[str]:
-        """Every tool name `scope` could see if no restriction applied."""
-        return self._shared.table.known_names(scope)
+    def known_names(self) -> frozenset[str]:
+        """Every registered tool name, of any scope (restricted or not)."""
+        return self._shared.table.known_names()
 
     def tool_schema_set(self, context: AssembleContext) -> ToolSchemaSet:
         """The system prompt's tool-schema provider (registered by `ToolsPlugin`)."""
         from ..prompt import ToolSchemaSet
 
-        return ToolSchemaSet(self.schemas(context.scope), self.known_names(context.scope))
+        return ToolSchemaSet(self.schemas(context.scope), self.known_names())
 
     def execution_mode(self, exec: ToolExecutionInput | ToolExecution) -> ExecutionMode:
         """`parallel` only when the visible tool's `is_concurrency_safe(args)` is exactly True."""

@@ -109,7 +109,7 @@ class ToolDefinition:
     presentation_meta: Callable[[Any, Any], Json] | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _TOOL_NAME.match(self.name):
+        if not isinstance(self.name, str) or not _TOOL_NAME.fullmatch(self.name):
             raise ValueError(f"tool name {self.name!r} must match {_TOOL_NAME.pattern}")
         if not isinstance(self.description, str):
             raise TypeError(f'tool "{self.name}": description must be a str')

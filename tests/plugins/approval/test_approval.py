@@ -19,7 +19,7 @@ from dsh.plugins.approval import (
     ApprovalRequest,
     decide,
 )
-from dsh.session import Session, SessionHeader
+from dsh.session import SESSION_DISPOSED, Session, SessionHeader
 from dsh.tools import (
     TOOLS_PRE_EXECUTE,
     Ask,
@@ -266,6 +266,19 @@ async def test_always_is_per_session_and_survives_a_resume(make_world: Any) -> N
     assert text(await resumed.call("edit", agent=world.agent)).startswith("Error: the user")
 
 
+async def test_always_is_forgotten_when_the_session_is_disposed(make_world: Any) -> None:
+    world = await make_world()
+    world.answer_with("always")
+    await world.call("bash")
+    assert len(world.asked) == 1
+    sid = world.agent.session.id
+    world.ctx.bus.emit(SESSION_DISPOSED, world.agent.session, object())
+    # A later session under the same id, without that answer in its log, is asked again.
+    world.agent = Agent(Session.create(sid, header=SessionHeader(sid, 0, "/tmp")))
+    await world.call("bash")
+    assert len(world.asked) == 2
+
+
 async def test_cancel_while_waiting_denies(make_world: Any) -> None:
     world = await make_world()
     started = asyncio.Event()
@@ -325,6 +338,15 @@ async def test_answerers_stack_and_go_with_their_owner(make_world: Any) -> None:
     await child.owner.dispose()
     assert text(await world.call("bash")) == 'Error: the user rejected tool "bash"'
     assert answers == ["bash"]
+
+
+async def test_an_unknown_tool_is_not_subject_to_the_policy(make_world: Any) -> None:
+    world = await make_world()
+    world.answer_with("once")
+    result = await world.call("frobnicate")
+    assert result.is_error and result.error.code == "UNKNOWN_TOOL"  # type: ignore[union-attr]
+    assert world.asked == []
+    assert world.records() == []
 
 
 async def test_a_call_without_agent_is_denied_by_the_pipeline(make_world: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -172,6 +173,17 @@ async def test_grep_non_utf8_lines(search: Tools) -> None:
     )
 
 
+async def test_non_utf8_file_names_become_valid_text(search: Tools) -> None:
+    tree(search.root, {os.fsdecode(b"sub\xff/caf\xe9.txt"): b"needle\n"})
+    for name, args in (("glob", {"pattern": "*.txt"}), ("grep", {"pattern": "needle"})):
+        result = await search.call(name, args)
+        assert not result.is_error, result.content
+        assert "sub\ufffd/caf\ufffd.txt" in str(result.value)
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert "sub\ufffd/caf\ufffd.txt" in text
+        text.encode("utf-8")  # a lone surrogate here would break every later request
+
+
 async def test_grep_errors(search: Tools) -> None:
     assert await search.error("grep", {"pattern": ""}) == "pattern must be a non-empty string"
     result = await search.call("grep", {"pattern": "foo("})
@@ -190,6 +202,47 @@ async def test_grep_errors(search: Tools) -> None:
 async def test_grep_whitespace_pattern_is_allowed(search: Tools) -> None:
     tree(search.root, {"a.txt": "a b\n"})
     assert (await search.ok("grep", {"pattern": " "})).startswith("Found 1 match")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a chmod 000 directory anyway")
+async def test_unreadable_directories_are_skipped(search: Tools) -> None:
+    tree(search.root, {"a.txt": "needle\n", "locked/b.txt": "needle\n"})
+    (search.root / "locked").chmod(0)
+    try:
+        assert await search.ok("glob", {"pattern": "*.txt"}) == "a.txt"
+        assert (await search.ok("grep", {"pattern": "needle"})).startswith("Found 1 match")
+    finally:
+        (search.root / "locked").chmod(0o755)
+
+
+@pytest.mark.skipif(not HAS_RG, reason="ripgrep not installed")
+async def test_ripgrep_exit_2_for_skipped_paths_keeps_the_results(
+    make_tools: MakeTools, tmp_path: Path
+) -> None:
+    """What rg does beside a directory it may not read (also when the tests run as root)."""
+
+    def fake_rg(name: str, complaint: str) -> str:
+        script = tmp_path / name
+        script.write_text(
+            f'#!/bin/sh\n"{shutil.which("rg")}" "$@"\necho \'{complaint}\' >&2\nexit 2\n'
+        )
+        script.chmod(0o755)
+        return str(script)
+
+    skipped = fake_rg("rg-skipped", "./locked: Permission denied (os error 13)")
+    config = {"rg_path": skipped}
+    tools = await make_tools({"glob": config, "grep": config})
+    tree(tools.root, {"a.txt": "needle\n"})
+    assert await tools.ok("glob", {"pattern": "*.txt"}) == "a.txt"
+    assert await tools.ok("glob", {"pattern": "*.none"}) == "No files found"
+    assert (await tools.ok("grep", {"pattern": "needle"})).startswith("Found 1 match")
+    assert await tools.ok("grep", {"pattern": "nothing"}) == "No matches found"
+    broken = fake_rg("rg-broken", "error parsing glob")
+    config = {"rg_path": broken}
+    tools = await make_tools({"glob": config, "grep": config}, root=tools.root)
+    for name in ("glob", "grep"):
+        result = await tools.call(name, {"pattern": "needle"})
+        assert result.is_error and result.error.code == "SEARCH_FAILED"  # type: ignore[union-attr]
 
 
 # -- parity -------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ...kernel import Context, Next
+from ...session import SESSION_DISPOSED, Session
 from ...tools import TOOLS_PRE_EXECUTE, Allow, Ask, Deny, PreDecision, ToolExecution
 from ._policy import ApprovalConfig, decide, stricter
 from ._service import APPROVAL, Approval
@@ -27,6 +28,8 @@ class ApprovalPlugin:
         async def pre_execute(
             exec: ToolExecution, next: Next[ToolExecution, PreDecision]
         ) -> PreDecision:
+            if ctx.tools.get(exec.name, exec.agent) is None:
+                return await next()  # no such tool: dispatch reports it as UNKNOWN_TOOL
             decision = stricter(decide(config, exec.name), await next())
             if not isinstance(decision, Ask) or exec.agent is None:
                 return decision  # no agent: the pipeline's own "no agent" denial
@@ -42,3 +45,8 @@ class ApprovalPlugin:
             return decision
 
         ctx.on(TOOLS_PRE_EXECUTE, pre_execute)
+
+        def disposed(session: Session) -> None:
+            approval.forget(session.id)  # a resume replays the log again
+
+        ctx.on(SESSION_DISPOSED, disposed)

@@ -114,6 +114,10 @@ class Approval:
             }
         return exec.name in tools
 
+    def forget(self, session_id: str) -> None:
+        """Drop a session's remembered `always` answers (its log still has them)."""
+        self._state.always.pop(session_id, None)
+
     def record_asked(self, exec: ToolExecution, reason: str | None) -> None:
         self._append(exec, "approval/asked", {"reason": reason})
 

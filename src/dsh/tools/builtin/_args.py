@@ -3,7 +3,6 @@ wording (the schema has already checked types, so these check values)."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 
@@ -11,7 +10,6 @@ from ...llm import HarnessError, Json
 
 __all__ = [
     "ArgumentError",
-    "as_json_text",
     "optional_int",
     "optional_text",
     "required_text",
@@ -58,8 +56,3 @@ def optional_int(args: Mapping[str, Json], key: str, message: str) -> int | None
     if value <= 0:
         raise ArgumentError(message)
     return int(value)
-
-
-def as_json_text(value: Json) -> str:
-    """A value as the reference quotes it in messages (compact JSON)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -11,8 +11,8 @@ from pydantic import Field
 
 from ...kernel import TOOLS, Aborted, Context
 from ...llm import HarnessError, Json
-from .._types import ToolDefinition, ToolRunContext
-from ._args import ArgumentError, as_json_text, optional_text, required_text, schema
+from .._types import ToolDefinition, ToolRunContext, compact_json
+from ._args import ArgumentError, optional_text, required_text, schema
 from ._guidance import mount_tool
 from ._process import run_process, signal_name
 from ._workspace import ResolvedPath, WorkspaceConfig, session_of
@@ -69,7 +69,7 @@ def _timeout(args: Mapping[str, Json], config: BashConfig) -> float:
         or raw <= 0
     ):
         raise ArgumentError(
-            f"invalid timeoutMs: expected a positive number, got {as_json_text(raw)}"
+            f"invalid timeoutMs: expected a positive number, got {compact_json(raw)}"
         )
     return min(float(raw), float(config.max_timeout_ms))
 

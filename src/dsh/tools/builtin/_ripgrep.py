@@ -5,16 +5,20 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 
 from ...kernel import CancelSignal
 from ...llm import HarnessError
 from ._process import run_process
 from ._walk import VCS_DIRS, Match
-from ._workspace import display_path
+from ._workspace import display_path, path_text
 
 __all__ = ["SearchError", "rg_glob", "rg_grep"]
 
 RAW_OUTPUT_LIMIT = 20_000_000
+# How ripgrep reports a path it could not read and skipped ("./x: Permission denied (os
+# error 13)"); it then exits 2 although it printed everything else it found.
+_SKIPPED_PATH = re.compile(r".*\(os error \d+\)")
 
 
 class SearchError(HarnessError):
@@ -37,7 +41,8 @@ def overflow(tool: str) -> SearchError:
 
 
 async def _run(tool: str, argv: list[str], cwd: str, signal: CancelSignal) -> str | None:
-    """rg's stdout, or None when it found nothing (exit 1)."""
+    """rg's stdout, or None when it found nothing (exit 1, or exit 2 with only skipped
+    unreadable paths and no output)."""
     try:
         done = await run_process(
             argv,
@@ -59,6 +64,10 @@ async def _run(tool: str, argv: list[str], cwd: str, signal: CancelSignal) -> st
         return None
     if done.returncode == 2 and "regex parse error" in stderr:
         raise SearchError(f"{tool} pattern rejected by ripgrep: {stderr}", "SEARCH_INVALID_PATTERN")
+    skipped = stderr and all(_SKIPPED_PATH.fullmatch(e) for e in stderr.splitlines())
+    if done.returncode == 2 and skipped:
+        # Unreadable paths are skipped, as the Python walk skips them: keep the results.
+        return done.stdout.decode("utf-8", "surrogateescape") or None
     if done.returncode != 0:
         raise SearchError(
             f"{tool} search failed (exit {done.returncode}): {stderr}", "SEARCH_FAILED"
@@ -67,7 +76,7 @@ async def _run(tool: str, argv: list[str], cwd: str, signal: CancelSignal) -> st
 
 
 def _shown(printed: str, cwd: str) -> str:
-    return display_path(os.path.normpath(os.path.join(cwd, printed)), cwd)
+    return path_text(display_path(os.path.normpath(os.path.join(cwd, printed)), cwd))
 
 
 async def rg_glob(rg: str, root: str, cwd: str, pattern: str, signal: CancelSignal) -> list[str]:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ._globs import GlobRule, IgnoreFile, decide
-from ._workspace import display_path
+from ._workspace import display_path, path_text
 
 __all__ = [
     "VCS_DIRS",
@@ -70,7 +70,7 @@ def glob_files(root: str, cwd: str, pattern: str, stop: threading.Event) -> list
     include = GlobRule.parse(pattern, exclude=False)
     rules = ([include] if include is not None else []) + vcs_excludes()
     if os.path.isfile(root):
-        return [display_path(root, cwd)]
+        return [path_text(display_path(root, cwd))]
     out: list[str] = []
 
     def mtime(entry: os.DirEntry[str]) -> tuple[int, str]:
@@ -88,7 +88,7 @@ def glob_files(root: str, cwd: str, pattern: str, stop: threading.Event) -> list
                 if decide(rules, shown, True) is not True:
                     walk(entry.path)
             elif entry.is_file(follow_symlinks=False) and decide(rules, shown, False) is False:
-                out.append(shown)
+                out.append(path_text(shown))
 
     walk(root)
     return out
@@ -187,7 +187,7 @@ def grep_files(
     out: list[Match] = []
     if not os.path.isdir(root):
         if os.path.isfile(root):  # not a FIFO or a device: those would block the read
-            _search_file(root, display_path(root, cwd), regexes, True, out)
+            _search_file(root, path_text(display_path(root, cwd)), regexes, True, out)
         return out
     overrides = [include] if include is not None else []
     stack = _parent_ignores(root)
@@ -215,7 +215,7 @@ def grep_files(
             if is_dir:
                 walk(entry.path, repo)
             elif entry.is_file(follow_symlinks=False):
-                used += _search_file(entry.path, shown, regexes, False, out)
+                used += _search_file(entry.path, path_text(shown), regexes, False, out)
                 if used > max_bytes:
                     raise OverflowError(used)
         if own is not None:

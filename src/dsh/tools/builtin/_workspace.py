@@ -23,6 +23,7 @@ __all__ = [
     "Workspace",
     "WorkspaceConfig",
     "display_path",
+    "path_text",
     "session_cwd",
     "session_of",
 ]
@@ -59,6 +60,12 @@ def display_path(path: str, cwd: str) -> str:
         return "."
     prefix = cwd if cwd.endswith(os.sep) else cwd + os.sep
     return path[len(prefix) :] if path.startswith(prefix) else path
+
+
+def path_text(path: str) -> str:
+    """`path` as valid text for output: a non-UTF-8 file name (surrogate-escaped by `os`)
+    gets U+FFFD, so that encoding the tool result (and every later request) cannot fail."""
+    return os.fsencode(path).decode("utf-8", "replace")
 
 
 @dataclass(frozen=True, slots=True)
