@@ -192,3 +192,13 @@ def test_a_failing_cancel_callback_does_not_stop_the_others() -> None:
     signal.add_callback(seen.append)
     assert signal.abort("stop") is True
     assert seen == ["stop"]
+
+
+async def test_signal_sleep_ends_early_when_the_signal_fires() -> None:
+    from dsh.kernel import CancelSignal
+
+    signal = CancelSignal()
+    assert await signal.sleep(0) is True
+    asyncio.get_running_loop().call_later(0.01, signal.abort, "stop")
+    assert await signal.sleep(3600) is False
+    assert await signal.sleep(1) is False  # already fired: at once

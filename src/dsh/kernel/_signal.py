@@ -85,6 +85,27 @@ class CancelSignal:
             await self._event.wait()
         return self._reason
 
+    async def sleep(self, seconds: float) -> bool:
+        """Wait `seconds` unless the signal fires first; False if it fired (at once too)."""
+        if self.aborted:
+            return False
+        if seconds <= 0:
+            return True
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[bool] = loop.create_future()
+
+        def settle(value: bool) -> None:
+            if not done.done():
+                done.set_result(value)
+
+        timer = loop.call_later(seconds, settle, True)
+        remove = self.add_callback(lambda _reason: settle(False))
+        try:
+            return await done
+        finally:
+            timer.cancel()
+            remove()
+
     @classmethod
     def any_of(cls, *signals: CancelSignal) -> CancelSignal:
         """A signal that fires with the reason of the first of `signals` to fire."""

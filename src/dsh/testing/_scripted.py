@@ -199,27 +199,11 @@ class ScriptedModel:
 
 async def _pause(seconds: float, signal: CancelSignal | None) -> bool:
     """Sleep `seconds` unless `signal` fires first; False if it fired."""
-    if signal is not None and signal.aborted:
-        return False
-    if seconds <= 0:
-        return True
-    if signal is None:
+    if signal is not None:
+        return await signal.sleep(seconds)
+    if seconds > 0:
         await asyncio.sleep(seconds)
-        return True
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[bool] = loop.create_future()
-
-    def settle(value: bool) -> None:
-        if not done.done():
-            done.set_result(value)
-
-    timer = loop.call_later(seconds, settle, True)
-    remove = signal.add_callback(lambda _reason: settle(False))
-    try:
-        return await done
-    finally:
-        timer.cancel()
-        remove()
+    return True
 
 
 async def _until_aborted(signal: CancelSignal | None) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import random
 import uuid
@@ -11,7 +10,7 @@ from typing import ClassVar, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...agent import AGENT_DISPOSED, REQUEST_ERROR, AgentEvent, RequestError, Retry
-from ...kernel import CancelSignal, Context, Next
+from ...kernel import Context, Next
 from ...llm import Json, RetryPolicy
 
 __all__ = ["RetryOverrides", "RetryPlugin", "backoff_ms"]
@@ -65,26 +64,6 @@ def backoff_ms(
     return max(0, min(delay, policy.max_delay_ms))
 
 
-async def _sleep(ms: int, signal: CancelSignal) -> bool:
-    """Wait `ms` milliseconds unless `signal` fires first; False if it fired."""
-    if signal.aborted:
-        return False
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[bool] = loop.create_future()
-
-    def settle(value: bool) -> None:
-        if not done.done():
-            done.set_result(value)
-
-    timer = loop.call_later(ms / 1000, settle, True)
-    remove = signal.add_callback(lambda _reason: settle(False))
-    try:
-        return await done
-    finally:
-        timer.cancel()
-        remove()
-
-
 class Retrier:
     """Per-agent retry counts of the current step, and the `agent/request-error` listener."""
 
@@ -131,7 +110,7 @@ class Retrier:
         data["delayMs"] = delay
         data["failure"] = failure.to_json()
         agent.session.append("llm/retry", data)
-        if not await _sleep(delay, payload.signal):
+        if not await payload.signal.sleep(delay / 1000):
             return None  # cancelled during the backoff: the loop ends the turn
         started = {"retryId": retry_id, "turn": payload.turn, "step": payload.step, "retry": retry}
         agent.session.append("llm/retry-started", started)
