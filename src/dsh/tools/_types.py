@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from ..kernel import ServiceKey
 from ..llm import ContentBlock, HarnessError, Json, Message, TextBlock, block_from_json
+from ..session import Session
 from ..session._json import freeze_json
 from ._schema import check_schema
 
@@ -160,6 +161,12 @@ class ToolExecution:
     root_call_id: str = ""
     parent: object | None = None
     token: object = field(default_factory=object)
+
+    @property
+    def session(self) -> Session | None:
+        """The session of the calling agent, if the call has one."""
+        session = getattr(self.agent, "session", None)
+        return session if isinstance(session, Session) else None
 
 
 class RunState:

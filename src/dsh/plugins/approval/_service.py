@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Literal, cast
 
 from ...kernel import CancelSignal, Disposer, ServiceKey
 from ...llm import Json
-from ...session import Session
 from ...tools import APPROVAL as _APPROVAL
 from ...tools import ToolExecution
 from ._policy import ApprovalConfig
@@ -46,11 +45,6 @@ class ApprovalRequest:
 
 
 Answerer = Callable[[ApprovalRequest], Awaitable[Answer]]
-
-
-def _session(exec: ToolExecution) -> Session | None:
-    session = getattr(exec.agent, "session", None)
-    return session if isinstance(session, Session) else None
 
 
 class _State:
@@ -102,7 +96,7 @@ class Approval:
 
     def remembered(self, exec: ToolExecution) -> bool:
         """Whether the call's session answered `always` for this tool."""
-        session = _session(exec)
+        session = exec.session
         if session is None:
             return False
         tools = self._state.always.get(session.id)
@@ -123,13 +117,13 @@ class Approval:
 
     def record_decided(self, exec: ToolExecution, decision: Answer, via: Via) -> None:
         self._append(exec, "approval/decided", {"decision": decision, "by": via})
-        session = _session(exec)
+        session = exec.session
         if decision == "always" and session is not None:
             self.remembered(exec)  # load the log first, so the set is complete
             self._state.always[session.id].add(exec.name)
 
     def _append(self, exec: ToolExecution, type: str, data: dict[str, Json]) -> None:
-        session = _session(exec)
+        session = exec.session
         if session is not None:
             session.append(type, {"callId": exec.call_id, "tool": exec.name, **data})
 
@@ -150,7 +144,7 @@ class Approval:
             return (
                 ("once", "auto-approve") if state.config.auto_approve else ("deny", "no-answerer")
             )
-        session = _session(exec)
+        session = exec.session
         request = ApprovalRequest(
             exec.call_id,
             exec.name,

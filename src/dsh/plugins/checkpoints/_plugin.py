@@ -46,17 +46,13 @@ class Checkpoints:
         self, exec: ToolExecution, next: Next[ToolExecution, ToolResult]
     ) -> ToolResult:
         if exec.parent is None:
-            await self.flush(_session_of(exec.agent))
+            await self.flush(exec.session)
         # A call cancelled during the flush never starts its body: the pipeline answers
         # ABORTED_BEFORE_DISPATCH for an aborted signal.
         return await next()
 
     async def at_pre_step(self, point: StepPoint) -> None:
         await self.flush(point.agent.session)
-
-
-def _session_of(agent: Any) -> Session | None:
-    return getattr(agent, "session", None) if agent is not None else None
 
 
 class CheckpointPlugin:

@@ -15,7 +15,7 @@ from .._types import ToolDefinition, ToolRunContext, compact_json
 from ._args import ArgumentError, optional_text, required_text, schema
 from ._guidance import mount_tool
 from ._process import run_process, signal_name
-from ._workspace import ResolvedPath, WorkspaceConfig, session_of
+from ._workspace import ResolvedPath, WorkspaceConfig
 
 __all__ = ["BashConfig", "BashToolPlugin", "bash_tool", "render_bash"]
 
@@ -86,7 +86,7 @@ def _environment(config: BashConfig, run: ToolRunContext, cwd: str) -> dict[str,
     env["PWD"] = cwd  # so `pwd` prints the session's spelling of the directory
     if "DSH_HOME" in os.environ:
         env["DSH_HOME"] = os.environ["DSH_HOME"]
-    session = session_of(run)
+    session = run.session
     if session is not None:
         env["DSH_SESSION_ID"] = session.id
     return env

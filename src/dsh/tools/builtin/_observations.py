@@ -15,7 +15,6 @@ from ...kernel import Context, ServiceKey
 from ...llm import HarnessError
 from ...session import SESSION_DISPOSED, Session
 from .._types import ToolExecution
-from ._workspace import session_of
 
 __all__ = [
     "FS_OBSERVATIONS",
@@ -64,7 +63,7 @@ class FileObservations:
 
     @staticmethod
     def key(run: ToolExecution) -> str | None:
-        session = session_of(run)
+        session = run.session
         return session.id if session is not None else None
 
     def record(self, run: ToolExecution, real: str, version: FileVersion | None) -> None:

@@ -12,7 +12,6 @@ from ...llm import Json
 from .._types import ToolDefinition, ToolRunContext
 from ._args import ArgumentError
 from ._guidance import mount_tool
-from ._workspace import session_of
 
 __all__ = ["TodoConfig", "TodoWriteToolPlugin", "render_todos", "todo_write_tool"]
 
@@ -67,7 +66,7 @@ def todo_write_tool(config: TodoConfig | None = None) -> ToolDefinition:
             raise ArgumentError(
                 f"invalid todos: at most one task may be in_progress (got {counts['in_progress']})"
             )
-        session = session_of(run)
+        session = run.session
         if session is None:
             raise ArgumentError("todo_write requires an owning agent session")
         session.append("todo/write", {"todos": todos})

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from ...llm import HarnessError
-from ...session import Session
 from .._types import ToolExecution
 
 __all__ = [
@@ -25,7 +24,6 @@ __all__ = [
     "display_path",
     "path_text",
     "session_cwd",
-    "session_of",
 ]
 
 
@@ -41,15 +39,9 @@ class OutsideWorkspaceError(HarnessError):
         )
 
 
-def session_of(run: ToolExecution) -> Session | None:
-    """The session of the calling agent, if the call has one."""
-    session = getattr(run.agent, "session", None)
-    return session if isinstance(session, Session) else None
-
-
 def session_cwd(run: ToolExecution) -> str:
     """The calling agent's session cwd; the process cwd when there is none."""
-    session = session_of(run)
+    session = run.session
     cwd = session.header.cwd if session is not None else None
     return cwd if cwd is not None else os.getcwd()
 
