@@ -286,3 +286,14 @@ def test_headers_of_sessions_with_events_only(tmp_path: Path) -> None:
     backend.create(SessionHeader("s-empty", 2), [], durable=True)
     (tmp_path / "stray-file").write_text("x")
     assert [h["id"] for h in backend.headers()] == ["s-full"]
+
+
+def test_the_id_index_sees_logs_another_writer_stored_later(tmp_path: Path) -> None:
+    reader = JsonlBackend(tmp_path)
+    assert not reader.exists("s-late")  # builds the index
+    writer = JsonlBackend(tmp_path)  # another process, in effect
+    session = _log("s-late")
+    writer.create(session.header, records_of(list(session.events)), durable=True)
+    log = reader.read("s-late")  # a load that misses the index rescans once
+    assert [row["seq"] for row in log.rows] == list(range(len(session.events)))
+    assert reader.exists("s-late")

@@ -71,6 +71,9 @@ class JsonlBackend:
         self.compression: Compression = compression
         self.store_id = f"jsonl:{self.root.resolve()}"
         self._known: dict[str, _Known] = {}
+        self._index: dict[str, Path] | None = None
+        """Escaped session id -> log path of every log under the root, built on the first
+        lookup that misses `_known` and kept current by `create` (one writer process)."""
         self._lock = threading.Lock()
 
     # -- paths -----------------------------------------------------------------------------
@@ -80,25 +83,39 @@ class JsonlBackend:
         path = self.root / project_dir_name(header.cwd) / _escape_id(header.id) / name
         return SessionLocation(self.name, path)
 
-    def _find(self, session_id: str) -> Path | None:
+    def _find(self, session_id: str, *, refresh: bool = False) -> Path | None:
         with self._lock:
             known = self._known.get(session_id)
         if known is not None and known.path.exists():
             return known.path
-        escaped = _escape_id(session_id)
-        if not self.root.is_dir():
+        path = self._indexed(refresh).get(_escape_id(session_id))
+        if path is None or not path.is_file():
             return None
-        for project in sorted(self.root.iterdir()):
-            for name in (PLAIN, ZSTD):
-                path = project / escaped / name
-                if path.is_file():
-                    with self._lock:
-                        self._known[session_id] = _Known(path, None)
-                    return path
-        return None
+        with self._lock:
+            self._known[session_id] = _Known(path, None)
+        return path
+
+    def _indexed(self, refresh: bool = False) -> dict[str, Path]:
+        with self._lock:
+            if self._index is not None and not refresh:
+                return self._index
+        index: dict[str, Path] = {}
+        if self.root.is_dir():
+            for project in sorted(self.root.iterdir()):
+                if not project.is_dir():
+                    continue
+                for session_dir in project.iterdir():
+                    for name in (PLAIN, ZSTD):
+                        if (session_dir / name).is_file():
+                            index.setdefault(session_dir.name, session_dir / name)
+        with self._lock:
+            if self._index is None or refresh:
+                self._index = index
+            return self._index
 
     def _require(self, session_id: str) -> Path:
-        path = self._find(session_id)
+        # A miss rescans once: another process may have stored the log since the index.
+        path = self._find(session_id) or self._find(session_id, refresh=True)
         if path is None:
             raise UnknownSessionError(f"no stored session {session_id!r} under {self.root}")
         return path
@@ -136,6 +153,8 @@ class JsonlBackend:
         _fsync_dir(path.parent)
         with self._lock:
             self._known[header.id] = _Known(path, len(records))
+            if self._index is not None:
+                self._index[_escape_id(header.id)] = path
 
     def append(self, session_id: str, records: Sequence[Record], *, durable: bool) -> None:
         path = self._require(session_id)
