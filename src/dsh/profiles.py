@@ -30,6 +30,7 @@ DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
     {"id": "deepseek", "name": "deepseek"},
     {"id": "retry", "name": "retry"},
     {"id": "builtin-tools", "name": "builtin_tools"},
+    {"id": "tool-timeout", "name": "tool_timeout"},
     {"id": "approval", "name": "approval"},
     {"id": "subagents", "name": "subagents"},
     {"id": "compaction", "name": "compaction"},

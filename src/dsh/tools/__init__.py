@@ -39,6 +39,7 @@ from ._types import (
     ToolRunContext,
     ToolSuccess,
     default_render,
+    failure,
 )
 
 __all__ = [
@@ -69,6 +70,7 @@ __all__ = [
     "ToolExecution",
     "ToolExecutionInput",
     "ToolFailure",
+    "failure",
     "ToolNotFoundError",
     "ToolOutcome",
     "ToolOutputError",
