@@ -31,6 +31,7 @@ DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
     {"id": "retry", "name": "retry"},
     {"id": "builtin-tools", "name": "builtin_tools"},
     {"id": "tool-timeout", "name": "tool_timeout"},
+    {"id": "repeat-reminder", "name": "repeat_reminder"},
     {"id": "approval", "name": "approval"},
     {"id": "subagents", "name": "subagents"},
     {"id": "compaction", "name": "compaction"},
