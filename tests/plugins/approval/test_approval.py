@@ -134,7 +134,7 @@ MATRIX = [
     ("ask", "always", False, True, "ran", ("always", "answerer")),
     ("ask", "deny", False, False, 'Error: the user rejected tool "probe"', ("deny", "answerer")),
     ("ask", None, False, False, NO_CHANNEL, ("deny", "no-answerer")),
-    ("ask", None, True, True, "ran", ("once", "auto-approve")),
+    ("ask", None, True, True, "ran", None),  # approved by configuration: nothing logged
     ("ask", "deny", True, False, 'Error: the user rejected tool "probe"', ("deny", "answerer")),
     ("ask", "once", True, True, "ran", ("once", "answerer")),
 ]
@@ -234,7 +234,8 @@ async def test_bad_config_is_a_plugin_error() -> None:
 
 
 async def test_stricter_of_policy_and_other_listeners(make_world: Any) -> None:
-    world = await make_world(auto_approve=True)
+    world = await make_world()
+    world.answer_with("once")
 
     async def other(exec: Any, next: Any) -> Any:
         await next()
@@ -242,7 +243,7 @@ async def test_stricter_of_policy_and_other_listeners(make_world: Any) -> None:
 
     world.ctx.on(TOOLS_PRE_EXECUTE, other, prepend=True)
     assert text(await world.call("read")) == "Error: hook says no"
-    assert text(await world.call("glob")) == "ran"  # the hook's ask, auto-approved
+    assert text(await world.call("glob")) == "ran"  # the hook's ask, answered once
     [asked] = [d for t, d in world.records() if t == "approval/asked"]
     assert asked["reason"] == "hook wants a look"
 

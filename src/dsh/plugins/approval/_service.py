@@ -27,7 +27,7 @@ __all__ = ["APPROVAL", "Answer", "Answerer", "Approval", "ApprovalRequest"]
 _log = logging.getLogger("dsh.plugins.approval")
 
 Answer = Literal["once", "always", "deny"]
-Via = Literal["answerer", "auto-approve", "no-answerer", "cancelled", "answerer-error"]
+Via = Literal["answerer", "no-answerer", "cancelled", "answerer-error"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +131,9 @@ class Approval:
         """Answer one ask: remembered `always`, the answerer, auto-approve, or deny."""
         if self.remembered(exec):
             return "allow"
+        state = self._state
+        if state.config.auto_approve and not state.answerers:
+            return "allow"  # approved by configuration: nobody was asked, nothing to log
         self.record_asked(exec, reason)
         answer, via = await self._answer(exec, reason)
         self.record_decided(exec, answer, via)
@@ -141,9 +144,7 @@ class Approval:
         if exec.signal.aborted:
             return "deny", "cancelled"
         if not state.answerers:
-            return (
-                ("once", "auto-approve") if state.config.auto_approve else ("deny", "no-answerer")
-            )
+            return "deny", "no-answerer"
         session = exec.session
         request = ApprovalRequest(
             exec.call_id,

@@ -1,0 +1,119 @@
+"""Interchange with the reference runtime: our wire sequence against its recorded transcripts.
+
+The recordings (../shared/fixtures/jsonrpc-checkout/) drove the reference runtime with its own
+SDK against a scripted model. We replay the same scenarios against our runtime and compare the
+order of responses and notifications (event types, collapsed runs of chunks), leaving out the
+reference's `session/title` side events, which we do not have.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh.client import AsyncHarness
+from dsh.testing import OpenAIServer, reply, tool_call
+from tests.conftest import FIXTURES
+
+ROOT = Path(__file__).parents[2]
+CHECKOUT = FIXTURES / "jsonrpc-checkout"
+BASH = {"command": "cat hello.txt", "description": "Read hello.txt"}
+
+
+def shape(frames: list[dict[str, Any]]) -> list[str]:
+    """What happens on the wire, in order: requests, responses, notification kinds."""
+    out: list[str] = []
+    for frame in frames:
+        if "method" in frame and "id" in frame:
+            out.append(f"request {frame['method']}")
+        elif "id" in frame:
+            out.append("response")
+        elif frame["method"] == "session.event":
+            kind = frame["params"]["event"]["type"]
+            if kind.startswith("session/title"):
+                continue
+            out.append(f"event {kind}")
+        else:
+            out.append(f"{frame['method']} {frame['params'].get('status', '')}".strip())
+    return [key for key, _ in groupby(out)]
+
+
+def reference(scenario: str) -> list[str]:
+    lines = (CHECKOUT / scenario / "transcript.jsonl").read_text().splitlines()
+    return shape([json.loads(line)["message"] for line in lines])
+
+
+def _is_claim(frame: dict[str, Any]) -> bool:
+    event = frame.get("params", {}).get("event") or {}
+    return event.get("type") == "agent/inbox/spliced" and bool(event["data"].get("removedCount"))
+
+
+SCENARIOS = {
+    "no-tool": [["Answer: nothing to do."]],
+    "two-tools": [
+        [reply(tool_call("bash", BASH)), reply(tool_call("bash", BASH)), "Done after 2 tool calls."]
+    ],
+    "two-prompts": [[reply(tool_call("bash", BASH)), "First answer."], ["Second answer."]],
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+async def test_the_wire_sequence_matches_the_reference(tmp_path: Path, scenario: str) -> None:
+    (tmp_path / "hello.txt").write_text("hello\nfrom the\nbenchmark\n")
+    prompts = [
+        json.loads(line)["message"]["params"]["contentBlocks"][0]["text"]
+        for line in (CHECKOUT / scenario / "transcript.jsonl").read_text().splitlines()
+        if json.loads(line)["message"].get("method") == "session/prompt"
+    ]
+    runs = SCENARIOS[scenario]
+    assert len(prompts) == len(runs)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPSEEK_", "DSH_"))}
+    frames: list[dict[str, Any]] = []
+    async with OpenAIServer([entry for run in runs for entry in run]) as server:
+        env |= {
+            "DEEPSEEK_BASE_URL": server.base_url,
+            "DEEPSEEK_API_KEY": "sk-fake",
+            "DSH_SESSION_ROOT": str(tmp_path / "sessions"),
+            "HOME": str(tmp_path),
+            "PYTHONPATH": str(ROOT),
+        }
+        harness = AsyncHarness(
+            provider="deepseek-official", model="fake-model", cwd=str(tmp_path), env=env
+        )
+        await harness.start()
+        frames.append({"jsonrpc": "2.0", "id": "init", "method": "initialize"})
+        frames.append({"jsonrpc": "2.0", "id": "init", "result": {}})
+        session_id = "session-fixture"
+        for prompt in prompts:
+            frames.append({"jsonrpc": "2.0", "id": "p", "method": "session/prompt"})
+            queue = harness.subscribe()
+            result = await harness.request(
+                "session/prompt",
+                {"sessionId": session_id, "contentBlocks": [{"type": "text", "text": prompt}]},
+            )
+            # Notifications that precede the response are in the queue already.
+            while True:
+                frame = await queue.get()
+                frames.append(frame)
+                if (
+                    frame.get("method") == "session.event"
+                    and frame["params"]["event"]["type"] == "agent/inbox/spliced"
+                    and frame["params"]["event"]["data"].get("removedCount")
+                ):
+                    break
+            frames.append({"jsonrpc": "2.0", "id": "p", "result": result})
+            while True:
+                frame = await queue.get()
+                frames.append(frame)
+                if frame.get("method") == "session.status" and frame["params"]["status"] == "idle":
+                    break
+            harness.unsubscribe(queue)
+        frames.append({"jsonrpc": "2.0", "id": "s", "method": "shutdown"})
+        frames.append({"jsonrpc": "2.0", "id": "s", "result": {}})
+        await harness.close()
+    assert shape(frames) == reference(scenario)
