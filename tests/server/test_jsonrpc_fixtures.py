@@ -48,11 +48,6 @@ def reference(scenario: str) -> list[str]:
     return shape([json.loads(line)["message"] for line in lines])
 
 
-def _is_claim(frame: dict[str, Any]) -> bool:
-    event = frame.get("params", {}).get("event") or {}
-    return event.get("type") == "agent/inbox/spliced" and bool(event["data"].get("removedCount"))
-
-
 SCENARIOS = {
     "no-tool": [["Answer: nothing to do."]],
     "two-tools": [
@@ -85,35 +80,9 @@ async def test_the_wire_sequence_matches_the_reference(tmp_path: Path, scenario:
         harness = AsyncHarness(
             provider="deepseek-official", model="fake-model", cwd=str(tmp_path), env=env
         )
+        harness.trace = frames  # every frame, in the order it crossed the wire
         await harness.start()
-        frames.append({"jsonrpc": "2.0", "id": "init", "method": "initialize"})
-        frames.append({"jsonrpc": "2.0", "id": "init", "result": {}})
-        session_id = "session-fixture"
         for prompt in prompts:
-            frames.append({"jsonrpc": "2.0", "id": "p", "method": "session/prompt"})
-            queue = harness.subscribe()
-            result = await harness.request(
-                "session/prompt",
-                {"sessionId": session_id, "contentBlocks": [{"type": "text", "text": prompt}]},
-            )
-            # Notifications that precede the response are in the queue already.
-            while True:
-                frame = await queue.get()
-                frames.append(frame)
-                if (
-                    frame.get("method") == "session.event"
-                    and frame["params"]["event"]["type"] == "agent/inbox/spliced"
-                    and frame["params"]["event"]["data"].get("removedCount")
-                ):
-                    break
-            frames.append({"jsonrpc": "2.0", "id": "p", "result": result})
-            while True:
-                frame = await queue.get()
-                frames.append(frame)
-                if frame.get("method") == "session.status" and frame["params"]["status"] == "idle":
-                    break
-            harness.unsubscribe(queue)
-        frames.append({"jsonrpc": "2.0", "id": "s", "method": "shutdown"})
-        frames.append({"jsonrpc": "2.0", "id": "s", "result": {}})
+            await harness.run(prompt, session_id="session-fixture")
         await harness.close()
     assert shape(frames) == reference(scenario)

@@ -68,6 +68,8 @@ class AsyncHarness:
         self._subscribers: list[asyncio.Queue[dict[str, Json]]] = []
         self._reader: asyncio.Task[None] | None = None
         self.stderr_lines: list[str] = []
+        self.trace: list[dict[str, Json]] | None = None
+        """Set to a list to record every frame sent and received, in wire order."""
 
     async def __aenter__(self) -> AsyncHarness:
         await self.start()
@@ -107,6 +109,8 @@ class AsyncHarness:
                     continue  # not a frame (SPEC §6.1: malformed lines are ignored)
                 if not isinstance(frame, dict):
                     continue
+                if self.trace is not None:
+                    self.trace.append(frame)
                 if "method" in frame:
                     for queue in self._subscribers:
                         queue.put_nowait(frame)
@@ -138,6 +142,8 @@ class AsyncHarness:
             frame["params"] = params
         future: asyncio.Future[Json] = asyncio.get_running_loop().create_future()
         self._pending[id] = future
+        if self.trace is not None:
+            self.trace.append(frame)
         process.stdin.write(json.dumps(frame, separators=(",", ":")).encode() + b"\n")
         await process.stdin.drain()
         return await future
