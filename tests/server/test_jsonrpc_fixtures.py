@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from dsh.client import AsyncHarness
+from dsh.persistence import project_dir_name
 from dsh.testing import OpenAIServer, reply, tool_call
 from tests.conftest import FIXTURES
 
@@ -41,6 +42,10 @@ def shape(frames: list[dict[str, Any]]) -> list[str]:
         else:
             out.append(f"{frame['method']} {frame['params'].get('status', '')}".strip())
     return [key for key, _ in groupby(out)]
+
+
+def collapse(kinds: list[str]) -> list[str]:
+    return [key for key, _ in groupby(kinds)]
 
 
 def reference(scenario: str) -> list[str]:
@@ -86,3 +91,10 @@ async def test_the_wire_sequence_matches_the_reference(tmp_path: Path, scenario:
             await harness.run(prompt, session_id="session-fixture")
         await harness.close()
     assert shape(frames) == reference(scenario)
+    # The session log on disk has the reference's shape too (header line first).
+    [log] = (tmp_path / "sessions").rglob("session.jsonl")
+    assert log.parent.parent.name == project_dir_name(str(tmp_path))
+    ours = [json.loads(line)["type"] for line in log.read_text().splitlines()]
+    [types] = (CHECKOUT / scenario).glob("types.*.json")
+    theirs = json.loads(types.read_text())["types"]
+    assert collapse(ours) == collapse([t for t in theirs if not t.startswith("session/title")])
