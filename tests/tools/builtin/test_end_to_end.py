@@ -65,11 +65,9 @@ async def test_read_edit_bash_answer(tmp_path: Path) -> None:
         f"The file {tmp_path / 'greet.py'} has been updated successfully.",
         "hello, world\n",
     ]
-    decided = [e.data for e in handle.agent.session.events if e.type == "approval/decided"]
-    assert [(d["tool"], d["decision"], d["by"]) for d in decided] == [
-        ("edit", "once", "auto-approve"),
-        ("bash", "once", "auto-approve"),
-    ]
+    # edit and bash were asks, approved by configuration: nobody was asked, nothing logged
+    kinds = {e.type for e in handle.agent.session.events}
+    assert not kinds & {"approval/asked", "approval/decided"}
     # The model was told about the tools and how to use them.
     first = model.requests[0]
     assert {t.name for t in first.tools} >= {"read", "edit", "bash", "glob", "grep"}
