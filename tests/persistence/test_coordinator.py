@@ -310,7 +310,10 @@ async def test_a_dropped_runtime_does_not_hold_its_sessions_forever(tmp_path: Pa
         _todos(session, 2)
         await world.store.flush(session)  # never disposed
 
-    await run_and_drop()
+    # The dropped runtime ran on an event loop that is closed now (as after asyncio.run).
+    thread = threading.Thread(target=lambda: asyncio.run(run_and_drop()))
+    thread.start()
+    thread.join()
     gc.collect()
     second, service = await _world(tmp_path, window_ms=60_000)
     resumed = await service.prepare("s-dropped")

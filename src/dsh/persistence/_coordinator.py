@@ -49,6 +49,7 @@ class _Writer:
         "draining",
         "failure",
         "key",
+        "loop",
         "materialized",
         "pending",
         "session",
@@ -57,6 +58,7 @@ class _Writer:
     )
 
     def __init__(self, session: Session, key: tuple[str, str], cursor: int, stored: bool) -> None:
+        self.loop = asyncio.get_running_loop()
         self.session = session
         self.key = key
         self.cursor = cursor
@@ -96,7 +98,7 @@ class WriteCoordinator:
     # -- what the seam asks ----------------------------------------------------------------
 
     def is_live(self, session_id: str) -> bool:
-        return session_id in self._writers or (self.backend.store_id, session_id) in _live
+        return session_id in self._writers or _live_writer((self.backend.store_id, session_id))
 
     def expect(self, session: Session, stored: int) -> None:
         """`session` was seeded from the store, whose first `stored` events it holds."""
@@ -122,7 +124,7 @@ class WriteCoordinator:
         if self._closed:
             return
         key = (self.backend.store_id, session.id)
-        if session.id in self._writers or key in _live:
+        if session.id in self._writers or _live_writer(key):
             raise SessionLiveError(f"session {session.id!r} already has a live writer")
         stored = self._prepared.pop(session, None)
         if stored is not None:
@@ -276,6 +278,16 @@ class WriteCoordinator:
         while self._tasks:
             await asyncio.wait(list(self._tasks))
         self._prepared.clear()
+
+
+def _live_writer(key: tuple[str, str]) -> bool:
+    """Whether a writer in this process holds `key`. A runtime that was dropped without being
+    disposed gives its sessions up once collected, or at once when its event loop closed."""
+    writer = _live.get(key)
+    if writer is not None and writer.loop.is_closed():
+        del _live[key]
+        return False
+    return writer is not None
 
 
 def _release(writer: _Writer) -> None:
