@@ -30,6 +30,7 @@ def test_demo_without_a_key_fixes_the_sample_with_a_scripted_model(tmp_path: Pat
     workspace = Path(re.search(r"workspace: (\S+)", result.stderr).group(1))  # type: ignore[union-attr]
     assert (workspace / "greeting.py").read_text() == 'message = "hello world"\nprint(message)\n'
     assert "hello world" in result.stderr  # the bash result
+    assert "⎿ read 2 lines" in result.stderr  # a read result is summarised, not dumped
     assert 'it now prints "hello world"' in result.stdout
     sessions = list((tmp_path / ".dsh" / "sessions").rglob("session.jsonl"))
     assert len(sessions) == 1  # persisted under the default root

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from ..llm import Message, text_of
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
     from ..session import SessionEvent
 
 PREVIEW = 80
+_NUMBERED = re.compile(r"^\d+: ")
 RESULT_LINES = 3
 
 
@@ -34,8 +36,12 @@ def call_summary(name: str, raw_arguments: str) -> str:
     return f"{name}({', '.join(parts)})"
 
 
-def result_summary(text: str, lines: int = RESULT_LINES) -> list[str]:
-    """The first lines of a tool result, and how many more were collapsed."""
+def result_summary(text: str, lines: int = RESULT_LINES, *, tool: str | None = None) -> list[str]:
+    """The first lines of a tool result, and how many more were collapsed (a `read` result
+    is summarised by the lines it returned)."""
+    if tool == "read":
+        numbered = sum(1 for row in text.splitlines() if _NUMBERED.match(row))
+        return [f"read {numbered} line{'s' if numbered != 1 else ''}"]
     rows = text.splitlines() or [""]
     shown = [_preview(r, 100) for r in rows[:lines]]
     if len(rows) > lines:
@@ -53,6 +59,8 @@ class TerminalRenderer:
         self.status: Status | None = None
         self.open_block: str | None = None
         self.steps = 0
+        self.calls: dict[str, str] = {}
+        """Tool name by call id (a result names only its call)."""
 
     def waiting(self, text: str = "thinking…") -> None:
         if self.status is None and self.err.is_terminal:
@@ -99,6 +107,7 @@ class TerminalRenderer:
         self.waiting()
 
     def _tool_call(self, data: Any) -> None:
+        self.calls[data["callId"]] = data["name"]
         self._stop_waiting()
         self._end_block()
         self.err.print(
@@ -115,7 +124,8 @@ class TerminalRenderer:
         block = message.content[0]
         text = text_of(getattr(block, "content", ()))
         failed = bool(getattr(block, "is_error", False))
-        for i, line in enumerate(result_summary(text)):
+        name = self.calls.pop(getattr(block, "tool_call_id", ""), "")
+        for i, line in enumerate(result_summary(text, tool=None if failed else name)):
             prefix = "  ⎿ " if i == 0 else "    "
             self.err.print(
                 prefix + line, style="red" if failed else "dim", markup=False, highlight=False
