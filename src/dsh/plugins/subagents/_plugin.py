@@ -26,6 +26,8 @@ class SubagentsConfig(BaseModel):
     """Register the model-facing `subagent` and `subagent_fork` tools."""
     spawn_tool: str = "subagent"
     fork_tool: str = "subagent_fork"
+    enable_run_in_background: bool = True
+    """Offer `run_in_background` (a job of kind `subagent`; needs the jobs plugin)."""
 
 
 class SubagentsPlugin:
@@ -42,8 +44,11 @@ class SubagentsPlugin:
         if not config.tools:
             return
         tools = ctx.tools
-        tools.register(subagent_tool(config.spawn_tool, "spawn", runtime, config.max_depth))
-        tools.register(subagent_tool(config.fork_tool, "fork", runtime, config.max_depth))
+        background = config.enable_run_in_background
+        for tool_name, provider in ((config.spawn_tool, "spawn"), (config.fork_tool, "fork")):
+            tools.register(
+                subagent_tool(tool_name, provider, runtime, config.max_depth, background)
+            )
         ctx.system_prompt.section(
             "tool:subagent",
             116.5,

@@ -1,11 +1,14 @@
-"""The model-facing `subagent` and `subagent_fork` tools (foreground runs)."""
+"""The model-facing `subagent` and `subagent_fork` tools (foreground and background runs)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ...agent import Agent
+from ...kernel import CancelSignal
 from ...llm import HarnessError, Json, TextBlock
 from ...tools import ToolDefinition, ToolRunContext
+from ..jobs import JOBS
 from ._runtime import SubagentRequest, SubagentResult, SubagentRuntime
 
 HEADLINES = {
@@ -25,6 +28,21 @@ PARAMETERS: dict[str, Json] = {
     },
     "required": ["description", "prompt"],
 }
+
+BACKGROUND_PARAMETER: dict[str, Json] = {
+    "type": "boolean",
+    "description": (
+        "Run the subagent as a background job and return its job id at once (default false)."
+    ),
+}
+
+BACKGROUND_SUFFIX = (
+    " By default this waits for the subagent's answer. Set run_in_background: true to get a "
+    "job id at once and keep working; read the answer with job_output, or stop it with "
+    "job_kill."
+)
+
+REFUSAL = "run_in_background is disabled for this tool instance (enableRunInBackground: false)"
 
 DESCRIPTIONS = {
     "spawn": (
@@ -58,8 +76,46 @@ def failure_text(result: SubagentResult) -> str:
 
 
 def subagent_tool(
-    name: str, provider: str, runtime: SubagentRuntime, max_depth: int
+    name: str,
+    provider: str,
+    runtime: SubagentRuntime,
+    max_depth: int,
+    background: bool = False,
 ) -> ToolDefinition:
+    def request(args: Any, parent: Agent, signal: CancelSignal) -> SubagentRequest:
+        return SubagentRequest(
+            prompt=args["prompt"],
+            parent=parent,
+            signal=signal,
+            label=args["description"],
+            max_depth=max_depth,
+        )
+
+    async def run_child(req: SubagentRequest) -> tuple[str, SubagentResult]:
+        """Start a child, wait for its result, always dispose it; (run id, result)."""
+        sub = await runtime.start(provider, req)
+        try:
+            return sub.id, await sub.result
+        finally:
+            await sub.dispose()
+
+    def start_background(args: Any, parent: Agent) -> Json:
+        jobs = parent.ctx.get(JOBS) if background else None
+        if jobs is None:
+            raise SubagentToolError(REFUSAL)
+        depth = parent.session.header.delegation_depth + 1
+        if depth > max_depth:  # refused now, not as a failed job later
+            raise SubagentToolError(f"subagent depth {depth} exceeds maxDepth {max_depth}")
+
+        async def body(signal: CancelSignal) -> str:
+            _, result = await run_child(request(args, parent, signal))
+            if result.stop_reason != "completed":
+                raise SubagentToolError(failure_text(result))
+            return result.text
+
+        job = jobs.start(parent, "subagent", args["description"], body)
+        return {"kind": "background", "jobId": job.id}
+
     async def execute(args: Any, run: ToolRunContext) -> Json:
         parent = run.agent
         if parent is None:
@@ -67,38 +123,35 @@ def subagent_tool(
                 "subagent tool requires a calling agent (exec.agent was undefined)"
             )
         if args.get("run_in_background"):
-            raise SubagentToolError(
-                "run_in_background is disabled for this tool instance "
-                "(enableRunInBackground: false)"
-            )
-        request = SubagentRequest(
-            prompt=args["prompt"],
-            parent=parent,  # type: ignore[arg-type]
-            signal=run.signal,
-            label=args["description"],
-            max_depth=max_depth,
-        )
-        sub = await runtime.start(provider, request)
-        try:
-            result = await sub.result
-        finally:
-            await sub.dispose()
+            return start_background(args, parent)  # type: ignore[arg-type]
+        run_id, result = await run_child(request(args, parent, run.signal))  # type: ignore[arg-type]
         if result.stop_reason != "completed":
             raise SubagentToolError(failure_text(result))
         return {
             "kind": "foreground",
-            "runId": sub.id,
+            "runId": run_id,
             "output": [block.to_json() for block in result.output],
         }
 
     def render(args: Any, value: Any) -> list[TextBlock]:
+        if value["kind"] == "background":
+            return [TextBlock(f"started background subagent job {value['jobId']}")]
         texts = [b["text"] for b in value["output"] if b.get("type") == "text"]
         return [TextBlock("".join(texts))]
 
+    parameters = PARAMETERS
+    description = DESCRIPTIONS[provider]
+    if background:
+        properties = dict(PARAMETERS["properties"])
+        parameters = {
+            **PARAMETERS,
+            "properties": {**properties, "run_in_background": BACKGROUND_PARAMETER},
+        }
+        description += BACKGROUND_SUFFIX
     return ToolDefinition(
         name=name,
-        description=DESCRIPTIONS[provider],
-        parameters=PARAMETERS,
+        description=description,
+        parameters=parameters,
         execute=execute,
         output_schema={"type": "object"},
         render=render,

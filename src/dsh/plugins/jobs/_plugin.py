@@ -1,0 +1,92 @@
+"""`JobsPlugin`: `ctx.jobs`, the job tools, and completion notices to the owning agent."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...agent import AGENT_DISPOSED, PROMPT_SUBMIT, AgentEvent, PromptDecision, PromptSubmit
+from ...kernel import AGENTS, TOOLS, Context, Next
+from ...llm import plugin_source, user_message
+from ._service import DEFAULT_MAX_ACTIVE, JOB_END, JOBS, Job, JobService, _State
+from ._tools import job_tools, status_line
+
+PLUGIN_ID = "tool-jobs"
+"""The source plugin id of completion notices (the reference runtime's)."""
+
+GUIDANCE = (
+    "Background jobs: keep track of the job ids you start. You are notified when a job "
+    "finishes, so do not poll job_output or sleep waiting for it; keep working meanwhile. "
+    "Before giving your final answer, collect (job_output) or kill (job_kill) every job you "
+    "started. Use job_output with wait: true only when you are blocked on the result."
+)
+
+
+class JobsConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_active: int = Field(default=DEFAULT_MAX_ACTIVE, ge=1)
+    """Concurrently active jobs per owning agent."""
+    tools: bool = True
+    """Register `job_output`, `job_list`, `job_kill` and the `tool:jobs` guidance."""
+    max_wakes: int = Field(default=3, ge=0)
+    """Consecutive idle-agent wake-ups by notices before user input resets the count."""
+
+
+def notice_text(job: Job) -> str:
+    return (
+        f"background job {job.id} ({job.kind}: {job.label}) finished "
+        f"{status_line(job.public())}. Read its output with job_output."
+    )
+
+
+class JobsPlugin:
+    name: ClassVar[str] = "jobs"
+    Config = JobsConfig
+    inject: ClassVar[tuple[Any, ...]] = (TOOLS, AGENTS)
+
+    @staticmethod
+    def apply(ctx: Context, config: JobsConfig) -> None:
+        service = JobService(_State(ctx, config.max_active), ctx)
+        ctx.provide(JOBS, service)
+        wakes: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        gone: weakref.WeakSet[Any] = weakref.WeakSet()
+
+        def finished(job: Job) -> None:
+            owner = job.owner
+            if owner in gone:
+                service.forget(owner)
+                return
+            if job.reported or job.waiters:
+                return  # its output was (or is being) read: no notice is due
+            notice = user_message(
+                notice_text(job), plugin_source(PLUGIN_ID, "notice", summary=job.id)
+            )
+            if owner.accepts_next_step:
+                owner.inject(notice)
+            elif wakes.get(owner, 0) < config.max_wakes:
+                wakes[owner] = wakes.get(owner, 0) + 1
+                owner.followup(notice)
+            else:
+                owner.send(notice, "next-turn", False)  # waits for the next turn
+
+        async def prompt(
+            payload: PromptSubmit, nxt: Next[PromptSubmit, PromptDecision]
+        ) -> PromptDecision:
+            if payload.message.source.get("kind") == "user":
+                wakes.pop(payload.agent, None)
+            return await nxt()
+
+        def disposed(payload: AgentEvent) -> None:
+            gone.add(payload.agent)
+            service.kill_all(payload.agent, "owner disposed")
+            service.forget(payload.agent)
+
+        ctx.on(JOB_END, finished)
+        ctx.on(PROMPT_SUBMIT, prompt)
+        ctx.on(AGENT_DISPOSED, disposed)
+        if config.tools:
+            for definition in job_tools(service):
+                ctx.tools.register(definition)
+            ctx.system_prompt.section("tool:jobs", 106, GUIDANCE)
