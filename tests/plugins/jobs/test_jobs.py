@@ -270,3 +270,25 @@ async def test_background_refused_without_jobs(runtime: Runtime) -> None:
     assert text(refused) == (
         "Error: run_in_background is disabled for this tool instance (enableRunInBackground: false)"
     )
+
+
+async def test_unloading_the_plugin_sends_no_notice(runtime: Runtime) -> None:
+    import asyncio
+
+    from dsh.plugins.jobs import JOBS, JobsPlugin
+
+    fiber = await runtime.ctx.plugin(JobsPlugin)
+    agent = await runtime.agent()
+    started = asyncio.Event()
+
+    async def forever(signal: object) -> str:
+        started.set()
+        await asyncio.sleep(3600)
+        return "never"
+
+    runtime.ctx.require(JOBS).start(agent, "test", "x", forever)
+    await started.wait()
+    await fiber.dispose()
+    await agent.when_idle()
+    assert agent.status == "idle"
+    assert runtime.model.requests == []  # nobody was woken to read a tool that is gone

@@ -31,21 +31,45 @@ async def test_a_call_past_its_deadline_fails_tool_timeout(runtime: Runtime) -> 
 
 
 async def test_cancellation_is_not_reported_as_a_timeout(runtime: Runtime) -> None:
-    await runtime.ctx.plugin(ToolTimeoutPlugin, {"default_timeout_ms": 5_000})
+    await runtime.ctx.plugin(ToolTimeoutPlugin, {"default_timeout_ms": 20})
 
     @tool
-    async def waits(run: ToolRunContext) -> str:
-        """Waits for its signal."""
-        await run.signal.wait()
-        return "stopped"
+    async def stubborn() -> str:
+        """Ignores its signal and outlives the deadline."""
+        await asyncio.sleep(0.1)
+        return "late"
 
-    runtime.ctx.tools.register(waits)
+    runtime.ctx.tools.register(stubborn)
     signal = CancelSignal()
     call = asyncio.create_task(
-        runtime.ctx.tools.execute(ToolExecutionInput("c3", "waits", {}, signal))
+        runtime.ctx.tools.execute(ToolExecutionInput("c3", "stubborn", {}, signal))
     )
-    await asyncio.sleep(0.01)
-    signal.abort("user")
+    await asyncio.sleep(0.005)
+    signal.abort("user")  # cancelled first; the deadline fires too, later
     result = await call
     assert result.is_error
     assert result.error.code == "ABORTED"  # type: ignore[union-attr]
+
+
+def test_deadlines_print_as_integers() -> None:
+    from dsh.plugins.tool_timeout import timeout_message
+
+    assert timeout_message(1_000_000) == "tool call timed out after 1000000ms"
+    assert timeout_message(30_000.0) == "tool call timed out after 30000ms"
+    assert timeout_message(12.5) == "tool call timed out after 12.5ms"
+
+
+async def test_exempt_tools_get_no_deadline(runtime: Runtime) -> None:
+    await runtime.ctx.plugin(ToolTimeoutPlugin, {"default_timeout_ms": 10, "exempt": ["patient"]})
+
+    @tool
+    async def patient(run: ToolRunContext) -> str:
+        """Outlives the default deadline; exempt."""
+        await asyncio.sleep(0.05)
+        return "done" if not run.signal.aborted else "cut"
+
+    runtime.ctx.tools.register(patient)
+    result = await runtime.ctx.tools.execute(
+        ToolExecutionInput("c5", "patient", {}, CancelSignal())
+    )
+    assert not result.is_error

@@ -48,7 +48,7 @@ class JobsPlugin:
 
     @staticmethod
     def apply(ctx: Context, config: JobsConfig) -> None:
-        service = JobService(_State(ctx, config.max_active), ctx)
+        service = JobService(_State(ctx, config.max_active))
         ctx.provide(JOBS, service)
         wakes: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         gone: weakref.WeakSet[Any] = weakref.WeakSet()

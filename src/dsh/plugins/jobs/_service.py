@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import itertools
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -82,17 +83,16 @@ class _State:
     counters: dict[str, itertools.count[int]] = field(default_factory=dict)
 
 
+_log = logging.getLogger("dsh.jobs")
+
+
 class JobService:
     """`ctx.jobs`: start, look up, list and kill background jobs."""
 
-    __slots__ = ("_ctx", "_state")
+    __slots__ = ("_state",)
 
-    def __init__(self, state: _State, ctx: Context) -> None:
+    def __init__(self, state: _State) -> None:
         self._state = state
-        self._ctx = ctx
-
-    def bind_context(self, ctx: Context) -> JobService:
-        return JobService(self._state, ctx)
 
     def start(self, owner: Agent, kind: str, label: str, body: JobBody) -> Job:
         """Start `body(signal)` as job `<kind>-<n>` of `owner`; returns at once.
@@ -120,27 +120,33 @@ class JobService:
         except asyncio.CancelledError:
             # The plugin is unloading: the job is killed, whatever it was doing.
             job.signal.abort("jobs unloaded")
-            self._settle(job, "killed", "", job.detail or "jobs unloaded")
+            # No notice: the job tools are going away with the plugin.
+            self._settle(job, "killed", "", job.detail or "jobs unloaded", notify=False)
             raise
         except Aborted:
             self._settle(job, "killed", "", job.detail)
         except Exception as error:
             # The error's text is the job's output (e.g. a subagent's failure report).
+            if not isinstance(error, HarnessError):
+                _log.exception("background job %s failed", job.id)
             status: JobStatus = "killed" if job.signal.aborted else "failed"
-            self._settle(job, status, str(error), job.detail)
+            self._settle(job, status, str(error) or type(error).__name__, job.detail)
         else:
             status = "killed" if job.signal.aborted else "completed"
             self._settle(
                 job, status, output if isinstance(output, str) else str(output), job.detail
             )
 
-    def _settle(self, job: Job, status: JobStatus, output: str, detail: str | None) -> None:
+    def _settle(
+        self, job: Job, status: JobStatus, output: str, detail: str | None, notify: bool = True
+    ) -> None:
         job.status = status
         job.output = output
         job.detail = detail
         job.finished_at = _now_ms()
         job.done.set()
-        self._state.ctx.bus.emit(JOB_END, job, job.owner)
+        if notify:
+            self._state.ctx.bus.emit(JOB_END, job, job.owner)
 
     def get(self, job_id: str) -> Job | None:
         return self._state.jobs.get(job_id)

@@ -14,7 +14,11 @@ from ._tools import subagent_tool
 GUIDANCE = (
     "Use {spawn} to hand a self-contained task to a separate agent (it starts with no "
     "knowledge of this conversation), and {fork} when the task builds on what has been "
-    "discussed. Both return the child's final answer; give each a complete task description."
+    "discussed. By default both wait and return the child's final answer; give each a "
+    "complete task description."
+)
+BACKGROUND_GUIDANCE = (
+    " With run_in_background they return a job id at once: read the answer later with job_output."
 )
 
 
@@ -27,7 +31,8 @@ class SubagentsConfig(BaseModel):
     spawn_tool: str = "subagent"
     fork_tool: str = "subagent_fork"
     enable_run_in_background: bool = True
-    """Offer `run_in_background` (a job of kind `subagent`; needs the jobs plugin)."""
+    """Offer `run_in_background` (a job of kind `subagent`) when the jobs plugin and its
+    tools are mounted before this plugin; otherwise the parameter is not offered."""
 
 
 class SubagentsPlugin:
@@ -44,7 +49,12 @@ class SubagentsPlugin:
         if not config.tools:
             return
         tools = ctx.tools
-        background = config.enable_run_in_background
+        # Background runs need the jobs service and its tools (mounted before this plugin).
+        background = (
+            config.enable_run_in_background
+            and ctx.get("jobs") is not None
+            and tools.get("job_output") is not None
+        )
         for tool_name, provider in ((config.spawn_tool, "spawn"), (config.fork_tool, "fork")):
             tools.register(
                 subagent_tool(tool_name, provider, runtime, config.max_depth, background)
@@ -52,5 +62,6 @@ class SubagentsPlugin:
         ctx.system_prompt.section(
             "tool:subagent",
             116.5,
-            GUIDANCE.format(spawn=config.spawn_tool, fork=config.fork_tool),
+            GUIDANCE.format(spawn=config.spawn_tool, fork=config.fork_tool)
+            + (BACKGROUND_GUIDANCE if background else ""),
         )

@@ -14,10 +14,20 @@ from ...tools import TOOLS_EXECUTE, ToolExecution, ToolResult, failure
 TIMEOUT_CODE = "TOOL_TIMEOUT"
 
 
+def timeout_message(timeout_ms: float) -> str:
+    """`tool call timed out after <ms>ms`, with whole milliseconds written as integers."""
+    shown = int(timeout_ms) if timeout_ms == int(timeout_ms) else timeout_ms
+    return f"tool call timed out after {shown}ms"
+
+
 class ToolTimeoutConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     default_timeout_ms: float | None = Field(default=None, gt=0)
     """The deadline of tools that declare none (default: no deadline for them)."""
+    exempt: list[str] = Field(
+        default_factory=lambda: ["job_output", "subagent", "subagent_fork", "bash"]
+    )
+    """Tools never given a deadline: they bound their own waits (TOOLS.md §0, §7)."""
 
 
 class ToolTimeoutPlugin:
@@ -33,6 +43,8 @@ class ToolTimeoutPlugin:
 
         async def around(exec: ToolExecution, nxt: Next[ToolExecution, ToolResult]) -> ToolResult:
             definition = tools.get(exec.name, exec.agent)
+            if exec.name in config.exempt:
+                return await nxt()  # tools that bound their own waits
             timeout_ms = (
                 definition.timeout_ms if definition else None
             ) or config.default_timeout_ms
@@ -43,13 +55,14 @@ class ToolTimeoutPlugin:
                 timeout_ms / 1000, deadline.abort, "timeout"
             )
             try:
-                # The pipeline fuses this signal with the caller's for the body.
-                result = await nxt(replace(exec, signal=deadline))
+                # Fused with the signal this wrapper received (the caller's, or an outer
+                # wrapper's); the pipeline fuses the caller's in again for the body.
+                fused = CancelSignal.any_of(exec.signal, deadline)
+                result = await nxt(replace(exec, signal=fused))
             finally:
                 timer.cancel()
             if deadline.aborted and not exec.signal.aborted:
-                message = f"tool call timed out after {timeout_ms:g}ms"
-                return failure(message, "ToolTimeoutError", TIMEOUT_CODE)
+                return failure(timeout_message(timeout_ms), "ToolTimeoutError", TIMEOUT_CODE)
             return result
 
         ctx.on(TOOLS_EXECUTE, around)
