@@ -9,7 +9,7 @@ import time
 import pytest
 
 from dsh.llm import TextBlock
-from dsh.llm.adapters import http_failure, retry_after_ms, stream_error
+from dsh.llm.adapters import DeepSeekPlugin, http_failure, retry_after_ms, stream_error
 from dsh.testing import crash, failure, http_error, malformed, reply
 
 from .conftest import KEY, Harness
@@ -149,3 +149,33 @@ async def test_a_malformed_whole_completion_is_a_server_failure(harness: Harness
     code, found = await failed(harness)
     assert code == "SERVER"
     assert "malformed" in found.message  # type: ignore[attr-defined]
+
+
+async def test_a_connection_dropped_after_done_keeps_the_answer(harness: Harness) -> None:
+    """A server that sends the whole answer and [DONE], then resets the connection."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        events = [
+            '{"choices":[{"index":0,"delta":{"content":"complete answer"}}]}',
+            '{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}',
+            "[DONE]",
+        ]
+        body = "".join(f"data: {e}\n\n" for e in events).encode()
+        head = (
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: 99999\r\n\r\n"
+        )
+        writer.write(head + body)
+        await writer.drain()
+        writer.transport.abort()  # the body never reaches its declared length
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        await harness.ctx.plugin(DeepSeekPlugin, {"base_url": f"http://127.0.0.1:{port}"})
+        call = await harness.call()
+    finally:
+        server.close()
+    assert call.failure_code is None
+    assert call.assembler.finish.kind == "stop"
+    assert "".join(b.text for b in call.assembler.blocks()) == "complete answer"  # type: ignore[union-attr]

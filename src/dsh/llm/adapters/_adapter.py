@@ -70,6 +70,10 @@ class _Interrupted(Exception):
     """The request signal fired while a read was pending."""
 
 
+DRAIN_AFTER_DONE_S = 1.0
+"""How long to keep reading after `[DONE]` for the body's end (connection reuse)."""
+
+
 class _ReadGuard:
     """Interrupts this stream's own pending read when the request signal fires.
 
@@ -200,6 +204,18 @@ class ChatCompletionsAdapter:
 
     # -- one call ------------------------------------------------------------------------------
 
+    async def _drain_after_done(self, events: Any, guard: _ReadGuard) -> None:
+        """Read past `[DONE]` so the connection goes back to the pool, but briefly and at no
+        risk: nothing after it can change the answer, so a connection that drops or lingers
+        now must not turn a finished response into a failure."""
+        with contextlib.suppress(TimeoutError, _Interrupted, *self._io_errors):
+            async with asyncio.timeout(DRAIN_AFTER_DONE_S):
+                while True:
+                    try:
+                        await guard.read(anext(events))
+                    except StopAsyncIteration:
+                        return
+
     async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
         endpoint = self._endpoints.get(options.provider)
         if self._closed:
@@ -275,9 +291,8 @@ class ChatCompletionsAdapter:
                         if not data:
                             continue
                         if data == "[DONE]":
-                            # Done: nothing after it can change the answer, so a connection
-                            # that drops or lingers now must not turn it into a failure.
                             complete = True
+                            await self._drain_after_done(events, guard)
                             break
                         try:
                             mapper.feed(json.loads(data), out)
