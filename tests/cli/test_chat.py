@@ -98,3 +98,27 @@ def test_resume_a_previous_session(tmp_path: Path) -> None:
     again.expect(pexpect.EOF)
     again.close()
     assert again.exitstatus == 0
+
+
+def test_an_ask_is_answered_at_the_prompt(tmp_path: Path) -> None:
+    script = [
+        {"tool": "shout", "args": {"text": "once"}},
+        "Shouted once.",
+        {"tool": "shout", "args": {"text": "never"}},
+        "Not allowed, fine.",
+    ]
+    child = spawn(tmp_path, script)
+    child.sendline("shout once")
+    child.expect("needs approval")
+    child.sendline("y")
+    child.expect("ONCE")  # the tool ran
+    child.expect("Shouted once.")
+    child.sendline("shout again")
+    child.expect("needs approval")
+    child.sendline("n")
+    child.expect("rejected")
+    child.expect("Not allowed, fine.")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
