@@ -122,3 +122,16 @@ def test_an_ask_is_answered_at_the_prompt(tmp_path: Path) -> None:
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+def test_compact_command(tmp_path: Path) -> None:
+    child = spawn(tmp_path, ["A long first answer " * 20, "Summary: the user said hello."])
+    child.sendline("hello " * 40)
+    child.expect("A long first answer")
+    child.expect(">")
+    child.sendline("/compact")
+    child.expect("compacted")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
