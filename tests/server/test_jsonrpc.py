@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import sys
+from asyncio.subprocess import Process
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,19 @@ def runtime_env(tmp_path: Path, script: list[Any]) -> dict[str, str]:
         "DSH_SESSION_ROOT": str(tmp_path / "sessions"),
         "PYTHONPATH": str(ROOT),
     }
+
+
+async def server_process(tmp_path: Path, script: list[Any] | None = None) -> Process:
+    """The runtime as a child process, its stdio piped."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "dsh.server",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=runtime_env(tmp_path, script or []),
+    )
 
 
 @pytest.fixture
@@ -119,16 +133,7 @@ async def test_errors(harness: AsyncHarness) -> None:
 
 
 async def test_malformed_lines_never_break_the_server(tmp_path: Path) -> None:
-    env = runtime_env(tmp_path, ["still alive"])
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "dsh.server",
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
+    process = await server_process(tmp_path, ["still alive"])
     assert process.stdin is not None and process.stdout is not None
     lines = [
         b"not json at all\n",
@@ -153,15 +158,7 @@ async def test_malformed_lines_never_break_the_server(tmp_path: Path) -> None:
 
 
 async def test_closing_stdin_shuts_down(tmp_path: Path) -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "dsh.server",
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=runtime_env(tmp_path, []),
-    )
+    process = await server_process(tmp_path)
     out, _ = await asyncio.wait_for(process.communicate(b""), timeout=30)
     assert out == b""
     assert process.returncode == 0
@@ -224,15 +221,7 @@ async def test_random_lines_never_break_the_server_process(tmp_path: Path) -> No
         b'{"jsonrpc":"2.0","id":"last","method":"initialize","params":{"cwd":"/tmp","provider":"scripted","model":"scripted"}}'
     )
     lines.append(b'{"jsonrpc":"2.0","id":"bye","method":"shutdown"}')
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "dsh.server",
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=runtime_env(tmp_path, []),
-    )
+    process = await server_process(tmp_path)
     out, _ = await asyncio.wait_for(process.communicate(b"\n".join(lines) + b"\n"), timeout=60)
     frames = [json.loads(line) for line in out.splitlines()]
     assert frames and all(f["jsonrpc"] == "2.0" for f in frames)

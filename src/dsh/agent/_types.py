@@ -55,7 +55,6 @@ class AgentOptions:
     reasoning_effort: str | None = None
     system_prompt: str | None = None
     """The agent's persona template (may use `{{model}}`, `{{cwd}}`, `{{provider}}`)."""
-    subagent_depth: int = 0
 
     def __post_init__(self) -> None:
         if self.max_tokens is not None and (

@@ -58,7 +58,6 @@ class TerminalRenderer:
         self.reasoning = reasoning
         self.status: Status | None = None
         self.open_block: str | None = None
-        self.steps = 0
         self.calls: dict[str, str] = {}
         """Tool name by call id (a result names only its call)."""
 
@@ -103,7 +102,6 @@ class TerminalRenderer:
             self._end_block()
 
     def _step_start(self, data: Any) -> None:
-        self.steps = data["step"]
         self.waiting()
 
     def _tool_call(self, data: Any) -> None:

@@ -171,10 +171,5 @@ class Owner:
             self._state = "disposed"
             self._done.set_result(None)
 
-    async def wait_quiescent(self) -> None:
-        """Wait until no task tracked by this owner is running."""
-        while self._tasks:
-            await asyncio.wait(list(self._tasks))
-
     def __repr__(self) -> str:
         return f"<Owner {self.label!r} {self._state} effects={len(self._effects)}>"
