@@ -21,9 +21,9 @@ from dsh.testing import ScriptedModel
 _ids = itertools.count(1)
 
 REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO.parent / "shared" / "fixtures"
-"""The reference runtime's recorded logs and transcripts (`../shared/fixtures` beside the
-checkout, in development and in CI alike)."""
+FIXTURES = REPO / "tests" / "fixtures"
+"""The reference runtime's recorded logs and transcripts, kept inside the repository (see its
+README): a user's clone has nothing beside it."""
 
 
 @dataclass

@@ -96,12 +96,23 @@ def test_public_api_is_importable_and_lazy() -> None:
     assert result.stdout.strip() == "ok", result.stderr
 
 
-def test_reference_fixtures_are_beside_the_checkout() -> None:
+def test_reference_fixtures_are_in_the_repository() -> None:
     from tests.conftest import FIXTURES
 
     assert (FIXTURES / "ts-logs" / "plain" / "session.jsonl").is_file(), (
         f"the reference fixtures are missing at {FIXTURES}: interchange tests would not run"
     )
+
+
+def test_nothing_reads_beside_the_checkout() -> None:
+    """A user's clone has no `../shared`: neither the code nor the tests may read it."""
+    offenders = []
+    for root in ("src", "tests", "bench", "scripts"):
+        for path in (SRC.parents[1] / root).rglob("*.py"):
+            text = path.read_text(encoding="utf-8")
+            if re.search(r'parents?(\[\d\])?\s*/\s*"shared"|\.\./shared/', text):
+                offenders.append(str(path))
+    assert offenders == []
 
 
 def test_the_event_taxonomy_document_matches_the_declarations() -> None:

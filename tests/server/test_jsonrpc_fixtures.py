@@ -1,6 +1,6 @@
 """Interchange with the reference runtime: our wire sequence against its recorded transcripts.
 
-The recordings (../shared/fixtures/jsonrpc-checkout/) drove the reference runtime with its own
+The recordings (tests/fixtures/jsonrpc-checkout/) drove the reference runtime with its own
 SDK against a scripted model. We replay the same scenarios against our runtime and compare the
 order of responses and notifications (event types, collapsed runs of chunks), leaving out the
 reference's `session/title` side events, which we do not have.
