@@ -120,3 +120,22 @@ async def test_session_events_subscribes_when_called(runtime: Runtime) -> None:
     assert (first.seq, first.type) == (0, "agent/inbox/spliced")
     await agent.when_idle()
     await events.aclose()
+
+
+async def test_steer_right_after_an_idle_followup_lands_in_the_next_step(runtime: Runtime) -> None:
+    runtime.model.add(reply("first"), reply("second"))
+    agent = await runtime.agent()
+    start = agent.session.seq
+    agent.followup("the prompt")
+    agent.steer("a correction")
+    await agent.when_idle()
+    steps: dict[int, list[str]] = {}
+    step = 0
+    for event in agent.session.events[start:]:
+        if event.type == "step/start":
+            step = event.data["step"]
+        elif event.type == "user/message":
+            steps.setdefault(step, []).append(event.data["content"][0]["text"])
+    assert steps == {1: ["the prompt"], 2: ["a correction"]}
+    assert user_texts(runtime.model.requests[0]) == ["the prompt"]
+    assert user_texts(runtime.model.requests[1]) == ["the prompt", "a correction"]

@@ -52,6 +52,9 @@ class Activity:
     wake_requested: bool = False
     turn_open: bool = False
     prompt: UserMessage | None = None
+    opening_steering: int | None = None
+    """Next-step items pending when the turn opened: its first step takes only these, so a
+    steer sent after the waking send lands in the step after (SPEC §5.2)."""
 
 
 class ReactLoopAgent:
