@@ -2,7 +2,7 @@
 
 import asyncio
 
-from dsh.agent import AGENT_STATUS, INBOX_DEQUEUE, INBOX_ENQUEUE
+from dsh.agent import AGENT_STATUS, INBOX_DEQUEUE, INBOX_ENQUEUE, StatusChange
 from dsh.llm import GenerateOptions
 from dsh.testing import reply, tool_call
 from dsh.tools import tool
@@ -139,3 +139,20 @@ async def test_steer_right_after_an_idle_followup_lands_in_the_next_step(runtime
     assert steps == {1: ["the prompt"], 2: ["a correction"]}
     assert user_texts(runtime.model.requests[0]) == ["the prompt"]
     assert user_texts(runtime.model.requests[1]) == ["the prompt", "a correction"]
+
+
+async def test_when_idle_is_released_when_an_idle_listener_sends_again(runtime: Runtime) -> None:
+    runtime.model.add(reply("first", delay=0.01), reply("second", delay=0.01))
+    agent = await runtime.agent()
+    resent: list[str] = []
+
+    def on_status(change: StatusChange) -> None:
+        if change.status == "idle" and not resent:
+            resent.append(agent.followup("again"))
+
+    agent.ctx.on(AGENT_STATUS, on_status)
+    agent.followup("go")
+    # A hang would be the bug; the bound only keeps a failing run from blocking the suite.
+    await asyncio.wait_for(agent.when_idle(), 30)
+    assert resent and agent.status == "idle"
+    assert [e.data["turn"] for e in agent.session.events if e.type == "turn/end"] == [1, 2]
