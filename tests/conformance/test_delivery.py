@@ -156,3 +156,30 @@ async def test_when_idle_is_released_when_an_idle_listener_sends_again(runtime: 
     await asyncio.wait_for(agent.when_idle(), 30)
     assert resent and agent.status == "idle"
     assert [e.data["turn"] for e in agent.session.events if e.type == "turn/end"] == [1, 2]
+
+
+async def test_session_events_end_when_the_agent_is_disposed(runtime: Runtime) -> None:
+    from dsh.agent import AgentOptions, CreateAgentOptions, session_events
+    from dsh.session import SessionMeta
+
+    runtime.model.add(reply("ok"))
+    handle = await runtime.ctx.agents.create(
+        CreateAgentOptions(
+            "session-events-end",
+            SessionMeta(cwd="/tmp"),
+            agent_options=AgentOptions(provider="scripted", model="scripted"),
+        )
+    )
+    agent = handle.agent
+    seen: list[str] = []
+
+    async def consume() -> None:  # never breaks: the iterator must end by itself
+        async for event in session_events(agent, from_seq=0):
+            seen.append(event.type)
+
+    consumer = asyncio.create_task(consume())
+    agent.followup("hello")
+    await agent.when_idle()
+    await handle.dispose()
+    await asyncio.wait_for(consumer, 30)  # the bound only keeps a failing run from hanging
+    assert seen[-1] == "turn/end"
