@@ -8,7 +8,10 @@ results whose content is `Error: <message>`.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -51,6 +54,8 @@ if TYPE_CHECKING:
     from ._registry import ToolTable
 
 __all__ = ["dispatch", "finalize", "prepare"]
+
+_log = logging.getLogger("dsh.tools")
 
 ABORTED = failure("tool call aborted", "AbortError", "ABORTED")
 ABORTED_BEFORE_DISPATCH = failure(
@@ -177,14 +182,16 @@ async def _ask(ctx: Context, exec: ToolExecution, ask: Ask) -> str | None:
 # -- dispatch ----------------------------------------------------------------------------------
 
 
-async def dispatch(table: ToolTable, bus: EventBus, prepared: Prepared) -> ToolResult:
+async def dispatch(
+    table: ToolTable, bus: EventBus, prepared: Prepared, grace_s: float
+) -> ToolResult:
     if prepared.kind != "dispatch":
         raise ValueError(f"a {prepared.kind} preparation has nothing to dispatch")
     exec = prepared.exec
     run = _state(exec)
 
     async def body(view: ToolExecution) -> ToolResult:
-        result = await _run_body(table, exec, run, view.signal)
+        result = await _run_body(table, exec, run, view.signal, grace_s)
         run.dispatched = result
         return result
 
@@ -202,7 +209,7 @@ async def dispatch(table: ToolTable, bus: EventBus, prepared: Prepared) -> ToolR
 
 
 async def _run_body(
-    table: ToolTable, exec: ToolRunContext, run: RunState, signal: CancelSignal
+    table: ToolTable, exec: ToolRunContext, run: RunState, signal: CancelSignal, grace_s: float
 ) -> ToolResult:
     caller = run.caller
     removers: tuple[Callable[[], None], ...] = ()
@@ -224,7 +231,7 @@ async def _run_body(
         view = exec if signal is exec.signal else replace(exec, signal=signal)
         value = definition.execute(exec.arguments, view)
         if inspect.isawaitable(value):
-            value = await value
+            value = await _body_value(exec, asyncio.ensure_future(value), signal, grace_s)
         result = success(exec, definition, run, value)
         return ABORTED if signal.aborted else result
     except Aborted:
@@ -236,6 +243,49 @@ async def _run_body(
     finally:
         for remove in removers:
             remove()
+
+
+_abandoned: set[asyncio.Future[object]] = set()
+"""Bodies left running after their call ended (kept referenced until they finish)."""
+
+
+async def _body_value(
+    exec: ToolExecution, work: asyncio.Future[object], signal: CancelSignal, grace_s: float
+) -> object:
+    """The body's value. A body still running `grace_s` after its signal fired is abandoned:
+    the call ends (`Aborted`) and the body finishes in the background, logged both times."""
+    try:
+        return await signal.wait_or_abandon(work, grace_s)
+    except Aborted:
+        if not work.done():  # else the body itself stopped with the signal's Aborted
+            _abandon(exec, work, signal, grace_s)
+        raise
+
+
+def _abandon(
+    exec: ToolExecution, work: asyncio.Future[object], signal: CancelSignal, grace_s: float
+) -> None:
+    tool = f'tool "{exec.name}" (call {exec.call_id})'
+    _log.warning(
+        "%s ignored its cancel signal (%r) for %gs: abandoned, it keeps running in the background",
+        tool,
+        signal.reason,
+        grace_s,
+    )
+    since = time.monotonic()
+    _abandoned.add(work)
+
+    def finished(task: asyncio.Future[object]) -> None:
+        _abandoned.discard(task)
+        if task.cancelled():
+            outcome = "was cancelled"
+        else:
+            error = task.exception()
+            outcome = "finished" if error is None else f"failed ({error!r})"
+        late = time.monotonic() - since
+        _log.info("abandoned %s %s %.1fs after its call ended", tool, outcome, late)
+
+    work.add_done_callback(finished)
 
 
 def success(
