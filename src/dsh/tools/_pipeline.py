@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..kernel import Aborted, CancelSignal
-from ..llm import ContentBlock, Message, TextBlock
+from ..kernel import Aborted, CancelSignal, holds_secrets, redact_secrets
+from ..llm import ContentBlock, Json, Message, TextBlock
 from ..session._json import LosslessJsonError, freeze_json
 from ._events import TOOLS_EXECUTE, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_RESULT
 from ._schema import validate_value
@@ -352,8 +352,46 @@ async def finalize(bus: EventBus, prepared: Prepared, result: ToolResult | None)
                 result = replace(result, content=as_content(content))
         except Exception as exc:
             result = error_result(exc)
+    result = _redacted(result)
     bus.emit(TOOLS_RESULT, ToolOutcome(exec, result), exec.agent)
     return result
+
+
+def _redacted(result: ToolResult) -> ToolResult:
+    """`result` with held credentials masked in all it carries: a tool that printed an API
+    key sends it neither to the model nor to the log."""
+    if not holds_secrets():
+        return result
+    content = _redact_blocks(result.content)
+    meta = _redact_json(result.meta)
+    contexts = tuple(
+        replace(m, content=_redact_blocks(m.content)) for m in result.additional_contexts
+    )
+    redacted = replace(result, content=content, meta=meta, additional_contexts=contexts)
+    if isinstance(redacted, ToolFailure):
+        message = redact_secrets(redacted.error.message)
+        return replace(redacted, error=replace(redacted.error, message=message))
+    return replace(redacted, value=_redact_json(redacted.value))
+
+
+def _redact_blocks(blocks: tuple[ContentBlock, ...]) -> tuple[ContentBlock, ...]:
+    return tuple(
+        replace(b, text=redact_secrets(b.text)) if isinstance(b, TextBlock) else b for b in blocks
+    )
+
+
+def _redact_json(value: Json) -> Json:
+    def walk(item: Json) -> Json:
+        if isinstance(item, str):
+            return redact_secrets(item)
+        if isinstance(item, dict):
+            return {redact_secrets(k): walk(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [walk(v) for v in item]
+        return item
+
+    walked = walk(value)
+    return value if walked == value else freeze_json(walked, "value")
 
 
 async def _post_execute(bus: EventBus, exec: ToolExecution, result: ToolResult) -> ToolResult:

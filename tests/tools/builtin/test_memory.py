@@ -7,7 +7,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
-
 from .conftest import MakeTools, Tools
 
 T = TypeVar("T")
@@ -45,7 +44,8 @@ async def test_read_of_a_file_whose_first_line_never_ends(tools: Tools) -> None:
 
 async def test_read_past_the_end_of_a_huge_line(tools: Tools) -> None:
     endless_line(tools.root / "one-line.txt")
-    error, used = await peak(lambda: tools.error("read", {"file_path": "one-line.txt", "offset": 5}))
+    args = {"file_path": "one-line.txt", "offset": 5}
+    error, used = await peak(lambda: tools.error("read", args))
     assert error.endswith('one-line.txt" (1 lines)') and "offset 5 is out of range" in error
     assert used < BOUND, f"peak {used:,} bytes"
 
@@ -56,7 +56,8 @@ async def test_python_grep_streams_files(make_tools: MakeTools) -> None:
     (tools.root / "small.txt").write_text("no match\nanother needle\n")
     text, used = await peak(lambda: tools.ok("grep", {"pattern": "needle"}))
     assert text == (
-        "Found 2 matches\n\nbig.txt\nLine 2: the needle is here\n\nsmall.txt\nLine 2: another needle"
+        "Found 2 matches\n\nbig.txt\nLine 2: the needle is here\n\n"
+        "small.txt\nLine 2: another needle"
     )
     assert used < BOUND, f"peak {used:,} bytes"
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
-import select
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,17 +13,23 @@ from tests.cli.support import DSH, cli_env, scripted_profile, workspace
 
 from .test_bash import gone, wait_for_pid
 
+BOUND_S = 30
+"""Only keeps a failing run from hanging the suite; nothing is timed against it."""
 
-def _wait_gone(pid: int, bound_s: float = 30) -> bool:
-    """Whether `pid` exits within `bound_s` (a pidfd becomes readable when it does)."""
+
+async def _exited(pid: int) -> None:
+    """Return once `pid` has exited (its pidfd becomes readable then)."""
     try:
         fd = os.pidfd_open(pid)
     except ProcessLookupError:
-        return True
+        return
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    loop.add_reader(fd, lambda: done.done() or done.set_result(None))
     try:
-        ready, _, _ = select.select([fd], [], [], bound_s)
-        return bool(ready) or gone(pid)
+        await done
     finally:
+        loop.remove_reader(fd)
         os.close(fd)
 
 
@@ -33,24 +39,26 @@ async def test_a_sigkilled_dsh_takes_its_bash_command_along(tmp_path: Path) -> N
     command = "sleep 300 & echo $! > sleep.pid; wait"
     script = [{"tool": "bash", "args": {"command": command, "description": "sleep"}}, "done"]
     profile = scripted_profile(tmp_path, script)
-    argv = [sys.executable, *DSH, "run", "--yes", "--profile", str(profile)]
-    argv += ["--provider", "scripted", "--model", "scripted", "--cwd", str(ws), "sleep a while"]
-    dsh = subprocess.Popen(
-        argv,
+    argv = [*DSH, "run", "--yes", "--profile", str(profile), "--provider", "scripted"]
+    argv += ["--model", "scripted", "--cwd", str(ws), "sleep a while"]
+    dsh = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *argv,
         env=cli_env(tmp_path),
         cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
     )
     sleeper: int | None = None
     try:
         sleeper = await wait_for_pid(ws / "sleep.pid")
         assert not gone(sleeper)
         dsh.send_signal(signal.SIGKILL)
-        dsh.wait(30)
-        assert _wait_gone(sleeper), "the command outlived the dsh process that started it"
+        await asyncio.wait_for(dsh.wait(), BOUND_S)
+        await asyncio.wait_for(_exited(sleeper), BOUND_S)
     finally:
-        dsh.kill()
-        dsh.wait(30)
+        with contextlib.suppress(ProcessLookupError):
+            dsh.kill()
+        await dsh.wait()
         if sleeper is not None and not gone(sleeper):
             os.killpg(os.getpgid(sleeper), signal.SIGKILL)  # a failed run leaves nothing behind

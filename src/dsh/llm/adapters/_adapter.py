@@ -10,12 +10,12 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-import os
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..._version import __version__
+from ...kernel import read_secret
 from .._adapter import ModelInfo, ProviderInfo, RetryPolicy
 from .._chunks import Finish, LlmFailure, StreamChunk, aborted_finish, error_finish
 from .._content import Json
@@ -47,7 +47,8 @@ class Endpoint:
     """One provider route served over Chat Completions.
 
     `url` is the full `…/chat/completions` URL. `api_key_env` names the environment
-    variable holding the key (read at each call; None sends no `Authorization`). `fallback`
+    variable holding the key (taken out of the environment by `read_secret` when mounted,
+    read again at each call; None sends no `Authorization`). `fallback`
     describes models missing from `models` (None: unknown models get no metadata, so
     nothing is defaulted or checked for them). `idle_timeout_s` bounds each wait for a byte
     (the response's first one too); `call_timeout_s` bounds the whole call.
@@ -154,7 +155,7 @@ class ChatCompletionsAdapter:
 
     One `stream` call is one HTTP request: no retries (the retry plugin decides), the
     request signal closes the connection at once, provider failures end the stream with
-    `finish error` and a classified `LlmFailure`. The API key is read from the environment
+    `finish error` and a classified `LlmFailure`. The API key is read with `read_secret`
     at each call and never logged or put in a failure.
     """
 
@@ -252,7 +253,7 @@ class ChatCompletionsAdapter:
             return
         secret: str | None = None
         if endpoint.api_key_env:
-            secret = os.environ.get(endpoint.api_key_env)
+            secret = read_secret(endpoint.api_key_env)
             if not secret:
                 failure = missing_credential(endpoint.provider, endpoint.api_key_env)
                 yield Finish(error_finish(failure))
@@ -353,6 +354,9 @@ class ChatCompletionsAdapter:
 def mount_adapter(ctx: Context, endpoints: Sequence[Endpoint]) -> ChatCompletionsAdapter:
     """Serve `endpoints` through `ctx.llm`; the HTTP client closes after the routes go."""
     adapter = ChatCompletionsAdapter(endpoints)
+    for endpoint in endpoints:
+        if endpoint.api_key_env:
+            read_secret(endpoint.api_key_env)  # out of the environment before any tool runs
     ctx.owner.effect(adapter.aclose)  # disposed last (LIFO): after the routes are withdrawn
     ctx.llm.register_adapter([e.provider for e in endpoints], adapter)
     return adapter
