@@ -1,10 +1,11 @@
-"""Durable sessions: the `ctx.session_persistence` seam, the write coordinator, the JSONL and
-SQLite backends, crash repair, and resume."""
+"""Durable sessions: the `ctx.session_persistence` seam, the write coordinator, the JSONL,
+SQLite and PostgreSQL backends, crash repair, and resume."""
 
 from ._backend import RawLog, SessionBackend
 from ._events import PERSISTENCE_WRITTEN, Written
 from ._jsonl import JsonlBackend, project_dir_name
 from ._plugin import PersistenceConfig, PersistencePlugin, default_root, mount_persistence
+from ._postgres import LeaseLostError, PostgresBackend, PostgresLease, SessionLockedError
 from ._repair import (
     NOT_STARTED_TEXT,
     OUTCOME_UNKNOWN_TEXT,
@@ -41,9 +42,12 @@ __all__ = [
     "CorruptLogError",
     "ForkSeed",
     "JsonlBackend",
+    "LeaseLostError",
     "PersistenceConfig",
     "PersistenceError",
     "PersistencePlugin",
+    "PostgresBackend",
+    "PostgresLease",
     "RawLog",
     "Record",
     "Repair",
@@ -51,6 +55,7 @@ __all__ = [
     "SessionBackend",
     "SessionExistsError",
     "SessionLiveError",
+    "SessionLockedError",
     "SessionLocation",
     "SessionPersistence",
     "SqliteBackend",
