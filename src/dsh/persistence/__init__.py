@@ -4,7 +4,13 @@ SQLite and PostgreSQL backends, crash repair, and resume."""
 from ._backend import RawLog, SessionBackend
 from ._events import PERSISTENCE_WRITTEN, Written
 from ._jsonl import JsonlBackend, project_dir_name
-from ._plugin import PersistenceConfig, PersistencePlugin, default_root, mount_persistence
+from ._plugin import (
+    PersistenceConfig,
+    PersistencePlugin,
+    default_root,
+    mount_persistence,
+    store_config,
+)
 from ._postgres import LeaseLostError, PostgresBackend, PostgresLease, SessionLockedError
 from ._repair import (
     NOT_STARTED_TEXT,
@@ -68,4 +74,5 @@ __all__ = [
     "open_turn",
     "project_dir_name",
     "repair_closers",
+    "store_config",
 ]

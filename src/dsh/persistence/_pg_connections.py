@@ -78,6 +78,10 @@ class ConnectionPool:
         self._idle: list[AsyncConnection[Any]] = []
         self._slots = asyncio.Semaphore(size)
         self._all: set[AsyncConnection[Any]] = set()
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+        if "connect_timeout" not in conninfo_to_dict(url):
+            self.url = make_conninfo(url, connect_timeout=10)  # an unreachable host fails
 
     async def connect(self) -> AsyncConnection[Any]:
         """A new autocommit connection (not pooled): a clear error when it cannot open."""
@@ -86,7 +90,7 @@ class ConnectionPool:
         try:
             return await psycopg.AsyncConnection.connect(self.url, autocommit=True)
         except psycopg.OperationalError as exc:
-            reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            reason = " ".join(str(exc).split()) or type(exc).__name__
             raise PersistenceError(f"cannot connect to {self.where}: {reason}") from None
 
     @contextlib.asynccontextmanager

@@ -21,7 +21,7 @@ import json
 import os
 import socket
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,7 +121,7 @@ class LeaseLostError(PersistenceError):
     """This writer's lease on the session is gone: it may no longer append."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class PostgresLease:
     """A held writer lease: `epoch` fences every append of the session."""
 
@@ -129,6 +129,10 @@ class PostgresLease:
     epoch: int
     generation: int
     """Which lease connection holds the advisory lock (a new one after a reconnect)."""
+    backend: PostgresBackend = field(repr=False)
+
+    def release(self) -> None:
+        self.backend.release_writer(self)
 
 
 class PostgresBackend:
@@ -335,11 +339,10 @@ class PostgresBackend:
         if session_id in self._leases:
             raise SessionLockedError(session_id, f"this process ({self.holder})")
         self._leases[session_id] = None
+        key = self._key(session_id)
         try:
-            conn = await self._lease_connection()
-            key = self._key(session_id)
-            cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))
-            if not (await _one(cur))[0]:
+            conn, got = await self._try_lock(key)
+            if not got:
                 raise SessionLockedError(session_id, await _holder(conn, session_id))
             try:
                 epoch = (await _one(await conn.execute(_TAKE, (session_id, self.holder))))[0]
@@ -349,8 +352,22 @@ class PostgresBackend:
         except BaseException:
             del self._leases[session_id]
             raise
-        lease = self._leases[session_id] = PostgresLease(session_id, epoch, self._generation)
+        lease = PostgresLease(session_id, epoch, self._generation, self)
+        self._leases[session_id] = lease
         return lease
+
+    async def _try_lock(self, key: int) -> tuple[AsyncConnection[Any], bool]:
+        import psycopg
+
+        conn = await self._lease_connection()
+        try:
+            cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))
+        except psycopg.OperationalError:
+            if not conn.broken:
+                raise
+            conn = await self._lease_connection()  # it had dropped: once more, on a new one
+            cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))
+        return conn, bool((await _one(cur))[0])
 
     async def _lease_connection(self) -> AsyncConnection[Any]:
         conn = self._lease_conn
@@ -369,7 +386,7 @@ class PostgresBackend:
             self._loop.run(self._release(lease))
 
     async def _release(self, lease: PostgresLease) -> None:
-        if self._leases.get(lease.session_id) != lease:
+        if self._leases.get(lease.session_id) is not lease:
             return
         del self._leases[lease.session_id]
         conn = self._lease_conn
