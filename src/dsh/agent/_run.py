@@ -8,7 +8,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..llm import Json, Message, UserMessage, text_of
-from ..session import SESSION_DISPOSED, SESSION_EVENT, Session, SessionEvent, SessionEventPayload
+from ..session import (
+    SESSION_DISPOSED,
+    SESSION_EVENT,
+    Session,
+    SessionEvent,
+    SessionEventPayload,
+    Usage,
+    usage_of,
+)
 from ._types import Agent
 
 if TYPE_CHECKING:
@@ -75,6 +83,11 @@ class RunResult:
             if event.type == "turn/end":
                 return event.data["reason"]
         return {}
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens, model requests and tool calls of the run, summed from its events."""
+        return usage_of(self.events)
 
     @property
     def messages(self) -> tuple[Message, ...]:
