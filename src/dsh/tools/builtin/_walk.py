@@ -156,17 +156,17 @@ def _search_file(
     used = 0
     number = 0
     try:
-        with open(path, "rb") as file:
+        with open(path, "rb", buffering=0) as file:  # whole chunks: no second buffer
             for block in line_blocks(file, LINE_SCAN_BYTES, text_only=not explicit):
                 if stop.is_set():
                     raise SearchStopped
                 text = block.decode("utf-8", "surrogateescape")
+                if prefilter is not None and prefilter.search(text) is None:
+                    number += block.count(b"\n") + (not block.endswith(b"\n"))
+                    continue
                 lines = text.split("\n")
                 if text.endswith("\n"):
                     lines.pop()
-                if prefilter is not None and prefilter.search(text) is None:
-                    number += len(lines)
-                    continue
                 for line in lines:
                     number += 1
                     if regex.search(line) is not None:
