@@ -30,6 +30,8 @@ DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
     {"id": "deepseek", "name": "deepseek"},
     {"id": "retry", "name": "retry"},
     {"id": "builtin-tools", "name": "builtin_tools"},
+    {"id": "sandbox", "name": "sandbox", "config": {"mode": "workspace-write"}},
+    {"id": "spill", "name": "spill"},
     {"id": "tool-timeout", "name": "tool_timeout"},
     {"id": "repeat-reminder", "name": "repeat_reminder"},
     {"id": "approval", "name": "approval"},

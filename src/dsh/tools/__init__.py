@@ -12,6 +12,16 @@ from ._plugin import ToolsConfig, ToolsPlugin
 from ._registry import Guard
 from ._runtime import ExecutionMode, ToolRuntime
 from ._schema import JsonSchemaError, check_schema, validate_value
+from ._seams import (
+    SANDBOX,
+    SANDBOX_MODES,
+    SPILLS,
+    CommandSandbox,
+    Confinement,
+    SandboxMode,
+    SpillStore,
+    SpillWriter,
+)
 from ._types import (
     APPROVAL,
     RESERVED_TOOL_NAMES,
@@ -47,6 +57,9 @@ from ._types import (
 __all__ = [
     "APPROVAL",
     "RESERVED_TOOL_NAMES",
+    "SANDBOX",
+    "SANDBOX_MODES",
+    "SPILLS",
     "TOOLS_CHANGE",
     "TOOLS_EXECUTE",
     "TOOLS_POST_EXECUTE",
@@ -58,6 +71,8 @@ __all__ = [
     "ApprovalService",
     "Ask",
     "Block",
+    "CommandSandbox",
+    "Confinement",
     "Decision",
     "Deny",
     "ExecutionMode",
@@ -68,6 +83,9 @@ __all__ = [
     "PreDecision",
     "Prepared",
     "PreparedKind",
+    "SandboxMode",
+    "SpillStore",
+    "SpillWriter",
     "ToolArgsError",
     "ToolDefinition",
     "ToolErrorInfo",

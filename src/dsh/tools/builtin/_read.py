@@ -10,12 +10,13 @@ from typing import BinaryIO, ClassVar
 
 from ...kernel import TOOLS, Context
 from ...llm import Json
+from .._seams import SPILLS
 from .._types import ToolDefinition, ToolRunContext
 from ._args import ArgumentError, optional_int, required_text, schema
 from ._guidance import mount_tool
 from ._lines import line_blocks
 from ._observations import FS_OBSERVATIONS, FileObservations, FileVersion, FsError
-from ._workspace import ResolvedPath, WorkspaceConfig
+from ._workspace import OutsideWorkspaceError, ResolvedPath, WorkspaceConfig, session_cwd
 
 __all__ = ["ReadConfig", "ReadToolPlugin", "read_tool", "render_read", "sniff_text"]
 
@@ -41,7 +42,8 @@ Read a UTF-8 text file and return its lines numbered `N: text`.
 `offset` is the first line to show (1-based, default 1); `limit` the number of lines \
 (default and max 2000). At most 51,200 bytes are shown per call and lines over 2000 \
 characters are cut; the footer says where to continue. Binary files are refused. Reading a \
-file is what allows `write` to replace it and `edit` to change it."""
+file is what allows `write` to replace it and `edit` to change it. It also reads the files \
+where oversized tool output was saved (their paths are given with the output)."""
 
 
 class ReadConfig(WorkspaceConfig):
@@ -115,8 +117,30 @@ def _scan(file: BinaryIO, first: int, last: int) -> tuple[list[Json], int]:
     return lines, total
 
 
-def read_tool(observations: FileObservations, config: ReadConfig | None = None) -> ToolDefinition:
-    """The `read` tool definition."""
+def _absolute(run: ToolRunContext, path: str) -> tuple[str, str]:
+    cwd = session_cwd(run)
+    return cwd, os.path.normpath(os.path.join(cwd, path))
+
+
+async def _spilled(
+    services: Context | None, run: ToolRunContext, path: str, error: OutsideWorkspaceError
+) -> ResolvedPath:
+    """A path outside the workspace is readable only as a spill file (`SPILLS`)."""
+    spills = services.get(SPILLS) if services is not None else None
+    cwd, display = _absolute(run, path)
+    real = None if spills is None else await spills.readable(run, display)
+    if real is None:
+        raise error
+    return ResolvedPath(display, real, cwd)
+
+
+def read_tool(
+    observations: FileObservations,
+    config: ReadConfig | None = None,
+    services: Context | None = None,
+) -> ToolDefinition:
+    """The `read` tool definition. With `services`, it also reads the spill files of its
+    spill store (`SPILLS`), wherever they are."""
     workspace = (config or ReadConfig()).workspace()
 
     async def execute(args: Mapping[str, Json], run: ToolRunContext) -> Json:
@@ -125,7 +149,10 @@ def read_tool(observations: FileObservations, config: ReadConfig | None = None) 
         limit = optional_int(args, "limit", "limit must be a positive integer") or MAX_LINES
         if limit > MAX_LINES:
             raise ArgumentError(f"limit must be less than or equal to {MAX_LINES}")
-        where = workspace.resolve(run, path)
+        try:
+            where = workspace.resolve(run, path)
+        except OutsideWorkspaceError as error:
+            where = await _spilled(services, run, path, error)
         try:
             value, version = await asyncio.to_thread(_window, where, offset, limit)
         except FsError as exc:
@@ -187,5 +214,5 @@ class ReadToolPlugin:
 
     @staticmethod
     async def apply(ctx: Context, config: ReadConfig) -> None:
-        tool = read_tool(ctx.require(FS_OBSERVATIONS), config)
+        tool = read_tool(ctx.require(FS_OBSERVATIONS), config, ctx)
         await mount_tool(ctx, tool, (100, GUIDANCE))
