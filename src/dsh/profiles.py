@@ -32,6 +32,7 @@ DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
     {"id": "builtin-tools", "name": "builtin_tools"},
     {"id": "sandbox", "name": "sandbox", "config": {"mode": "workspace-write"}},
     {"id": "spill", "name": "spill"},
+    {"id": "web-fetch", "name": "tool_web_fetch"},
     {"id": "tool-timeout", "name": "tool_timeout"},
     {"id": "repeat-reminder", "name": "repeat_reminder"},
     {"id": "approval", "name": "approval"},

@@ -37,6 +37,7 @@ class RunOptions:
     json: bool = False
     resume: str | None = None
     banner: str | None = None
+    sandbox: str | None = None
 
 
 async def run_task(options: RunOptions) -> int:
@@ -44,7 +45,7 @@ async def run_task(options: RunOptions) -> int:
 
     out = Console(highlight=False)
     err = Console(stderr=True, highlight=False)
-    profile = build_profile(options.profile, yes=options.yes)
+    profile = build_profile(options.profile, yes=options.yes, sandbox=options.sandbox)
     route = resolve_route(profile, options.provider, options.model)
     check_credentials(route)
     ctx = await start_runtime(profile, route)
