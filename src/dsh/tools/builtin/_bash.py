@@ -146,9 +146,10 @@ def bash_tool(config: BashConfig | None = None, services: Context | None = None)
             )
         except OSError as exc:
             raise HarnessError(f"failed to start {argv[0]}: {exc}", "SPAWN_FAILED") from exc
+        value = await _value(done, timeout_ms, confinement)  # closes any spill file
         if done.stopped == "aborted":
             raise Aborted(run.signal.reason)
-        return await _value(done, timeout_ms, confinement)
+        return value
 
     return ToolDefinition(
         "bash",

@@ -129,7 +129,7 @@ class _Stream:
     capture that overflows may also copy the whole stream, up to `SPILL_MAX_BYTES`, to a
     spill file opened on the first overflow (`opener`)."""
 
-    __slots__ = ("buf", "limit", "opener", "spill", "tail", "total")
+    __slots__ = ("buf", "copying", "limit", "opener", "spill", "tail", "total")
 
     def __init__(self, limit: int, tail: bool, opener: Callable[[], SpillWriter | None]) -> None:
         self.buf = bytearray()
@@ -138,6 +138,7 @@ class _Stream:
         self.total = 0
         self.opener: Callable[[], SpillWriter | None] | None = opener
         self.spill: SpillWriter | None = None
+        self.copying = False
 
     def feed(self, data: bytes) -> bool:
         """Keep what fits; False once a head capture has overflowed."""
@@ -155,15 +156,21 @@ class _Stream:
             self.buf += data[:room]
         return self.total <= self.limit
 
-    def _copy(self, data: bytes, before: int) -> None:
+    def _copy(self, data: bytes, start: int) -> None:
+        """Copy `data`, which starts at byte `start` of the stream, to the spill file."""
         if self.opener is not None:
             # The first overflow: nothing was trimmed yet, so the buffer holds all before it.
             opener, self.opener = self.opener, None
             self.spill = opener()
-            if self.spill is not None:
-                self.spill.write(bytes(self.buf))
-        if self.spill is not None:
-            self.spill.write(data[: SPILL_MAX_BYTES - before])
+            self.copying = self.spill is not None
+            data, start = bytes(self.buf) + data, 0
+        if not self.copying or self.spill is None:
+            return
+        try:
+            self.spill.write(data[: SPILL_MAX_BYTES - start])
+        except OSError as exc:  # e.g. a full disk: the file keeps what it got
+            _log.warning("command output no longer saved to %s: %s", self.spill.path, exc)
+            self.copying = False
 
     def result(self) -> tuple[bytes, bool]:
         """The kept bytes and whether any were dropped."""
