@@ -4,14 +4,14 @@ guard), the body read up to a byte limit, and converted by content type."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 
 import httpx
 
 from ...llm import HarnessError, Json
-from ._guard import AddressRefused, HostRules, guarded_transport
+from ._guard import AddressRefused, guarded_transport
+from ._policy import HostRules, Limits
 
-__all__ = ["FetchError", "Limits", "fetch"]
+__all__ = ["FetchError", "fetch"]
 
 _HTML = ("text/html", "application/xhtml+xml")
 _TEXT_SUFFIXES = ("+json", "+xml")
@@ -22,15 +22,6 @@ _REDIRECTS = (301, 302, 303, 307, 308)
 class FetchError(HarnessError):
     def __init__(self, message: str, code: str = "WEB_FETCH_FAILED") -> None:
         super().__init__(message, code)
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    timeout_s: float
-    max_redirects: int
-    max_bytes: int
-    max_chars: int
-    user_agent: str
 
 
 async def fetch(url: str, limits: Limits, rules: HostRules) -> dict[str, Json]:

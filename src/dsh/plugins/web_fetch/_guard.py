@@ -16,7 +16,9 @@ from collections.abc import Iterable, Sequence
 import httpcore
 import httpx
 
-__all__ = ["AddressRefused", "GuardedBackend", "HostRules", "guarded_transport"]
+from ._policy import HostRules
+
+__all__ = ["AddressRefused", "GuardedBackend", "guarded_transport"]
 
 
 class AddressRefused(Exception):
@@ -29,17 +31,6 @@ class AddressRefused(Exception):
         )
         self.host = host
         self.address = address
-
-
-class HostRules:
-    """The hosts the profile allows whatever their addresses: `host` or `host:port`."""
-
-    def __init__(self, allowed: Iterable[str]) -> None:
-        self._allowed = {entry.lower().strip("[]") for entry in allowed}
-
-    def allows(self, host: str, port: int) -> bool:
-        host = host.lower().strip("[]")
-        return host in self._allowed or f"{host}:{port}" in self._allowed
 
 
 def public(address: str) -> bool:

@@ -14,8 +14,7 @@ from ...llm import Json
 from ...tools import ToolDefinition, ToolRunContext
 from ...tools.builtin._args import required_text, schema
 from ...tools.builtin._guidance import mount_tool
-from ._fetch import Limits, fetch
-from ._guard import HostRules
+from ._policy import HostRules, Limits
 
 __all__ = ["WebFetchConfig", "WebFetchPlugin", "render_fetch", "web_fetch_tool"]
 
@@ -72,6 +71,8 @@ def web_fetch_tool(config: WebFetchConfig | None = None) -> ToolDefinition:
     async def execute(args: Mapping[str, Json], run: ToolRunContext) -> Json:
         url = required_text(args, "url", "invalid url: expected a non-empty string").strip()
         run.signal.raise_if_aborted()
+        from ._fetch import fetch  # httpx on the first fetch, not at start-up
+
         task = asyncio.ensure_future(fetch(url, limits, rules))
         remove = run.signal.add_callback(lambda _reason: task.cancel())
         try:
