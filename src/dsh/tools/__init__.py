@@ -38,8 +38,10 @@ from ._types import (
     ToolResult,
     ToolRunContext,
     ToolSuccess,
+    as_content,
     default_render,
     failure,
+    stricter,
 )
 
 __all__ = [
@@ -79,8 +81,10 @@ __all__ = [
     "ToolRuntime",
     "ToolSuccess",
     "ToolsPlugin",
+    "as_content",
     "check_schema",
     "default_render",
+    "stricter",
     "tool",
     "validate_value",
 ]

@@ -133,6 +133,8 @@ async def prepare(
     asked = False
     try:
         decision = await bus.waterfall(TOOLS_PRE_EXECUTE, exec, _allow, exec.agent)
+        if isinstance(decision, Allow | Ask) and decision.arguments is not None:
+            exec = replace(exec, arguments=freeze_json(dict(decision.arguments), "arguments"))
         if isinstance(decision, Allow):
             reason = table.guard_reason(exec)
         elif isinstance(decision, Deny):

@@ -133,20 +133,22 @@ async def run_process(
     timeout_s: float | None,
     max_bytes: int,
     keep: Literal["tail", "head"],
+    stdin: bytes | None = None,
 ) -> ProcessResult:
     """Run `argv` to completion or until stopped.
 
     `keep="tail"` retains the last `max_bytes` of each stream; `keep="head"` retains the
     first and stops the process (cause `overflow`) as soon as a stream exceeds them. The
     signal firing stops it with cause `aborted`; `timeout_s` elapsing with `timeout`.
-    Spawn failures (`OSError`) propagate.
+    `stdin` is written to the child's standard input, which is then closed (without it,
+    stdin is /dev/null). Spawn failures (`OSError`) propagate.
     """
     loop = asyncio.get_running_loop()
     capture = _Capture(loop, max_bytes, keep == "tail")
     transport, _ = await loop.subprocess_exec(
         lambda: capture,
         *argv,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=cwd,
@@ -154,6 +156,11 @@ async def run_process(
         start_new_session=True,
     )
     pid = transport.get_pid()
+    if stdin is not None:
+        pipe = transport.get_pipe_transport(0)
+        assert isinstance(pipe, asyncio.WriteTransport)
+        pipe.write(stdin)  # buffered: a child that never reads cannot block us
+        pipe.close()  # after the buffer is flushed: the child sees end of input
     aborted: asyncio.Future[StopCause] = loop.create_future()
 
     def on_abort(_reason: object) -> None:
