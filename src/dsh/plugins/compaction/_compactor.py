@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from ...kernel import CancelSignal
 from ...llm import (
@@ -19,13 +19,13 @@ from ...llm import (
     user_message,
 )
 from ...session import ReplaceOp, Session
+from ._events import COMPACTION_STARTING, CompactionStarting, Trigger
 from ._meter import estimate_message, estimate_text
 
 if TYPE_CHECKING:
     from ...agent import Agent
     from ._plugin import CompactionConfig
 
-Trigger = Literal["pressure", "context-overflow", "manual"]
 PLUGIN_ID = "compaction"
 
 INSTRUCTION = (
@@ -84,6 +84,8 @@ async def compact(
     head = choose_cut(session, retain_tokens)
     if not head:
         return None
+    await agent.ctx.serial(COMPACTION_STARTING, CompactionStarting(agent, trigger, turn, signal))
+    signal.raise_if_aborted()
     events = session.events
     shadowed = [m for m in (session.derive_event_message(events[s]) for s in head) if m]
     shadowed_tokens = sum(estimate_message(m) for m in shadowed)
