@@ -66,6 +66,10 @@ def session_root(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     """Sessions of the default profile go to a temporary root, never to ~/.dsh."""
     root = tmp_path_factory.mktemp("sessions")
     monkeypatch.setenv("DSH_SESSION_ROOT", str(root))
+    # The user's own settings (hooks in ~/.claude or ~/.dsh) never take part in a test.
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("DSH_HOME", str(home / ".dsh"))
     return root
 
 

@@ -584,7 +584,7 @@ async def test_allow_is_the_default_decision(ctx: Context) -> None:
 
 
 async def test_pre_execute_may_replace_the_arguments(ctx: Context) -> None:
-    approval = FakeApproval("allow")
+    approval = FakeApproval(Decision.once())
     ctx.provide(APPROVAL, approval)
     ctx.tools.register(define())
     seen: list[Any] = []

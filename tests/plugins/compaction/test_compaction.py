@@ -184,3 +184,23 @@ def test_cut_never_splits_a_call_from_its_result() -> None:
     head = choose_cut(session, retain_tokens=1)
     assert head == [0]  # the cut moved before the assistant message, not between
     assert isinstance(Message, type)
+
+
+async def test_compaction_starting_comes_before_the_bracket(runtime: Runtime) -> None:
+    from dsh.plugins.compaction import COMPACTION_STARTING, CompactionStarting
+
+    model, agent = await setup(runtime, window=10**6, retain_tokens=0)
+    model.add(reply(LONG))
+    await run_prompt(agent, f"one {LONG}")
+    seen: list[tuple[str, int | None, int]] = []
+
+    async def starting(payload: CompactionStarting) -> None:
+        seen.append((payload.trigger, payload.turn, len(payload.agent.session.events)))
+
+    runtime.ctx.on(COMPACTION_STARTING, starting)
+    model.add(reply("SUMMARY"))
+    service = runtime.ctx.require(COMPACTION)
+    assert await service.compact_now(agent) is not None
+    [(trigger, turn, logged)] = seen
+    assert (trigger, turn) == ("manual", None)
+    assert agent.session.events[logged].type == "compaction/start"
