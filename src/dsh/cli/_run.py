@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..agent import USER_CANCEL, run_prompt
 from ..session import SESSION_EVENT, SessionEventPayload
+from ._hooks import trust_note, untrusted_files
 from ._render import TerminalRenderer, describe_end
 from ._runtime import (
     build_profile,
@@ -37,6 +38,8 @@ class RunOptions:
     json: bool = False
     resume: str | None = None
     banner: str | None = None
+    trust: bool = False
+    """`--trust-workspace`: run the workspace's hooks (and MCP servers) for this run."""
 
 
 async def run_task(options: RunOptions) -> int:
@@ -44,12 +47,16 @@ async def run_task(options: RunOptions) -> int:
 
     out = Console(highlight=False)
     err = Console(stderr=True, highlight=False)
-    profile = build_profile(options.profile, yes=options.yes)
+    profile = build_profile(options.profile, yes=options.yes, trust_workspace=options.trust)
     route = resolve_route(profile, options.provider, options.model)
     check_credentials(route)
+    cwd = (options.cwd or Path.cwd()).resolve()
+    untrusted = [] if options.trust or options.resume else untrusted_files(cwd)
+    if untrusted:
+        remedy = "pass --trust-workspace, or trust it once in dsh chat"
+        err.print(f"note: {trust_note(cwd, untrusted)}: {remedy}", style="yellow", markup=False)
     ctx = await start_runtime(profile, route)
     try:
-        cwd = (options.cwd or Path.cwd()).resolve()
         if options.resume:
             handle = await resume_agent(ctx, route, options.resume)
         else:
