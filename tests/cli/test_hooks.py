@@ -181,3 +181,12 @@ def test_chat_asks_once_remembers_and_shows_the_hooks(tmp_path: Path) -> None:
     assert "Trust this workspace" not in (child.before or "")
     child.sendline("/exit")
     child.expect(pexpect.EOF)
+
+
+def test_settings_without_hooks_need_no_word_about_trust(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    (ws / ".claude").mkdir()
+    (ws / ".claude" / "settings.json").write_text('{"permissions": {"allow": ["Read"]}}')
+    result = dsh(tmp_path, "run", "--yes", "hello")
+    assert result.returncode == 0, result.stderr
+    assert "not trusted" not in result.stderr

@@ -15,11 +15,15 @@ if TYPE_CHECKING:
 TRUST_QUESTION = "Trust this workspace (hooks, MCP servers)? [y/N] "
 WORKSPACE_ROWS = ("hooks",)
 """Profile rows that read a workspace's files and take `trust_workspace` for one run."""
+GATED_KEYS = ("hooks",)
+"""Settings keys that run something, so an untrusted workspace's value is worth a word."""
 
 
 def untrusted_files(workspace: Path) -> list[Path]:
-    """The workspace's files that take effect only once it is trusted (none when it is)."""
-    return [layer.source.path for layer in load_settings(workspace).untrusted]
+    """The workspace's files with something that runs only once it is trusted (none when
+    it is)."""
+    layers = load_settings(workspace).untrusted
+    return [layer.source.path for layer in layers if any(k in layer.data for k in GATED_KEYS)]
 
 
 def trust_for_run(profile: Profile) -> Profile:

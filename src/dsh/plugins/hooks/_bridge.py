@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from ...kernel import CancelSignal, ServiceKey
 from ...llm import Json, UserMessage, plugin_source, user_message
 from ...session import Session
-from ...workspace import Trust
 from ._codec import HookOutcome, decode
 from ._config import HookEntry, HooksConfig, HookSet, Point, load_hooks
 from ._runner import HookRun, run_hook
@@ -52,10 +51,9 @@ class AgentHooks:
 class HookBridge:
     """The hooks service (`ctx.get(HOOKS)`): each live agent's hooks, and running points."""
 
-    def __init__(self, ctx: Context, config: HooksConfig, trust: Trust | None = None) -> None:
+    def __init__(self, ctx: Context, config: HooksConfig) -> None:
         self.ctx = ctx
         self.config = config
-        self.trust = trust
         self.agents: dict[str, AgentHooks] = {}
         """By agent id (== session id)."""
         self._detached: set[asyncio.Task[None]] = set()
@@ -65,7 +63,7 @@ class HookBridge:
         `SettingsError`, which vetoes the agent's creation)."""
         header = agent.session.header
         workspace = Path(header.cwd) if header.cwd else Path(os.getcwd())
-        hooks = load_hooks(workspace, self.config, trust=self.trust)
+        hooks = load_hooks(workspace, self.config)
         self.agents[agent.id] = AgentHooks(agent, hooks, header.origin == "subagent")
 
     def hooks_of(self, agent: object) -> HookSet | None:

@@ -164,7 +164,7 @@ class HookPoints:
         if state is None or state.subagent:
             return await nxt()
         if state.starting:
-            await asyncio.wait(list(state.starting))  # each bounded by its timeout
+            await _until_done_or_cancelled(state.starting, payload.signal)
         decision = await nxt()
         entries = state.hooks.matching("UserPromptSubmit")
         if isinstance(decision, agents.Block):
@@ -292,6 +292,18 @@ class HookPoints:
                 state.agent.cancel(hook_cancel(reason), keep_inbox=True)
                 return reason
         return None
+
+
+async def _until_done_or_cancelled(tasks: list[asyncio.Task[None]], signal: CancelSignal) -> None:
+    """Wait for `tasks` (each bounded by its hooks' timeouts) unless the turn is cancelled
+    first; they go on either way."""
+    done = asyncio.ensure_future(asyncio.wait(list(tasks)))
+    cancelled = asyncio.ensure_future(signal.wait())
+    try:
+        await asyncio.wait((done, cancelled), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        done.cancel()
+        cancelled.cancel()
 
 
 def _blocks(outcomes: list[HookOutcome], point: Point) -> list[str]:

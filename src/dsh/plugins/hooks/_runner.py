@@ -39,8 +39,10 @@ async def run_hook(
     max_bytes: int,
 ) -> HookRun:
     """Run `command` with `bash -c`; never raises for the command's own failures."""
-    env = {**os.environ, "DSH_PROJECT_DIR": str(workspace), "CLAUDE_PROJECT_DIR": str(workspace)}
     started = time.monotonic()
+    if signal.aborted:
+        return HookRun(None, "", "", 0, "cancelled (not started)")
+    env = {**os.environ, "DSH_PROJECT_DIR": str(workspace), "CLAUDE_PROJECT_DIR": str(workspace)}
     try:
         done = await run_process(
             ["bash", "-c", command],
