@@ -31,6 +31,8 @@ file=$(jq -r '.tool_input.file_path')
 sed -i 's/[[:space:]]*$//' "$file"
 """
 
+STOP = 'cat > stop-input.json; printf "%s\\n%s\\n" "$DSH_PROJECT_DIR" "$PWD" > stop-env.txt'
+
 
 def claude_project(tmp_path: Path) -> Path:
     """A project as a Claude Code user has it: hooks in .claude/settings.json."""
@@ -54,6 +56,7 @@ def claude_project(tmp_path: Path) -> Path:
                     "hooks": [{"type": "command", "command": run + "format.sh", "timeout": 30}],
                 }
             ],
+            "Stop": [{"hooks": [{"type": "command", "command": STOP}]}],
         },
     }
     (ws / ".claude" / "settings.json").write_text(json.dumps(settings, indent=2))
@@ -92,6 +95,12 @@ def test_a_claude_code_project_behaves_the_same_under_trust_hooks(tmp_path: Path
     assert (ws / "notes.txt").read_text() == "one\ntwo\n"  # the formatter ran after write
     assert "⚑ PreToolUse hook blocked: Blocked: rm -rf is not allowed" in result.stderr
     assert "not trusted" not in result.stderr
+    stop = json.loads((ws / "stop-input.json").read_text())
+    assert stop["hook_event_name"] == "Stop" and stop["stop_hook_active"] is False
+    assert stop["cwd"] == str(ws) and stop["session_id"].startswith("session-")
+    transcript = Path(stop["transcript_path"])
+    assert transcript.name == "session.jsonl" and stop["session_id"] in transcript.read_text()
+    assert (ws / "stop-env.txt").read_text().splitlines() == [str(ws), str(ws)]
 
 
 @needs_jq
@@ -126,7 +135,8 @@ def test_hooks_list_shows_sources_trust_and_what_is_skipped(tmp_path: Path) -> N
         "trusted",
     ]
     assert "30s" in lines[2] and lines[2].startswith("PostToolUse  Write|Edit|MultiEdit")
-    assert lines[3] == (
+    assert lines[3].startswith("Stop         *  ")
+    assert lines[4] == (
         "skipped (.claude/settings.json): PermissionRequest is not a hook point dsh runs"
     )
 
