@@ -432,3 +432,36 @@ async def test_tool_hook_contexts_follow_the_result(make_world: Boot, workspace:
     await run_prompt(await world.agent(), "go")
     texts = user_texts(world.model.requests[1])
     assert texts[-2:] == ["before: mind the cwd", "after: output was checked"]
+
+
+async def test_subagent_stop_keeps_a_child_going_and_stop_is_for_the_parent(
+    make_world: Boot, workspace: Path
+) -> None:
+    script(
+        workspace / "stop.sh",
+        'input=$(cat)\nactive=$(jq -r .stop_hook_active <<<"$input")\n'
+        'echo "$(jq -r .hook_event_name <<<"$input") $active" >> stops.log\n'
+        'if [ "$active" = "false" ]; then\n'
+        '  echo \'{"decision": "block", "reason": "check your answer"}\'\nfi\n',
+    )
+    hooks = {"SubagentStop": command(None, "./stop.sh"), "Stop": command(None, "./stop.sh")}
+    world = await trusted(make_world, workspace, hooks)
+    from dsh.plugins.subagents import SubagentsPlugin
+
+    await world.ctx.plugin(SubagentsPlugin)
+    world.model.add(
+        reply(tool_call("subagent", {"description": "compute", "prompt": "What is 6*7?"})),
+        reply("41"),  # the child
+        reply("42", expect=lambda o: "check your answer" in user_texts(o)[-1]),  # the child again
+        reply("The child says 42."),  # the parent
+        reply("Checked: 42."),  # the parent again, after its own Stop hook
+    )
+    result = await run_prompt(await world.agent(), "ask a child")
+    assert result.text == "Checked: 42."
+    assert last_result(world.model.requests[3]) == "42"
+    assert (workspace / "stops.log").read_text().splitlines() == [
+        "SubagentStop false",
+        "SubagentStop true",
+        "Stop false",
+        "Stop true",
+    ]
