@@ -202,3 +202,57 @@ async def test_signal_sleep_ends_early_when_the_signal_fires() -> None:
     asyncio.get_running_loop().call_later(0.01, signal.abort, "stop")
     assert await signal.sleep(3600) is False
     assert await signal.sleep(1) is False  # already fired: at once
+
+
+async def test_race_returns_the_result_or_raises_when_the_signal_wins() -> None:
+    from dsh.kernel import Aborted, CancelSignal
+    from dsh.testing import wait_all_tasks_blocked
+
+    signal = CancelSignal()
+    done = asyncio.Event()
+    done.set()
+    assert await signal.race(done.wait()) is True
+
+    stopped: list[str] = []
+
+    async def forever() -> str:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stopped.append("cleaned up")  # cancelled and awaited before race returns
+        return "never"
+
+    racing = asyncio.ensure_future(signal.race(forever()))
+    await wait_all_tasks_blocked()
+    signal.abort("stop")
+    with pytest.raises(Aborted) as caught:
+        await racing
+    assert caught.value.reason == "stop" and stopped == ["cleaned up"]
+    never = forever()
+    with pytest.raises(Aborted):
+        await signal.race(never)  # already fired: the coroutine is closed, never started
+    assert stopped == ["cleaned up"]
+
+
+async def test_race_timeout_and_failures_and_the_callers_cancellation() -> None:
+    from dsh.kernel import CancelSignal
+    from dsh.testing import wait_all_tasks_blocked
+
+    signal = CancelSignal()
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.001):
+            await signal.race(asyncio.Event().wait())
+
+    async def broken() -> None:
+        raise KeyError("inner")
+
+    with pytest.raises(KeyError, match="inner"):
+        await signal.race(broken())
+    inner = asyncio.ensure_future(asyncio.Event().wait())
+    outer = asyncio.ensure_future(signal.race(inner))
+    await wait_all_tasks_blocked()
+    outer.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await outer
+    assert inner.cancelled()  # the caller's cancellation reached the raced work
+    assert not signal.aborted

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 __all__ = ["Aborted", "CancelSignal"]
 
 _log = logging.getLogger("dsh.kernel")
+T = TypeVar("T")
 
 
 class Aborted(Exception):
@@ -106,6 +108,41 @@ class CancelSignal:
             timer.cancel()
             remove()
 
+    async def race(self, awaitable: Awaitable[T]) -> T:
+        """Await `awaitable` unless the signal fires first: then the awaitable is cancelled
+        and awaited, and `Aborted(reason)` is raised, whatever it ended with.
+
+        For work whose only way to stop is cancellation (an event wait, a person's answer, a
+        plugin's setup); work that holds resources takes the signal itself instead. Bound it
+        in time with `asyncio.timeout()` around the call.
+        """
+        if self.aborted:
+            _discard(awaitable)
+            raise Aborted(self._reason)
+        # The task lives only inside this call (it is awaited before race returns), so no
+        # owner needs to track it.
+        task = asyncio.ensure_future(awaitable)
+        fired: list[object] = []
+
+        def stop(reason: object) -> None:
+            if not task.done():
+                fired.append(reason)
+                task.cancel()
+
+        remove = self.add_callback(stop)
+        try:
+            await asyncio.wait([task])
+        finally:
+            remove()
+            if not task.done():  # the caller was cancelled: so is the work
+                task.cancel()
+                await asyncio.wait([task])
+        if not fired:
+            return task.result()
+        if not task.cancelled() and task.exception() is not None:
+            _log.debug("raced work failed after the signal fired", exc_info=task.exception())
+        raise Aborted(self._reason)
+
     @classmethod
     def any_of(cls, *signals: CancelSignal) -> CancelSignal:
         """A signal that fires with the reason of the first of `signals` to fire."""
@@ -121,3 +158,11 @@ class CancelSignal:
 
 def _noop() -> None:
     return None
+
+
+def _discard(awaitable: Awaitable[object]) -> None:
+    """Drop work that will never be awaited, without a "never awaited" warning."""
+    if asyncio.iscoroutine(awaitable):
+        awaitable.close()
+    elif isinstance(awaitable, asyncio.Future):
+        awaitable.cancel()

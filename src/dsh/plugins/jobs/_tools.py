@@ -6,6 +6,7 @@ import asyncio
 import json
 from typing import Any
 
+from ...kernel import Aborted
 from ...llm import Json, TextBlock
 from ...tools import ToolDefinition, ToolRunContext
 from ._service import Job, JobError, JobService
@@ -67,18 +68,16 @@ def _owned(service: JobService, args: Any, run: ToolRunContext) -> Job:
 
 async def _wait(job: Job, timeout_ms: float, run: ToolRunContext) -> None:
     job.waiters += 1
-    aborted = asyncio.ensure_future(run.signal.wait())
-    finished = asyncio.ensure_future(job.done.wait())
     try:
-        await asyncio.wait(
-            (aborted, finished), timeout=timeout_ms / 1000, return_when=asyncio.FIRST_COMPLETED
-        )
+        async with asyncio.timeout(timeout_ms / 1000):
+            await run.signal.race(job.done.wait())
+    except TimeoutError:
+        pass  # the job keeps running; its status says so
+    except Aborted:
+        if not job.done.is_set():
+            raise JobError("wait aborted", "ABORTED") from None
     finally:
         job.waiters -= 1
-        aborted.cancel()
-        finished.cancel()
-    if not job.done.is_set() and run.signal.aborted:
-        raise JobError("wait aborted", "ABORTED")
 
 
 def job_tools(service: JobService) -> list[ToolDefinition]:
