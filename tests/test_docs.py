@@ -63,22 +63,34 @@ def test_readme_event_table_matches_declarations(folder: Path) -> None:
     assert documented == declared, f"{folder / 'README.md'} event table differs from the code"
 
 
-def test_readme_python_examples_run(tmp_path: Path) -> None:
+def readme_examples() -> list[tuple[str, str]]:
+    """The runnable Python blocks (those calling `asyncio.run(`) of every README."""
+    readmes = [SRC.parents[1] / "README.md", *sorted(SRC.rglob("README.md"))]
+    found = []
+    for readme in readmes:
+        blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
+        name = str(readme.relative_to(SRC.parents[1]))
+        found += [(f"{name}#{i}", b) for i, b in enumerate(blocks) if "asyncio.run(" in b]
+    return found
+
+
+@pytest.mark.parametrize(
+    ("where", "block"), [pytest.param(w, b, id=w) for w, b in readme_examples()]
+)
+def test_readme_python_examples_run(where: str, block: str, tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    readme = SRC.parents[1] / "README.md"
-    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
-    runnable = [b for b in blocks if "asyncio.run(" in b]
-    assert runnable, "the README has no runnable example"
-    for i, block in enumerate(runnable):
-        script = tmp_path / f"example_{i}.py"
-        script.write_text(block)
-        result = subprocess.run(
-            [sys.executable, str(script)], capture_output=True, text=True, timeout=60
-        )
-        assert result.returncode == 0, result.stderr
-        assert result.stdout.strip(), "the example printed nothing"
+    script = tmp_path / "example.py"
+    script.write_text(block)
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert result.returncode == 0, f"{where}: {result.stderr}"
+
+
+def test_the_readme_has_a_runnable_example() -> None:
+    assert any(where.startswith("README.md#") for where, _ in readme_examples())
 
 
 def test_public_api_is_importable_and_lazy() -> None:

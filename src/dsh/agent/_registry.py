@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from ..kernel import AGENTS, Context, Disposer
+from ..kernel import AGENTS, Acquire, Context, Disposer
 from ._events import AGENT_CREATED, AGENT_DISPOSED, AgentEvent
 from ._initiator import InitiatorScope
 from ._types import (
@@ -149,13 +149,14 @@ class AgentRegistry:
             raise AgentRegistryError("no agent factory is registered (is agent_loop loaded?)")
         return self._state.factory
 
-    async def create(self, options: CreateAgentOptions) -> AgentHandle:
-        """Create a session and an agent; the handle is owned by the calling context."""
-        return await self._factory().create_agent(self._ctx, options)
+    def create(self, options: CreateAgentOptions) -> Acquire[AgentHandle]:
+        """Create a session and an agent. `await` it for the handle (owned by the calling
+        context), or `async with` it to dispose the agent when the block ends."""
+        return Acquire(self._factory().create_agent(self._ctx, options), AgentHandle.dispose)
 
-    async def resume(self, options: ResumeAgentOptions) -> AgentHandle:
-        """Load a persisted session and resume an agent on it."""
-        return await self._factory().resume_agent(self._ctx, options)
+    def resume(self, options: ResumeAgentOptions) -> Acquire[AgentHandle]:
+        """Load a persisted session and resume an agent on it (awaited, or `async with`)."""
+        return Acquire(self._factory().resume_agent(self._ctx, options), AgentHandle.dispose)
 
     # -- initiator scope ---------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from ._context import (
     ServiceUnavailableError,
 )
 from ._events import EventBus, EventSpec, Mode, Next, WaterfallError, declared_events
-from ._owner import Disposer, InactiveOwnerError, Owner
+from ._owner import Acquire, Disposer, InactiveOwnerError, Owner
 from ._plugin import Fiber, FiberState, PluginError
 from ._scope import (
     DuplicateEntryError,
@@ -42,6 +42,7 @@ __all__ = [
     "TOOLS",
     "ENTRY_POINT_GROUP",
     "Aborted",
+    "Acquire",
     "CancelSignal",
     "CompositionError",
     "Context",

@@ -116,7 +116,7 @@ class ReactLoopAgent:
         a = self._activity
         return a is not None and a.kind == "running" and a.turn_open and not a.signal.aborted
 
-    def send(self, message: UserMessage, target: SendTarget, wakeup: bool) -> MessageId:
+    def send(self, message: UserMessage, target: SendTarget, *, wakeup: bool) -> MessageId:
         """Deliver `message`; returns its id. See SPEC §5.2 for the acceptance window."""
         if self._disposed:
             raise RuntimeError(f"agent {self.id} is disposed")
@@ -128,17 +128,17 @@ class ReactLoopAgent:
         placement: Placement = "queued" if target == "next-turn" else "steering"
         self.events.emit(INBOX_ENQUEUE, InboxChange(self, message.id, placement))
         if wakeup:
-            self._wake(after_abort)
+            self._wake(after_abort=after_abort)
         return message.id
 
     def followup(self, message: UserMessage | str) -> MessageId:
-        return self.send(_message(message), "next-turn", True)
+        return self.send(_message(message), "next-turn", wakeup=True)
 
     def steer(self, message: UserMessage | str) -> MessageId:
-        return self.send(_message(message), "next-step", True)
+        return self.send(_message(message), "next-step", wakeup=True)
 
     def inject(self, message: UserMessage | str) -> MessageId:
-        return self.send(_message(message), "next-step", False)
+        return self.send(_message(message), "next-step", wakeup=False)
 
     def cancel(self, cause: CancelCause, *, keep_inbox: bool = False) -> None:
         """Cancel the running turn (first cause wins) and, unless `keep_inbox`, drop all
@@ -200,7 +200,7 @@ class ReactLoopAgent:
         if not idle.done():
             idle.set_result(None)
 
-    def _wake(self, after_abort: bool = False) -> None:
+    def _wake(self, *, after_abort: bool = False) -> None:
         activity = self._activity
         if activity is not None:
             cause = activity.signal.reason

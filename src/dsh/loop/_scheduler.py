@@ -133,7 +133,7 @@ class ToolCallScheduler:
             self.committed += 1
 
     def _commit(self, block: ToolCallBlock, call_seq: int, result: ToolResult) -> None:
-        message = tool_result_message(block.id, result.content, result.is_error)
+        message = tool_result_message(block.id, result.content, is_error=result.is_error)
         data: dict[str, Json] = {
             "turn": self.activity.turn,
             "step": self.activity.step,
@@ -147,7 +147,7 @@ class ToolCallScheduler:
             data["meta"] = result.meta
         self.session.append("tool/result", data, surface_op="append", source_event_seqs=[call_seq])
         for context in result.additional_contexts:
-            self.runner.agent.send(context, "next-step", False)
+            self.runner.agent.send(context, "next-step", wakeup=False)
         self.concluded = self.concluded or result.concludes_turn
 
     def _append_call(self, block: ToolCallBlock) -> SessionEvent:
@@ -166,7 +166,7 @@ class ToolCallScheduler:
         turn, step = self.activity.turn, self.activity.step
         call = self._append_call(block)
         message = tool_result_message(
-            block.id, [TextBlock(f"Error: {ABORTED_BEFORE_DISPATCH}")], True
+            block.id, [TextBlock(f"Error: {ABORTED_BEFORE_DISPATCH}")], is_error=True
         )
         self.session.append(
             "tool/result",

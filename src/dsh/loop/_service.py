@@ -216,17 +216,7 @@ async def _run_setup(setup: Setup, ctx: Context, signal: CancelSignal) -> Any:
     result = setup(ctx)
     if not inspect.isawaitable(result):
         return result
-    task = asyncio.ensure_future(result)
-    aborted = asyncio.ensure_future(signal.wait())
-    try:
-        await asyncio.wait([task, aborted], return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        aborted.cancel()
-    if not task.done():
-        task.cancel()
-        await asyncio.wait([task])
-        signal.raise_if_aborted()
-    return task.result()
+    return await signal.race(result)
 
 
 def _persona(context: AssembleContext) -> str:

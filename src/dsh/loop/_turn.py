@@ -192,7 +192,7 @@ class TurnRunner:
         activity.signal.raise_if_aborted()  # a cancelled turn does not continue
         if isinstance(decision, Continue):
             message = user_message(decision.reason, decision.source)
-            self.agent.send(message, "next-step", True)
+            self.agent.send(message, "next-step", wakeup=True)
         elif not isinstance(decision, Stop):
             assert_never(decision)
 

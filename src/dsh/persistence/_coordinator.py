@@ -57,7 +57,9 @@ class _Writer:
         "unsynced",
     )
 
-    def __init__(self, session: Session, key: tuple[str, str], cursor: int, stored: bool) -> None:
+    def __init__(
+        self, session: Session, key: tuple[str, str], cursor: int, *, stored: bool
+    ) -> None:
         self.loop = asyncio.get_running_loop()
         self.session = session
         self.key = key
@@ -128,14 +130,14 @@ class WriteCoordinator:
             raise SessionLiveError(f"session {session.id!r} already has a live writer")
         stored = self._prepared.pop(session, None)
         if stored is not None:
-            writer = _Writer(session, key, stored, True)
+            writer = _Writer(session, key, stored, stored=True)
         else:
             if self.backend.exists(session.id):
                 raise SessionExistsError(
                     f"session {session.id!r} is already stored: resume it "
                     "(ctx.agents.resume) or choose another id"
                 )
-            writer = _Writer(session, key, 0, False)
+            writer = _Writer(session, key, 0, stored=False)
         _live[key] = writer
         self._writers[session.id] = writer
         # Events appended before publication (a seed, a resumed session's end-seed).

@@ -174,7 +174,7 @@ def test_cut_never_splits_a_call_from_its_result() -> None:
         surface_op="append",
         source_event_seqs=[],
     )
-    result = tool_result_message("c1", [], False)
+    result = tool_result_message("c1", [])
     session.append(
         "tool/result",
         {"turn": 1, "step": 1, "message": result.to_json()},

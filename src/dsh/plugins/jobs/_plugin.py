@@ -69,7 +69,7 @@ class JobsPlugin:
                 wakes[owner] = wakes.get(owner, 0) + 1
                 owner.followup(notice)
             else:
-                owner.send(notice, "next-turn", False)  # waits for the next turn
+                owner.send(notice, "next-turn", wakeup=False)  # waits for the next turn
 
         async def prompt(
             payload: PromptSubmit, nxt: Next[PromptSubmit, PromptDecision]
