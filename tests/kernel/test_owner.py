@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh.kernel import InactiveOwnerError, Owner
+from dsh.testing import wait_all_tasks_blocked
 
 
 async def test_disposes_lifo_and_awaits_async_teardowns() -> None:
@@ -45,9 +46,9 @@ async def test_second_dispose_waits_for_the_first() -> None:
 
     owner.effect(teardown)
     first = asyncio.create_task(owner.dispose())
-    await asyncio.sleep(0)
+    await wait_all_tasks_blocked()
     second = asyncio.create_task(owner.dispose())
-    await asyncio.sleep(0.01)
+    await wait_all_tasks_blocked()
     assert not second.done()
     gate.set()
     await asyncio.gather(first, second)
@@ -75,7 +76,7 @@ async def test_owned_tasks_are_cancelled_and_awaited() -> None:
             cleaned.append("worker")
 
     task = owner.spawn(worker())
-    await asyncio.sleep(0)
+    await wait_all_tasks_blocked()  # the worker reached its wait
     await owner.dispose()
     assert task.done()
     assert cleaned == ["worker"]
@@ -89,7 +90,7 @@ async def test_finished_task_leaves_no_effect_behind() -> None:
 
     task = owner.spawn(quick())
     assert await task == 1
-    await asyncio.sleep(0)
+    await wait_all_tasks_blocked()  # the task's done callbacks ran
     assert not owner._effects
 
 
