@@ -1,5 +1,5 @@
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import Sequence
 
 import pytest
 
@@ -37,11 +37,8 @@ from dsh.testing import (
 
 
 @pytest.fixture
-async def ctx() -> AsyncIterator[Context]:
-    root = Context()
-    await root.plugin(LlmPlugin)
-    yield root
-    await root.owner.dispose()
+def ctx_plugins() -> Sequence[object]:
+    return [LlmPlugin]
 
 
 def ask(text: str = "hi", signal: CancelSignal | None = None, **kw: object) -> GenerateOptions:
