@@ -5,15 +5,15 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from typing import Annotated, ClassVar
+from typing import Annotated
 
 from pydantic import Field
 
-from ...kernel import TOOLS, Aborted, Context
+from ...kernel import Aborted
 from ...llm import HarnessError, Json
+from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext, compact_json
 from ._args import ArgumentError, optional_text, required_text, schema
-from ._guidance import mount_tool
 from ._process import run_process, signal_name
 from ._workspace import ResolvedPath, WorkspaceConfig
 
@@ -209,13 +209,7 @@ def render_bash(args: Json, value: Mapping[str, Json]) -> str:
     return text
 
 
-class BashToolPlugin:
-    """Registers the `bash` tool and its `tool:bash` guidance section (order 105)."""
-
-    name: ClassVar[str] = "tool_bash"
-    Config = BashConfig
-    inject = (TOOLS,)
-
-    @staticmethod
-    async def apply(ctx: Context, config: BashConfig) -> None:
-        await mount_tool(ctx, bash_tool(config), (105, GUIDANCE))
+BashToolPlugin = ToolPlugin(
+    "tool_bash", lambda _ctx, c: bash_tool(c), config=BashConfig, guidance=(105, GUIDANCE)
+)
+"""Registers the `bash` tool and its `tool:bash` guidance section (order 105)."""

@@ -15,14 +15,12 @@ import os
 import stat
 import tempfile
 from collections.abc import Mapping
-from typing import ClassVar
 
-from ...kernel import TOOLS, Context
 from ...llm import Json
+from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
 from ._args import ArgumentError, required_text, schema
-from ._guidance import mount_tool
-from ._observations import FS_OBSERVATIONS, UNSEEN, FileObservations, FileVersion, FsError
+from ._observations import OBSERVED, UNSEEN, FileObservations, FileVersion, FsError, observed
 from ._read import sniff_text
 from ._workspace import ResolvedPath, WorkspaceConfig
 
@@ -284,27 +282,21 @@ def render_edit(args: Mapping[str, Json], value: Mapping[str, Json]) -> str:
     return f"The file {value['path']} has been updated successfully."
 
 
-class WriteToolPlugin:
-    """Registers the `write` tool and its `tool:write` guidance section (order 101)."""
-
-    name: ClassVar[str] = "tool_write"
-    Config = FilesConfig
-    inject = (TOOLS, FS_OBSERVATIONS)
-
-    @staticmethod
-    async def apply(ctx: Context, config: FilesConfig) -> None:
-        tool = write_tool(ctx.require(FS_OBSERVATIONS), config)
-        await mount_tool(ctx, tool, (101, WRITE_GUIDANCE))
+WriteToolPlugin = ToolPlugin(
+    "tool_write",
+    observed(write_tool),
+    config=FilesConfig,
+    inject=OBSERVED,
+    guidance=(101, WRITE_GUIDANCE),
+)
+"""Registers the `write` tool and its `tool:write` guidance section (order 101)."""
 
 
-class EditToolPlugin:
-    """Registers the `edit` tool and its `tool:edit` guidance section (order 102)."""
-
-    name: ClassVar[str] = "tool_edit"
-    Config = FilesConfig
-    inject = (TOOLS, FS_OBSERVATIONS)
-
-    @staticmethod
-    async def apply(ctx: Context, config: FilesConfig) -> None:
-        tool = edit_tool(ctx.require(FS_OBSERVATIONS), config)
-        await mount_tool(ctx, tool, (102, EDIT_GUIDANCE))
+EditToolPlugin = ToolPlugin(
+    "tool_edit",
+    observed(edit_tool),
+    config=FilesConfig,
+    inject=OBSERVED,
+    guidance=(102, EDIT_GUIDANCE),
+)
+"""Registers the `edit` tool and its `tool:edit` guidance section (order 102)."""

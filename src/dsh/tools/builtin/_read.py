@@ -6,14 +6,12 @@ import asyncio
 import os
 import stat
 from collections.abc import Mapping
-from typing import ClassVar
 
-from ...kernel import TOOLS, Context
 from ...llm import Json
+from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
 from ._args import ArgumentError, optional_int, required_text, schema
-from ._guidance import mount_tool
-from ._observations import FS_OBSERVATIONS, FileObservations, FileVersion, FsError
+from ._observations import OBSERVED, FileObservations, FileVersion, FsError, observed
 from ._workspace import ResolvedPath, WorkspaceConfig
 
 __all__ = ["ReadConfig", "ReadToolPlugin", "read_tool", "render_read", "sniff_text"]
@@ -163,14 +161,7 @@ def render_read(args: Mapping[str, Json], value: Mapping[str, Json]) -> str:
     return f"<path>{value['path']}</path>\n<type>file</type>\n<content>\n{body}\n</content>"
 
 
-class ReadToolPlugin:
-    """Registers the `read` tool and its `tool:read` guidance section (order 100)."""
-
-    name: ClassVar[str] = "tool_read"
-    Config = ReadConfig
-    inject = (TOOLS, FS_OBSERVATIONS)
-
-    @staticmethod
-    async def apply(ctx: Context, config: ReadConfig) -> None:
-        tool = read_tool(ctx.require(FS_OBSERVATIONS), config)
-        await mount_tool(ctx, tool, (100, GUIDANCE))
+ReadToolPlugin = ToolPlugin(
+    "tool_read", observed(read_tool), config=ReadConfig, inject=OBSERVED, guidance=(100, GUIDANCE)
+)
+"""Registers the `read` tool and its `tool:read` guidance section (order 100)."""

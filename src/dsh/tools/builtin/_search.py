@@ -8,14 +8,13 @@ import re
 import shutil
 import threading
 from collections.abc import Callable, Mapping
-from typing import ClassVar, TypeVar
+from typing import TypeVar
 
-from ...kernel import TOOLS, Context
 from ...llm import Json
+from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
 from ._args import ArgumentError, optional_text, required_text, schema
 from ._globs import GlobRule, top_level_comma
-from ._guidance import mount_tool
 from ._ripgrep import RAW_OUTPUT_LIMIT, SearchError, aborted, overflow, rg_glob, rg_grep
 from ._walk import Match, SearchStopped, compile_pattern, glob_files, grep_files
 from ._workspace import ResolvedPath, Workspace, WorkspaceConfig, display_path
@@ -263,25 +262,13 @@ def render_grep(args: Json, value: Mapping[str, Json]) -> str:
     return text
 
 
-class GlobToolPlugin:
-    """Registers the `glob` tool and its `tool:glob` guidance section (order 103)."""
-
-    name: ClassVar[str] = "tool_glob"
-    Config = SearchConfig
-    inject = (TOOLS,)
-
-    @staticmethod
-    async def apply(ctx: Context, config: SearchConfig) -> None:
-        await mount_tool(ctx, glob_tool(config), (103, GLOB_GUIDANCE))
+GlobToolPlugin = ToolPlugin(
+    "tool_glob", lambda _ctx, c: glob_tool(c), config=SearchConfig, guidance=(103, GLOB_GUIDANCE)
+)
+"""Registers the `glob` tool and its `tool:glob` guidance section (order 103)."""
 
 
-class GrepToolPlugin:
-    """Registers the `grep` tool and its `tool:grep` guidance section (order 104)."""
-
-    name: ClassVar[str] = "tool_grep"
-    Config = SearchConfig
-    inject = (TOOLS,)
-
-    @staticmethod
-    async def apply(ctx: Context, config: SearchConfig) -> None:
-        await mount_tool(ctx, grep_tool(config), (104, GREP_GUIDANCE))
+GrepToolPlugin = ToolPlugin(
+    "tool_grep", lambda _ctx, c: grep_tool(c), config=SearchConfig, guidance=(104, GREP_GUIDANCE)
+)
+"""Registers the `grep` tool and its `tool:grep` guidance section (order 104)."""

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from ...kernel import TOOLS, Context
 from ...llm import Json
+from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
 from ._args import ArgumentError
-from ._guidance import mount_tool
 
 __all__ = ["TodoConfig", "TodoWriteToolPlugin", "render_todos", "todo_write_tool"]
 
@@ -112,13 +110,7 @@ def render_todos(args: Json, value: Mapping[str, Json]) -> str:
     )
 
 
-class TodoWriteToolPlugin:
-    """Registers the `todo_write` tool (no guidance section, as in the reference)."""
-
-    name: ClassVar[str] = "tool_todo_write"
-    Config = TodoConfig
-    inject = (TOOLS,)
-
-    @staticmethod
-    async def apply(ctx: Context, config: TodoConfig) -> None:
-        await mount_tool(ctx, todo_write_tool(config))
+TodoWriteToolPlugin = ToolPlugin(
+    "tool_todo_write", lambda _ctx, config: todo_write_tool(config), config=TodoConfig
+)
+"""Registers the `todo_write` tool (no guidance section, as in the reference)."""

@@ -88,8 +88,7 @@ def glob_files(root: str, cwd: str, pattern: str, stop: threading.Event) -> list
                 if decide(rules, shown, is_dir=True) is not True:
                     walk(entry.path)
             elif (
-                entry.is_file(follow_symlinks=False)
-                and decide(rules, shown, is_dir=False) is False
+                entry.is_file(follow_symlinks=False) and decide(rules, shown, is_dir=False) is False
             ):
                 out.append(path_text(shown))
 
