@@ -66,6 +66,12 @@ async def test_until_waits_as_long_as_it_takes(runtime: Runtime) -> None:
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.01):
             await until(agent, "turn/start")
+    handle = runtime.handles.pop()
+    waiting = asyncio.ensure_future(until(agent, "turn/start"))
+    await wait_all_tasks_blocked()
+    await handle.dispose()
+    with pytest.raises(AssertionError, match=r"until\('turn/start'\): the session ended first"):
+        await waiting
 
 
 async def test_a_hold_keeps_the_stream_open_until_released(runtime: Runtime) -> None:

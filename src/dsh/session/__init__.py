@@ -22,6 +22,7 @@ from ._registry import (
 )
 from ._session import ReentrantAppendError, Session, Surface
 from ._store import DuplicateSessionError, ForkError, SessionPlugin, SessionStore
+from ._usage import Usage, usage_of
 
 __all__ = [
     "FORMAT_VERSION",
@@ -51,10 +52,12 @@ __all__ = [
     "Surface",
     "SurfaceOp",
     "UnknownEventTypeError",
+    "Usage",
     "durable_event_types",
     "event_kind",
     "freeze_json",
     "import_events",
     "register_event_type",
     "thaw_json",
+    "usage_of",
 ]
