@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ..kernel import SESSIONS, Disposer
 from ._envelope import SessionEvent
@@ -16,21 +16,18 @@ from ._events import (
     SESSION_FLUSH,
     SessionEventPayload,
 )
+from ._fork import fork_seed
 from ._header import SessionHeader, SessionMeta
 from ._session import Session, _now
 
 if TYPE_CHECKING:
     from ..kernel import Context, EventBus
 
-__all__ = ["DuplicateSessionError", "ForkError", "SessionPlugin", "SessionStore"]
+__all__ = ["DuplicateSessionError", "SessionPlugin", "SessionStore"]
 
 
 class DuplicateSessionError(ValueError):
     """A session id that is already live in the store."""
-
-
-class ForkError(ValueError):
-    """A fork boundary outside the log, or inside an open turn."""
 
 
 class _Entry:
@@ -234,31 +231,8 @@ class SessionStore:
             if found is None:
                 raise KeyError(f"no live session {source!r}")
             source = found
-        events = source.events
-        last = len(events) - 1
-        if boundary is None:
-            boundary = last
-        elif not 0 <= boundary <= last:
-            raise ForkError(f"fork boundary {boundary} is outside {source.id} (0..{last})")
-        prefix = events[: boundary + 1]
-        open_turn = _open_turn(prefix)
-        if open_turn is not None:
-            raise ForkError(
-                f"fork boundary {boundary} of {source.id} is inside open turn {open_turn}"
-            )
-        meta = SessionMeta(cwd=source.header.cwd, parent_session=source.id, seed_length=len(prefix))
-        return self.create(child_id, seed=prefix, meta=meta)
-
-
-def _open_turn(events: Sequence[SessionEvent]) -> Any:
-    """The turn a prefix ends inside (its `turn/start` has no `turn/end`), or None."""
-    open_turn: Any = None
-    for event in events:
-        if event.type == "turn/start":
-            open_turn = event.data.get("turn", "?")
-        elif event.type == "turn/end":
-            open_turn = None
-    return open_turn
+        seed = fork_seed(source.id, source.header.cwd, source.events, boundary)
+        return self.create(child_id, seed=seed.events, meta=seed.meta)
 
 
 class SessionPlugin:
