@@ -257,3 +257,45 @@ async def test_race_timeout_and_failures_and_the_callers_cancellation() -> None:
         await outer
     assert inner.cancelled()  # the caller's cancellation reached the raced work
     assert not signal.aborted
+
+
+def test_a_publication_is_announced_once_and_detached_once() -> None:
+    from dsh.kernel import Publication
+
+    log: list[str] = []
+
+    class Entry(Publication):
+        veto = False
+        detach_inside = False
+
+        def _announce(self) -> None:
+            log.append("created")
+            if self.detach_inside:
+                self.detach()  # deferred: the announcement is still being dispatched
+                log.append("still announcing")
+            if self.veto:
+                raise PermissionError("vetoed")
+
+        def _withdraw(self, announced: bool) -> None:
+            log.append("disposed" if announced else "left unannounced")
+
+    quiet = Entry()
+    quiet.detach()
+    quiet.announce()  # too late: nothing
+    assert log == ["left unannounced"]
+
+    log.clear()
+    entry = Entry()
+    entry.detach_inside = True
+    entry.announce()
+    entry.announce()
+    entry.detach()
+    assert log == ["created", "still announcing", "disposed"]
+
+    log.clear()
+    vetoed = Entry()
+    vetoed.veto = True
+    with pytest.raises(PermissionError):
+        vetoed.announce()
+    vetoed.detach()
+    assert log == ["created", "disposed"]  # the delivered creation gets its pair

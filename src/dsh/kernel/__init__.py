@@ -23,6 +23,7 @@ from ._context import (
 from ._events import EventBus, EventSpec, Mode, Next, WaterfallError, declared_events
 from ._owner import Acquire, Disposer, InactiveOwnerError, Owner
 from ._plugin import Fiber, FiberState, PluginError
+from ._publication import Publication
 from ._scope import (
     DuplicateEntryError,
     Scope,
@@ -58,6 +59,7 @@ __all__ = [
     "Owner",
     "PluginError",
     "PluginRow",
+    "Publication",
     "Profile",
     "Scope",
     "ScopedLayers",

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
-from ..kernel import SESSIONS, Disposer
+from ..kernel import SESSIONS, Disposer, Publication
 from ._envelope import SessionEvent
 from ._events import (
     SESSION_CREATED,
@@ -30,34 +30,35 @@ class DuplicateSessionError(ValueError):
     """A session id that is already live in the store."""
 
 
-class _Entry:
+class _Entry(Publication):
     """One entered session: where its events are published, and its publication state."""
 
-    __slots__ = (
-        "announced",
-        "announcing",
-        "bus",
-        "detach_pending",
-        "detached",
-        "publish",
-        "scope",
-        "session",
-    )
+    __slots__ = ("bus", "entries", "publish", "scope", "session")
 
-    def __init__(self, session: Session, bus: EventBus, scope: object | None) -> None:
+    def __init__(
+        self, session: Session, bus: EventBus, scope: object | None, entries: dict[str, _Entry]
+    ) -> None:
+        super().__init__()
         self.session = session
         self.bus = bus
         self.scope = scope
-        self.announced = False
-        self.announcing = False
-        self.detach_pending = False
-        self.detached = False
+        self.entries = entries
         self.publish: Callable[[SessionEvent], None] = self._publish
 
     def _publish(self, event: SessionEvent) -> None:
         bus = self.bus
         if bus.count(SESSION_EVENT):
             bus.emit(SESSION_EVENT, SessionEventPayload(self.session, event), self.scope)
+
+    def _announce(self) -> None:
+        self.bus.emit(SESSION_CREATED, self.session, self.scope)
+
+    def _withdraw(self, announced: bool) -> None:
+        if self.entries.get(self.session.id) is self:
+            del self.entries[self.session.id]
+        self.session._detach(self.publish)
+        if announced:
+            self.bus.emit(SESSION_DISPOSED, self.session, self.scope)
 
 
 class _StoreState:
@@ -161,10 +162,10 @@ class SessionStore:
             if current.session is session:
                 raise ValueError(f"session {session.id!r} is already entered")
             raise DuplicateSessionError(f"session {session.id!r} is already live")
-        entry = _Entry(session, ctx.bus, ctx.scope)
+        entry = _Entry(session, ctx.bus, ctx.scope, entries)
         session._attach(entry.publish)
         entries[session.id] = entry
-        return Disposer(None, lambda: self._detach(entry))
+        return Disposer(None, entry.detach)
 
     def announce(self, session: Session) -> None:
         """Emit `session/created` once. A synchronous listener raise propagates (a veto):
@@ -172,31 +173,7 @@ class SessionStore:
         entry = self._entry(session)
         if entry is None:
             raise ValueError(f"session {session.id!r} must be entered before it is announced")
-        if entry.announced:
-            return
-        entry.announced = True
-        entry.announcing = True
-        try:
-            entry.bus.emit(SESSION_CREATED, session, entry.scope)
-        finally:
-            entry.announcing = False
-            if entry.detach_pending:
-                self._detach(entry)
-
-    def _detach(self, entry: _Entry) -> None:
-        if entry.announcing:
-            # A detach during the creation dispatch waits until that dispatch unwinds.
-            entry.detach_pending = True
-            return
-        if entry.detached:
-            return
-        entry.detached = True
-        entries = self._state.entries
-        if entries.get(entry.session.id) is entry:
-            del entries[entry.session.id]
-        entry.session._detach(entry.publish)
-        if entry.announced:
-            entry.bus.emit(SESSION_DISPOSED, entry.session, entry.scope)
+        entry.announce()
 
     def _entry(self, session: Session) -> _Entry | None:
         entry = self._state.entries.get(session.id)
