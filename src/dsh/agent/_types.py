@@ -112,6 +112,8 @@ class AgentHandle:
 
     async def dispose(self) -> None:
         if self._done is None:
+            # A task, not the first caller: disposal runs to its end even if that caller is
+            # cancelled, and every caller awaits the same one.
             self._done = asyncio.ensure_future(self._dispose())
         await asyncio.shield(self._done)
 

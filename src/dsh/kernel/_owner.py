@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, TypeVar
@@ -125,10 +126,17 @@ class Owner:
         self.check_active()
         return Owner(label, self)
 
-    def spawn(self, coro: Coroutine[Any, Any, T], *, name: str | None = None) -> asyncio.Task[T]:
-        """Run `coro` as a task owned here. Disposal cancels it if still running and waits."""
+    def spawn(
+        self,
+        coro: Coroutine[Any, Any, T],
+        *,
+        name: str | None = None,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.Task[T]:
+        """Run `coro` as a task owned here (in `context`, default a copy of the current one).
+        Disposal cancels it if still running and waits."""
         self.check_active()
-        task = asyncio.get_running_loop().create_task(coro, name=name)
+        task = asyncio.get_running_loop().create_task(coro, name=name, context=context)
         self._track(task)
 
         async def stop() -> None:

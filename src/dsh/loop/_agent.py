@@ -225,7 +225,7 @@ class ReactLoopAgent:
             self._end(activity)
             raise
         self._driver = self._state.initiator.spawn(
-            self, self._drive(runner, activity), name=f"dsh-agent:{self.id}"
+            self, self._drive(runner, activity), owner=self.ctx.owner, name=f"dsh-agent:{self.id}"
         )
 
     async def _drive(self, runner: TurnRunner, activity: Activity) -> None:

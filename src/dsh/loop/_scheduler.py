@@ -118,7 +118,7 @@ class ToolCallScheduler:
         prepared = await self.tools.prepare(request)
         slot = _Slot(block, call.seq, prepared, parallel)
         if prepared.kind == "dispatch":
-            slot.task = asyncio.get_running_loop().create_task(self.tools.dispatch(prepared))
+            slot.task = self.runner.agent.ctx.owner.spawn(self.tools.dispatch(prepared))
         else:
             assert prepared.result is not None
             slot.result = prepared.result

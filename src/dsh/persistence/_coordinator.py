@@ -259,6 +259,9 @@ class WriteCoordinator:
             writer.draining -= 1
 
     def _track(self, task: asyncio.Task[Any]) -> None:
+        # Writes are tracked here, not spawned on an owner: a teardown must let a write in
+        # flight finish (cancelling it could lose its batch), and `close()`, an effect of the
+        # attaching context, waits for every one.
         self._tasks.add(task)
         task.add_done_callback(self._done)
 

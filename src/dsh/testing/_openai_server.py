@@ -1,7 +1,9 @@
 """`OpenAIServer`: a real loopback HTTP server speaking Chat Completions, scripted per request.
 
 It plays the same `reply(...)` entries as `ScriptedModel`, as the wire would carry them, plus
-HTTP-level faults. Standard library only (asyncio streams, HTTP/1.1 with keep-alive).
+HTTP-level faults. Standard library only (asyncio streams, HTTP/1.1 with keep-alive). Its tasks
+are structured by hand: a connection's tasks are awaited or cancelled before it ends, and
+`close()` waits for every connection.
 """
 
 from __future__ import annotations
