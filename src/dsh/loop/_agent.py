@@ -27,7 +27,6 @@ from ..agent import (
 )
 from ..kernel import CancelSignal
 from ..llm import MessageId, UserMessage, user_message
-from ._runtime_context import RuntimeContextProjection
 from ._turn import TurnRunner
 
 if TYPE_CHECKING:
@@ -86,9 +85,7 @@ class ReactLoopAgent:
         self._idle.set_result(None)
         self._driver: asyncio.Task[None] | None = None
         self._disposed = False
-        self.projection = RuntimeContextProjection(session)
-        self.header_logged = False
-        """Whether this loop instance has logged a `request/header` yet."""
+        self._runner = TurnRunner(self, state)
 
     # -- the Agent protocol ----------------------------------------------------------------
 
@@ -217,7 +214,7 @@ class ReactLoopAgent:
             return
         activity = Activity("running", CancelSignal(), self._last_turn)
         self._begin(activity)
-        runner = TurnRunner(self, self._state)
+        runner = self._runner
         try:
             runner.open_turn(activity)
         except Exception as exc:
