@@ -27,6 +27,7 @@ from ..agent import (
 )
 from ..kernel import CancelSignal
 from ..llm import MessageId, UserMessage, user_message
+from ..session import last_turn
 from ._turn import TurnRunner
 
 if TYPE_CHECKING:
@@ -80,7 +81,8 @@ class ReactLoopAgent:
         self._scope = scope
         self.events = AgentEvents(state.ctx, self)
         self._activity: Activity | None = None
-        self._last_turn = _last_turn(session)
+        last = last_turn(session.events)
+        self._last_turn = last.number if last is not None and isinstance(last.number, int) else 0
         self._idle = asyncio.get_running_loop().create_future()
         self._idle.set_result(None)
         self._driver: asyncio.Task[None] | None = None
@@ -261,11 +263,3 @@ class ReactLoopAgent:
 
 def _message(message: UserMessage | str) -> UserMessage:
     return user_message(message) if isinstance(message, str) else message
-
-
-def _last_turn(session: Session) -> int:
-    for event in reversed(session.events):
-        if event.type == "turn/start":
-            turn: int = event.data["turn"]
-            return turn
-    return 0

@@ -23,6 +23,7 @@ from ._registry import (
 )
 from ._session import ReentrantAppendError, Session, Surface
 from ._store import DuplicateSessionError, SessionPlugin, SessionStore
+from ._turns import LastTurn, last_turn
 from ._usage import Usage, usage_of
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "FrozenList",
     "History",
     "InvalidEventError",
+    "LastTurn",
     "LosslessJsonError",
     "ReentrantAppendError",
     "ReplaceOp",
@@ -60,6 +62,7 @@ __all__ = [
     "fork_seed",
     "freeze_json",
     "import_events",
+    "last_turn",
     "register_event_type",
     "thaw_json",
     "usage_of",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ._envelope import SessionEvent
 from ._header import SessionMeta
+from ._turns import last_turn
 
 __all__ = ["ForkError", "ForkSeed", "fork_seed"]
 
@@ -41,19 +41,10 @@ def fork_seed(
     elif not 0 <= boundary <= last:
         raise ForkError(f"fork boundary {boundary} is outside {source_id} (0..{last})")
     prefix = tuple(events[: boundary + 1])
-    turn = _open_turn(prefix)
-    if turn is not None:
-        raise ForkError(f"fork boundary {boundary} of {source_id} is inside open turn {turn}")
+    turn = last_turn(prefix)
+    if turn is not None and not turn.closed:
+        raise ForkError(
+            f"fork boundary {boundary} of {source_id} is inside open turn {turn.number}"
+        )
     meta = SessionMeta(cwd=cwd, parent_session=source_id, seed_length=len(prefix))
     return ForkSeed(source_id, prefix, meta)
-
-
-def _open_turn(events: Sequence[SessionEvent]) -> Any:
-    """The turn a prefix ends inside (its `turn/start` has no `turn/end`), or None."""
-    open_turn: Any = None
-    for event in events:
-        if event.type == "turn/start":
-            open_turn = event.data.get("turn", "?")
-        elif event.type == "turn/end":
-            open_turn = None
-    return open_turn
