@@ -299,3 +299,27 @@ def test_a_publication_is_announced_once_and_detached_once() -> None:
         vetoed.announce()
     vetoed.detach()
     assert log == ["created", "disposed"]  # the delivered creation gets its pair
+
+
+async def test_race_with_a_grace_period_waits_then_cancels_or_abandons() -> None:
+    from dsh.kernel import Aborted, CancelSignal
+    from dsh.testing import wait_all_tasks_blocked
+
+    signal = CancelSignal()
+    stop = asyncio.Event()
+
+    async def polite() -> str:
+        await stop.wait()  # stands for work that notices the signal a little later
+        return "stopped"
+
+    racing = asyncio.ensure_future(signal.race(polite(), grace_s=3600))
+    await wait_all_tasks_blocked()
+    signal.abort("user")
+    stop.set()
+    assert await racing == "stopped"  # ended within its grace: its result stands
+
+    stubborn = asyncio.ensure_future(asyncio.Event().wait())
+    with pytest.raises(Aborted):
+        await signal.race(stubborn, grace_s=0.001, abandon=True)  # fired already
+    assert not stubborn.done()  # abandoned, still running: the caller owns it
+    stubborn.cancel()

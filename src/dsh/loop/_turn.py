@@ -111,9 +111,23 @@ class TurnRunner:
         finally:
             activity.turn_open = False
             self._session.append("turn/end", {"turn": turn, "reason": reason})
+        if not await self._checkpoint(turn, activity.step):
+            return False
         if reason["kind"] == "aborted":
             return False  # pending work preserved by keep_inbox waits for a new wake
         return bool(self._agent.inbox.next_turn)
+
+    async def _checkpoint(self, turn: int, step: int) -> bool:
+        """The closed turn's durability checkpoint (`session/flush`), still inside `running`:
+        an answer is on disk before the agent reports idle. A failed flush is reported
+        (`agent/error`) and stops the driver; the coordinator keeps the unwritten events."""
+        agent = self._agent
+        try:
+            await agent.ctx.sessions.flush(self._session)
+        except Exception as exc:
+            agent.events.emit(AGENT_ERROR, AgentError(agent, turn, step, exc))
+            return False
+        return True
 
     def _failed(self, turn: int, step: int, exc: Exception) -> dict[str, Json]:
         """The `error` reason of a failed turn; `agent/error` is emitted."""
@@ -318,9 +332,7 @@ class TurnRunner:
         if assembler.usage is not None:
             data["usage"] = assembler.usage.to_json()
         data["interrupted"] = True
-        self._session.append(
-            "assistant/message", data, surface_op="append", source_event_seqs=seqs
-        )
+        self._session.append("assistant/message", data, surface_op="append", source_event_seqs=seqs)
 
 
 def _aborted(cause: object) -> dict[str, Json]:

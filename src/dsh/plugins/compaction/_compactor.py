@@ -120,7 +120,9 @@ async def compact(
         if error is not None:
             end["error"] = error
         session.append("compaction/end", end)
-    return CompactionResult(compaction_id, tuple(head), shadowed_tokens, summary_tokens, replacement)
+    return CompactionResult(
+        compaction_id, tuple(head), shadowed_tokens, summary_tokens, replacement
+    )
 
 
 def _commit_summary(session: Session, record: dict[str, Json], head: list[int]) -> int:
