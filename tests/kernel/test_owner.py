@@ -279,13 +279,16 @@ def test_a_publication_is_announced_once_and_detached_once() -> None:
         def _withdraw(self, announced: bool) -> None:
             log.append("disposed" if announced else "left unannounced")
 
-    quiet = Entry()
+    entries: dict[str, Publication] = {}
+    quiet = Entry(entries, "quiet")
+    assert entries == {"quiet": quiet}
     quiet.detach()
+    assert entries == {}
     quiet.announce()  # too late: nothing
     assert log == ["left unannounced"]
 
     log.clear()
-    entry = Entry()
+    entry = Entry(entries, "entry")
     entry.detach_inside = True
     entry.announce()
     entry.announce()
@@ -293,7 +296,7 @@ def test_a_publication_is_announced_once_and_detached_once() -> None:
     assert log == ["created", "still announcing", "disposed"]
 
     log.clear()
-    vetoed = Entry()
+    vetoed = Entry(entries, "vetoed")
     vetoed.veto = True
     with pytest.raises(PermissionError):
         vetoed.announce()

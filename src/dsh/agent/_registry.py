@@ -33,23 +33,20 @@ class AgentRegistryError(RuntimeError):
 class _Entry(Publication):
     """One registered agent, the agent whose scope created it, and its publication state."""
 
-    __slots__ = ("agent", "bus", "entries", "owner")
+    __slots__ = ("agent", "bus", "owner")
 
     def __init__(
-        self, agent: Agent, owner: Agent | None, bus: EventBus, entries: dict[str, _Entry]
+        self, entries: dict[str, _Entry], agent: Agent, owner: Agent | None, bus: EventBus
     ) -> None:
-        super().__init__()
+        super().__init__(entries, agent.id)
         self.agent = agent
         self.owner = owner
         self.bus = bus
-        self.entries = entries
 
     def _announce(self) -> None:
         self.bus.emit(AGENT_CREATED, AgentEvent(self.agent), self.agent)
 
     def _withdraw(self, announced: bool) -> None:
-        if self.entries.get(self.agent.id) is self:
-            del self.entries[self.agent.id]
         if announced:
             self.bus.emit(AGENT_DISPOSED, AgentEvent(self.agent), self.agent)
 
@@ -84,9 +81,7 @@ class AgentRegistry:
             )
         if agent.id in self._state.entries:
             raise AgentRegistryError(f"an agent with id {agent.id!r} is already registered")
-        entries = self._state.entries
-        entry = entries[agent.id] = _Entry(agent, owner, self._ctx.bus, entries)
-        return entry.detach
+        return _Entry(self._state.entries, agent, owner, self._ctx.bus).detach
 
     def announce(self, agent: Agent) -> None:
         """Emit `agent/created` once; a synchronous listener raise vetoes (propagates)."""

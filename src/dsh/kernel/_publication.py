@@ -2,23 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
+from typing import Any
+
 __all__ = ["Publication"]
 
 
 class Publication:
     """One entry of a live registry (sessions, agents): entered, announced once, detached once.
 
-    `announce()` runs `_announce()` (the creation event; a raise there is a veto and
-    propagates) the first time only, and never after the detach. `detach()` runs
-    `_withdraw(announced)` once: the entry leaves its registry, and an announced one emits
-    its disposed event, so every delivered creation has its pair. A detach requested while
-    the announcement is being dispatched waits until that dispatch unwinds. Subclasses
+    It is entered under `key` in `entries` when made. `announce()` runs `_announce()` (the
+    creation event; a raise there is a veto and propagates) the first time only, and never
+    after the detach. `detach()` runs once: the entry leaves `entries` (unless a newer entry
+    took its key), then `_withdraw(announced)`, where an announced entry emits its disposed
+    event, so every delivered creation has its pair. A detach requested while the
+    announcement is being dispatched waits until that dispatch unwinds. Subclasses
     implement the two hooks.
     """
 
-    __slots__ = ("announced", "announcing", "detach_pending", "detached")
+    __slots__ = ("_entries", "announced", "announcing", "detach_pending", "detached", "key")
 
-    def __init__(self) -> None:
+    def __init__(self, entries: MutableMapping[str, Any], key: str) -> None:
+        self._entries = entries
+        self.key = key
+        entries[key] = self
         self.announced = False
         self.announcing = False
         self.detach_pending = False
@@ -42,6 +49,8 @@ class Publication:
             self.detach_pending = True
             return
         self.detached = True
+        if self._entries.get(self.key) is self:
+            del self._entries[self.key]
         self._withdraw(self.announced)
 
     def _announce(self) -> None:

@@ -33,16 +33,15 @@ class DuplicateSessionError(ValueError):
 class _Entry(Publication):
     """One entered session: where its events are published, and its publication state."""
 
-    __slots__ = ("bus", "entries", "publish", "scope", "session")
+    __slots__ = ("bus", "publish", "scope", "session")
 
     def __init__(
-        self, session: Session, bus: EventBus, scope: object | None, entries: dict[str, _Entry]
+        self, entries: dict[str, _Entry], session: Session, bus: EventBus, scope: object | None
     ) -> None:
-        super().__init__()
+        super().__init__(entries, session.id)
         self.session = session
         self.bus = bus
         self.scope = scope
-        self.entries = entries
         self.publish: Callable[[SessionEvent], None] = self._publish
 
     def _publish(self, event: SessionEvent) -> None:
@@ -54,8 +53,6 @@ class _Entry(Publication):
         self.bus.emit(SESSION_CREATED, self.session, self.scope)
 
     def _withdraw(self, announced: bool) -> None:
-        if self.entries.get(self.session.id) is self:
-            del self.entries[self.session.id]
         self.session._detach(self.publish)
         if announced:
             self.bus.emit(SESSION_DISPOSED, self.session, self.scope)
@@ -162,9 +159,10 @@ class SessionStore:
             if current.session is session:
                 raise ValueError(f"session {session.id!r} is already entered")
             raise DuplicateSessionError(f"session {session.id!r} is already live")
-        entry = _Entry(session, ctx.bus, ctx.scope, entries)
+        if session.attached:
+            raise RuntimeError(f"session {session.id} is already entered in a store")
+        entry = _Entry(entries, session, ctx.bus, ctx.scope)
         session._attach(entry.publish)
-        entries[session.id] = entry
         return Disposer(None, entry.detach)
 
     def announce(self, session: Session) -> None:

@@ -14,7 +14,7 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ...llm import Json
@@ -293,21 +293,19 @@ def render_edit(args: Mapping[str, Json], value: Mapping[str, Json]) -> str:
     return f"The file {value['path']} has been updated successfully."
 
 
-WriteToolPlugin = ToolPlugin(
-    "tool_write",
-    observed(write_tool),
-    config=FilesConfig,
-    inject=OBSERVED,
-    guidance=(101, WRITE_GUIDANCE),
-)
+def _file_tool_plugin(
+    name: str,
+    factory: Callable[[FileObservations, FilesConfig], ToolDefinition],
+    order: float,
+    text: str,
+) -> ToolPlugin[FilesConfig]:
+    return ToolPlugin(
+        name, observed(factory), config=FilesConfig, inject=OBSERVED, guidance=(order, text)
+    )
+
+
+WriteToolPlugin = _file_tool_plugin("tool_write", write_tool, 101, WRITE_GUIDANCE)
 """Registers the `write` tool and its `tool:write` guidance section (order 101)."""
 
-
-EditToolPlugin = ToolPlugin(
-    "tool_edit",
-    observed(edit_tool),
-    config=FilesConfig,
-    inject=OBSERVED,
-    guidance=(102, EDIT_GUIDANCE),
-)
+EditToolPlugin = _file_tool_plugin("tool_edit", edit_tool, 102, EDIT_GUIDANCE)
 """Registers the `edit` tool and its `tool:edit` guidance section (order 102)."""
