@@ -12,6 +12,7 @@ from ._plugin import ToolsConfig, ToolsPlugin
 from ._registry import Guard
 from ._runtime import ExecutionMode, ToolRuntime
 from ._schema import JsonSchemaError, check_schema, validate_value
+from ._tool_plugin import ToolPlugin
 from ._types import (
     APPROVAL,
     RESERVED_TOOL_NAMES,
@@ -80,6 +81,7 @@ __all__ = [
     "ToolNotFoundError",
     "ToolOutcome",
     "ToolOutputError",
+    "ToolPlugin",
     "ToolResult",
     "ToolRunContext",
     "ToolRuntime",
