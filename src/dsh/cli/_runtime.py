@@ -32,11 +32,19 @@ def profile_files(extra: list[Path] | None) -> list[Path]:
 
 
 def build_profile(
-    extra: list[Path] | None, *, yes: bool = False, sandbox: str | None = None
+    extra: list[Path] | None,
+    *,
+    yes: bool = False,
+    trust_workspace: bool = False,
+    sandbox: str | None = None,
 ) -> Profile:
     profile = load_profile(profile_files(extra))
     if yes:
         profile = profile.with_config("approval", auto_approve=True)
+    if trust_workspace:
+        from ._hooks import trust_for_run
+
+        profile = trust_for_run(profile)
     if sandbox is not None:
         row = profile.row("sandbox")
         if row is None or row.disabled:

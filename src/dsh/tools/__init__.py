@@ -22,6 +22,7 @@ from ._seams import (
     SpillStore,
     SpillWriter,
 )
+from ._tool_plugin import ToolPlugin
 from ._types import (
     APPROVAL,
     RESERVED_TOOL_NAMES,
@@ -50,8 +51,10 @@ from ._types import (
     ToolResult,
     ToolRunContext,
     ToolSuccess,
+    as_content,
     default_render,
     failure,
+    stricter,
 )
 
 __all__ = [
@@ -96,14 +99,17 @@ __all__ = [
     "ToolNotFoundError",
     "ToolOutcome",
     "ToolOutputError",
+    "ToolPlugin",
     "ToolResult",
     "ToolRunContext",
     "ToolRuntime",
     "ToolSuccess",
     "ToolsConfig",
     "ToolsPlugin",
+    "as_content",
     "check_schema",
     "default_render",
+    "stricter",
     "tool",
     "validate_value",
 ]

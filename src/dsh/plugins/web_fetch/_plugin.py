@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
+import functools
 from collections.abc import Mapping
-from typing import Annotated, ClassVar
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._version import __version__
-from ...kernel import TOOLS, Aborted, Context
-from ...llm import Json
-from ...tools import ToolDefinition, ToolRunContext
-from ...tools.builtin._args import required_text, schema
-from ...tools.builtin._guidance import mount_tool
+from ...llm import HarnessError, Json
+from ...tools import ToolDefinition, ToolPlugin, ToolRunContext
 from ._policy import HostRules, Limits
 
 __all__ = ["WebFetchConfig", "WebFetchPlugin", "render_fetch", "web_fetch_tool"]
@@ -29,6 +26,12 @@ Fetch one web page (http or https) and return its content: HTML converted to Mar
 text and JSON as they are; other content types are refused. Redirects are followed. \
 The result starts with `Fetched <final URL> (HTTP <status>)`; a long page is cut, with a \
 note saying so. Addresses on private networks are refused."""
+
+PARAMETERS: dict[str, Json] = {
+    "type": "object",
+    "properties": {"url": {"type": "string", "description": "The http(s) URL to fetch."}},
+    "required": ["url"],
+}
 
 TRUNCATED = "(Content truncated. Fetch a more specific URL or section for the full text.)"
 
@@ -59,7 +62,6 @@ def render_fetch(args: Json, value: Mapping[str, Json]) -> str:
 def web_fetch_tool(config: WebFetchConfig | None = None) -> ToolDefinition:
     """The `web_fetch` tool definition."""
     config = config or WebFetchConfig()
-    rules = HostRules(config.allow_hosts)
     limits = Limits(
         config.timeout_s,
         config.max_redirects,
@@ -67,41 +69,34 @@ def web_fetch_tool(config: WebFetchConfig | None = None) -> ToolDefinition:
         config.max_chars,
         config.user_agent,
     )
-
-    async def execute(args: Mapping[str, Json], run: ToolRunContext) -> Json:
-        url = required_text(args, "url", "invalid url: expected a non-empty string").strip()
-        run.signal.raise_if_aborted()
-        from ._fetch import fetch  # httpx on the first fetch, not at start-up
-
-        task = asyncio.ensure_future(fetch(url, limits, rules))
-        remove = run.signal.add_callback(lambda _reason: task.cancel())
-        try:
-            return await task
-        except asyncio.CancelledError:
-            if run.signal.aborted:
-                raise Aborted(run.signal.reason) from None
-            raise
-        finally:
-            remove()
-
     return ToolDefinition(
         "web_fetch",
         DESCRIPTION,
-        schema({"url": {"type": "string", "description": "The http(s) URL to fetch."}}, ("url",)),
-        execute,
+        PARAMETERS,
+        functools.partial(fetch_page, limits, HostRules(config.allow_hosts)),
         render=render_fetch,
         is_concurrency_safe=lambda _args: True,
         timeout_ms=config.timeout_s * 1000 + 5_000,  # past its own deadline: a backstop
     )
 
 
-class WebFetchPlugin:
-    """Registers `web_fetch` and its `tool:web_fetch` guidance section (order 111)."""
+async def fetch_page(
+    limits: Limits, rules: HostRules, args: Mapping[str, Json], run: ToolRunContext
+) -> Json:
+    """The body of `web_fetch`: the fetch, stopped (request and all) when the call's signal
+    fires."""
+    url = args.get("url")
+    if not isinstance(url, str) or not url.strip():
+        raise HarnessError("invalid url: expected a non-empty string", "INVALID_ARGS")
+    from ._fetch import fetch  # httpx on the first fetch, not at start-up
 
-    name: ClassVar[str] = "tool_web_fetch"
-    Config = WebFetchConfig
-    inject = (TOOLS,)
+    return await run.signal.race(fetch(url.strip(), limits, rules))
 
-    @staticmethod
-    async def apply(ctx: Context, config: WebFetchConfig) -> None:
-        await mount_tool(ctx, web_fetch_tool(config), (111, GUIDANCE))
+
+WebFetchPlugin = ToolPlugin(
+    "tool_web_fetch",
+    lambda _ctx, c: web_fetch_tool(c),
+    config=WebFetchConfig,
+    guidance=(111, GUIDANCE),
+)
+"""Registers `web_fetch` and its `tool:web_fetch` guidance section (order 111)."""

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
 from collections.abc import Mapping, Sequence
-from typing import Annotated, ClassVar
+from typing import Annotated
 
 from pydantic import Field
 
-from ...kernel import TOOLS, Aborted, Context
+from ...kernel import Aborted, Context
 from ...llm import HarnessError, Json
 from .._seams import SANDBOX, SPILLS, Confinement, SpillStore, SpillWriter
+from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext, compact_json
 from ._args import ArgumentError, optional_text, required_text, schema
-from ._guidance import mount_tool
 from ._process import ProcessResult, Spill, StreamResult, run_process, signal_name
-from ._workspace import ResolvedPath, WorkspaceConfig
+from ._workspace import ResolvedPath, Workspace, WorkspaceConfig
 
 __all__ = ["BashConfig", "BashToolPlugin", "bash_tool", "render_bash"]
 
@@ -112,45 +113,6 @@ def bash_tool(config: BashConfig | None = None, services: Context | None = None)
     (`SANDBOX`) and overflowing streams are saved to its spill store (`SPILLS`), both looked
     up at each call."""
     config = config or BashConfig()
-    workspace = config.workspace()
-
-    async def execute(args: Mapping[str, Json], run: ToolRunContext) -> Json:
-        command = required_text(args, "command", "invalid command: expected a non-empty string")
-        required_text(args, "description", "invalid description: expected a non-empty string")
-        timeout_ms = _timeout(args, config)
-        if args.get("run_in_background") is True:
-            raise ArgumentError(
-                "run_in_background is disabled for this deployment (enableRunInBackground: false)"
-            )
-        workdir = optional_text(args, "workdir", "invalid workdir: expected a non-empty string")
-        where = _workdir(workspace.resolve(run, workdir or "."))
-        run.signal.raise_if_aborted()
-        argv: Sequence[str] = [config.shell, "-c", command]
-        sandbox = services.get(SANDBOX) if services is not None else None
-        confinement = None
-        if sandbox is not None:
-            roots = workspace.roots(where.cwd)
-            confinement = await sandbox.confine(run, argv, cwd=where.display, roots=roots)
-            argv = confinement.argv
-        spills = services.get(SPILLS) if services is not None else None
-        try:
-            done = await run_process(
-                argv,
-                cwd=where.display,
-                env=_environment(config, run, where.display),
-                signal=run.signal,
-                timeout_s=timeout_ms / 1000,
-                max_bytes=config.max_output_bytes,
-                keep="tail",
-                spill=None if spills is None else _spill_opener(spills, run),
-            )
-        except OSError as exc:
-            raise HarnessError(f"failed to start {argv[0]}: {exc}", "SPAWN_FAILED") from exc
-        value = await _value(done, timeout_ms, confinement)  # closes any spill file
-        if done.stopped == "aborted":
-            raise Aborted(run.signal.reason)
-        return value
-
     return ToolDefinition(
         "bash",
         DESCRIPTION.format(
@@ -158,28 +120,77 @@ def bash_tool(config: BashConfig | None = None, services: Context | None = None)
             default_ms=f"{config.timeout_ms:,} ms",
             max_ms=f"{config.max_timeout_ms:,} ms",
         ),
-        schema(
-            {
-                "command": {"type": "string", "description": "The command for `bash -c`."},
-                "description": {
-                    "type": "string",
-                    "description": "What the command does, in 5-10 words (shown to the user).",
-                },
-                "timeoutMs": {
-                    "type": "number",
-                    "description": f"Timeout in milliseconds (default {config.timeout_ms}, "
-                    f"max {config.max_timeout_ms}).",
-                },
-                "workdir": {
-                    "type": "string",
-                    "description": "Directory to run in, relative to the working directory.",
-                },
-            },
-            ("command", "description"),
-        ),
-        execute,
+        _parameters(config),
+        functools.partial(run_bash, config, config.workspace(), services),
         render=render_bash,
     )
+
+
+def _parameters(config: BashConfig) -> dict[str, Json]:
+    return schema(
+        {
+            "command": {"type": "string", "description": "The command for `bash -c`."},
+            "description": {
+                "type": "string",
+                "description": "What the command does, in 5-10 words (shown to the user).",
+            },
+            "timeoutMs": {
+                "type": "number",
+                "description": f"Timeout in milliseconds (default {config.timeout_ms}, "
+                f"max {config.max_timeout_ms}).",
+            },
+            "workdir": {
+                "type": "string",
+                "description": "Directory to run in, relative to the working directory.",
+            },
+        },
+        ("command", "description"),
+    )
+
+
+async def run_bash(
+    config: BashConfig,
+    workspace: Workspace,
+    services: Context | None,
+    args: Mapping[str, Json],
+    run: ToolRunContext,
+) -> Json:
+    """The body of `bash`: check the arguments, run the command, report how it ended."""
+    command = required_text(args, "command", "invalid command: expected a non-empty string")
+    required_text(args, "description", "invalid description: expected a non-empty string")
+    timeout_ms = _timeout(args, config)
+    if args.get("run_in_background") is True:
+        raise ArgumentError(
+            "run_in_background is disabled for this deployment (enableRunInBackground: false)"
+        )
+    workdir = optional_text(args, "workdir", "invalid workdir: expected a non-empty string")
+    where = _workdir(workspace.resolve(run, workdir or "."))
+    run.signal.raise_if_aborted()
+    argv: Sequence[str] = [config.shell, "-c", command]
+    sandbox = services.get(SANDBOX) if services is not None else None
+    confinement = None
+    if sandbox is not None:
+        roots = workspace.roots(where.cwd)
+        confinement = await sandbox.confine(run, argv, cwd=where.display, roots=roots)
+        argv = confinement.argv
+    spills = services.get(SPILLS) if services is not None else None
+    try:
+        done = await run_process(
+            argv,
+            cwd=where.display,
+            env=_environment(config, run, where.display),
+            signal=run.signal,
+            timeout_s=timeout_ms / 1000,
+            max_bytes=config.max_output_bytes,
+            keep="tail",
+            spill=None if spills is None else _spill_opener(spills, run),
+        )
+    except OSError as exc:
+        raise HarnessError(f"failed to start {argv[0]}: {exc}", "SPAWN_FAILED") from exc
+    value = await _value(done, timeout_ms, confinement)  # closes any spill file
+    if done.stopped == "aborted":
+        raise Aborted(run.signal.reason)
+    return value
 
 
 def _spill_opener(spills: SpillStore, run: ToolRunContext) -> Spill:
@@ -281,13 +292,7 @@ def render_bash(args: Json, value: Mapping[str, Json]) -> str:
     return text
 
 
-class BashToolPlugin:
-    """Registers the `bash` tool and its `tool:bash` guidance section (order 105)."""
-
-    name: ClassVar[str] = "tool_bash"
-    Config = BashConfig
-    inject = (TOOLS,)
-
-    @staticmethod
-    async def apply(ctx: Context, config: BashConfig) -> None:
-        await mount_tool(ctx, bash_tool(config, ctx), (105, GUIDANCE))
+BashToolPlugin = ToolPlugin(
+    "tool_bash", lambda ctx, c: bash_tool(c, ctx), config=BashConfig, guidance=(105, GUIDANCE)
+)
+"""Registers the `bash` tool and its `tool:bash` guidance section (order 105)."""
