@@ -236,7 +236,7 @@ def jsonrpc() -> None:
     """Serve the JSON-RPC SDK protocol on stdin/stdout (logs go to stderr)."""
     from ..server import main as serve_jsonrpc
 
-    serve_jsonrpc()
+    serve_jsonrpc([])
 
 
 def run(argv: list[str] | None = None) -> None:

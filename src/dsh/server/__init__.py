@@ -1,7 +1,8 @@
 """The JSON-RPC stdio runtime, wire-compatible with the reference SDK protocol."""
 
+from ._launch import PROFILE_ENV
 from ._protocol import RpcError
 from ._server import SERVER_INFO, JsonRpcServer
-from ._stdio import PROFILE_ENV, main, serve
+from ._stdio import main, serve
 
 __all__ = ["PROFILE_ENV", "SERVER_INFO", "JsonRpcServer", "RpcError", "main", "serve"]
