@@ -283,3 +283,35 @@ async def test_zstd_format_4_logs_round_trip(tmp_path: Path) -> None:
     assert path.parent.parent.name == "--a~0020b-~00FC--"
     log = await StoredSessions(JsonlBackend(tmp_path)).inspect("session-z")
     assert log.header == header and [e.type for e in log.events] == ["turn/start", "turn/end"]
+
+
+async def test_a_fork_of_a_format_4_session_marks_its_inherited_prefix(
+    tmp_path: Path, runtimes: RuntimeFactory
+) -> None:
+    from dsh.agent import CreateAgentOptions
+
+    session_id, _ = _install("two-tools", tmp_path)
+    runtime = await runtimes(tmp_path, provider="deepseek-official", model="fake-model")
+    fork = await runtime.persistence.fork(session_id)
+    options = CreateAgentOptions("session-child", fork.meta, fork.events, runtime.options())
+    handle = await runtime.ctx.agents.create(options)
+    runtime.handles.append(handle)
+    runtime.model.add(reply("Forked."))
+    handle.agent.followup("Go on in the fork.")
+    await handle.agent.when_idle()
+    await runtime.close()
+    lines = _lines(
+        _only(
+            tmp_path / "--workspace-fx-jsonrpc-pip-two-tools-ws--" / "session-child",
+            "session.v4.jsonl",
+        )
+    )
+    seed = len(fork.events)
+    assert lines[0]["isSeeded"] is True and lines[0]["parentSession"] == session_id
+    assert lines[1 + seed] == {**lines[1 + seed], "type": "session/end-seed"}
+    assert lines[1 + seed]["data"] == {"inherited": True}  # where the inherited prefix ends
+    assert [line["data"] for line in lines if line["type"] == "session/end-seed"] == [
+        {"inherited": True}
+    ]
+    stored = await StoredSessions(JsonlBackend(tmp_path)).load("session-child")
+    assert stored.header.seed_length == seed and stored.header.version == 4

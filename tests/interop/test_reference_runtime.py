@@ -1,0 +1,119 @@
+"""Done when: with the official client from PyPI (`deepseek-harness-sdk` 0.2.1rc2 and its
+bundled runtime, the `interop` extra), a session started on either runtime is resumed on the
+other, in one `DSH_HOME`.
+
+Both runtimes are driven by the official SDK, as a user of it would: the reference by
+default, ours as its `dsh_bin`. Both talk to the same loopback model server (the reference
+over the Messages API, ours over Chat Completions), which plays one script across them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh.testing import OpenAIServer, RecordedRequest, reply, tool_call
+
+sdk = pytest.importorskip("deepseek_harness", reason="needs the extra: pip install '.[interop]'")
+pytestmark = [
+    pytest.mark.skipif(
+        "api" not in getattr(RecordedRequest, "__dataclass_fields__", {}),
+        reason="needs the loopback server's Messages API (the reference speaks only that)",
+    ),
+    pytest.mark.timeout(300),
+]
+
+OURS = Path(sys.executable).with_name("dsh-jsonrpc-agent")
+
+
+def _harness(home: Path, ws: Path, url: str, *, ours: bool) -> Any:
+    config = sdk.DeepSeekHarnessConfig(
+        provider="deepseek-official",
+        model="fake-model",
+        cwd=str(ws),
+        dsh_home=str(home),
+        base_url=url,
+        api_key="sk-loopback",
+        dsh_bin=str(OURS) if ours else None,
+        initialize_timeout_seconds=120,
+        shutdown_timeout_seconds=30,
+    )
+    return sdk.DeepSeekHarness(config)
+
+
+def _texts(request: RecordedRequest) -> list[str]:
+    """Every text, tool call id and tool result id of a request's messages, in order."""
+    out: list[str] = []
+    for message in request.body["messages"]:
+        content = message.get("content")
+        if isinstance(content, str):
+            out.append(content)
+            continue
+        for call in message.get("tool_calls") or ():
+            out.append(call["id"])
+        if message.get("tool_call_id"):
+            out.append(message["tool_call_id"])
+        for block in content or ():
+            out.append(block.get("text") or block.get("id") or block.get("tool_use_id") or "")
+    return out
+
+
+def _first_run(home: Path, ws: Path, url: str) -> tuple[Any, Any]:
+    """The reference starts session A; ours resumes A and starts B."""
+    with _harness(home, ws, url, ours=False) as reference:
+        started = reference.run("Read hello.txt once. steps=1", session_id="session-from-reference")
+    with _harness(home, ws, url, ours=True) as ours:
+        resumed = ours.resume_session("session-from-reference").run("Continue here. steps=0")
+        ours.run("Start here. steps=0", session_id="session-from-ours")
+    return started, resumed
+
+
+def _second_run(home: Path, ws: Path, url: str) -> Any:
+    """The reference resumes B."""
+    with _harness(home, ws, url, ours=False) as reference:
+        return reference.resume_session("session-from-ours").run("Continue there. steps=0")
+
+
+async def test_sessions_move_between_the_runtimes_in_one_dsh_home(tmp_path: Path) -> None:
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    ws.mkdir()
+    (ws / "hello.txt").write_text("hello\nfrom the\nbenchmark\n")
+    script = [
+        reply(tool_call("read", {"file_path": "hello.txt"})),
+        "Reference done.",
+        "Ours continued.",
+        "Ours started.",
+        "Reference continued.",
+    ]
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith(("DEEPSEEK_", "DSH_"))}
+    try:
+        async with OpenAIServer(script) as server:
+            started, resumed = await asyncio.to_thread(_first_run, home, ws, server.base_url)
+            continued = await asyncio.to_thread(_second_run, home, ws, server.base_url)
+            server.assert_complete()
+    finally:
+        os.environ.update(saved)
+    assert started.final_response == "Reference done."
+    assert resumed.final_response == "Ours continued." and resumed.finish_reason == "completed"
+    assert continued.final_response == "Reference continued."
+    apis = [r.api for r in server.requests]
+    assert apis[0] == apis[1] == apis[4] != apis[2] == apis[3]
+    # Ours sent the reference's turn (its tool call and result), then the new prompt.
+    call_id = started.events[[e["type"] for e in started.events].index("tool/call")]["data"]
+    texts = _texts(server.requests[2])
+    assert call_id["callId"] in texts and texts[-1] == "Continue here. steps=0"
+    # The reference sent our turn, then its new prompt.
+    texts = _texts(server.requests[4])
+    assert "Start here. steps=0" in texts and "Ours started." in texts
+    assert "Continue there. steps=0" in texts[-2:]
+    # One home: every log is a format-4 zstd log in the reference's layout.
+    logs = sorted(p.relative_to(home) for p in home.rglob("session*.jsonl*"))
+    assert [p.name for p in logs] == ["session.v4.jsonl.zstd"] * 2
+    assert {p.parts[0] for p in logs} == {"sessions"}
+    assert json.dumps([e["type"] for e in continued.events])  # the reference notified its run
