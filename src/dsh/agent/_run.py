@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, TypeVar, overload
 
 from ..llm import Json, Message, UserMessage, text_of
 from ..session import (
@@ -20,15 +20,28 @@ from ..session import (
 from ._types import Agent
 
 if TYPE_CHECKING:
+    from ..events import TypedEvent
     from ..kernel import Context
 
 _CLOSED = object()
+T = TypeVar("T")
 
 
-def session_events(agent: Agent, *, from_seq: int | None = None) -> AsyncIterator[SessionEvent]:
+@overload
+def session_events(
+    agent: Agent, *, from_seq: int | None = None, typed: Literal[False] = False
+) -> AsyncIterator[SessionEvent]: ...
+@overload
+def session_events(
+    agent: Agent, *, from_seq: int | None = None, typed: Literal[True]
+) -> AsyncIterator[TypedEvent]: ...
+def session_events(
+    agent: Agent, *, from_seq: int | None = None, typed: bool = False
+) -> AsyncIterator[SessionEvent] | AsyncIterator[TypedEvent]:
     """The events of `agent`'s session as they are appended (from `from_seq`, default the
     next one), until the session is disposed. Subscribed at once, so nothing appended after
-    this call is missed; close the iterator (`aclose()`) to stop early."""
+    this call is missed; close the iterator (`aclose()`) to stop early. `typed=True` yields
+    `dsh.events` values instead of `SessionEvent`s."""
     session = agent.session
     queue: asyncio.Queue[object] = asyncio.Queue()
     start = session.seq if from_seq is None else from_seq
@@ -46,17 +59,27 @@ def session_events(agent: Agent, *, from_seq: int | None = None) -> AsyncIterato
 
     ctx.on(SESSION_EVENT, on_event)
     ctx.on(SESSION_DISPOSED, on_disposed)
-    return _drain(queue, ctx)
+    if typed:
+        from ..events import typed as typed_event
+
+        return _drain(queue, ctx, typed_event)
+    return _drain(queue, ctx, _same)
 
 
-async def _drain(queue: asyncio.Queue[object], ctx: Context) -> AsyncIterator[SessionEvent]:
+def _same(event: SessionEvent) -> SessionEvent:
+    return event
+
+
+async def _drain(
+    queue: asyncio.Queue[object], ctx: Context, convert: Callable[[SessionEvent], T]
+) -> AsyncIterator[T]:
     try:
         while True:
             item = await queue.get()
             if item is _CLOSED:
                 return
             assert isinstance(item, SessionEvent)
-            yield item
+            yield convert(item)
     finally:
         await ctx.owner.dispose()
 
