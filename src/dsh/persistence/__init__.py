@@ -4,6 +4,7 @@ SQLite backends, crash repair, and resume."""
 from ._backend import RawLog, SessionBackend
 from ._events import PERSISTENCE_WRITTEN, Written
 from ._jsonl import JsonlBackend, project_dir_name
+from ._memory import MemoryBackend
 from ._plugin import PersistenceConfig, PersistencePlugin, default_root, mount_persistence
 from ._repair import (
     NOT_STARTED_TEXT,
@@ -41,6 +42,7 @@ __all__ = [
     "CorruptLogError",
     "ForkSeed",
     "JsonlBackend",
+    "MemoryBackend",
     "PersistenceConfig",
     "PersistenceError",
     "PersistencePlugin",

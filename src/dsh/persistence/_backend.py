@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ..session import SessionHeader
-from ._types import Record, SessionLocation
+from ._types import Record, SeqMismatchError, SessionLocation
 
-__all__ = ["RawLog", "SessionBackend"]
+__all__ = ["RawLog", "SessionBackend", "check_contiguous"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,3 +71,12 @@ class SessionBackend(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def check_contiguous(session_id: str, records: Sequence[Record], first: int) -> None:
+    """Raise `SeqMismatchError` unless `records` are numbered `first`, `first + 1`, …"""
+    for offset, record in enumerate(records):
+        if record.seq != first + offset:
+            raise SeqMismatchError(
+                f"session {session_id!r}: expected seq {first + offset}, got {record.seq}"
+            )
