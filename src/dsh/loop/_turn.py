@@ -335,16 +335,10 @@ class TurnRunner:
             route["contextWindow"] = window
         if route != self.session.request_context():
             self.session.append("request/context", route)
-        request = GenerateOptions(
-            provider=config.provider,
-            model=config.model,
-            messages=self.session.derive_messages(),
+        request = config.request(
+            self.session.derive_messages(),
             system=system or None,
-            tools=tuple(assembly.tools),
-            reasoning_effort=config.reasoning_effort,
-            temperature=config.temperature,
-            max_tokens=config.max_tokens,
-            stop=config.stop,
+            tools=assembly.tools,
             signal=signal,
             session_id=self.session.id,
         )
