@@ -1,4 +1,5 @@
-"""`ChatCompletionsAdapter`: one `LlmAdapter` speaking Chat Completions over httpx.
+"""`HttpAdapter`: one `LlmAdapter` serving provider routes over HTTP — OpenAI-compatible Chat
+Completions or the Anthropic Messages API, per route — with httpx and httpx-sse.
 
 httpx and httpx-sse are imported on the first request, so mounting a provider (and
 `import dsh`) stays light.
@@ -13,7 +14,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from ..._version import __version__
 from .._adapter import ModelInfo, ProviderInfo, RetryPolicy
@@ -27,6 +28,8 @@ from ._failures import (
     scrub,
     transport_failure,
 )
+from ._messages_request import MessagesDialect, MessagesEncoder
+from ._messages_response import MessagesMapper
 from ._request import Dialect, RequestEncoder
 from ._response import ChunkMapper
 
@@ -35,20 +38,37 @@ if TYPE_CHECKING:
 
     from ...kernel import CancelSignal, Context
 
-__all__ = ["USER_AGENT", "ChatCompletionsAdapter", "Endpoint", "mount_adapter"]
+__all__ = ["USER_AGENT", "Api", "Endpoint", "HttpAdapter", "mount_adapter"]
 
 USER_AGENT = f"dsh/{__version__}"
 T = TypeVar("T")
 
+Api = Literal["chat-completions", "messages"]
+
+
+class _Mapper(Protocol):
+    failure: LlmFailure | None
+
+    def feed_data(self, data: str, out: list[StreamChunk]) -> bool: ...
+    def feed_whole(self, body: Any, out: list[StreamChunk]) -> None: ...
+    def end(self, out: list[StreamChunk], *, complete: bool) -> None: ...
+
+
+class _Encoder(Protocol):
+    def body(
+        self, options: GenerateOptions, *, stream: bool, extra: Mapping[str, Json] | None = None
+    ) -> bytes: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """One provider route served over Chat Completions.
+    """One provider route served over HTTP.
 
-    `url` is the full `…/chat/completions` URL. `api_key_env` names the environment
-    variable holding the key (read at each call; None sends no `Authorization`). `fallback`
-    describes models missing from `models` (None: unknown models get no metadata, so
-    nothing is defaulted or checked for them).
+    `api` is the wire protocol and `url` its full endpoint (`…/chat/completions`,
+    `…/v1/messages`). `api_key_env` names the environment variable holding the key (read at
+    each call; None sends none). `fallback` describes models missing from `models` (None:
+    unknown models get no metadata, so nothing is defaulted or checked for them). `dialect`
+    is a `Dialect` for Chat Completions, a `MessagesDialect` for Messages.
     """
 
     provider: str
@@ -57,7 +77,8 @@ class Endpoint:
     api_key_env: str | None
     models: Mapping[str, ModelInfo] = field(default_factory=dict)
     fallback: ModelInfo | None = None
-    dialect: Dialect = field(default_factory=Dialect)
+    dialect: Dialect | MessagesDialect = field(default_factory=Dialect)
+    api: Api = "chat-completions"
     retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
     stream: bool = True
     headers: Mapping[str, str] = field(default_factory=dict)
@@ -128,9 +149,27 @@ def _aborted(signal: CancelSignal | None) -> Finish:
     return Finish(aborted_finish(LlmFailure(f"request aborted: {text}", "ABORTED")))
 
 
-class ChatCompletionsAdapter:
-    """Serves provider routes over OpenAI-compatible Chat Completions with one shared
-    `httpx.AsyncClient` (opened on the first request, closed by `aclose()`).
+def _encoder(endpoint: Endpoint) -> _Encoder:
+    if isinstance(endpoint.dialect, MessagesDialect):
+        return MessagesEncoder(endpoint.dialect)
+    return RequestEncoder(endpoint.dialect)
+
+
+def _auth(endpoint: Endpoint, secret: str | None) -> dict[str, str]:
+    """The protocol's headers, and the key as it wants it."""
+    dialect = endpoint.dialect
+    if isinstance(dialect, MessagesDialect):
+        headers = {"anthropic-version": dialect.version, **dialect.headers}
+        if secret:
+            headers["x-api-key"] = secret
+        return headers
+    return {"Authorization": f"Bearer {secret}"} if secret else {}
+
+
+class HttpAdapter:
+    """Serves provider routes over OpenAI-compatible Chat Completions or the Anthropic
+    Messages API with one shared `httpx.AsyncClient` (opened on the first request, closed by
+    `aclose()`).
 
     One `stream` call is one HTTP request: no retries (the retry plugin decides), the
     request signal closes the connection at once, provider failures end the stream with
@@ -140,7 +179,7 @@ class ChatCompletionsAdapter:
 
     def __init__(self, endpoints: Sequence[Endpoint]) -> None:
         self._endpoints = {e.provider: e for e in endpoints}
-        self._encoders = {e.provider: RequestEncoder(e.dialect) for e in endpoints}
+        self._encoders = {e.provider: _encoder(e) for e in endpoints}
         self._client: httpx.AsyncClient | None = None
         self._closed = False
         self._timeouts: dict[str, httpx.Timeout] = {}
@@ -243,10 +282,9 @@ class ChatCompletionsAdapter:
         )
         headers = {
             "Accept": "text/event-stream" if endpoint.stream else "application/json",
+            **_auth(endpoint, secret),
             **endpoint.headers,
         }
-        if secret:
-            headers["Authorization"] = f"Bearer {secret}"
         request = client.build_request(
             "POST",
             endpoint.url,
@@ -267,12 +305,16 @@ class ChatCompletionsAdapter:
                 )
                 yield Finish(error_finish(failure))
                 return
-            mapper = ChunkMapper(provider, secret)
+            mapper: _Mapper = (
+                MessagesMapper(provider, secret)
+                if endpoint.api == "messages"
+                else ChunkMapper(provider, secret)
+            )
             if "text/event-stream" not in response.headers.get("content-type", ""):
                 # A whole completion (a non-streaming route, or a server ignoring `stream`).
                 raw = await guard.read(response.aread())
                 try:
-                    mapper.feed(json.loads(raw), out)
+                    mapper.feed_whole(json.loads(raw), out)
                 except (ValueError, AttributeError, TypeError, IndexError, KeyError):
                     text = raw.decode("utf-8", "replace")
                     yield Finish(error_finish(malformed_event(provider, scrub(text, secret))))
@@ -290,12 +332,8 @@ class ChatCompletionsAdapter:
                         data = sse.data
                         if not data:
                             continue
-                        if data == "[DONE]":
-                            complete = True
-                            await self._drain_after_done(events, guard)
-                            break
                         try:
-                            mapper.feed(json.loads(data), out)
+                            complete = mapper.feed_data(data, out)
                         except (ValueError, AttributeError, TypeError, IndexError, KeyError):
                             failure = malformed_event(provider, scrub(data, secret))
                             yield Finish(error_finish(failure))
@@ -306,6 +344,9 @@ class ChatCompletionsAdapter:
                             for chunk in out:
                                 yield chunk
                             out.clear()
+                        if complete:
+                            await self._drain_after_done(events, guard)
+                            break
                 finally:
                     await events.aclose()
                 mapper.end(out, complete=complete)
@@ -327,9 +368,9 @@ class ChatCompletionsAdapter:
                     await response.aclose()  # the connection is gone either way
 
 
-def mount_adapter(ctx: Context, endpoints: Sequence[Endpoint]) -> ChatCompletionsAdapter:
+def mount_adapter(ctx: Context, endpoints: Sequence[Endpoint]) -> HttpAdapter:
     """Serve `endpoints` through `ctx.llm`; the HTTP client closes after the routes go."""
-    adapter = ChatCompletionsAdapter(endpoints)
+    adapter = HttpAdapter(endpoints)
     ctx.owner.effect(adapter.aclose)  # disposed last (LIFO): after the routes are withdrawn
     ctx.llm.register_adapter([e.provider for e in endpoints], adapter)
     return adapter

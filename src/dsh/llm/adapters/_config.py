@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from collections.abc import Iterable
+from typing import Literal, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .._adapter import ModelInfo, RetryPolicy
 
-__all__ = ["ConnectionConfig", "ModelConfig", "RetryConfig"]
+__all__ = ["ConnectionConfig", "ModelConfig", "RetryConfig", "check_unique_providers"]
 
 _DEFAULTS = RetryPolicy()
 
@@ -87,3 +88,16 @@ class ConnectionConfig(BaseModel):
     idle_timeout_s: float = Field(default=300.0, gt=0)
     """Fail with TIMEOUT when no byte arrives for this long (also while awaiting headers)."""
     retry: RetryConfig = Field(default_factory=RetryConfig)
+
+
+class _Route(Protocol):
+    provider: str
+
+
+def check_unique_providers(routes: Iterable[_Route]) -> None:
+    """Raise `ValueError` when two routes of one plugin declare the same provider id."""
+    seen: set[str] = set()
+    for route in routes:
+        if route.provider in seen:
+            raise ValueError(f"provider {route.provider!r} is declared twice")
+        seen.add(route.provider)
