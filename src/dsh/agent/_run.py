@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar, overload
+
+from typing_extensions import TypeVar as DefaultTypeVar
 
 from ..llm import Json, Message, UserMessage, text_of
 from ..session import (
     SESSION_DISPOSED,
     SESSION_EVENT,
+    SURFACE_TYPES,
     Session,
     SessionEvent,
     SessionEventPayload,
@@ -25,6 +28,7 @@ if TYPE_CHECKING:
 
 _CLOSED = object()
 T = TypeVar("T")
+OutputT = DefaultTypeVar("OutputT", default=str)
 
 
 @overload
@@ -85,14 +89,18 @@ async def _drain(
 
 
 @dataclass(frozen=True, slots=True)
-class RunResult:
+class RunResult(Generic[OutputT]):
     """What one prompt produced: from the message's inbox receipt to the next idle."""
 
+    output: OutputT
+    """The answer: the final text, or the validated object of a structured-output run."""
     text: str
     """The text of the last `assistant/message` of the run ('' if none)."""
     finish_reason: str | None
     """`kind` of the last `turn/end` of the run (completed, aborted, blocked, error, …)."""
     events: tuple[SessionEvent, ...]
+    session_id: str
+    """The session the run continued: pass it back to continue the conversation."""
     error: Json = None
     """The `error` of an `error` turn end."""
 
@@ -111,14 +119,16 @@ class RunResult:
 
     @property
     def messages(self) -> tuple[Message, ...]:
+        """The run's messages as the model sees them, in order: prompts and other user-side
+        messages, model answers, tool results."""
         return tuple(
-            Message.from_json(e.data["message"])
+            Message.from_json(e.data if e.type == "user/message" else e.data["message"])
             for e in self.events
-            if e.type == "assistant/message"
+            if e.type in SURFACE_TYPES
         )
 
 
-async def run_prompt(agent: Agent, prompt: UserMessage | str) -> RunResult:
+async def run_prompt(agent: Agent, prompt: UserMessage | str) -> RunResult[str]:
     """Follow up `prompt` and wait until the agent is idle again; summarise the run."""
     session = agent.session
     start = session.seq
@@ -144,4 +154,4 @@ async def run_prompt(agent: Agent, prompt: UserMessage | str) -> RunResult:
         elif event.type == "turn/end":
             finish = event.data["reason"]["kind"]
             error = event.data["reason"].get("error")
-    return RunResult(text, finish, events, error)
+    return RunResult(text, text, finish, events, session.id, error)

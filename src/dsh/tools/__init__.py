@@ -1,6 +1,6 @@
 """The tool registry and its guarded execution pipeline (`ctx.tools`)."""
 
-from ._decorator import tool
+from ._decorator import fit_schema, pydantic_violations, tool
 from ._events import (
     TOOLS_CHANGE,
     TOOLS_EXECUTE,
@@ -85,6 +85,8 @@ __all__ = [
     "ToolsPlugin",
     "check_schema",
     "default_render",
+    "fit_schema",
+    "pydantic_violations",
     "tool",
     "validate_value",
 ]
