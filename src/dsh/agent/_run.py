@@ -43,9 +43,9 @@ def session_events(
     agent: Agent, *, from_seq: int | None = None, typed: bool = False
 ) -> AsyncIterator[SessionEvent] | AsyncIterator[TypedEvent]:
     """The events of `agent`'s session as they are appended (from `from_seq`, default the
-    next one), until the session is disposed. Subscribed at once, so nothing appended after
-    this call is missed; close the iterator (`aclose()`) to stop early. `typed=True` yields
-    `dsh.events` values instead of `SessionEvent`s."""
+    next one), until the agent or its session is disposed. Subscribed at once, so nothing
+    appended after this call is missed; close the iterator (`aclose()`) to stop early.
+    `typed=True` yields `dsh.events` values instead of `SessionEvent`s."""
     session = agent.session
     queue: asyncio.Queue[object] = asyncio.Queue()
     start = session.seq if from_seq is None else from_seq
@@ -63,6 +63,9 @@ def session_events(
 
     ctx.on(SESSION_EVENT, on_event)
     ctx.on(SESSION_DISPOSED, on_disposed)
+    # The agent's scope (and these listeners) unwinds before `session/disposed` is emitted:
+    # the end of the agent ends the iteration too.
+    ctx.owner.effect(lambda: queue.put_nowait(_CLOSED))
     if typed:
         from ..events import typed as typed_event
 

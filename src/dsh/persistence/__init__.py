@@ -1,11 +1,18 @@
-"""Durable sessions: the `ctx.session_persistence` seam, the write coordinator, the JSONL and
-SQLite backends, crash repair, and resume."""
+"""Durable sessions: the `ctx.session_persistence` seam, the write coordinator, the JSONL,
+SQLite and PostgreSQL backends, crash repair, and resume."""
 
 from ._backend import RawLog, SessionBackend
 from ._events import PERSISTENCE_WRITTEN, Written
 from ._jsonl import JsonlBackend, project_dir_name
 from ._memory import MemoryBackend
-from ._plugin import PersistenceConfig, PersistencePlugin, default_root, mount_persistence
+from ._plugin import (
+    PersistenceConfig,
+    PersistencePlugin,
+    default_root,
+    mount_persistence,
+    store_config,
+)
+from ._postgres import LeaseLostError, PostgresBackend, PostgresLease, SessionLockedError
 from ._repair import (
     NOT_STARTED_TEXT,
     OUTCOME_UNKNOWN_TEXT,
@@ -43,9 +50,12 @@ __all__ = [
     "ForkSeed",
     "JsonlBackend",
     "MemoryBackend",
+    "LeaseLostError",
     "PersistenceConfig",
     "PersistenceError",
     "PersistencePlugin",
+    "PostgresBackend",
+    "PostgresLease",
     "RawLog",
     "Record",
     "Repair",
@@ -53,6 +63,7 @@ __all__ = [
     "SessionBackend",
     "SessionExistsError",
     "SessionLiveError",
+    "SessionLockedError",
     "SessionLocation",
     "SessionPersistence",
     "SqliteBackend",
@@ -65,4 +76,5 @@ __all__ = [
     "open_turn",
     "project_dir_name",
     "repair_closers",
+    "store_config",
 ]
