@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ..kernel import AGENTS, Context, Disposer
+from ..session import SessionMeta
 from ._events import AGENT_CREATED, AGENT_DISPOSED, AgentEvent
 from ._initiator import InitiatorScope
 from ._types import (
     Agent,
     AgentFactory,
     AgentHandle,
+    AgentOptions,
     CreateAgentOptions,
     ResumeAgentOptions,
 )
@@ -156,6 +158,20 @@ class AgentRegistry:
     async def resume(self, options: ResumeAgentOptions) -> AgentHandle:
         """Load a persisted session and resume an agent on it."""
         return await self._factory().resume_agent(self._ctx, options)
+
+    async def open(
+        self, session_id: str, options: AgentOptions, meta: SessionMeta | None = None
+    ) -> AgentHandle:
+        """An agent on session `session_id`: the stored session resumed, else a new one
+        created under that id (with `meta`). A given id continues; it never collides."""
+        if self._ctx.get("session_persistence") is not None:
+            try:
+                return await self.resume(ResumeAgentOptions(session_id, options))
+            except LookupError:  # the store has no such session (UnknownSessionError)
+                pass
+        return await self.create(
+            CreateAgentOptions(session_id, meta or SessionMeta(), None, options)
+        )
 
     # -- initiator scope ---------------------------------------------------------------------
 

@@ -9,16 +9,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..agent import (
-    Agent,
-    AgentHandle,
-    AgentOptions,
-    CreateAgentOptions,
-    ResumeAgentOptions,
-)
+from ..agent import Agent, AgentHandle, AgentOptions
 from ..kernel import Context, Profile, boot
 from ..llm import LlmAdapter
-from ..persistence import UnknownSessionError, mount_persistence
+from ..persistence import mount_persistence
 from ..plugins.approval import APPROVAL, Answerer
 from ..session import SessionMeta
 from ..tools import ToolDefinition
@@ -69,21 +63,13 @@ class Runtime:
     async def agent_for(self, session_id: str | None) -> Agent:
         """The agent of `session_id`: live here, resumed from the store, or new (a generated
         id when None)."""
-        if session_id is not None:
-            handle = self._live.get(session_id)
-            if handle is not None and self.ctx.agents.get(session_id) is handle.agent:
-                return handle.agent
+        handle = None if session_id is None else self._live.get(session_id)
+        if handle is not None and self.ctx.agents.get(handle.agent.id) is handle.agent:
+            return handle.agent
         options = self._blueprint.options
-        handle = None
-        if session_id is not None:
-            try:
-                handle = await self.ctx.agents.resume(ResumeAgentOptions(session_id, options))
-            except UnknownSessionError:
-                handle = None
-        if handle is None:
-            sid = session_id or f"session-{uuid.uuid4()}"
-            meta = SessionMeta(cwd=self._blueprint.cwd)
-            handle = await self.ctx.agents.create(CreateAgentOptions(sid, meta, None, options))
+        meta = SessionMeta(cwd=self._blueprint.cwd)
+        sid = session_id or f"session-{uuid.uuid4()}"
+        handle = await self.ctx.agents.open(sid, options, meta)
         self._live[handle.agent.id] = handle
         return handle.agent
 
