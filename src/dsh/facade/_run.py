@@ -94,6 +94,8 @@ class StreamedRun(Generic[OutputT]):
     async def _execute(self, agent: Agent) -> RunResult[OutputT]:
         try:
             result = await run_prompt(agent, self._plan.prompt)
+            # Stored before the run returns: a program may end its event loop right after.
+            await agent.ctx.sessions.flush(agent.session)
         except asyncio.CancelledError:
             agent.cancel(USER_CANCEL)  # the caller gave up (Ctrl-C, a timeout): stop the turn
             await asyncio.shield(agent.when_idle())
