@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 import dsh
 from dsh.agent import PRE_STEP, REQUEST, StepPoint
-from dsh.events import TextDeltaEvent, TypedEvent
+from dsh.events import TextDeltaEvent, TurnStartEvent, TypedEvent
 from dsh.kernel import Context, Next
 from dsh.llm import LlmCallConfig
 from dsh.session import SESSION_EVENT, SESSION_FLUSH, Session, SessionEventPayload
@@ -83,17 +83,21 @@ def listen(ctx: Context) -> None:
     ctx.on(REQUEST, sampling)
 
 
+built = TextDeltaEvent(turn=1, step=1, index=0, text="x")
+print(built.to_data(), TurnStartEvent(turn=1).seq)
 asyncio.run(main())
 '''
 
 BAD = """
 import dsh
 from dsh.agent import REQUEST, TURN_STOPPING, StepPoint, TurnStopping
+from dsh.events import TurnStartEvent
 from dsh.kernel import Context, Next
 from dsh.llm import LlmCallConfig
 from dsh.session import SESSION_EVENT
 
 number: int = dsh.Agent("openai:qwen").run_sync("hi").output  # error
+start = TurnStartEvent()  # error
 
 
 def on_event(payload: int) -> None: ...

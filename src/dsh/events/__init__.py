@@ -41,7 +41,7 @@ from ._catalog import (
     UsageEvent,
     UserMessageEvent,
 )
-from ._convert import logged, typed
+from ._convert import append, logged, typed
 from ._values import SeqRange, Todo, ToolError, TurnEndReason
 
 __all__ = [
@@ -84,6 +84,7 @@ __all__ = [
     "TypedEvent",
     "UsageEvent",
     "UserMessageEvent",
+    "append",
     "logged",
     "typed",
 ]

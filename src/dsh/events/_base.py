@@ -10,12 +10,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, dataclass_transform
 
 from ..llm import Json
 from ..session import SessionEvent, SurfaceOp
 
-__all__ = ["Codec", "Event", "key"]
+__all__ = ["Codec", "Event", "event_class", "key"]
 
 T = TypeVar("T")
 
@@ -50,6 +50,13 @@ def key(
     `codec`, and presence: written unless the value `is omit` (None), or `always` (even null)."""
     meta = {"key": name, "codec": codec, "omit": omit, "always": always}
     return field(default=default, metadata=meta)
+
+
+@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(key, field))
+def event_class(cls: type[T]) -> type[T]:
+    """Make an event class: a frozen, slotted, keyword-only dataclass (type checkers see its
+    `key()` fields as constructor arguments)."""
+    return dataclass(frozen=True, slots=True, kw_only=True)(cls)
 
 
 def _camel(name: str) -> str:

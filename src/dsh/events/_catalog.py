@@ -28,7 +28,7 @@ from ..llm import (
     text_of,
 )
 from ..session import EpochHeader, SessionEvent
-from ._base import Event, envelope, key
+from ._base import Event, envelope, event_class, key
 from ._values import (
     FAILURE,
     HEADER,
@@ -46,32 +46,30 @@ from ._values import (
     TurnEndReason,
 )
 
-_frozen = dataclass(frozen=True, slots=True, kw_only=True)
-
 # -- turns and steps ---------------------------------------------------------------------------
 
 
-@_frozen
+@event_class
 class TurnStartEvent(Event):
     type: ClassVar[str] = "turn/start"
     turn: int = key()
 
 
-@_frozen
+@event_class
 class TurnEndEvent(Event):
     type: ClassVar[str] = "turn/end"
     turn: int = key()
     reason: TurnEndReason = key(codec=REASON)
 
 
-@_frozen
+@event_class
 class StepStartEvent(Event):
     type: ClassVar[str] = "step/start"
     turn: int = key()
     step: int = key()
 
 
-@_frozen
+@event_class
 class StepEndEvent(Event):
     type: ClassVar[str] = "step/end"
     turn: int = key()
@@ -81,7 +79,7 @@ class StepEndEvent(Event):
 # -- messages ----------------------------------------------------------------------------------
 
 
-@_frozen
+@event_class
 class UserMessageEvent(Event):
     """A message in the model's history from the user side: a prompt (`source.kind ==
     'user'`), steering, injected context, a compaction checkpoint. The data is the message."""
@@ -105,7 +103,7 @@ class UserMessageEvent(Event):
         return {"message": Message.from_json(data)}
 
 
-@_frozen
+@event_class
 class AssistantMessageEvent(Event):
     """One committed model answer (`interrupted` when a cancel cut it short)."""
 
@@ -129,7 +127,7 @@ class AssistantMessageEvent(Event):
         return self.message.tool_calls
 
 
-@_frozen
+@event_class
 class ToolCallEvent(Event):
     """A tool call started; `arguments` is the model's raw JSON text."""
 
@@ -141,7 +139,7 @@ class ToolCallEvent(Event):
     arguments: str = key(default="")
 
 
-@_frozen
+@event_class
 class ToolResultEvent(Event):
     """A tool call's outcome as the model sees it (`message` holds one tool-result block)."""
 
@@ -174,7 +172,7 @@ class ToolResultEvent(Event):
 # -- the stream: one event per chunk kind of `assistant/chunk` --------------------------------
 
 
-@_frozen
+@event_class
 class _ChunkEvent(Event):
     """`assistant/chunk {turn, step, chunk}`, with the chunk's fields flattened."""
 
@@ -205,7 +203,7 @@ class _ChunkEvent(Event):
         return {**fields, "extra": extra} if extra else fields
 
 
-@_frozen
+@event_class
 class BlockStartEvent(_ChunkEvent):
     chunk_type: ClassVar[str] = "block-start"
     chunk_class: ClassVar[Any] = BlockStart
@@ -213,7 +211,7 @@ class BlockStartEvent(_ChunkEvent):
     block_type: str
 
 
-@_frozen
+@event_class
 class TextDeltaEvent(_ChunkEvent):
     chunk_type: ClassVar[str] = "text-delta"
     chunk_class: ClassVar[Any] = TextDelta
@@ -221,7 +219,7 @@ class TextDeltaEvent(_ChunkEvent):
     text: str
 
 
-@_frozen
+@event_class
 class ReasoningDeltaEvent(_ChunkEvent):
     chunk_type: ClassVar[str] = "reasoning-delta"
     chunk_class: ClassVar[Any] = ReasoningDelta
@@ -229,7 +227,7 @@ class ReasoningDeltaEvent(_ChunkEvent):
     text: str
 
 
-@_frozen
+@event_class
 class ToolCallDeltaEvent(_ChunkEvent):
     """A fragment of a tool call's arguments; `name` comes with the first fragment."""
 
@@ -241,7 +239,7 @@ class ToolCallDeltaEvent(_ChunkEvent):
     name: str | None = None
 
 
-@_frozen
+@event_class
 class BlockEndEvent(_ChunkEvent):
     chunk_type: ClassVar[str] = "block-end"
     chunk_class: ClassVar[Any] = BlockEnd
@@ -249,7 +247,7 @@ class BlockEndEvent(_ChunkEvent):
     block: ContentBlock
 
 
-@_frozen
+@event_class
 class UsageEvent(_ChunkEvent):
     """The token usage the provider reported for this model call."""
 
@@ -258,7 +256,7 @@ class UsageEvent(_ChunkEvent):
     usage: TokenUsage
 
 
-@_frozen
+@event_class
 class FinishEvent(_ChunkEvent):
     """The model call's end: `reason.kind` is stop, tool-calls, max-tokens, aborted or error."""
 
@@ -271,7 +269,7 @@ class FinishEvent(_ChunkEvent):
 # -- requests ----------------------------------------------------------------------------------
 
 
-@_frozen
+@event_class
 class RequestHeaderEvent(Event):
     """What the following requests share: route, sampling, system prompt, tools.
     `reason` is `initial`, `resume` or `change`."""
@@ -281,7 +279,7 @@ class RequestHeaderEvent(Event):
     reason: str = key()
 
 
-@_frozen
+@event_class
 class RequestContextEvent(Event):
     type: ClassVar[str] = "request/context"
     provider: str = key()
@@ -292,14 +290,14 @@ class RequestContextEvent(Event):
 # -- session, inbox, todo ----------------------------------------------------------------------
 
 
-@_frozen
+@event_class
 class SeedEndEvent(Event):
     """`session/end-seed`: the seeded prefix (a fork's, a resume's) ends here."""
 
     type: ClassVar[str] = "session/end-seed"
 
 
-@_frozen
+@event_class
 class InboxSplicedEvent(Event):
     """The inbox changed: `inserted` messages at `start` of the `target` queue (`next-turn` or
     `next-step`), `removed_count` removed; `outcome` `canceled` when a cancel cleared it."""
@@ -312,7 +310,7 @@ class InboxSplicedEvent(Event):
     outcome: str | None = key(default=None)
 
 
-@_frozen
+@event_class
 class TodoWriteEvent(Event):
     type: ClassVar[str] = "todo/write"
     todos: tuple[Todo, ...] = key(codec=TODOS)
@@ -321,7 +319,7 @@ class TodoWriteEvent(Event):
 # -- plugins of the core: compaction, retry, hooks, subagents, approval -------------------------
 
 
-@_frozen
+@event_class
 class CompactionStartEvent(Event):
     type: ClassVar[str] = "compaction/start"
     compaction_id: str = key()
@@ -330,7 +328,7 @@ class CompactionStartEvent(Event):
     """None for a compaction between turns."""
 
 
-@_frozen
+@event_class
 class CompactionSummaryEvent(Event):
     """The summary that replaced the `shadowed_range` of the history."""
 
@@ -347,7 +345,7 @@ class CompactionSummaryEvent(Event):
     usage: TokenUsage | None = key(codec=USAGE, default=None)
 
 
-@_frozen
+@event_class
 class CompactionEndEvent(Event):
     type: ClassVar[str] = "compaction/end"
     compaction_id: str = key()
@@ -355,7 +353,7 @@ class CompactionEndEvent(Event):
     error: str | None = key(default=None)
 
 
-@_frozen
+@event_class
 class CompactionPruneEvent(Event):
     type: ClassVar[str] = "compaction/prune"
     shadowed_range: SeqRange = key(codec=RANGE)
@@ -363,7 +361,7 @@ class CompactionPruneEvent(Event):
     shadowed_token_count: int = key()
 
 
-@_frozen
+@event_class
 class RetryEvent(Event):
     """`llm/retry`: a failed model call will be retried after `delay_ms`."""
 
@@ -380,7 +378,7 @@ class RetryEvent(Event):
     failure: LlmFailure = key(codec=FAILURE)
 
 
-@_frozen
+@event_class
 class RetryStartedEvent(Event):
     type: ClassVar[str] = "llm/retry-started"
     retry_id: str = key()
@@ -389,7 +387,7 @@ class RetryStartedEvent(Event):
     retry: int = key()
 
 
-@_frozen
+@event_class
 class HookInvokedEvent(Event):
     type: ClassVar[str] = "hook/invoked"
     turn: int | None = key(always=True, default=None)
@@ -399,7 +397,7 @@ class HookInvokedEvent(Event):
     handler_id: str = key()
 
 
-@_frozen
+@event_class
 class HookResultEvent(Event):
     type: ClassVar[str] = "hook/result"
     turn: int | None = key(always=True, default=None)
@@ -411,7 +409,7 @@ class HookResultEvent(Event):
     duration_ms: int = key()
 
 
-@_frozen
+@event_class
 class SubagentDescriptorEvent(Event):
     """In a subagent's log: how it was started."""
 
@@ -426,7 +424,7 @@ class SubagentDescriptorEvent(Event):
     tool_filter: Json = key(default=None)
 
 
-@_frozen
+@event_class
 class ApprovalAskedEvent(Event):
     type: ClassVar[str] = "approval/asked"
     call_id: str = key()
@@ -434,7 +432,7 @@ class ApprovalAskedEvent(Event):
     reason: str | None = key(always=True, default=None)
 
 
-@_frozen
+@event_class
 class ApprovalDecidedEvent(Event):
     """`decision` is once, always or deny; `by` who answered (`answerer`, `no-answerer`,
     `cancelled`, `answerer-error`); `reason` the answerer's words, when given."""

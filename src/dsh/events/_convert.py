@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..session import SessionEvent
+
+if TYPE_CHECKING:
+    from ..session import Session
 from ._base import Event
 from ._catalog import EVENT_CLASSES, OtherEvent, TypedEvent, _ChunkEvent
 
-__all__ = ["logged", "typed"]
+__all__ = ["append", "logged", "typed"]
 
 _BY_TYPE: dict[str, type[Event]] = {
     cls.type: cls for cls in EVENT_CLASSES if not issubclass(cls, _ChunkEvent)
@@ -42,4 +47,15 @@ def logged(event: TypedEvent) -> SessionEvent:
         event.surface_op,
         event.source_event_seqs,
         event.ignorable,
+    )
+
+
+def append(session: Session, event: TypedEvent) -> SessionEvent:
+    """Log `event` (built in code, `seq` -1) in `session`: the writer's side of `logged`."""
+    return session.append(
+        event.type,
+        event.to_data(),
+        surface_op=event.surface_op,
+        source_event_seqs=event.source_event_seqs,
+        ignorable=event.ignorable,
     )
