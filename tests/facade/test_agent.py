@@ -12,7 +12,7 @@ import pytest
 import dsh
 from dsh.events import TextDeltaEvent, ToolCallEvent, TurnEndEvent, TurnStartEvent
 from dsh.llm import TokenUsage
-from dsh.testing import OpenAIServer, http_error, reply, tool_call
+from dsh.testing import OpenAIServer, ScriptedModel, http_error, reply, tool_call
 
 from .conftest import word_count
 
@@ -144,3 +144,27 @@ async def test_a_failed_run_raises_with_its_result(
         with pytest.raises(dsh.RunError, match="INVALID_CREDENTIAL") as raised:
             await agent.run("hi")
     assert raised.value.result.finish_reason == "error"
+
+
+def test_close_from_synchronous_code(tmp_path: Path) -> None:
+    model = ScriptedModel(["one", "two", "three", "four"])
+    agent = dsh.Agent(model, cwd=tmp_path)
+    assert asyncio.run(agent.run("hi", session="s")).output == "one"
+    agent.close()  # that loop has ended: the runtime went with it; the session stays in memory
+    assert asyncio.run(agent.run("again", session="s")).output == "two"
+    assert [m.text for m in model.requests[1].messages] == ["hi", "one", "again"]
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(agent.run("more", session="s"))
+        agent.close()  # a loop that still exists: the runtime is disposed in it
+        assert agent._runtime is None
+
+        async def inside() -> None:
+            await agent.run("last", session="s")
+            with pytest.raises(RuntimeError, match="aclose"):
+                agent.close()
+            await agent.aclose()
+
+        loop.run_until_complete(inside())
+    finally:
+        loop.close()

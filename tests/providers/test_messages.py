@@ -244,7 +244,8 @@ async def test_failures_are_classified(claude: Harness) -> None:
         malformed("x"),
     )
     await mount(claude)
-    codes = [(await call(claude)).failure_code for _ in range(7)]
+    calls = [await call(claude) for _ in range(7)]
+    codes = [c.failure_code for c in calls]
     assert codes == [
         "RATE_LIMIT",
         "CONTEXT_WINDOW_EXCEEDED",
@@ -254,8 +255,9 @@ async def test_failures_are_classified(claude: Harness) -> None:
         "TRANSPORT",
         "SERVER",
     ]
-    rate = await asyncio.wait_for(claude.server.response_ended(0), 5)
-    assert rate.completed
+    rate = calls[0].assembler.finish.failure
+    assert rate.status == 429 and rate.provider_retry_after_ms == 2000
+    assert rate.request_id == "req-1"
 
 
 async def test_a_missing_key_sends_nothing(
