@@ -2,7 +2,15 @@
 
 import asyncio
 
-from dsh.agent import CANCEL_REQUESTED, INBOX_DISCARD, USER_CANCEL, CancelRequested, hook_cancel
+from dsh.agent import (
+    CANCEL_REQUESTED,
+    INBOX_DISCARD,
+    USER_CANCEL,
+    CancelRequested,
+    hook_cancel,
+    session_events,
+)
+from dsh.events import BlockEndEvent
 from dsh.llm import Message
 from dsh.testing import reply, tool_call
 from dsh.tools import ToolRunContext, tool
@@ -28,8 +36,12 @@ async def test_cancel_mid_stream_commits_the_visible_text_as_interrupted(runtime
 async def test_interrupted_text_is_in_the_next_request(runtime: Runtime) -> None:
     runtime.model.add(reply("I was saying", delay=0.01, hang=True), reply("resumed"))
     agent = await runtime.agent()
+    stream = session_events(agent, typed=True)
     agent.followup("start")
-    await asyncio.sleep(0.05)
+    async for event in stream:  # the whole text has streamed; the model now hangs
+        if isinstance(event, BlockEndEvent):
+            break
+    await stream.aclose()
     agent.cancel(USER_CANCEL)
     await agent.when_idle()
     agent.followup("go on")
