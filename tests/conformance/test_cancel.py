@@ -1,6 +1,8 @@
 """SPEC §5.3: cancel while streaming, while a tool runs, while idle; keep_inbox; latches."""
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 from dsh.agent import (
     CANCEL_REQUESTED,
@@ -10,18 +12,27 @@ from dsh.agent import (
     hook_cancel,
     session_events,
 )
-from dsh.events import BlockEndEvent
+from dsh.events import BlockEndEvent, TextDeltaEvent
 from dsh.llm import Message
 from dsh.testing import reply, tool_call
 from dsh.tools import ToolRunContext, tool
 from tests.conftest import Runtime, turn_end, types
 
 
+async def first_event(agent: Any, kind: type[Any], start: Callable[[], object]) -> None:
+    """Run `start()` and wait until the agent's session logs an event of `kind`."""
+    stream = session_events(agent, typed=True)
+    start()
+    async for event in stream:
+        if isinstance(event, kind):
+            break
+    await stream.aclose()  # type: ignore[attr-defined]
+
+
 async def test_cancel_mid_stream_commits_the_visible_text_as_interrupted(runtime: Runtime) -> None:
     runtime.model.add(reply("partial answer that keeps going", delay=0.02, hang=True))
     agent = await runtime.agent()
-    agent.followup("talk")
-    await asyncio.sleep(0.05)
+    await first_event(agent, TextDeltaEvent, lambda: agent.followup("talk"))
     agent.cancel(USER_CANCEL)
     await agent.when_idle()
     assert turn_end(agent) == {"kind": "aborted", "reason": {"kind": "user"}}
@@ -36,12 +47,8 @@ async def test_cancel_mid_stream_commits_the_visible_text_as_interrupted(runtime
 async def test_interrupted_text_is_in_the_next_request(runtime: Runtime) -> None:
     runtime.model.add(reply("I was saying", delay=0.01, hang=True), reply("resumed"))
     agent = await runtime.agent()
-    stream = session_events(agent, typed=True)
-    agent.followup("start")
-    async for event in stream:  # the whole text has streamed; the model now hangs
-        if isinstance(event, BlockEndEvent):
-            break
-    await stream.aclose()
+    # The whole text has streamed when its block ends; the model hangs after it.
+    await first_event(agent, BlockEndEvent, lambda: agent.followup("start"))
     agent.cancel(USER_CANCEL)
     await agent.when_idle()
     agent.followup("go on")
