@@ -261,3 +261,29 @@ def test_the_event_taxonomy_document_matches_the_declarations() -> None:
     assert actual == expected, (
         "docs/EVENTS.md is stale: python scripts/event_taxonomy.py > docs/EVENTS.md"
     )
+
+
+def test_the_loop_lifecycle_map_names_code_that_exists() -> None:
+    """Each `[Class.method]` / `[_method]` the loop README's lifecycle map points at exists."""
+    from dsh.loop import ReactLoopAgent
+    from dsh.loop._request import RequestBuilder
+    from dsh.loop._scheduler import ToolCallScheduler
+    from dsh.loop._turn import TurnRunner
+
+    classes = {
+        c.__name__: c for c in (ReactLoopAgent, TurnRunner, RequestBuilder, ToolCallScheduler)
+    }
+    text = (SRC / "loop" / "README.md").read_text()
+    lifecycle = text[text.index("send(): agent/inbox/spliced") :]
+    lifecycle = lifecycle[: lifecycle.index("```")]
+    names = [
+        name
+        for bracket in re.findall(r"\[([^\]]+)\]", lifecycle)
+        for name in re.findall(r"[A-Za-z_][\w.]*", bracket)
+        if name.startswith("_") or "." in name
+    ]
+    assert len(names) >= 10
+    for name in names:
+        owner, _, attr = name.rpartition(".")
+        candidates = [classes[owner]] if owner else list(classes.values())
+        assert any(hasattr(c, attr) for c in candidates), f"{name} is not in the loop's code"

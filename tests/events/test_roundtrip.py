@@ -171,23 +171,20 @@ SAMPLES: list[tuple[str, dict[str, Any]]] = [
     ("llm/retry-started", {"retryId": "r", "turn": 1, "step": 1, "retry": 1}),
     (
         "hook/invoked",
-        {
-            "turn": 1,
-            "point": "PreToolUse",
-            "dialect": "claude",
-            "matcher": "Bash",
-            "handlerId": "h",
-        },
+        {"turn": 1, "point": "Stop", "dialect": "claude-code", "handlerId": "h", "matcher": "*"},
     ),
     (
         "hook/result",
         {
-            "turn": None,
+            "turn": 2,
             "point": "Stop",
             "handlerId": "h",
-            "decision": "allow",
-            "exitCode": 0,
+            "decision": "block",
             "durationMs": 12,
+            "exitCode": 2,
+            "stderrSummary": "no",
+            "reason": "tests fail",
+            "output": "x",
         },
     ),
     (

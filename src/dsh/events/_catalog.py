@@ -389,24 +389,31 @@ class RetryStartedEvent(Event):
 
 @event_class
 class HookInvokedEvent(Event):
+    """A command hook started (inside a turn): at `point`, by the handler `handler_id`."""
+
     type: ClassVar[str] = "hook/invoked"
-    turn: int | None = key(always=True, default=None)
+    turn: int = key()
     point: str = key()
     dialect: str = key()
-    matcher: str | None = key(default=None)
     handler_id: str = key()
+    matcher: str | None = key(default=None)
 
 
 @event_class
 class HookResultEvent(Event):
+    """A command hook's outcome: `decision` as recorded, its exit code and stderr summary, and
+    what the person is shown (`reason`, `output`)."""
+
     type: ClassVar[str] = "hook/result"
-    turn: int | None = key(always=True, default=None)
+    turn: int = key()
     point: str = key()
     handler_id: str = key()
     decision: Json = key()
+    duration_ms: int = key()
     exit_code: int | None = key(default=None)
     stderr_summary: str | None = key(default=None)
-    duration_ms: int = key()
+    reason: str | None = key(default=None)
+    output: str | None = key(default=None)
 
 
 @event_class

@@ -35,8 +35,9 @@ from ._events import (
     WaterfallSpec,
     declared_events,
 )
-from ._owner import Disposer, InactiveOwnerError, Owner
+from ._owner import Acquire, Disposer, InactiveOwnerError, Owner
 from ._plugin import Fiber, FiberState, PluginError
+from ._publication import Publication
 from ._scope import (
     DuplicateEntryError,
     Scope,
@@ -58,6 +59,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "HELD",
     "Aborted",
+    "Acquire",
     "CancelSignal",
     "CompositionError",
     "Context",
@@ -76,6 +78,7 @@ __all__ = [
     "ParallelSpec",
     "PluginError",
     "PluginRow",
+    "Publication",
     "Profile",
     "Scope",
     "ScopedLayers",

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..llm import Json, TokenUsage
 from ._openai_wire import DROP, STALL, HttpError, failure_response
-from ._script import Crash, Failure, Reasoning, Reply, ToolCall, _pieces
+from ._script import Crash, Failure, Hold, Reasoning, Reply, ToolCall, _pieces
 
 __all__ = ["MessagesResponse", "messages_error_body"]
 
@@ -82,13 +82,14 @@ class MessagesResponse:
         }
 
     def events(self, include_usage: bool = True) -> list[str | object]:
-        """SSE data payloads (each names its event by `type`), with `DROP` / `STALL`."""
+        """SSE data payloads (each names its event by `type`), with `DROP` / `STALL` markers
+        and the reply's `Hold`s."""
         out: list[str | object] = [
             _json({"type": "message_start", "message": self._message([], None)})
         ]
         out.append(_json({"type": "ping"}))
-        calls = 0
-        for index, part in enumerate(self.reply.parts):
+        calls = index = 0
+        for part in self.reply.parts:
             if isinstance(part, Failure):
                 error = failure_response(part.failure)
                 out.append(_json(messages_error_body(error)))
@@ -96,8 +97,12 @@ class MessagesResponse:
             if isinstance(part, Crash):
                 out.append(DROP)
                 return out
+            if isinstance(part, Hold):
+                out.append(part)  # the server waits there
+                continue
             calls += isinstance(part, ToolCall)
             out.extend(self._block(index, part))
+            index += 1
         if self.reply.hang:
             out.append(STALL)
             return out
@@ -140,7 +145,10 @@ class MessagesResponse:
         """The whole message, an HTTP error, or a `DROP` / `STALL` marker."""
         content: list[Json] = []
         calls = 0
-        for index, part in enumerate(self.reply.parts):
+        for part in self.reply.parts:
+            if isinstance(part, Hold):
+                continue  # the server passes the holds before it answers
+            index = len(content)
             if isinstance(part, str):
                 content.append({"type": "text", "text": part})
             elif isinstance(part, Reasoning):
