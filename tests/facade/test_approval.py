@@ -85,4 +85,3 @@ async def test_the_coding_tools_come_only_when_asked(tmp_path: Path) -> None:
         await agent.run("hi")
     names = {t.name for t in coding.requests[0].tools}
     assert {"bash", "read", "write", "edit"} <= names
-
