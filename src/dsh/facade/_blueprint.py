@@ -21,7 +21,7 @@ from ._stores import MemoryStore, Store
 
 __all__ = ["FACADE_ROWS", "blueprint"]
 
-_CODING = ("builtin-tools", "jobs", "subagents")
+_CODING = ("builtin-tools", "web-fetch", "jobs", "subagents")
 """Rows that give the model tools of its own: on with `builtin_tools=True`."""
 
 FACADE_ROWS: tuple[dict[str, Any], ...] = tuple(
