@@ -1,0 +1,91 @@
+"""`dsh batch` through real processes, against the loopback model server: 50 tasks, a rerun
+that runs nothing twice, and a run killed midway that the rerun finishes."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+from dsh.persistence import JsonlBackend, StoredSessions
+
+from .support import (
+    DSH,
+    env_for,
+    log_problems,
+    model_server,
+    read_results,
+    task_of,
+    write_tasks,
+)
+
+
+async def dsh(env: dict[str, str], *args: str) -> tuple[int, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, *DSH, *args, env=env, stdout=-1, stderr=-1
+    )
+    _, err = await asyncio.wait_for(process.communicate(), 300)
+    assert process.returncode is not None
+    return process.returncode, err.decode()
+
+
+async def test_fifty_tasks_then_a_rerun_that_runs_nothing_twice(tmp_path: Path) -> None:
+    tasks = write_tasks(tmp_path, 50)
+    out = tmp_path / "results.jsonl"
+    async with model_server(steps=2) as server:
+        env = env_for(tmp_path, server)
+        command = ["batch", str(tasks), "--out", str(out), "--concurrency", "10"]
+        code, err = await dsh(env, *command)
+        assert code == 0, err
+        assert "50 tasks: 50 completed, 0 not" in err
+        assert len(server.requests) == 150  # 2 tool steps and an answer each
+        results = read_results(out)
+        assert sorted(results) == sorted(f"t{n}" for n in range(50))
+        first = results["t7"]
+        assert first["session_id"] == "results-t7"
+        assert first["finish_reason"] == "completed" and first["error"] is None
+        assert first["final_answer"] == "done t7"
+        assert first["usage"]["requests"] == 3 and first["usage"]["tool_calls"] == 2
+        assert first["usage"]["input_tokens"] == 30 and first["usage"]["output_tokens"] == 15
+
+        code, err = await dsh(env, *command)
+        assert code == 0, err
+        assert len(server.requests) == 150  # nothing ran again
+        assert read_results(out) == results
+
+
+async def test_a_killed_batch_resumes_where_it_stopped(tmp_path: Path) -> None:
+    tasks = write_tasks(tmp_path, 20)
+    out = tmp_path / "results.jsonl"
+    async with model_server(steps=3) as server:
+        env = env_for(tmp_path, server)
+        command = ["batch", str(tasks), "--out", str(out), "--concurrency", "6"]
+        midway = asyncio.Event()
+        server.on_request = lambda _: midway.set() if len(server.requests) == 30 else None
+        batch = await asyncio.create_subprocess_exec(
+            sys.executable, *DSH, *command, env=env, stdout=-1, stderr=-1
+        )
+        await asyncio.wait_for(midway.wait(), 120)
+        batch.send_signal(signal.SIGKILL)
+        await batch.wait()
+        done_before = read_results(out) if out.exists() else {}
+        assert len(done_before) < 20
+        served = len(server.requests)
+
+        code, err = await dsh(env, *command)
+        assert code == 0, err
+        again = server.requests[served:]
+    results = read_results(out)
+    assert len(results) == 20
+    assert all(r["final_answer"] == f"done {r['id']}" for r in results.values())
+    assert not {task_of(r) for r in again} & set(done_before)  # finished ones did not rerun
+    store = StoredSessions(JsonlBackend(tmp_path / "sessions"))
+    interrupted = 0
+    for result in results.values():
+        assert await log_problems(store, result["session_id"]) == []
+        log = await store.inspect(result["session_id"])
+        reasons = [e.data["reason"]["kind"] for e in log.events if e.type == "turn/end"]
+        interrupted += reasons.count("interrupted")
+        assert reasons[-1] == "completed"
+    assert interrupted >= 1  # the kill landed inside turns, and they resumed
