@@ -152,17 +152,23 @@ async def _stored_events(ctx: Context, session_id: str) -> Sequence[SessionEvent
 
 
 def progress_of(events: Sequence[SessionEvent] | None) -> Progress:
-    """`new` (no turn ran), `unfinished` (its last turn was interrupted: a crash, or the
-    runtime was disposed), or `finished`."""
-    ends = [e for e in events or () if e.type == "turn/end"]
-    if not ends:
+    """`new` (the prompt never reached the model's history: no session, or a crash between
+    opening the turn and entering the prompt), `unfinished` (its last turn was interrupted:
+    a crash, or the runtime was disposed), or `finished`."""
+    events = events or ()
+    if not any(e.type == "user/message" and _from_user(e) for e in events):
         return "new"
-    reason = ends[-1].data["reason"]
+    reason = next(e.data["reason"] for e in reversed(events) if e.type == "turn/end")
     if reason["kind"] == "interrupted":
         return "unfinished"
     if reason["kind"] == "aborted" and reason.get("reason", {}).get("kind") == "disposed":
         return "unfinished"
     return "finished"
+
+
+def _from_user(event: SessionEvent) -> bool:
+    source = event.data.get("source")
+    return isinstance(source, dict) and source.get("kind") == "user"
 
 
 def result_of(task_id: str, session_id: str, events: Sequence[SessionEvent]) -> TaskResult:

@@ -16,6 +16,7 @@ holds it. A dead holder's lock goes with its connection.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -153,6 +154,7 @@ class PostgresBackend:
         self._pool = ConnectionPool(url, pool_size, where=where)
         self._lease_conn: AsyncConnection[Any] | None = None
         self._generation = 0
+        self._lease_opening = asyncio.Lock()
         self._leases: dict[str, PostgresLease | None] = {}
         """Held leases (None while one is being taken); changed on the pool's loop only."""
         try:
@@ -370,15 +372,16 @@ class PostgresBackend:
         return conn, bool((await _one(cur))[0])
 
     async def _lease_connection(self) -> AsyncConnection[Any]:
-        conn = self._lease_conn
-        if conn is None or conn.broken or conn.closed:
-            conn = await self._pool.connect()
-            # Let the server notice a vanished client (a dead node) and free its leases.
-            for name, value in (("idle", 10), ("interval", 5), ("count", 3)):
-                await conn.execute(f"SET tcp_keepalives_{name} = {value}")
-            self._lease_conn = conn
-            self._generation += 1
-        return conn
+        async with self._lease_opening:  # concurrent acquisitions open one connection
+            conn = self._lease_conn
+            if conn is None or conn.broken or conn.closed:
+                conn = await self._pool.connect()
+                # Let the server notice a vanished client (a dead node) and free its leases.
+                for name, value in (("idle", 10), ("interval", 5), ("count", 3)):
+                    await conn.execute(f"SET tcp_keepalives_{name} = {value}")
+                self._lease_conn = conn
+                self._generation += 1
+            return conn
 
     def release_writer(self, lease: PostgresLease) -> None:
         """Give the lease up (a lease lost with its connection is already free)."""
