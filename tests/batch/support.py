@@ -55,11 +55,11 @@ def model_server(steps: int, requests: int = 10_000) -> OpenAIServer:
     return OpenAIServer([agent_step(steps)] * requests)
 
 
-def env_for(tmp_path: Path, server: OpenAIServer, **extra: str) -> dict[str, str]:
+def env_for(tmp_path: Path, server: OpenAIServer | None, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPSEEK_", "DSH_"))}
     return {
         **env,
-        "DEEPSEEK_BASE_URL": server.base_url,
+        "DEEPSEEK_BASE_URL": "" if server is None else server.base_url,
         "DEEPSEEK_API_KEY": "sk-loopback",
         "DSH_SESSION_ROOT": str(tmp_path / "sessions"),
         "HOME": str(tmp_path),

@@ -4,9 +4,14 @@ that runs nothing twice, and a run killed midway that the rerun finishes."""
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
+import subprocess
 import sys
 from pathlib import Path
+
+import pexpect
+import pyte
 
 from dsh.persistence import JsonlBackend, StoredSessions
 
@@ -89,3 +94,36 @@ async def test_a_killed_batch_resumes_where_it_stopped(tmp_path: Path) -> None:
         interrupted += reasons.count("interrupted")
         assert reasons[-1] == "completed"
     assert interrupted >= 1  # the kill landed inside turns, and they resumed
+
+
+def test_the_progress_bar_in_a_terminal(tmp_path: Path) -> None:
+    tasks = write_tasks(tmp_path, 5)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([f"done t{n}" for n in range(5)]))  # -j 1: in task order
+    server = subprocess.Popen(
+        [sys.executable, "-m", "dsh.testing.openai_server", "--script", str(script)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        base_url = server.stdout.readline().strip()
+        env = {**env_for(tmp_path, None), "DEEPSEEK_BASE_URL": base_url, "TERM": "xterm"}
+        env.pop("NO_COLOR")
+        args = [*DSH, "batch", str(tasks), "--out", str(tmp_path / "r.jsonl"), "-j", "1"]
+        child = pexpect.spawn(
+            sys.executable, args, env=env, cwd=str(tmp_path), timeout=60,
+            encoding="utf-8", dimensions=(24, 200),
+        )  # fmt: skip
+        child.expect(r"tasks .*\d/5")  # the bar, while it runs
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 0
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(30)
+    screen = pyte.Screen(200, 24)
+    pyte.ByteStream(screen).feed(child.before.encode() if child.before else b"")
+    lines = [line.rstrip() for line in screen.display if line.strip()]
+    assert lines[-1] == f"5 tasks: 5 completed, 0 not (results in {tmp_path / 'r.jsonl'})"
+    assert not any("/5" in line for line in lines)  # the bar is gone once the batch is done

@@ -53,7 +53,7 @@ async def run_batch(options: BatchOptions) -> int:
         TextColumn("{task.fields[failed]} not completed"),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=err, transient=False) as progress:
+    with Progress(*columns, console=err, transient=True) as progress:
         bar = progress.add_task("tasks", total=len(tasks), failed=0)
 
         def on_result(result: TaskResult) -> None:
