@@ -65,6 +65,7 @@ class RayExecutor:
             max_task_retries=self.max_task_retries,
             max_concurrency=max(concurrency, 1),
             runtime_env={"env_vars": env},
+            num_cpus=1,
         )
         self._actors = [actor.remote(spec) for _ in range(self.workers)]
         self._load = [0] * self.workers
