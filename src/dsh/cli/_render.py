@@ -132,9 +132,10 @@ class TerminalRenderer:
     def _llm_retry(self, data: Any) -> None:
         failure = data.get("failure", {})
         seconds = data.get("delayMs", 0) / 1000
+        # The failure's message says what went wrong, e.g. what a timeout was waiting for.
         self.err.print(
-            f"↻ {failure.get('code', 'error')}: retrying in {seconds:.1f}s "
-            f"(attempt {data.get('retry')})",
+            f"↻ {failure.get('code', 'error')}: {failure.get('message', '')}; retrying in "
+            f"{seconds:.1f}s (attempt {data.get('retry')})",
             style="yellow",
             markup=False,
             highlight=False,
