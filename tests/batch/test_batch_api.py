@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from dsh.batch import BatchError, Task, read_results, read_tasks, run_async
+from dsh.batch._ray import FORWARDED_ENV, forwarded_env
 from dsh.batch._worker import progress_of
+from dsh.kernel import read_secret
 from dsh.llm import assistant_message, user_message
 from dsh.session import Session
 
@@ -114,3 +116,16 @@ async def test_the_command_line_says_what_is_wrong_in_one_line(tmp_path: Path) -
             _, err = await asyncio.wait_for(process.communicate(), 60)
             assert process.returncode == 2, err
             assert problem in err.decode() and len(err.decode().strip().splitlines()) == 1
+
+
+def test_ray_actors_get_the_credentials_this_process_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-forwarded-key")
+    monkeypatch.setenv("DSH_SESSION_STORE", "postgresql://db/x")
+    monkeypatch.setenv("UNRELATED", "no")
+    assert read_secret("DEEPSEEK_API_KEY") == "sk-forwarded-key"  # taken: the env says HELD
+    env = forwarded_env(FORWARDED_ENV)
+    assert env["DEEPSEEK_API_KEY"] == "sk-forwarded-key"
+    assert env["DSH_SESSION_STORE"] == "postgresql://db/x"
+    assert "UNRELATED" not in env

@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..kernel import HELD, read_secret
 from ..persistence import PersistenceError, store_config
 from ._tasks import BatchError, Task, TaskResult
 from ._worker import BatchWorker, WorkerSpec
@@ -59,7 +60,7 @@ class RayExecutor:
         if not ray.is_initialized():
             ray.init(address=self.address, **self.init_options)
             self._started_ray = True
-        env = {k: v for k, v in os.environ.items() if k.startswith(self.forward_env)}
+        env = forwarded_env(self.forward_env)
         actor = ray.remote(RayWorker).options(
             max_restarts=self.max_restarts,
             max_task_retries=self.max_task_retries,
@@ -104,6 +105,16 @@ class RayWorker:
 
     async def close(self) -> None:
         await self.worker.close()
+
+
+def forwarded_env(prefixes: tuple[str, ...]) -> dict[str, str]:
+    """The driver's variables with these prefixes; a credential this process already took
+    out of its environment (`read_secret`) travels as its held value."""
+    env = {}
+    for name, value in os.environ.items():
+        if name.startswith(prefixes):
+            env[name] = (read_secret(name) or "") if value == HELD else value
+    return env
 
 
 def _require_shared_store(store: str | None) -> None:
