@@ -100,7 +100,8 @@ _READ = """SELECT header, (
     WHERE session = %(id)s AND seq >= %(from)s)
 FROM dsh_sessions WHERE id = %(id)s"""
 
-_TAKE = """INSERT INTO dsh_leases (session, epoch, holder) VALUES (%s, 1, %s)
+_TAKE = """WITH lock AS (SELECT pg_try_advisory_lock(%(key)s) AS got)
+INSERT INTO dsh_leases (session, epoch, holder) SELECT %(id)s, 1, %(holder)s FROM lock WHERE got
 ON CONFLICT (session) DO UPDATE
 SET epoch = dsh_leases.epoch + 1, holder = EXCLUDED.holder, acquired_at = now()
 RETURNING epoch"""
@@ -186,6 +187,7 @@ class PostgresBackend:
                     await conn.execute(statement)
                 await conn.execute("INSERT INTO dsh_schema_version VALUES (%s)", (version,))
             schema: str = (await _one(await conn.execute("SELECT current_schema()")))[0]
+        await self._lease_connection()  # now: a writer's first lease needs no new connection
         return schema
 
     def locate(self, header: SessionHeader) -> SessionLocation:
@@ -341,35 +343,37 @@ class PostgresBackend:
         if session_id in self._leases:
             raise SessionLockedError(session_id, f"this process ({self.holder})")
         self._leases[session_id] = None
-        key = self._key(session_id)
         try:
-            conn, got = await self._try_lock(key)
-            if not got:
+            conn, row = await self._take(session_id)
+            if row is None:
                 raise SessionLockedError(session_id, await _holder(conn, session_id))
-            try:
-                epoch = (await _one(await conn.execute(_TAKE, (session_id, self.holder))))[0]
-            except BaseException:
-                await conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-                raise
         except BaseException:
             del self._leases[session_id]
             raise
-        lease = PostgresLease(session_id, epoch, self._generation, self)
+        lease = PostgresLease(session_id, row[0], self._generation, self)
         self._leases[session_id] = lease
         return lease
 
-    async def _try_lock(self, key: int) -> tuple[AsyncConnection[Any], bool]:
+    async def _take(self, session_id: str) -> tuple[AsyncConnection[Any], Any]:
+        """One round trip: the advisory lock, and when it was free the epoch bump (the
+        new epoch, or None when another connection holds the lock)."""
         import psycopg
 
+        params = {"key": self._key(session_id), "id": session_id, "holder": self.holder}
         conn = await self._lease_connection()
         try:
-            cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))
-        except psycopg.OperationalError:
-            if not conn.broken:
-                raise
-            conn = await self._lease_connection()  # it had dropped: once more, on a new one
-            cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))
-        return conn, bool((await _one(cur))[0])
+            try:
+                cur = await conn.execute(_TAKE, params)
+            except psycopg.OperationalError:
+                if not conn.broken:
+                    raise
+                conn = await self._lease_connection()  # it had dropped: once more, anew
+                cur = await conn.execute(_TAKE, params)
+        except psycopg.Error:
+            if not conn.broken:  # a session-level lock outlives the failed statement
+                await conn.execute("SELECT pg_advisory_unlock(%(key)s)", params)
+            raise
+        return conn, await cur.fetchone()
 
     async def _lease_connection(self) -> AsyncConnection[Any]:
         async with self._lease_opening:  # concurrent acquisitions open one connection
