@@ -8,12 +8,17 @@ import json
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pexpect
 import pyte
 
+from dsh.batch import CONTINUE_PROMPT
 from dsh.persistence import JsonlBackend, StoredSessions
+from dsh.testing import OpenAIServer, reply
 
 from .support import (
     DSH,
@@ -98,18 +103,7 @@ async def test_a_killed_batch_resumes_where_it_stopped(tmp_path: Path) -> None:
 
 def test_the_progress_bar_in_a_terminal(tmp_path: Path) -> None:
     tasks = write_tasks(tmp_path, 5)
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps([f"done t{n}" for n in range(5)]))  # -j 1: in task order
-    server = subprocess.Popen(
-        [sys.executable, "-m", "dsh.testing.openai_server", "--script", str(script)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        base_url = server.stdout.readline().strip()
-        env = {**env_for(tmp_path, None), "DEEPSEEK_BASE_URL": base_url, "TERM": "xterm"}
-        env.pop("NO_COLOR")
+    with loopback(tmp_path, [f"done t{n}" for n in range(5)]) as env:  # -j 1: in order
         args = [*DSH, "batch", str(tasks), "--out", str(tmp_path / "r.jsonl"), "-j", "1"]
         child = pexpect.spawn(
             sys.executable, args, env=env, cwd=str(tmp_path), timeout=60,
@@ -119,11 +113,50 @@ def test_the_progress_bar_in_a_terminal(tmp_path: Path) -> None:
         child.expect(pexpect.EOF)
         child.close()
         assert child.exitstatus == 0
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(30)
     screen = pyte.Screen(200, 24)
     pyte.ByteStream(screen).feed(child.before.encode() if child.before else b"")
     lines = [line.rstrip() for line in screen.display if line.strip()]
     assert lines[-1] == f"5 tasks: 5 completed, 0 not (results in {tmp_path / 'r.jsonl'})"
     assert not any("/5" in line for line in lines)  # the bar is gone once the batch is done
+
+
+async def test_ctrl_c_stops_a_batch_and_the_rerun_continues_its_task(tmp_path: Path) -> None:
+    tasks = write_tasks(tmp_path, 3)
+    command = ["batch", str(tasks), "--out", str(tmp_path / "r.jsonl"), "-j", "1"]
+    async with OpenAIServer([reply("thinking", hang=True)]) as server:
+        asked = asyncio.Event()
+        server.on_request = lambda _: asked.set()
+        batch = await asyncio.create_subprocess_exec(
+            sys.executable, *DSH, *command, env=env_for(tmp_path, server), stdout=-1, stderr=-1
+        )
+        await asyncio.wait_for(asked.wait(), 60)  # t0 is inside its model call
+        batch.send_signal(signal.SIGINT)  # what Ctrl-C sends
+        _, err = await asyncio.wait_for(batch.communicate(), 60)
+    assert batch.returncode == 130
+    assert "interrupted: rerun the same command to resume" in err.decode()
+    async with OpenAIServer(["done t0", "done t1", "done t2"]) as server:
+        code, err_text = await dsh(env_for(tmp_path, server), *command)
+        assert code == 0, err_text
+        users = [m["content"] for m in server.requests[0].body["messages"] if m["role"] == "user"]
+    assert users == ["task t0: read notes.txt", CONTINUE_PROMPT]  # its history, then "go on"
+    answers = [r["final_answer"] for r in read_results(tmp_path / "r.jsonl").values()]
+    assert answers == ["done t0", "done t1", "done t2"]
+
+
+@contextmanager
+def loopback(tmp_path: Path, script: list[Any]) -> Iterator[dict[str, str]]:
+    """The loopback server as a process playing `script` in order (a terminal's child must
+    not wait on this test's event loop); yields the environment that points dsh at it."""
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(script))
+    command = ["-m", "dsh.testing.openai_server", "--script", str(path)]
+    server = subprocess.Popen([sys.executable, *command], stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        base_url = server.stdout.readline().strip()
+        env = {**env_for(tmp_path, None), "DEEPSEEK_BASE_URL": base_url, "TERM": "xterm"}
+        env.pop("NO_COLOR")
+        yield env
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(30)

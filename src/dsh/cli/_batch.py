@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._runtime import CliError, profile_files
+from ._runtime import (
+    CliError,
+    build_profile,
+    check_credentials,
+    profile_files,
+    resolve_route,
+)
 
 EXIT_OK = 0
 EXIT_SOME_FAILED = 1
@@ -41,6 +48,9 @@ async def run_batch(options: BatchOptions) -> int:
         tasks = read_tasks(options.tasks)
     except BatchError as exc:
         raise CliError(str(exc)) from None
+    model = options.model or os.environ.get("DSH_MODEL")
+    if model is None:  # the profile's route: stop now, not once per task, without its key
+        check_credentials(resolve_route(build_profile(options.profile), None, None))
     executor: Executor | None = None
     if options.ray is not None:
         address = None if options.ray == LOCAL_RAY else options.ray
@@ -69,7 +79,7 @@ async def run_batch(options: BatchOptions) -> int:
                 store=options.store,
                 out=options.out,
                 concurrency=options.concurrency,
-                model=options.model,
+                model=model,
                 profiles=profile_files(options.profile),
                 cwd=(options.cwd or Path.cwd()).resolve(),
                 yes=options.yes,
