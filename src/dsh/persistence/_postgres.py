@@ -32,18 +32,20 @@ from ._codec import encode_header, utf8_safe
 from ._pg_connections import ConnectionPool, PgLoop, describe_url, require_psycopg
 from ._types import (
     CorruptLogError,
+    LeaseLostError,
     PersistenceError,
     Record,
     SeqMismatchError,
     SessionExistsError,
     SessionLocation,
+    SessionLockedError,
     UnknownSessionError,
 )
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-__all__ = ["LeaseLostError", "PostgresBackend", "PostgresLease", "SessionLockedError"]
+__all__ = ["PostgresBackend", "PostgresLease"]
 
 SCHEMA_VERSION = 1
 
@@ -105,22 +107,6 @@ INSERT INTO dsh_leases (session, epoch, holder) SELECT %(id)s, 1, %(holder)s FRO
 ON CONFLICT (session) DO UPDATE
 SET epoch = dsh_leases.epoch + 1, holder = EXCLUDED.holder, acquired_at = now()
 RETURNING epoch"""
-
-
-class SessionLockedError(PersistenceError):
-    """Another writer holds the session (`holder` names it)."""
-
-    def __init__(self, session_id: str, holder: str) -> None:
-        super().__init__(
-            f"session {session_id!r} is being written by {holder}: wait until it finishes, "
-            "or stop it (its lease is freed the moment it exits)"
-        )
-        self.session_id = session_id
-        self.holder = holder
-
-
-class LeaseLostError(PersistenceError):
-    """This writer's lease on the session is gone: it may no longer append."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
