@@ -108,6 +108,7 @@ async def test_the_command_line_says_what_is_wrong_in_one_line(tmp_path: Path) -
             (["batch", str(tmp_path / "nope.jsonl"), "--out", "r.jsonl"], "cannot read"),
             (["batch", str(tasks), "--out", "r.jsonl", "--ray"], "need a shared session store"),
             (["batch", str(tasks), "--out", "r.jsonl", "--model", "x:"], "names no model"),
+            (["batch", str(tasks), "--out", "no/such/r.jsonl"], "cannot write the results"),
         ]
         without_key = {k: v for k, v in env.items() if k != "DEEPSEEK_API_KEY"}
         cases.append((["batch", str(tasks), "--out", "r.jsonl"], "needs an API key"))

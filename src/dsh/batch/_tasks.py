@@ -83,7 +83,7 @@ def read_tasks(path: str | os.PathLike[str]) -> list[Task]:
     relative to the file's folder. Any bad line or duplicate id is a `BatchError` naming it."""
     source = Path(path)
     try:
-        lines = source.read_text(encoding="utf-8").splitlines()
+        lines = source.read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise BatchError(f"{source}: cannot read the tasks file: {exc}") from None
     tasks: list[Task] = []
@@ -143,9 +143,12 @@ def write_results(path: str | os.PathLike[str], results: Iterable[TaskResult]) -
     """Replace the file with `results`, atomically."""
     target = Path(path)
     temporary = target.with_name(f".{target.name}.tmp")
-    with temporary.open("w", encoding="utf-8") as out:
-        out.writelines(result_line(r) for r in results)
-    os.replace(temporary, target)
+    try:
+        with temporary.open("w", encoding="utf-8") as out:
+            out.writelines(result_line(r) for r in results)
+        os.replace(temporary, target)
+    except OSError as exc:
+        raise BatchError(f"{target}: cannot write the results file: {exc.strerror}") from None
 
 
 def result_line(result: TaskResult) -> str:

@@ -44,7 +44,8 @@ class WorkerSpec:
     model: str | None = None
     """The model string of tasks that name none (None: `DSH_MODEL`, else the profile's)."""
     cwd: str | None = None
-    """The workspace of tasks that name none (None: the worker's current directory)."""
+    """The batch's folder: the workspace of tasks that name none, and what relative task
+    folders and profile paths are relative to (None: the worker's current directory)."""
     yes: bool = False
     """Approve every tool call (a batch has nobody to ask)."""
     session_prefix: str = "batch-"
@@ -102,10 +103,14 @@ class BatchWorker:
         return result_of(task.id, session_id, events)
 
     def _workspace(self, task: Task) -> str:
-        cwd = Path(task.cwd or self.spec.cwd or os.getcwd()).expanduser().resolve()
+        cwd = self._path(task.cwd or ".")
         if not cwd.is_dir():
             raise BatchError(f"the task's cwd {str(cwd)!r} is not a directory")
         return str(cwd)
+
+    def _path(self, path: str) -> Path:
+        """`path` relative to the batch's folder (a worker's own may differ: Ray)."""
+        return (Path(self.spec.cwd or os.getcwd()) / Path(path).expanduser()).resolve()
 
     async def _runtime(self, profile: str | None, route: ModelRoute | None) -> Context:
         key = (profile, repr(route.row if route is not None else None))
@@ -117,7 +122,7 @@ class BatchWorker:
 
     async def _boot(self, extra: str | None, route: ModelRoute | None) -> Context:
         spec = self.spec
-        files = [Path(p) for p in (*spec.profiles, *([extra] if extra else []))]
+        files = [self._path(p) for p in (*spec.profiles, *([extra] if extra else []))]
         profile: Profile = load_profile(files)
         if spec.store is not None:
             profile = profile.with_config("persistence", **store_config(spec.store))
