@@ -91,7 +91,7 @@ async def run_async(
         profiles=tuple(str(p) for p in profiles),
         store=store,
         model=model,
-        cwd=str(cwd) if cwd is not None else os.getcwd(),
+        cwd=os.path.join(os.getcwd(), cwd or ""),  # absolute: workers may be elsewhere
         yes=yes,
         session_prefix=session_prefix,
     )
