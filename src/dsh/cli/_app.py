@@ -21,6 +21,8 @@ config_app = typer.Typer(help="Inspect the plugin composition.", no_args_is_help
 app.add_typer(config_app, name="config")
 sessions_app = typer.Typer(help="Persisted sessions.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
+hooks_app = typer.Typer(help="Command hooks (Claude Code's dialect).", no_args_is_help=True)
+app.add_typer(hooks_app, name="hooks")
 
 ProfileOption = Annotated[
     list[Path] | None,
@@ -78,6 +80,14 @@ CwdOption = Annotated[
     Path | None,
     typer.Option("--cwd", help="The agent's workspace (default: the current directory)."),
 ]
+TrustOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust-workspace",
+        "--trust-hooks",
+        help="Trust the workspace for this run: run the hooks and MCP servers its files define.",
+    ),
+]
 
 
 def _exit_with(coro: Any) -> NoReturn:
@@ -85,11 +95,12 @@ def _exit_with(coro: Any) -> NoReturn:
     import asyncio
 
     from ..kernel import CompositionError
+    from ..workspace import SettingsError
     from ._runtime import CliError
 
     try:
         code = asyncio.run(coro)
-    except (CliError, CompositionError) as exc:
+    except (CliError, CompositionError, SettingsError) as exc:
         typer.echo(f"dsh: {exc}", err=True)
         raise typer.Exit(2) from None
     raise typer.Exit(code)
@@ -106,11 +117,12 @@ def run_command(
     json_: Annotated[
         bool, typer.Option("--json", help="Print one session event per line (for scripts).")
     ] = False,
+    trust: TrustOption = False,
 ) -> None:
     """Run an agent on one task; exit 0 when its turn completed."""
     from ._run import RunOptions, run_task
 
-    _exit_with(run_task(RunOptions(task, profile, provider, model, cwd, yes, json_)))
+    _exit_with(run_task(RunOptions(task, profile, provider, model, cwd, yes, json_, trust=trust)))
 
 
 @app.command("demo")
@@ -169,6 +181,7 @@ def sessions_resume(
     provider: ProviderOption = None,
     model: ModelOption = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")] = False,
+    trust: TrustOption = False,
 ) -> None:
     """Resume a session: run a task in it, or chat in it."""
     from ._chat import chat
@@ -176,8 +189,17 @@ def sessions_resume(
 
     if task is None:
         _exit_with(chat(profile, provider, model, None, resume=session_id))
+    options = RunOptions(task, profile, provider, model, None, yes, resume=session_id, trust=trust)
+    _exit_with(run_task(options))
 
-    _exit_with(run_task(RunOptions(task, profile, provider, model, None, yes, resume=session_id)))
+
+@hooks_app.command("list")
+def hooks_list(profile: ProfileOption = None, cwd: CwdOption = None) -> None:
+    """The hooks an agent in this workspace would have: where each comes from, and whether
+    it runs (a workspace's own hooks run once it is trusted)."""
+    from ._hooks import list_hooks
+
+    _exit_with(list_hooks(profile, cwd))
 
 
 @app.command("batch")

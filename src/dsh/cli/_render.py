@@ -145,6 +145,23 @@ class TerminalRenderer:
         count = len(data.get("shadowedSeqs", ()))
         self.err.print(f"⇣ compacted {count} earlier messages", style="dim", markup=False)
 
+    def _hook_result(self, data: Any) -> None:
+        """A hook that blocked, failed or has something to say (`hook/result`)."""
+        point, decision = data.get("point", "hook"), data.get("decision")
+        failed = "exitCode" not in data or data["exitCode"] not in (0, 2)
+        verbs = {"block": "blocked", "deny": "denied", "ask": "asks", "stop": "stopped the turn"}
+        if decision in verbs:
+            line, style = f"{point} hook {verbs[decision]}: {data.get('reason', '')}", "yellow"
+        elif failed and data.get("stderrSummary"):
+            line, style = f"{point} hook failed: {data['stderrSummary']}", "red"
+        elif data.get("output"):
+            line, style = f"{point} hook: {data['output']}", "dim"
+        else:
+            return
+        self._stop_waiting()
+        self._end_block()
+        self.err.print(f"⚑ {_preview(line.rstrip(': '), 160)}", style=style, markup=False)
+
     def _approval_asked(self, data: Any) -> None:
         self._stop_waiting()
 

@@ -31,10 +31,16 @@ def profile_files(extra: list[Path] | None) -> list[Path]:
     return files
 
 
-def build_profile(extra: list[Path] | None, *, yes: bool = False) -> Profile:
+def build_profile(
+    extra: list[Path] | None, *, yes: bool = False, trust_workspace: bool = False
+) -> Profile:
     profile = load_profile(profile_files(extra))
     if yes:
         profile = profile.with_config("approval", auto_approve=True)
+    if trust_workspace:
+        from ._hooks import trust_for_run
+
+        profile = trust_for_run(profile)
     return profile
 
 
