@@ -4,7 +4,6 @@ batch in any order (a few tool steps, then an answer naming the task)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -15,9 +14,7 @@ from dsh.persistence import StoredSessions
 from dsh.plugins.invariants import LogState, check_event
 from dsh.session import SessionEvent
 from dsh.testing import OpenAIServer, RecordedRequest, Reply, reply, tool_call
-from tests.conftest import REPO
 
-DSH = ["-c", "from dsh.cli import main; main()"]
 USAGE = TokenUsage(input_tokens=10, output_tokens=5)
 
 
@@ -53,20 +50,6 @@ def agent_step(steps: int) -> Callable[[RecordedRequest], Reply]:
 
 def model_server(steps: int, requests: int = 10_000) -> OpenAIServer:
     return OpenAIServer([agent_step(steps)] * requests)
-
-
-def env_for(tmp_path: Path, server: OpenAIServer | None, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPSEEK_", "DSH_"))}
-    return {
-        **env,
-        "DEEPSEEK_BASE_URL": "" if server is None else server.base_url,
-        "DEEPSEEK_API_KEY": "sk-loopback",
-        "DSH_SESSION_ROOT": str(tmp_path / "sessions"),
-        "HOME": str(tmp_path),
-        "NO_COLOR": "1",
-        "PYTHONPATH": str(REPO),
-        **extra,
-    }
 
 
 def read_results(path: Path) -> dict[str, dict[str, Any]]:

@@ -16,8 +16,9 @@ from dsh.batch._worker import progress_of
 from dsh.kernel import read_secret
 from dsh.llm import assistant_message, user_message
 from dsh.session import Session
+from tests.cli.support import DSH, loopback_env
 
-from .support import DSH, env_for, model_server
+from .support import model_server
 
 
 async def test_results_in_task_order_and_a_rerun_retries_only_failures(
@@ -103,7 +104,7 @@ async def test_the_command_line_says_what_is_wrong_in_one_line(tmp_path: Path) -
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text('{"id": "a", "prompt": "task a: go"}\n')
     async with model_server(steps=0) as server:
-        env = env_for(tmp_path, server)
+        env = loopback_env(tmp_path, server.base_url)
         cases = [
             (["batch", str(tmp_path / "nope.jsonl"), "--out", "r.jsonl"], "cannot read"),
             (["batch", str(tasks), "--out", "r.jsonl", "--ray"], "need a shared session store"),

@@ -19,10 +19,9 @@ import pyte
 from dsh.batch import CONTINUE_PROMPT
 from dsh.persistence import JsonlBackend, StoredSessions
 from dsh.testing import OpenAIServer, reply
+from tests.cli.support import DSH, loopback_env, run_dsh
 
 from .support import (
-    DSH,
-    env_for,
     log_problems,
     model_server,
     read_results,
@@ -31,22 +30,13 @@ from .support import (
 )
 
 
-async def dsh(env: dict[str, str], *args: str) -> tuple[int, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, *DSH, *args, env=env, stdout=-1, stderr=-1
-    )
-    _, err = await asyncio.wait_for(process.communicate(), 300)
-    assert process.returncode is not None
-    return process.returncode, err.decode()
-
-
 async def test_fifty_tasks_then_a_rerun_that_runs_nothing_twice(tmp_path: Path) -> None:
     tasks = write_tasks(tmp_path, 50)
     out = tmp_path / "results.jsonl"
     async with model_server(steps=2) as server:
-        env = env_for(tmp_path, server)
+        env = loopback_env(tmp_path, server.base_url)
         command = ["batch", str(tasks), "--out", str(out), "--concurrency", "10"]
-        code, err = await dsh(env, *command)
+        code, _, err = await run_dsh(env, *command)
         assert code == 0, err
         assert "50 tasks: 50 completed, 0 not" in err
         assert len(server.requests) == 150  # 2 tool steps and an answer each
@@ -59,7 +49,7 @@ async def test_fifty_tasks_then_a_rerun_that_runs_nothing_twice(tmp_path: Path) 
         assert first["usage"]["requests"] == 3 and first["usage"]["tool_calls"] == 2
         assert first["usage"]["input_tokens"] == 30 and first["usage"]["output_tokens"] == 15
 
-        code, err = await dsh(env, *command)
+        code, _, err = await run_dsh(env, *command)
         assert code == 0, err
         assert len(server.requests) == 150  # nothing ran again
         assert read_results(out) == results
@@ -69,7 +59,7 @@ async def test_a_killed_batch_resumes_where_it_stopped(tmp_path: Path) -> None:
     tasks = write_tasks(tmp_path, 20)
     out = tmp_path / "results.jsonl"
     async with model_server(steps=3) as server:
-        env = env_for(tmp_path, server)
+        env = loopback_env(tmp_path, server.base_url)
         command = ["batch", str(tasks), "--out", str(out), "--concurrency", "6"]
         midway = asyncio.Event()
         server.on_request = lambda _: midway.set() if len(server.requests) == 30 else None
@@ -83,7 +73,7 @@ async def test_a_killed_batch_resumes_where_it_stopped(tmp_path: Path) -> None:
         assert len(done_before) < 20
         served = len(server.requests)
 
-        code, err = await dsh(env, *command)
+        code, _, err = await run_dsh(env, *command)
         assert code == 0, err
         again = server.requests[served:]
     results = read_results(out)
@@ -127,7 +117,12 @@ async def test_ctrl_c_stops_a_batch_and_the_rerun_continues_its_task(tmp_path: P
         asked = asyncio.Event()
         server.on_request = lambda _: asked.set()
         batch = await asyncio.create_subprocess_exec(
-            sys.executable, *DSH, *command, env=env_for(tmp_path, server), stdout=-1, stderr=-1
+            sys.executable,
+            *DSH,
+            *command,
+            env=loopback_env(tmp_path, server.base_url),
+            stdout=-1,
+            stderr=-1,
         )
         await asyncio.wait_for(asked.wait(), 60)  # t0 is inside its model call
         batch.send_signal(signal.SIGINT)  # what Ctrl-C sends
@@ -135,7 +130,7 @@ async def test_ctrl_c_stops_a_batch_and_the_rerun_continues_its_task(tmp_path: P
     assert batch.returncode == 130
     assert "interrupted: rerun the same command to resume" in err.decode()
     async with OpenAIServer(["done t0", "done t1", "done t2"]) as server:
-        code, err_text = await dsh(env_for(tmp_path, server), *command)
+        code, _, err_text = await run_dsh(loopback_env(tmp_path, server.base_url), *command)
         assert code == 0, err_text
         users = [m["content"] for m in server.requests[0].body["messages"] if m["role"] == "user"]
     assert users == ["task t0: read notes.txt", CONTINUE_PROMPT]  # its history, then "go on"
@@ -154,7 +149,7 @@ def loopback(tmp_path: Path, script: list[Any]) -> Iterator[dict[str, str]]:
     try:
         assert server.stdout is not None
         base_url = server.stdout.readline().strip()
-        env = {**env_for(tmp_path, None), "DEEPSEEK_BASE_URL": base_url, "TERM": "xterm"}
+        env = loopback_env(tmp_path, base_url, TERM="xterm")
         env.pop("NO_COLOR")
         yield env
     finally:
