@@ -45,6 +45,7 @@ class RunOptions:
     banner: str | None = None
     trust: bool = False
     """`--trust-workspace`: run the workspace's hooks (and MCP servers) for this run."""
+    sandbox: str | None = None
 
 
 async def run_task(options: RunOptions) -> int:
@@ -52,7 +53,9 @@ async def run_task(options: RunOptions) -> int:
 
     out = Console(highlight=False)
     err = Console(stderr=True, highlight=False)
-    profile = build_profile(options.profile, yes=options.yes, trust_workspace=options.trust)
+    profile = build_profile(
+        options.profile, yes=options.yes, trust_workspace=options.trust, sandbox=options.sandbox
+    )
     route = resolve_route(profile, options.provider, options.model)
     check_credentials(route)
     cwd = (options.cwd or Path.cwd()).resolve()
