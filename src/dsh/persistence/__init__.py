@@ -12,7 +12,7 @@ from ._plugin import (
     mount_persistence,
     store_config,
 )
-from ._postgres import LeaseLostError, PostgresBackend, PostgresLease, SessionLockedError
+from ._postgres import PostgresBackend, PostgresLease
 from ._repair import (
     NOT_STARTED_TEXT,
     OUTCOME_UNKNOWN_TEXT,
@@ -28,12 +28,14 @@ from ._types import (
     SESSION_PERSISTENCE,
     CorruptLogError,
     ForkSeed,
+    LeaseLostError,
     PersistenceError,
     Record,
     SeqMismatchError,
     SessionExistsError,
     SessionLiveError,
     SessionLocation,
+    SessionLockedError,
     SessionPersistence,
     StoredLog,
     UnknownSessionError,

@@ -76,8 +76,9 @@ class SessionBackend(Protocol):
 class WriterLease(Protocol):
     """A backend's proof that this process is a session's only writer (across processes).
 
-    A backend that offers one has `acquire_writer(session_id) -> WriterLease`, raising an
-    error that names the holder when another writer has the session; the write coordinator
+    A backend that offers one has `acquire_writer(session_id) -> WriterLease`, raising
+    `SessionLockedError` (naming the holder) when another writer has the session, and
+    refuses appends of a writer whose lease was lost (`LeaseLostError`). The write coordinator
     takes it before a session's log is read for resume (or, for a new session, before it is
     created) and releases it after the final drain."""
 
