@@ -23,7 +23,7 @@ from dsh.testing import OpenAIServer, RecordedRequest, reply, tool_call
 sdk = pytest.importorskip("deepseek_harness", reason="needs the extra: pip install '.[interop]'")
 pytestmark = [
     pytest.mark.skipif(
-        "api" not in getattr(RecordedRequest, "__dataclass_fields__", {}),
+        not hasattr(RecordedRequest, "api"),
         reason="needs the loopback server's Messages API (the reference speaks only that)",
     ),
     pytest.mark.timeout(300),
@@ -51,14 +51,13 @@ def _texts(request: RecordedRequest) -> list[str]:
     """Every text, tool call id and tool result id of a request's messages, in order."""
     out: list[str] = []
     for message in request.body["messages"]:
+        out.extend(call["id"] for call in message.get("tool_calls") or ())
+        if message.get("tool_call_id"):
+            out.append(message["tool_call_id"])
         content = message.get("content")
         if isinstance(content, str):
             out.append(content)
             continue
-        for call in message.get("tool_calls") or ():
-            out.append(call["id"])
-        if message.get("tool_call_id"):
-            out.append(message["tool_call_id"])
         for block in content or ():
             out.append(block.get("text") or block.get("id") or block.get("tool_use_id") or "")
     return out
