@@ -315,3 +315,29 @@ async def test_a_fork_of_a_format_4_session_marks_its_inherited_prefix(
     ]
     stored = await StoredSessions(JsonlBackend(tmp_path)).load("session-child")
     assert stored.header.seed_length == seed and stored.header.version == 4
+
+
+def test_the_format_of_new_logs_follows_the_root_and_the_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsh.persistence import PersistenceConfig
+    from dsh.persistence._plugin import open_backend
+
+    home = tmp_path / "home"
+    monkeypatch.delenv("DSH_SESSION_ROOT", raising=False)
+    monkeypatch.setenv("DSH_HOME", str(home))
+
+    def opened(**config: Any) -> tuple[int, str, Path]:
+        backend, version = open_backend(PersistenceConfig(**config))
+        assert isinstance(backend, JsonlBackend)
+        return version, backend.compression, backend.root
+
+    assert opened() == (0, "none", home / "sessions")  # a home of ours alone
+    (home / "profiles" / "sdk").mkdir(parents=True)
+    (home / "profiles" / "sdk" / "cordis.yml").write_text("[]\n")  # the reference's home
+    assert opened() == (4, "zstd", home / "sessions")
+    assert opened(format="v0") == (0, "none", home / "sessions")
+    assert opened(root=str(tmp_path / "elsewhere")) == (0, "none", tmp_path / "elsewhere")
+    _install("no-tool", tmp_path / "shared")  # a root holding uncompressed format-4 logs
+    assert opened(root=str(tmp_path / "shared")) == (4, "none", tmp_path / "shared")
+    assert opened(root=str(tmp_path / "shared"), compression="zstd")[:2] == (4, "zstd")

@@ -83,24 +83,30 @@ def _unit_escape(char: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class RootContents:
-    """What the logs under a root are: their formats and compressions."""
+    """What the logs under a root are: each (format version, compression) found."""
 
-    versions: frozenset[int]
-    compressions: frozenset[Compression]
+    kinds: frozenset[tuple[int, Compression]]
+
+    @property
+    def versions(self) -> frozenset[int]:
+        return frozenset(version for version, _ in self.kinds)
+
+    def compression(self, version: int) -> Compression | None:
+        """The one compression of the root's logs of format `version` (None: none or both)."""
+        found = {compression for v, compression in self.kinds if v == version}
+        return found.pop() if len(found) == 1 else None
 
 
 def scan_root(root: Path) -> RootContents:
     """The formats and compressions of the logs under `root` (one directory listing per
     session folder)."""
-    versions: set[int] = set()
-    compressions: set[Compression] = set()
+    kinds: set[tuple[int, Compression]] = set()
     for session_dir in _session_dirs(root):
         for name in _names(session_dir):
             found = _generation(name)
             if found is not None:
-                versions.add(found[0])
-                compressions.add(found[1])
-    return RootContents(frozenset(versions), frozenset(compressions))
+                kinds.add(found)
+    return RootContents(frozenset(kinds))
 
 
 def _session_dirs(root: Path) -> list[Path]:

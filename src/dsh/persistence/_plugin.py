@@ -52,8 +52,8 @@ class PersistenceConfig(BaseModel):
     """PostgreSQL only: connections for reads and writes (one more holds the leases)."""
     compression: Literal["auto", "none", "zstd"] = "auto"
     """JSONL only: the encoding of new logs (`zstd` needs the `zstandard` package). `auto`:
-    the one the root's logs use, else zstd for format 4 (the reference's default: it refuses
-    a root that mixes both), else none."""
+    the one the root's logs of the same format use, else zstd for format 4 (the reference's
+    default: it refuses a root that mixes both), else none."""
     batch_window_ms: float = Field(default=200.0, ge=0)
     """How long the first pending event waits for company before its batch is written."""
 
@@ -122,11 +122,13 @@ def open_backend(config: PersistenceConfig) -> tuple[SessionBackend, int]:
         4 in contents.versions or (root == dsh_home() / "sessions" and reference_home(dsh_home()))
     ):
         version = 4
-    compression: Compression = "zstd" if version == 4 else "none"
+    compression: Compression
     if config.compression != "auto":
         compression = config.compression
-    elif len(contents.compressions) == 1:
-        (compression,) = contents.compressions
+    else:
+        # Follow the root's logs of this format: the reference refuses a root whose logs it
+        # shares in both encodings. Its default is zstd.
+        compression = contents.compression(version) or ("zstd" if version == 4 else "none")
     if compression == "zstd":
         from ._zstd import compress_frame
 

@@ -135,24 +135,13 @@ def lift_header(raw: Mapping[str, Any], rows: Sequence[Mapping[str, Any]] | None
 
 
 def lower_header(header: SessionHeader) -> dict[str, Any]:
-    """The format-4 header line of `header` (the reference's key order)."""
-    out: dict[str, Any] = {
-        "type": "session",
-        "version": VERSION,
-        "id": header.id,
-        "createdAt": header.created_at,
-    }
-    if header.cwd is not None:
-        out["cwd"] = header.cwd
-    if header.parent_session is not None:
-        out["parentSession"] = header.parent_session
-    out["isSeeded"] = header.seed_length is not None
-    if header.origin is not None:
-        out["origin"] = header.origin
-    out["delegationDepth"] = header.delegation_depth
-    if header.agent_preset is not None:
-        out["agentPreset"] = header.agent_preset
-    return out
+    """The format-4 header line of `header`: its format-0 line with `isSeeded` for
+    `seedLength`, where the reference puts it (before `origin` / `delegationDepth`)."""
+    line = header.to_json()
+    items = [(k, v) for k, v in line.items() if k != "seedLength" and k not in header.extra]
+    at = next(i for i, (k, _) in enumerate(items) if k in ("origin", "delegationDepth"))
+    items.insert(at, ("isSeeded", header.seed_length is not None))
+    return {**dict(items), "version": VERSION}
 
 
 def _inherited_cut(rows: Sequence[Mapping[str, Any]]) -> int | None:
