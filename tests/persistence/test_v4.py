@@ -15,7 +15,7 @@ from dsh.llm import Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResul
 from dsh.persistence import JsonlBackend, StoredSessions, project_dir_name
 from dsh.persistence._codec import decode_header, decode_rows, encode_header, records_of
 from dsh.session import SessionEvent, SessionHeader, import_events
-from dsh.testing import reply, tool_call
+from dsh.testing import OpenAIServer, reply, tool_call
 
 from .conftest import FIXTURES, RuntimeFactory
 
@@ -156,17 +156,59 @@ def test_a_cut_tool_call_is_closed_in_the_format_4_words(started: bool) -> None:
     assert [json.loads(r.text)["type"] for r in repair.records[1:]] == ["step/end", "turn/end"]
 
 
-async def test_a_reference_log_resumes_here_and_stays_format_4(
-    tmp_path: Path, runtimes: RuntimeFactory
+def _chat_wire(body: dict[str, Any]) -> list[tuple[str, list[tuple[str, Any]]]]:
+    """A Chat Completions request's history (not its system prompt) as `_wire` gives it."""
+    blocks: list[tuple[str, tuple[str, Any]]] = []
+    for message in body["messages"]:
+        role = message["role"]
+        if role == "assistant":
+            if message.get("content"):
+                blocks.append(("assistant", ("text", message["content"])))
+            calls = message.get("tool_calls") or ()
+            blocks.extend(("assistant", ("tool_use", c["id"])) for c in calls)
+        elif role == "tool":
+            blocks.append(("user", ("tool_result", message["tool_call_id"])))
+        elif role == "user":
+            blocks.append(("user", ("text", message["content"])))
+    return [(role, [b for _, b in group]) for role, group in groupby(blocks, lambda b: b[0])]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+async def test_reference_logs_resume_here_against_the_loopback_server(
+    scenario: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    session_id, path = _install("two-prompts", tmp_path)
+    from dsh.agent import AgentOptions, ResumeAgentOptions
+    from dsh.kernel import boot, load_profile
+
+    from .conftest import rows
+
+    session_id, path = _install(scenario, tmp_path)
     before = path.read_bytes()
-    runtime = await runtimes(tmp_path, provider="deepseek-official", model="fake-model")
-    runtime.model.add(reply(tool_call("read", {"file_path": "hello.txt"})), reply("Third."))
-    agent = await runtime.resume(session_id)
-    agent.followup("A third prompt.")
-    await agent.when_idle()
-    await runtime.close()
+    async with OpenAIServer([reply("Resumed here.")]) as server:
+        monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
+        monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-loopback")
+        ctx = await boot(
+            load_profile(base=[*rows(tmp_path), {"id": "deepseek", "name": "deepseek"}])
+        )
+        options = AgentOptions(provider="deepseek-official", model="fake-model")
+        async with await ctx.agents.resume(ResumeAgentOptions(session_id, options)) as handle:
+            agent = handle.agent
+            agent.followup("A new prompt.")
+            await agent.when_idle()
+            held = list(agent.session.events)
+            header = agent.session.header
+        await ctx.owner.dispose()
+    (request,) = server.requests
+    reference = json.loads((PIP / scenario / "requests.jsonl").read_text().splitlines()[-1])["body"]
+    answer = next(e for e in reversed(_lines(_log(scenario))) if e["type"] == "assistant/message")
+    final = ("assistant", [("text", answer["data"]["message"]["content"][0]["text"])])
+    # The reference's last request, its answer, then the new prompt.
+    assert _chat_wire(request.body) == [
+        *_requested(reference),
+        final,
+        ("user", [("text", "A new prompt.")]),
+    ]
+    assert request.body["messages"][0]["role"] == "system"
     data = path.read_bytes()
     assert data.startswith(before)  # the stored bytes are kept; the resume only appends
     lines = [json.loads(line) for line in data.decode().splitlines()[len(before.splitlines()) :]]
@@ -177,25 +219,16 @@ async def test_a_reference_log_resumes_here_and_stays_format_4(
         "turn/start",
         "agent/inbox/spliced",
     ]
-    assert [line["data"]["turn"] for line in lines if line["type"] == "turn/start"] == [3]
     # Our system prompt replaces the reference's at the head of the surface.
     (system,) = [line for line in lines if line["type"] == "system/message"]
     head = next(e for e in _lines(path) if e["type"] == "system/message")
     assert system["surfaceOp"] == {"op": "replace", "startSeq": head["seq"], "endSeq": head["seq"]}
     assert system["sourceEventSeqs"] == [head["seq"]]
-    (header,) = [line["data"] for line in lines if line["type"] == "request/header"]
-    assert header["reason"] == "resume" and "system" not in header["header"]
-    results = [line["data"]["message"] for line in lines if line["type"] == "tool/result"]
-    assert results and results[0]["role"] == "tool" and "toolCallId" in results[0]
-    # The model got the reference's history, then the new prompt.
-    first = runtime.model.requests[0]
-    assert first.messages[-1].text == "A third prompt."
-    assert (
-        first.system is not None and first.system != head["data"]["message"]["content"][0]["text"]
-    )
+    assert system["data"]["message"]["content"][0]["text"] == request.body["messages"][0]["content"]
+    (logged,) = [line["data"] for line in lines if line["type"] == "request/header"]
+    assert logged["reason"] == "resume" and "system" not in logged["header"]
     # The log holds exactly the format-4 lines of the events the runtime held.
-    written = [r.text for r in records_of(agent.session.events, agent.session.header)]
-    assert data.decode().splitlines()[1:] == written
+    assert data.decode().splitlines()[1:] == [r.text for r in records_of(held, header)]
 
 
 def _skeleton(lines: list[dict[str, Any]]) -> list[str]:
