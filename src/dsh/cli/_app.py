@@ -1,23 +1,25 @@
-"""The typer application behind `dsh`."""
+"""The `dsh` command table: each command parses its options and hands over to its module.
+Add a command here as one more decorated function (or `app.add_typer` for a group)."""
 
 from __future__ import annotations
 
-import sys
+import dataclasses
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated
 
 import typer
 
 from .._version import __version__
+from ._errors import exit_with, run_app
 
 app = typer.Typer(
     name="dsh",
     help="dsh: an agent harness in which everything is a plugin.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
-config_app = typer.Typer(help="Inspect the plugin composition.", no_args_is_help=True)
+config_app = typer.Typer(help="Inspect the effective settings.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 sessions_app = typer.Typer(help="Persisted sessions.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
@@ -27,9 +29,32 @@ ProfileOption = Annotated[
     typer.Option(
         "--profile",
         "-p",
+        metavar="FILE",
         help="A profile YAML layered over the default (repeatable; ./dsh.yml is read if present).",
     ),
 ]
+ProviderOption = Annotated[
+    str | None,
+    typer.Option(
+        "--provider", metavar="NAME", help="Model provider route (default: deepseek-official)."
+    ),
+]
+ModelOption = Annotated[str | None, typer.Option("--model", metavar="ID", help="Model id.")]
+CwdOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--cwd", metavar="DIR", help="The agent's workspace (default: the current directory)."
+    ),
+]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")]
+ContinueOption = Annotated[
+    bool,
+    typer.Option("--continue", "-c", help="Continue the latest session of this workspace."),
+]
+PlainOption = Annotated[
+    bool, typer.Option("--plain", help="Print answers as raw text (no Markdown rendering).")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Raw JSON lines.")]
 
 
 def _version_callback(value: bool) -> None:
@@ -46,83 +71,37 @@ def _root(
             "--version", callback=_version_callback, is_eager=True, help="Print the version."
         ),
     ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option("--verbose", "-v", help="Log more, and show tracebacks of internal errors."),
+    ] = False,
 ) -> None:
     """dsh command line."""
+    from ._errors import configure_logging
 
-
-@config_app.command("show")
-def config_show(profile: ProfileOption = None) -> None:
-    """Print the resolved plugin rows (default profile, then each layer)."""
-    import yaml
-
-    from ..kernel import CompositionError, load_profile
-    from ..kernel._compose import prepare
-    from ._runtime import profile_files
-
-    try:
-        resolved = load_profile(profile_files(profile))
-        prepare(resolved)
-    except CompositionError as exc:
-        typer.echo(f"dsh: {exc}", err=True)
-        raise typer.Exit(2) from None
-    typer.echo(f"# layers: {', '.join(resolved.sources) or '(none)'}")
-    typer.echo(yaml.safe_dump(resolved.to_data(), sort_keys=False).rstrip() or "[]")
-
-
-ProviderOption = Annotated[
-    str | None,
-    typer.Option("--provider", help="Model provider route (default: deepseek-official)."),
-]
-ModelOption = Annotated[str | None, typer.Option("--model", help="Model id.")]
-CwdOption = Annotated[
-    Path | None,
-    typer.Option("--cwd", help="The agent's workspace (default: the current directory)."),
-]
-
-
-def _exit_with(coro: Any) -> NoReturn:
-    """Run a command coroutine; user-fixable problems print one line and exit 2."""
-    import asyncio
-
-    from ..kernel import CompositionError
-    from ._runtime import CliError
-
-    try:
-        code = asyncio.run(coro)
-    except (CliError, CompositionError) as exc:
-        typer.echo(f"dsh: {exc}", err=True)
-        raise typer.Exit(2) from None
-    raise typer.Exit(code)
+    configure_logging(verbose)
 
 
 @app.command("run")
 def run_command(
-    task: Annotated[str, typer.Argument(help="What the agent should do.")],
+    task: Annotated[str | None, typer.Argument(metavar="TASK", hidden=True)] = None,
     profile: ProfileOption = None,
     provider: ProviderOption = None,
     model: ModelOption = None,
     cwd: CwdOption = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")] = False,
+    yes: YesOption = False,
+    continue_: ContinueOption = False,
+    plain: PlainOption = False,
     json_: Annotated[
         bool, typer.Option("--json", help="Print one session event per line (for scripts).")
     ] = False,
 ) -> None:
-    """Run an agent on one task; exit 0 when its turn completed."""
+    """Run an agent on TASK (`-`, or no TASK and a pipe: read it from stdin); exit 0 when
+    its turn completed."""
     from ._run import RunOptions, run_task
 
-    _exit_with(run_task(RunOptions(task, profile, provider, model, cwd, yes, json_)))
-
-
-@app.command("demo")
-def demo_command(
-    task: Annotated[str | None, typer.Argument(help="The task (default: fix greeting.py).")] = None,
-    cwd: CwdOption = None,
-) -> None:
-    """The main job: an agent on a sample task in a scratch workspace (DeepSeek when
-    DEEPSEEK_API_KEY is set, else a scripted demo model over a loopback HTTP server)."""
-    from ._demo import run_demo
-
-    _exit_with(run_demo(task, cwd))
+    options = RunOptions(task, profile, provider, model, cwd, yes, json_)
+    exit_with(run_task(dataclasses.replace(options, latest=continue_, plain=plain)))
 
 
 @app.command("chat")
@@ -131,53 +110,84 @@ def chat_command(
     provider: ProviderOption = None,
     model: ModelOption = None,
     cwd: CwdOption = None,
+    continue_: ContinueOption = False,
+    resume: Annotated[
+        str | None, typer.Option("--resume", "-r", metavar="ID", help="Resume this session.")
+    ] = None,
+    yes: YesOption = False,
+    plain: PlainOption = False,
 ) -> None:
     """Talk with an agent: Enter sends, Ctrl-C cancels the running turn, /help for more."""
-    from ._chat import chat
+    from ._chat import ChatOptions, chat
 
-    _exit_with(chat(profile, provider, model, cwd))
+    exit_with(chat(ChatOptions(profile, provider, model, cwd, resume, continue_, yes, plain)))
 
 
-JsonOption = Annotated[bool, typer.Option("--json", help="Raw JSON lines.")]
+@app.command("demo")
+def demo_command(
+    task: Annotated[str | None, typer.Argument(metavar="TASK", hidden=True)] = None,
+    cwd: CwdOption = None,
+    yes: YesOption = False,
+) -> None:
+    """The main job: an agent on a sample task (or your TASK) in a scratch workspace
+    (DeepSeek when DEEPSEEK_API_KEY is set, else a scripted demo model over a loopback HTTP
+    server). Only the sample runs its tools unasked; yours need --yes."""
+    from ._demo import run_demo
+
+    exit_with(run_demo(task, cwd, yes=yes))
+
+
+@config_app.command("show")
+def config_show(profile: ProfileOption = None, cwd: CwdOption = None) -> None:
+    """Print the effective settings (secrets masked) and the plugin rows."""
+    from ._config import show_config
+
+    exit_with(show_config(profile, cwd))
 
 
 @sessions_app.command("list")
-def sessions_list(profile: ProfileOption = None, json_: JsonOption = False) -> None:
-    """List stored sessions, newest first."""
+def sessions_list(
+    profile: ProfileOption = None,
+    json_: JsonOption = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="How many.")] = 20,
+) -> None:
+    """List stored sessions, most recently active first."""
     from ._sessions import list_sessions
 
-    _exit_with(list_sessions(profile, json_))
+    exit_with(list_sessions(profile, json_, limit))
+
+
+SessionArgument = Annotated[str, typer.Argument(metavar="ID", hidden=True)]
 
 
 @sessions_app.command("show")
 def sessions_show(
-    session_id: Annotated[str, typer.Argument(help="The session id.")],
-    profile: ProfileOption = None,
-    json_: JsonOption = False,
+    session_id: SessionArgument, profile: ProfileOption = None, json_: JsonOption = False
 ) -> None:
-    """Print a session's transcript (`--json`: its header and raw events)."""
+    """Print the transcript of session ID (a unique prefix is enough; `--json`: its header
+    and raw events)."""
     from ._sessions import show_session
 
-    _exit_with(show_session(profile, session_id, json_))
+    exit_with(show_session(profile, session_id, json_))
 
 
 @sessions_app.command("resume")
 def sessions_resume(
-    session_id: Annotated[str, typer.Argument(help="The session id.")],
-    task: Annotated[str | None, typer.Argument(help="A task to run (else: chat).")] = None,
+    session_id: SessionArgument,
+    task: Annotated[str | None, typer.Argument(metavar="TASK", hidden=True)] = None,
     profile: ProfileOption = None,
     provider: ProviderOption = None,
     model: ModelOption = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")] = False,
+    yes: YesOption = False,
 ) -> None:
-    """Resume a session: run a task in it, or chat in it."""
-    from ._chat import chat
+    """Resume session ID (a unique prefix is enough): run TASK in it, or chat in it."""
+    if task is None:
+        from ._chat import ChatOptions, chat
+
+        exit_with(chat(ChatOptions(profile, provider, model, None, session_id, yes=yes)))
     from ._run import RunOptions, run_task
 
-    if task is None:
-        _exit_with(chat(profile, provider, model, None, resume=session_id))
-
-    _exit_with(run_task(RunOptions(task, profile, provider, model, None, yes, resume=session_id)))
+    exit_with(run_task(RunOptions(task, profile, provider, model, None, yes, resume=session_id)))
 
 
 @app.command("jsonrpc")
@@ -188,5 +198,5 @@ def jsonrpc() -> None:
     serve_jsonrpc()
 
 
-def run(argv: list[str] | None = None) -> None:
-    app(args=argv if argv is not None else sys.argv[1:], prog_name="dsh")
+def run(argv: list[str]) -> None:
+    run_app(app, argv)

@@ -3,23 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..agent import USER_CANCEL, run_prompt
+from ..agent import USER_CANCEL, Agent, RunResult, run_prompt
 from ..session import SESSION_EVENT, SessionEventPayload
-from ._render import TerminalRenderer, describe_end
+from ._format import describe_end
+from ._render import Renderer, Surface
 from ._runtime import (
+    CliError,
+    Route,
     build_profile,
     check_credentials,
-    create_agent,
+    failure_advice,
     resolve_route,
-    resume_agent,
     start_runtime,
+    workspace_dir,
 )
+from ._sessions import open_agent
 
 EXIT_OK = 0
 EXIT_TURN_FAILED = 1
@@ -28,7 +34,7 @@ EXIT_INTERRUPTED = 130
 
 @dataclass(frozen=True, slots=True)
 class RunOptions:
-    task: str
+    task: str | None
     profile: list[Path] | None = None
     provider: str | None = None
     model: str | None = None
@@ -36,69 +42,118 @@ class RunOptions:
     yes: bool = False
     json: bool = False
     resume: str | None = None
+    latest: bool = False
+    """`--continue`: resume the latest session of the workspace."""
+    plain: bool = False
     banner: str | None = None
 
 
-async def run_task(options: RunOptions) -> int:
-    from rich.console import Console
+def read_task(task: str | None) -> str:
+    """The task: the argument, or standard input for `-` (or no argument and a pipe)."""
+    if task is not None and task != "-":
+        return task
+    if task is None and sys.stdin.isatty():
+        raise CliError("no task: pass it as an argument, or `-` to read it from standard input")
+    text = sys.stdin.read().strip()
+    if not text:
+        raise CliError("no task: standard input was empty")
+    return text
 
-    out = Console(highlight=False)
-    err = Console(stderr=True, highlight=False)
+
+async def run_task(options: RunOptions) -> int:
+    task = read_task(options.task)
+    cwd = workspace_dir(options.cwd)
     profile = build_profile(options.profile, yes=options.yes)
     route = resolve_route(profile, options.provider, options.model)
     check_credentials(route)
     ctx = await start_runtime(profile, route)
     try:
-        cwd = (options.cwd or Path.cwd()).resolve()
-        if options.resume:
-            handle = await resume_agent(ctx, route, options.resume)
-        else:
-            handle = await create_agent(ctx, route, cwd)
+        handle = await open_agent(ctx, route, cwd, resume=options.resume, latest=options.latest)
         agent = handle.agent
-        renderer = TerminalRenderer(out, err)
-        if options.banner:
-            err.print(options.banner, style="bold yellow", markup=False)
+        with _surface(options) as surface:
+            renderer = Renderer(surface, markdown=_markdown(options), outcomes=False)
+            if options.banner:
+                surface.note(options.banner, "bold yellow")
 
-        def on_event(payload: SessionEventPayload) -> None:
-            if payload.session is not agent.session:
-                return
-            if options.json:
-                sys.stdout.write(json.dumps(payload.event.to_json(), ensure_ascii=False) + "\n")
-                sys.stdout.flush()
-            else:
-                renderer.event(payload.event)
+            def on_event(payload: SessionEventPayload) -> None:
+                if payload.session is not agent.session:
+                    return
+                if options.json:
+                    sys.stdout.write(json.dumps(payload.event.to_json(), ensure_ascii=False))
+                    sys.stdout.write("\n")
+                    sys.stdout.flush()
+                else:
+                    renderer.event(payload.event)
 
-        ctx.on(SESSION_EVENT, on_event)
-        interrupts = 0
-        main = asyncio.current_task()
-
-        def on_interrupt() -> None:
-            nonlocal interrupts
-            interrupts += 1
-            if interrupts == 1:
-                err.print("\ncancelling the turn… (Ctrl-C again to quit)", style="yellow")
-                agent.cancel(USER_CANCEL)
-            elif main is not None:
-                main.cancel()
-
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGINT, on_interrupt)
-        try:
-            if not options.json:
-                renderer.waiting()
-            result = await run_prompt(agent, options.task)
-        except asyncio.CancelledError:
+            ctx.on(SESSION_EVENT, on_event)
+            result = await _run_interruptibly(agent, task, surface)
             renderer.close()
-            err.print(f"interrupted · session {agent.id}", style="yellow")
-            return EXIT_INTERRUPTED
-        finally:
-            loop.remove_signal_handler(signal.SIGINT)
-        renderer.close()
-        outcome = describe_end(result.reason)
-        style = "green" if result.finish_reason == "completed" else "red"
-        err.print(f"session {agent.id} · {outcome}", style=style, markup=False, soft_wrap=True)
-        if result.finish_reason == "completed":
-            return EXIT_OK
-        return EXIT_INTERRUPTED if interrupts else EXIT_TURN_FAILED
+        return _report(agent, result, route)
     finally:
         await ctx.owner.dispose()
+
+
+async def _run_interruptibly(agent: Agent, task: str, surface: Surface) -> RunResult | None:
+    """Run the task; the first Ctrl-C cancels the turn, the second gives up waiting (None)."""
+    interrupts = 0
+    main = asyncio.current_task()
+
+    def on_interrupt() -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts == 1:
+            surface.note("cancelling the turn… (Ctrl-C again to quit)", "yellow")
+            agent.cancel(USER_CANCEL)
+        elif main is not None:
+            main.cancel()
+
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, on_interrupt)
+    try:
+        return await run_prompt(agent, task)
+    except asyncio.CancelledError:
+        return None
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
+def _report(agent: Agent, result: RunResult | None, route: Route) -> int:
+    from rich.console import Console
+
+    err = Console(stderr=True, highlight=False)
+    if result is None:
+        err.print(f"interrupted · session {agent.id}", style="yellow", markup=False)
+        return EXIT_INTERRUPTED
+    outcome = describe_end(result.reason)
+    ok = result.finish_reason == "completed"
+    err.print(
+        f"session {agent.id} · {outcome}",
+        style="green" if ok else "red",
+        markup=False,
+        soft_wrap=True,
+    )
+    advice = failure_advice(result.reason, route)
+    if advice:
+        err.print(advice, style="yellow", markup=False, soft_wrap=True)
+    if ok:
+        return EXIT_OK
+    cancelled = result.reason.get("kind") == "aborted"
+    return EXIT_INTERRUPTED if cancelled else EXIT_TURN_FAILED
+
+
+def _markdown(options: RunOptions) -> bool:
+    return not options.plain and sys.stdout.isatty()
+
+
+@contextlib.contextmanager
+def _surface(options: RunOptions) -> Iterator[Surface]:
+    """A terminal with a live area when stdout is one, else plain pipes."""
+    from ._surfaces import PipeSurface, TerminalSurface
+
+    if options.json or not sys.stdout.isatty():
+        yield PipeSurface()
+        return
+    from rich.console import Console
+
+    with TerminalSurface(Console(highlight=False), markdown=_markdown(options)) as surface:
+        yield surface

@@ -1,4 +1,5 @@
-"""What the CLI commands share: the profile, the route, the runtime and its agents."""
+"""What the CLI commands share: the checks made before any model call, the profile, the
+route, the runtime and its agents."""
 
 from __future__ import annotations
 
@@ -9,15 +10,17 @@ from pathlib import Path
 
 from ..agent import AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
 from ..kernel import Context, Profile, boot, load_profile
+from ..llm import Json
 from ..session import SessionMeta
 
 DEFAULT_PROVIDER = "deepseek-official"
 DEFAULT_MODEL = "deepseek-v4-flash"
 CREDENTIAL_ENV = {"deepseek-official": "DEEPSEEK_API_KEY"}
+BASE_URL_ENV = {"deepseek-official": "DEEPSEEK_BASE_URL"}
 
 
 class CliError(Exception):
-    """A problem the user can fix; printed without a traceback, exit code 2."""
+    """A problem the user can fix; printed as one line without a traceback, exit code 2."""
 
 
 def profile_files(extra: list[Path] | None) -> list[Path]:
@@ -35,6 +38,16 @@ def build_profile(extra: list[Path] | None, *, yes: bool = False) -> Profile:
     if yes:
         profile = profile.with_config("approval", auto_approve=True)
     return profile
+
+
+def workspace_dir(cwd: Path | None) -> Path:
+    """`--cwd` (else the current directory), resolved; it must be an existing directory."""
+    path = (cwd or Path.cwd()).expanduser()
+    if not path.exists():
+        raise CliError(f"--cwd {path}: no such directory (create it, or pass an existing one)")
+    if not path.is_dir():
+        raise CliError(f"--cwd {path}: not a directory (pass the project's folder)")
+    return path.resolve()
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,3 +108,20 @@ async def resume_agent(ctx: Context, route: Route, session_id: str) -> AgentHand
         )
     except (KeyError, LookupError, FileNotFoundError) as exc:
         raise CliError(f"no session {session_id!r} to resume: {exc}") from None
+
+
+def failure_advice(reason: Json, route: Route) -> str | None:
+    """What to do about a turn that failed for a reason the user can fix: a refused key, or
+    a model server that cannot be reached."""
+    if not isinstance(reason, dict) or reason.get("kind") != "error":
+        return None
+    error = reason.get("error") or {}
+    code, message = error.get("code"), str(error.get("message", ""))
+    if code == "INVALID_CREDENTIAL":
+        key = CREDENTIAL_ENV.get(route.provider, "the route's API key variable")
+        return f"→ the server refused the API key: check {key}"
+    unreachable = ("connection refused", "unknown host", "connection timed out", "cannot connect")
+    if code in ("TRANSPORT", "TIMEOUT") and any(word in message for word in unreachable):
+        where = BASE_URL_ENV.get(route.provider, "the route's base_url")
+        return f"→ no model server answers there: check {where}, or start the server"
+    return None

@@ -318,7 +318,9 @@ class ChatCompletionsAdapter:
                 yield _aborted(signal)
             else:
                 yield Finish(
-                    error_finish(transport_failure(provider, exc, endpoint.idle_timeout_s))
+                    error_finish(
+                        transport_failure(provider, exc, endpoint.idle_timeout_s, endpoint.url)
+                    )
                 )
         finally:
             guard.close()

@@ -156,8 +156,11 @@ def missing_credential(provider: str, env: str) -> LlmFailure:
     )
 
 
-def transport_failure(provider: str, exc: BaseException, idle_timeout_s: float) -> LlmFailure:
-    """Classify an httpx exception (or any other I/O error)."""
+def transport_failure(
+    provider: str, exc: BaseException, idle_timeout_s: float, url: str | None = None
+) -> LlmFailure:
+    """Classify an httpx exception (or any other I/O error); a failure to connect names the
+    URL and the plain cause (`connection refused (http://…)`)."""
     import httpx
 
     name = type(exc).__name__
@@ -167,8 +170,27 @@ def transport_failure(provider: str, exc: BaseException, idle_timeout_s: float) 
             f"{provider}: no data from the provider for {idle_timeout_s:g}s (idle stream)",
             "TIMEOUT",
         )
+    where = f" ({url})" if url else ""
+    if isinstance(exc, httpx.ConnectTimeout):
+        return LlmFailure(f"{provider}: connection timed out{where}", "TIMEOUT")
     if isinstance(exc, httpx.TimeoutException):
         return LlmFailure(f"{provider}: {name}: {text}", "TIMEOUT")
+    if isinstance(exc, httpx.ConnectError):
+        return LlmFailure(f"{provider}: {_connect_cause(exc)}{where}", "TRANSPORT")
     if isinstance(exc, httpx.TransportError | OSError):
         return LlmFailure(f"{provider}: {name}: {text}", "TRANSPORT")
     return LlmFailure(f"{provider}: {name}: {text}", "UNKNOWN")
+
+
+def _connect_cause(exc: BaseException) -> str:
+    """What stopped a connection, in plain words, from the exception chain."""
+    import socket
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(seen, socket.gaierror):
+            return "unknown host"
+        seen = seen.__cause__ or seen.__context__
+    return f"cannot connect: {exc}"
