@@ -110,6 +110,40 @@ async def test_setup_composes_a_scoped_world_and_failure_rolls_back(runtime: Run
     assert runtime.ctx.tools.get("secret") is None
 
 
+async def test_setup_returns_none_or_an_object_with_commit(runtime: Runtime) -> None:
+    @tool
+    def secret() -> str:
+        """Only this agent has it."""
+        return "42"
+
+    runtime.model.add(reply("a"), reply("b"), reply("c"))
+    # The README's one-liner: `register()` returns a Disposer, which is no commit.
+    first = await runtime.ctx.agents.create(
+        options("life-setup-1", setup=lambda agent_ctx: agent_ctx.tools.register(secret))
+    )
+    await run_prompt(first.agent, "tools?")
+    assert [t.name for t in runtime.model.requests[-1].tools] == ["secret"]
+    # A helper returning its disposers (a list) is no commit either.
+    target = AgentLlmTarget("scripted", "scripted-small")
+    second = await runtime.ctx.agents.create(
+        options("life-setup-2", setup=lambda c: install_agent_llm_target(c, target))
+    )
+    await run_prompt(second.agent, "route?")
+    assert runtime.model.requests[-1].model == "scripted-small"
+
+    order: list[str] = []
+
+    class Transaction:
+        def commit(self) -> None:
+            order.append("commit")
+
+    runtime.ctx.on(AGENT_CREATED, lambda e: order.append("agent/created"))
+    third = await runtime.ctx.agents.create(options("life-setup-3", setup=lambda c: Transaction()))
+    assert order == ["commit", "agent/created"]
+    for handle in (first, second, third):
+        await handle.dispose()
+
+
 async def test_creation_signal_and_veto_roll_back(runtime: Runtime) -> None:
     signal = CancelSignal()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -118,10 +118,18 @@ class AgentHandle:
         return f"<AgentHandle {self.agent.id}>"
 
 
-SetupResult: TypeAlias = "Callable[[], None] | None"
-Setup: TypeAlias = Callable[["Context"], "Awaitable[SetupResult] | SetupResult"]
-"""Composes an unpublished agent's scoped world. May return a `commit()` callable that runs
-synchronously right before publication."""
+@runtime_checkable
+class SetupCommit(Protocol):
+    """What a `setup` may return to act at publication: `commit()` runs synchronously right
+    before the agent is published."""
+
+    def commit(self) -> None: ...
+
+
+Setup: TypeAlias = Callable[["Context"], object]
+"""Composes an unpublished agent's scoped world (may be async). Its result is a commit only
+when it is a `SetupCommit` (has `commit()`); anything else — None, the `Disposer` that
+`tools.register` returns, a list of them — is ignored."""
 
 
 @dataclass(frozen=True, slots=True)

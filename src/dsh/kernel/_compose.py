@@ -74,6 +74,11 @@ class Profile:
         ]
         return Profile(rows, list(self.sources))
 
+    def layered(self, rows: Sequence[Mapping[str, Any]], *, source: str = "<code>") -> Profile:
+        """A copy with `rows` applied as one more layer (the rules of a profile file)."""
+        layer = _rows(list(rows), source)
+        return Profile(apply_layer(self.rows, layer, source), [*self.sources, source])
+
     def to_data(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for r in self.rows:

@@ -52,6 +52,9 @@ class Activity:
     wake_requested: bool = False
     turn_open: bool = False
     prompt: UserMessage | None = None
+    opening_steering: int | None = None
+    """Next-step items pending when the turn opened: its first step takes only these, so a
+    steer sent after the waking send lands in the step after (SPEC §5.2)."""
 
 
 class ReactLoopAgent:
@@ -188,12 +191,14 @@ class ReactLoopAgent:
             self.events.emit(AGENT_STATUS, StatusChange(self, self.status))
 
     def _end(self, activity: Activity) -> None:
+        # This activity's future, taken before the idle status goes out: a listener that
+        # sends again replaces `_idle`, and the waiters of this one must still be released.
+        idle = self._idle
         before = self.status
         self._activity = None
         self._last_turn = activity.turn
         if self.status != before:
             self.events.emit(AGENT_STATUS, StatusChange(self, self.status))
-        idle = self._idle
         latched = activity.wake_requested and self.inbox.has_pending and not self._disposed
         if latched:
             self._wake()

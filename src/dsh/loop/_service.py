@@ -22,6 +22,7 @@ from ..agent import (
     SessionStart,
     SessionStartSource,
     Setup,
+    SetupCommit,
 )
 from ..kernel import (
     AGENT_LOOP,
@@ -188,9 +189,9 @@ class AgentLoop:
         link = owner.owner.effect(handle.dispose)
         try:
             if setup is not None:
-                commit = await _run_setup(setup, agent.ctx, creation)
-                if commit is not None:
-                    commit()
+                result = await _run_setup(setup, agent.ctx, creation)
+                if isinstance(result, SetupCommit):
+                    result.commit()
             creation.raise_if_aborted()
             entering = Context(parent=agent.ctx, owner=owner.owner)
             detachers.append(entering.sessions.enter(session))

@@ -74,6 +74,7 @@ class TurnRunner:
         activity.turn = turn
         activity.step = 0
         activity.turn_open = True
+        activity.opening_steering = len(self.agent.inbox.next_step)
         activity.prompt = self.agent.inbox.claim_prompt()
         if activity.prompt is not None:
             self.agent.claimed([activity.prompt], "queued")
@@ -132,7 +133,8 @@ class TurnRunner:
         ends: StepOutcome = None
         while True:
             signal.raise_if_aborted()
-            steering = agent.inbox.claim_steering()
+            limit, activity.opening_steering = activity.opening_steering, None
+            steering = agent.inbox.claim_steering(limit)
             agent.claimed(steering, "steering")
             messages = steering + entering
             entering = []
@@ -141,6 +143,8 @@ class TurnRunner:
             )
             signal.raise_if_aborted()
             if activity.step == 0 and not messages:
+                if agent.inbox.next_step:
+                    continue  # steered while the empty opening claim was prepared
                 return "completed"  # nothing to send: no step spent
             snapshot = self.projection.project(assembly)
             if snapshot is not None:

@@ -24,6 +24,7 @@ from ._types import (
     Allow,
     Ask,
     Block,
+    Decision,
     Deny,
     PostDecision,
     PostExecute,
@@ -166,12 +167,13 @@ async def _ask(ctx: Context, exec: ToolExecution, ask: Ask) -> str | None:
         return f"{tool}, but no approval service is available"
     if exec.agent is None:
         return f"{tool}, but the call has no agent to route it through"
-    answer = await approval.request(exec, ask.reason)
-    if answer == "allow":
+    decision = await approval.request(exec, ask.reason)
+    if not isinstance(decision, Decision):
+        raise TypeError(f"the approval service answered {decision!r}, not a Decision")
+    if decision.allowed:
         return None
-    if answer == "deny":
-        return f'the user rejected tool "{exec.name}"'
-    raise TypeError(f"the approval service answered {answer!r}, not 'allow' or 'deny'")
+    rejected = f'the user rejected tool "{exec.name}"'
+    return f"{rejected}: {decision.reason}" if decision.reason else rejected
 
 
 # -- dispatch ----------------------------------------------------------------------------------

@@ -23,9 +23,11 @@ __all__ = [
     "RESERVED_TOOL_NAMES",
     "Accept",
     "Allow",
+    "ApprovalAnswer",
     "ApprovalService",
     "Ask",
     "Block",
+    "Decision",
     "Deny",
     "PostDecision",
     "PostExecute",
@@ -335,12 +337,43 @@ class Prepared:
 # -- approval seam -----------------------------------------------------------------------------
 
 
+ApprovalAnswer: TypeAlias = Literal["once", "always", "deny"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """An answer to an approval ask.
+
+    `once` allows this call, `always` this tool for the rest of the session, `deny` refuses
+    the call; a denial's `reason` (the person's words) reaches the model after
+    `the user rejected tool "x": `. Build them as `Decision.once()`, `Decision.always()`,
+    `Decision.deny("use the read tool")`.
+    """
+
+    answer: ApprovalAnswer
+    reason: str | None = None
+
+    @property
+    def allowed(self) -> bool:
+        return self.answer != "deny"
+
+    @classmethod
+    def once(cls) -> Decision:
+        return cls("once")
+
+    @classmethod
+    def always(cls) -> Decision:
+        return cls("always")
+
+    @classmethod
+    def deny(cls, reason: str | None = None) -> Decision:
+        return cls("deny", reason or None)
+
+
 class ApprovalService(Protocol):
     """Answers `Ask` decisions (provided by an approval plugin under `APPROVAL`)."""
 
-    def request(
-        self, exec: ToolExecution, reason: str | None
-    ) -> Awaitable[Literal["allow", "deny"]]: ...
+    def request(self, exec: ToolExecution, reason: str | None) -> Awaitable[Decision]: ...
 
 
 APPROVAL: ServiceKey[ApprovalService] = ServiceKey("approval")
