@@ -16,7 +16,7 @@ from typing import Any
 import pexpect
 import pyte
 
-from .support import ROOT
+from .support import DSH, ROOT, cli_env, workspace
 
 WAIT_S = 30.0
 
@@ -114,9 +114,9 @@ class ModelServer:
     """The loopback OpenAI-compatible server as a process, its requests recorded."""
 
     def __init__(self, tmp_path: Path, script: list[Any]) -> None:
-        path = tmp_path / "model-script.json"
+        path = tmp_path / f"model-script-{id(self)}.json"
         path.write_text(json.dumps(script))
-        self.record = tmp_path / "model-requests.jsonl"
+        self.record = tmp_path / f"model-requests-{id(self)}.jsonl"
         command = ["-m", "dsh.testing.openai_server", "--script", str(path)]
         self.process = subprocess.Popen(
             [sys.executable, *command, "--record", str(self.record)],
@@ -144,3 +144,61 @@ def model_server(tmp_path: Path, script: list[Any]) -> Iterator[ModelServer]:
         yield server
     finally:
         server.close()
+
+
+# -- dsh chat -------------------------------------------------------------------------------
+
+TOKEN = {"delay": 0.005, "piece_chars": 3}
+"""A model typing three characters at a time."""
+USAGE = {"inputTokens": 900, "outputTokens": 40, "cacheReadTokens": 2700}
+
+
+def answer(*parts: Any, **extra: Any) -> dict[str, Any]:
+    """A script entry streamed token by token."""
+    return {"parts": list(parts), **TOKEN, **extra}
+
+
+def tool_call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_call": {"name": name, "arguments": arguments}}
+
+
+def at_prompt(t: Terminal) -> bool:
+    return t.cursor_line().startswith(">")
+
+
+def exits_cleanly(t: Terminal) -> None:
+    t.wait_for(at_prompt)
+    t.ctrl("d")
+    assert t.wait_exit() == 0
+
+
+class Chats:
+    """`dsh chat` processes against loopback model servers, closed at the end of a test."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.opened: list[Terminal] = []
+        self.servers: list[ModelServer] = []
+
+    def server(self, script: list[Any]) -> ModelServer:
+        server = ModelServer(self.tmp_path, script)
+        self.servers.append(server)
+        return server
+
+    def __call__(
+        self, script: list[Any] | ModelServer, *args: str, rows: int = 30, cols: int = 100
+    ) -> tuple[Terminal, ModelServer]:
+        server = script if isinstance(script, ModelServer) else self.server(script)
+        env = cli_env(self.tmp_path, DEEPSEEK_BASE_URL=server.url, DEEPSEEK_API_KEY="sk-test")
+        env.pop("NO_COLOR")  # colours are part of what is tested
+        env["TERM"] = "xterm-256color"
+        argv = [sys.executable, *DSH, "chat", "--cwd", str(workspace(self.tmp_path)), *args]
+        terminal = Terminal(argv, env=env, cwd=self.tmp_path, rows=rows, cols=cols)
+        self.opened.append(terminal)
+        return terminal.wait_for(at_prompt), server
+
+    def close(self) -> None:
+        for terminal in self.opened:
+            terminal.close()
+        for server in self.servers:
+            server.close()

@@ -3,67 +3,13 @@ against the loopback model server streaming token by token."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import pytest
-
-from .support import DSH, cli_env, workspace
-from .terminal import ModelServer, Terminal, model_server
-
-TOKEN = {"delay": 0.005, "piece_chars": 3}
-"""A model typing three characters at a time."""
-USAGE = {"inputTokens": 900, "outputTokens": 40, "cacheReadTokens": 2700}
+from .support import workspace
+from .terminal import USAGE, Chats, answer, at_prompt, exits_cleanly
 
 
-def answer(*parts: Any, **extra: Any) -> dict[str, Any]:
-    return {"parts": list(parts), **TOKEN, **extra}
-
-
-def at_prompt(t: Terminal) -> bool:
-    return t.cursor_line().startswith(">")
-
-
-def start_chat(
-    tmp_path: Path, server: ModelServer, *args: str, rows: int = 30, cols: int = 100
-) -> Terminal:
-    env = cli_env(tmp_path, DEEPSEEK_BASE_URL=server.url, DEEPSEEK_API_KEY="sk-test")
-    env.pop("NO_COLOR")  # colours are part of what is tested
-    env["TERM"] = "xterm-256color"
-    argv = [sys.executable, *DSH, "chat", "--cwd", str(workspace(tmp_path)), *args]
-    terminal = Terminal(argv, env=env, cwd=tmp_path, rows=rows, cols=cols)
-    return terminal.wait_for(at_prompt)
-
-
-@pytest.fixture
-def chat(tmp_path: Path) -> Iterator[Any]:
-    opened: list[Terminal] = []
-    servers: list[Any] = []
-
-    def open_chat(script: list[Any], *args: str, **size: int) -> tuple[Terminal, ModelServer]:
-        context = model_server(tmp_path, script)
-        server = context.__enter__()
-        servers.append(context)
-        terminal = start_chat(tmp_path, server, *args, **size)
-        opened.append(terminal)
-        return terminal, server
-
-    yield open_chat
-    for terminal in opened:
-        terminal.close()
-    for context in servers:
-        context.__exit__(None, None, None)
-
-
-def exits_cleanly(t: Terminal) -> None:
-    t.wait_for(at_prompt)
-    t.ctrl("d")
-    assert t.wait_exit() == 0
-
-
-def test_a_one_line_answer_stays_after_the_turn(chat: Any) -> None:
+def test_a_one_line_answer_stays_after_the_turn(chat: Chats) -> None:
     t, _ = chat([answer("Hello there!", usage=USAGE), answer("Still here.")])
     t.enter("hello")
     t.wait_for("↑ 3.6k in (75% cached) · ↓ 40 out").wait_for(at_prompt)
@@ -82,7 +28,7 @@ MARKDOWN = (
 )
 
 
-def test_a_multi_line_answer_is_whole_in_order_and_rendered(chat: Any) -> None:
+def test_a_multi_line_answer_is_whole_in_order_and_rendered(chat: Chats) -> None:
     t, _ = chat([answer(MARKDOWN)])
     t.enter("a list please")
     t.wait_for("That is all.").wait_for(at_prompt)
@@ -101,7 +47,7 @@ def test_a_multi_line_answer_is_whole_in_order_and_rendered(chat: Any) -> None:
     exits_cleanly(t)
 
 
-def test_reasoning_is_dimmed_and_folded_and_can_be_shown_in_full(chat: Any) -> None:
+def test_reasoning_is_dimmed_and_folded_and_can_be_shown_in_full(chat: Chats) -> None:
     thought = {"reasoning": "The user greets me.\nI should greet back."}
     t, _ = chat([answer(thought, "Hi!"), answer(thought, "Hi again!")])
     t.enter("hello")
@@ -123,7 +69,7 @@ def test_reasoning_is_dimmed_and_folded_and_can_be_shown_in_full(chat: Any) -> N
     exits_cleanly(t)
 
 
-def test_a_tool_call_and_its_result_come_in_order(chat: Any, tmp_path: Path) -> None:
+def test_a_tool_call_and_its_result_come_in_order(chat: Chats, tmp_path: Path) -> None:
     (workspace(tmp_path) / "notes.txt").write_text("alpha\n  indented beta\n")
     read = {"tool_call": {"name": "glob", "arguments": {"pattern": "*.txt"}}}
     t, _ = chat([answer("Let me look.", read), answer("There is notes.txt.")])
@@ -140,7 +86,7 @@ def test_a_tool_call_and_its_result_come_in_order(chat: Any, tmp_path: Path) -> 
     exits_cleanly(t)
 
 
-def test_steering_mid_turn_is_queued_then_taken(chat: Any) -> None:
+def test_steering_mid_turn_is_queued_then_taken(chat: Chats) -> None:
     slow = {
         "parts": ["I am counting: " + " ".join(str(i) for i in range(60))],
         "delay": 0.02,
@@ -160,7 +106,7 @@ def test_steering_mid_turn_is_queued_then_taken(chat: Any) -> None:
     exits_cleanly(t)
 
 
-def test_ctrl_c_cancels_the_turn_and_keeps_what_was_shown(chat: Any) -> None:
+def test_ctrl_c_cancels_the_turn_and_keeps_what_was_shown(chat: Chats) -> None:
     t, _ = chat([answer("Thinking out loud, and then", hang=True), answer("Back again.")])
     t.enter("never stop")
     t.wait_for("Thinking out loud")
@@ -173,7 +119,7 @@ def test_ctrl_c_cancels_the_turn_and_keeps_what_was_shown(chat: Any) -> None:
     exits_cleanly(t)
 
 
-def test_ctrl_c_twice_at_an_idle_prompt_exits(chat: Any) -> None:
+def test_ctrl_c_twice_at_an_idle_prompt_exits(chat: Chats) -> None:
     t, _ = chat([])
     t.ctrl("c")
     t.wait_for("(Ctrl-C again to exit)")
@@ -181,7 +127,7 @@ def test_ctrl_c_twice_at_an_idle_prompt_exits(chat: Any) -> None:
     assert t.wait_exit() == 0
 
 
-def test_a_resize_mid_answer_leaves_no_fragments(chat: Any) -> None:
+def test_a_resize_mid_answer_leaves_no_fragments(chat: Chats) -> None:
     words = " ".join(f"word{i}" for i in range(40))
     text = f"First paragraph.\n\n{words}\n\nLast line."
     t, _ = chat([{"parts": [text], "delay": 0.03, "piece_chars": 4}], cols=100)
@@ -198,7 +144,7 @@ def test_a_resize_mid_answer_leaves_no_fragments(chat: Any) -> None:
     exits_cleanly(t)
 
 
-def test_commands_help_new_and_unknown(chat: Any) -> None:
+def test_commands_help_new_and_unknown(chat: Chats) -> None:
     t, _ = chat([])
     t.enter("/help")
     t.wait_for("/resume")
@@ -209,7 +155,7 @@ def test_commands_help_new_and_unknown(chat: Any) -> None:
     exits_cleanly(t)
 
 
-def test_slash_commands_complete(chat: Any) -> None:
+def test_slash_commands_complete(chat: Chats) -> None:
     t, _ = chat([])
     t.type("/comp")
     t.type("\t")

@@ -36,10 +36,27 @@ ProfileOption = Annotated[
 ProviderOption = Annotated[
     str | None,
     typer.Option(
-        "--provider", metavar="NAME", help="Model provider route (default: deepseek-official)."
+        "--provider", metavar="ROUTE", help="A route the profile mounts (with a bare --model id)."
     ),
 ]
-ModelOption = Annotated[str | None, typer.Option("--model", metavar="ID", help="Model id.")]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        metavar="PROVIDER:MODEL",
+        help="deepseek:<id>, openai:<id> or <route>:<id>; a bare id is DeepSeek's "
+        "(default: $DSH_MODEL, else deepseek-v4-flash).",
+    ),
+]
+BaseUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        metavar="URL",
+        help="The server of a deepseek: or openai: model (any OpenAI-compatible server).",
+    ),
+]
 CwdOption = Annotated[
     Path | None,
     typer.Option(
@@ -86,8 +103,9 @@ def _root(
 def run_command(
     task: Annotated[str | None, typer.Argument(metavar="TASK", hidden=True)] = None,
     profile: ProfileOption = None,
-    provider: ProviderOption = None,
     model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    provider: ProviderOption = None,
     cwd: CwdOption = None,
     yes: YesOption = False,
     continue_: ContinueOption = False,
@@ -101,14 +119,17 @@ def run_command(
     from ._run import RunOptions, run_task
 
     options = RunOptions(task, profile, provider, model, cwd, yes, json_)
-    exit_with(run_task(dataclasses.replace(options, latest=continue_, plain=plain)))
+    exit_with(
+        run_task(dataclasses.replace(options, latest=continue_, plain=plain, base_url=base_url))
+    )
 
 
 @app.command("chat")
 def chat_command(
     profile: ProfileOption = None,
-    provider: ProviderOption = None,
     model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    provider: ProviderOption = None,
     cwd: CwdOption = None,
     continue_: ContinueOption = False,
     resume: Annotated[
@@ -120,7 +141,8 @@ def chat_command(
     """Talk with an agent: Enter sends, Ctrl-C cancels the running turn, /help for more."""
     from ._chat import ChatOptions, chat
 
-    exit_with(chat(ChatOptions(profile, provider, model, cwd, resume, continue_, yes, plain)))
+    options = ChatOptions(profile, provider, model, cwd, resume, continue_, yes, plain, base_url)
+    exit_with(chat(options))
 
 
 @app.command("demo")
@@ -138,11 +160,16 @@ def demo_command(
 
 
 @config_app.command("show")
-def config_show(profile: ProfileOption = None, cwd: CwdOption = None) -> None:
+def config_show(
+    profile: ProfileOption = None,
+    cwd: CwdOption = None,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+) -> None:
     """Print the effective settings (secrets masked) and the plugin rows."""
     from ._config import show_config
 
-    exit_with(show_config(profile, cwd))
+    exit_with(show_config(profile, cwd, model, base_url))
 
 
 @sessions_app.command("list")
@@ -176,18 +203,23 @@ def sessions_resume(
     session_id: SessionArgument,
     task: Annotated[str | None, typer.Argument(metavar="TASK", hidden=True)] = None,
     profile: ProfileOption = None,
-    provider: ProviderOption = None,
     model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    provider: ProviderOption = None,
     yes: YesOption = False,
 ) -> None:
     """Resume session ID (a unique prefix is enough): run TASK in it, or chat in it."""
     if task is None:
         from ._chat import ChatOptions, chat
 
-        exit_with(chat(ChatOptions(profile, provider, model, None, session_id, yes=yes)))
+        options = ChatOptions(
+            profile, provider, model, None, session_id, yes=yes, base_url=base_url
+        )
+        exit_with(chat(options))
     from ._run import RunOptions, run_task
 
-    exit_with(run_task(RunOptions(task, profile, provider, model, None, yes, resume=session_id)))
+    resumed = RunOptions(task, profile, provider, model, None, yes, resume=session_id)
+    exit_with(run_task(dataclasses.replace(resumed, base_url=base_url)))
 
 
 @app.command("jsonrpc")

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..tools import Decision
+
 DIFF_LINES = 80
 NEW_FILE_LINES = 20
 
@@ -29,7 +31,14 @@ CHOICES: dict[str, Choice] = {
     "no": "deny",
     "r": "reason",
 }
-QUESTION = "allow? y once · s this session · a always in this project · n no · r no, say why > "
+
+
+def question(*, trusted: bool) -> str:
+    """The choices; "always in this project" says when it would also trust the workspace."""
+    project = "a always in this project" + ("" if trusted else " (trusts it)")
+    return f"allow? y once · s this session · {project} · n no · r no, say why > "
+
+
 REASON_PROMPT = "why not? (the model reads this) > "
 REASK = "answer y, s, a, n or r (r: no, with a reason); nothing was decided yet"
 
@@ -38,6 +47,15 @@ REASK = "answer y, s, a, n or r (r: no, with a reason); nothing was decided yet"
 class Answer:
     choice: Choice
     reason: str | None = None
+
+    def decision(self) -> Decision:
+        """What the approval service is told (a project rule is saved separately and
+        allows this call once; `always` would allow every call of the tool)."""
+        if self.choice in ("once", "project"):
+            return Decision.once()
+        if self.choice == "session":
+            return Decision.always()
+        return Decision.deny(self.reason)
 
 
 def parse_answer(text: str) -> Answer | None:

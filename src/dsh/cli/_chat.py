@@ -12,14 +12,16 @@ from typing import Any
 
 from ..agent import USER_CANCEL, Agent, AgentHandle
 from ..kernel import Context, Disposer
+from ..plugins.approval import APPROVAL, Approval, ApprovalRequest
 from ..session import SESSION_EVENT, SessionEventPayload
-from ._approve import QUESTION, REASK, REASON_PROMPT, Answer, approval_view, parse_answer
+from ..tools import Decision
+from ..workspace import Trust
+from ._approve import REASK, REASON_PROMPT, Answer, approval_view, parse_answer, question
 from ._render import Renderer
 from ._runtime import (
     CliError,
     Route,
     build_profile,
-    check_credentials,
     failure_advice,
     resolve_route,
     start_runtime,
@@ -55,15 +57,19 @@ class ChatOptions:
     latest: bool = False
     yes: bool = False
     plain: bool = False
+    base_url: str | None = None
 
 
 async def chat(options: ChatOptions) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CliError("dsh chat needs a terminal; for scripts and pipes use `dsh run`")
     cwd = workspace_dir(options.cwd)
-    profile = build_profile(options.profile, yes=options.yes)
-    route = resolve_route(profile, options.provider, options.model)
-    check_credentials(route)
+    profile, route = resolve_route(
+        build_profile(options.profile, yes=options.yes),
+        options.model,
+        options.provider,
+        options.base_url,
+    )
     ctx = await start_runtime(profile, route)
     session = Chat(ctx, route, cwd, options)
     try:
@@ -147,7 +153,7 @@ class Chat:
 
     def _prompt(self) -> str:
         if self.question is not None:
-            return REASON_PROMPT if self.question.wants_reason else QUESTION
+            return self.question.prompt
         agent = self.agent
         return "steer » " if agent is not None and agent.status == "running" else "> "
 
@@ -225,6 +231,7 @@ class Chat:
         self.queued.clear()
         self.screen.queued = []
         agent = handle.agent
+        self.cwd = Path(agent.session.header.cwd or self.cwd)  # a resumed session's project
         if resumed:
             self.screen.note(f"resumed session {agent.id}", "dim")
             self.renderer.replay(_last_turns(list(agent.session.events), RESUME_TURNS))
@@ -278,27 +285,38 @@ class Chat:
     # -- approvals -----------------------------------------------------------------------------
 
     def _install_answerer(self) -> None:
-        approval = self.ctx.get("approval")
+        approval = self.ctx.get(APPROVAL)
         if approval is None:
             return
 
-        async def answer(request: Any) -> str:
+        async def answer(request: ApprovalRequest) -> Decision:
             self.screen.status(None)
             self.screen.note(f"? {request.tool} needs your approval", "bold yellow")
-            cwd = (
-                Path(self.handle.agent.session.header.cwd or self.cwd) if self.handle else self.cwd
-            )
-            for line, style in approval_view(request.tool, request.arguments, cwd):
+            for line, style in approval_view(request.tool, request.arguments, self.cwd):
                 self.screen.note(line, style)
-            self.question = Question(asyncio.get_running_loop().create_future())
+            trusted = Trust().is_trusted(self.cwd)
+            self.question = Question(asyncio.get_running_loop().create_future(), trusted)
             self.screen.live("")
             try:
                 given = await self.question.future
             finally:
                 self.question = None
-            return "always" if given.choice in ("session", "project") else given.choice
+            if given.choice == "project":
+                self._allow_in_project(approval, request, trusted)
+            return given.decision()
 
         self._answerer = approval.set_answerer(answer)
+
+    def _allow_in_project(
+        self, approval: Approval, request: ApprovalRequest, trusted: bool
+    ) -> None:
+        """Save the project rule; answering "always in this project" in a workspace not yet
+        trusted trusts it (the question said so), or the rule would never apply."""
+        rule, path = approval.allow_in_project(self.cwd, request.tool, request.arguments)
+        if not trusted:
+            Trust().trust(self.cwd)
+        also = "; this workspace is now trusted" if not trusted else ""
+        self.screen.note(f"  saved: allow {rule} in {path}{also}", "dim")
 
     async def close(self) -> None:
         if self._answerer is not None:
@@ -314,9 +332,14 @@ class Chat:
 class Question:
     """An approval waiting for the person: answers are parsed, anything else asks again."""
 
-    def __init__(self, future: asyncio.Future[Answer]) -> None:
+    def __init__(self, future: asyncio.Future[Answer], trusted: bool) -> None:
         self.future = future
+        self.trusted = trusted
         self.wants_reason = False
+
+    @property
+    def prompt(self) -> str:
+        return REASON_PROMPT if self.wants_reason else question(trusted=self.trusted)
 
     def answer(self, text: str, screen: ChatScreen) -> None:
         if self.future.done():

@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..kernel import Profile
 from ..kernel._compose import prepare
 from ._runtime import Route, build_profile, resolve_route, workspace_dir
 
@@ -16,24 +15,25 @@ SECRET_WORDS = ("key", "token", "secret", "password", "authorization")
 MASK = "***"
 
 
-async def show_config(profile_files: list[Path] | None, cwd: Path | None) -> int:
+async def show_config(
+    profile_files: list[Path] | None, cwd: Path | None, model: str | None, base_url: str | None
+) -> int:
     import yaml
 
     workspace = workspace_dir(cwd)
-    profile = build_profile(profile_files)
+    profile, route = resolve_route(
+        build_profile(profile_files), model, None, base_url, require_key=False
+    )
     prepared = {item.row.id: item for item in prepare(profile)}
-    route = resolve_route(profile, None, None)
     print(f"# effective settings for {workspace}")
-    for name, value in effective_settings(profile, prepared, route):
+    for name, value in [*effective_settings(prepared, route), *permissions(workspace)]:
         print(f"{name + ':':<14} {value}")
     print(f"# layers: {', '.join(profile.sources) or '(none)'}")
     print(yaml.safe_dump(mask(profile.to_data()), sort_keys=False).rstrip() or "[]")
     return 0
 
 
-def effective_settings(
-    profile: Profile, prepared: dict[str, Any], route: Route
-) -> list[tuple[str, str]]:
+def effective_settings(prepared: dict[str, Any], route: Route) -> list[tuple[str, str]]:
     rows = [("model", f"{route.provider} / {route.model}")]
     rows += _endpoint_rows(prepared, route.provider)
     approval = getattr(prepared.get("approval"), "config", None)
@@ -53,6 +53,27 @@ def effective_settings(
         from ..persistence import default_root
 
         rows.append(("sessions", f"{persistence.backend} in {default_root(persistence.root)}"))
+    return rows
+
+
+def permissions(workspace: Path) -> list[tuple[str, str]]:
+    """The `permissions` rules of the workspace's settings files, each with its file and
+    whether it applies (a workspace's own files only once it is trusted)."""
+    from ..workspace import SettingsError, load_settings
+
+    try:
+        settings = load_settings(workspace)
+    except SettingsError as exc:
+        return [("permissions", f"unreadable: {exc}")]
+    rows = []
+    for layer in settings.layers:
+        found = layer.data.get("permissions")
+        if not isinstance(found, dict):
+            continue
+        state = "trusted" if layer.trusted else "ignored until the workspace is trusted"
+        for kind in ("allow", "ask", "deny"):
+            for rule in found.get(kind) or []:
+                rows.append(("permissions", f"{kind} {rule}  ({layer.source.path}, {state})"))
     return rows
 
 

@@ -14,6 +14,8 @@ from ._run import RunOptions, run_task
 if TYPE_CHECKING:
     from ..testing import Reply
 
+DEMO_MODEL = "deepseek:deepseek-v4-flash"
+"""The scripted demo plays DeepSeek's wire format, whatever DSH_MODEL says."""
 DEFAULT_TASK = "greeting.py prints the wrong words. Fix it and show that it works."
 SAMPLE = {
     "greeting.py": 'message = "hello wrold"\nprint(message)\n',
@@ -84,9 +86,7 @@ async def run_demo(task: str | None, workspace: Path | None, *, yes: bool = Fals
         os.environ["DEEPSEEK_API_KEY"] = "demo-key-not-a-secret"
         try:
             banner = f"{DEMO_BANNER}\n{banner}"
-            return await run_task(
-                dataclasses.replace(options, banner=banner, provider="deepseek-official")
-            )
+            return await run_task(dataclasses.replace(options, banner=banner, model=DEMO_MODEL))
         finally:
             for key, value in saved.items():
                 if value is None:

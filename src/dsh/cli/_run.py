@@ -19,7 +19,6 @@ from ._runtime import (
     CliError,
     Route,
     build_profile,
-    check_credentials,
     failure_advice,
     resolve_route,
     start_runtime,
@@ -45,6 +44,7 @@ class RunOptions:
     latest: bool = False
     """`--continue`: resume the latest session of the workspace."""
     plain: bool = False
+    base_url: str | None = None
     banner: str | None = None
 
 
@@ -63,9 +63,12 @@ def read_task(task: str | None) -> str:
 async def run_task(options: RunOptions) -> int:
     task = read_task(options.task)
     cwd = workspace_dir(options.cwd)
-    profile = build_profile(options.profile, yes=options.yes)
-    route = resolve_route(profile, options.provider, options.model)
-    check_credentials(route)
+    profile, route = resolve_route(
+        build_profile(options.profile, yes=options.yes),
+        options.model,
+        options.provider,
+        options.base_url,
+    )
     ctx = await start_runtime(profile, route)
     try:
         handle = await open_agent(ctx, route, cwd, resume=options.resume, latest=options.latest)
