@@ -161,5 +161,58 @@ def test_slash_commands_complete(chat: Chats) -> None:
     t.type("\t")
     t.wait_for(lambda t: t.cursor_line().startswith("> /compact"))
     t.enter()
-    t.wait_for("nothing to compact")
+    t.wait_for("nothing to compact yet: the conversation is 0 messages")
+    exits_cleanly(t)
+
+
+def test_resume_reprints_the_last_turns_and_history_is_per_workspace(chat: Chats) -> None:
+    t, server = chat([answer("Noted: the code word is tulip."), answer("It was tulip.")])
+    t.enter("remember the code word tulip")
+    t.wait_for("Noted: the code word is tulip.").wait_for(at_prompt)
+    session_id = next(line for line in t.lines() if line.startswith("new session ")).split()[-1]
+    exits_cleanly(t)
+
+    again, _ = chat(server)
+    again.type("\x1b[A")  # Up: the input history of this workspace
+    again.wait_for(lambda t: t.cursor_line() == "> remember the code word tulip")
+    again.ctrl("u")
+    again.enter("/sessions")
+    again.wait_for(lambda t: any(session_id in line and "1 turn" in line for line in t.lines()))
+    again.enter(f"/resume {session_id.removeprefix('session-')[:8]}")
+    again.wait_for(f"resumed session {session_id}")
+    lines = again.lines()
+    at = lines.index(f"resumed session {session_id}")
+    assert lines[at + 1 : at + 3] == [
+        "> remember the code word tulip",
+        "Noted: the code word is tulip.",
+    ]
+    again.enter("what was it?")
+    again.wait_for("It was tulip.")
+    exits_cleanly(again)
+
+
+def test_continue_and_yes(chat: Chats, tmp_path: Path) -> None:
+    run = {"tool_call": {"name": "bash", "arguments": {"command": "echo hi", "description": "x"}}}
+    t, server = chat([answer("First."), answer(run), answer("Ran it.")])
+    t.enter("start")
+    t.wait_for("First.")
+    exits_cleanly(t)
+    again, _ = chat(server, "-c", "--yes")
+    again.wait_for("--yes: every tool call is approved")
+    again.wait_for(lambda t: "> start" in t.lines() and "First." in t.lines())  # reprinted
+    again.enter("run it")
+    again.wait_for("Ran it.").wait_for(at_prompt)
+    assert not any("needs your approval" in line for line in again.lines())
+    exits_cleanly(again)
+
+
+def test_compact_an_ordinary_conversation(chat: Chats) -> None:
+    script = [{"parts": [f"Answer {i}: " + "details " * 30]} for i in range(3)]
+    t, server = chat([*script, "Summary: three questions about details."])
+    for i in range(3):
+        t.enter(f"question {i}")
+        t.wait_for(f"Answer {i}:").wait_for(at_prompt)
+    t.enter("/compact")
+    t.wait_for("⇣ compacted 5 earlier messages into a summary")
+    assert server.requests()[-1]["body"]["messages"][-1]["content"].startswith("Summarise")
     exits_cleanly(t)

@@ -13,6 +13,7 @@ from typing import Any
 from ..agent import USER_CANCEL, Agent, AgentHandle
 from ..kernel import Context, Disposer
 from ..plugins.approval import APPROVAL, Approval, ApprovalRequest
+from ..plugins.compaction import COMPACTION, CompactionError
 from ..session import SESSION_EVENT, SessionEventPayload
 from ..tools import Decision
 from ..workspace import Trust
@@ -61,8 +62,6 @@ class ChatOptions:
 
 
 async def chat(options: ChatOptions) -> int:
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise CliError("dsh chat needs a terminal; for scripts and pipes use `dsh run`")
     cwd = workspace_dir(options.cwd)
     profile, route = resolve_route(
         build_profile(options.profile, yes=options.yes),
@@ -71,6 +70,9 @@ async def chat(options: ChatOptions) -> int:
         options.base_url,
     )
     ctx = await start_runtime(profile, route)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        await ctx.owner.dispose()
+        raise CliError("dsh chat needs a terminal; for scripts and pipes use `dsh run`")
     session = Chat(ctx, route, cwd, options)
     try:
         await session.open(options.resume, options.latest)
@@ -266,7 +268,7 @@ class Chat:
             self.screen.note("  " + summary.line())
 
     async def _compact(self) -> None:
-        service = self.ctx.get("compaction")
+        service = self.ctx.get(COMPACTION)
         agent = self.agent
         if service is None or agent is None:
             self.screen.note("compaction is not available", "red")
@@ -274,13 +276,16 @@ class Chat:
         if agent.status != "idle":
             self.screen.note("wait for the turn to end before compacting", "red")
             return
+        self.screen.status("compacting…")
         try:
             result = await service.compact_now(agent)
-        except Exception as exc:
+        except CompactionError as exc:
             self.screen.note(f"compaction failed: {exc}", "red")
             return
+        finally:
+            self.screen.status(None)
         if result is None:
-            self.screen.note("nothing to compact", "dim")
+            self.screen.note(service.manual_plan(agent).why_not(), "dim")
 
     # -- approvals -----------------------------------------------------------------------------
 

@@ -184,3 +184,37 @@ def test_cut_never_splits_a_call_from_its_result() -> None:
     head = choose_cut(session, retain_tokens=1)
     assert head == [0]  # the cut moved before the assistant message, not between
     assert isinstance(Message, type)
+
+
+async def test_compact_now_works_on_an_ordinary_conversation(runtime: Runtime) -> None:
+    # A 1M window: 16 % of it (the pressure tail) would keep any chat whole.
+    model, agent = await setup(runtime, window=10**6)
+    for turn in range(20):
+        model.add(reply(f"answer {turn}: " + "words " * 40))
+        await run_prompt(agent, f"question {turn}: " + "more words " * 20)
+    service = runtime.ctx.require(COMPACTION)
+    plan = service.manual_plan(agent)
+    assert plan.messages == 40 and plan.summarised > 20
+    assert plan.retain_tokens == int(plan.tokens * 0.25)
+    model.add(reply("SUMMARY: twenty questions and answers about words."))
+    result = await service.compact_now(agent)
+    assert result is not None and len(result.shadowed_seqs) == plan.summarised
+    history = agent.session.derive_messages()
+    assert "<compacted-summary>" in history[0].text
+    assert history[-1].text.startswith("answer 19: ")
+
+
+async def test_compact_now_on_a_short_session_says_why_with_numbers(runtime: Runtime) -> None:
+    model, agent = await setup(runtime, window=10**6)
+    model.add(reply("Hello!"))
+    await run_prompt(agent, "hi")
+    service = runtime.ctx.require(COMPACTION)
+    assert await service.compact_now(agent) is None
+    plan = service.manual_plan(agent)
+    assert plan.why_not() == (
+        f"nothing to compact yet: the conversation is 2 messages, about {plan.tokens:,} tokens; "
+        f"/compact keeps the last 25% (about {plan.retain_tokens:,} tokens, at least the last "
+        "message) verbatim and summarises what is older only when that is 2 or more messages "
+        "(here: 1)"
+    )
+    assert "compaction/start" not in types(agent)

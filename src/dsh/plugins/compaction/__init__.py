@@ -9,11 +9,12 @@ from ._compactor import (
     compact,
 )
 from ._meter import context_tokens, estimate_message, estimate_messages, estimate_text
-from ._plugin import COMPACTION, Compaction, CompactionConfig, CompactionPlugin
+from ._plugin import COMPACTION, Compaction, CompactionConfig, CompactionPlugin, ManualPlan
 
 __all__ = [
     "COMPACTION",
     "INSTRUCTION",
+    "ManualPlan",
     "Compaction",
     "CompactionConfig",
     "CompactionError",
