@@ -48,15 +48,24 @@ def session_of(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_the_task_comes_from_stdin(tmp_path: Path) -> None:
-    server, env = served(tmp_path, ["From a dash.", "From a pipe."])
+    server, env = served(tmp_path, ["From a dash.", "From a pipe.", "Reviewed."])
     try:
         dashed = dsh(tmp_path, "run", "-", stdin="summarise this\nplease\n", **env)
         piped = dsh(tmp_path, "run", stdin="what is 2 + 2?", **env)
+        both = dsh(tmp_path, "run", "review this", stdin="- old\n+ new\n", **env)
     finally:
         server.close()
     assert dashed.returncode == 0 and piped.returncode == 0, dashed.stderr + piped.stderr
-    assert (dashed.stdout, piped.stdout) == ("From a dash.\n", "From a pipe.\n")
-    assert prompts(server) == ["summarise this\nplease", "what is 2 + 2?"]
+    assert (dashed.stdout, piped.stdout, both.stdout) == (
+        "From a dash.\n",
+        "From a pipe.\n",
+        "Reviewed.\n",
+    )
+    assert prompts(server) == [
+        "summarise this\nplease",
+        "what is 2 + 2?",
+        "review this\n\n- old\n+ new",
+    ]
     empty = dsh(tmp_path, "run", "-", stdin="", **env)
     assert empty.returncode == 2 and "standard input was empty" in empty.stderr
 

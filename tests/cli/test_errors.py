@@ -143,7 +143,7 @@ def test_internal_errors_are_one_line_unless_verbose(tmp_path: Path) -> None:
     assert quiet.returncode == 1
     assert quiet.stderr.splitlines() == [
         "dsh: internal error: RuntimeError: a defect in a plugin",
-        "(run again with --verbose, or DSH_LOG_LEVEL=debug, for the traceback)",
+        "(for the traceback: run again as `dsh --verbose …`, or with DSH_LOG_LEVEL=debug)",
     ]
     loud = dsh(tmp_path, "--verbose", "config", "show", "--profile", str(broken))
     assert "Traceback" in loud.stderr

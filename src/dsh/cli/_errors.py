@@ -74,7 +74,8 @@ def run_app(app: typer.Typer, argv: list[str]) -> None:
             raise
         print(f"dsh: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         print(
-            "(run again with --verbose, or DSH_LOG_LEVEL=debug, for the traceback)", file=sys.stderr
+            "(for the traceback: run again as `dsh --verbose …`, or with DSH_LOG_LEVEL=debug)",
+            file=sys.stderr,
         )
         sys.exit(EXIT_FAILED)
     sys.exit(code if isinstance(code, int) else 0)

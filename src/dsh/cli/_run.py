@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
+import stat
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -49,15 +51,27 @@ class RunOptions:
 
 
 def read_task(task: str | None) -> str:
-    """The task: the argument, or standard input for `-` (or no argument and a pipe)."""
+    """The task: the argument, or standard input for `-` (or no argument and a pipe). An
+    argument with a pipe or file on stdin gets that text after it (`git diff | dsh run
+    "review this"`)."""
     if task is not None and task != "-":
-        return task
+        piped = sys.stdin.read().strip() if _piped() else ""
+        return f"{task}\n\n{piped}" if piped else task
     if task is None and sys.stdin.isatty():
         raise CliError("no task: pass it as an argument, or `-` to read it from standard input")
     text = sys.stdin.read().strip()
     if not text:
         raise CliError("no task: standard input was empty")
     return text
+
+
+def _piped() -> bool:
+    """Whether stdin is a pipe or a file (not a terminal, not /dev/null)."""
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
 
 
 async def run_task(options: RunOptions) -> int:
