@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ from dsh.loop import ReactLoopAgent
 from dsh.plugins.invariants import INVARIANTS
 from dsh.profiles import CORE_ROWS
 from dsh.session import SessionMeta
-from dsh.testing import ScriptedModel
+from dsh.testing import PostgresServer, PostgresUnavailableError, ScriptedModel
 
 _ids = itertools.count(1)
 
@@ -82,3 +82,20 @@ async def runtime() -> AsyncIterator[Runtime]:
         await handle.dispose()
     await ctx.owner.dispose()
     assert invariants.violations == [], invariants.violations
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the test session (initdb into a temporary folder)."""
+    try:
+        server = PostgresServer(fsync=False).start()
+    except PostgresUnavailableError as exc:
+        pytest.skip(f"no PostgreSQL server to test against: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """A fresh, empty database on the test session's PostgreSQL server."""
+    return postgres_server.database()

@@ -12,6 +12,7 @@ from ..agent import AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOp
 from ..kernel import Context, Profile, boot, load_profile
 from ..llm import Json
 from ..llm.adapters import ModelRoute
+from ..persistence import SessionLockedError
 from ..session import SessionMeta
 
 DEFAULT_PROVIDER = "deepseek-official"
@@ -145,6 +146,8 @@ async def resume_agent(ctx: Context, route: Route, session_id: str) -> AgentHand
         )
     except (KeyError, LookupError, FileNotFoundError) as exc:
         raise CliError(f"no session {session_id!r} to resume: {exc}") from None
+    except SessionLockedError as exc:
+        raise CliError(str(exc)) from None
 
 
 def failure_advice(reason: Json, route: Route) -> str | None:

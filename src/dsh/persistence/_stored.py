@@ -82,9 +82,16 @@ class StoredSessions:
         _check(signal)
         await self.coordinator.settle(session_id)
         self._refuse_live(session_id, "prepared again")
-        session, stored = await asyncio.to_thread(self._prepare_sync, session_id)
-        _check(signal)
-        self.coordinator.expect(session, stored)
+        # The lease first: no other writer appends between this read and our first write.
+        lease = await asyncio.to_thread(self.coordinator.acquire, session_id)
+        try:
+            session, stored = await asyncio.to_thread(self._prepare_sync, session_id)
+            _check(signal)
+        except BaseException:
+            if lease is not None:
+                lease.release()
+            raise
+        self.coordinator.expect(session, stored, lease)
         return session
 
     def _prepare_sync(self, session_id: str) -> tuple[Session, int]:

@@ -3,6 +3,7 @@ OpenAI-compatible HTTP server that plays the same scripts over the wire."""
 
 from ._openai_server import OpenAIServer, RecordedRequest, ServerEntry
 from ._openai_wire import HttpError, Malformed, http_error, malformed
+from ._postgres import PostgresServer, PostgresUnavailableError
 from ._script import (
     Crash,
     Entry,
@@ -27,6 +28,8 @@ __all__ = [
     "Malformed",
     "OpenAIServer",
     "Part",
+    "PostgresServer",
+    "PostgresUnavailableError",
     "Reasoning",
     "RecordedRequest",
     "Reply",
