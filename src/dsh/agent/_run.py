@@ -27,8 +27,8 @@ _CLOSED = object()
 
 def session_events(agent: Agent, *, from_seq: int | None = None) -> AsyncIterator[SessionEvent]:
     """The events of `agent`'s session as they are appended (from `from_seq`, default the
-    next one), until the agent or its session is disposed. Subscribed at once, so nothing appended after
-    this call is missed; close the iterator (`aclose()`) to stop early."""
+    next one), until the agent or its session is disposed. Subscribed at once, so nothing
+    appended after this call is missed; close the iterator (`aclose()`) to stop early."""
     session = agent.session
     queue: asyncio.Queue[object] = asyncio.Queue()
     start = session.seq if from_seq is None else from_seq
