@@ -109,7 +109,7 @@ def test_steering_mid_turn_is_queued_then_taken(chat: Chats) -> None:
 def test_ctrl_c_cancels_the_turn_and_keeps_what_was_shown(chat: Chats) -> None:
     t, _ = chat([answer("Thinking out loud, and then", hang=True), answer("Back again.")])
     t.enter("never stop")
-    t.wait_for("Thinking out loud")
+    t.wait_for("Thinking out loud, and then")  # all of it streamed; the model then stalls
     t.ctrl("c")
     t.wait_for("✗ cancelled (user)").wait_for(at_prompt)
     lines = t.lines()
@@ -215,4 +215,14 @@ def test_compact_an_ordinary_conversation(chat: Chats) -> None:
     t.enter("/compact")
     t.wait_for("⇣ compacted 5 earlier messages into a summary")
     assert server.requests()[-1]["body"]["messages"][-1]["content"].startswith("Summarise")
+    exits_cleanly(t)
+
+
+def test_plain_prints_the_raw_text(chat: Chats) -> None:
+    t, _ = chat([answer("Some **bold** and `code`:\n\n- item")], "--plain")
+    t.enter("hi")
+    t.wait_for("- item").wait_for(at_prompt)
+    lines = t.lines()
+    at = lines.index("Some **bold** and `code`:")
+    assert lines[at + 1 : at + 3] == ["", "- item"]
     exits_cleanly(t)

@@ -118,10 +118,8 @@ def run_command(
     its turn completed."""
     from ._run import RunOptions, run_task
 
-    options = RunOptions(task, profile, provider, model, cwd, yes, json_)
-    exit_with(
-        run_task(dataclasses.replace(options, latest=continue_, plain=plain, base_url=base_url))
-    )
+    options = RunOptions(profile, model, base_url, provider, cwd, None, continue_, yes, plain)
+    exit_with(run_task(dataclasses.replace(options, task=task, json=json_)))
 
 
 @app.command("chat")
@@ -139,9 +137,10 @@ def chat_command(
     plain: PlainOption = False,
 ) -> None:
     """Talk with an agent: Enter sends, Ctrl-C cancels the running turn, /help for more."""
-    from ._chat import ChatOptions, chat
+    from ._chat import chat
+    from ._runtime import Options
 
-    options = ChatOptions(profile, provider, model, cwd, resume, continue_, yes, plain, base_url)
+    options = Options(profile, model, base_url, provider, cwd, resume, continue_, yes, plain)
     exit_with(chat(options))
 
 
@@ -209,17 +208,14 @@ def sessions_resume(
     yes: YesOption = False,
 ) -> None:
     """Resume session ID (a unique prefix is enough): run TASK in it, or chat in it."""
-    if task is None:
-        from ._chat import ChatOptions, chat
-
-        options = ChatOptions(
-            profile, provider, model, None, session_id, yes=yes, base_url=base_url
-        )
-        exit_with(chat(options))
     from ._run import RunOptions, run_task
 
-    resumed = RunOptions(task, profile, provider, model, None, yes, resume=session_id)
-    exit_with(run_task(dataclasses.replace(resumed, base_url=base_url)))
+    options = RunOptions(profile, model, base_url, provider, resume=session_id, yes=yes)
+    if task is None:
+        from ._chat import chat
+
+        exit_with(chat(options))
+    exit_with(run_task(dataclasses.replace(options, task=task)))
 
 
 @app.command("jsonrpc")

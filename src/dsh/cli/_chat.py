@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +18,7 @@ from ..tools import Decision
 from ..workspace import Trust
 from ._approve import REASK, REASON_PROMPT, Answer, approval_view, parse_answer, question
 from ._render import Renderer
-from ._runtime import (
-    CliError,
-    Route,
-    build_profile,
-    failure_advice,
-    resolve_route,
-    start_runtime,
-    workspace_dir,
-)
+from ._runtime import CliError, Options, Route, failure_advice, start
 from ._screen import ChatScreen, history_file
 from ._sessions import open_agent, persistence_of, summaries
 
@@ -48,28 +39,8 @@ RESUME_TURNS = 3
 """How many of a resumed session's last turns are printed again."""
 
 
-@dataclass(frozen=True, slots=True)
-class ChatOptions:
-    profile: list[Path] | None = None
-    provider: str | None = None
-    model: str | None = None
-    cwd: Path | None = None
-    resume: str | None = None
-    latest: bool = False
-    yes: bool = False
-    plain: bool = False
-    base_url: str | None = None
-
-
-async def chat(options: ChatOptions) -> int:
-    cwd = workspace_dir(options.cwd)
-    profile, route = resolve_route(
-        build_profile(options.profile, yes=options.yes),
-        options.model,
-        options.provider,
-        options.base_url,
-    )
-    ctx = await start_runtime(profile, route)
+async def chat(options: Options) -> int:
+    ctx, route, cwd = await start(options)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         await ctx.owner.dispose()
         raise CliError("dsh chat needs a terminal; for scripts and pipes use `dsh run`")
@@ -85,7 +56,7 @@ async def chat(options: ChatOptions) -> int:
 class Chat:
     """One chat: the screen, the current agent, and a pending approval question."""
 
-    def __init__(self, ctx: Context, route: Route, cwd: Path, options: ChatOptions) -> None:
+    def __init__(self, ctx: Context, route: Route, cwd: Path, options: Options) -> None:
         self.ctx = ctx
         self.route = route
         self.cwd = cwd

@@ -75,7 +75,7 @@ async def run_demo(task: str | None, workspace: Path | None, *, yes: bool = Fals
     approve, permission = _permissions(task, workspace, yes)
     cwd = workspace_dir(workspace) if workspace is not None else scratch_workspace()
     banner = f"{permission}\nworkspace: {cwd}"
-    options = RunOptions(task or DEFAULT_TASK, cwd=cwd, yes=approve, banner=banner)
+    options = RunOptions(cwd=cwd, yes=approve, task=task or DEFAULT_TASK, banner=banner)
     if os.environ.get("DEEPSEEK_API_KEY"):
         return await run_task(options)
     from ..testing import OpenAIServer

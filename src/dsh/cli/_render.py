@@ -125,7 +125,7 @@ class Renderer:
             self.surface.status("writing…")
         self._text.feed(delta)
         final = self._text.take_final()
-        if final.strip():
+        if final.strip() or (final and not self.markdown):  # plain text keeps blank lines
             self.surface.answer(final)
         self.surface.live(_tail(self._text.open))
 

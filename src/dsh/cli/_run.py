@@ -11,21 +11,12 @@ import stat
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..agent import USER_CANCEL, Agent, RunResult, run_prompt
 from ..session import SESSION_EVENT, SessionEventPayload
 from ._format import describe_end
 from ._render import Renderer, Surface
-from ._runtime import (
-    CliError,
-    Route,
-    build_profile,
-    failure_advice,
-    resolve_route,
-    start_runtime,
-    workspace_dir,
-)
+from ._runtime import CliError, Options, Route, failure_advice, start
 from ._sessions import open_agent
 
 EXIT_OK = 0
@@ -34,19 +25,9 @@ EXIT_INTERRUPTED = 130
 
 
 @dataclass(frozen=True, slots=True)
-class RunOptions:
-    task: str | None
-    profile: list[Path] | None = None
-    provider: str | None = None
-    model: str | None = None
-    cwd: Path | None = None
-    yes: bool = False
+class RunOptions(Options):
+    task: str | None = None
     json: bool = False
-    resume: str | None = None
-    latest: bool = False
-    """`--continue`: resume the latest session of the workspace."""
-    plain: bool = False
-    base_url: str | None = None
     banner: str | None = None
 
 
@@ -76,14 +57,7 @@ def _piped() -> bool:
 
 async def run_task(options: RunOptions) -> int:
     task = read_task(options.task)
-    cwd = workspace_dir(options.cwd)
-    profile, route = resolve_route(
-        build_profile(options.profile, yes=options.yes),
-        options.model,
-        options.provider,
-        options.base_url,
-    )
-    ctx = await start_runtime(profile, route)
+    ctx, route, cwd = await start(options)
     try:
         handle = await open_agent(ctx, route, cwd, resume=options.resume, latest=options.latest)
         agent = handle.agent

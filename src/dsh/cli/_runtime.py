@@ -40,6 +40,32 @@ def build_profile(extra: list[Path] | None, *, yes: bool = False) -> Profile:
     return profile
 
 
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What `dsh run` and `dsh chat` share: the profile, the model, the workspace, the
+    session to continue, approval and rendering."""
+
+    profile: list[Path] | None = None
+    model: str | None = None
+    base_url: str | None = None
+    provider: str | None = None
+    cwd: Path | None = None
+    resume: str | None = None
+    latest: bool = False
+    """`--continue`: resume the latest session of the workspace."""
+    yes: bool = False
+    plain: bool = False
+
+
+async def start(options: Options) -> tuple[Context, Route, Path]:
+    """Check what can be checked before any model call (the workspace, the route and its
+    key, the profile), then boot the runtime."""
+    cwd = workspace_dir(options.cwd)
+    profile = build_profile(options.profile, yes=options.yes)
+    profile, route = resolve_route(profile, options.model, options.provider, options.base_url)
+    return await start_runtime(profile, route), route, cwd
+
+
 def workspace_dir(cwd: Path | None) -> Path:
     """`--cwd` (else the current directory), resolved; it must be an existing directory."""
     path = (cwd or Path.cwd()).expanduser()

@@ -28,7 +28,7 @@ def answer_lines(text: str, width: int, *, markdown: bool, color: bool) -> list[
     """The terminal lines of a final answer part: a Markdown part is followed by one blank
     line (the space between blocks), raw text is printed as it is."""
     if not markdown:
-        return text.rstrip("\n").split("\n")
+        return text.removesuffix("\n").split("\n")  # whole lines, blank ones included
     lines = terminal_lines(answer_renderable(text, markdown=True), width, color=color)
     while lines and not _visible(lines[0]):
         lines.pop(0)
