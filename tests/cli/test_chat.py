@@ -3,6 +3,7 @@ against the loopback model server streaming token by token."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 from .support import workspace
@@ -88,7 +89,7 @@ def test_a_tool_call_and_its_result_come_in_order(chat: Chats, tmp_path: Path) -
 
 def test_steering_mid_turn_is_queued_then_taken(chat: Chats) -> None:
     slow = {
-        "parts": ["I am counting: " + " ".join(str(i) for i in range(60))],
+        "parts": ["I am counting: " + " ".join(str(i) for i in range(120))],
         "delay": 0.02,
         "piece_chars": 2,
     }
@@ -122,8 +123,17 @@ def test_ctrl_c_cancels_the_turn_and_keeps_what_was_shown(chat: Chats) -> None:
 def test_ctrl_c_twice_at_an_idle_prompt_exits(chat: Chats) -> None:
     t, _ = chat([])
     t.ctrl("c")
-    t.wait_for("(Ctrl-C again to exit)")
+    t.wait_for("(Ctrl-C again to exit)").wait_for(at_prompt)
     t.ctrl("c")
+    assert t.wait_exit() == 0
+
+
+def test_ctrl_c_between_two_prompts_counts_too(chat: Chats) -> None:
+    # A Ctrl-C typed while no prompt reads the keys arrives as SIGINT.
+    t, _ = chat([])
+    t.ctrl("c")
+    t.wait_for("(Ctrl-C again to exit)").wait_for(at_prompt)
+    t.child.kill(signal.SIGINT)
     assert t.wait_exit() == 0
 
 

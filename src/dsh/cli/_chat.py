@@ -75,6 +75,7 @@ class Chat:
         """Steering not yet in the log, by message id."""
         self._listener: Disposer | None = None
         self._answerer: Disposer | None = None
+        self._idle_interrupts = 0
 
     @property
     def agent(self) -> Agent | None:
@@ -90,39 +91,38 @@ class Chat:
         note = " · --yes: every tool call is approved" if self.yes else ""
         self.screen.note(f"dsh chat · {self.route.provider}/{self.route.model}{note}", "dim")
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGINT, self._interrupt)  # between two prompts
-        idle_interrupts = 0
+        loop.add_signal_handler(signal.SIGINT, self._ctrl_c)  # between two prompts
         try:
             with patch_stdout(raw=True):
                 while True:
                     try:
                         text = await self.screen.read()
                     except KeyboardInterrupt:
-                        if self._interrupt():
-                            idle_interrupts = 0
-                            continue
-                        idle_interrupts += 1
-                        if idle_interrupts >= 2:
-                            return 0
-                        self.screen.note("(Ctrl-C again to exit)", "dim")
+                        self._ctrl_c()
                         continue
                     except EOFError:
                         return 0
-                    idle_interrupts = 0
+                    self._idle_interrupts = 0
                     if not await self._handle(text):
                         return 0
         finally:
             loop.remove_signal_handler(signal.SIGINT)
             await self.screen.drain()
 
-    def _interrupt(self) -> bool:
-        """Cancel what is running (a turn, a question); False when there was nothing."""
+    def _ctrl_c(self) -> None:
+        """Ctrl-C (a key at the prompt, or SIGINT between two prompts): cancel the running
+        turn (and a question it asks); at an idle prompt, the second one quits."""
         agent = self.agent
-        if agent is None or agent.status != "running":
-            return False
-        agent.cancel(USER_CANCEL)
-        self.screen.status("cancelling the turn…")
-        return True
+        if agent is not None and agent.status == "running":
+            agent.cancel(USER_CANCEL)
+            self.screen.status("cancelling the turn…")
+            self._idle_interrupts = 0
+            return
+        self._idle_interrupts += 1
+        if self._idle_interrupts >= 2:
+            self.screen.stop()
+        else:
+            self.screen.note("(Ctrl-C again to exit)", "dim")
 
     def _prompt(self) -> str:
         if self.question is not None:

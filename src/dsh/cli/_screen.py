@@ -85,6 +85,7 @@ class ChatScreen:
         self._ticker: asyncio.Task[None] | None = None
         self._pending: list[str] = []
         self._flushing: asyncio.Task[None] | None = None
+        self._stopped = False
 
     def _session(self, history: Path | None, commands: dict[str, str]) -> PromptSession[str]:
         stored: History = InMemoryHistory()
@@ -152,9 +153,19 @@ class ChatScreen:
     # -- the prompt --------------------------------------------------------------------------
 
     async def read(self) -> str:
-        """One line from the user (KeyboardInterrupt on Ctrl-C, EOFError on Ctrl-D)."""
+        """One line from the user (KeyboardInterrupt on Ctrl-C, EOFError on Ctrl-D or once
+        `stop()` was called)."""
         await self.drain()
+        if self._stopped:
+            raise EOFError
         return await self.session.prompt_async(self._message)
+
+    def stop(self) -> None:
+        """End the current `read()` (or the next one) with EOFError."""
+        self._stopped = True
+        app = self.session.app
+        if app.is_running:
+            app.exit(exception=EOFError())
 
     def _message(self) -> StyleAndTextTuples:
         width = self.width
