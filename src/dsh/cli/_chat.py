@@ -288,9 +288,9 @@ class Chat:
     ) -> None:
         """Save the project rule; answering "always in this project" in a workspace not yet
         trusted trusts it (the question said so), or the rule would never apply."""
-        rule, path = approval.allow_in_project(self.cwd, request.tool, request.arguments)
         if not trusted:
             Trust().trust(self.cwd)
+        rule, path = approval.allow_in_project(self.cwd, request.tool, request.arguments)
         also = "; this workspace is now trusted" if not trusted else ""
         self.screen.note(f"  saved: allow {rule} in {path}{also}", "dim")
 

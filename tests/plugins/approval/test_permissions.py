@@ -103,6 +103,7 @@ async def test_an_untrusted_workspace_widens_nothing(world: World, home: Path) -
     assert await world.call("bash", command="ls") != "ran"
     assert world.asked  # its allow did not count
     settings(home / ".dsh" / "settings.json", allow=["bash(ls)"])  # the user's own file does
+    world.ctx.require(APPROVAL).permissions.reload()
     assert await world.call("bash", command="ls") == "ran"
 
 

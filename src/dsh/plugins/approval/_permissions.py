@@ -8,6 +8,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,9 @@ CLAUDE_NAMES |= {"Glob": "glob", "Grep": "grep", "MultiEdit": "edit"}
 OUR_NAMES = {ours: theirs for theirs, ours in CLAUDE_NAMES.items() if theirs != "MultiEdit"}
 FILE_TOOLS = ("edit", "write", "read")
 LOCAL_FILE = Path(".dsh") / "settings.local.json"
+RECHECK_S = 0.5
+"""How long the files' modification times are trusted before they are looked at again
+(a stat of each settings file per tool call would cost tens of µs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,20 +81,25 @@ def project_rule(tool: str, args: Mapping[str, Json]) -> str:
 
 class ProjectPermissions:
     """The `permissions` in effect for each workspace, re-read when a settings file or the
-    trust file changes."""
+    trust file changes (noticed within `RECHECK_S`; at once for `allow_in_project`)."""
 
     def __init__(self) -> None:
-        self._cache: dict[str, tuple[tuple[int, ...], tuple[PermissionRule, ...]]] = {}
+        self._cache: dict[tuple[str | None, ...], _Cached] = {}
 
     def rules(self, workspace: Path) -> tuple[PermissionRule, ...]:
-        key = str(workspace)
-        stamp = _stamp(workspace)
+        key = (str(workspace), os.environ.get("HOME"), os.environ.get("DSH_HOME"))
         cached = self._cache.get(key)
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
-        found = _read_rules(workspace)
-        self._cache[key] = (stamp, found)
-        return found
+        if cached is None:
+            files = [str(s.path) for s in settings_sources(workspace)] + [str(Trust().path)]
+            cached = self._cache[key] = _Cached(tuple(files))
+        now = time.monotonic()
+        if now - cached.checked_at < RECHECK_S:
+            return cached.rules
+        cached.checked_at = now
+        stamp = tuple(_mtime(f) for f in cached.files)
+        if stamp != cached.stamp:
+            cached.stamp, cached.rules = stamp, _read_rules(workspace)
+        return cached.rules
 
     def decide(self, tool: str, args: Json, workspace: Path) -> PreDecision | None:
         """What the settings say about this call (None: nothing)."""
@@ -117,8 +126,12 @@ class ProjectPermissions:
                 allow.append(rule)
 
         edit_json_file(path, add)
-        self._cache.pop(str(workspace), None)
+        self.reload()
         return rule, path
+
+    def reload(self) -> None:
+        """Read the files again at the next call (after changing them, or the trust)."""
+        self._cache.clear()
 
 
 def _decision(rule: PermissionRule) -> PreDecision:
@@ -150,12 +163,16 @@ def _read_rules(workspace: Path) -> tuple[PermissionRule, ...]:
     return tuple(found)
 
 
-def _stamp(workspace: Path) -> tuple[int, ...]:
-    paths = [s.path for s in settings_sources(workspace)] + [Trust().path]
-    return tuple(_mtime(p) for p in paths)
+@dataclass(slots=True)
+class _Cached:
+    files: tuple[str, ...]
+    """The settings files of a workspace, and the trust file."""
+    stamp: tuple[int, ...] = ()
+    rules: tuple[PermissionRule, ...] = ()
+    checked_at: float = -RECHECK_S
 
 
-def _mtime(path: Path) -> int:
+def _mtime(path: str) -> int:
     try:
         return os.stat(path).st_mtime_ns
     except OSError:
