@@ -168,3 +168,13 @@ def test_on_a_terminal_the_answer_is_rendered_markdown_and_no_spinner_stays(
 
     plain = dsh(tmp_path, [text], "--plain", "x")  # piped: the raw text, whatever the flag
     assert plain.stdout == text.rstrip("\n") + "\n"
+
+
+def test_a_retry_line_says_what_failed(tmp_path: Path) -> None:
+    waited = "deepseek-official: no data for 60s while waiting for the response to start"
+    result = dsh(tmp_path, [{"fail": "TIMEOUT", "message": waited}, "Recovered."], "hello")
+    assert result.returncode == 0, result.stderr
+    shown = " ".join(result.stderr.split())  # the console wraps long lines
+    assert "↻ retry 1/5 in " in shown
+    assert f"s: {waited.removeprefix('deepseek-official: ')}" in shown
+    assert result.stdout.strip() == "Recovered."

@@ -31,6 +31,7 @@ from ._scope import (
     create_scope,
     scope_chain,
 )
+from ._secrets import HELD, holds_secrets, read_secret, redact_secrets
 from ._signal import Aborted, CancelSignal
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "SYSTEM_PROMPT",
     "TOOLS",
     "ENTRY_POINT_GROUP",
+    "HELD",
     "Aborted",
     "CancelSignal",
     "CompositionError",
@@ -67,7 +69,10 @@ __all__ = [
     "boot",
     "create_scope",
     "declared_events",
+    "holds_secrets",
     "load_profile",
+    "read_secret",
+    "redact_secrets",
     "resolve_plugin",
     "scope_chain",
 ]

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import TypeVar
 
 __all__ = ["Aborted", "CancelSignal"]
 
 _log = logging.getLogger("dsh.kernel")
+T = TypeVar("T")
 
 
 class Aborted(Exception):
@@ -113,6 +115,36 @@ class CancelSignal:
         for signal in signals:
             signal.add_callback(fused.abort)
         return fused
+
+    async def wait_or_abandon(self, task: asyncio.Future[T], grace_s: float) -> T:
+        """Await `task`; once the signal has fired, wait at most `grace_s` more, then stop
+        waiting and raise `Aborted(reason)`, leaving `task` running (never cancelled): the
+        caller owns what happens to it. For work that is asked to stop through this signal
+        but may ignore it. If the caller is cancelled, so is `task`."""
+        if task.done():
+            return task.result()
+        loop = asyncio.get_running_loop()
+        given_up: asyncio.Future[None] = loop.create_future()
+        timers: list[asyncio.TimerHandle] = []
+
+        def give_up() -> None:
+            if not given_up.done():
+                given_up.set_result(None)
+
+        remove = self.add_callback(lambda _reason: timers.append(loop.call_later(grace_s, give_up)))
+        try:
+            await asyncio.wait((task, given_up), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            remove()
+            for timer in timers:
+                timer.cancel()
+            given_up.cancel()
+        if task.done():
+            return task.result()
+        raise Aborted(self._reason)
 
     def __repr__(self) -> str:
         state = f"aborted={self._reason!r}" if self.aborted else "live"

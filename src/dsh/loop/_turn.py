@@ -107,9 +107,22 @@ class TurnRunner:
         finally:
             activity.turn_open = False
             self.session.append("turn/end", {"turn": turn, "reason": reason})
+        if not await self._checkpoint(turn, activity.step):
+            return False
         if reason["kind"] == "aborted":
             return False  # pending work preserved by keep_inbox waits for a new wake
         return bool(self.agent.inbox.next_turn)
+
+    async def _checkpoint(self, turn: int, step: int) -> bool:
+        """The closed turn's durability checkpoint (`session/flush`), still inside `running`:
+        an answer is on disk before the agent reports idle. A failed flush is reported
+        (`agent/error`) and stops the driver; the coordinator keeps the unwritten events."""
+        try:
+            await self.state.sessions.flush(self.session)
+        except Exception as exc:
+            self.agent.events.emit(AGENT_ERROR, AgentError(self.agent, turn, step, exc))
+            return False
+        return True
 
     def _failed(self, turn: int, step: int, exc: Exception) -> dict[str, Json]:
         """The `error` reason of a failed turn; `agent/error` is emitted."""

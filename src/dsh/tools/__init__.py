@@ -8,7 +8,7 @@ from ._events import (
     TOOLS_PRE_EXECUTE,
     TOOLS_RESULT,
 )
-from ._plugin import ToolsPlugin
+from ._plugin import ToolsConfig, ToolsPlugin
 from ._registry import Guard
 from ._runtime import ExecutionMode, ToolRuntime
 from ._schema import JsonSchemaError, check_schema, validate_value
@@ -82,6 +82,7 @@ __all__ = [
     "ToolRunContext",
     "ToolRuntime",
     "ToolSuccess",
+    "ToolsConfig",
     "ToolsPlugin",
     "check_schema",
     "default_render",

@@ -10,17 +10,18 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-import os
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..._version import __version__
+from ...kernel import read_secret
 from .._adapter import ModelInfo, ProviderInfo, RetryPolicy
 from .._chunks import Finish, LlmFailure, StreamChunk, aborted_finish, error_finish
 from .._content import Json
 from .._request import GenerateOptions
 from ._failures import (
+    call_deadline,
     http_failure,
     malformed_event,
     missing_credential,
@@ -46,9 +47,11 @@ class Endpoint:
     """One provider route served over Chat Completions.
 
     `url` is the full `…/chat/completions` URL. `api_key_env` names the environment
-    variable holding the key (read at each call; None sends no `Authorization`). `fallback`
+    variable holding the key (taken out of the environment by `read_secret` when mounted,
+    read again at each call; None sends no `Authorization`). `fallback`
     describes models missing from `models` (None: unknown models get no metadata, so
-    nothing is defaulted or checked for them).
+    nothing is defaulted or checked for them). `idle_timeout_s` bounds each wait for a byte
+    (the response's first one too); `call_timeout_s` bounds the whole call.
     """
 
     provider: str
@@ -63,7 +66,8 @@ class Endpoint:
     headers: Mapping[str, str] = field(default_factory=dict)
     extra_body: Mapping[str, Json] = field(default_factory=dict)
     connect_timeout_s: float = 10.0
-    idle_timeout_s: float = 300.0
+    idle_timeout_s: float = 60.0
+    call_timeout_s: float = 600.0
 
 
 class _Interrupted(Exception):
@@ -75,22 +79,38 @@ DRAIN_AFTER_DONE_S = 1.0
 
 
 class _ReadGuard:
-    """Interrupts this stream's own pending read when the request signal fires.
+    """Interrupts this stream's own pending read when the request signal fires or the call's
+    deadline passes (`expired`).
 
     Cancellation stays cooperative: the signal callback cancels the reading task only while
     it is parked in one of our reads (as `asyncio.timeout` would), and the cancellation is
     consumed here and turned into `_Interrupted`, never leaking to the caller.
     """
 
-    __slots__ = ("_armed", "_cancelling", "_remove", "_signal", "_task", "fired")
+    __slots__ = (
+        "_armed",
+        "_cancelling",
+        "_remove",
+        "_signal",
+        "_task",
+        "_timer",
+        "expired",
+        "fired",
+    )
 
-    def __init__(self, signal: CancelSignal | None) -> None:
+    def __init__(self, signal: CancelSignal | None, deadline_s: float) -> None:
         self._signal = signal
         self._task: asyncio.Task[Any] | None = None
         self._armed = False
         self._cancelling = 0
         self.fired = False
+        self.expired = False
         self._remove = None if signal is None else signal.add_callback(self._fire)
+        self._timer = asyncio.get_running_loop().call_later(deadline_s, self._expire)
+
+    def _expire(self) -> None:
+        self.expired = True
+        self._fire(None)
 
     def _fire(self, reason: object) -> None:
         task = self._task
@@ -101,7 +121,7 @@ class _ReadGuard:
 
     async def read(self, awaitable: Awaitable[T]) -> T:
         signal = self._signal
-        if signal is not None and signal.aborted:
+        if self.expired or (signal is not None and signal.aborted):
             if asyncio.iscoroutine(awaitable):
                 awaitable.close()
             raise _Interrupted
@@ -117,6 +137,7 @@ class _ReadGuard:
             self._armed = False
 
     def close(self) -> None:
+        self._timer.cancel()
         if self._remove is not None:
             self._remove()
             self._remove = None
@@ -134,7 +155,7 @@ class ChatCompletionsAdapter:
 
     One `stream` call is one HTTP request: no retries (the retry plugin decides), the
     request signal closes the connection at once, provider failures end the stream with
-    `finish error` and a classified `LlmFailure`. The API key is read from the environment
+    `finish error` and a classified `LlmFailure`. The API key is read with `read_secret`
     at each call and never logged or put in a failure.
     """
 
@@ -232,7 +253,7 @@ class ChatCompletionsAdapter:
             return
         secret: str | None = None
         if endpoint.api_key_env:
-            secret = os.environ.get(endpoint.api_key_env)
+            secret = read_secret(endpoint.api_key_env)
             if not secret:
                 failure = missing_credential(endpoint.provider, endpoint.api_key_env)
                 yield Finish(error_finish(failure))
@@ -254,7 +275,7 @@ class ChatCompletionsAdapter:
             headers=headers,
             timeout=self._timeouts[endpoint.provider],
         )
-        guard = _ReadGuard(signal)
+        guard = _ReadGuard(signal, endpoint.call_timeout_s)
         response: httpx.Response | None = None
         provider = endpoint.provider
         out: list[StreamChunk] = []
@@ -312,16 +333,19 @@ class ChatCompletionsAdapter:
             for chunk in out:
                 yield chunk
         except _Interrupted:
-            yield _aborted(signal)
+            if guard.expired and not (signal is not None and signal.aborted):
+                yield Finish(error_finish(call_deadline(provider, endpoint.call_timeout_s)))
+            else:
+                yield _aborted(signal)
         except self._io_errors as exc:
             if signal is not None and signal.aborted:
                 yield _aborted(signal)
             else:
-                yield Finish(
-                    error_finish(
-                        transport_failure(provider, exc, endpoint.idle_timeout_s, endpoint.url)
-                    )
+                started = response is not None
+                failure = transport_failure(
+                    provider, exc, endpoint.idle_timeout_s, started, endpoint.url
                 )
+                yield Finish(error_finish(failure))
         finally:
             guard.close()
             if response is not None:
@@ -332,6 +356,9 @@ class ChatCompletionsAdapter:
 def mount_adapter(ctx: Context, endpoints: Sequence[Endpoint]) -> ChatCompletionsAdapter:
     """Serve `endpoints` through `ctx.llm`; the HTTP client closes after the routes go."""
     adapter = ChatCompletionsAdapter(endpoints)
+    for endpoint in endpoints:
+        if endpoint.api_key_env:
+            read_secret(endpoint.api_key_env)  # out of the environment before any tool runs
     ctx.owner.effect(adapter.aclose)  # disposed last (LIFO): after the routes are withdrawn
     ctx.llm.register_adapter([e.provider for e in endpoints], adapter)
     return adapter

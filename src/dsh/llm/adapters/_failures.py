@@ -150,6 +150,12 @@ def closed_early(provider: str) -> LlmFailure:
     return LlmFailure(f"{provider}: the stream ended before a finish reason", "TRANSPORT")
 
 
+def call_deadline(provider: str, call_timeout_s: float) -> LlmFailure:
+    return LlmFailure(
+        f"{provider}: no complete response within {call_timeout_s:g}s (call deadline)", "TIMEOUT"
+    )
+
+
 def missing_credential(provider: str, env: str) -> LlmFailure:
     return LlmFailure(
         f"{provider}: no API key: set the {env} environment variable", "MISSING_CREDENTIAL"
@@ -157,17 +163,24 @@ def missing_credential(provider: str, env: str) -> LlmFailure:
 
 
 def transport_failure(
-    provider: str, exc: BaseException, idle_timeout_s: float, url: str | None = None
+    provider: str,
+    exc: BaseException,
+    idle_timeout_s: float,
+    started: bool,
+    url: str | None = None,
 ) -> LlmFailure:
-    """Classify an httpx exception (or any other I/O error); a failure to connect names the
-    URL and the plain cause (`connection refused (http://…)`)."""
+    """Classify an httpx exception (or any other I/O error); `started`: the response's
+    headers had arrived (a timeout then is a stalled stream, else an unanswered request). A
+    failure to connect names the URL and the plain cause (`connection refused (http://…)`)."""
     import httpx
 
     name = type(exc).__name__
     text = str(exc) or name
     if isinstance(exc, httpx.ReadTimeout):
+        waited = "the next chunk" if started else "the response to start"
         return LlmFailure(
-            f"{provider}: no data from the provider for {idle_timeout_s:g}s (idle stream)",
+            f"{provider}: no data for {idle_timeout_s:g}s while waiting for {waited} "
+            "(idle timeout)",
             "TIMEOUT",
         )
     where = f" ({url})" if url else ""

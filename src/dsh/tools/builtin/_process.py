@@ -3,18 +3,24 @@
 The child leads its own process group, so a timeout, a cancel or an output overflow ends the
 whole group (SIGTERM, then SIGKILL after a grace period) — grandchildren included. Exit is
 detected from the process itself, not from its pipes: a background grandchild that keeps a
-pipe open delays the result by at most a short drain, not until it exits.
+pipe open delays the result by at most a short drain, not until it exits. Every child carries
+this process's reaper marker in its environment: if this process dies, even by SIGKILL, the
+reaper kills whatever still carries it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
+import secrets
 import signal as signals
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from ...kernel import CancelSignal
@@ -27,6 +33,53 @@ KILL_GRACE_S = 3.0
 """How long a stopped group gets between SIGTERM and SIGKILL."""
 DRAIN_S = 0.25
 """How long to keep reading after the child exited, for pipes a grandchild still holds."""
+
+
+_log = logging.getLogger("dsh.tools")
+
+REAPER_ENV = "DSH_REAPER_MARK"
+"""The environment variable that marks a command (and what it starts) as this process's."""
+
+
+class _Reaper:
+    """This process's reaper (`_reaper_main.py`): a child process, started before the first
+    command, that waits for the pipe from this process to close — it does even on SIGKILL —
+    and then kills every process whose environment carries `marker`. Started again if it
+    died or this process was forked (a fork gets a marker of its own)."""
+
+    SCRIPT = Path(__file__).with_name("_reaper_main.py")
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[bytes] | None = None
+        self._started_by = 0
+        self.marker = ""
+
+    def ensure(self) -> str | None:
+        """The marker for a new command's environment (None: no reaper could start)."""
+        process = self._process
+        if process is not None and process.poll() is None and self._started_by == os.getpid():
+            return self.marker
+        marker = f"{os.getpid()}-{secrets.token_hex(8)}"
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(self.SCRIPT), f"{REAPER_ENV}={marker}"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd="/",
+                # Without an inherited marker: the reaper of a dsh that runs this one must
+                # not kill this reaper before it has done its own work.
+                env={k: v for k, v in os.environ.items() if k != REAPER_ENV},
+                start_new_session=True,  # out of reach of the terminal's Ctrl-C
+            )
+        except OSError as exc:
+            _log.warning("no reaper: commands may outlive a killed dsh (%s)", exc)
+            return None
+        self._started_by, self.marker = os.getpid(), marker
+        return marker
+
+
+_REAPER = _Reaper()
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +196,10 @@ async def run_process(
     """
     loop = asyncio.get_running_loop()
     capture = _Capture(loop, max_bytes, keep == "tail")
+    child_env = dict(os.environ if env is None else env)
+    marker = _REAPER.ensure()
+    if marker is not None:
+        child_env[REAPER_ENV] = marker
     transport, _ = await loop.subprocess_exec(
         lambda: capture,
         *argv,
@@ -150,7 +207,7 @@ async def run_process(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=cwd,
-        env=None if env is None else dict(env),
+        env=child_env,
         start_new_session=True,
     )
     pid = transport.get_pid()

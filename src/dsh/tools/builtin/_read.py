@@ -6,13 +6,14 @@ import asyncio
 import os
 import stat
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import BinaryIO, ClassVar
 
 from ...kernel import TOOLS, Context
 from ...llm import Json
 from .._types import ToolDefinition, ToolRunContext
 from ._args import ArgumentError, optional_int, required_text, schema
 from ._guidance import mount_tool
+from ._lines import line_blocks
 from ._observations import FS_OBSERVATIONS, FileObservations, FileVersion, FsError
 from ._workspace import ResolvedPath, WorkspaceConfig
 
@@ -22,6 +23,9 @@ MAX_LINES = 2000
 MAX_LINE_CHARS = 2000
 MAX_BYTES = 51_200
 SNIFF_BYTES = 8192
+LINE_KEEP_BYTES = 4 * MAX_LINE_CHARS + 4
+"""Enough bytes of a line for its first `MAX_LINE_CHARS` characters and to tell that more
+follow (no character takes more than 4 bytes): longer lines are not read further."""
 LINE_TRUNCATED = f"... (line truncated to {MAX_LINE_CHARS} chars)"
 
 GUIDANCE = """\
@@ -74,16 +78,32 @@ def _window(where: ResolvedPath, offset: int, limit: int) -> tuple[Json, FileVer
         st = os.fstat(file.fileno())
         sniff_text(file.read(SNIFF_BYTES + 1), display, "read")
         file.seek(0)
-        lines: list[Json] = []
-        used = 0
-        total = 0
-        full = False
-        last = offset + limit - 1
-        for raw in file:
+        lines, total = _scan(file, offset, offset + limit - 1)
+    if offset > total and not (total == 0 and offset == 1):
+        raise FsError(
+            f'offset {offset} is out of range for "{display}" ({total} lines)', "FS_OUT_OF_RANGE"
+        )
+    value: Json = {"path": display, "offset": offset, "lines": lines, "totalLines": total}
+    return value, FileVersion.of(st)
+
+
+def _scan(file: BinaryIO, first: int, last: int) -> tuple[list[Json], int]:
+    """The numbered lines `first`..`last` (within `MAX_BYTES`) and the total line count, in
+    bounded memory: lines outside the window are only counted, long ones only partly read."""
+    lines: list[Json] = []
+    used = 0
+    total = 0
+    full = False
+    for block in line_blocks(file, LINE_KEEP_BYTES):
+        count = block.count(b"\n") + (not block.endswith(b"\n"))
+        if full or total + count < first or total >= last:
+            total += count
+            continue
+        for raw in block.split(b"\n")[:count]:
             total += 1
-            if full or total < offset or total > last:
+            if full or total < first or total > last:
                 continue
-            text = raw.rstrip(b"\n").removesuffix(b"\r").decode("utf-8", "replace")
+            text = raw.removesuffix(b"\r").decode("utf-8", "replace")
             if len(text) > MAX_LINE_CHARS:
                 text = text[:MAX_LINE_CHARS] + LINE_TRUNCATED
             size = len(text.encode("utf-8")) + (1 if lines else 0)
@@ -92,12 +112,7 @@ def _window(where: ResolvedPath, offset: int, limit: int) -> tuple[Json, FileVer
                 continue
             used += size
             lines.append({"number": total, "text": text})
-    if offset > total and not (total == 0 and offset == 1):
-        raise FsError(
-            f'offset {offset} is out of range for "{display}" ({total} lines)', "FS_OUT_OF_RANGE"
-        )
-    value: Json = {"path": display, "offset": offset, "lines": lines, "totalLines": total}
-    return value, FileVersion.of(st)
+    return lines, total
 
 
 def read_tool(observations: FileObservations, config: ReadConfig | None = None) -> ToolDefinition:
