@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 LIVE_LINES = 8
 """How much of the block being written the live area shows (its tail)."""
 REASONING_PREVIEW = 72
+USAGE_EVENTS = ("assistant/message", "tool/call")
+"""What `usage_of` reads."""
 
 
 class Surface(Protocol):
@@ -36,10 +38,6 @@ class Surface(Protocol):
     def status(self, text: str | None, *, keep: bool = False) -> None:
         """Show what is happening now (None clears). `keep`: worth a line of its own where
         nothing can be updated in place (a retry on a pipe)."""
-
-
-_SPENT = "spent"
-"""The marker of a step whose chunks were rendered (its `assistant/message` adds nothing)."""
 
 
 class Renderer:
@@ -71,12 +69,13 @@ class Renderer:
         self._thought: str | None = None
         self._step: tuple[int, int] | None = None
         self._turn: list[SessionEvent] = []
-        """The events of the current turn (for its usage line)."""
+        """The current turn's events that count for its usage line."""
 
     # -- dispatch ------------------------------------------------------------------------------
 
     def event(self, event: SessionEvent) -> None:
-        self._turn.append(event)
+        if event.type in USAGE_EVENTS:
+            self._turn.append(event)
         handler = getattr(self, "_" + event.type.replace("/", "_").replace("-", "_"), None)
         if handler is not None:
             handler(event)
@@ -96,7 +95,7 @@ class Renderer:
             self.surface.note(f"> {message.text}", "bold")
 
     def _turn_start(self, event: SessionEvent) -> None:
-        self._turn = [event]
+        self._turn = []
         self.surface.status("thinking…")
 
     def _step_start(self, event: SessionEvent) -> None:
