@@ -217,7 +217,7 @@ def test_continue_and_yes(chat: Chats, tmp_path: Path) -> None:
 
 
 def test_compact_an_ordinary_conversation(chat: Chats) -> None:
-    script = [{"parts": [f"Answer {i}: " + "details " * 30]} for i in range(3)]
+    script = [{"parts": [f"Answer {i}: " + "details " * 100]} for i in range(3)]
     t, server = chat([*script, "Summary: three questions about details."])
     for i in range(3):
         t.enter(f"question {i}")

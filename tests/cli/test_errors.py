@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from .support import DSH, cli_env, workspace
-from .terminal import ModelServer
+from .terminal import ModelServer, Terminal
 
 
 @pytest.fixture
@@ -45,18 +45,29 @@ def one_line(text: str) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("command", ["run", "chat"])
 def test_an_unusable_session_root_stops_before_the_model(
-    tmp_path: Path, server: ModelServer, command: str
+    tmp_path: Path, server: ModelServer
 ) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    args = [command, "--cwd", str(workspace(tmp_path))] + (["hello"] if command == "run" else [])
-    result = dsh(tmp_path, *args, base_url=server.url, DSH_SESSION_ROOT=str(blocker / "sessions"))
+    root = str(blocker / "sessions")
+    args = ["--cwd", str(workspace(tmp_path))]
+    result = dsh(tmp_path, "run", *args, "hello", base_url=server.url, DSH_SESSION_ROOT=root)
     assert result.returncode == 2
     line = one_line(result.stderr)
-    assert f"the session root {blocker / 'sessions'} is not a writable directory" in line
+    assert f"the session root {root} is not a writable directory" in line
     assert "set DSH_SESSION_ROOT" in line
+
+    env = cli_env(tmp_path, DEEPSEEK_BASE_URL=server.url, DEEPSEEK_API_KEY="sk-test")
+    env["DSH_SESSION_ROOT"] = root
+    chat = Terminal([sys.executable, *DSH, "chat", *args], env=env, cwd=tmp_path)
+    try:
+        assert chat.wait_exit() == 2
+    finally:
+        chat.close()
+    shown = "".join(chat.lines())  # one line, wrapped by the terminal
+    assert shown.startswith("dsh: ") and shown.count("dsh: ") == 1
+    assert f"the session root {root} is not a writable directory" in shown
     assert server.requests() == []
 
 

@@ -581,3 +581,41 @@ async def test_allow_is_the_default_decision(ctx: Context) -> None:
     ctx.on(TOOLS_PRE_EXECUTE, spy)
     await ctx.tools.execute(call())
     assert decisions == [Allow()]
+
+
+async def test_pre_execute_may_replace_the_arguments(ctx: Context) -> None:
+    approval = FakeApproval(Decision.once())
+    ctx.provide(APPROVAL, approval)
+    ctx.tools.register(define())
+    seen: list[Any] = []
+
+    async def rewrite(exec: ToolExecution, next: Next[ToolExecution, PreDecision]) -> PreDecision:
+        await next()
+        return Ask("check the new x", {"x": 21})
+
+    ctx.on(TOOLS_PRE_EXECUTE, rewrite)
+    ctx.on(TOOLS_RESULT, lambda outcome: seen.append(outcome.exec.arguments))
+    result = await ctx.tools.execute(call(agent=Agent()))
+    assert isinstance(result, ToolSuccess) and result.value == 42
+    assert [exec.arguments for exec, _ in approval.asked] == [{"x": 21}]  # asked about the new
+    assert seen == [{"x": 21}]
+
+
+async def test_replacement_arguments_must_be_lossless_json(ctx: Context) -> None:
+    ctx.tools.register(define())
+
+    async def rewrite(exec: ToolExecution, next: Next[ToolExecution, PreDecision]) -> PreDecision:
+        return Allow({"x": float("nan")})
+
+    ctx.on(TOOLS_PRE_EXECUTE, rewrite)
+    result = await ctx.tools.execute(call())
+    assert result.is_error and "not lossless JSON" in text(result)
+
+
+def test_stricter_keeps_replacement_arguments_unless_denied() -> None:
+    from dsh.tools import stricter
+
+    assert stricter(Ask("policy"), Allow({"x": 1})) == Ask("policy", {"x": 1})
+    assert stricter(Allow(), Ask("hook", {"x": 1})) == Ask("hook", {"x": 1})
+    assert stricter(Deny("no"), Allow({"x": 1})) == Deny("no")
+    assert stricter(Ask("a"), Ask("b")) == Ask("b")  # a tie: the other listener's reason

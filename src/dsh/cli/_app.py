@@ -23,6 +23,8 @@ config_app = typer.Typer(help="Inspect the effective settings.", no_args_is_help
 app.add_typer(config_app, name="config")
 sessions_app = typer.Typer(help="Persisted sessions.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
+hooks_app = typer.Typer(help="Command hooks (Claude Code's dialect).", no_args_is_help=True)
+app.add_typer(hooks_app, name="hooks")
 
 ProfileOption = Annotated[
     list[Path] | None,
@@ -72,6 +74,14 @@ PlainOption = Annotated[
     bool, typer.Option("--plain", help="Print answers as raw text (no Markdown rendering).")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Raw JSON lines.")]
+TrustOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust-workspace",
+        "--trust-hooks",
+        help="Trust the workspace for this run: run the hooks and MCP servers its files define.",
+    ),
+]
 
 
 def _version_callback(value: bool) -> None:
@@ -113,13 +123,14 @@ def run_command(
     json_: Annotated[
         bool, typer.Option("--json", help="Print one session event per line (for scripts).")
     ] = False,
+    trust: TrustOption = False,
 ) -> None:
     """Run an agent on TASK (`-`, or no TASK and a pipe: read it from stdin); exit 0 when
     its turn completed."""
     from ._run import RunOptions, run_task
 
     options = RunOptions(profile, model, base_url, provider, cwd, None, continue_, yes, plain)
-    exit_with(run_task(dataclasses.replace(options, task=task, json=json_)))
+    exit_with(run_task(dataclasses.replace(options, task=task, json=json_, trust=trust)))
 
 
 @app.command("chat")
@@ -206,16 +217,28 @@ def sessions_resume(
     base_url: BaseUrlOption = None,
     provider: ProviderOption = None,
     yes: YesOption = False,
+    trust: TrustOption = False,
 ) -> None:
     """Resume session ID (a unique prefix is enough): run TASK in it, or chat in it."""
     from ._run import RunOptions, run_task
 
-    options = RunOptions(profile, model, base_url, provider, resume=session_id, yes=yes)
+    options = RunOptions(
+        profile, model, base_url, provider, resume=session_id, yes=yes, trust=trust
+    )
     if task is None:
         from ._chat import chat
 
         exit_with(chat(options))
     exit_with(run_task(dataclasses.replace(options, task=task)))
+
+
+@hooks_app.command("list")
+def hooks_list(profile: ProfileOption = None, cwd: CwdOption = None) -> None:
+    """The hooks an agent in this workspace would have: where each comes from, and whether
+    it runs (a workspace's own hooks run once it is trusted)."""
+    from ._hooks import list_hooks
+
+    exit_with(list_hooks(profile, cwd))
 
 
 @app.command("jsonrpc")

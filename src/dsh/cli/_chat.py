@@ -18,7 +18,7 @@ from ..tools import Decision
 from ..workspace import Trust
 from ._approve import REASK, REASON_PROMPT, Answer, approval_view, parse_answer, question
 from ._render import Renderer
-from ._runtime import CliError, Options, Route, failure_advice, start
+from ._runtime import CliError, Options, Route, failure_advice, prepare, start_runtime
 from ._screen import ChatScreen, history_file
 from ._sessions import open_agent, persistence_of, summaries
 
@@ -28,6 +28,7 @@ COMMANDS = {
     "/resume": "resume a session: /resume ID (a unique prefix is enough)",
     "/sessions": "this workspace's sessions, newest first",
     "/compact": "summarise older turns to free the context",
+    "/hooks": "this session's hooks: where each comes from, whether it runs",
     "/reasoning": "show the model's reasoning in full, or folded (toggles)",
     "/exit": "quit",
 }
@@ -40,10 +41,12 @@ RESUME_TURNS = 3
 
 
 async def chat(options: Options) -> int:
-    ctx, route, cwd = await start(options)
+    profile, route, cwd = prepare(options)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        await ctx.owner.dispose()
         raise CliError("dsh chat needs a terminal; for scripts and pipes use `dsh run`")
+    if options.resume is None and not options.latest:
+        await ask_trust(cwd)  # before the runtime starts: MCP servers start with it
+    ctx = await start_runtime(profile, route)
     session = Chat(ctx, route, cwd, options)
     try:
         await session.open(options.resume, options.latest)
@@ -171,6 +174,8 @@ class Chat:
             await self._list_sessions("sessions of this workspace, newest first:")
         elif command == "/compact":
             await self._compact()
+        elif command == "/hooks":
+            self._show_hooks()
         elif command == "/reasoning":
             self.renderer.reasoning = not self.renderer.reasoning
             shown = "in full" if self.renderer.reasoning else "folded to one line"
@@ -237,6 +242,17 @@ class Chat:
         self.screen.note(title, "dim")
         for summary in found:
             self.screen.note("  " + summary.line())
+
+    def _show_hooks(self) -> None:
+        from ._hooks import hook_lines
+
+        service = self.ctx.get("hooks")
+        hooks = service.hooks_of(self.agent) if service is not None and self.agent else None
+        if hooks is None:
+            self.screen.note("hooks are not enabled (no hooks plugin in the profile)", "red")
+            return
+        for line in hook_lines(hooks):
+            self.screen.note(line)
 
     async def _compact(self) -> None:
         service = self.ctx.get(COMPACTION)
@@ -330,6 +346,27 @@ class Question:
             self.wants_reason = True
         else:
             self.future.set_result(given)
+
+
+async def ask_trust(workspace: Path) -> None:
+    """Ask once whether to trust a workspace whose files would run something; remember yes."""
+    from prompt_toolkit import PromptSession
+
+    from ._hooks import TRUST_QUESTION, trust_note, untrusted_files
+
+    files = untrusted_files(workspace)
+    if not files:
+        return
+    print(trust_note(workspace, files))
+    try:
+        answer = await PromptSession[str]().prompt_async(TRUST_QUESTION)
+    except (KeyboardInterrupt, EOFError):
+        answer = ""
+    if answer.strip().lower() in ("y", "yes"):
+        Trust().trust(workspace)
+        print(f"trusted {workspace}")
+    else:
+        print("not trusted: its hooks and MCP servers stay off")
 
 
 def _last_turns(events: list[Any], count: int) -> list[Any]:

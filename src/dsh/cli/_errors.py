@@ -52,11 +52,12 @@ def exit_with(coro: Coroutine[Any, Any, int]) -> NoReturn:
     """Run a command coroutine and exit with its code; a problem the user can fix prints
     one line and exits 2."""
     from ..kernel import CompositionError
+    from ..workspace import SettingsError
     from ._runtime import CliError
 
     try:
         code = asyncio.run(coro)
-    except (CliError, CompositionError) as exc:
+    except (CliError, CompositionError, SettingsError) as exc:
         typer.echo(f"dsh: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
     raise typer.Exit(code)

@@ -18,7 +18,8 @@ RESULT_WIDTH = 160
 _NUMBERED = re.compile(r"^\d+: ")
 
 
-def _preview(text: str, width: int = PREVIEW) -> str:
+def preview(text: str, width: int = PREVIEW) -> str:
+    """`text` on one line (whitespace runs collapsed), cut to `width`."""
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -28,10 +29,10 @@ def call_summary(name: str, raw_arguments: str) -> str:
     try:
         args = json.loads(raw_arguments) if raw_arguments.strip() else {}
     except ValueError:
-        return f"{name}({_preview(raw_arguments, 60)})"
+        return f"{name}({preview(raw_arguments, 60)})"
     if not isinstance(args, dict):
-        return f"{name}({_preview(json.dumps(args), 60)})"
-    parts = [f"{k}={_preview(json.dumps(v, ensure_ascii=False), 40)}" for k, v in args.items()]
+        return f"{name}({preview(json.dumps(args), 60)})"
+    parts = [f"{k}={preview(json.dumps(v, ensure_ascii=False), 40)}" for k, v in args.items()]
     return f"{name}({', '.join(parts)})"
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..llm import Message, ReasoningBlock, TextBlock, text_of
 from ..session import usage_of
 from ._blocks import StreamedText
-from ._format import call_summary, describe_end, result_summary, usage_line
+from ._format import call_summary, describe_end, preview, result_summary, usage_line
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -207,6 +207,23 @@ class Renderer:
         self.surface.status(
             f"↻ retry {data.get('retry')}{of} in {seconds:.1f} s: {what}", keep=True
         )
+
+    def _hook_result(self, event: SessionEvent) -> None:
+        """A hook that blocked, failed or has something to say (`hook/result`)."""
+        data = event.data
+        point, decision = data.get("point", "hook"), data.get("decision")
+        failed = "exitCode" not in data or data["exitCode"] not in (0, 2)
+        verbs = {"block": "blocked", "deny": "denied", "ask": "asks", "stop": "stopped the turn"}
+        if decision in verbs:
+            line, style = f"{point} hook {verbs[decision]}: {data.get('reason', '')}", "yellow"
+        elif failed and data.get("stderrSummary"):
+            line, style = f"{point} hook failed: {data['stderrSummary']}", "red"
+        elif data.get("output"):
+            line, style = f"{point} hook: {data['output']}", "dim"
+        else:
+            return
+        self._close_blocks()
+        self.surface.note(f"⚑ {preview(line.rstrip(': '), 160)}", style)
 
     def _compaction_summary(self, event: SessionEvent) -> None:
         count = len(event.data.get("shadowedSeqs", ()))

@@ -9,14 +9,15 @@ import os
 import signal
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
 from ..agent import USER_CANCEL, Agent, RunResult, run_prompt
 from ..session import SESSION_EVENT, SessionEventPayload
 from ._format import describe_end
+from ._hooks import trust_note, untrusted_files
 from ._render import Renderer, Surface
-from ._runtime import CliError, Options, Route, failure_advice, start
+from ._runtime import CliError, Options, Route, failure_advice, prepare, start_runtime
 from ._sessions import open_agent
 
 EXIT_OK = 0
@@ -57,55 +58,78 @@ def _piped() -> bool:
 
 async def run_task(options: RunOptions) -> int:
     task = read_task(options.task)
-    ctx, route, cwd = await start(options)
+    profile, route, cwd = prepare(options)
+    resuming = options.resume is not None or options.latest
+    untrusted = [] if options.trust or resuming else untrusted_files(cwd)
+    ctx = await start_runtime(profile, route)
     try:
         handle = await open_agent(ctx, route, cwd, resume=options.resume, latest=options.latest)
         agent = handle.agent
         with _surface(options) as surface:
             renderer = Renderer(surface, markdown=_markdown(options), outcomes=False)
+            if untrusted:
+                remedy = "pass --trust-workspace, or trust it once in dsh chat"
+                surface.note(f"note: {trust_note(cwd, untrusted)}: {remedy}", "yellow")
             if options.banner:
                 surface.note(options.banner, "bold yellow")
-
-            def on_event(payload: SessionEventPayload) -> None:
-                if payload.session is not agent.session:
-                    return
-                if options.json:
-                    sys.stdout.write(json.dumps(payload.event.to_json(), ensure_ascii=False))
-                    sys.stdout.write("\n")
-                    sys.stdout.flush()
-                else:
-                    renderer.event(payload.event)
-
-            ctx.on(SESSION_EVENT, on_event)
-            result = await _run_interruptibly(agent, task, surface)
+            ctx.on(SESSION_EVENT, _printer(agent, renderer, as_json=options.json))
+            with _Interrupts(agent, surface):
+                result = await _until_done(run_prompt(agent, task))
             renderer.close()
         return _report(agent, result, route)
     finally:
         await ctx.owner.dispose()
 
 
-async def _run_interruptibly(agent: Agent, task: str, surface: Surface) -> RunResult | None:
-    """Run the task; the first Ctrl-C cancels the turn, the second gives up waiting (None)."""
-    interrupts = 0
-    main = asyncio.current_task()
+def _printer(
+    agent: Agent, renderer: Renderer, *, as_json: bool
+) -> Callable[[SessionEventPayload], None]:
+    """The `session/event` listener that shows the agent's events (or prints them as JSON)."""
 
-    def on_interrupt() -> None:
-        nonlocal interrupts
-        interrupts += 1
-        if interrupts == 1:
-            surface.note("cancelling the turn… (Ctrl-C again to quit)", "yellow")
-            agent.cancel(USER_CANCEL)
-        elif main is not None:
-            main.cancel()
+    def on_event(payload: SessionEventPayload) -> None:
+        if payload.session is not agent.session:
+            return
+        if as_json:
+            sys.stdout.write(json.dumps(payload.event.to_json(), ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+        else:
+            renderer.event(payload.event)
 
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGINT, on_interrupt)
+    return on_event
+
+
+async def _until_done(run: Awaitable[RunResult]) -> RunResult | None:
+    """The run's result, or None when the second Ctrl-C gave up waiting."""
     try:
-        return await run_prompt(agent, task)
+        return await run
     except asyncio.CancelledError:
         return None
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
+
+
+class _Interrupts:
+    """Ctrl-C while the task runs: the first cancels the turn, the second the whole run."""
+
+    def __init__(self, agent: Agent, surface: Surface) -> None:
+        self.agent = agent
+        self.surface = surface
+        self.count = 0
+        self.main = asyncio.current_task()
+        self.loop = asyncio.get_running_loop()
+
+    def __enter__(self) -> _Interrupts:
+        self.loop.add_signal_handler(signal.SIGINT, self.interrupt)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.loop.remove_signal_handler(signal.SIGINT)
+
+    def interrupt(self) -> None:
+        self.count += 1
+        if self.count == 1:
+            self.surface.note("cancelling the turn… (Ctrl-C again to quit)", "yellow")
+            self.agent.cancel(USER_CANCEL)
+        elif self.main is not None:
+            self.main.cancel()
 
 
 def _report(agent: Agent, result: RunResult | None, route: Route) -> int:

@@ -33,10 +33,16 @@ def profile_files(extra: list[Path] | None) -> list[Path]:
     return files
 
 
-def build_profile(extra: list[Path] | None, *, yes: bool = False) -> Profile:
+def build_profile(
+    extra: list[Path] | None, *, yes: bool = False, trust_workspace: bool = False
+) -> Profile:
     profile = load_profile(profile_files(extra))
     if yes:
         profile = profile.with_config("approval", auto_approve=True)
+    if trust_workspace:
+        from ._hooks import trust_for_run
+
+        profile = trust_for_run(profile)
     return profile
 
 
@@ -55,15 +61,17 @@ class Options:
     """`--continue`: resume the latest session of the workspace."""
     yes: bool = False
     plain: bool = False
+    trust: bool = False
+    """`--trust-workspace`: run the workspace's hooks (and MCP servers) for this run."""
 
 
-async def start(options: Options) -> tuple[Context, Route, Path]:
-    """Check what can be checked before any model call (the workspace, the route and its
-    key, the profile), then boot the runtime."""
+def prepare(options: Options) -> tuple[Profile, Route, Path]:
+    """What can be checked before anything starts: the workspace, the profile, the route
+    and its key."""
     cwd = workspace_dir(options.cwd)
-    profile = build_profile(options.profile, yes=options.yes)
+    profile = build_profile(options.profile, yes=options.yes, trust_workspace=options.trust)
     profile, route = resolve_route(profile, options.model, options.provider, options.base_url)
-    return await start_runtime(profile, route), route, cwd
+    return profile, route, cwd
 
 
 def workspace_dir(cwd: Path | None) -> Path:

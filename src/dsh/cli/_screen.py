@@ -86,6 +86,7 @@ class ChatScreen:
         self._pending: list[str] = []
         self._flushing: asyncio.Task[None] | None = None
         self._stopped = False
+        self._history_read = False
 
     def _session(self, history: Path | None, commands: dict[str, str]) -> PromptSession[str]:
         stored: History = InMemoryHistory()
@@ -158,6 +159,12 @@ class ChatScreen:
         await self.drain()
         if self._stopped:
             raise EOFError
+        if not self._history_read:
+            # Read the history file now, so Up works from the first key (prompt_toolkit
+            # would read it in the background once the prompt shows).
+            async for _ in self.session.history.load():
+                pass
+            self._history_read = True
         return await self.session.prompt_async(self._message)
 
     def stop(self) -> None:

@@ -18,7 +18,6 @@ from ._repair import (
     TOOL_NOT_STARTED,
     TOOL_OUTCOME_UNKNOWN,
     Repair,
-    open_turn,
     repair_closers,
 )
 from ._sqlite import SqliteBackend
@@ -71,7 +70,6 @@ __all__ = [
     "Written",
     "default_root",
     "mount_persistence",
-    "open_turn",
     "project_dir_name",
     "repair_closers",
     "store_config",

@@ -13,14 +13,13 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..session import ForkError, Session, SessionEvent, SessionHeader, SessionMeta, import_events
+from ..session import ForkSeed, Session, SessionEvent, SessionHeader, fork_seed, import_events
 from ._backend import RawLog, SessionBackend
 from ._codec import records_of
 from ._coordinator import WriteCoordinator
-from ._repair import open_turn, repair_closers
+from ._repair import repair_closers
 from ._types import (
     CorruptLogError,
-    ForkSeed,
     PersistenceError,
     SessionLiveError,
     SessionLocation,
@@ -163,17 +162,7 @@ class StoredSessions:
         (inclusive; default: the end of the balanced log). The source is not changed: an
         interrupted final turn is closed in the child's copy only."""
         log = await self.inspect(source_id)
-        events = log.events
-        last = len(events) - 1
-        if boundary is None:
-            boundary = last
-        elif not 0 <= boundary <= last:
-            raise ForkError(f"fork boundary {boundary} is outside {source_id} (0..{last})")
-        prefix = events[: boundary + 1]
-        if open_turn(prefix) is not None:
-            raise ForkError(f"fork boundary {boundary} of {source_id} is inside an open turn")
-        meta = SessionMeta(cwd=log.header.cwd, parent_session=source_id, seed_length=len(prefix))
-        return ForkSeed(source_id, prefix, meta)
+        return fork_seed(source_id, log.header.cwd, log.events, boundary)
 
     # -- reading ---------------------------------------------------------------------------
 

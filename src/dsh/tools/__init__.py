@@ -12,6 +12,7 @@ from ._plugin import ToolsConfig, ToolsPlugin
 from ._registry import Guard
 from ._runtime import ExecutionMode, ToolRuntime
 from ._schema import JsonSchemaError, check_schema, validate_value
+from ._tool_plugin import ToolPlugin
 from ._types import (
     APPROVAL,
     RESERVED_TOOL_NAMES,
@@ -40,8 +41,10 @@ from ._types import (
     ToolResult,
     ToolRunContext,
     ToolSuccess,
+    as_content,
     default_render,
     failure,
+    stricter,
 )
 
 __all__ = [
@@ -78,14 +81,17 @@ __all__ = [
     "ToolNotFoundError",
     "ToolOutcome",
     "ToolOutputError",
+    "ToolPlugin",
     "ToolResult",
     "ToolRunContext",
     "ToolRuntime",
     "ToolSuccess",
     "ToolsConfig",
     "ToolsPlugin",
+    "as_content",
     "check_schema",
     "default_render",
+    "stricter",
     "tool",
     "validate_value",
 ]

@@ -6,7 +6,7 @@ import json
 import math
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from ..kernel import ServiceKey
@@ -47,6 +47,7 @@ __all__ = [
     "ToolRunContext",
     "ToolSuccess",
     "default_render",
+    "stricter",
 ]
 
 RESERVED_TOOL_NAMES = frozenset({"run_code"})
@@ -264,7 +265,10 @@ def failure(message: str, name: str | None = None, code: str | None = None) -> T
 
 @dataclass(frozen=True, slots=True)
 class Allow:
-    """Pre-execute: run the call."""
+    """Pre-execute: run the call. `arguments`, when given, replace the model's arguments
+    for the rest of the pipeline (the logged `tool/call` keeps what the model sent)."""
+
+    arguments: Mapping[str, Json] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,12 +280,31 @@ class Deny:
 
 @dataclass(frozen=True, slots=True)
 class Ask:
-    """Pre-execute: ask the approval service; without one (or without an agent), deny."""
+    """Pre-execute: ask the approval service; without one (or without an agent), deny.
+    `arguments` replace the model's arguments as for `Allow` (the person is asked about
+    the replacement)."""
 
     reason: str | None = None
+    arguments: Mapping[str, Json] | None = None
 
 
 PreDecision: TypeAlias = Allow | Deny | Ask
+
+
+def _rank(decision: PreDecision) -> int:
+    return 0 if isinstance(decision, Allow) else 1 if isinstance(decision, Ask) else 2
+
+
+def stricter(ours: PreDecision, theirs: PreDecision) -> PreDecision:
+    """Deny over ask over allow; on a tie the other listener's (more specific) reason wins.
+    A replacement of the arguments survives unless the call is denied (theirs first)."""
+    winner = ours if _rank(ours) > _rank(theirs) else theirs
+    if isinstance(winner, Deny) or winner.arguments is not None:
+        return winner
+    for side in (theirs, ours):
+        if not isinstance(side, Deny) and side.arguments is not None:
+            return replace(winner, arguments=side.arguments)
+    return winner
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,17 @@ from typing import ClassVar
 
 from ...kernel import Context, Next
 from ...session import SESSION_DISPOSED, Session
-from ...tools import TOOLS_PRE_EXECUTE, Allow, Ask, Decision, Deny, PreDecision, ToolExecution
-from ._policy import ApprovalConfig, decide, stricter
+from ...tools import (
+    TOOLS_PRE_EXECUTE,
+    Allow,
+    Ask,
+    Decision,
+    Deny,
+    PreDecision,
+    ToolExecution,
+    stricter,
+)
+from ._policy import ApprovalConfig, decide
 from ._service import APPROVAL, Approval
 
 __all__ = ["ApprovalPlugin", "no_answerer"]
@@ -61,7 +70,7 @@ class ApprovalPlugin:
             if not isinstance(decision, Ask) or exec.agent is None:
                 return decision  # no agent: the pipeline's own "no agent" denial
             if approval.remembered(exec):
-                return Allow()
+                return Allow(decision.arguments)
             if not approval.has_answerer and not config.auto_approve:
                 # Fail closed here, where the reason can still reach the model.
                 approval.record_asked(exec, decision.reason)

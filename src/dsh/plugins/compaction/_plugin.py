@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...agent import AGENT_DISPOSED, PRE_STEP, REQUEST_ERROR, Agent, RequestError, Retry, StepPoint
 from ...kernel import AGENTS, CancelSignal, Context, Next, ServiceKey
-from ._compactor import CompactionError, CompactionResult, Trigger, choose_cut, compact
+from ._compactor import CompactionError, CompactionResult, choose_cut, compact
+from ._events import Trigger
 from ._meter import context_tokens, estimate_message
 
 _log = logging.getLogger("dsh.compaction")
@@ -97,18 +98,21 @@ class Compaction:
         cap = self.retain(window) if configured else total
         retain = min(cap, int(total * self.config.manual_retain_ratio))
         head = choose_cut(session, retain) or []
-        return ManualPlan(total, len(sizes), retain, self.config.manual_retain_ratio, len(head))
+        shadowed = sum(sizes[: len(head)])  # the head is a prefix of the surface
+        return ManualPlan(
+            total, len(sizes), retain, self.config.manual_retain_ratio, len(head), shadowed
+        )
 
     async def compact_now(self, agent: Agent) -> CompactionResult | None:
         """Compact an idle agent as maintenance: its status stays idle, and prompts sent
         meanwhile run afterwards. The verbatim tail is sized from the conversation
-        (`manual_retain_ratio`); None when fewer than two older messages would be
-        summarised (`manual_plan(agent).why_not()` says why, with numbers)."""
+        (`manual_retain_ratio`); None when what is older holds less than
+        `MIN_SUMMARISED_TOKENS` (`manual_plan(agent).why_not()` says why, with numbers)."""
         run_maintenance = getattr(agent, "run_maintenance", None)
         if run_maintenance is None:
             raise CompactionError(f"agent {agent.id} does not support maintenance tasks")
         plan = self.manual_plan(agent)
-        if plan.summarised < MIN_SUMMARISED:
+        if plan.summarised_tokens < MIN_SUMMARISED_TOKENS:
             return None
 
         async def task(signal: CancelSignal) -> CompactionResult | None:
@@ -146,8 +150,8 @@ class Compaction:
         return await nxt()
 
 
-MIN_SUMMARISED = 2
-"""A manual compaction summarises at least this many messages (one alone rarely shrinks)."""
+MIN_SUMMARISED_TOKENS = 256
+"""A manual compaction summarises at least this much (a summary of less rarely shrinks it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,15 +162,18 @@ class ManualPlan:
     retain_tokens: int
     retain_ratio: float
     summarised: int
-    """Messages that would be summarised."""
+    """Messages that would be summarised…"""
+    summarised_tokens: int
+    """…and their tokens (estimated)."""
 
     def why_not(self) -> str:
+        older = f"{self.summarised} message{'s' if self.summarised != 1 else ''}"
         return (
             f"nothing to compact yet: the conversation is {self.messages} messages, about "
             f"{self.tokens:,} tokens; /compact keeps the last {self.retain_ratio:.0%} "
             f"(about {self.retain_tokens:,} tokens, at least the last message) verbatim and "
-            f"summarises what is older only when that is {MIN_SUMMARISED} or more messages "
-            f"(here: {self.summarised})"
+            f"summarises what is older once it holds {MIN_SUMMARISED_TOKENS} tokens or more "
+            f"(here: {older}, about {self.summarised_tokens} tokens)"
         )
 
 

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import stat
 from collections.abc import Mapping
-from typing import BinaryIO, ClassVar
+from typing import BinaryIO
 
-from ...kernel import TOOLS, Context
 from ...llm import Json
+from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
-from ._args import ArgumentError, optional_int, required_text, schema
-from ._guidance import mount_tool
+from ._args import ArgumentError, always, optional_int, required_text, schema
 from ._lines import line_blocks
-from ._observations import FS_OBSERVATIONS, FileObservations, FileVersion, FsError
-from ._workspace import ResolvedPath, WorkspaceConfig
+from ._observations import OBSERVED, FileObservations, FileVersion, FsError, observed
+from ._workspace import ResolvedPath, Workspace, WorkspaceConfig
 
 __all__ = ["ReadConfig", "ReadToolPlugin", "read_tool", "render_read", "sniff_text"]
 
@@ -115,41 +115,50 @@ def _scan(file: BinaryIO, first: int, last: int) -> tuple[list[Json], int]:
     return lines, total
 
 
+PARAMETERS = schema(
+    {
+        "file_path": {"type": "string", "description": "The file to read."},
+        "offset": {"type": "number", "description": "First line to show (1-based)."},
+        "limit": {"type": "number", "description": "How many lines (max 2000)."},
+    },
+    ("file_path",),
+)
+
+
 def read_tool(observations: FileObservations, config: ReadConfig | None = None) -> ToolDefinition:
     """The `read` tool definition."""
     workspace = (config or ReadConfig()).workspace()
-
-    async def execute(args: Mapping[str, Json], run: ToolRunContext) -> Json:
-        path = required_text(args, "file_path", "file_path must be a non-empty string")
-        offset = optional_int(args, "offset", "offset must be a positive integer") or 1
-        limit = optional_int(args, "limit", "limit must be a positive integer") or MAX_LINES
-        if limit > MAX_LINES:
-            raise ArgumentError(f"limit must be less than or equal to {MAX_LINES}")
-        where = workspace.resolve(run, path)
-        try:
-            value, version = await asyncio.to_thread(_window, where, offset, limit)
-        except FsError as exc:
-            if exc.code == "FS_NOT_FOUND":
-                observations.record(run, where.real, None)
-            raise
-        observations.record(run, where.real, version)
-        return value
-
     return ToolDefinition(
         "read",
         DESCRIPTION,
-        schema(
-            {
-                "file_path": {"type": "string", "description": "The file to read."},
-                "offset": {"type": "number", "description": "First line to show (1-based)."},
-                "limit": {"type": "number", "description": "How many lines (max 2000)."},
-            },
-            ("file_path",),
-        ),
-        execute,
+        PARAMETERS,
+        functools.partial(read_file, observations, workspace),
         render=render_read,
-        is_concurrency_safe=lambda _args: True,
+        is_concurrency_safe=always,
     )
+
+
+async def read_file(
+    observations: FileObservations,
+    workspace: Workspace,
+    args: Mapping[str, Json],
+    run: ToolRunContext,
+) -> Json:
+    """The body of `read`: a window of a text file's lines, recorded as observed."""
+    path = required_text(args, "file_path", "file_path must be a non-empty string")
+    offset = optional_int(args, "offset", "offset must be a positive integer") or 1
+    limit = optional_int(args, "limit", "limit must be a positive integer") or MAX_LINES
+    if limit > MAX_LINES:
+        raise ArgumentError(f"limit must be less than or equal to {MAX_LINES}")
+    where = workspace.resolve(run, path)
+    try:
+        value, version = await asyncio.to_thread(_window, where, offset, limit)
+    except FsError as exc:
+        if exc.code == "FS_NOT_FOUND":
+            observations.record(run, where.real, None)
+        raise
+    observations.record(run, where.real, version)
+    return value
 
 
 def render_read(args: Mapping[str, Json], value: Mapping[str, Json]) -> str:
@@ -178,14 +187,7 @@ def render_read(args: Mapping[str, Json], value: Mapping[str, Json]) -> str:
     return f"<path>{value['path']}</path>\n<type>file</type>\n<content>\n{body}\n</content>"
 
 
-class ReadToolPlugin:
-    """Registers the `read` tool and its `tool:read` guidance section (order 100)."""
-
-    name: ClassVar[str] = "tool_read"
-    Config = ReadConfig
-    inject = (TOOLS, FS_OBSERVATIONS)
-
-    @staticmethod
-    async def apply(ctx: Context, config: ReadConfig) -> None:
-        tool = read_tool(ctx.require(FS_OBSERVATIONS), config)
-        await mount_tool(ctx, tool, (100, GUIDANCE))
+ReadToolPlugin = ToolPlugin(
+    "tool_read", observed(read_tool), config=ReadConfig, inject=OBSERVED, guidance=(100, GUIDANCE)
+)
+"""Registers the `read` tool and its `tool:read` guidance section (order 100)."""
