@@ -263,6 +263,10 @@ class Chat:
         if agent.status != "idle":
             self.screen.note("wait for the turn to end before compacting", "red")
             return
+        plan = service.manual_plan(agent)
+        if not plan.worth_it:
+            self.screen.note(plan.why_not(), "dim")
+            return
         self.screen.status("compacting…")
         try:
             result = await service.compact_now(agent)

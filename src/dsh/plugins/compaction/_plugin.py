@@ -106,13 +106,13 @@ class Compaction:
     async def compact_now(self, agent: Agent) -> CompactionResult | None:
         """Compact an idle agent as maintenance: its status stays idle, and prompts sent
         meanwhile run afterwards. The verbatim tail is sized from the conversation
-        (`manual_retain_ratio`); None when what is older holds less than
-        `MIN_SUMMARISED_TOKENS` (`manual_plan(agent).why_not()` says why, with numbers)."""
+        (`manual_retain_ratio`); None when nothing is older than it. Ask `manual_plan(agent)`
+        first to skip conversations too short to be worth it (`worth_it`, `why_not()`)."""
         run_maintenance = getattr(agent, "run_maintenance", None)
         if run_maintenance is None:
             raise CompactionError(f"agent {agent.id} does not support maintenance tasks")
         plan = self.manual_plan(agent)
-        if plan.summarised_tokens < MIN_SUMMARISED_TOKENS:
+        if plan.summarised == 0:
             return None
 
         async def task(signal: CancelSignal) -> CompactionResult | None:
@@ -151,7 +151,7 @@ class Compaction:
 
 
 MIN_SUMMARISED_TOKENS = 256
-"""A manual compaction summarises at least this much (a summary of less rarely shrinks it)."""
+"""Less than this is not worth a manual compaction (a summary of it rarely shrinks it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +165,10 @@ class ManualPlan:
     """Messages that would be summarised…"""
     summarised_tokens: int
     """…and their tokens (estimated)."""
+
+    @property
+    def worth_it(self) -> bool:
+        return self.summarised_tokens >= MIN_SUMMARISED_TOKENS
 
     def why_not(self) -> str:
         older = f"{self.summarised} message{'s' if self.summarised != 1 else ''}"
