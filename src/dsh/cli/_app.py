@@ -4,6 +4,7 @@ Add a command here as one more decorated function (or `app.add_typer` for a grou
 from __future__ import annotations
 
 import dataclasses
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -74,6 +75,26 @@ PlainOption = Annotated[
     bool, typer.Option("--plain", help="Print answers as raw text (no Markdown rendering).")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Raw JSON lines.")]
+class SandboxMode(StrEnum):
+    read_only = "read-only"
+    workspace_write = "workspace-write"
+    danger_full_access = "danger-full-access"
+
+
+SandboxOption = Annotated[
+    SandboxMode | None,
+    typer.Option(
+        "--sandbox",
+        help="Where bash may write: read-only, workspace-write (default) or "
+        "danger-full-access (no sandbox).",
+    ),
+]
+
+
+def _mode(value: SandboxMode | None) -> str | None:
+    return None if value is None else value.value
+
+
 TrustOption = Annotated[
     bool,
     typer.Option(
@@ -124,13 +145,15 @@ def run_command(
         bool, typer.Option("--json", help="Print one session event per line (for scripts).")
     ] = False,
     trust: TrustOption = False,
+    sandbox: SandboxOption = None,
 ) -> None:
     """Run an agent on TASK (`-`, or no TASK and a pipe: read it from stdin); exit 0 when
     its turn completed."""
     from ._run import RunOptions, run_task
 
     options = RunOptions(profile, model, base_url, provider, cwd, None, continue_, yes, plain)
-    exit_with(run_task(dataclasses.replace(options, task=task, json=json_, trust=trust)))
+    options = dataclasses.replace(options, task=task, json=json_, trust=trust)
+    exit_with(run_task(dataclasses.replace(options, sandbox=_mode(sandbox))))
 
 
 @app.command("chat")
@@ -146,13 +169,14 @@ def chat_command(
     ] = None,
     yes: YesOption = False,
     plain: PlainOption = False,
+    sandbox: SandboxOption = None,
 ) -> None:
     """Talk with an agent: Enter sends, Ctrl-C cancels the running turn, /help for more."""
     from ._chat import chat
     from ._runtime import Options
 
     options = Options(profile, model, base_url, provider, cwd, resume, continue_, yes, plain)
-    exit_with(chat(options))
+    exit_with(chat(dataclasses.replace(options, sandbox=_mode(sandbox))))
 
 
 @app.command("demo")

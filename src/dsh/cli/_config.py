@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..kernel._compose import prepare
-from ._runtime import Route, build_profile, resolve_route, workspace_dir
+from ._runtime import Route, build_profile, resolve_route, sandbox_status, workspace_dir
 
 SECRET_WORDS = ("key", "token", "secret", "password", "authorization")
 MASK = "***"
@@ -26,7 +26,11 @@ async def show_config(
     )
     prepared = {item.row.id: item for item in prepare(profile)}
     print(f"# effective settings for {workspace}")
-    for name, value in [*effective_settings(prepared, route), *permissions(workspace)]:
+    rows = [*effective_settings(prepared, route), *permissions(workspace)]
+    sandbox = await sandbox_status(profile)
+    if sandbox is not None:
+        rows.append(("sandbox", sandbox))
+    for name, value in rows:
         print(f"{name + ':':<14} {value}")
     print(f"# layers: {', '.join(profile.sources) or '(none)'}")
     print(yaml.safe_dump(mask(profile.to_data()), sort_keys=False).rstrip() or "[]")

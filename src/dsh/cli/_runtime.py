@@ -34,7 +34,11 @@ def profile_files(extra: list[Path] | None) -> list[Path]:
 
 
 def build_profile(
-    extra: list[Path] | None, *, yes: bool = False, trust_workspace: bool = False
+    extra: list[Path] | None,
+    *,
+    yes: bool = False,
+    trust_workspace: bool = False,
+    sandbox: str | None = None,
 ) -> Profile:
     profile = load_profile(profile_files(extra))
     if yes:
@@ -43,7 +47,30 @@ def build_profile(
         from ._hooks import trust_for_run
 
         profile = trust_for_run(profile)
+    if sandbox is not None:
+        row = profile.row("sandbox")
+        if row is None or row.disabled:
+            raise CliError("--sandbox needs the sandbox plugin: the profile has no `sandbox` row")
+        profile = profile.with_config("sandbox", mode=sandbox)
     return profile
+
+
+async def sandbox_status(profile: Profile) -> str | None:
+    """`<mode> (…)` for the profile's sandbox row, saying whether bubblewrap works here;
+    None without the row."""
+    from ..plugins.sandbox import SandboxConfig, probe
+
+    row = profile.row("sandbox")
+    if row is None or row.disabled:
+        return None
+    config = SandboxConfig.model_validate(dict(row.config or {}))
+    if config.mode == "danger-full-access":
+        return "danger-full-access (commands run unconfined)"
+    why = await probe(config.bwrap, network=config.network)
+    network = "network allowed" if config.network else "no network"
+    if why is None:
+        return f"{config.mode}, {network} (bubblewrap works here)"
+    return f"{config.mode} — {why}: every bash call will ask for approval"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,13 +90,17 @@ class Options:
     plain: bool = False
     trust: bool = False
     """`--trust-workspace`: run the workspace's hooks (and MCP servers) for this run."""
+    sandbox: str | None = None
+    """`--sandbox MODE`: the sandbox row's mode."""
 
 
 def prepare(options: Options) -> tuple[Profile, Route, Path]:
     """What can be checked before anything starts: the workspace, the profile, the route
     and its key."""
     cwd = workspace_dir(options.cwd)
-    profile = build_profile(options.profile, yes=options.yes, trust_workspace=options.trust)
+    profile = build_profile(
+        options.profile, yes=options.yes, trust_workspace=options.trust, sandbox=options.sandbox
+    )
     profile, route = resolve_route(profile, options.model, options.provider, options.base_url)
     return profile, route, cwd
 
