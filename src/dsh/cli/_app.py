@@ -75,6 +75,8 @@ PlainOption = Annotated[
     bool, typer.Option("--plain", help="Print answers as raw text (no Markdown rendering).")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Raw JSON lines.")]
+
+
 class SandboxMode(StrEnum):
     read_only = "read-only"
     workspace_write = "workspace-write"
