@@ -94,7 +94,8 @@ def test_an_unknown_flag_names_it_and_shows_the_usage(tmp_path: Path, server: Mo
 
 
 def test_help_shows_no_type_artifacts(tmp_path: Path) -> None:
-    for command in (["run"], ["chat"], ["sessions", "list"], ["config", "show"], ["demo"]):
+    commands = (["run"], ["chat"], ["sessions", "list"], ["config", "show"], ["demo"], ["batch"])
+    for command in commands:
         result = dsh(tmp_path, *command, "--help")
         assert result.returncode == 0
         assert "<bool>" not in result.stdout and "<list[" not in result.stdout

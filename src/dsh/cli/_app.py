@@ -267,6 +267,65 @@ def hooks_list(profile: ProfileOption = None, cwd: CwdOption = None) -> None:
     exit_with(list_hooks(profile, cwd))
 
 
+@app.command("batch")
+def batch_command(
+    tasks: Annotated[Path, typer.Argument(metavar="TASKS", hidden=True)],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", "-o", metavar="FILE", help="The results file (JSONL; a rerun resumes it)."
+        ),
+    ],
+    concurrency: Annotated[
+        int,
+        typer.Option("--concurrency", "-j", min=1, metavar="N", help="Tasks running at once."),
+    ] = 8,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="ADDRESS",
+            help="Run on Ray actors: `--ray` alone starts a local Ray, `--ray ADDRESS` joins "
+            "a cluster (auto, ray://host:10001). Needs a PostgreSQL store.",
+        ),
+    ] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, metavar="N", help="Ray actors.")] = 2,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            metavar="STORE",
+            help="Session store: postgresql://…, sqlite:PATH or a folder (JSONL).",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model", metavar="PROVIDER:MODEL", help="The model of tasks that name none."
+        ),
+    ] = None,
+    profile: ProfileOption = None,
+    cwd: CwdOption = None,
+    yes: YesOption = False,
+    session_prefix: Annotated[
+        str | None,
+        typer.Option(
+            "--session-prefix",
+            metavar="PREFIX",
+            help="Session ids are PREFIX + task id (default: OUT-).",
+        ),
+    ] = None,
+) -> None:
+    """Run every task of TASKS (a JSONL file, one task per line), each in its own session;
+    results to --out."""
+    from ._batch import BatchOptions, run_batch
+
+    options = BatchOptions(
+        tasks, out, concurrency, ray, workers, store, model, profile, cwd, yes, session_prefix
+    )
+    exit_with(run_batch(options))
+
+
 @app.command("jsonrpc")
 def jsonrpc() -> None:
     """Serve the JSON-RPC SDK protocol on stdin/stdout (logs go to stderr)."""
@@ -276,4 +335,16 @@ def jsonrpc() -> None:
 
 
 def run(argv: list[str]) -> None:
-    run_app(app, argv)
+    run_app(app, _optional_value(argv, "--ray", "local"))
+
+
+def _optional_value(args: list[str], option: str, default: str) -> list[str]:
+    """`option` may come without its value (the last word, or followed by an option)."""
+    out = list(args)
+    for i, arg in enumerate(out):
+        if arg == "--":
+            break
+        if arg == option and (i + 1 == len(out) or out[i + 1].startswith("-")):
+            out.insert(i + 1, default)
+            break
+    return out
