@@ -446,3 +446,4 @@ async def _one(cur: Any) -> Any:
     row = await cur.fetchone()
     assert row is not None
     return row
+
