@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -74,6 +75,21 @@ def reference_home(home: Path) -> bool:
     return profiles.is_dir() and any(profiles.glob("*/cordis.yml"))
 
 
+def check_writable(folder: Path, what: str) -> None:
+    """Create `folder` if needed and prove a file can be written there, so an unusable
+    session root stops the start (one line naming it and what to do), never a turn."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise PersistenceError(
+            f"{what} {folder} is not a writable directory ({reason}): set {ROOT_ENV} "
+            "(or the persistence row's root) to a folder you can write"
+        ) from None
+
+
 def store_config(spec: str) -> dict[str, str]:
     """The persistence config of a store named by one string: a PostgreSQL URL
     (`postgresql://…` or `postgres://…`), `sqlite:PATH` (a database file), or a JSONL root
@@ -115,8 +131,11 @@ def open_backend(config: PersistenceConfig) -> tuple[SessionBackend, int]:
         return PostgresBackend(config.url, pool_size=config.pool_size), version
     if config.backend == "sqlite":
         path = Path(config.path).expanduser() if config.path else None
-        return SqliteBackend(path or default_root(config.root) / SQLITE_FILE), version
+        path = path or default_root(config.root) / SQLITE_FILE
+        check_writable(path.parent, "the session database's folder")
+        return SqliteBackend(path), version
     root = default_root(config.root)
+    check_writable(root, "the session root")
     contents = scan_root(root)
     if config.format == "auto" and (
         4 in contents.versions or (root == dsh_home() / "sessions" and reference_home(dsh_home()))
