@@ -118,6 +118,17 @@ NOT_STARTED_TEXT_V4 = (
 tool result without its `tool/call` only in exactly this shape)."""
 
 _PLUGIN = "plugin:"
+_MESSAGE_KEYS = {
+    "assistant/message": "message",
+    "tool/result": "message",
+    "system/message": "message",
+    "developer/message": "message",
+    "agent/inbox/spliced": "inserted",
+    "session/title-llm-request": "messages",
+}
+"""Where an event's data holds messages (a `user/message`'s data is its message)."""
+_TRANSLATED = frozenset({*_MESSAGE_KEYS, "user/message", "session/end-seed"})
+"""The types whose data differs between the formats."""
 _TOOL_FIELDS = frozenset({"role", "source", "toolCallId", "content", "isError", "id"})
 
 # -- header ----------------------------------------------------------------------------------
@@ -162,10 +173,10 @@ def _inherited_cut(rows: Sequence[Mapping[str, Any]]) -> int | None:
 
 def lift_rows(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Format-4 event lines as this runtime's event lines (`import_events` reads them next)."""
-    return [_lift_row(row) if isinstance(row, Mapping) else row for row in rows]
+    return [_lift_row(row) if isinstance(row, dict) else row for row in rows]
 
 
-def _lift_row(row: Mapping[str, Any]) -> Mapping[str, Any]:
+def _lift_row(row: dict[str, Any]) -> dict[str, Any]:
     out = dict(row)
     kind = out.get("type")
     if isinstance(kind, str) and kind.startswith(_PLUGIN) and _ours(kind[len(_PLUGIN) :]):
@@ -175,25 +186,27 @@ def _lift_row(row: Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(seqs, list):
         out["sourceEventSeqs"] = _expand(seqs)
     op = out.get("surfaceOp")
-    if isinstance(op, Mapping) and op.get("op") == "replace":
+    if isinstance(op, dict) and op.get("op") == "replace":
         out["surfaceOp"] = {"op": "replace", "start": op.get("startSeq"), "end": op.get("endSeq")}
     data = out.get("data")
-    if isinstance(data, Mapping) and isinstance(kind, str):
+    if kind in _TRANSLATED and isinstance(data, dict):
         out["data"] = _lift_data(kind, data)
     return out
 
 
-def _lift_data(kind: str, data: Mapping[str, Any]) -> Mapping[str, Any]:
+def _lift_data(kind: str, data: dict[str, Any]) -> Mapping[str, Any]:
     if kind == "assistant/message" and data.get("stream") == []:
         data = {k: v for k, v in data.items() if k != "stream"}
-    elif kind == "session/end-seed" and data.get("inherited") is True:
-        return {k: v for k, v in data.items() if k != "inherited"}
+    elif kind == "session/end-seed":
+        if data.get("inherited") is True:
+            return {k: v for k, v in data.items() if k != "inherited"}
+        return data
     return _map_messages(kind, data, _lift_message)
 
 
 def _lift_message(kind: str, message: Mapping[str, Any]) -> Mapping[str, Any]:
     source = message.get("source")
-    lifted = _lift_source(source) if isinstance(source, Mapping) else source
+    lifted = _lift_source(source) if isinstance(source, dict) else source
     if kind == "tool/result" and message.get("role") == "tool" and "toolCallId" in message:
         block: dict[str, Any] = {
             "type": "tool-result",
@@ -263,7 +276,7 @@ def _lower_data(event: SessionEvent, header: SessionHeader) -> Mapping[str, Any]
         data = {**data, "stream": []}
     elif kind == "request/header":
         request = data.get("header")
-        if isinstance(request, Mapping) and "system" in request:
+        if isinstance(request, dict) and "system" in request:
             trimmed = {k: v for k, v in request.items() if k != "system"}
             return {**data, "header": trimmed}
         return data
@@ -274,7 +287,7 @@ def _lower_data(event: SessionEvent, header: SessionHeader) -> Mapping[str, Any]
 
 def _lower_message(kind: str, message: Mapping[str, Any]) -> Mapping[str, Any]:
     source = message.get("source")
-    lowered = _lower_source(source) if isinstance(source, Mapping) else source
+    lowered = _lower_source(source) if isinstance(source, dict) else source
     if kind == "tool/result":
         tool = _tool_message(message, lowered)
         if tool is not None:
@@ -290,7 +303,7 @@ def _lower_message(kind: str, message: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _tool_message(message: Mapping[str, Any], source: Any) -> dict[str, Any] | None:
     content = message.get("content")
-    if not (isinstance(content, list) and len(content) == 1 and isinstance(content[0], Mapping)):
+    if not (isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict)):
         return None
     block = content[0]
     if block.get("type") != "tool-result":
@@ -345,19 +358,17 @@ def _map_messages(kind: str, data: Mapping[str, Any], convert: _MessageMap) -> M
     """`data` with `convert` applied to each message it carries (unchanged: `data` itself)."""
     if kind == "user/message":
         return convert(kind, data)
-    if kind in ("assistant/message", "tool/result", "system/message", "developer/message"):
-        message = data.get("message")
-        if isinstance(message, Mapping):
-            converted = convert(kind, message)
-            if converted is not message:
-                return {**data, "message": converted}
+    key = _MESSAGE_KEYS.get(kind)
+    value = None if key is None else data.get(key)
+    if key is None or value is None:
         return data
-    key = {"agent/inbox/spliced": "inserted", "session/title-llm-request": "messages"}.get(kind)
-    messages = data.get(key) if key else None
-    if key is None or not isinstance(messages, list):
+    if isinstance(value, dict):
+        converted = convert(kind, value)
+        return data if converted is value else {**data, key: converted}
+    if not isinstance(value, list):
         return data
-    mapped = [convert(kind, m) if isinstance(m, Mapping) else m for m in messages]
-    if all(a is b for a, b in zip(mapped, messages, strict=True)):
+    mapped = [convert(kind, m) if isinstance(m, dict) else m for m in value]
+    if all(a is b for a, b in zip(mapped, value, strict=True)):
         return data
     return {**data, key: mapped}
 
