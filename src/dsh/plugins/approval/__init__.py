@@ -2,7 +2,7 @@
 `tools/pre-execute`, pluggable answerers for asks, and a durable record of every decision."""
 
 from ._plugin import ApprovalPlugin
-from ._policy import DEFAULT_POLICY, Action, ApprovalConfig, Rule, decide
+from ._policy import DEFAULT_POLICY, Action, ApprovalConfig, DefaultRules, Rule, decide
 from ._service import APPROVAL, Answer, Answerer, Approval, ApprovalRequest
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "ApprovalConfig",
     "ApprovalPlugin",
     "ApprovalRequest",
+    "DefaultRules",
     "Rule",
     "decide",
 ]

@@ -30,7 +30,8 @@ class ApprovalPlugin:
         ) -> PreDecision:
             if ctx.tools.get(exec.name, exec.agent) is None:
                 return await next()  # no such tool: dispatch reports it as UNKNOWN_TOOL
-            decision = stricter(decide(config, exec.name), await next())
+            policy = decide(config, exec.name, approval.default_rules)
+            decision = stricter(policy, await next())
             if not isinstance(decision, Ask) or exec.agent is None:
                 return decision  # no agent: the pipeline's own "no agent" denial
             if approval.remembered(exec):
