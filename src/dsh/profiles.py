@@ -33,6 +33,7 @@ DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
     {"id": "tool-timeout", "name": "tool_timeout"},
     {"id": "repeat-reminder", "name": "repeat_reminder"},
     {"id": "approval", "name": "approval"},
+    {"id": "mcp", "name": "mcp"},
     {"id": "jobs", "name": "jobs"},
     {"id": "subagents", "name": "subagents"},
     {"id": "compaction", "name": "compaction"},

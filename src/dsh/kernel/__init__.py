@@ -6,6 +6,7 @@ from ._compose import (
     PluginRow,
     Profile,
     boot,
+    interpolate,
     load_profile,
     resolve_plugin,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "boot",
     "create_scope",
     "declared_events",
+    "interpolate",
     "load_profile",
     "resolve_plugin",
     "scope_chain",

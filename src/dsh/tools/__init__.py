@@ -1,6 +1,6 @@
 """The tool registry and its guarded execution pipeline (`ctx.tools`)."""
 
-from ._decorator import tool
+from ._decorator import fit_schema, tool
 from ._events import (
     TOOLS_CHANGE,
     TOOLS_EXECUTE,
@@ -71,6 +71,7 @@ __all__ = [
     "ToolExecutionInput",
     "ToolFailure",
     "failure",
+    "fit_schema",
     "ToolNotFoundError",
     "ToolOutcome",
     "ToolOutputError",
