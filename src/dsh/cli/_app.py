@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -21,6 +22,10 @@ config_app = typer.Typer(help="Inspect the plugin composition.", no_args_is_help
 app.add_typer(config_app, name="config")
 sessions_app = typer.Typer(help="Persisted sessions.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
+mcp_app = typer.Typer(
+    help="MCP servers: their tools in every agent; dsh as one.", no_args_is_help=True
+)
+app.add_typer(mcp_app, name="mcp")
 
 ProfileOption = Annotated[
     list[Path] | None,
@@ -90,6 +95,29 @@ def _exit_with(coro: Any) -> NoReturn:
     try:
         code = asyncio.run(coro)
     except (CliError, CompositionError) as exc:
+        typer.echo(f"dsh: {_settings_error(exc) or exc}", err=True)
+        raise typer.Exit(2) from None
+    raise typer.Exit(code)
+
+
+def _settings_error(exc: BaseException) -> BaseException | None:
+    """A settings file behind a plugin's failure (it names the file and the key): that is
+    what the user has to fix, so it is what they see."""
+    from ..workspace import SettingsError
+
+    cause = exc.__cause__
+    while cause is not None and not isinstance(cause, SettingsError):
+        cause = cause.__cause__
+    return cause
+
+
+def _exit_with_sync(command: Any) -> NoReturn:
+    """`_exit_with` for a command with no event loop."""
+    from ._runtime import CliError
+
+    try:
+        code = command()
+    except CliError as exc:
         typer.echo(f"dsh: {exc}", err=True)
         raise typer.Exit(2) from None
     raise typer.Exit(code)
@@ -106,11 +134,19 @@ def run_command(
     json_: Annotated[
         bool, typer.Option("--json", help="Print one session event per line (for scripts).")
     ] = False,
+    trust_workspace: Annotated[
+        bool,
+        typer.Option(
+            "--trust-workspace",
+            help="Trust the workspace (remembered): its .mcp.json servers may run.",
+        ),
+    ] = False,
 ) -> None:
     """Run an agent on one task; exit 0 when its turn completed."""
     from ._run import RunOptions, run_task
 
-    _exit_with(run_task(RunOptions(task, profile, provider, model, cwd, yes, json_)))
+    options = RunOptions(task, profile, provider, model, cwd, yes, json_)
+    _exit_with(run_task(replace(options, trust_workspace=trust_workspace)))
 
 
 @app.command("demo")
@@ -178,6 +214,86 @@ def sessions_resume(
         _exit_with(chat(profile, provider, model, None, resume=session_id))
 
     _exit_with(run_task(RunOptions(task, profile, provider, model, None, yes, resume=session_id)))
+
+
+@mcp_app.command("list")
+def mcp_list(
+    profile: ProfileOption = None, cwd: CwdOption = None, json_: JsonOption = False
+) -> None:
+    """Start the configured servers and list them: transport, status, tools (or why not)."""
+    from ._mcp import list_servers
+
+    _exit_with(list_servers(profile, cwd, json_))
+
+
+ScopeOption = Annotated[
+    str,
+    typer.Option("--scope", "-s", help="project (./.mcp.json) or user ($DSH_HOME/mcp.json)."),
+]
+
+
+@mcp_app.command("add")
+def mcp_add(
+    name: Annotated[str, typer.Argument(help="The server's name (its tools: mcp__NAME__*).")],
+    target: Annotated[
+        list[str], typer.Argument(help="COMMAND ARGS… after --, or the URL of an http/sse server.")
+    ],
+    transport: Annotated[
+        str, typer.Option("--transport", "-t", help="stdio, http or sse.")
+    ] = "stdio",
+    env: Annotated[
+        list[str] | None, typer.Option("--env", "-e", help="KEY=VALUE for a stdio server.")
+    ] = None,
+    header: Annotated[
+        list[str] | None, typer.Option("--header", "-H", help="'Name: value' for http/sse.")
+    ] = None,
+    scope: ScopeOption = "project",
+    cwd: CwdOption = None,
+) -> None:
+    """Add a server to .mcp.json: `dsh mcp add NAME -- CMD ARGS…` or
+    `dsh mcp add --transport http NAME URL --header 'K: V'`."""
+    from ._mcp import add_server
+
+    _exit_with_sync(
+        lambda: add_server(
+            name,
+            target,
+            transport=transport,
+            env=env or [],
+            headers=header or [],
+            scope=scope,
+            cwd=cwd,
+        )
+    )
+
+
+@mcp_app.command("remove")
+def mcp_remove(
+    name: Annotated[str, typer.Argument(help="The server's name.")],
+    scope: Annotated[
+        str | None,
+        typer.Option("--scope", "-s", help="project or user (default: where it is found)."),
+    ] = None,
+    cwd: CwdOption = None,
+) -> None:
+    """Remove a server from .mcp.json (or the user's mcp.json)."""
+    from ._mcp import remove_server
+
+    _exit_with_sync(lambda: remove_server(name, scope=scope, cwd=cwd))
+
+
+@mcp_app.command("serve")
+def mcp_serve(
+    profile: ProfileOption = None,
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    cwd: CwdOption = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")] = False,
+) -> None:
+    """dsh as an MCP server on stdio, with one tool: run_agent {prompt, cwd?, session_id?}."""
+    from ._mcp import serve
+
+    _exit_with(serve(profile, provider, model, cwd, yes))
 
 
 @app.command("jsonrpc")

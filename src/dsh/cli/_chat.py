@@ -28,7 +28,7 @@ HELP = (
     "Enter sends (a follow-up when idle, steering while a turn runs). Ctrl-C cancels the "
     "running turn; Ctrl-C at an idle prompt twice exits.\n"
     "/new  a new session   /resume ID  resume a session   /sessions  list sessions\n"
-    "/compact  compact this session now   /exit  quit"
+    "/compact  compact this session now   /mcp  MCP servers and their tools   /exit  quit"
 )
 ANSWERS = {"y": "once", "yes": "once", "a": "always", "always": "always", "n": "deny", "no": "deny"}
 
@@ -59,12 +59,13 @@ async def chat(
     from prompt_toolkit.patch_stdout import patch_stdout
     from rich.console import Console
 
-    built = build_profile(profile)
+    workspace = (cwd or Path.cwd()).resolve()
+    built = build_profile(profile, workspace=workspace)
     route = resolve_route(built, provider, model)
     check_credentials(route)
     ctx = await start_runtime(built, route)
     console = Console(highlight=False, force_terminal=True)
-    state = ChatState(ctx, route, (cwd or Path.cwd()).resolve(), console)
+    state = ChatState(ctx, route, workspace, console)
     renderer = TerminalRenderer(console, console)
     try:
         await _switch(state, renderer, resume)
@@ -138,6 +139,8 @@ async def _handle(state: ChatState, renderer: TerminalRenderer, text: str) -> bo
             await _list_sessions(state)
         elif command == "/compact":
             await _compact(state)
+        elif command == "/mcp":
+            _show_mcp(state)
         else:
             console.print(f"unknown command {command} (/help lists them)", style="red")
         return True
@@ -220,6 +223,14 @@ async def _list_sessions(state: ChatState) -> None:
         return
     for header in await persistence.list():
         state.console.print(f"{header.id}  {header.cwd or ''}", markup=False)
+
+
+def _show_mcp(state: ChatState) -> None:
+    from ._mcp import describe_statuses
+
+    hub = state.ctx.get("mcp")
+    lines = ["MCP is not in the profile"] if hub is None else describe_statuses(hub.statuses())
+    state.console.print("\n".join(lines), markup=False)
 
 
 async def _compact(state: ChatState) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..agent import USER_CANCEL, run_prompt
 from ..session import SESSION_EVENT, SessionEventPayload
+from ..workspace import Trust
 from ._render import TerminalRenderer, describe_end
 from ._runtime import (
     build_profile,
@@ -37,6 +38,7 @@ class RunOptions:
     json: bool = False
     resume: str | None = None
     banner: str | None = None
+    trust_workspace: bool = False
 
 
 async def run_task(options: RunOptions) -> int:
@@ -44,12 +46,14 @@ async def run_task(options: RunOptions) -> int:
 
     out = Console(highlight=False)
     err = Console(stderr=True, highlight=False)
-    profile = build_profile(options.profile, yes=options.yes)
+    cwd = (options.cwd or Path.cwd()).resolve()
+    profile = build_profile(options.profile, yes=options.yes, workspace=cwd)
     route = resolve_route(profile, options.provider, options.model)
     check_credentials(route)
+    if options.trust_workspace:
+        Trust().trust(cwd)  # the user's say-so: what the repository defines may now run
     ctx = await start_runtime(profile, route)
     try:
-        cwd = (options.cwd or Path.cwd()).resolve()
         if options.resume:
             handle = await resume_agent(ctx, route, options.resume)
         else:

@@ -30,10 +30,16 @@ def profile_files(extra: list[Path] | None) -> list[Path]:
     return files
 
 
-def build_profile(extra: list[Path] | None, *, yes: bool = False) -> Profile:
+def build_profile(
+    extra: list[Path] | None, *, yes: bool = False, workspace: Path | None = None
+) -> Profile:
+    """The layered profile; `yes` approves every ask, `workspace` is where the mcp row
+    reads `.mcp.json` (the agent's `--cwd`)."""
     profile = load_profile(profile_files(extra))
     if yes:
         profile = profile.with_config("approval", auto_approve=True)
+    if workspace is not None and profile.row("mcp") is not None:
+        profile = profile.with_config("mcp", workspace=str(workspace))
     return profile
 
 
