@@ -10,11 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pexpect
 import pytest
 
 from tests.plugins.mcp.support import stdio_server, write_mcp_json
 
 from .support import DSH, cli_env, workspace
+from .test_chat import spawn
 
 
 def dsh(
@@ -169,3 +171,23 @@ def test_list_starts_trusted_servers_and_shows_their_tools(tmp_path: Path) -> No
     assert status["calc"]["state"] == "ready" and "mcp__calc__add" in status["calc"]["tools"]
     assert status["gone"]["state"] == "failed"
     assert "No such file or directory" in status["gone"]["error"]
+
+
+def test_chat_shows_servers_with_slash_mcp_and_asks_before_their_tools(tmp_path: Path) -> None:
+    home = tmp_path / ".dsh"
+    home.mkdir()
+    (home / "mcp.json").write_text(json.dumps({"mcpServers": {"calc": stdio_server()}}))
+    child = spawn(tmp_path, [{"tool": "mcp__calc__add", "args": {"a": 2, "b": 3}}, "Five."])
+    child.sendline("/mcp")
+    child.expect(r"calc\s+stdio\s+pending")  # started by the first turn
+    child.sendline("add 2 and 3")
+    child.expect("mcp__calc__add.* needs approval")
+    child.sendline("y")
+    child.expect("Five.")
+    child.sendline("/mcp")
+    child.expect(r"calc\s+stdio\s+ready")
+    child.expect("tools: mcp__calc__add")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0

@@ -38,18 +38,18 @@ def workspace(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def http_server() -> Iterator[str]:
-    """The test server over streamable HTTP in a child process; yields its URL."""
+@pytest.fixture(params=["http", "sse"])
+def http_server(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+    """The test server over streamable HTTP, or SSE, in a child process: (transport, URL)."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "tests.plugins.mcp.server", "http"],
+        [sys.executable, "-m", "tests.plugins.mcp.server", request.param],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
         assert child.stdout is not None
-        yield child.stdout.readline().strip()
+        yield request.param, child.stdout.readline().strip()
     finally:
         child.terminate()
         child.wait(timeout=10)

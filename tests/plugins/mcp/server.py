@@ -1,6 +1,6 @@
-"""A real MCP server for the tests, written with the SDK: `python -m tests.plugins.mcp.server
-stdio` serves on stdin/stdout; `... http` serves streamable HTTP on 127.0.0.1 (a free port)
-and prints its URL on the first stdout line."""
+"""A real MCP server for the tests, written with the SDK: `python -m tests.plugins.mcp.server`
+serves on stdin/stdout; `... http` (streamable HTTP) or `... sse` serves on 127.0.0.1 (a
+free port) and prints its URL on the first stdout line."""
 
 from __future__ import annotations
 
@@ -117,21 +117,21 @@ def memo_one() -> str:
     return "memo one"
 
 
-def serve_http() -> None:
+def serve_http(transport: str) -> None:
     import uvicorn
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen()
     port = sock.getsockname()[1]
-    app = server.streamable_http_app()
-    print(f"http://127.0.0.1:{port}/mcp", flush=True)
+    app = server.sse_app() if transport == "sse" else server.streamable_http_app()
+    print(f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}", flush=True)
     config = uvicorn.Config(app, log_level="warning")
     anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]))
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["http"]:
-        serve_http()
+    if sys.argv[1:] in (["http"], ["sse"]):
+        serve_http(sys.argv[1])
     else:
         server.run()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -50,19 +51,19 @@ async def test_stdio_tool_round_trip(workspace: Path, runtime_factory: Any) -> N
     }
 
 
-async def test_streamable_http_round_trip(
-    workspace: Path, runtime_factory: Any, http_server: str
+async def test_remote_round_trip(
+    workspace: Path, runtime_factory: Any, http_server: tuple[str, str]
 ) -> None:
-    rt = await runtime_factory(
-        workspace, {"mcpServers": {"web": {"type": "http", "url": http_server}}}
-    )
+    transport, url = http_server
+    servers = {"web": {"type": transport, "url": url}}
+    rt = await runtime_factory(workspace, {"mcpServers": servers})
     agent = await rt.agent(workspace)
     rt.model.add(reply(tool_call("mcp__web__echo", {"text": "hi", "shout": True})), reply("ok"))
     result = await run_prompt(agent, "echo")
     assert result.finish_reason == "completed"
     assert result_text(results(agent)[0]) == "HI"
     (status,) = rt.hub.statuses()
-    assert (status.transport, status.state, status.target) == ("http", "ready", http_server)
+    assert (status.transport, status.state, status.target) == (transport, "ready", url)
 
 
 async def test_results_map_to_content_blocks(workspace: Path, runtime_factory: Any) -> None:
@@ -305,3 +306,34 @@ async def test_unloading_stops_the_server_process(workspace: Path, runtime_facto
     else:
         raise AssertionError(f"server process {pid} is still alive")
     assert [s.state for s in hub.statuses()] == []  # detached: nothing is connected
+
+
+async def test_without_the_sdk_a_server_fails_naming_the_extra(
+    workspace: Path, runtime_factory: Any, monkeypatch: Any
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as if `dsh[mcp]` were not installed
+    monkeypatch.delitem(sys.modules, "dsh.plugins.mcp._transport", raising=False)
+    rt = await runtime_factory(workspace, {"mcpServers": {"t": stdio_server()}})
+    agent = await rt.agent(workspace)
+    rt.model.add(reply("fine without it"))
+    assert (await run_prompt(agent, "hi")).finish_reason == "completed"
+    (status,) = rt.hub.statuses()
+    assert (status.state, status.error) == (
+        "failed",
+        "the MCP SDK is not installed: pip install 'dsh[mcp]'",
+    )
+
+
+async def test_a_server_that_crashes_too_often_stays_failed_without_its_tools(
+    workspace: Path, runtime_factory: Any
+) -> None:
+    rt = await runtime_factory(workspace, {"mcpServers": {"t": stdio_server()}, "max_restarts": 0})
+    agent = await rt.agent(workspace)
+    rt.model.add(reply(tool_call("mcp__t__crash", {})), reply("gone"), reply("still here"))
+    await run_prompt(agent, "crash it")
+    assert result_text(results(agent)[0]).endswith("; it is not running")
+    (status,) = rt.hub.statuses()
+    assert status.state == "failed" and status.tools == ()
+    assert status.error is not None and status.error.endswith("gave up after 0 restarts")
+    await run_prompt(agent, "anything left?")
+    assert not any(t.name.startswith("mcp__t__") for t in rt.model.requests[2].tools)

@@ -185,12 +185,15 @@ class Connection:
             if self._stop.aborted:
                 return
             if ready_at is None and self.restarts == 0:
-                self._set("failed", why)  # it never started: say why, do not retry
+                _log.warning('MCP server "%s" did not start: %s', self.spec.name, why)
+                self._set("failed", why)  # its tools are missing; nothing else stops
                 return
             up_ms = 0.0 if ready_at is None else (loop.time() - ready_at) * 1000
             failures = 1 if up_ms >= self._restart.stable_ms else failures + 1
             if failures > self._restart.max_restarts:
-                self._set("failed", f"{why}; gave up after {self._restart.max_restarts} restarts")
+                why = f"{why}; gave up after {self._restart.max_restarts} restarts"
+                _log.warning('MCP server "%s" stopped: %s', self.spec.name, why)
+                self._set("failed", why)
                 return
             self.restarts += 1
             self._set("restarting", why)

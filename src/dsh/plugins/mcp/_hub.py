@@ -108,11 +108,7 @@ class McpHub:
         self._untrusted = tuple(specs)
 
     def statuses(self) -> list[ServerStatus]:
-        found: dict[Connection, bool] = {}
-        for attachment in self._attachments:
-            for connection in attachment.connections:
-                found.setdefault(connection, attachment.ctx.scope is not None)
-        statuses = [_status(c, scoped) for c, scoped in found.items()]
+        statuses = [self._status(c) for c in self.visible(None)]
         for spec in self._untrusted:
             statuses.append(
                 ServerStatus(
@@ -204,7 +200,7 @@ class McpHub:
                 self._sync(attachment, connection)
         self._sync_resource_tools()
         if self._ctx.owner.active:
-            self._ctx.emit(MCP_SERVER_STATUS, _status(connection, False))
+            self._ctx.emit(MCP_SERVER_STATUS, self._status(connection))
 
     def _sync(self, attachment: _Attachment, connection: Connection) -> None:
         """(Re-)register `connection`'s tools in `attachment`'s layer when they changed."""
@@ -239,6 +235,13 @@ class McpHub:
             for disposer in self._resource_tools:
                 disposer()
             self._resource_tools = []
+
+    def _status(self, connection: Connection) -> ServerStatus:
+        """`scoped` when no global context connects it (it serves only some agents)."""
+        scoped = all(
+            a.ctx.scope is not None for a in self._attachments if connection in a.connections
+        )
+        return _status(connection, scoped)
 
 
 def _status(connection: Connection, scoped: bool) -> ServerStatus:
