@@ -33,6 +33,9 @@ DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
     {"id": "tool-timeout", "name": "tool_timeout"},
     {"id": "repeat-reminder", "name": "repeat_reminder"},
     {"id": "approval", "name": "approval"},
+    # After approval: its tools/pre-execute listener is inner, so approval sees the hooks'
+    # decision (an ask from a hook goes through the one approval service).
+    {"id": "hooks", "name": "hooks"},
     {"id": "mcp", "name": "mcp"},
     {"id": "jobs", "name": "jobs"},
     {"id": "subagents", "name": "subagents"},

@@ -13,6 +13,7 @@ from typing import Any
 import pexpect
 import pytest
 
+from dsh.workspace import Trust, dsh_home
 from tests.plugins.mcp.support import stdio_server, write_mcp_json
 
 from .support import DSH, cli_env, workspace
@@ -91,8 +92,8 @@ def test_an_untrusted_workspace_runs_without_its_servers_and_says_so_once(
     url, record = model_server
     result = run_with_calc(tmp_path, url, approval="allow")
     assert result.returncode == 0, result.stderr
-    assert result.stderr.count("not started (calc): this workspace is not trusted") == 1
-    assert "--trust-workspace" in result.stderr
+    assert result.stderr.count("this workspace is not trusted") == 1
+    assert ".mcp.json" in result.stderr and "--trust-workspace" in result.stderr
     assert not any(name.startswith("mcp__") for name in tools_offered(record))
 
 
@@ -106,8 +107,8 @@ def test_mcp_tools_ask_by_default_so_run_denies_them_without_yes(
 
 
 def test_a_bad_mcp_json_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    home = tmp_path / ".dsh"
-    home.mkdir()
+    home = dsh_home()  # the test's own (conftest), which the child inherits
+    home.mkdir(parents=True)
     (home / "mcp.json").write_text(json.dumps({"mcpServers": {"x": {"command": "c", "args": "a"}}}))
     result = dsh(
         tmp_path,
@@ -150,7 +151,7 @@ def test_add_list_and_remove(tmp_path: Path) -> None:
     assert listed.returncode == 0, listed.stderr
     assert listed.stderr == ""
     lines = listed.stdout.splitlines()
-    assert lines[0].split() == ["web", "http", "failed", str(tmp_path / ".dsh" / "mcp.json")]
+    assert lines[0].split() == ["web", "http", "failed", str(dsh_home() / "mcp.json")]
     assert lines[1].strip() == "cannot reach http://127.0.0.1:9/mcp: All connection attempts failed"
     assert lines[2].split() == ["calc", "stdio", "untrusted", str(ws / ".mcp.json")]
     again = dsh(tmp_path, "mcp", "add", "calc", "--cwd", str(ws), "--", "other")
@@ -163,8 +164,7 @@ def test_add_list_and_remove(tmp_path: Path) -> None:
 def test_list_starts_trusted_servers_and_shows_their_tools(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
     write_mcp_json(ws, {"calc": stdio_server(), "gone": {"command": str(ws / "missing")}})
-    trusted = dsh(tmp_path, "run", "--cwd", str(ws), "--trust-workspace", "--provider", "none", "x")
-    assert trusted.returncode == 2  # no such provider, but the workspace is now trusted
+    Trust().trust(ws)  # as dsh chat records a yes
     listed = dsh(tmp_path, "mcp", "list", "--cwd", str(ws), "--json")
     assert listed.returncode == 0, listed.stderr
     status = {s["name"]: s for s in map(json.loads, listed.stdout.splitlines())}
@@ -174,9 +174,8 @@ def test_list_starts_trusted_servers_and_shows_their_tools(tmp_path: Path) -> No
 
 
 def test_chat_shows_servers_with_slash_mcp_and_asks_before_their_tools(tmp_path: Path) -> None:
-    home = tmp_path / ".dsh"
-    home.mkdir()
-    (home / "mcp.json").write_text(json.dumps({"mcpServers": {"calc": stdio_server()}}))
+    dsh_home().mkdir(parents=True)
+    (dsh_home() / "mcp.json").write_text(json.dumps({"mcpServers": {"calc": stdio_server()}}))
     child = spawn(tmp_path, [{"tool": "mcp__calc__add", "args": {"a": 2, "b": 3}}, "Five."])
     child.sendline("/mcp")
     child.expect(r"calc\s+stdio\s+pending")  # started by the first turn

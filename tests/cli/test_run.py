@@ -137,3 +137,12 @@ def test_sessions_list_show_and_resume(tmp_path: Path) -> None:
         if json.loads(line)["type"] == "turn/start"
     ]
     assert turns == [1, 2]
+
+
+def test_a_retry_line_says_what_failed(tmp_path: Path) -> None:
+    waited = "deepseek-official: no data for 60s while waiting for the response to start"
+    result = dsh(tmp_path, [{"fail": "TIMEOUT", "message": waited}, "Recovered."], "hello")
+    assert result.returncode == 0, result.stderr
+    shown = " ".join(result.stderr.split())  # the console wraps long lines
+    assert f"↻ TIMEOUT: {waited}; retrying in" in shown
+    assert result.stdout.strip() == "Recovered."

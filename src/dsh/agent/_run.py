@@ -27,8 +27,8 @@ _CLOSED = object()
 
 def session_events(agent: Agent, *, from_seq: int | None = None) -> AsyncIterator[SessionEvent]:
     """The events of `agent`'s session as they are appended (from `from_seq`, default the
-    next one), until the session is disposed. Subscribed at once, so nothing appended after
-    this call is missed; close the iterator (`aclose()`) to stop early."""
+    next one), until the agent or its session is disposed. Subscribed at once, so nothing
+    appended after this call is missed; close the iterator (`aclose()`) to stop early."""
     session = agent.session
     queue: asyncio.Queue[object] = asyncio.Queue()
     start = session.seq if from_seq is None else from_seq
@@ -46,6 +46,9 @@ def session_events(agent: Agent, *, from_seq: int | None = None) -> AsyncIterato
 
     ctx.on(SESSION_EVENT, on_event)
     ctx.on(SESSION_DISPOSED, on_disposed)
+    # The agent's scope (and these listeners) unwinds before `session/disposed` is emitted:
+    # the end of the agent ends the iteration too.
+    ctx.owner.effect(lambda: queue.put_nowait(_CLOSED))
     return _drain(queue, ctx)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -22,6 +21,8 @@ config_app = typer.Typer(help="Inspect the plugin composition.", no_args_is_help
 app.add_typer(config_app, name="config")
 sessions_app = typer.Typer(help="Persisted sessions.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
+hooks_app = typer.Typer(help="Command hooks (Claude Code's dialect).", no_args_is_help=True)
+app.add_typer(hooks_app, name="hooks")
 mcp_app = typer.Typer(
     help="MCP servers: their tools in every agent; dsh as one.", no_args_is_help=True
 )
@@ -83,18 +84,32 @@ CwdOption = Annotated[
     Path | None,
     typer.Option("--cwd", help="The agent's workspace (default: the current directory)."),
 ]
+TrustOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust-workspace",
+        "--trust-hooks",
+        help="Trust the workspace for this run: run the hooks and MCP servers its files define.",
+    ),
+]
 
 
 def _exit_with(coro: Any) -> NoReturn:
     """Run a command coroutine; user-fixable problems print one line and exit 2."""
     import asyncio
 
+    _exit_with_sync(lambda: asyncio.run(coro))
+
+
+def _exit_with_sync(command: Any) -> NoReturn:
+    """Run a command; user-fixable problems print one line and exit 2."""
     from ..kernel import CompositionError
+    from ..workspace import SettingsError
     from ._runtime import CliError
 
     try:
-        code = asyncio.run(coro)
-    except (CliError, CompositionError) as exc:
+        code = command()
+    except (CliError, CompositionError, SettingsError) as exc:
         typer.echo(f"dsh: {_settings_error(exc) or exc}", err=True)
         raise typer.Exit(2) from None
     raise typer.Exit(code)
@@ -111,18 +126,6 @@ def _settings_error(exc: BaseException) -> BaseException | None:
     return cause
 
 
-def _exit_with_sync(command: Any) -> NoReturn:
-    """`_exit_with` for a command with no event loop."""
-    from ._runtime import CliError
-
-    try:
-        code = command()
-    except CliError as exc:
-        typer.echo(f"dsh: {exc}", err=True)
-        raise typer.Exit(2) from None
-    raise typer.Exit(code)
-
-
 @app.command("run")
 def run_command(
     task: Annotated[str, typer.Argument(help="What the agent should do.")],
@@ -134,19 +137,12 @@ def run_command(
     json_: Annotated[
         bool, typer.Option("--json", help="Print one session event per line (for scripts).")
     ] = False,
-    trust_workspace: Annotated[
-        bool,
-        typer.Option(
-            "--trust-workspace",
-            help="Trust the workspace (remembered): its .mcp.json servers may run.",
-        ),
-    ] = False,
+    trust: TrustOption = False,
 ) -> None:
     """Run an agent on one task; exit 0 when its turn completed."""
     from ._run import RunOptions, run_task
 
-    options = RunOptions(task, profile, provider, model, cwd, yes, json_)
-    _exit_with(run_task(replace(options, trust_workspace=trust_workspace)))
+    _exit_with(run_task(RunOptions(task, profile, provider, model, cwd, yes, json_, trust=trust)))
 
 
 @app.command("demo")
@@ -205,6 +201,7 @@ def sessions_resume(
     provider: ProviderOption = None,
     model: ModelOption = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")] = False,
+    trust: TrustOption = False,
 ) -> None:
     """Resume a session: run a task in it, or chat in it."""
     from ._chat import chat
@@ -212,8 +209,17 @@ def sessions_resume(
 
     if task is None:
         _exit_with(chat(profile, provider, model, None, resume=session_id))
+    options = RunOptions(task, profile, provider, model, None, yes, resume=session_id, trust=trust)
+    _exit_with(run_task(options))
 
-    _exit_with(run_task(RunOptions(task, profile, provider, model, None, yes, resume=session_id)))
+
+@hooks_app.command("list")
+def hooks_list(profile: ProfileOption = None, cwd: CwdOption = None) -> None:
+    """The hooks an agent in this workspace would have: where each comes from, and whether
+    it runs (a workspace's own hooks run once it is trusted)."""
+    from ._hooks import list_hooks
+
+    _exit_with(list_hooks(profile, cwd))
 
 
 @mcp_app.command("list")

@@ -97,7 +97,7 @@ def add_server(
     if scope == "project" and not Trust().is_trusted(path.parent):
         print(
             "this workspace is not trusted yet: its servers start once you trust it "
-            "(dsh run --trust-workspace …)"
+            "(dsh chat asks; dsh run --trust-workspace trusts it for one run)"
         )
     return 0
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..agent import AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
 from ..kernel import Context, Profile, boot, load_profile
+from ..persistence import SessionLockedError
 from ..session import SessionMeta
 
 DEFAULT_PROVIDER = "deepseek-official"
@@ -31,13 +32,22 @@ def profile_files(extra: list[Path] | None) -> list[Path]:
 
 
 def build_profile(
-    extra: list[Path] | None, *, yes: bool = False, workspace: Path | None = None
+    extra: list[Path] | None,
+    *,
+    yes: bool = False,
+    trust_workspace: bool = False,
+    workspace: Path | None = None,
 ) -> Profile:
-    """The layered profile; `yes` approves every ask, `workspace` is where the mcp row
-    reads `.mcp.json` (the agent's `--cwd`)."""
+    """The layered profile; `yes` approves every ask, `trust_workspace` runs the
+    workspace's own files for this run, `workspace` is where the mcp row reads `.mcp.json`
+    (the agent's `--cwd`)."""
     profile = load_profile(profile_files(extra))
     if yes:
         profile = profile.with_config("approval", auto_approve=True)
+    if trust_workspace:
+        from ._hooks import trust_for_run
+
+        profile = trust_for_run(profile)
     if workspace is not None and profile.row("mcp") is not None:
         profile = profile.with_config("mcp", workspace=str(workspace))
     return profile
@@ -101,3 +111,5 @@ async def resume_agent(ctx: Context, route: Route, session_id: str) -> AgentHand
         )
     except (KeyError, LookupError, FileNotFoundError) as exc:
         raise CliError(f"no session {session_id!r} to resume: {exc}") from None
+    except SessionLockedError as exc:
+        raise CliError(str(exc)) from None

@@ -22,8 +22,9 @@ from ._context import (
     ServiceUnavailableError,
 )
 from ._events import EventBus, EventSpec, Mode, Next, WaterfallError, declared_events
-from ._owner import Disposer, InactiveOwnerError, Owner
+from ._owner import Acquire, Disposer, InactiveOwnerError, Owner
 from ._plugin import Fiber, FiberState, PluginError
+from ._publication import Publication
 from ._scope import (
     DuplicateEntryError,
     Scope,
@@ -32,6 +33,7 @@ from ._scope import (
     create_scope,
     scope_chain,
 )
+from ._secrets import HELD, holds_secrets, read_secret, redact_secrets
 from ._signal import Aborted, CancelSignal
 
 __all__ = [
@@ -42,7 +44,9 @@ __all__ = [
     "SYSTEM_PROMPT",
     "TOOLS",
     "ENTRY_POINT_GROUP",
+    "HELD",
     "Aborted",
+    "Acquire",
     "CancelSignal",
     "CompositionError",
     "Context",
@@ -58,6 +62,7 @@ __all__ = [
     "Owner",
     "PluginError",
     "PluginRow",
+    "Publication",
     "Profile",
     "Scope",
     "ScopedLayers",
@@ -68,8 +73,11 @@ __all__ = [
     "boot",
     "create_scope",
     "declared_events",
+    "holds_secrets",
     "interpolate",
     "load_profile",
+    "read_secret",
+    "redact_secrets",
     "resolve_plugin",
     "scope_chain",
 ]

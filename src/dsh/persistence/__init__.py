@@ -1,17 +1,23 @@
-"""Durable sessions: the `ctx.session_persistence` seam, the write coordinator, the JSONL and
-SQLite backends, crash repair, and resume."""
+"""Durable sessions: the `ctx.session_persistence` seam, the write coordinator, the JSONL,
+SQLite and PostgreSQL backends, crash repair, and resume."""
 
 from ._backend import RawLog, SessionBackend
 from ._events import PERSISTENCE_WRITTEN, Written
 from ._jsonl import JsonlBackend, project_dir_name
-from ._plugin import PersistenceConfig, PersistencePlugin, default_root, mount_persistence
+from ._plugin import (
+    PersistenceConfig,
+    PersistencePlugin,
+    default_root,
+    mount_persistence,
+    store_config,
+)
+from ._postgres import LeaseLostError, PostgresBackend, PostgresLease, SessionLockedError
 from ._repair import (
     NOT_STARTED_TEXT,
     OUTCOME_UNKNOWN_TEXT,
     TOOL_NOT_STARTED,
     TOOL_OUTCOME_UNKNOWN,
     Repair,
-    open_turn,
     repair_closers,
 )
 from ._sqlite import SqliteBackend
@@ -41,9 +47,12 @@ __all__ = [
     "CorruptLogError",
     "ForkSeed",
     "JsonlBackend",
+    "LeaseLostError",
     "PersistenceConfig",
     "PersistenceError",
     "PersistencePlugin",
+    "PostgresBackend",
+    "PostgresLease",
     "RawLog",
     "Record",
     "Repair",
@@ -51,6 +60,7 @@ __all__ = [
     "SessionBackend",
     "SessionExistsError",
     "SessionLiveError",
+    "SessionLockedError",
     "SessionLocation",
     "SessionPersistence",
     "SqliteBackend",
@@ -60,7 +70,7 @@ __all__ = [
     "Written",
     "default_root",
     "mount_persistence",
-    "open_turn",
     "project_dir_name",
     "repair_closers",
+    "store_config",
 ]

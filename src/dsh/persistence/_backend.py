@@ -9,7 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..session import SessionHeader
 from ._types import Record, SessionLocation
 
-__all__ = ["RawLog", "SessionBackend"]
+__all__ = ["RawLog", "SessionBackend", "WriterLease"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,3 +71,14 @@ class SessionBackend(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class WriterLease(Protocol):
+    """A backend's proof that this process is a session's only writer (across processes).
+
+    A backend that offers one has `acquire_writer(session_id) -> WriterLease`, raising an
+    error that names the holder when another writer has the session; the write coordinator
+    takes it before a session's log is read for resume (or, for a new session, before it is
+    created) and releases it after the final drain."""
+
+    def release(self) -> None: ...

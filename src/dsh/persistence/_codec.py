@@ -19,6 +19,7 @@ __all__ = [
     "parse_lines",
     "records_of",
     "unpack_rows",
+    "utf8_safe",
 ]
 
 PACKED_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
@@ -57,10 +58,17 @@ def encode_lines(texts: Sequence[str]) -> bytes:
 
 
 def _safe_line(text: str) -> bytes:
+    return utf8_safe(text).encode("utf-8") + b"\n"
+
+
+def utf8_safe(text: str) -> str:
+    """A JSON text that encodes to UTF-8: `text` itself, or, when it holds a lone surrogate,
+    the same value with ASCII escapes."""
     try:
-        return text.encode("utf-8") + b"\n"
+        text.encode("utf-8")
     except UnicodeEncodeError:
-        return _dumps_ascii(json.loads(text)).encode("ascii") + b"\n"
+        return _dumps_ascii(json.loads(text))
+    return text
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 from ..session import (
     SESSION_CREATED,
@@ -30,7 +31,7 @@ from ._types import SessionExistsError, SessionLiveError
 
 if TYPE_CHECKING:
     from ..kernel import Context
-    from ._backend import SessionBackend
+    from ._backend import SessionBackend, WriterLease
 
 __all__ = ["WriteCoordinator"]
 
@@ -49,6 +50,7 @@ class _Writer:
         "draining",
         "failure",
         "key",
+        "lease",
         "loop",
         "materialized",
         "pending",
@@ -57,8 +59,19 @@ class _Writer:
         "unsynced",
     )
 
-    def __init__(self, session: Session, key: tuple[str, str], cursor: int, stored: bool) -> None:
+    def __init__(
+        self,
+        session: Session,
+        key: tuple[str, str],
+        cursor: int,
+        *,
+        stored: bool,
+        lease: WriterLease | None,
+    ) -> None:
         self.loop = asyncio.get_running_loop()
+        self.lease = lease
+        """The backend's writer lease, held until the final drain (None: the backend has
+        no cross-process lease)."""
         self.session = session
         self.key = key
         self.cursor = cursor
@@ -80,8 +93,9 @@ class WriteCoordinator:
         self.window = window
         self._ctx: Context | None = None
         self._writers: dict[str, _Writer] = {}
-        # Prepared sessions (by identity) → how many of their events are stored.
-        self._prepared: weakref.WeakKeyDictionary[Session, int] = weakref.WeakKeyDictionary()
+        # Prepared sessions (by identity) → how many of their events are stored, and the
+        # lease taken before they were read.
+        self._prepared: weakref.WeakKeyDictionary[Session, _Prepared] = weakref.WeakKeyDictionary()
         self._closing: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
@@ -100,9 +114,18 @@ class WriteCoordinator:
     def is_live(self, session_id: str) -> bool:
         return session_id in self._writers or _live_writer((self.backend.store_id, session_id))
 
-    def expect(self, session: Session, stored: int) -> None:
-        """`session` was seeded from the store, whose first `stored` events it holds."""
-        self._prepared[session] = stored
+    def acquire(self, session_id: str) -> WriterLease | None:
+        """The backend's writer lease on `session_id` (None when it has no such lease); its
+        error names the holder when another writer has it. Blocking: call it in a thread
+        where the event loop must not wait."""
+        acquire = getattr(self.backend, "acquire_writer", None)
+        return None if acquire is None else cast("WriterLease", acquire(session_id))
+
+    def expect(self, session: Session, stored: int, lease: WriterLease | None = None) -> None:
+        """`session` was seeded from the store, whose first `stored` events it holds, under
+        `lease`: published, it passes to the session's writer; dropped, it is released."""
+        release = None if lease is None else weakref.finalize(session, _give_up, lease)
+        self._prepared[session] = _Prepared(stored, lease, release)
 
     async def settle(self, session_id: str) -> None:
         """Wait for the final drain of a session that was just disposed."""
@@ -126,16 +149,20 @@ class WriteCoordinator:
         key = (self.backend.store_id, session.id)
         if session.id in self._writers or _live_writer(key):
             raise SessionLiveError(f"session {session.id!r} already has a live writer")
-        stored = self._prepared.pop(session, None)
-        if stored is not None:
-            writer = _Writer(session, key, stored, True)
+        prepared = self._prepared.pop(session, None)
+        if prepared is not None:
+            if prepared.release is not None:
+                prepared.release.detach()
+            writer = _Writer(session, key, prepared.stored, stored=True, lease=prepared.lease)
         else:
+            lease = self.acquire(session.id)  # first: nobody else can create it meanwhile
             if self.backend.exists(session.id):
+                _give_up(lease)
                 raise SessionExistsError(
                     f"session {session.id!r} is already stored: resume it "
                     "(ctx.agents.resume) or choose another id"
                 )
-            writer = _Writer(session, key, 0, False)
+            writer = _Writer(session, key, 0, stored=False, lease=lease)
         _live[key] = writer
         self._writers[session.id] = writer
         # Events appended before publication (a seed, a resumed session's end-seed).
@@ -257,6 +284,9 @@ class WriteCoordinator:
             writer.draining -= 1
 
     def _track(self, task: asyncio.Task[Any]) -> None:
+        # Writes are tracked here, not spawned on an owner: a teardown must let a write in
+        # flight finish (cancelling it could lose its batch), and `close()`, an effect of the
+        # attaching context, waits for every one.
         self._tasks.add(task)
         task.add_done_callback(self._done)
 
@@ -277,6 +307,9 @@ class WriteCoordinator:
                 _log.error("session %s: final write failed: %s", writer.session.id, result)
         while self._tasks:
             await asyncio.wait(list(self._tasks))
+        for prepared in list(self._prepared.values()):
+            if prepared.release is not None:
+                prepared.release()
         self._prepared.clear()
 
 
@@ -293,3 +326,21 @@ def _live_writer(key: tuple[str, str]) -> bool:
 def _release(writer: _Writer) -> None:
     if _live.get(writer.key) is writer:
         del _live[writer.key]
+    lease, writer.lease = writer.lease, None
+    _give_up(lease)
+
+
+def _give_up(lease: WriterLease | None) -> None:
+    if lease is None:
+        return
+    try:
+        lease.release()
+    except Exception as exc:  # the store frees a lease whose holder is gone anyway
+        _log.warning("could not release a writer lease: %s", exc)
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    stored: int
+    lease: WriterLease | None
+    release: weakref.finalize[..., Any] | None

@@ -13,14 +13,13 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..session import ForkError, Session, SessionEvent, SessionHeader, SessionMeta, import_events
+from ..session import ForkSeed, Session, SessionEvent, SessionHeader, fork_seed, import_events
 from ._backend import RawLog, SessionBackend
 from ._codec import records_of
 from ._coordinator import WriteCoordinator
-from ._repair import open_turn, repair_closers
+from ._repair import repair_closers
 from ._types import (
     CorruptLogError,
-    ForkSeed,
     PersistenceError,
     SessionLiveError,
     SessionLocation,
@@ -82,9 +81,16 @@ class StoredSessions:
         _check(signal)
         await self.coordinator.settle(session_id)
         self._refuse_live(session_id, "prepared again")
-        session, stored = await asyncio.to_thread(self._prepare_sync, session_id)
-        _check(signal)
-        self.coordinator.expect(session, stored)
+        # The lease first: no other writer appends between this read and our first write.
+        lease = await asyncio.to_thread(self.coordinator.acquire, session_id)
+        try:
+            session, stored = await asyncio.to_thread(self._prepare_sync, session_id)
+            _check(signal)
+        except BaseException:
+            if lease is not None:
+                lease.release()
+            raise
+        self.coordinator.expect(session, stored, lease)
         return session
 
     def _prepare_sync(self, session_id: str) -> tuple[Session, int]:
@@ -156,17 +162,7 @@ class StoredSessions:
         (inclusive; default: the end of the balanced log). The source is not changed: an
         interrupted final turn is closed in the child's copy only."""
         log = await self.inspect(source_id)
-        events = log.events
-        last = len(events) - 1
-        if boundary is None:
-            boundary = last
-        elif not 0 <= boundary <= last:
-            raise ForkError(f"fork boundary {boundary} is outside {source_id} (0..{last})")
-        prefix = events[: boundary + 1]
-        if open_turn(prefix) is not None:
-            raise ForkError(f"fork boundary {boundary} of {source_id} is inside an open turn")
-        meta = SessionMeta(cwd=log.header.cwd, parent_session=source_id, seed_length=len(prefix))
-        return ForkSeed(source_id, prefix, meta)
+        return fork_seed(source_id, log.header.cwd, log.events, boundary)
 
     # -- reading ---------------------------------------------------------------------------
 

@@ -8,18 +8,21 @@ from ._events import (
     TOOLS_PRE_EXECUTE,
     TOOLS_RESULT,
 )
-from ._plugin import ToolsPlugin
+from ._plugin import ToolsConfig, ToolsPlugin
 from ._registry import Guard
 from ._runtime import ExecutionMode, ToolRuntime
 from ._schema import JsonSchemaError, check_schema, validate_value
+from ._tool_plugin import ToolPlugin
 from ._types import (
     APPROVAL,
     RESERVED_TOOL_NAMES,
     Accept,
     Allow,
+    ApprovalAnswer,
     ApprovalService,
     Ask,
     Block,
+    Decision,
     Deny,
     PostDecision,
     PostExecute,
@@ -38,8 +41,10 @@ from ._types import (
     ToolResult,
     ToolRunContext,
     ToolSuccess,
+    as_content,
     default_render,
     failure,
+    stricter,
 )
 
 __all__ = [
@@ -52,9 +57,11 @@ __all__ = [
     "TOOLS_RESULT",
     "Accept",
     "Allow",
+    "ApprovalAnswer",
     "ApprovalService",
     "Ask",
     "Block",
+    "Decision",
     "Deny",
     "ExecutionMode",
     "Guard",
@@ -75,13 +82,17 @@ __all__ = [
     "ToolNotFoundError",
     "ToolOutcome",
     "ToolOutputError",
+    "ToolPlugin",
     "ToolResult",
     "ToolRunContext",
     "ToolRuntime",
     "ToolSuccess",
+    "ToolsConfig",
     "ToolsPlugin",
+    "as_content",
     "check_schema",
     "default_render",
+    "stricter",
     "tool",
     "validate_value",
 ]

@@ -19,7 +19,8 @@ TOOLS_PRE_EXECUTE: EventSpec[ToolExecution, PreDecision] = EventSpec.declare(
     ToolExecution,
     PreDecision,
     doc="Per call, before guards and dispatch; scoped by the call's agent. Return "
-    "Allow() (the default), Deny(reason) or Ask(reason). Arguments cannot be rewritten.",
+    "Allow() (the default), Deny(reason) or Ask(reason); Allow and Ask may carry replacement "
+    "arguments.",
 )
 
 TOOLS_EXECUTE: EventSpec[ToolExecution, ToolResult] = EventSpec.declare(

@@ -201,10 +201,7 @@ async def test_mcp_tools_ask_by_default_and_a_server_may_allow(
     )
     await run_prompt(agent, "add twice")
     asked, allowed = results(agent)
-    assert (
-        result_text(asked)
-        == 'Error: tool "mcp__asks__add" requires approval, but no approval channel is available'
-    )
+    assert result_text(asked).startswith('Error: tool "mcp__asks__add" requires approval')
     assert result_text(allowed) == "3"
 
 

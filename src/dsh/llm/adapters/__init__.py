@@ -7,9 +7,11 @@ from ._deepseek import DEEPSEEK_MODELS, DeepSeekConfig, DeepSeekPlugin
 from ._failures import http_failure, retry_after_ms, stream_error, transport_failure
 from ._request import Dialect, RequestEncoder, wire_messages
 from ._response import ChunkMapper, token_usage
+from ._routes import ROUTE_PREFIXES, ModelRoute, RouteError, parse_model
 
 __all__ = [
     "DEEPSEEK_MODELS",
+    "ROUTE_PREFIXES",
     "USER_AGENT",
     "ChatCompletionsAdapter",
     "ChunkMapper",
@@ -20,12 +22,15 @@ __all__ = [
     "Dialect",
     "Endpoint",
     "ModelConfig",
+    "ModelRoute",
     "OpenAICompatConfig",
     "OpenAICompatPlugin",
     "RequestEncoder",
     "RetryConfig",
+    "RouteError",
     "http_failure",
     "mount_adapter",
+    "parse_model",
     "retry_after_ms",
     "stream_error",
     "token_usage",

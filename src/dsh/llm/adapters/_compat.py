@@ -48,6 +48,7 @@ class CompatRouteConfig(ConnectionConfig):
             extra_body=dict(self.extra_body),
             connect_timeout_s=self.connect_timeout_s,
             idle_timeout_s=self.idle_timeout_s,
+            call_timeout_s=self.call_timeout_s,
         )
 
 

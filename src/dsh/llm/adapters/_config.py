@@ -84,6 +84,10 @@ class ConnectionConfig(BaseModel):
     stream: bool = True
     """Stream the response (SSE); False asks for one whole completion."""
     connect_timeout_s: float = Field(default=10.0, gt=0)
-    idle_timeout_s: float = Field(default=300.0, gt=0)
-    """Fail with TIMEOUT when no byte arrives for this long (also while awaiting headers)."""
+    idle_timeout_s: float = Field(default=60.0, gt=0)
+    """Fail with TIMEOUT when no byte arrives for this long (also while awaiting headers;
+    DeepSeek sends keep-alive comments while a request waits to be served)."""
+    call_timeout_s: float = Field(default=600.0, gt=0)
+    """Fail with TIMEOUT when the whole call (request to last chunk) takes longer: a stream
+    that trickles bytes never trips the idle timeout."""
     retry: RetryConfig = Field(default_factory=RetryConfig)

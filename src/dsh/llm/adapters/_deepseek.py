@@ -82,6 +82,7 @@ class DeepSeekPlugin:
             stream=config.stream,
             connect_timeout_s=config.connect_timeout_s,
             idle_timeout_s=config.idle_timeout_s,
+            call_timeout_s=config.call_timeout_s,
         )
 
     @staticmethod

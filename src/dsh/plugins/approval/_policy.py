@@ -10,15 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ...tools import Allow, Ask, Deny, PreDecision
 
-__all__ = [
-    "DEFAULT_POLICY",
-    "Action",
-    "ApprovalConfig",
-    "DefaultRules",
-    "Rule",
-    "decide",
-    "stricter",
-]
+__all__ = ["DEFAULT_POLICY", "Action", "ApprovalConfig", "DefaultRules", "Rule", "decide"]
 
 Action = Literal["allow", "ask", "deny"]
 
@@ -52,7 +44,6 @@ class ApprovalConfig(BaseModel):
     auto_approve: bool = False
 
 
-
 DefaultRules: TypeAlias = Callable[[str], "Rule | None"]
 """A plugin's defaults for the tools it registers: the rule that applies to a tool name, or
 None when the name is not the plugin's (e.g. MCP: `mcp__github__*` asks)."""
@@ -82,12 +73,3 @@ def _decision(action: Action, tool: str, why: str) -> PreDecision:
     if action == "ask":
         return Ask(f"approval policy: {why}")
     return Deny(f'tool "{tool}" is denied by the approval policy ({why})')
-
-
-def _rank(decision: PreDecision) -> int:
-    return 0 if isinstance(decision, Allow) else 1 if isinstance(decision, Ask) else 2
-
-
-def stricter(ours: PreDecision, theirs: PreDecision) -> PreDecision:
-    """Deny over ask over allow; on a tie the other listener's (more specific) reason wins."""
-    return ours if _rank(ours) > _rank(theirs) else theirs

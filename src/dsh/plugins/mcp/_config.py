@@ -97,20 +97,20 @@ def load_servers(
     workspace: Path,
     profile_servers: Mapping[str, Any] | None = None,
     *,
-    trust: Trust | None = None,
+    trusted: bool | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Servers:
     """Every configured server: user file, then workspace file, then the profile row (a
-    later entry of one name replaces an earlier one). A workspace file of an untrusted
-    workspace is only read to name what was skipped. Raises `McpConfigError`."""
+    later entry of one name replaces an earlier one). The workspace file counts when
+    `trusted` (default: when `Trust` says so); otherwise it is only read to name what was
+    skipped. Raises `McpConfigError`."""
     env = os.environ if env is None else env
     found: dict[str, ServerSpec] = {}
     for spec in _file_servers(user_file(), env):
         found[spec.name] = spec
     project = project_file(workspace)
     untrusted: tuple[ServerSpec, ...] = ()
-    trust = Trust() if trust is None else trust
-    if trust.is_trusted(workspace):
+    if Trust().is_trusted(workspace) if trusted is None else trusted:
         for spec in _file_servers(project, env):
             found[spec.name] = spec
     elif project.is_file():

@@ -8,7 +8,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
 from ...kernel import CancelSignal, Disposer, Owner
 from ...llm import Json
@@ -20,10 +20,9 @@ if TYPE_CHECKING:
 
     from ._transport import McpSession
 
-__all__ = ["Connection", "RestartPolicy", "State", "until_done"]
+__all__ = ["Connection", "RestartPolicy", "State"]
 
 State = Literal["pending", "starting", "ready", "restarting", "failed", "stopped"]
-T = TypeVar("T")
 _STDERR_LINES = 20
 _log = logging.getLogger("dsh.mcp")
 
@@ -42,24 +41,6 @@ class RestartPolicy:
     def delay_s(self, failures: int) -> float:
         delay_ms: float = min(self.backoff_ms * 2.0 ** (failures - 1), self.max_backoff_ms)
         return delay_ms / 1000
-
-
-async def until_done(awaitable: Awaitable[T], signal: CancelSignal) -> T:
-    """Await `awaitable` unless `signal` fires first: then it is cancelled (an MCP request
-    in flight is cancelled on the server with `notifications/cancelled`) and `Aborted`
-    raised."""
-    task = asyncio.ensure_future(awaitable)
-    aborted = asyncio.ensure_future(signal.wait())
-    try:
-        await asyncio.wait((task, aborted), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        aborted.cancel()
-        if not task.done():
-            task.cancel()
-            await asyncio.wait([task])
-    if task.cancelled():
-        signal.raise_if_aborted()
-    return task.result()
 
 
 class Connection:
@@ -129,7 +110,7 @@ class Connection:
     async def wait_settled(self, signal: CancelSignal) -> None:
         self.start()
         while not self.settled:
-            await until_done(self._changes.wait(), signal)
+            await signal.race(self._changes.wait())
 
     # -- requests ------------------------------------------------------------------------------
 
@@ -153,11 +134,12 @@ class Connection:
     ) -> Any:
         session = await self._ready_session(signal)
         try:
-            return await until_done(send(session), signal)
+            # A cancelled request is cancelled on the server too (`notifications/cancelled`).
+            return await signal.race(send(session))
         except ConnectionLost:
             self._lose("the connection closed")
             while self._session is session:  # let the runner note why (the stderr tail)
-                await until_done(self._changes.wait(), signal)
+                await signal.race(self._changes.wait())
             raise McpToolError(
                 f'MCP server "{self.spec.name}" stopped during {what} ({self.error}); '
                 + ("it is being restarted" if self.state == "restarting" else "it is not running"),
@@ -172,7 +154,7 @@ class Connection:
                     f'MCP server "{self.spec.name}" is not running: {self.error or self.state}',
                     "MCP_UNAVAILABLE",
                 )
-            await until_done(self._changes.wait(), signal)
+            await signal.race(self._changes.wait())
         return self._session
 
     # -- the session's lifetime ----------------------------------------------------------------

@@ -117,7 +117,8 @@ class McpHub:
                     spec.source,
                     spec.target,
                     "untrusted",
-                    "not started: this workspace is not trusted (dsh run --trust-workspace)",
+                    "not started: this workspace is not trusted (dsh chat asks; "
+                    "dsh run --trust-workspace trusts it for one run)",
                 )
             )
         return statuses

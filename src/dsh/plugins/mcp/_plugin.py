@@ -30,6 +30,8 @@ class McpConfig(BaseModel):
     """Servers of the profile itself (they replace same-named servers of the files)."""
     workspace: str | None = None
     """Where `.mcp.json` is read (default: the current directory; `dsh run` passes --cwd)."""
+    trust_workspace: bool = False
+    """Run the workspace's servers without a recorded trust (`dsh run --trust-workspace`)."""
     startup: Literal["boot", "first-use"] = "first-use"
     """Start servers when an agent's first turn begins (commands that run no agent start
     none), or as soon as the plugin loads."""
@@ -68,14 +70,10 @@ class McpPlugin:
         hub = McpHub(ctx, config.hub_options())
         ctx.provide(MCP, hub)
         if servers.untrusted:
+            # Listed as `untrusted`; the CLI's trust note and question cover `.mcp.json`.
             hub.note_untrusted(servers.untrusted)
             names = ", ".join(spec.name for spec in servers.untrusted)
-            _log.warning(
-                "dsh: MCP servers in %s/.mcp.json not started (%s): this workspace is not "
-                "trusted; trust it with `dsh run --trust-workspace …`",
-                workspace,
-                names,
-            )
+            _log.info("%s/.mcp.json not trusted: not starting %s", workspace, names)
         if servers.specs:
             hub.connect(ctx, servers.specs)
 
@@ -91,7 +89,8 @@ class McpPlugin:
 
 def _configured(config: McpConfig) -> tuple[Path, Servers]:
     workspace = Path(config.workspace or Path.cwd()).expanduser().resolve()
-    return workspace, load_servers(workspace, config.mcp_servers)
+    trusted = True if config.trust_workspace else None
+    return workspace, load_servers(workspace, config.mcp_servers, trusted=trusted)
 
 
 class _ApprovalDefaults:

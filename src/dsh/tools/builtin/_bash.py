@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Mapping
-from typing import Annotated, ClassVar
+from typing import Annotated
 
 from pydantic import Field
 
-from ...kernel import TOOLS, Aborted, Context
+from ...kernel import Aborted
 from ...llm import HarnessError, Json
+from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext, compact_json
 from ._args import ArgumentError, optional_text, required_text, schema
-from ._guidance import mount_tool
 from ._process import run_process, signal_name
-from ._workspace import ResolvedPath, WorkspaceConfig
+from ._workspace import ResolvedPath, Workspace, WorkspaceConfig
 
 __all__ = ["BashConfig", "BashToolPlugin", "bash_tool", "render_bash"]
 
@@ -101,51 +102,6 @@ def _workdir(where: ResolvedPath) -> ResolvedPath:
 def bash_tool(config: BashConfig | None = None) -> ToolDefinition:
     """The `bash` tool definition."""
     config = config or BashConfig()
-    workspace = config.workspace()
-
-    async def execute(args: Mapping[str, Json], run: ToolRunContext) -> Json:
-        command = required_text(args, "command", "invalid command: expected a non-empty string")
-        required_text(args, "description", "invalid description: expected a non-empty string")
-        timeout_ms = _timeout(args, config)
-        if args.get("run_in_background") is True:
-            raise ArgumentError(
-                "run_in_background is disabled for this deployment (enableRunInBackground: false)"
-            )
-        workdir = optional_text(args, "workdir", "invalid workdir: expected a non-empty string")
-        where = _workdir(workspace.resolve(run, workdir or "."))
-        run.signal.raise_if_aborted()
-        try:
-            done = await run_process(
-                [config.shell, "-c", command],
-                cwd=where.display,
-                env=_environment(config, run, where.display),
-                signal=run.signal,
-                timeout_s=timeout_ms / 1000,
-                max_bytes=config.max_output_bytes,
-                keep="tail",
-            )
-        except OSError as exc:
-            raise HarnessError(f"failed to start {config.shell}: {exc}", "SPAWN_FAILED") from exc
-        if done.stopped == "aborted":
-            raise Aborted(run.signal.reason)
-        code = done.returncode
-        return {
-            "kind": "foreground",
-            "exitCode": code if code is not None and code >= 0 else None,
-            "signal": signal_name(-code) if code is not None and code < 0 else None,
-            "timedOut": done.stopped == "timeout",
-            "aborted": False,
-            "timeoutMs": _number(timeout_ms),
-            "stdout": {
-                "text": done.stdout.decode("utf-8", "replace"),
-                "truncated": done.stdout_truncated,
-            },
-            "stderr": {
-                "text": done.stderr.decode("utf-8", "replace"),
-                "truncated": done.stderr_truncated,
-            },
-        }
-
     return ToolDefinition(
         "bash",
         DESCRIPTION.format(
@@ -153,28 +109,79 @@ def bash_tool(config: BashConfig | None = None) -> ToolDefinition:
             default_ms=f"{config.timeout_ms:,} ms",
             max_ms=f"{config.max_timeout_ms:,} ms",
         ),
-        schema(
-            {
-                "command": {"type": "string", "description": "The command for `bash -c`."},
-                "description": {
-                    "type": "string",
-                    "description": "What the command does, in 5-10 words (shown to the user).",
-                },
-                "timeoutMs": {
-                    "type": "number",
-                    "description": f"Timeout in milliseconds (default {config.timeout_ms}, "
-                    f"max {config.max_timeout_ms}).",
-                },
-                "workdir": {
-                    "type": "string",
-                    "description": "Directory to run in, relative to the working directory.",
-                },
-            },
-            ("command", "description"),
-        ),
-        execute,
+        _parameters(config),
+        functools.partial(run_bash, config, config.workspace()),
         render=render_bash,
     )
+
+
+def _parameters(config: BashConfig) -> dict[str, Json]:
+    return schema(
+        {
+            "command": {"type": "string", "description": "The command for `bash -c`."},
+            "description": {
+                "type": "string",
+                "description": "What the command does, in 5-10 words (shown to the user).",
+            },
+            "timeoutMs": {
+                "type": "number",
+                "description": f"Timeout in milliseconds (default {config.timeout_ms}, "
+                f"max {config.max_timeout_ms}).",
+            },
+            "workdir": {
+                "type": "string",
+                "description": "Directory to run in, relative to the working directory.",
+            },
+        },
+        ("command", "description"),
+    )
+
+
+async def run_bash(
+    config: BashConfig, workspace: Workspace, args: Mapping[str, Json], run: ToolRunContext
+) -> Json:
+    """The body of `bash`: check the arguments, run the command, report how it ended."""
+    command = required_text(args, "command", "invalid command: expected a non-empty string")
+    required_text(args, "description", "invalid description: expected a non-empty string")
+    timeout_ms = _timeout(args, config)
+    if args.get("run_in_background") is True:
+        raise ArgumentError(
+            "run_in_background is disabled for this deployment (enableRunInBackground: false)"
+        )
+    workdir = optional_text(args, "workdir", "invalid workdir: expected a non-empty string")
+    where = _workdir(workspace.resolve(run, workdir or "."))
+    run.signal.raise_if_aborted()
+    try:
+        done = await run_process(
+            [config.shell, "-c", command],
+            cwd=where.display,
+            env=_environment(config, run, where.display),
+            signal=run.signal,
+            timeout_s=timeout_ms / 1000,
+            max_bytes=config.max_output_bytes,
+            keep="tail",
+        )
+    except OSError as exc:
+        raise HarnessError(f"failed to start {config.shell}: {exc}", "SPAWN_FAILED") from exc
+    if done.stopped == "aborted":
+        raise Aborted(run.signal.reason)
+    code = done.returncode
+    return {
+        "kind": "foreground",
+        "exitCode": code if code is not None and code >= 0 else None,
+        "signal": signal_name(-code) if code is not None and code < 0 else None,
+        "timedOut": done.stopped == "timeout",
+        "aborted": False,
+        "timeoutMs": _number(timeout_ms),
+        "stdout": {
+            "text": done.stdout.decode("utf-8", "replace"),
+            "truncated": done.stdout_truncated,
+        },
+        "stderr": {
+            "text": done.stderr.decode("utf-8", "replace"),
+            "truncated": done.stderr_truncated,
+        },
+    }
 
 
 _TRUNCATED = "\n[output truncated; full output: (unavailable)]"
@@ -209,13 +216,7 @@ def render_bash(args: Json, value: Mapping[str, Json]) -> str:
     return text
 
 
-class BashToolPlugin:
-    """Registers the `bash` tool and its `tool:bash` guidance section (order 105)."""
-
-    name: ClassVar[str] = "tool_bash"
-    Config = BashConfig
-    inject = (TOOLS,)
-
-    @staticmethod
-    async def apply(ctx: Context, config: BashConfig) -> None:
-        await mount_tool(ctx, bash_tool(config), (105, GUIDANCE))
+BashToolPlugin = ToolPlugin(
+    "tool_bash", lambda _ctx, c: bash_tool(c), config=BashConfig, guidance=(105, GUIDANCE)
+)
+"""Registers the `bash` tool and its `tool:bash` guidance section (order 105)."""
