@@ -153,3 +153,13 @@ def test_a_bad_file_is_one_line_naming_the_file_and_the_key(
     error = str(caught.value)
     assert error.startswith(f"{path}: ") and message in error
     assert "\n" not in error
+
+
+def test_what_is_shown_of_a_server_leaves_its_secrets_out(workspace: Path) -> None:
+    servers = {
+        "api": {"url": "https://bob:s3cret@api.example/mcp", "headers": {"Authorization": "t0k"}},
+        "cli": {"command": "srv", "args": ["--port", "1"], "env": {"TOKEN": "t0k"}},
+    }
+    found = specs(workspace, servers)
+    assert found["api"].target == "https://bob:***@api.example/mcp"
+    assert found["cli"].target == "srv --port 1"

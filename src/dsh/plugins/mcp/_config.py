@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from ...kernel import CompositionError, interpolate
 from ...workspace import SettingsError, Trust, dsh_home, read_json_object
@@ -71,10 +72,16 @@ class ServerSpec:
 
     @property
     def target(self) -> str:
-        """What to show for it: the command line or the URL (never headers or env)."""
+        """What to show for it: the command line or the URL (never headers, env, or a
+        password in the URL)."""
         if self.transport == "stdio":
             return " ".join([self.command or "", *self.args])
-        return self.url or ""
+        url = urlsplit(self.url or "")
+        if url.password is None:
+            return self.url or ""
+        return urlunsplit(
+            url._replace(netloc=f"{url.username}:***@{url.netloc.rpartition('@')[2]}")
+        )
 
 
 @dataclass(frozen=True, slots=True)
