@@ -262,5 +262,5 @@ def _describe(exc: BaseException, spec: ServerSpec) -> str:
         return f"cannot run {spec.command!r}: {exc.strerror}"
     text = str(exc).strip()
     if type(exc).__module__.startswith("httpx") and spec.url:  # the SDK's HTTP client
-        return f"cannot reach {spec.url}: {text or type(exc).__name__}"
+        return f"cannot reach {spec.target}: {text or type(exc).__name__}"
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
