@@ -55,13 +55,14 @@ async def chat(
     cwd: Path | None,
     *,
     resume: str | None = None,
+    sandbox: str | None = None,
 ) -> int:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.patch_stdout import patch_stdout
     from rich.console import Console
 
     workspace = (cwd or Path.cwd()).resolve()
-    built = build_profile(profile, workspace=workspace)
+    built = build_profile(profile, sandbox=sandbox, workspace=workspace)
     route = resolve_route(built, provider, model)
     check_credentials(route)
     console = Console(highlight=False, force_terminal=True)

@@ -45,6 +45,7 @@ class RunOptions:
     banner: str | None = None
     trust: bool = False
     """`--trust-workspace`: run the workspace's hooks (and MCP servers) for this run."""
+    sandbox: str | None = None
 
 
 async def run_task(options: RunOptions) -> int:
@@ -54,7 +55,11 @@ async def run_task(options: RunOptions) -> int:
     err = Console(stderr=True, highlight=False)
     cwd = (options.cwd or Path.cwd()).resolve()
     profile = build_profile(
-        options.profile, yes=options.yes, trust_workspace=options.trust, workspace=cwd
+        options.profile,
+        yes=options.yes,
+        trust_workspace=options.trust,
+        sandbox=options.sandbox,
+        workspace=cwd,
     )
     route = resolve_route(profile, options.provider, options.model)
     check_credentials(route)

@@ -20,6 +20,7 @@ from ._repair import (
     Repair,
     repair_closers,
 )
+from ._spill import BlobStore, CachedSpills, FolderSpills, SpillArea
 from ._sqlite import SqliteBackend
 from ._stored import StoredSessions
 from ._types import (
@@ -44,7 +45,10 @@ __all__ = [
     "SESSION_PERSISTENCE",
     "TOOL_NOT_STARTED",
     "TOOL_OUTCOME_UNKNOWN",
+    "BlobStore",
+    "CachedSpills",
     "CorruptLogError",
+    "FolderSpills",
     "ForkSeed",
     "JsonlBackend",
     "LeaseLostError",
@@ -63,6 +67,7 @@ __all__ = [
     "SessionLockedError",
     "SessionLocation",
     "SessionPersistence",
+    "SpillArea",
     "SqliteBackend",
     "StoredLog",
     "StoredSessions",
