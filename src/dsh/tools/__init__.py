@@ -1,6 +1,6 @@
 """The tool registry and its guarded execution pipeline (`ctx.tools`)."""
 
-from ._decorator import fit_schema, tool
+from ._decorator import fit_schema, pydantic_violations, tool
 from ._events import (
     TOOLS_CHANGE,
     TOOLS_EXECUTE,
@@ -96,7 +96,6 @@ __all__ = [
     "ToolExecutionInput",
     "ToolFailure",
     "failure",
-    "fit_schema",
     "ToolNotFoundError",
     "ToolOutcome",
     "ToolOutputError",
@@ -110,6 +109,8 @@ __all__ = [
     "as_content",
     "check_schema",
     "default_render",
+    "fit_schema",
+    "pydantic_violations",
     "stricter",
     "tool",
     "validate_value",
