@@ -26,6 +26,15 @@ FIXTURES = REPO / "tests" / "fixtures"
 README): a user's clone has nothing beside it."""
 
 
+def home_and_workspace(base: Path) -> tuple[Path, Path]:
+    """`base/home` (a `DSH_HOME`, not created) and the workspace `base/ws` holding the
+    fixtures' `hello.txt`, as the reference's recorded runs had it."""
+    ws = base / "ws"
+    ws.mkdir()
+    (ws / "hello.txt").write_text("hello\nfrom the\nbenchmark\n")
+    return base / "home", ws
+
+
 @dataclass
 class Runtime:
     ctx: Context

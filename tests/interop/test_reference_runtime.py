@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from dsh.testing import Hold, OpenAIServer, RecordedRequest, hold, reply, tool_call
+from tests.conftest import home_and_workspace
 
 sdk = pytest.importorskip("deepseek_harness", reason="needs the extra: pip install '.[interop]'")
 pytestmark = [
@@ -32,6 +33,14 @@ pytestmark = [
 ]
 
 OURS = Path(sys.executable).with_name("dsh-jsonrpc-agent")
+
+
+@pytest.fixture(autouse=True)
+def _own_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither runtime sees the DeepSeek or dsh settings of the shell running the tests."""
+    for key in list(os.environ):
+        if key.startswith(("DEEPSEEK_", "DSH_")):
+            monkeypatch.delenv(key)
 
 
 def _harness(home: Path, ws: Path, url: str, *, ours: bool) -> Any:
@@ -84,9 +93,7 @@ def _second_run(home: Path, ws: Path, url: str) -> tuple[Any, Any]:
 
 
 async def test_sessions_move_between_the_runtimes_in_one_dsh_home(tmp_path: Path) -> None:
-    home, ws = tmp_path / "home", tmp_path / "ws"
-    ws.mkdir()
-    (ws / "hello.txt").write_text("hello\nfrom the\nbenchmark\n")
+    home, ws = home_and_workspace(tmp_path)
     script = [
         reply(tool_call("read", {"file_path": "hello.txt"})),
         "Reference done.",
@@ -95,14 +102,10 @@ async def test_sessions_move_between_the_runtimes_in_one_dsh_home(tmp_path: Path
         "Reference continued.",
         "Reference again.",
     ]
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith(("DEEPSEEK_", "DSH_"))}
-    try:
-        async with OpenAIServer(script) as server:
-            started, resumed = await asyncio.to_thread(_first_run, home, ws, server.base_url)
-            continued, again = await asyncio.to_thread(_second_run, home, ws, server.base_url)
-            server.assert_complete()
-    finally:
-        os.environ.update(saved)
+    async with OpenAIServer(script) as server:
+        started, resumed = await asyncio.to_thread(_first_run, home, ws, server.base_url)
+        continued, again = await asyncio.to_thread(_second_run, home, ws, server.base_url)
+        server.assert_complete()
     assert started.final_response == "Reference done."
     assert resumed.final_response == "Ours continued." and resumed.finish_reason == "completed"
     assert continued.final_response == "Reference continued."
@@ -160,32 +163,26 @@ async def test_a_session_of_ours_killed_mid_answer_is_repaired_and_resumed_by_th
 ) -> None:
     from dsh.persistence import JsonlBackend, StoredSessions
 
-    home, ws = tmp_path / "home", tmp_path / "ws"
-    ws.mkdir()
-    (ws / "hello.txt").write_text("hello\nfrom the\nbenchmark\n")
+    home, ws = home_and_workspace(tmp_path)
     held = hold()
     script = [
         reply(tool_call("read", {"file_path": "hello.txt"})),
         reply("Half an ans", held, "wer."),
         "Reference resumed.",
     ]
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith(("DEEPSEEK_", "DSH_"))}
-    try:
-        async with OpenAIServer(script) as server:
-            await _killed_mid_answer(home, ws, server, held)
+    async with OpenAIServer(script) as server:
+        await _killed_mid_answer(home, ws, server, held)
 
-            def resume() -> Any:
-                with _harness(home, ws, server.base_url, ours=False) as reference:
-                    return reference.resume_session("session-killed").run("Go on. steps=0")
+        def resume() -> Any:
+            with _harness(home, ws, server.base_url, ours=False) as reference:
+                return reference.resume_session("session-killed").run("Go on. steps=0")
 
-            result = await asyncio.to_thread(resume)
-    finally:
-        os.environ.update(saved)
+        result = await asyncio.to_thread(resume)
     assert result.final_response == "Reference resumed." and result.finish_reason == "completed"
     # The reference sent our finished step (the call and its result), then its new prompt.
     texts = _texts(server.requests[-1])
     assert texts.count("call_1") == 2 and "Go on. steps=0" in texts[-2:]
-    assert "Half an ans" not in texts  # the cut answer was never stored
+    assert "Half an ans" not in texts  # a cut answer is no message (its chunks are ignorable)
     # It closed our open turn as interrupted before its own.
     log = await StoredSessions(JsonlBackend(home / "sessions")).inspect("session-killed")
     ends = [e.data["reason"]["kind"] for e in log.events if e.type == "turn/end"]

@@ -15,6 +15,7 @@ import yaml
 from dsh.client import AsyncHarness
 from dsh.server._launch import Launch, LaunchError, compose, parse_args
 from dsh.testing import OpenAIServer, reply, tool_call
+from tests.conftest import home_and_workspace
 
 ROOT = Path(__file__).parents[2]
 
@@ -109,9 +110,7 @@ def test_bad_arguments_and_patch_files_are_one_line_and_exit_2(tmp_path: Path) -
 async def test_launched_like_the_sdk_sessions_land_in_dsh_home_as_format_4(
     tmp_path: Path,
 ) -> None:
-    home, ws = tmp_path / "home", tmp_path / "ws"
-    ws.mkdir()
-    (ws / "hello.txt").write_text("hello\nfrom the\nbenchmark\n")
+    home, ws = home_and_workspace(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPSEEK_", "DSH_"))}
     script = [reply(tool_call("read", {"file_path": "hello.txt"})), "Done after 1 tool calls."]
     async with OpenAIServer(script) as server:
