@@ -34,6 +34,7 @@ from ._scope import (
 )
 from ._secrets import HELD, holds_secrets, read_secret, redact_secrets
 from ._signal import Aborted, CancelSignal
+from ._trace import TraceContext, current_trace, using_trace
 
 __all__ = [
     "AGENTS",
@@ -67,10 +68,12 @@ __all__ = [
     "ScopedLayers",
     "ServiceKey",
     "ServiceUnavailableError",
+    "TraceContext",
     "WaterfallError",
     "bind_scope_parent",
     "boot",
     "create_scope",
+    "current_trace",
     "declared_events",
     "holds_secrets",
     "load_profile",
@@ -78,4 +81,5 @@ __all__ = [
     "redact_secrets",
     "resolve_plugin",
     "scope_chain",
+    "using_trace",
 ]
