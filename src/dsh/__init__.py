@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         load_profile,
     )
     from .llm import Message, user_message
-    from .session import SessionMeta
+    from .session import SessionMeta, session_usage
     from .tools import tool
 
 _LAZY = {
@@ -67,6 +67,7 @@ _LAZY = {
     "Message": "dsh.llm",
     "user_message": "dsh.llm",
     "SessionMeta": "dsh.session",
+    "session_usage": "dsh.session",
     "tool": "dsh.tools",
 }
 
@@ -105,6 +106,7 @@ __all__ = [
     "load_profile",
     "run_prompt",
     "session_events",
+    "session_usage",
     "tool",
     "user_message",
 ]
