@@ -90,6 +90,15 @@ TrustOption = Annotated[
 ]
 
 
+OtelOption = Annotated[
+    bool,
+    typer.Option(
+        "--otel",
+        help="Send OpenTelemetry traces and metrics (OTEL_* variables; also DSH_OTEL=1).",
+    ),
+]
+
+
 def _exit_with(coro: Any) -> NoReturn:
     """Run a command coroutine; user-fixable problems print one line and exit 2."""
     import asyncio
@@ -118,11 +127,13 @@ def run_command(
         bool, typer.Option("--json", help="Print one session event per line (for scripts).")
     ] = False,
     trust: TrustOption = False,
+    otel: OtelOption = False,
 ) -> None:
     """Run an agent on one task; exit 0 when its turn completed."""
     from ._run import RunOptions, run_task
 
-    _exit_with(run_task(RunOptions(task, profile, provider, model, cwd, yes, json_, trust=trust)))
+    options = RunOptions(task, profile, provider, model, cwd, yes, json_, trust=trust, otel=otel)
+    _exit_with(run_task(options))
 
 
 @app.command("demo")
@@ -143,11 +154,12 @@ def chat_command(
     provider: ProviderOption = None,
     model: ModelOption = None,
     cwd: CwdOption = None,
+    otel: OtelOption = False,
 ) -> None:
     """Talk with an agent: Enter sends, Ctrl-C cancels the running turn, /help for more."""
     from ._chat import chat
 
-    _exit_with(chat(profile, provider, model, cwd))
+    _exit_with(chat(profile, provider, model, cwd, otel=otel))
 
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Raw JSON lines.")]
@@ -173,6 +185,15 @@ def sessions_show(
     _exit_with(show_session(profile, session_id, json_))
 
 
+@sessions_app.command("stats")
+def sessions_stats(profile: ProfileOption = None, json_: JsonOption = False) -> None:
+    """Usage of every stored session by day (UTC) and model: requests, tool calls, tokens,
+    the share served from cache, and the cost by the profile's prices."""
+    from ._sessions import session_stats
+
+    _exit_with(session_stats(profile, json_))
+
+
 @sessions_app.command("resume")
 def sessions_resume(
     session_id: Annotated[str, typer.Argument(help="The session id.")],
@@ -182,14 +203,17 @@ def sessions_resume(
     model: ModelOption = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")] = False,
     trust: TrustOption = False,
+    otel: OtelOption = False,
 ) -> None:
     """Resume a session: run a task in it, or chat in it."""
     from ._chat import chat
     from ._run import RunOptions, run_task
 
     if task is None:
-        _exit_with(chat(profile, provider, model, None, resume=session_id))
-    options = RunOptions(task, profile, provider, model, None, yes, resume=session_id, trust=trust)
+        _exit_with(chat(profile, provider, model, None, resume=session_id, otel=otel))
+    options = RunOptions(
+        task, profile, provider, model, None, yes, resume=session_id, trust=trust, otel=otel
+    )
     _exit_with(run_task(options))
 
 

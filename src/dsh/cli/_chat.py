@@ -19,6 +19,7 @@ from ._runtime import (
     resolve_route,
     resume_agent,
     start_runtime,
+    turn_cost,
 )
 
 if TYPE_CHECKING:
@@ -54,12 +55,13 @@ async def chat(
     cwd: Path | None,
     *,
     resume: str | None = None,
+    otel: bool = False,
 ) -> int:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.patch_stdout import patch_stdout
     from rich.console import Console
 
-    built = build_profile(profile)
+    built = build_profile(profile, otel=otel)
     route = resolve_route(built, provider, model)
     check_credentials(route)
     console = Console(highlight=False, force_terminal=True)
@@ -69,7 +71,7 @@ async def chat(
         await _ask_trust(session, console, workspace)  # before boot: MCP servers start there
     ctx = await start_runtime(built, route)
     state = ChatState(ctx, route, workspace, console)
-    renderer = TerminalRenderer(console, console)
+    renderer = TerminalRenderer(console, console, cost=turn_cost(ctx, route))
     try:
         await _switch(state, renderer, resume)
         if state.handle is None:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..llm import Message, text_of
+from ..session import usage_of
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.status import Status
 
-    from ..session import SessionEvent
+    from ..session import SessionEvent, Usage
 
 PREVIEW = 80
 _NUMBERED = re.compile(r"^\d+: ")
@@ -49,17 +51,54 @@ def result_summary(text: str, lines: int = RESULT_LINES, *, tool: str | None = N
     return shown
 
 
-class TerminalRenderer:
-    """Prints assistant text to `out` as it streams; tool activity and status to `err`."""
+USAGE_EVENTS = frozenset({"assistant/message", "tool/call", "compaction/summary"})
+"""What `usage_of` reads."""
 
-    def __init__(self, out: Console, err: Console, *, reasoning: bool = True) -> None:
+
+def _tokens(count: int) -> str:
+    if count < 1000:
+        return str(count)
+    return f"{count / 1000:.1f}k" if count < 100_000 else f"{count // 1000}k"
+
+
+def usage_line(usage: Usage, cost: float | None = None) -> str | None:
+    """`↑ 12.3k in (85% cached) · ↓ 420 out · $0.0031` (the cost when the route has a price);
+    None when the provider reported nothing."""
+    total_in = usage.total_input_tokens
+    if total_in == 0 and usage.output_tokens == 0:
+        return None
+    parts = [f"↑ {_tokens(total_in)} in"]
+    ratio = usage.cache_hit_ratio
+    if ratio is not None and usage.cache_read_tokens:
+        parts[0] += f" ({ratio:.0%} cached)"
+    parts.append(f"↓ {_tokens(usage.output_tokens)} out")
+    if cost is not None:
+        parts.append(f"${cost:.4f}")
+    return " · ".join(parts)
+
+
+class TerminalRenderer:
+    """Prints assistant text to `out` as it streams; tool activity, status and a usage line
+    after each turn (priced by `cost` when given) to `err`."""
+
+    def __init__(
+        self,
+        out: Console,
+        err: Console,
+        *,
+        reasoning: bool = True,
+        cost: Callable[[Usage], float | None] | None = None,
+    ) -> None:
         self.out = out
         self.err = err
         self.reasoning = reasoning
+        self.cost = cost
         self.status: Status | None = None
         self.open_block: str | None = None
         self.calls: dict[str, str] = {}
         """Tool name by call id (a result names only its call)."""
+        self.turn: list[SessionEvent] = []
+        """The current turn's events that count for its usage line."""
 
     def waiting(self, text: str = "thinking…") -> None:
         if self.status is None and self.err.is_terminal:
@@ -77,6 +116,8 @@ class TerminalRenderer:
             self.open_block = None
 
     def event(self, event: SessionEvent) -> None:
+        if event.type in USAGE_EVENTS:
+            self.turn.append(event)
         handler = getattr(self, "_" + event.type.replace("/", "_").replace("-", "_"), None)
         if handler is not None:
             handler(event.data)
@@ -168,6 +209,11 @@ class TerminalRenderer:
     def _turn_end(self, data: Any) -> None:
         self._stop_waiting()
         self._end_block()
+        usage = usage_of(self.turn)
+        self.turn = []
+        line = usage_line(usage, self.cost(usage) if self.cost else None)
+        if line is not None:
+            self.err.print(line, style="dim", markup=False, highlight=False)
 
     def close(self) -> None:
         self._stop_waiting()

@@ -22,6 +22,7 @@ from ._runtime import (
     resolve_route,
     resume_agent,
     start_runtime,
+    turn_cost,
 )
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ class RunOptions:
     banner: str | None = None
     trust: bool = False
     """`--trust-workspace`: run the workspace's hooks (and MCP servers) for this run."""
+    otel: bool = False
+    """`--otel`: OpenTelemetry traces and metrics."""
 
 
 async def run_task(options: RunOptions) -> int:
@@ -52,7 +55,9 @@ async def run_task(options: RunOptions) -> int:
 
     out = Console(highlight=False)
     err = Console(stderr=True, highlight=False)
-    profile = build_profile(options.profile, yes=options.yes, trust_workspace=options.trust)
+    profile = build_profile(
+        options.profile, yes=options.yes, trust_workspace=options.trust, otel=options.otel
+    )
     route = resolve_route(profile, options.provider, options.model)
     check_credentials(route)
     cwd = (options.cwd or Path.cwd()).resolve()
@@ -67,7 +72,7 @@ async def run_task(options: RunOptions) -> int:
         else:
             handle = await create_agent(ctx, route, cwd)
         agent = handle.agent
-        renderer = TerminalRenderer(out, err)
+        renderer = TerminalRenderer(out, err, cost=turn_cost(ctx, route))
         if options.banner:
             err.print(options.banner, style="bold yellow", markup=False)
         ctx.on(SESSION_EVENT, _printer(agent, renderer, as_json=options.json))

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..agent import AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
 from ..kernel import Context, Profile, boot, load_profile
 from ..persistence import SessionLockedError
-from ..session import SessionMeta
+from ..session import SessionMeta, Usage
 
 DEFAULT_PROVIDER = "deepseek-official"
 DEFAULT_MODEL = "deepseek-v4-flash"
@@ -32,9 +33,17 @@ def profile_files(extra: list[Path] | None) -> list[Path]:
 
 
 def build_profile(
-    extra: list[Path] | None, *, yes: bool = False, trust_workspace: bool = False
+    extra: list[Path] | None,
+    *,
+    yes: bool = False,
+    trust_workspace: bool = False,
+    otel: bool = False,
 ) -> Profile:
     profile = load_profile(profile_files(extra))
+    if otel:
+        from ..profiles import with_otel
+
+        profile = with_otel(profile)
     if yes:
         profile = profile.with_config("approval", auto_approve=True)
     if trust_workspace:
@@ -59,6 +68,16 @@ def resolve_route(profile: Profile, provider: str | None, model: str | None) -> 
         provider or os.environ.get("DSH_PROVIDER") or config.get("provider") or DEFAULT_PROVIDER,
         model or os.environ.get("DSH_MODEL") or config.get("model") or DEFAULT_MODEL,
     )
+
+
+def turn_cost(ctx: Context, route: Route) -> Callable[[Usage], float | None] | None:
+    """The cost of a turn's usage on `route`, by the profile's prices (None: no usage plugin)."""
+    from ..plugins.usage import PRICES
+
+    prices = ctx.get(PRICES)
+    if prices is None:
+        return None
+    return lambda usage: prices.cost({(route.provider, route.model): usage})
 
 
 def check_credentials(route: Route) -> None:
