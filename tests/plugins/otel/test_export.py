@@ -277,3 +277,18 @@ def test_a_missing_extra_is_one_line_naming_it(tmp_path: Any) -> None:
     )
     assert "pip install 'dsh[otel]'" in result.stdout, result.stderr
     assert len(result.stdout.strip().splitlines()) == 1
+
+
+def test_the_variables_choose_the_exporters() -> None:
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as Grpc
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+    from dsh.plugins.otel._exporters import metric_exporters, span_exporters
+
+    grpc = {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_TRACES_EXPORTER": "otlp,console"}
+    assert [type(e) for e in span_exporters(None, grpc)] == [Grpc, ConsoleSpanExporter]
+    http = {**grpc, "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "http/protobuf"}
+    assert [type(e) for e in metric_exporters(None, http)] == [OTLPMetricExporter]
+    assert span_exporters("none", grpc) == []
+    assert metric_exporters(None, {"OTEL_METRICS_EXPORTER": "none"}) == []

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.export import MetricExporter
@@ -37,52 +38,50 @@ def _protocol(env: Mapping[str, str], signal: str) -> str:
     return protocol
 
 
+_CLASSES = {
+    ("TRACES", "console"): ("opentelemetry.sdk.trace.export", "ConsoleSpanExporter"),
+    ("TRACES", "grpc"): (
+        "opentelemetry.exporter.otlp.proto.grpc.trace_exporter",
+        "OTLPSpanExporter",
+    ),
+    ("TRACES", "http/protobuf"): (
+        "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+        "OTLPSpanExporter",
+    ),
+    ("METRICS", "console"): ("opentelemetry.sdk.metrics.export", "ConsoleMetricExporter"),
+    ("METRICS", "grpc"): (
+        "opentelemetry.exporter.otlp.proto.grpc.metric_exporter",
+        "OTLPMetricExporter",
+    ),
+    ("METRICS", "http/protobuf"): (
+        "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+        "OTLPMetricExporter",
+    ),
+}
+"""Each exporter's module and class, imported only when named (gRPC's import is heavy)."""
+
+
+def _exporters(signal: str, configured: str | None, env: Mapping[str, str]) -> list[Any]:
+    """`configured`, else `OTEL_<signal>_EXPORTER`, else `otlp`; the OTLP exporters read their
+    endpoint, headers, timeout and compression from the environment themselves."""
+    variable = f"OTEL_{signal}_EXPORTER"
+    where = f"{signal.lower()}_exporter" if configured is not None else variable
+    value = configured if configured is not None else env.get(variable, "otlp")
+    exporters = []
+    for name in _names(value, where):
+        kind = "console" if name == "console" else _protocol(env, signal)
+        module, cls = _CLASSES[signal, kind]
+        exporters.append(getattr(importlib.import_module(module), cls)())
+    return exporters
+
+
 def span_exporters(
     configured: str | None, env: Mapping[str, str] = os.environ
 ) -> list[SpanExporter]:
-    """`configured`, else `OTEL_TRACES_EXPORTER`, else `otlp`; the OTLP exporters read their
-    endpoint, headers, timeout and compression from the environment themselves."""
-    where = "traces_exporter" if configured is not None else "OTEL_TRACES_EXPORTER"
-    value = configured if configured is not None else env.get("OTEL_TRACES_EXPORTER", "otlp")
-    exporters: list[SpanExporter] = []
-    for name in _names(value, where):
-        if name == "console":
-            from opentelemetry.sdk.trace.export import ConsoleSpanExporter
-
-            exporters.append(ConsoleSpanExporter())
-        elif _protocol(env, "TRACES") == "grpc":
-            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-
-            exporters.append(OTLPSpanExporter())
-        else:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-                OTLPSpanExporter as HttpSpanExporter,
-            )
-
-            exporters.append(HttpSpanExporter())
-    return exporters
+    return _exporters("TRACES", configured, env)
 
 
 def metric_exporters(
     configured: str | None, env: Mapping[str, str] = os.environ
 ) -> list[MetricExporter]:
-    """`configured`, else `OTEL_METRICS_EXPORTER`, else `otlp`."""
-    where = "metrics_exporter" if configured is not None else "OTEL_METRICS_EXPORTER"
-    value = configured if configured is not None else env.get("OTEL_METRICS_EXPORTER", "otlp")
-    exporters: list[MetricExporter] = []
-    for name in _names(value, where):
-        if name == "console":
-            from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
-
-            exporters.append(ConsoleMetricExporter())
-        elif _protocol(env, "METRICS") == "grpc":
-            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
-
-            exporters.append(OTLPMetricExporter())
-        else:
-            from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
-                OTLPMetricExporter as HttpMetricExporter,
-            )
-
-            exporters.append(HttpMetricExporter())
-    return exporters
+    return _exporters("METRICS", configured, env)
