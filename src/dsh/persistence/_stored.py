@@ -18,6 +18,7 @@ from ._backend import RawLog, SessionBackend
 from ._codec import records_of
 from ._coordinator import WriteCoordinator
 from ._repair import repair_closers
+from ._spill import BlobStore, CachedSpills, SpillArea
 from ._types import (
     CorruptLogError,
     PersistenceError,
@@ -46,10 +47,26 @@ class StoredSessions:
             raise ValueError("batch_window_ms must be >= 0")
         self.backend = backend
         self.coordinator = WriteCoordinator(backend, batch_window_ms / 1000)
+        self._spills: SpillArea | None = None
 
     def attach(self, ctx: Context) -> None:
         """Persist every session published in `ctx`'s tree while `ctx` lives."""
         self.coordinator.attach(ctx)
+
+    def spill_area(self) -> SpillArea:
+        """Where this store's sessions keep their spill files: the backend's own area (JSONL:
+        each session's folder), else its blob table behind a local cache, else a temporary
+        folder of this process."""
+        if self._spills is None:
+            own = getattr(self.backend, "spill_area", None)
+            if callable(own):
+                self._spills = own()
+            elif isinstance(self.backend, BlobStore):
+                self._spills = CachedSpills.for_store(self.backend.store_id, self.backend)
+            else:
+                self._spills = CachedSpills.temporary()
+        assert isinstance(self._spills, SpillArea)
+        return self._spills
 
     # -- the seam --------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The tool registry and its guarded execution pipeline (`ctx.tools`)."""
 
-from ._decorator import tool
+from ._decorator import fit_schema, pydantic_violations, tool
 from ._events import (
     TOOLS_CHANGE,
     TOOLS_EXECUTE,
@@ -12,6 +12,16 @@ from ._plugin import ToolsConfig, ToolsPlugin
 from ._registry import Guard
 from ._runtime import ExecutionMode, ToolRuntime
 from ._schema import JsonSchemaError, check_schema, validate_value
+from ._seams import (
+    SANDBOX,
+    SANDBOX_MODES,
+    SPILLS,
+    CommandSandbox,
+    Confinement,
+    SandboxMode,
+    SpillStore,
+    SpillWriter,
+)
 from ._tool_plugin import ToolPlugin
 from ._types import (
     APPROVAL,
@@ -50,6 +60,9 @@ from ._types import (
 __all__ = [
     "APPROVAL",
     "RESERVED_TOOL_NAMES",
+    "SANDBOX",
+    "SANDBOX_MODES",
+    "SPILLS",
     "TOOLS_CHANGE",
     "TOOLS_EXECUTE",
     "TOOLS_POST_EXECUTE",
@@ -61,6 +74,8 @@ __all__ = [
     "ApprovalService",
     "Ask",
     "Block",
+    "CommandSandbox",
+    "Confinement",
     "Decision",
     "Deny",
     "ExecutionMode",
@@ -71,6 +86,9 @@ __all__ = [
     "PreDecision",
     "Prepared",
     "PreparedKind",
+    "SandboxMode",
+    "SpillStore",
+    "SpillWriter",
     "ToolArgsError",
     "ToolDefinition",
     "ToolErrorInfo",
@@ -91,6 +109,8 @@ __all__ = [
     "as_content",
     "check_schema",
     "default_render",
+    "fit_schema",
+    "pydantic_violations",
     "stricter",
     "tool",
     "validate_value",

@@ -11,12 +11,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 
+from ...events import ApprovalAskedEvent, ApprovalDecidedEvent, append
 from ...kernel import Aborted, CancelSignal, Disposer, ServiceKey
 from ...llm import Json
 from ...tools import APPROVAL as _APPROVAL
 from ...tools import ApprovalAnswer, Decision, ToolExecution
+from ._permissions import ProjectPermissions
 from ._policy import ApprovalConfig
 
 if TYPE_CHECKING:
@@ -49,12 +52,13 @@ Answerer: TypeAlias = Callable[[ApprovalRequest], Awaitable[Decision | Answer]]
 
 
 class _State:
-    __slots__ = ("always", "answerers", "config")
+    __slots__ = ("always", "answerers", "config", "permissions")
 
     def __init__(self, config: ApprovalConfig) -> None:
         self.config = config
         self.answerers: list[Answerer] = []
         self.always: dict[str, set[str]] = {}
+        self.permissions = ProjectPermissions()
 
 
 class Approval:
@@ -75,6 +79,18 @@ class Approval:
     @property
     def config(self) -> ApprovalConfig:
         return self._state.config
+
+    @property
+    def permissions(self) -> ProjectPermissions:
+        """The `permissions` of workspace settings files (read, and written by
+        `allow_in_project`)."""
+        return self._state.permissions
+
+    def allow_in_project(self, workspace: Path, tool: str, arguments: Json) -> tuple[str, Path]:
+        """Answer "always for this project": save an allow rule for this kind of call (the
+        exact command for bash, the tool otherwise) in `<workspace>/.dsh/settings.local.json`;
+        returns the rule and the file. It applies while the workspace is trusted."""
+        return self._state.permissions.allow_in_project(workspace, tool, arguments)
 
     @property
     def has_answerer(self) -> bool:
@@ -114,22 +130,25 @@ class Approval:
         self._state.always.pop(session_id, None)
 
     def record_asked(self, exec: ToolExecution, reason: str | None) -> None:
-        self._append(exec, "approval/asked", {"reason": reason})
+        if exec.session is not None:
+            asked = ApprovalAskedEvent(call_id=exec.call_id, tool=exec.name, reason=reason)
+            append(exec.session, asked)
 
     def record_decided(self, exec: ToolExecution, decision: Decision, via: Via) -> None:
-        data: dict[str, Json] = {"decision": decision.answer, "by": via}
-        if decision.reason:
-            data["reason"] = decision.reason
-        self._append(exec, "approval/decided", data)
         session = exec.session
-        if decision.answer == "always" and session is not None:
+        if session is None:
+            return
+        decided = ApprovalDecidedEvent(
+            call_id=exec.call_id,
+            tool=exec.name,
+            decision=decision.answer,
+            by=via,
+            reason=decision.reason,
+        )
+        append(session, decided)
+        if decision.answer == "always":
             self.remembered(exec)  # load the log first, so the set is complete
             self._state.always[session.id].add(exec.name)
-
-    def _append(self, exec: ToolExecution, type: str, data: dict[str, Json]) -> None:
-        session = exec.session
-        if session is not None:
-            session.append(type, {"callId": exec.call_id, "tool": exec.name, **data})
 
     async def request(self, exec: ToolExecution, reason: str | None) -> Decision:
         """Answer one ask: remembered `always`, the answerer, auto-approve, or deny."""

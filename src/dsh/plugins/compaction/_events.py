@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ...kernel import CancelSignal, EventSpec, Mode
+from ...kernel import CancelSignal, EventSpec, Mode, SerialSpec
 
 if TYPE_CHECKING:
     from ...agent import Agent
@@ -25,7 +25,7 @@ class CompactionStarting:
     signal: CancelSignal
 
 
-COMPACTION_STARTING: EventSpec[CompactionStarting, None] = EventSpec.declare(
+COMPACTION_STARTING: SerialSpec[CompactionStarting, None] = EventSpec.declare(
     "compaction/starting",
     Mode.SERIAL,
     CompactionStarting,

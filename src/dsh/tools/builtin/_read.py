@@ -9,13 +9,21 @@ import stat
 from collections.abc import Mapping
 from typing import BinaryIO
 
+from ...kernel import Context
 from ...llm import Json
+from .._seams import SPILLS
 from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
 from ._args import ArgumentError, always, optional_int, required_text, schema
 from ._lines import line_blocks
-from ._observations import OBSERVED, FileObservations, FileVersion, FsError, observed
-from ._workspace import ResolvedPath, Workspace, WorkspaceConfig
+from ._observations import FS_OBSERVATIONS, OBSERVED, FileObservations, FileVersion, FsError
+from ._workspace import (
+    OutsideWorkspaceError,
+    ResolvedPath,
+    Workspace,
+    WorkspaceConfig,
+    session_cwd,
+)
 
 __all__ = ["ReadConfig", "ReadToolPlugin", "read_tool", "render_read", "sniff_text"]
 
@@ -41,7 +49,8 @@ Read a UTF-8 text file and return its lines numbered `N: text`.
 `offset` is the first line to show (1-based, default 1); `limit` the number of lines \
 (default and max 2000). At most 51,200 bytes are shown per call and lines over 2000 \
 characters are cut; the footer says where to continue. Binary files are refused. Reading a \
-file is what allows `write` to replace it and `edit` to change it."""
+file is what allows `write` to replace it and `edit` to change it. It also reads the files \
+where oversized tool output was saved (their paths are given with the output)."""
 
 
 class ReadConfig(WorkspaceConfig):
@@ -125,14 +134,19 @@ PARAMETERS = schema(
 )
 
 
-def read_tool(observations: FileObservations, config: ReadConfig | None = None) -> ToolDefinition:
-    """The `read` tool definition."""
+def read_tool(
+    observations: FileObservations,
+    config: ReadConfig | None = None,
+    services: Context | None = None,
+) -> ToolDefinition:
+    """The `read` tool definition. With `services`, it also reads the spill files of its
+    spill store (`SPILLS`), wherever they are."""
     workspace = (config or ReadConfig()).workspace()
     return ToolDefinition(
         "read",
         DESCRIPTION,
         PARAMETERS,
-        functools.partial(read_file, observations, workspace),
+        functools.partial(read_file, observations, workspace, services),
         render=render_read,
         is_concurrency_safe=always,
     )
@@ -141,6 +155,7 @@ def read_tool(observations: FileObservations, config: ReadConfig | None = None) 
 async def read_file(
     observations: FileObservations,
     workspace: Workspace,
+    services: Context | None,
     args: Mapping[str, Json],
     run: ToolRunContext,
 ) -> Json:
@@ -150,7 +165,10 @@ async def read_file(
     limit = optional_int(args, "limit", "limit must be a positive integer") or MAX_LINES
     if limit > MAX_LINES:
         raise ArgumentError(f"limit must be less than or equal to {MAX_LINES}")
-    where = workspace.resolve(run, path)
+    try:
+        where = workspace.resolve(run, path)
+    except OutsideWorkspaceError as error:
+        where = await _spilled(services, run, path, error)
     try:
         value, version = await asyncio.to_thread(_window, where, offset, limit)
     except FsError as exc:
@@ -159,6 +177,23 @@ async def read_file(
         raise
     observations.record(run, where.real, version)
     return value
+
+
+def _absolute(run: ToolRunContext, path: str) -> tuple[str, str]:
+    cwd = session_cwd(run)
+    return cwd, os.path.normpath(os.path.join(cwd, path))
+
+
+async def _spilled(
+    services: Context | None, run: ToolRunContext, path: str, error: OutsideWorkspaceError
+) -> ResolvedPath:
+    """A path outside the workspace is readable only as a spill file (`SPILLS`)."""
+    spills = services.get(SPILLS) if services is not None else None
+    cwd, display = _absolute(run, path)
+    real = None if spills is None else await spills.readable(run, display)
+    if real is None:
+        raise error
+    return ResolvedPath(display, real, cwd)
 
 
 def render_read(args: Mapping[str, Json], value: Mapping[str, Json]) -> str:
@@ -188,6 +223,10 @@ def render_read(args: Mapping[str, Json], value: Mapping[str, Json]) -> str:
 
 
 ReadToolPlugin = ToolPlugin(
-    "tool_read", observed(read_tool), config=ReadConfig, inject=OBSERVED, guidance=(100, GUIDANCE)
+    "tool_read",
+    lambda ctx, c: read_tool(ctx.require(FS_OBSERVATIONS), c, ctx),
+    config=ReadConfig,
+    inject=OBSERVED,
+    guidance=(100, GUIDANCE),
 )
 """Registers the `read` tool and its `tool:read` guidance section (order 100)."""
