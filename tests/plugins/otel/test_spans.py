@@ -176,6 +176,8 @@ async def test_a_failed_model_call_fails_its_span_and_the_turn(traced: Traced) -
     await run_prompt(agent, "hi")
     (chat,) = traced.named("chat")
     (turn,) = traced.named("invoke_agent")
+    assert chat.name == "chat scripted"  # never answered: named after its request's route
+    assert attrs(chat)["gen_ai.request.model"] == "scripted"
     assert attrs(chat)["error.type"] == "INVALID_CREDENTIAL"
     assert chat.status.status_code is StatusCode.ERROR
     assert attrs(turn)["dsh.turn.end"] == "error"

@@ -155,8 +155,9 @@ class Tracer:
         self.catch_up(session)
         self._cursors.pop(session, None)
         turn = self._turns.pop(session, None)
-        if turn is not None:
-            self._close(turn, "interrupted", None, turn.span.start_ns)
+        if turn is not None:  # a turn without its turn/end: it ended with the last event
+            last = session.events[-1].time * _MS
+            self._close(session, turn, "interrupted", None, last)
 
     def close(self) -> None:
         for session in list(self._cursors):
@@ -180,13 +181,24 @@ class Tracer:
         turn = self._turns.pop(session, None)
         if turn is not None:
             reason = event.data["reason"]
-            self._close(turn, reason["kind"], reason, event.time * _MS)
+            self._close(session, turn, reason["kind"], reason, event.time * _MS)
 
-    def _close(self, turn: _Turn, kind: str, reason: Mapping[str, Any] | None, end_ns: int) -> None:
-        """End what the turn left open, then the turn."""
+    def _close(
+        self,
+        session: Session,
+        turn: _Turn,
+        kind: str,
+        reason: Mapping[str, Any] | None,
+        end_ns: int,
+    ) -> None:
+        """End what the turn left open (a model call that never answered is named after
+        the route its request was built for), then the turn."""
         error = _turn_error(kind, reason)
         if turn.step_ns:
-            attributes: dict[str, AttributeValue] = {"gen_ai.operation.name": "chat"}
+            header = session.request_header()
+            if header is not None:
+                turn.route = (header.config.provider, header.config.model)
+            attributes = _request(header, turn.route)
             self._chat(turn, attributes, (turn.step_ns, end_ns), error or "ABORTED")
         for call_id, call in turn.calls.items():
             tool = _tool_attributes(call_id, call, call_id in turn.dispatched)
@@ -300,7 +312,9 @@ class Tracer:
         compaction.route = route = (data.get("provider", ""), data.get("model", ""))
         span = compaction.span
         span.name = f"chat {route[1]}"
-        span.attributes.update(_request(session.request_header(), route))
+        span.attributes.update(_request(None, route))
+        if isinstance(data.get("maxTokens"), int):
+            span.attributes["gen_ai.request.max_tokens"] = data["maxTokens"]
         usage = data.get("usage")
         if isinstance(usage, Mapping):
             input_tokens, output_tokens = _usage(span.attributes, usage)
