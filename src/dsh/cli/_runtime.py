@@ -40,8 +40,12 @@ def build_profile(
     yes: bool = False,
     trust_workspace: bool = False,
     sandbox: str | None = None,
+    workspace: Path | None = None,
     otel: bool = False,
 ) -> Profile:
+    """The layered profile; `yes` approves every ask, `trust_workspace` runs the
+    workspace's own files for this run, `sandbox` sets the sandbox row's mode, `workspace`
+    is where the mcp row reads `.mcp.json` (the agent's `--cwd`), `otel` adds tracing."""
     profile = load_profile(profile_files(extra))
     if otel:
         from ..profiles import with_otel
@@ -58,6 +62,8 @@ def build_profile(
         if row is None or row.disabled:
             raise CliError("--sandbox needs the sandbox plugin: the profile has no `sandbox` row")
         profile = profile.with_config("sandbox", mode=sandbox)
+    if workspace is not None and profile.row("mcp") is not None:
+        profile = profile.with_config("mcp", workspace=str(workspace))
     return profile
 
 
@@ -111,6 +117,7 @@ def prepare(options: Options) -> tuple[Profile, Route, Path]:
         yes=options.yes,
         trust_workspace=options.trust,
         sandbox=options.sandbox,
+        workspace=cwd,
         otel=options.otel,
     )
     profile, route = resolve_route(profile, options.model, options.provider, options.base_url)

@@ -6,6 +6,7 @@ from ._compose import (
     PluginRow,
     Profile,
     boot,
+    interpolate,
     load_profile,
     resolve_plugin,
 )
@@ -97,6 +98,7 @@ __all__ = [
     "current_trace",
     "declared_events",
     "holds_secrets",
+    "interpolate",
     "load_profile",
     "read_secret",
     "redact_secrets",
