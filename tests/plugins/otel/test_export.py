@@ -5,16 +5,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
-    ExportMetricsServiceRequest,
-)
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from dsh.agent import AgentOptions, CreateAgentOptions, run_prompt
 from dsh.kernel import CompositionError, boot, load_profile
@@ -27,69 +21,15 @@ from dsh.testing import ScriptedModel, reply, tool_call
 from dsh.tools import tool
 
 from .conftest import traced_runtime
+from .support import Receiver, receiving, values
 
 PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 
-class Receiver:
-    """A loopback OTLP/HTTP endpoint: it keeps every request body by path."""
-
-    def __init__(self) -> None:
-        received: dict[str, list[bytes]] = {}
-        self.received = received
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                received.setdefault(self.path, []).append(body)
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def spans(self) -> list[Any]:
-        out = []
-        for body in self.received.get("/v1/traces", []):
-            request = ExportTraceServiceRequest.FromString(body)
-            for resource in request.resource_spans:
-                for scoped in resource.scope_spans:
-                    out.extend((resource, scoped.scope, span) for span in scoped.spans)
-        return out
-
-    def metrics(self) -> list[Any]:
-        out = []
-        for body in self.received.get("/v1/metrics", []):
-            request = ExportMetricsServiceRequest.FromString(body)
-            for resource in request.resource_metrics:
-                for scoped in resource.scope_metrics:
-                    out.extend(scoped.metrics)
-        return out
-
-
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
-    running = Receiver()
-    thread = threading.Thread(target=running.server.serve_forever, daemon=True)
-    thread.start()
-    yield running
-    running.server.shutdown()
-    thread.join()
-    running.server.server_close()
-
-
-def values(attributes: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for kv in attributes:
-        kind = kv.value.WhichOneof("value")
-        value = getattr(kv.value, kind)
-        out[kv.key] = list(v.string_value for v in value.values) if kind == "array_value" else value
-    return out
+    with receiving() as running:
+        yield running
 
 
 @tool
@@ -172,9 +112,10 @@ def test_the_console_exporters_print_spans_and_metrics(tmp_path: Any) -> None:
         [sys.executable, "-c", CONSOLE], capture_output=True, text=True, env=env, timeout=60
     )
     assert result.returncode == 0, result.stderr
-    assert '"name": "invoke_agent dsh"' in result.stdout
-    assert '"name": "chat scripted"' in result.stdout
-    assert '"name": "gen_ai.client.operation.duration"' in result.stdout
+    assert result.stdout == ""  # stdout is for answers and protocol frames
+    assert '"name": "invoke_agent dsh"' in result.stderr
+    assert '"name": "chat scripted"' in result.stderr
+    assert '"name": "gen_ai.client.operation.duration"' in result.stderr
 
 
 async def test_a_json_rpc_prompt_continues_the_callers_trace() -> None:

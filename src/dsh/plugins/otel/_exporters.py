@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -71,7 +72,9 @@ def _exporters(signal: str, configured: str | None, env: Mapping[str, str]) -> l
     for name in _names(value, where):
         kind = "console" if name == "console" else _protocol(env, signal)
         module, cls = _CLASSES[signal, kind]
-        exporters.append(getattr(importlib.import_module(module), cls)())
+        exporter = getattr(importlib.import_module(module), cls)
+        # Console output goes to stderr: stdout carries answers and protocol frames.
+        exporters.append(exporter(out=sys.stderr) if kind == "console" else exporter())
     return exporters
 
 
