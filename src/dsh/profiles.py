@@ -60,11 +60,14 @@ is still traced."""
 _ON = ("1", "true", "yes", "on")
 
 
+def otel_requested(env: Mapping[str, str] = os.environ) -> bool:
+    """Whether `DSH_OTEL` asks for tracing (`1`, `true`, `yes`, `on`)."""
+    return env.get("DSH_OTEL", "").strip().lower() in _ON
+
+
 def default_rows(env: Mapping[str, str] = os.environ) -> tuple[dict[str, Any], ...]:
     """What a profile starts from: `DEFAULT_ROWS`, and `OTEL_ROW` when `DSH_OTEL` is on."""
-    if env.get("DSH_OTEL", "").strip().lower() in _ON:
-        return (*DEFAULT_ROWS, OTEL_ROW)
-    return DEFAULT_ROWS
+    return (*DEFAULT_ROWS, OTEL_ROW) if otel_requested(env) else DEFAULT_ROWS
 
 
 def with_otel(profile: Profile, *, source: str = "--otel") -> Profile:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import dsh
 from dsh.agent import AgentOptions, CreateAgentOptions, run_prompt
 from dsh.kernel import CompositionError, boot, load_profile
 from dsh.llm import TokenUsage
@@ -20,7 +21,7 @@ from dsh.session import SessionMeta
 from dsh.testing import ScriptedModel, reply, tool_call
 from dsh.tools import tool
 
-from .conftest import traced_runtime
+from .conftest import Traced
 from .support import Receiver, receiving, values
 
 PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -118,27 +119,23 @@ def test_the_console_exporters_print_spans_and_metrics(tmp_path: Any) -> None:
     assert '"name": "gen_ai.client.operation.duration"' in result.stderr
 
 
-async def test_a_json_rpc_prompt_continues_the_callers_trace() -> None:
-    rt = await traced_runtime()
-    try:
-        frames: list[Any] = []
-        server = JsonRpcServer(rt.ctx, frames.append)
-        rt.model.add(reply("traced"))
-        init = {"cwd": "/tmp", "provider": "scripted", "model": "scripted"}
-        await server.call(Request("initialize", init, 1))
-        params = {
-            "sessionId": "session-rpc",
-            "contentBlocks": [{"type": "text", "text": "hi"}],
-            "_meta": {"traceparent": PARENT, "tracestate": "a=1"},
-        }
-        await server.call(Request("session/prompt", params, 2))
-        await server.handles["session-rpc"].agent.when_idle()
-        (turn,) = rt.named("invoke_agent")
-        assert f"{turn.context.trace_id:032x}" == PARENT[3:35]
-        assert f"{turn.parent.span_id:016x}" == PARENT[36:52]
-        await server.shutdown()
-    finally:
-        await rt.ctx.owner.dispose()
+async def test_a_json_rpc_prompt_continues_the_callers_trace(traced: Traced) -> None:
+    frames: list[Any] = []
+    server = JsonRpcServer(traced.ctx, frames.append)
+    traced.model.add(reply("traced"))
+    init = {"cwd": "/tmp", "provider": "scripted", "model": "scripted"}
+    await server.call(Request("initialize", init, 1))
+    params = {
+        "sessionId": "session-rpc",
+        "contentBlocks": [{"type": "text", "text": "hi"}],
+        "_meta": {"traceparent": PARENT, "tracestate": "a=1"},
+    }
+    await server.call(Request("session/prompt", params, 2))
+    await server.handles["session-rpc"].agent.when_idle()
+    (turn,) = traced.named("invoke_agent")
+    assert f"{turn.context.trace_id:032x}" == PARENT[3:35]
+    assert f"{turn.parent.span_id:016x}" == PARENT[36:52]
+    await server.shutdown()
 
 
 async def test_exporter_names_are_checked() -> None:
@@ -200,6 +197,43 @@ def test_nothing_of_opentelemetry_is_imported_when_tracing_is_off(tmp_path: Any)
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+LIGHT = """
+import sys, dsh
+names = [getattr(dsh, name) for name in dsh.__all__]  # the whole public API, loaded
+import dsh.plugins.otel
+from dsh.testing import ScriptedModel
+assert dsh.Agent(ScriptedModel()).profile.row("otel") is not None  # asked for, not started
+print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
+"""
+
+
+def test_import_dsh_imports_no_opentelemetry_even_with_dsh_otel_set(tmp_path: Any) -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "DSH_OTEL": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", LIGHT], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+async def test_dsh_otel_traces_a_library_agent(
+    receiver: Receiver, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    monkeypatch.setenv("DSH_OTEL", "1")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    for name in ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_SDK_DISABLED"):
+        monkeypatch.delenv(name, raising=False)
+    async with dsh.Agent(ScriptedModel(["Traced."]), cwd=tmp_path) as agent:
+        result = await agent.run("hi")
+    # Closing the agent flushed its exporter: the turn and its model call have been posted.
+    turns = [span for _, _, span in receiver.spans() if span.name.startswith("invoke_agent")]
+    (turn,) = turns
+    assert values(turn.attributes)["gen_ai.conversation.id"] == result.session_id
+    chats = [span for _, _, span in receiver.spans() if span.name.startswith("chat")]
+    assert [chat.parent_span_id for chat in chats] == [turn.span_id]
 
 
 def test_a_missing_extra_is_one_line_naming_it(tmp_path: Any) -> None:

@@ -14,11 +14,12 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusC
 from dsh.agent import USER_CANCEL, run_prompt
 from dsh.kernel import TraceContext, current_trace, read_secret, using_trace
 from dsh.llm import TokenUsage
+from dsh.llm.adapters import DeepSeekPlugin
 from dsh.plugins.approval import APPROVAL, ApprovalPlugin, Decision
 from dsh.plugins.compaction import COMPACTION, CompactionPlugin
 from dsh.plugins.retry import RetryPlugin
 from dsh.plugins.subagents import SubagentsPlugin
-from dsh.testing import failure, hold, reply, tool_call
+from dsh.testing import OpenAIServer, failure, hold, http_error, reply, tool_call
 from dsh.tools import tool
 
 from .conftest import Traced, traced_runtime
@@ -350,3 +351,32 @@ async def test_an_idle_compaction_is_a_model_call_of_its_own(traced: Traced) -> 
     assert attrs(summary)["gen_ai.usage.input_tokens"] == 800
     assert attrs(summary)["gen_ai.conversation.id"] == agent.id
     assert summary.name == "chat scripted"
+
+
+async def test_a_model_call_over_http_names_the_providers_response(
+    traced: Traced, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-otel-http-0123456789")
+    async with OpenAIServer() as server:
+        await traced.ctx.plugin(DeepSeekPlugin, {"base_url": server.base_url})
+        await traced.ctx.plugin(RetryPlugin, {"base_delay_ms": 1, "jitter_ratio": 0})
+        server.add(http_error(429), reply("hi", usage=TokenUsage(7, 2, 93)))
+        agent = await traced.agent(provider="deepseek-official", model="deepseek-v4-flash",
+                                   max_tokens=256, reasoning_effort="high")  # fmt: skip
+        await run_prompt(agent, "hi")
+        sent = server.requests[-1].body
+    (chat,) = traced.named("chat")
+    assert chat.name == "chat deepseek-v4-flash"
+    found = attrs(chat)
+    assert found["gen_ai.provider.name"] == "deepseek"
+    assert found["gen_ai.request.model"] == "deepseek-v4-flash"
+    assert found["gen_ai.request.max_tokens"] == 256
+    assert found["dsh.request.reasoning_effort"] == "high"
+    # What the server called its answer, as the stream's finish chunk named it.
+    assert str(found["gen_ai.response.id"]).startswith("chatcmpl-")
+    assert found["gen_ai.response.model"] == sent["model"]
+    assert (found["gen_ai.usage.input_tokens"], found["gen_ai.usage.output_tokens"]) == (100, 2)
+    assert found["gen_ai.usage.cache_read.input_tokens"] == 93
+    (retry,) = chat.events
+    assert dict(retry.attributes)["error.type"] == "RATE_LIMIT"
+    assert "sk-otel-http" not in json.dumps([attrs(s) for s in traced.spans()])
