@@ -1,50 +1,45 @@
-"""A loopback OTLP/HTTP receiver for the tests: a real HTTP server on 127.0.0.1 that keeps
-what the exporters post, decoded from protobuf."""
+"""Loopback OTLP receivers for the tests: a real HTTP server and a real gRPC server on
+127.0.0.1 that keep what the exporters send, decoded from protobuf."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
 )
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+TRACES = "/v1/traces"
+METRICS = "/v1/metrics"
 
 
 class Receiver:
-    """A loopback OTLP/HTTP endpoint: it keeps every request body by path."""
+    """What a loopback OTLP endpoint received: every request body, by OTLP/HTTP path."""
 
     def __init__(self) -> None:
-        received: dict[str, list[bytes]] = {}
-        self.received = received
-        arrived = threading.Event()
-        self.arrived = arrived
+        self.url = ""
+        self.received: dict[str, list[bytes]] = {}
+        self.arrived = threading.Event()
         """Set when a batch of spans has arrived."""
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                received.setdefault(self.path, []).append(body)
-                if self.path == "/v1/traces":
-                    arrived.set()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+    def keep(self, path: str, body: bytes) -> None:
+        self.received.setdefault(path, []).append(body)
+        if path == TRACES:
+            self.arrived.set()
 
     def spans(self) -> list[Any]:
         out = []
-        for body in self.received.get("/v1/traces", []):
+        for body in self.received.get(TRACES, []):
             request = ExportTraceServiceRequest.FromString(body)
             for resource in request.resource_spans:
                 for scoped in resource.scope_spans:
@@ -64,7 +59,7 @@ class Receiver:
 
     def metrics(self) -> list[Any]:
         out = []
-        for body in self.received.get("/v1/metrics", []):
+        for body in self.received.get(METRICS, []):
             request = ExportMetricsServiceRequest.FromString(body)
             for resource in request.resource_metrics:
                 for scoped in resource.scope_metrics:
@@ -74,15 +69,61 @@ class Receiver:
 
 @contextmanager
 def receiving() -> Iterator[Receiver]:
-    running = Receiver()
-    thread = threading.Thread(target=running.server.serve_forever, daemon=True)
+    """An OTLP/HTTP (protobuf) endpoint at `receiver.url`."""
+    receiver = Receiver()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            receiver.keep(self.path, self.rfile.read(int(self.headers["Content-Length"])))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    receiver.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield running
+        yield receiver
     finally:
-        running.server.shutdown()
+        server.shutdown()
         thread.join()
-        running.server.server_close()
+        server.server_close()
+
+
+@contextmanager
+def grpc_receiving() -> Iterator[Receiver]:
+    """An OTLP/gRPC endpoint (the trace and metrics services) at `receiver.url`."""
+    import grpc
+    from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc as metrics
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc as traces
+
+    receiver = Receiver()
+
+    class Traces(traces.TraceServiceServicer):  # type: ignore[misc]
+        def Export(self, request: Any, context: Any) -> ExportTraceServiceResponse:
+            receiver.keep(TRACES, request.SerializeToString())
+            return ExportTraceServiceResponse()
+
+    class Metrics(metrics.MetricsServiceServicer):  # type: ignore[misc]
+        def Export(self, request: Any, context: Any) -> ExportMetricsServiceResponse:
+            receiver.keep(METRICS, request.SerializeToString())
+            return ExportMetricsServiceResponse()
+
+    server = grpc.server(ThreadPoolExecutor(max_workers=2))
+    traces.add_TraceServiceServicer_to_server(Traces(), server)
+    metrics.add_MetricsServiceServicer_to_server(Metrics(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    receiver.url = f"http://127.0.0.1:{port}"
+    try:
+        yield receiver
+    finally:
+        server.stop(grace=None).wait()
 
 
 def values(attributes: Any) -> dict[str, Any]:

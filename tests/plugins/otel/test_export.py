@@ -22,7 +22,7 @@ from dsh.testing import ScriptedModel, reply, tool_call
 from dsh.tools import tool
 
 from .conftest import Traced
-from .support import Receiver, receiving, values
+from .support import Receiver, grpc_receiving, receiving, values
 
 PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
@@ -39,14 +39,23 @@ def shout(text: str) -> str:
     return text.upper()
 
 
-async def test_traces_and_metrics_reach_an_otlp_http_endpoint(
-    receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+async def test_traces_and_metrics_reach_an_otlp_endpoint(
+    protocol: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
-    monkeypatch.setenv("OTEL_SERVICE_NAME", "otel-test")
-    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=test")
-    for name in ("OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_PROTOCOL"):
-        monkeypatch.delenv(name, raising=False)
+    with grpc_receiving() if protocol == "grpc" else receiving() as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")  # gRPC: no TLS on loopback
+        monkeypatch.setenv("OTEL_SERVICE_NAME", "otel-test")
+        monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=test")
+        for name in ("OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER"):
+            monkeypatch.delenv(name, raising=False)
+        await _run_traced_tool_loop()
+    _check_exported(receiver)
+
+
+async def _run_traced_tool_loop() -> None:
     async with boot(load_profile(base=[*CORE_ROWS, OTEL_ROW])) as ctx:
         model = ScriptedModel(
             [reply(tool_call("shout", {"text": "a"}), usage=TokenUsage(40, 5, 60)), reply("A")]
@@ -60,7 +69,10 @@ async def test_traces_and_metrics_reach_an_otlp_http_endpoint(
         )
         async with ctx.agents.create(options) as handle:
             await run_prompt(handle.agent, "shout a")
-    # Disposal flushed and shut the exporters down: everything has been posted.
+
+
+def _check_exported(receiver: Receiver) -> None:
+    """Disposal flushed and shut the exporters down: everything has been sent."""
     spans = receiver.spans()
     resource, scope, _ = spans[0]
     assert values(resource.resource.attributes)["service.name"] == "otel-test"
