@@ -159,7 +159,7 @@ async def _summarise(
         provider=provider,
         model=model,
         messages=(*shadowed, user_message(INSTRUCTION, plugin_source(PLUGIN_ID))),
-        system=header.system if header else None,
+        system=session.system_prompt(),
         tools=header.tools if header else (),
         max_tokens=config.summary_max_tokens,
         signal=signal,
