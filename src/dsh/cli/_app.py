@@ -283,6 +283,23 @@ def jsonrpc() -> None:
     serve_jsonrpc()
 
 
+@app.command("acp")
+def acp_command(
+    profile: ProfileOption = None,
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    max_turn_requests: Annotated[
+        int | None,
+        typer.Option(min=1, help="Model requests a prompt may make before it stops."),
+    ] = None,
+) -> None:
+    """Serve the Agent Client Protocol on stdin/stdout, for editors such as Zed (logs go
+    to stderr)."""
+    from ._acp import serve_acp
+
+    _exit_with(serve_acp(profile, provider, model, max_turn_requests))
+
+
 def run(argv: list[str] | None = None) -> None:
     args = argv if argv is not None else sys.argv[1:]
     app(args=_optional_value(args, "--ray", "local"), prog_name="dsh")

@@ -27,8 +27,9 @@ def profile_files() -> list[Path]:
     return [Path(p) for p in raw.split(os.pathsep) if p]
 
 
-class _Output:
-    """Writes frames whole; a closed stdout ends the server instead of crashing it."""
+class FrameOutput:
+    """Writes JSON-RPC frames whole, one line each; a closed stdout sets `closed` instead of
+    raising (the ACP agent writes its frames through it too)."""
 
     def __init__(self, stream: BinaryIO) -> None:
         self.stream = stream
@@ -56,7 +57,7 @@ def _read_lines(
     loop.call_soon_threadsafe(queue.put_nowait, None)
 
 
-async def _line_queue(stream: BinaryIO, owner: Owner) -> asyncio.Queue[bytes | None]:
+async def line_queue(stream: BinaryIO, owner: Owner) -> asyncio.Queue[bytes | None]:
     """Lines of `stream` as they arrive, then None. Pipes and terminals are read by the event
     loop; anything else (a regular file) by a thread that ends at end of file."""
     loop = asyncio.get_running_loop()
@@ -89,13 +90,13 @@ async def serve(
     profiles: Sequence[Path] | None = None,
 ) -> int:
     """Run the JSON-RPC runtime until `shutdown` or the end of stdin; returns the exit code."""
-    output = _Output(stdout or sys.stdout.buffer)
+    output = FrameOutput(stdout or sys.stdout.buffer)
     profile = load_profile(profile_files() if profiles is None else profiles)
     # No person is on the other end of the wire to answer approval asks: the policy's
     # allow and deny rules still hold, and its asks are approved.
     ctx = await boot(profile.with_config("approval", auto_approve=True))
     server = JsonRpcServer(ctx, output.send)
-    queue = await _line_queue(stdin or sys.stdin.buffer, ctx.owner)
+    queue = await line_queue(stdin or sys.stdin.buffer, ctx.owner)
     tasks: set[asyncio.Task[None]] = set()
     try:
         while not output.closed.is_set():
@@ -122,7 +123,7 @@ async def serve(
     return 0
 
 
-async def _answer(server: JsonRpcServer, request: Request, output: _Output) -> None:
+async def _answer(server: JsonRpcServer, request: Request, output: FrameOutput) -> None:
     try:
         result = await server.call(request)
     except RpcError as exc:

@@ -9,6 +9,7 @@ from ._observations import (
     FileVersion,
     FsError,
     FsObservationsPlugin,
+    TextVersion,
 )
 from ._plugin import BuiltinToolsConfig, BuiltinToolsPlugin
 from ._process import ProcessResult, run_process, signal_name
@@ -45,6 +46,7 @@ __all__ = [
     "ResolvedPath",
     "SearchConfig",
     "SearchError",
+    "TextVersion",
     "TodoConfig",
     "TodoWriteToolPlugin",
     "Workspace",
