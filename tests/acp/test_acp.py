@@ -134,7 +134,8 @@ async def test_session_load_replays_a_dsh_run_session_then_continues_it(tmp_path
         env = loopback_env(tmp_path, server.base_url)
         code, _out, err = await run_dsh(env, "run", "What does a.txt say?", "--cwd", str(ws))
         assert code == 0, err
-        session_id = err.split("session ", 1)[1].split(" ", 1)[0]
+        (stored,) = (tmp_path / "sessions").rglob("session.jsonl")
+        session_id = stored.parent.name
         client = Recorder()
         async with acp_agent(tmp_path, server.base_url, client) as (conn, _process):
             loaded = await conn.load_session(cwd=str(ws), session_id=session_id, mcp_servers=[])

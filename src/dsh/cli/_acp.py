@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..agent import AgentOptions
-from ._runtime import CREDENTIAL_ENV, CliError, build_profile, resolve_route, start_runtime
+from ._runtime import CliError, build_profile, resolve_route, start_runtime
 
 
 def _frames_only_stdout() -> BinaryIO:
@@ -23,21 +23,24 @@ def _frames_only_stdout() -> BinaryIO:
 
 async def serve_acp(
     profile: list[Path] | None,
-    provider: str | None,
     model: str | None,
+    base_url: str | None,
+    provider: str | None,
     max_turn_requests: int | None,
 ) -> int:
     try:
         from ..acp import AcpSettings, serve
     except ImportError as exc:
         raise CliError(str(exc)) from None
-    resolved = build_profile(profile)
-    route = resolve_route(resolved, provider, model)
+    # A missing key does not stop the agent: ACP answers `session/new` "auth required".
+    resolved, route = resolve_route(
+        build_profile(profile), model, provider, base_url, require_key=False
+    )
     stdout = _frames_only_stdout()
     ctx = await start_runtime(resolved, route)
     settings = AcpSettings(
         AgentOptions(provider=route.provider, model=route.model),
-        CREDENTIAL_ENV.get(route.provider),
+        route.route.api_key_env,
         max_turn_requests,
     )
     return await serve(ctx, settings, sys.stdin.buffer, stdout)
