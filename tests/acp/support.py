@@ -149,12 +149,22 @@ class Live:
 
 @contextlib.asynccontextmanager
 async def live_session(
-    tmp_path: Path, script: list[Any], client: Recorder, *args: str, fs: bool = False
+    tmp_path: Path,
+    script: list[Any],
+    client: Recorder,
+    *args: str,
+    fs: bool = False,
+    keep_server: bool = False,
 ) -> AsyncIterator[Live]:
-    """The loopback server playing `script`, `dsh acp ARGS` on it, and a new session."""
+    """The loopback server playing `script`, `dsh acp ARGS` on it, and a new session. With
+    `keep_server`, the server outlives the block (the test closes it)."""
     ws = workspace(tmp_path)
-    server = OpenAIServer(script)
-    async with server, acp_agent(tmp_path, server.base_url, client, *args, fs=fs) as started:
-        conn, process = started
-        session = await conn.new_session(cwd=str(ws), mcp_servers=[])
-        yield Live(server, conn, process, session)
+    server = await OpenAIServer(script).start()
+    try:
+        async with acp_agent(tmp_path, server.base_url, client, *args, fs=fs) as started:
+            conn, process = started
+            session = await conn.new_session(cwd=str(ws), mcp_servers=[])
+            yield Live(server, conn, process, session)
+    finally:
+        if not keep_server:
+            await server.close()

@@ -155,16 +155,17 @@ async def test_session_load_replays_a_dsh_run_session_then_continues_it(tmp_path
     assert "What does a.txt say?" in last and "What did I ask?" in last
 
 
-async def test_modes_read_only_and_accept_edits(tmp_path: Path) -> None:
+async def test_modes_and_the_session_continues_in_the_terminal(tmp_path: Path) -> None:
     script = [
         reply(tool_call("write", {"file_path": "a.txt", "content": "a"})),
         "Refused.",
         reply(tool_call("write", {"file_path": "b.txt", "content": "b"})),
         reply(tool_call("bash", {"command": "true", "description": "Nothing"})),
         "Done.",
+        "Continued in the terminal.",
     ]
     client = Recorder(answers=["reject_once"])
-    async with live_session(tmp_path, script, client) as live:
+    async with live_session(tmp_path, script, client, keep_server=True) as live:
         modes = live.session.modes
         assert modes is not None and modes.current_mode_id == "default"
         assert [m.id for m in modes.available_modes] == ["default", "accept-edits", "read-only"]
@@ -179,8 +180,14 @@ async def test_modes_read_only_and_accept_edits(tmp_path: Path) -> None:
     assert "read-only mode" in refused and not (ws / "a.txt").exists()
     assert (ws / "b.txt").read_text() == "b"  # accept-edits: written without asking
     assert [a.kind for a in client.asked] == ["execute"]  # commands still ask
-    log = next((tmp_path / "sessions").rglob("session.jsonl")).read_text()
-    assert '"type":"acp/mode"' in log
+    log = next((tmp_path / "sessions").rglob("session.jsonl"))
+    assert '"type":"acp/mode"' in log.read_text()
+    # The editor's session (with its ignorable mode lines) continues in the terminal.
+    env = loopback_env(tmp_path, live.server.base_url)
+    code, out, err = await run_dsh(env, "sessions", "resume", live.sid, "Go on.")
+    await live.server.close()
+    assert code == 0, err
+    assert "Continued in the terminal." in out
 
 
 async def test_file_tools_go_through_the_editors_buffers(tmp_path: Path) -> None:

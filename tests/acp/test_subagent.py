@@ -8,11 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import dsh
 from dsh.agent import AgentOptions, run_prompt
 from dsh.kernel import CancelSignal, load_profile
 from dsh.plugins.approval import APPROVAL, ApprovalRequest, Decision
-from dsh.plugins.subagents import SUBAGENTS, SubagentRequest
+from dsh.plugins.subagents import SUBAGENTS, SubagentError, SubagentRequest
 from dsh.session import SessionMeta
 from dsh.testing import OpenAIServer, ScriptedModel, hold, reply, tool_call
 from tests.cli.support import DSH, loopback_env, workspace
@@ -92,3 +94,15 @@ async def test_a_cancelled_parent_cancels_the_child(tmp_path: Path, monkeypatch:
     assert run.agent is None and run.provider == "helper"
     assert outcome.stop_reason == "aborted"
     assert outcome.text == "partial"
+
+
+async def test_an_agent_that_cannot_start_is_a_subagent_error(tmp_path: Path) -> None:
+    missing = {"command": str(tmp_path / "no-such-agent"), "args": ["acp"]}
+    row = {"id": "acp_subagents", "name": "acp_subagents", "config": {"agents": {"gone": missing}}}
+    async with dsh.boot(load_profile().layered([row])) as ctx:
+        ScriptedModel([]).install(ctx)
+        options = AgentOptions(provider="scripted", model="scripted")
+        async with ctx.agents.open("parent", options, SessionMeta(cwd=str(tmp_path))) as handle:
+            request = SubagentRequest("Hi.", parent=handle.agent, signal=CancelSignal())
+            with pytest.raises(SubagentError, match="ACP agent gone did not start"):
+                await ctx.require(SUBAGENTS).start("gone", request)

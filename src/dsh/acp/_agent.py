@@ -179,10 +179,9 @@ class AcpAgent:
             raise RequestError.invalid_params(
                 {"message": "additionalDirectories are not supported: one workspace a session"}
             )
-        if servers:
-            raise RequestError.invalid_params(
-                {"message": "mcpServers are not supported by this dsh (no MCP plugin)"}
-            )
+        if servers:  # an editor passes the user's own servers: the session still works
+            names = ", ".join(str(getattr(s, "name", "?")) for s in servers)
+            _log.warning("this dsh has no MCP support: not connecting %s", names)
 
     def _adopt(self, handle: AgentHandle) -> AcpSession:
         assert self.client is not None  # a request arrived: the connection exists

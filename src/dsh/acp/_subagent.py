@@ -24,7 +24,7 @@ from acp.schema import (
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..kernel import HELD, Context, read_secret
-from ..llm import TextBlock
+from ..llm import TextBlock, text_of
 from ..plugins.approval import APPROVAL, Decision
 from ..plugins.subagents import (
     DEFAULT_MAX_DEPTH,
@@ -127,7 +127,11 @@ class AcpProvider:
         request.signal.raise_if_aborted()
         child = AcpChild(self, request)
         try:
-            await child.open()
+            await request.signal.race(child.open())
+        except (OSError, RequestError) as exc:  # not found, exited, refused the session
+            await child.close()
+            command = " ".join([self.spec.command, *self.spec.args])
+            raise SubagentError(f"ACP agent {self.name} did not start ({command}): {exc}") from None
         except BaseException:
             await child.close()
             raise
@@ -169,11 +173,7 @@ class AcpChild:
     async def run(self) -> SubagentResult:
         assert self.conn is not None
         prompt = self.request.prompt
-        text = (
-            prompt
-            if isinstance(prompt, str)
-            else "".join(b.text for b in prompt if isinstance(b, TextBlock))
-        )
+        text = prompt if isinstance(prompt, str) else text_of(prompt)
         cancel = self.request.signal.add_callback(lambda _reason: self._cancel())
         try:
             response = await self.conn.prompt(session_id=self.session_id, prompt=[text_block(text)])
@@ -187,8 +187,12 @@ class AcpChild:
         return self._result(stop, None)
 
     def _cancel(self) -> None:
+        self.provider.ctx.owner.spawn(self._send_cancel())
+
+    async def _send_cancel(self) -> None:
         if self.conn is not None:
-            self.provider.ctx.owner.spawn(self.conn.cancel(session_id=self.session_id))
+            with contextlib.suppress(ConnectionError):  # it ended by itself meanwhile
+                await self.conn.cancel(session_id=self.session_id)
 
     def _result(self, stop: StopReason, diagnostic: str | None) -> SubagentResult:
         last = next((s for s in reversed(self.segments) if s), "")
