@@ -285,6 +285,11 @@ async def test_bad_frames_get_protocol_errors_and_the_process_lives_on(tmp_path:
         (b'{"jsonrpc":"2.0","id":1,"method":"no/such"}', 1, -32601),
         (b'{"jsonrpc":"2.0","id":2,' + prompt + b'{"sessionId":5}}', 2, -32602),
         (b'{"jsonrpc":"2.0","id":3,' + prompt + b'{"sessionId":"x","prompt":[]}}', 3, -32602),
+        (
+            b'{"jsonrpc":"2.0","id":5,"method":"session/new","params":{"cwd":"rel","mcpServers":[]}}',
+            5,
+            -32602,
+        ),
     ]
     for frame, id, code in exchanges:
         process.stdin.write(frame + b"\n")

@@ -138,7 +138,7 @@ class AcpAgent:
         mcp_servers: list[Any] | None = None,
         **_meta: Any,
     ) -> NewSessionResponse:
-        self._check_session_params(cwd, additional_directories, mcp_servers)
+        await self._check_session_params(cwd, additional_directories, mcp_servers)
         session_id = f"session-{uuid.uuid4()}"
         options = CreateAgentOptions(
             session_id, SessionMeta(cwd=cwd), agent_options=self.settings.agent_options
@@ -154,7 +154,7 @@ class AcpAgent:
         additional_directories: list[str] | None = None,
         **_meta: Any,
     ) -> LoadSessionResponse:
-        self._check_session_params(cwd, additional_directories, mcp_servers)
+        await self._check_session_params(cwd, additional_directories, mcp_servers)
         if session_id in self.sessions:
             raise RequestError.invalid_params(
                 {"message": f"session {session_id} is already open in this connection"}
@@ -169,12 +169,14 @@ class AcpAgent:
         await session.flushed()  # the whole history is replayed before the answer
         return LoadSessionResponse(modes=mode_state(session.gate.mode))
 
-    def _check_session_params(
+    async def _check_session_params(
         self, cwd: str, directories: list[str] | None, servers: list[Any] | None
     ) -> None:
         self._require_credentials()
-        if not os.path.isabs(cwd):
-            raise RequestError.invalid_params({"message": f"cwd must be absolute: {cwd!r}"})
+        if not os.path.isabs(cwd) or not await asyncio.to_thread(os.path.isdir, cwd):
+            raise RequestError.invalid_params(
+                {"message": f"cwd must be an absolute path to a directory: {cwd!r}"}
+            )
         if directories:
             raise RequestError.invalid_params(
                 {"message": "additionalDirectories are not supported: one workspace a session"}
