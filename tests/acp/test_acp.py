@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 from acp import RequestError, image_block, resource_block, resource_link_block, text_block
 from acp.helpers import embedded_text_resource
+from acp.schema import EnvVariable, McpServerStdio
 
 from dsh.testing import OpenAIServer, Reply, failure, reasoning, reply, tool_call
 from tests.cli.support import DSH, loopback_env, run_dsh, workspace
+from tests.cli.support import ROOT as REPO
 
 from .support import Recorder, acp_agent, live_session
 
@@ -321,3 +323,27 @@ async def test_without_the_sdk_one_line_names_the_extra(tmp_path: Path) -> None:
     assert err.decode().splitlines() == [
         "dsh: the Agent Client Protocol needs its SDK: pip install 'dsh[acp]'"
     ]
+
+
+async def test_mcp_servers_of_session_new_serve_that_session_only(tmp_path: Path) -> None:
+    calc = McpServerStdio(
+        name="calc",
+        command=sys.executable,
+        args=["-m", "tests.plugins.mcp.server"],
+        env=[EnvVariable(name="PYTHONPATH", value=str(REPO))],
+    )
+    script = [reply(tool_call("mcp__calc__add", {"a": 2, "b": 3})), "2 + 3 = 5.", "No tools."]
+    client = Recorder(answers=["allow_once"])
+    async with OpenAIServer(script) as server:
+        async with acp_agent(tmp_path, server.base_url, client) as (conn, _process):
+            ws = str(workspace(tmp_path))
+            with_calc = (await conn.new_session(cwd=ws, mcp_servers=[calc])).session_id
+            plain = (await conn.new_session(cwd=ws, mcp_servers=[])).session_id
+            await conn.prompt(session_id=with_calc, prompt=[text_block("Add 2 and 3.")])
+            await conn.prompt(session_id=plain, prompt=[text_block("Any tools?")])
+        tools = [{t["function"]["name"] for t in r.body["tools"]} for r in server.requests]
+        result = _request_text(server, 1)
+    assert "mcp__calc__add" in tools[0] and "mcp__calc__add" not in tools[2]
+    assert [a.title for a in client.asked] == ["mcp__calc__add"]  # MCP tools ask
+    assert json.loads(result)[-1]["content"] == "5"  # the server's answer reached the model
+    assert client.text(with_calc) == "2 + 3 = 5."

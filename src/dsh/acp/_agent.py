@@ -4,7 +4,6 @@ sessions created and loaded, prompts, cancels, modes, approvals asked of the edi
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import uuid
 from dataclasses import dataclass
@@ -35,13 +34,12 @@ from ..plugins.approval import APPROVAL, ApprovalRequest, Decision
 from ..session import SessionMeta
 from ..tools import EDITOR_FILES
 from ._files import ClientFiles
+from ._mcp import McpServers, mcp_available
 from ._modes import is_mode, mode_state
 from ._prompt import PromptBlock
 from ._session import AcpSession
 
 __all__ = ["AcpAgent", "AcpSettings"]
-
-_log = logging.getLogger("dsh.acp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,10 +87,11 @@ class AcpAgent:
         **_meta: Any,
     ) -> InitializeResponse:
         self.capabilities = client_capabilities or ClientCapabilities()
+        mcp = mcp_available(self.ctx)
         capabilities = AgentCapabilities(
             load_session=self.ctx.get("session_persistence") is not None,
             prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
-            mcp_capabilities=McpCapabilities(http=False, sse=False),
+            mcp_capabilities=McpCapabilities(http=mcp, sse=mcp),
         )
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
@@ -138,12 +137,12 @@ class AcpAgent:
         mcp_servers: list[Any] | None = None,
         **_meta: Any,
     ) -> NewSessionResponse:
-        await self._check_session_params(cwd, additional_directories, mcp_servers)
+        servers = await self._check_session_params(cwd, additional_directories, mcp_servers)
         session_id = f"session-{uuid.uuid4()}"
         options = CreateAgentOptions(
             session_id, SessionMeta(cwd=cwd), agent_options=self.settings.agent_options
         )
-        session = self._adopt(await self.ctx.agents.create(options))
+        session = self._adopt(await self.ctx.agents.create(options), servers)
         return NewSessionResponse(session_id=session_id, modes=mode_state(session.gate.mode))
 
     async def load_session(
@@ -154,7 +153,7 @@ class AcpAgent:
         additional_directories: list[str] | None = None,
         **_meta: Any,
     ) -> LoadSessionResponse:
-        await self._check_session_params(cwd, additional_directories, mcp_servers)
+        servers = await self._check_session_params(cwd, additional_directories, mcp_servers)
         if session_id in self.sessions:
             raise RequestError.invalid_params(
                 {"message": f"session {session_id} is already open in this connection"}
@@ -165,13 +164,13 @@ class AcpAgent:
             raise RequestError.invalid_params({"message": f"no session {session_id}"}) from None
         except (RuntimeError, OSError, ValueError) as exc:  # no store, live, locked, unreadable
             raise RequestError.invalid_params({"message": f"{session_id}: {exc}"}) from None
-        session = self._adopt(handle)
+        session = self._adopt(handle, servers)
         await session.flushed()  # the whole history is replayed before the answer
         return LoadSessionResponse(modes=mode_state(session.gate.mode))
 
     async def _check_session_params(
         self, cwd: str, directories: list[str] | None, servers: list[Any] | None
-    ) -> None:
+    ) -> McpServers:
         self._require_credentials()
         if not os.path.isabs(cwd) or not await asyncio.to_thread(os.path.isdir, cwd):
             raise RequestError.invalid_params(
@@ -181,12 +180,11 @@ class AcpAgent:
             raise RequestError.invalid_params(
                 {"message": "additionalDirectories are not supported: one workspace a session"}
             )
-        if servers:  # an editor passes the user's own servers: the session still works
-            names = ", ".join(str(getattr(s, "name", "?")) for s in servers)
-            _log.warning("this dsh has no MCP support: not connecting %s", names)
+        return McpServers(self.ctx, servers, cwd)
 
-    def _adopt(self, handle: AgentHandle) -> AcpSession:
+    def _adopt(self, handle: AgentHandle, servers: McpServers) -> AcpSession:
         assert self.client is not None  # a request arrived: the connection exists
+        servers.connect(handle.agent)
         session = AcpSession(self.client, handle, self.settings.max_turn_requests)
         self.sessions[session.id] = session
         return session
