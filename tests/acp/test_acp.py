@@ -257,6 +257,19 @@ async def test_a_turn_budget(tmp_path: Path) -> None:
         assert len(live.server.requests) == 1
 
 
+async def test_a_turn_cut_at_max_tokens_and_a_prompt_refused_by_a_hook(tmp_path: Path) -> None:
+    # A user-level UserPromptSubmit hook (it runs without the workspace's trust) blocks one prompt.
+    refuse = "grep -q forbidden && { echo 'not that' >&2; exit 2; }; exit 0"
+    hooks = {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": refuse}]}]}
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+    script = [reply("Cut", finish="max-tokens")]
+    async with live_session(tmp_path, script, Recorder()) as live:
+        assert (await live.prompt("Write a long essay.")).stop_reason == "max_tokens"
+        assert (await live.prompt("Something forbidden.")).stop_reason == "refusal"
+        assert len(live.server.requests) == 1  # the refused prompt never reached the model
+
+
 async def test_a_missing_key_is_an_auth_error_that_names_the_variable(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
     agent = acp_agent(tmp_path, "http://127.0.0.1:9", Recorder(), DEEPSEEK_API_KEY="")
@@ -299,7 +312,15 @@ async def test_bad_frames_get_protocol_errors_and_the_process_lives_on(tmp_path:
         assert (answer["id"], answer["error"]["code"]) == (id, code), answer
     initialize = b'{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":1}}'
     process.stdin.write(initialize + b"\n")
-    assert json.loads(await process.stdout.readline())["result"]["protocolVersion"] == 1
+    result = json.loads(await process.stdout.readline())["result"]
+    assert result["protocolVersion"] == 1
+    assert result["agentInfo"]["name"] == "dsh"
+    assert result["authMethods"] == []  # the key is set
+    capabilities = result["agentCapabilities"]
+    assert capabilities["loadSession"] is True
+    assert capabilities["promptCapabilities"]["image"] is True
+    assert capabilities["promptCapabilities"]["embeddedContext"] is True
+    assert capabilities["mcpCapabilities"] == {"http": True, "sse": True}
     process.stdin.close()
     _out, err = await process.communicate()
     assert process.returncode == 0
