@@ -275,6 +275,35 @@ def batch_command(
     _exit_with(run_batch(options))
 
 
+@app.command("web")
+def web_command(
+    cwd: CwdOption = None,
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="The port (0: a free one).")
+    ] = 8765,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help="The address to listen on; another than this machine's needs --token-file.",
+        ),
+    ] = "127.0.0.1",
+    no_open: Annotated[bool, typer.Option("--no-open", help="Do not open a browser.")] = False,
+    token_file: Annotated[
+        Path | None,
+        typer.Option("--token-file", help="A file (mode 600) holding the access token."),
+    ] = None,
+    profile: ProfileOption = None,
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+) -> None:
+    """Chat and browse sessions in the browser; prints the URL (it carries the access token)."""
+    from ._web import WebOptions, run_web
+
+    options = WebOptions(cwd, port, host, no_open, token_file, profile, provider, model)
+    _exit_with(run_web(options))
+
+
 @app.command("jsonrpc")
 def jsonrpc() -> None:
     """Serve the JSON-RPC SDK protocol on stdin/stdout (logs go to stderr)."""

@@ -1,0 +1,95 @@
+"""What the page is sent: typed events drawn as JSON — every event of every recorded log,
+the reference runtime's newer (v4) logs too — and the diffs of file changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dsh.events import typed
+from dsh.persistence._codec import parse_lines, unpack_rows
+from dsh.session import SessionEvent
+from dsh.testing import reply, tool_call, until
+from dsh.web import Before, LogView, change_diff, page_event
+from tests.conftest import FIXTURES
+
+from .support import Site
+
+LOGS = sorted(
+    p
+    for folder in ("ts-logs", "jsonrpc-checkout", "jsonrpc")
+    for p in (FIXTURES / folder).rglob("session*.jsonl")
+)
+
+
+def events_of(path: Path) -> list[SessionEvent]:
+    parsed = parse_lines(path.read_bytes(), str(path))
+    return [SessionEvent.from_json(row) for row in unpack_rows(parsed.values[1:], str(path))]
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_every_recorded_event_draws(path: Path) -> None:
+    events = events_of(path)
+    view = LogView("session", events)
+    drawn = [d for d in (page_event(typed(e), view) for e in events) if d is not None]
+    types = {d["type"] for d in drawn}
+    assert {"UserMessageEvent", "TurnStartEvent"} <= types
+    assert [d["seq"] for d in drawn] == sorted({d["seq"] for d in drawn})
+
+
+def test_v4_logs_draw_their_answers_without_chunks() -> None:
+    (path, *_) = sorted((FIXTURES / "jsonrpc" / "two-tools").rglob("session*.jsonl"))
+    events = events_of(path)
+    drawn = [page_event(typed(e), LogView("s", events)) for e in events]
+    answers = [d for d in drawn if d and d["type"] == "AssistantMessageEvent" and d["blocks"]]
+    assert answers[-1]["blocks"][-1]["text"].startswith("Done after")
+    ends = [d for d in drawn if d and d["type"] == "TurnEndEvent"]
+    assert ends[-1]["usage"]["requests"] >= 1 and ends[-1]["usage"]["input_tokens"] > 0
+
+
+def test_file_changes_as_unified_diffs() -> None:
+    write = {"file_path": "a.py", "content": "one\ntwo\n"}
+    assert change_diff("write", write, Before("one\n", True)) == [
+        "--- a/a.py",
+        "+++ b/a.py",
+        "@@ -1 +1,2 @@",
+        " one",
+        "+two",
+    ]
+    created = change_diff("write", write, Before("", False))
+    assert created is not None and created[0] == "--- /dev/null"
+    edit = {"file_path": "a.py", "old_string": "two", "new_string": "2"}
+    seen = change_diff("edit", edit, Before("one\ntwo\nthree\n", True))
+    assert seen == ["--- a/a.py", "+++ b/a.py", "@@ -1,3 +1,3 @@", " one", "-two", "+2", " three"]
+    unseen = change_diff("edit", edit, None)  # a stored session: the arguments alone
+    assert unseen is not None and unseen[-2:] == ["-two", "+2"]
+    assert change_diff("read", {"file_path": "a.py"}, None) is None
+    assert change_diff("write", "not json", None) is None
+
+
+async def test_a_write_is_drawn_with_the_file_as_it_was(site: Site) -> None:
+    (site.workspace / "greet.py").write_text("print('hi')\n")
+    site.model.add(
+        reply(tool_call("read", {"file_path": "greet.py"})),
+        reply(
+            tool_call("edit", {"file_path": "greet.py", "old_string": "hi", "new_string": "hello"})
+        ),
+        reply("Done."),
+    )
+    async with site.client() as client:
+        agent = await site.start("Say hello")
+        asked = await until(agent, "approval/asked")
+        call_id = asked.data["callId"]
+        answer = await client.post(
+            f"/api/sessions/{agent.id}/approvals/{call_id}", json={"answer": "once"}
+        )
+        assert answer.status_code == 200
+    await until(agent, "turn/end")
+    assert (site.workspace / "greet.py").read_text() == "print('hello')\n"
+    call = next(
+        e for e in agent.session.events if e.type == "tool/call" and e.data["name"] == "edit"
+    )
+    drawn = page_event(typed(call), LogView(agent.id, agent.session.events, site.web.snapshots))
+    assert drawn is not None and drawn["diff_complete"] is True
+    assert drawn["diff"][-2:] == ["-print('hi')", "+print('hello')"]
