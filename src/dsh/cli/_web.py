@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..agent import AgentOptions
 from ._hooks import trust_note, untrusted_files
-from ._runtime import CliError, build_profile, check_credentials, resolve_route, start_runtime
+from ._runtime import CliError, Options, prepare, start_runtime
 
 MIN_TOKEN = 16
 EXTRA = "dsh web needs the web extra: pip install 'dsh[web]'"
@@ -20,14 +20,12 @@ EXTRA = "dsh web needs the web extra: pip install 'dsh[web]'"
 
 @dataclass(frozen=True, slots=True)
 class WebOptions:
-    cwd: Path | None
+    model: Options
+    """The profile, model route and workspace, as for `dsh chat`."""
     port: int
     host: str
-    no_open: bool
     token_file: Path | None
-    profile: list[Path] | None
-    provider: str | None
-    model: str | None
+    no_open: bool
 
 
 async def run_web(options: WebOptions) -> int:
@@ -35,14 +33,9 @@ async def run_web(options: WebOptions) -> int:
         from ..web import LOOPBACK_HOSTS, WebConfig, WebUI, bind, serve
     except ImportError:
         raise CliError(EXTRA) from None
-    workspace = (options.cwd or Path.cwd()).resolve()
-    if not workspace.is_dir():
-        raise CliError(f"--cwd {options.cwd}: not a directory")
     loopback = options.host in LOOPBACK_HOSTS
     token = _token(options, loopback)
-    profile = build_profile(options.profile)
-    route = resolve_route(profile, options.provider, options.model)
-    check_credentials(route)
+    profile, route, workspace = prepare(options.model)
     try:
         sock = bind(options.host, options.port)
     except OSError as exc:
