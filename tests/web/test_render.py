@@ -1,5 +1,5 @@
 """What the page is sent: typed events drawn as JSON — every event of every recorded log,
-the reference runtime's newer (v4) logs too — and the diffs of file changes."""
+the reference runtime's newer (v4) logs too — and an edit's diff from the file as it was."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dsh.events import typed
 from dsh.persistence._codec import parse_lines, unpack_rows
 from dsh.session import SessionEvent
 from dsh.testing import reply, tool_call, until
-from dsh.web import Before, LogView, change_diff, page_event
+from dsh.web import LogView, page_event
 from tests.conftest import FIXTURES
 
 from .support import Site
@@ -46,26 +46,6 @@ def test_v4_logs_draw_their_answers_without_chunks() -> None:
     assert answers[-1]["blocks"][-1]["text"].startswith("Done after")
     ends = [d for d in drawn if d and d["type"] == "TurnEndEvent"]
     assert ends[-1]["usage"]["requests"] >= 1 and ends[-1]["usage"]["input_tokens"] > 0
-
-
-def test_file_changes_as_unified_diffs() -> None:
-    write = {"file_path": "a.py", "content": "one\ntwo\n"}
-    assert change_diff("write", write, Before("one\n", True)) == [
-        "--- a/a.py",
-        "+++ b/a.py",
-        "@@ -1 +1,2 @@",
-        " one",
-        "+two",
-    ]
-    created = change_diff("write", write, Before("", False))
-    assert created is not None and created[0] == "--- /dev/null"
-    edit = {"file_path": "a.py", "old_string": "two", "new_string": "2"}
-    seen = change_diff("edit", edit, Before("one\ntwo\nthree\n", True))
-    assert seen == ["--- a/a.py", "+++ b/a.py", "@@ -1,3 +1,3 @@", " one", "-two", "+2", " three"]
-    unseen = change_diff("edit", edit, None)  # a stored session: the arguments alone
-    assert unseen is not None and unseen[-2:] == ["-two", "+2"]
-    assert change_diff("read", {"file_path": "a.py"}, None) is None
-    assert change_diff("write", "not json", None) is None
 
 
 async def test_a_write_is_drawn_with_the_file_as_it_was(site: Site) -> None:

@@ -20,7 +20,7 @@ from ._approve import REASK, REASON_PROMPT, Answer, approval_view, parse_answer,
 from ._render import Renderer
 from ._runtime import CliError, Options, Route, failure_advice, prepare, start_runtime
 from ._screen import ChatScreen, history_file
-from ._sessions import open_agent, persistence_of, summaries
+from ._sessions import open_agent, persistence_of, summaries, summary_line
 
 COMMANDS = {
     "/help": "what the keys and commands do",
@@ -241,7 +241,7 @@ class Chat:
             return
         self.screen.note(title, "dim")
         for summary in found:
-            self.screen.note("  " + summary.line())
+            self.screen.note("  " + summary_line(summary))
 
     def _show_hooks(self) -> None:
         from ._hooks import hook_lines

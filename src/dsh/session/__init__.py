@@ -23,6 +23,7 @@ from ._registry import (
 )
 from ._session import ReentrantAppendError, Session, Surface
 from ._store import DuplicateSessionError, SessionPlugin, SessionStore
+from ._summary import SessionSummary, summary_of
 from ._turns import LastTurn, last_turn
 from ._usage import Usage, usage_of
 
@@ -53,6 +54,7 @@ __all__ = [
     "SessionMeta",
     "SessionPlugin",
     "SessionStore",
+    "SessionSummary",
     "Surface",
     "SurfaceOp",
     "UnknownEventTypeError",
@@ -64,6 +66,7 @@ __all__ = [
     "import_events",
     "last_turn",
     "register_event_type",
+    "summary_of",
     "thaw_json",
     "usage_of",
 ]

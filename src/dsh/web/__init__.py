@@ -10,23 +10,18 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError("the web UI needs the web extra: pip install 'dsh[web]'") from exc
 
 from ._app import WebConfig, WebUI
-from ._diff import Before, FileSnapshots, change_diff
+from ._diff import FileSnapshots
 from ._guard import LOOPBACK_HOSTS
 from ._render import LogView, page_event
 from ._serve import bind, serve
-from ._sessions import SessionSummary, session_summaries
 
 __all__ = [
     "LOOPBACK_HOSTS",
-    "Before",
     "FileSnapshots",
     "LogView",
-    "SessionSummary",
     "WebConfig",
     "WebUI",
     "bind",
-    "change_diff",
     "page_event",
     "serve",
-    "session_summaries",
 ]

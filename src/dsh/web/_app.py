@@ -25,7 +25,7 @@ from ..tools import Decision
 from ._diff import FileSnapshots
 from ._guard import LOOPBACK_HOSTS, Guard
 from ._live import LiveSessions, Questions
-from ._sessions import session_summaries
+from ._sessions import session_list
 from ._stream import session_stream
 
 __all__ = ["WebConfig", "WebUI"]
@@ -108,12 +108,8 @@ class _Routes:
         every = request.query_params.get("all") == "1"
         cwd = None if every else str(self.web.config.cwd)
         persistence = self.web.ctx.get(SESSION_PERSISTENCE)
-        found = await session_summaries(
-            persistence, [a.session for a in self.live.agents()], cwd=cwd
-        )
-        return JSONResponse(
-            {"cwd": str(self.web.config.cwd), "sessions": [s.to_json() for s in found]}
-        )
+        found = await session_list(persistence, [a.session for a in self.live.agents()], cwd=cwd)
+        return JSONResponse({"cwd": str(self.web.config.cwd), "sessions": found})
 
     async def new(self, request: Request) -> Response:
         body = await _body(request)

@@ -1,39 +1,31 @@
-"""What a `write` or `edit` call changes, as a unified diff.
+"""The diff of a `write` or `edit` call on its tool card (`dsh.tools.builtin.file_change`).
 
 The file as it was is read when the call is logged (before approval, before the tool runs),
-so the diff shows the real change whenever the page draws it later. A call this process did
+so the card shows the real change whenever the page draws it later. A call this process did
 not see (a stored session) is drawn from its arguments alone.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..llm import Json
 from ..session import SESSION_EVENT, SessionEventPayload
+from ..tools.builtin import FileChange, file_change
 
 if TYPE_CHECKING:
     from ..kernel import Context
 
-__all__ = ["FILE_TOOLS", "Before", "FileSnapshots", "change_diff", "parse_arguments"]
+__all__ = ["FileSnapshots", "diff_lines", "parse_arguments"]
 
 FILE_TOOLS = ("write", "edit")
 DIFF_LINES = 400
 READ_LIMIT = 512 * 1024
 """Larger files are not read for a diff (the arguments alone are shown)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Before:
-    """A file's text when a call to change it was logged (`existed` False: a new file)."""
-
-    text: str
-    existed: bool
+_UNREAD = object()
 
 
 def parse_arguments(raw: str) -> Json:
@@ -44,53 +36,27 @@ def parse_arguments(raw: str) -> Json:
         return raw
 
 
-def change_diff(tool: str, arguments: Json, before: Before | None) -> list[str] | None:
-    """The unified diff of a `write` or `edit` call (None for other tools or arguments
-    without the strings the tool needs). Without `before`, a write is all additions and an
-    edit shows the replaced text only."""
-    if tool not in FILE_TOOLS or not isinstance(arguments, dict):
-        return None
-    path = arguments.get("file_path")
-    if not isinstance(path, str):
-        return None
-    if tool == "write":
-        content = arguments.get("content")
-        if not isinstance(content, str):
-            return None
-        old, new = ("" if before is None else before.text), content
-    else:
-        target, replacement = arguments.get("old_string"), arguments.get("new_string")
-        if not isinstance(target, str) or not isinstance(replacement, str):
-            return None
-        if before is not None and target and target in before.text:
-            count = -1 if arguments.get("replace_all") is True else 1
-            old, new = before.text, before.text.replace(target, replacement, count)
-        else:
-            old, new = target, replacement
-    origin = "/dev/null" if before is not None and not before.existed else f"a/{path}"
-    rows = list(
-        difflib.unified_diff(old.splitlines(), new.splitlines(), origin, f"b/{path}", lineterm="")
-    )
-    if len(rows) > DIFF_LINES:
-        rows = [*rows[:DIFF_LINES], f"… {len(rows) - DIFF_LINES} more lines"]
-    return rows
-
-
 class FileSnapshots:
-    """The text of each file a `write` or `edit` is about to change, read when its
-    `tool/call` is logged (synchronously, inside the session's workspace only). The most
-    recent `limit` calls are kept."""
+    """The text of each file a `write` or `edit` is about to change (None: no such file),
+    read when its `tool/call` is logged — synchronously, inside the session's workspace
+    only. The most recent `limit` calls are kept."""
 
     def __init__(self, limit: int = 256) -> None:
         self._limit = limit
-        self._before: OrderedDict[tuple[str, str], Before | None] = OrderedDict()
+        self._before: OrderedDict[tuple[str, str], str | object | None] = OrderedDict()
 
     def attach(self, ctx: Context) -> None:
         """Watch every session of `ctx`'s tree (owned by `ctx`)."""
         ctx.on(SESSION_EVENT, self._on_event, global_=True)
 
-    def get(self, session_id: str, call_id: str) -> Before | None:
-        return self._before.get((session_id, call_id))
+    def change(
+        self, session_id: str, call_id: str, tool: str, arguments: Json
+    ) -> FileChange | None:
+        """The change of that call: from its snapshot, else from its arguments alone."""
+        before = self._before.get((session_id, call_id), _UNREAD)
+        if before is _UNREAD:
+            return file_change(tool, arguments, None, known=False)
+        return file_change(tool, arguments, before if isinstance(before, str) else None)
 
     def _on_event(self, payload: SessionEventPayload) -> None:
         event = payload.event
@@ -106,16 +72,25 @@ class FileSnapshots:
             self._before.popitem(last=False)
 
 
-def _read(cwd: str, path: str) -> Before | None:
+def diff_lines(change: FileChange) -> list[str]:
+    """The change's unified diff, cut to `DIFF_LINES`."""
+    rows = change.unified()
+    if len(rows) > DIFF_LINES:
+        rows = [*rows[:DIFF_LINES], f"… {len(rows) - DIFF_LINES} more lines"]
+    return rows
+
+
+def _read(cwd: str, path: str) -> str | object | None:
+    """The file's text, None when it does not exist, `_UNREAD` when it is not shown."""
     root = Path(cwd).resolve()
     target = (root / path).resolve()
     if not target.is_relative_to(root):
-        return None  # the tool refuses it too; nothing outside the workspace is shown
+        return _UNREAD  # the tool refuses it too; nothing outside the workspace is shown
     try:
         if target.stat().st_size > READ_LIMIT:
-            return None
-        return Before(target.read_text(encoding="utf-8"), True)
+            return _UNREAD
+        return target.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return Before("", False)
-    except (OSError, UnicodeDecodeError):
         return None
+    except (OSError, UnicodeDecodeError):
+        return _UNREAD

@@ -27,7 +27,7 @@ from ..events import (
 )
 from ..llm import Json, Message, ReasoningBlock, TextBlock
 from ..session import SessionEvent, Usage, usage_of
-from ._diff import FileSnapshots, change_diff, parse_arguments
+from ._diff import FileSnapshots, diff_lines, parse_arguments
 
 __all__ = ["LogView", "page_event", "usage_json"]
 
@@ -126,16 +126,16 @@ def _message(message: Message) -> dict[str, Json]:
 
 def _tool_call(event: ToolCallEvent, view: LogView) -> dict[str, Json]:
     arguments = parse_arguments(event.arguments)
-    snapshots = view.snapshots
-    before = None if snapshots is None else snapshots.get(view.session_id, event.call_id)
+    snapshots = view.snapshots or FileSnapshots()
+    change = snapshots.change(view.session_id, event.call_id, event.name, arguments)
     return {
         "turn": event.turn,
         "step": event.step,
         "call_id": event.call_id,
         "name": event.name,
         "arguments": arguments,
-        "diff": change_diff(event.name, arguments, before),
-        "diff_complete": before is not None,
+        "diff": None if change is None else diff_lines(change),
+        "diff_complete": change is not None and change.complete,
     }
 
 

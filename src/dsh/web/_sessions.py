@@ -1,85 +1,31 @@
-"""The session list: each session's title, workspace, times and turns, newest first."""
+"""The session list: each session's title, workspace, times and turns (`summary_of`, as
+`dsh sessions list` shows them), most recently active first, live ones from memory."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 
-from ..events import InboxSplicedEvent, OtherEvent, TypedEvent, UserMessageEvent, typed
-from ..llm import Json, Message
+from ..llm import Json
 from ..persistence import SessionPersistence, UnknownSessionError
-from ..session import Session, SessionEvent, SessionHeader
+from ..session import Session, SessionSummary, summary_of
 
-__all__ = ["SessionSummary", "session_summaries", "summarise"]
+__all__ = ["session_list"]
 
-TITLE_WIDTH = 80
-
-
-@dataclass(frozen=True, slots=True)
-class SessionSummary:
-    id: str
-    title: str
-    """The latest `session/title`, else the first prompt (one line, shortened)."""
-    cwd: str | None
-    created_at: int
-    updated_at: int
-    """Epoch ms of the last event."""
-    turns: int
-    live: bool
-    """Open in this web UI (else: stored)."""
-
-    def to_json(self) -> dict[str, Json]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "cwd": self.cwd,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "turns": self.turns,
-            "live": self.live,
-        }
+TITLE_LIMIT = 200
+"""A long first prompt is cut for the list (the page shortens it further to fit)."""
 
 
-def summarise(
-    header: SessionHeader, events: Sequence[SessionEvent], *, live: bool = False
-) -> SessionSummary:
-    prompt = title = ""
-    for event in events:
-        if event.type in ("user/message", "agent/inbox/spliced") and not prompt:
-            prompt = _prompt(typed(event))  # a queued prompt counts before its turn takes it
-        elif event.type == "session/title":
-            view = typed(event)
-            if isinstance(view, OtherEvent) and isinstance(view.data.get("title"), str):
-                title = view.data["title"]
-    title = " ".join((title or prompt).split())
-    if len(title) > TITLE_WIDTH:
-        title = title[: TITLE_WIDTH - 1] + "…"
-    turns = sum(1 for e in events if e.type == "turn/start")
-    updated = events[-1].time if events else header.created_at
-    return SessionSummary(header.id, title, header.cwd, header.created_at, updated, turns, live)
-
-
-def _prompt(event: TypedEvent) -> str:
-    if isinstance(event, UserMessageEvent):
-        messages: Iterable[Message] = (event.message,)
-    elif isinstance(event, InboxSplicedEvent):
-        messages = event.inserted
-    else:
-        return ""
-    return next((m.text for m in messages if m.source.get("kind") == "user"), "")
-
-
-async def session_summaries(
+async def session_list(
     persistence: SessionPersistence | None,
     live: Iterable[Session],
     *,
     cwd: str | None = None,
     limit: int = 50,
-) -> list[SessionSummary]:
-    """The people's sessions (not subagents'), of `cwd` when given, most recently active
-    first: the `live` ones from memory, the `limit` most recent others from the store."""
+) -> list[dict[str, Json]]:
+    """The people's sessions (not subagents'), of `cwd` when given: the `live` ones, and the
+    `limit` most recently created others from the store."""
     found = {
-        s.id: summarise(s.header, s.events, live=True)
+        s.id: (summary_of(s.header, s.events), True)
         for s in live
         if len(s.events) and (cwd is None or s.header.cwd == cwd)
     }
@@ -95,5 +41,18 @@ async def session_summaries(
                 log = await persistence.inspect(header.id)
             except UnknownSessionError:
                 continue  # removed meanwhile
-            found[header.id] = summarise(log.header, log.events)
-    return sorted(found.values(), key=lambda s: s.updated_at, reverse=True)
+            found[header.id] = (summary_of(log.header, log.events), False)
+    rows = sorted(found.values(), key=lambda row: row[0].updated_at, reverse=True)
+    return [_json(summary, is_live) for summary, is_live in rows]
+
+
+def _json(summary: SessionSummary, live: bool) -> dict[str, Json]:
+    return {
+        "id": summary.id,
+        "title": summary.title[:TITLE_LIMIT],
+        "cwd": summary.cwd,
+        "created_at": summary.created_at,
+        "updated_at": summary.updated_at,
+        "turns": summary.turns,
+        "live": live,
+    }
