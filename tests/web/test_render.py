@@ -36,6 +36,8 @@ def test_every_recorded_event_draws(path: Path) -> None:
     types = {d["type"] for d in drawn}
     assert {"UserMessageEvent", "TurnStartEvent"} <= types
     assert [d["seq"] for d in drawn] == sorted({d["seq"] for d in drawn})
+    titles = [e.data["title"] for e in events if e.type == "session/title"]
+    assert [d["title"] for d in drawn if d.get("log_type") == "session/title"] == titles
 
 
 def test_v4_logs_draw_their_answers_without_chunks() -> None:

@@ -18,7 +18,12 @@ from starlette.types import ASGIApp
 
 from ..agent import USER_CANCEL, Agent, AgentOptions
 from ..kernel import Context
-from ..persistence import SESSION_PERSISTENCE, SessionLockedError, UnknownSessionError
+from ..persistence import (
+    SESSION_PERSISTENCE,
+    SessionLockedError,
+    StoredLog,
+    UnknownSessionError,
+)
 from ..plugins.approval import APPROVAL
 from ..session import ForkError
 from ..tools import Decision
@@ -121,7 +126,7 @@ class _Routes:
     async def events(self, request: Request) -> Response:
         session_id = request.path_params["id"]
         after = _last_seq(request)
-        source: Any = self.live.get(session_id)
+        source: Agent | StoredLog | None = self.live.get(session_id)
         if source is None:
             try:
                 source = await self.live.stored(session_id)

@@ -13,7 +13,6 @@ from ..events import (
     AssistantMessageEvent,
     CompactionSummaryEvent,
     InboxSplicedEvent,
-    OtherEvent,
     ReasoningDeltaEvent,
     RetryEvent,
     TextDeltaEvent,
@@ -114,8 +113,9 @@ def _record(event: TypedEvent) -> dict[str, Json] | None:
             return {"todos": [{"content": t.content, "status": t.status} for t in event.todos]}
         case CompactionSummaryEvent():
             return {"messages": len(event.shadowed_seqs)}
-        case OtherEvent(type="session/title", data=data) if isinstance(data.get("title"), str):
-            return {"log_type": event.type, "title": data["title"]}
+        case _ if event.type == "session/title":  # an OtherEvent until it is modelled
+            title = event.to_data().get("title")
+            return {"log_type": event.type, "title": title} if isinstance(title, str) else None
         case _:
             return None
 

@@ -63,6 +63,7 @@ export class Transcript {
     if (event.seq <= this.lastSeq) return;
     this.lastSeq = event.seq;
     const stick = this.atBottom();
+    if (event.log_type === "session/title") this.title = event.title;
     this[`on${event.type}`]?.(event);
     if (stick) this.root.scrollTop = this.root.scrollHeight;
     this.onchange(event);
@@ -116,9 +117,6 @@ export class Transcript {
     container.append(node);
   }
 
-  onOtherEvent(event) {
-    if (event.log_type === "session/title") this.title = event.title;
-  }
 
   // -- the answer, streamed ----------------------------------------------------------------
 
