@@ -1,5 +1,5 @@
 """`dsh web` as a person starts it: a child process serving on a free port of this machine,
-reached over real HTTP; and the one-line refusals."""
+reached over real HTTP, its model a loopback server; and the one-line refusals."""
 
 from __future__ import annotations
 
@@ -10,46 +10,64 @@ from pathlib import Path
 
 import httpx
 
-from .support import DSH, cli_env, run_dsh, scripted_profile, workspace
+from dsh.client import AsyncHarness
+from dsh.testing import OpenAIServer
 
-SCRIPTED = ["--provider", "scripted", "--model", "scripted"]
+from .support import DSH, cli_env, loopback_env, run_dsh, workspace
 
 
 async def test_dsh_web_serves_the_page_and_stops_on_ctrl_c(tmp_path: Path) -> None:
-    profile = scripted_profile(tmp_path, ["Hello from the web."])
     ws = workspace(tmp_path)
-    args = ["web", "--no-open", "--port", "0", "--cwd", str(ws), "--profile", str(profile)]
-    child = await asyncio.create_subprocess_exec(
-        sys.executable, *DSH, *args, *SCRIPTED, env=cli_env(tmp_path), stdout=-1, stderr=-1
-    )
-    assert child.stdout is not None and child.stderr is not None
-    try:
-        line = (await asyncio.wait_for(child.stdout.readline(), 60)).decode().strip()
-        assert line.startswith("dsh web: http://127.0.0.1:"), line
-        url = line.removeprefix("dsh web: ")
-        base = url.partition("/?token=")[0]
-        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
-            assert (await client.get("/")).status_code == 401
-            login = await client.get(url)
-            assert login.status_code == 303 and login.headers["location"] == "/"
-            page = await client.get("/")  # with the cookie
-            assert page.status_code == 200 and 'role="log"' in page.text
+    async with OpenAIServer(["From JSON-RPC.", "Hello from the web."]) as server:
+        env = loopback_env(tmp_path, server.base_url)
+        async with AsyncHarness(
+            provider="deepseek-official", model="m", cwd=str(ws), env=env
+        ) as harness:
+            await harness.run("Made over JSON-RPC", session_id="session-jsonrpc")
+        args = ["web", "--no-open", "--port", "0", "--cwd", str(ws)]
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, *DSH, *args, env=env, stdout=-1, stderr=-1
+        )
+        try:
+            session_id = await use_the_page(child)
+        finally:
+            if child.returncode is None:
+                child.kill()
+                await child.wait()
+    listed = await run_dsh(cli_env(tmp_path), "sessions", "list")
+    assert session_id in listed[1] and "session-jsonrpc" in listed[1]
 
-            made = await client.post("/api/sessions", json={"text": "Hi"})
-            session_id = made.json()["session_id"]
-            events = f"/api/sessions/{session_id}/events"
-            async with client.stream("GET", events) as stream:
-                async for row in stream.aiter_lines():
-                    if '"TurnEndEvent"' in row:
-                        break
-                child.send_signal(signal.SIGINT)  # with a stream still open
-                assert await asyncio.wait_for(child.wait(), 30) == 0
-        listed = await run_dsh(cli_env(tmp_path), "sessions", "list")
-        assert session_id in listed[1]
-    finally:
-        if child.returncode is None:
-            child.kill()
-            await child.wait()
+
+async def use_the_page(child: asyncio.subprocess.Process) -> str:
+    """Log in with the printed URL, see the JSON-RPC session, run a prompt, press Ctrl+C
+    with its stream still open; the new session's id."""
+    assert child.stdout is not None and child.stderr is not None
+    line = (await asyncio.wait_for(child.stdout.readline(), 60)).decode().strip()
+    assert line.startswith("dsh web: http://127.0.0.1:"), line
+    url = line.removeprefix("dsh web: ")
+    base = url.partition("/?token=")[0]
+    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+        assert (await client.get("/")).status_code == 401
+        login = await client.get(url)
+        assert login.status_code == 303 and login.headers["location"] == "/"
+        page = await client.get("/")  # with the cookie
+        assert page.status_code == 200 and 'role="log"' in page.text
+        (stored,) = (await client.get("/api/sessions")).json()["sessions"]
+        assert stored["id"] == "session-jsonrpc" and stored["title"] == "Made over JSON-RPC"
+
+        made = await client.post("/api/sessions", json={"text": "Hi"})
+        session_id: str = made.json()["session_id"]
+        events = f"/api/sessions/{session_id}/events"
+        rows = []
+        async with client.stream("GET", events) as stream:
+            async for row in stream.aiter_lines():
+                rows.append(row)
+                if '"TurnEndEvent"' in row:
+                    break
+            assert any('"AssistantMessageEvent"' in r and "Hello from the web." in r for r in rows)
+            child.send_signal(signal.SIGINT)  # with a stream still open
+            assert await asyncio.wait_for(child.wait(), 30) == 0
+    return session_id
 
 
 async def test_another_address_needs_a_private_token_file(tmp_path: Path) -> None:

@@ -108,6 +108,7 @@ async def test_changes_are_approved_or_denied_in_the_page(
                 "edit", {"file_path": "greeting.py", "old_string": "hi", "new_string": "hello"}
             )
         ),
+        reply(tool_call("write", {"file_path": "CHANGES.md", "content": "- say hello\n"})),
         reply("Changed the greeting."),
     )
     await login(page, served)
@@ -116,6 +117,7 @@ async def test_changes_are_approved_or_denied_in_the_page(
 
     write = log.locator("article.tool", has_text="other.py")
     await expect(write.locator(".diff")).to_contain_text("+print('hello')")
+    await expect(page.get_by_role("status")).to_have_text("waiting for approval")
     await write.get_by_role("textbox", name="Reason").fill("edit greeting.py instead")
     await write.get_by_role("button", name="Deny").click()
     await expect(write).to_contain_text("denied: edit greeting.py instead")
@@ -126,8 +128,14 @@ async def test_changes_are_approved_or_denied_in_the_page(
     await expect(edit.locator(".diff")).to_contain_text("+print('hello')")
     await edit.get_by_role("button", name="Allow", exact=True).click()
     await expect(edit).to_contain_text("allowed once")
+
+    changes = log.locator("article.tool", has_text="CHANGES.md")
+    await expect(changes.locator(".diff")).to_contain_text("+- say hello")
+    await changes.get_by_role("button", name="Allow for this session").click()
+    await expect(changes).to_contain_text("allowed for this session")
     await expect(log).to_contain_text("Changed the greeting.")
     assert target.read_text() == "print('hello')\n"
+    assert (site.workspace / "CHANGES.md").read_text() == "- say hello\n"
     assert not (site.workspace / "other.py").exists()
 
 
@@ -191,3 +199,32 @@ async def test_sessions_made_by_dsh_run_are_listed_and_shown(
     await expect(log.locator(".answer")).to_have_text("The build is green.")
     await expect(page.get_by_role("status")).to_contain_text("stored session")
     await expect(page.get_by_role("heading", level=1)).to_have_text("Is the build green?")
+
+
+async def test_fork_from_a_prompt_then_a_new_session(site: Site, page: Page, served: str) -> None:
+    site.model.add("One.", "Two.", "Two, differently.")
+    await login(page, served)
+    await send(page, "First")
+    log = page.get_by_role("log")
+    await expect(log.locator(".turn-end")).to_have_count(1)
+    await send(page, "Second")
+    await expect(log.locator(".turn-end")).to_have_count(2)
+    parent = page.url
+
+    second = log.locator(".msg.user", has_text="Second")
+    await second.get_by_role("button", name="Fork").click()
+    await expect(page).not_to_have_url(parent)
+    box = page.get_by_role("textbox", name="Message")
+    await expect(box).to_have_value("Second")  # to edit and send again
+    await expect(log).to_contain_text("One.")  # the turns before the prompt
+    await expect(log).not_to_contain_text("Two.")
+    await box.fill("Second, but differently")
+    await page.get_by_role("button", name="Send").click()
+    await expect(log).to_contain_text("Two, differently.")
+    sessions = page.get_by_role("navigation", name="Sessions").get_by_role("button")
+    await expect(sessions).to_have_count(2)
+
+    await page.get_by_role("button", name="New session").click()
+    await expect(page.get_by_role("heading", level=1)).to_have_text("New session")
+    await expect(log).to_be_empty()
+    await expect(box).to_be_focused()

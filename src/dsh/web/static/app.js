@@ -68,7 +68,8 @@ function update() {
     : "Ask the agent… (Enter sends, Shift+Enter for a new line)";
   if (!current) notify("");
   else if (transcript.live === false) notify("stored session: sending a message resumes it");
-  else notify(transcript.running ? "running…" : "idle");
+  else if (!transcript.running) notify("idle");
+  else notify(transcript.root.querySelector(".asking .choices") ? "waiting for approval" : "running…");
   drawPending(transcript);
 }
 
