@@ -25,7 +25,16 @@ from ._session import ReentrantAppendError, Session, Surface
 from ._store import DuplicateSessionError, SessionPlugin, SessionStore
 from ._summary import SessionSummary, summary_of
 from ._turns import LastTurn, last_turn
-from ._usage import Usage, usage_of
+from ._usage import (
+    ModelRoute,
+    SessionUsage,
+    TurnUsage,
+    Usage,
+    session_usage,
+    usage_by,
+    usage_by_model,
+    usage_of,
+)
 
 __all__ = [
     "FORMAT_VERSION",
@@ -45,6 +54,7 @@ __all__ = [
     "InvalidEventError",
     "LastTurn",
     "LosslessJsonError",
+    "ModelRoute",
     "ReentrantAppendError",
     "ReplaceOp",
     "Session",
@@ -55,8 +65,10 @@ __all__ = [
     "SessionPlugin",
     "SessionStore",
     "SessionSummary",
+    "SessionUsage",
     "Surface",
     "SurfaceOp",
+    "TurnUsage",
     "UnknownEventTypeError",
     "Usage",
     "durable_event_types",
@@ -66,7 +78,10 @@ __all__ = [
     "import_events",
     "last_turn",
     "register_event_type",
+    "session_usage",
     "summary_of",
     "thaw_json",
+    "usage_by",
+    "usage_by_model",
     "usage_of",
 ]
