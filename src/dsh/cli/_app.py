@@ -431,6 +431,41 @@ def batch_command(
     exit_with(run_batch(options))
 
 
+@app.command("web")
+def web_command(
+    cwd: CwdOption = None,
+    port: Annotated[
+        int,
+        typer.Option("--port", min=0, max=65535, metavar="N", help="The port (0: a free one)."),
+    ] = 8765,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            metavar="ADDR",
+            help="The address to listen on; another than this machine's needs --token-file.",
+        ),
+    ] = "127.0.0.1",
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-file", metavar="FILE", help="A file (mode 600) holding the access token."
+        ),
+    ] = None,
+    no_open: Annotated[bool, typer.Option("--no-open", help="Do not open a browser.")] = False,
+    profile: ProfileOption = None,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    provider: ProviderOption = None,
+) -> None:
+    """Chat and browse sessions in the browser; prints the URL (it carries the access token)."""
+    from ._runtime import Options
+    from ._web import WebOptions, run_web
+
+    options = Options(profile, model, base_url, provider, cwd)
+    exit_with(run_web(WebOptions(options, port, host, token_file, no_open)))
+
+
 @app.command("jsonrpc")
 def jsonrpc() -> None:
     """Serve the JSON-RPC SDK protocol on stdin/stdout (logs go to stderr)."""

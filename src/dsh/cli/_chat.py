@@ -28,7 +28,7 @@ from ._runtime import (
     turn_cost,
 )
 from ._screen import ChatScreen, history_file
-from ._sessions import open_agent, persistence_of, summaries
+from ._sessions import open_agent, persistence_of, summaries, summary_line
 
 COMMANDS = {
     "/help": "what the keys and commands do",
@@ -257,7 +257,7 @@ class Chat:
             return
         self.screen.note(title, "dim")
         for summary in found:
-            self.screen.note("  " + summary.line())
+            self.screen.note("  " + summary_line(summary))
 
     def _show_hooks(self) -> None:
         from ._hooks import hook_lines

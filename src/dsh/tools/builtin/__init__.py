@@ -2,6 +2,7 @@
 confined to the session's workspace, with the reference runtime's names and renderings."""
 
 from ._bash import BashConfig, BashToolPlugin, bash_tool
+from ._change import FileChange, file_change
 from ._files import EditToolPlugin, FilesConfig, WriteToolPlugin, edit_tool, write_tool
 from ._observations import (
     FS_OBSERVATIONS,
@@ -32,6 +33,7 @@ __all__ = [
     "BuiltinToolsConfig",
     "BuiltinToolsPlugin",
     "EditToolPlugin",
+    "FileChange",
     "FileObservations",
     "FileVersion",
     "FilesConfig",
@@ -54,6 +56,7 @@ __all__ = [
     "WriteToolPlugin",
     "bash_tool",
     "edit_tool",
+    "file_change",
     "glob_tool",
     "grep_tool",
     "read_tool",
