@@ -53,10 +53,16 @@ def serve(steps: int) -> None:
     `{"times": [[arrival, response end], ...] (perf_counter seconds), "first": body}`."""
     import asyncio
 
+    from dsh.llm import TokenUsage
     from dsh.testing import OpenAIServer, RecordedRequest, reply, tool_call
 
-    script: list[Any] = [reply(tool_call("read", {"file_path": "hello.txt"})) for _ in range(steps)]
-    script.append(reply("Done after the reads. " * 4))
+    # Usage on every response, as real providers send it (the context meter relies on it).
+    def usage(step: int) -> TokenUsage:
+        return TokenUsage(input_tokens=4000 + 60 * step, output_tokens=20)
+
+    read = tool_call("read", {"file_path": "hello.txt"})
+    script: list[Any] = [reply(read, usage=usage(n)) for n in range(steps)]
+    script.append(reply("Done after the reads. " * 4, usage=usage(steps)))
 
     async def main() -> None:
         times: list[list[float]] = []
