@@ -24,7 +24,12 @@ def _entry(item: Any) -> Any:
         return reply(failure(item["fail"], item.get("message")))
     if "tool" in item:
         return reply(tool_call(item["tool"], item.get("args", {})), delay=item.get("delay", 0.0))
-    return reply(item.get("text", ""), delay=item.get("delay", 0.0), hang=item.get("hang", False))
+    return reply(
+        item.get("text", ""),
+        delay=item.get("delay", 0.0),
+        hang=item.get("hang", False),
+        piece_chars=item.get("piece_chars"),
+    )
 
 
 class ScriptedPlugin:
