@@ -304,7 +304,8 @@ def summary(samples: list[Sample]) -> dict[str, float]:
 def report(results: dict[tuple[str, int], list[Sample]], sizes: tuple[int, ...]) -> None:
     print(
         f"{'':>9} {'N':>4} | {'wall s':>7} {'cpu s':>6} {'RSS MiB':>8} | {'gap ms':>7} "
-        f"{'first10':>7} {'last10':>7} {'last/1st':>8} | {'wall x':>6} {'gap x':>6} | notif."
+        f"{'first10':>7} {'last10':>7} {'last/1st':>8} | {'wall x':>6} {'cpu x':>6} {'gap x':>6} | "
+        "notif."
     )
     for steps in sizes:
         floor = summary(results[("bare", steps)])
@@ -316,7 +317,8 @@ def report(results: dict[tuple[str, int], list[Sample]], sizes: tuple[int, ...])
                 f"{contender:>9} {steps:>4} | "
                 f"{s['wall']:>7.2f} {s['cpu']:>6.2f} {s['rss']:>8.1f} | "
                 f"{s['gap']:>7.2f} {s['first']:>7.2f} {s['last']:>7.2f} {drift:>8.2f} | "
-                f"{s['wall'] / floor['wall']:>6.2f} {s['gap'] / floor['gap']:>6.2f} | {notes}"
+                f"{s['wall'] / floor['wall']:>6.2f} {s['cpu'] / floor['cpu']:>6.2f} "
+                f"{s['gap'] / floor['gap']:>6.2f} | {notes}"
             )
 
 
