@@ -80,12 +80,13 @@ async def serve(ctx: Context, settings: AcpSettings, stdin: BinaryIO, stdout: Bi
     """Serve one ACP connection on `stdin`/`stdout` until the client closes it; then dispose
     every agent of the connection and `ctx`. Returns the exit code."""
     agent = AcpAgent(ctx, settings)
+    output = FrameOutput(stdout)
     try:
         lines = await line_queue(stdin, ctx.owner)
         # The SDK routes the methods an agent defines; the others answer method-not-found.
         sdk_agent = cast(Agent, agent)
         connection = AgentSideConnection(
-            sdk_agent, FrameStream(lines, FrameOutput(stdout)), listening=False
+            sdk_agent, FrameStream(lines, output), listening=False
         )
         try:
             await connection.listen()
@@ -94,4 +95,5 @@ async def serve(ctx: Context, settings: AcpSettings, stdin: BinaryIO, stdout: Bi
     finally:
         await agent.close()
         await ctx.owner.dispose()
+        output.flush()  # frames sent in this last pass of the loop
     return 0

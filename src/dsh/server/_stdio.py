@@ -29,16 +29,28 @@ def profile_files() -> list[Path]:
 
 class FrameOutput:
     """Writes JSON-RPC frames whole, one line each; a closed stdout sets `closed` instead of
-    raising (the ACP agent writes its frames through it too)."""
+    raising (the ACP agent writes its frames through it too).
+
+    Frames sent in one pass of the event loop (a burst of stream deltas, a response and its
+    notifications) go out in one write at the end of that pass: the same frames, in order,
+    with one system call and one wake-up of the reader instead of one per frame."""
 
     def __init__(self, stream: BinaryIO) -> None:
         self.stream = stream
         self.closed = asyncio.Event()
+        self._pending: list[bytes] = []
 
     def send(self, frame: dict[str, Json]) -> None:
         if self.closed.is_set():
             return
-        data = encode(frame)
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._pending.append(encode(frame))
+
+    def flush(self) -> None:
+        data, self._pending = b"".join(self._pending), []
+        if not data or self.closed.is_set():
+            return
         try:
             self.stream.write(data)
             self.stream.flush()
@@ -120,6 +132,7 @@ async def serve(
         await asyncio.gather(*tasks, return_exceptions=True)
         await server.shutdown()
         await ctx.owner.dispose()
+        output.flush()
     return 0
 
 
