@@ -18,7 +18,15 @@ from ..tools import Decision
 from ..workspace import Trust
 from ._approve import REASK, REASON_PROMPT, Answer, approval_view, parse_answer, question
 from ._render import Renderer
-from ._runtime import CliError, Options, Route, failure_advice, prepare, start_runtime
+from ._runtime import (
+    CliError,
+    Options,
+    Route,
+    failure_advice,
+    prepare,
+    start_runtime,
+    workspace_dir,
+)
 from ._screen import ChatScreen, history_file
 from ._sessions import open_agent, persistence_of, summaries
 
@@ -41,11 +49,12 @@ RESUME_TURNS = 3
 
 
 async def chat(options: Options) -> int:
-    profile, route, cwd = prepare(options)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CliError("dsh chat needs a terminal; for scripts and pipes use `dsh run`")
     if options.resume is None and not options.latest:
-        await ask_trust(cwd)  # before the runtime starts: MCP servers start with it
+        # Before the profile is read (./dsh.yml) and the runtime starts (MCP servers).
+        await ask_trust(workspace_dir(options.cwd))
+    profile, route, cwd = prepare(options)
     ctx = await start_runtime(profile, route)
     session = Chat(ctx, route, cwd, options)
     try:
@@ -356,9 +365,10 @@ async def ask_trust(workspace: Path) -> None:
     """Ask once whether to trust a workspace whose files would run something; remember yes."""
     from prompt_toolkit import PromptSession
 
-    from ._hooks import TRUST_QUESTION, trust_note, untrusted_files
+    from ._hooks import TRUST_QUESTION, trust_note, untrusted_files, untrusted_local_profile
 
-    files = untrusted_files(workspace)
+    local = untrusted_local_profile()
+    files = untrusted_files(workspace) + ([local] if local is not None else [])
     if not files:
         return
     print(trust_note(workspace, files))
@@ -367,8 +377,11 @@ async def ask_trust(workspace: Path) -> None:
     except (KeyboardInterrupt, EOFError):
         answer = ""
     if answer.strip().lower() in ("y", "yes"):
-        Trust().trust(workspace)
-        print(f"trusted {workspace}")
+        trust = Trust()
+        for folder in [workspace, *([local.parent] if local is not None else [])]:
+            if not trust.is_trusted(folder):
+                trust.trust(folder)
+                print(f"trusted {folder}")
     else:
         print("not trusted: its hooks and MCP servers stay off")
 
