@@ -103,7 +103,7 @@ class Chat:
         note = " · --yes: every tool call is approved" if self.yes else ""
         self.screen.note(f"dsh chat · {self.route.provider}/{self.route.model}{note}", "dim")
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGINT, self._ctrl_c)  # between two prompts
+        loop.add_signal_handler(signal.SIGINT, self._ctrl_c)  # a Ctrl-C no prompt read
         try:
             with patch_stdout(raw=True):
                 while True:
