@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from .._version import __version__
-from ._errors import exit_with, run_app
+from ._errors import exit_with, exit_with_sync, run_app
 
 app = typer.Typer(
     name="dsh",
@@ -26,6 +26,10 @@ sessions_app = typer.Typer(help="Persisted sessions.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
 hooks_app = typer.Typer(help="Command hooks (Claude Code's dialect).", no_args_is_help=True)
 app.add_typer(hooks_app, name="hooks")
+mcp_app = typer.Typer(
+    help="MCP servers: their tools in every agent; dsh as one.", no_args_is_help=True
+)
+app.add_typer(mcp_app, name="mcp")
 
 ProfileOption = Annotated[
     list[Path] | None,
@@ -100,6 +104,14 @@ def _mode(value: SandboxMode | None) -> str | None:
     return None if value is None else value.value
 
 
+OtelOption = Annotated[
+    bool,
+    typer.Option(
+        "--otel",
+        help="Send OpenTelemetry traces and metrics where the OTEL_* variables say "
+        "(also DSH_OTEL=1).",
+    ),
+]
 TrustOption = Annotated[
     bool,
     typer.Option(
@@ -135,6 +147,7 @@ def _root(
     configure_logging(verbose)
 
 
+
 @app.command("run")
 def run_command(
     task: Annotated[str | None, typer.Argument(metavar="TASK", hidden=True)] = None,
@@ -151,13 +164,14 @@ def run_command(
     ] = False,
     trust: TrustOption = False,
     sandbox: SandboxOption = None,
+    otel: OtelOption = False,
 ) -> None:
     """Run an agent on TASK (`-`, or no TASK and a pipe: read it from stdin); exit 0 when
     its turn completed."""
     from ._run import RunOptions, run_task
 
     options = RunOptions(profile, model, base_url, provider, cwd, None, continue_, yes, plain)
-    options = dataclasses.replace(options, task=task, json=json_, trust=trust)
+    options = dataclasses.replace(options, task=task, json=json_, trust=trust, otel=otel)
     exit_with(run_task(dataclasses.replace(options, sandbox=_mode(sandbox))))
 
 
@@ -175,13 +189,14 @@ def chat_command(
     yes: YesOption = False,
     plain: PlainOption = False,
     sandbox: SandboxOption = None,
+    otel: OtelOption = False,
 ) -> None:
     """Talk with an agent: Enter sends, Ctrl-C cancels the running turn, /help for more."""
     from ._chat import chat
     from ._runtime import Options
 
     options = Options(profile, model, base_url, provider, cwd, resume, continue_, yes, plain)
-    exit_with(chat(dataclasses.replace(options, sandbox=_mode(sandbox))))
+    exit_with(chat(dataclasses.replace(options, sandbox=_mode(sandbox), otel=otel)))
 
 
 @app.command("demo")
@@ -237,6 +252,15 @@ def sessions_show(
     exit_with(show_session(profile, session_id, json_))
 
 
+@sessions_app.command("stats")
+def sessions_stats(profile: ProfileOption = None, json_: JsonOption = False) -> None:
+    """Usage of every stored session by day (UTC) and model: requests, tool calls, tokens,
+    the share served from cache, and the cost by the profile's prices."""
+    from ._sessions import session_stats
+
+    exit_with(session_stats(profile, json_))
+
+
 @sessions_app.command("resume")
 def sessions_resume(
     session_id: SessionArgument,
@@ -247,12 +271,13 @@ def sessions_resume(
     provider: ProviderOption = None,
     yes: YesOption = False,
     trust: TrustOption = False,
+    otel: OtelOption = False,
 ) -> None:
     """Resume session ID (a unique prefix is enough): run TASK in it, or chat in it."""
     from ._run import RunOptions, run_task
 
     options = RunOptions(
-        profile, model, base_url, provider, resume=session_id, yes=yes, trust=trust
+        profile, model, base_url, provider, resume=session_id, yes=yes, trust=trust, otel=otel
     )
     if task is None:
         from ._chat import chat
@@ -268,6 +293,86 @@ def hooks_list(profile: ProfileOption = None, cwd: CwdOption = None) -> None:
     from ._hooks import list_hooks
 
     exit_with(list_hooks(profile, cwd))
+
+
+@mcp_app.command("list")
+def mcp_list(
+    profile: ProfileOption = None, cwd: CwdOption = None, json_: JsonOption = False
+) -> None:
+    """Start the configured servers and list them: transport, status, tools (or why not)."""
+    from ._mcp import list_servers
+
+    exit_with(list_servers(profile, cwd, json_))
+
+
+ScopeOption = Annotated[
+    str,
+    typer.Option("--scope", "-s", help="project (./.mcp.json) or user ($DSH_HOME/mcp.json)."),
+]
+
+
+@mcp_app.command("add")
+def mcp_add(
+    name: Annotated[str, typer.Argument(help="The server's name (its tools: mcp__NAME__*).")],
+    target: Annotated[
+        list[str], typer.Argument(help="COMMAND ARGS… after --, or the URL of an http/sse server.")
+    ],
+    transport: Annotated[
+        str, typer.Option("--transport", "-t", help="stdio, http or sse.")
+    ] = "stdio",
+    env: Annotated[
+        list[str] | None, typer.Option("--env", "-e", help="KEY=VALUE for a stdio server.")
+    ] = None,
+    header: Annotated[
+        list[str] | None, typer.Option("--header", "-H", help="'Name: value' for http/sse.")
+    ] = None,
+    scope: ScopeOption = "project",
+    cwd: CwdOption = None,
+) -> None:
+    """Add a server to .mcp.json: `dsh mcp add NAME -- CMD ARGS…` or
+    `dsh mcp add --transport http NAME URL --header 'K: V'`."""
+    from ._mcp import add_server
+
+    exit_with_sync(
+        lambda: add_server(
+            name,
+            target,
+            transport=transport,
+            env=env or [],
+            headers=header or [],
+            scope=scope,
+            cwd=cwd,
+        )
+    )
+
+
+@mcp_app.command("remove")
+def mcp_remove(
+    name: Annotated[str, typer.Argument(help="The server's name.")],
+    scope: Annotated[
+        str | None,
+        typer.Option("--scope", "-s", help="project or user (default: where it is found)."),
+    ] = None,
+    cwd: CwdOption = None,
+) -> None:
+    """Remove a server from .mcp.json (or the user's mcp.json)."""
+    from ._mcp import remove_server
+
+    exit_with_sync(lambda: remove_server(name, scope=scope, cwd=cwd))
+
+
+@mcp_app.command("serve")
+def mcp_serve(
+    profile: ProfileOption = None,
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    cwd: CwdOption = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")] = False,
+) -> None:
+    """dsh as an MCP server on stdio, with one tool: run_agent {prompt, cwd?, session_id?}."""
+    from ._mcp import serve
+
+    exit_with(serve(profile, provider, model, cwd, yes))
 
 
 @app.command("batch")

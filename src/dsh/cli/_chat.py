@@ -25,6 +25,7 @@ from ._runtime import (
     failure_advice,
     prepare,
     start_runtime,
+    turn_cost,
     workspace_dir,
 )
 from ._screen import ChatScreen, history_file
@@ -37,6 +38,7 @@ COMMANDS = {
     "/sessions": "this workspace's sessions, newest first",
     "/compact": "summarise older turns to free the context",
     "/hooks": "this session's hooks: where each comes from, whether it runs",
+    "/mcp": "MCP servers: their state and tools",
     "/reasoning": "show the model's reasoning in full, or folded (toggles)",
     "/exit": "quit",
 }
@@ -80,7 +82,12 @@ class Chat:
             prompt=self._prompt,
             idle_hint=f"{route.provider}/{route.model} · /help · Ctrl-C cancels · Ctrl-D quits",
         )
-        self.renderer = Renderer(self.screen, markdown=not options.plain, echo_prompts=True)
+        self.renderer = Renderer(
+            self.screen,
+            markdown=not options.plain,
+            echo_prompts=True,
+            cost=turn_cost(ctx, route),
+        )
         self.handle: AgentHandle | None = None
         self.question: Question | None = None
         self.queued: dict[str, str] = {}
@@ -185,6 +192,8 @@ class Chat:
             await self._compact()
         elif command == "/hooks":
             self._show_hooks()
+        elif command == "/mcp":
+            self._show_mcp()
         elif command == "/reasoning":
             self.renderer.reasoning = not self.renderer.reasoning
             shown = "in full" if self.renderer.reasoning else "folded to one line"
@@ -261,6 +270,14 @@ class Chat:
             self.screen.note("hooks are not enabled (no hooks plugin in the profile)", "red")
             return
         for line in hook_lines(hooks):
+            self.screen.note(line)
+
+    def _show_mcp(self) -> None:
+        from ._mcp import describe_statuses
+
+        hub = self.ctx.get("mcp")
+        lines = ["MCP is not in the profile"] if hub is None else describe_statuses(hub.statuses())
+        for line in lines:
             self.screen.note(line)
 
     async def _compact(self) -> None:

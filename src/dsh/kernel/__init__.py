@@ -6,6 +6,7 @@ from ._compose import (
     PluginRow,
     Profile,
     boot,
+    interpolate,
     load_profile,
     resolve_plugin,
 )
@@ -48,6 +49,7 @@ from ._scope import (
 )
 from ._secrets import HELD, holds_secrets, read_secret, redact_secrets
 from ._signal import Aborted, CancelSignal
+from ._trace import TraceContext, current_trace, using_trace
 
 __all__ = [
     "AGENTS",
@@ -86,17 +88,21 @@ __all__ = [
     "SerialSpec",
     "ServiceKey",
     "ServiceUnavailableError",
+    "TraceContext",
     "WaterfallError",
     "WaterfallListener",
     "WaterfallSpec",
     "bind_scope_parent",
     "boot",
     "create_scope",
+    "current_trace",
     "declared_events",
     "holds_secrets",
+    "interpolate",
     "load_profile",
     "read_secret",
     "redact_secrets",
     "resolve_plugin",
     "scope_chain",
+    "using_trace",
 ]
