@@ -37,7 +37,10 @@ ProfileOption = Annotated[
         "--profile",
         "-p",
         metavar="FILE",
-        help="A profile YAML layered over the default (repeatable; ./dsh.yml is read if present).",
+        help=(
+            "A profile YAML layered over the default (repeatable; ./dsh.yml is read if "
+            "its folder is trusted)."
+        ),
     ),
 ]
 ProviderOption = Annotated[
