@@ -2,9 +2,12 @@
 
 The stored events are never changed; the closers are appended after them: a `tool/result`
 for every tool call of the open step that has none, then `step/end` if a step is open, then
-`turn/end {reason: {kind: interrupted}}`. They carry the time of the last stored event, and
-their lines are written in the log's format (format 4 words a call that never started as the
-reference runtime 0.2.1 does, and cites no event for it).
+`turn/end {reason: {kind: interrupted}}`. Then a message the turn claimed from the inbox but
+never logged as a `user/message` (a crash between the claim and the step that enters it)
+goes back to the front of its queue with an `agent/inbox/spliced`, so the resumed inbox
+holds it again. They carry the time of the last stored event, and their lines are written in
+the log's format (format 4 words a call that never started as the reference runtime 0.2.1
+does, and cites no event for it).
 """
 
 from __future__ import annotations
@@ -73,7 +76,8 @@ class _Call:
 
 def repair_closers(events: Sequence[SessionEvent], header: SessionHeader | None = None) -> Repair:
     """The closers that balance `events` (empty when the last turn is closed), as lines of
-    `header`'s format (default: format 0)."""
+    `header`'s format (default: format 0); the inbox is projected from its `seed_length` on,
+    as the agent's own."""
     open_turn = last_turn(events)
     if open_turn is None or open_turn.closed:
         return Repair()
@@ -107,8 +111,38 @@ def repair_closers(events: Sequence[SessionEvent], header: SessionHeader | None 
         seq += 1
     ended = {"turn": turn, "reason": {"kind": "interrupted"}}
     plain.append(SessionEvent("turn/end", seq, time, ended))
+    seed_length = (header.seed_length or 0) if header is not None else 0
+    for target, messages in _unlogged_claims(events, start, seed_length).items():
+        seq += 1
+        data = {"target": target, "start": 0, "inserted": messages}
+        plain.append(SessionEvent("agent/inbox/spliced", seq, time, data))
     closers.extend(zip(plain, records_of(plain, header), strict=True))
     return Repair(tuple(e for e, _ in closers), tuple(r for _, r in closers))
+
+
+def _unlogged_claims(
+    events: Sequence[SessionEvent], turn_start: int, seed_length: int
+) -> dict[str, list[Any]]:
+    """The messages the turn opened at `turn_start` claimed from the inbox and never logged,
+    by queue, oldest first. The inbox is replayed from its splices to know what a claim
+    (a removal without `outcome: canceled`) took."""
+    queues: dict[str, list[Any]] = {"next-turn": [], "next-step": []}
+    claimed: dict[str, tuple[str, Any]] = {}
+    for index in range(seed_length, len(events)):
+        kind, data = events[index].type, events[index].data
+        if kind == "user/message":
+            claimed.pop(str(data.get("id")), None)
+        elif kind == "agent/inbox/spliced" and data.get("target") in queues:
+            items = queues[data["target"]]
+            start, count = data.get("start", 0), data.get("removedCount", 0)
+            removed = items[start : start + count]
+            items[start : start + count] = list(data.get("inserted") or ())
+            if index > turn_start and data.get("outcome") != "canceled":
+                claimed.update((str(m.get("id")), (data["target"], m)) for m in removed)
+    restored: dict[str, list[Any]] = {}
+    for target, message in claimed.values():
+        restored.setdefault(target, []).append(message)
+    return restored
 
 
 def _requested_calls(data: Mapping[str, Any]) -> list[str]:
