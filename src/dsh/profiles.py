@@ -39,4 +39,6 @@ DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
     {"id": "jobs", "name": "jobs"},
     {"id": "subagents", "name": "subagents"},
     {"id": "compaction", "name": "compaction"},
+    {"id": "instructions", "name": "instructions"},
+    {"id": "skills", "name": "skills"},
 )
