@@ -41,4 +41,5 @@ DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
     {"id": "compaction", "name": "compaction"},
     {"id": "instructions", "name": "instructions"},
     {"id": "skills", "name": "skills"},
+    {"id": "session-title", "name": "session_title"},
 )
