@@ -16,7 +16,7 @@ from dsh.plugins.session_title import (
     title_of,
 )
 from dsh.session import SessionEvent, SessionMeta, import_events
-from dsh.testing import ScriptedModel, reply
+from dsh.testing import ScriptedModel
 from tests.conftest import FIXTURES, Runtime
 
 PROMPT = "Run two shell commands with the bash tool. tool=bash steps=2"
