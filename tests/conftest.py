@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,23 @@ def session_root(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("DSH_HOME", str(home / ".dsh"))
     return root
+
+
+@pytest.fixture
+def ctx_plugins() -> Sequence[Any]:
+    """What the `ctx` fixture loads: plugins, or `(plugin, config)` pairs. A test folder's
+    conftest (or a test module) overrides it."""
+    return ()
+
+
+@pytest.fixture
+async def ctx(ctx_plugins: Sequence[Any]) -> AsyncIterator[Context]:
+    """A root context with `ctx_plugins` loaded; disposed after the test."""
+    async with Context() as root:
+        for item in ctx_plugins:
+            plugin, config = item if isinstance(item, tuple) else (item, None)
+            await root.plugin(plugin, config)
+        yield root
 
 
 @pytest.fixture

@@ -63,22 +63,34 @@ def test_readme_event_table_matches_declarations(folder: Path) -> None:
     assert documented == declared, f"{folder / 'README.md'} event table differs from the code"
 
 
-def test_readme_python_examples_run(tmp_path: Path) -> None:
+def readme_examples() -> list[tuple[str, str]]:
+    """The runnable Python blocks (those calling `asyncio.run(`) of every README."""
+    readmes = [SRC.parents[1] / "README.md", *sorted(SRC.rglob("README.md"))]
+    found = []
+    for readme in readmes:
+        blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
+        name = str(readme.relative_to(SRC.parents[1]))
+        found += [(f"{name}#{i}", b) for i, b in enumerate(blocks) if "asyncio.run(" in b]
+    return found
+
+
+@pytest.mark.parametrize(
+    ("where", "block"), [pytest.param(w, b, id=w) for w, b in readme_examples()]
+)
+def test_readme_python_examples_run(where: str, block: str, tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    readme = SRC.parents[1] / "README.md"
-    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
-    runnable = [b for b in blocks if "asyncio.run(" in b]
-    assert runnable, "the README has no runnable example"
-    for i, block in enumerate(runnable):
-        script = tmp_path / f"example_{i}.py"
-        script.write_text(block)
-        result = subprocess.run(
-            [sys.executable, str(script)], capture_output=True, text=True, timeout=60
-        )
-        assert result.returncode == 0, result.stderr
-        assert result.stdout.strip(), "the example printed nothing"
+    script = tmp_path / "example.py"
+    script.write_text(block)
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert result.returncode == 0, f"{where}: {result.stderr}"
+
+
+def test_the_readme_has_a_runnable_example() -> None:
+    assert any(where.startswith("README.md#") for where, _ in readme_examples())
 
 
 def test_public_api_is_importable_and_lazy() -> None:
@@ -124,3 +136,29 @@ def test_the_event_taxonomy_document_matches_the_declarations() -> None:
     assert actual == expected, (
         "docs/EVENTS.md is stale: python scripts/event_taxonomy.py > docs/EVENTS.md"
     )
+
+
+def test_the_loop_lifecycle_map_names_code_that_exists() -> None:
+    """Each `[Class.method]` / `[_method]` the loop README's lifecycle map points at exists."""
+    from dsh.loop import ReactLoopAgent
+    from dsh.loop._request import RequestBuilder
+    from dsh.loop._scheduler import ToolCallScheduler
+    from dsh.loop._turn import TurnRunner
+
+    classes = {
+        c.__name__: c for c in (ReactLoopAgent, TurnRunner, RequestBuilder, ToolCallScheduler)
+    }
+    text = (SRC / "loop" / "README.md").read_text()
+    lifecycle = text[text.index("send(): agent/inbox/spliced") :]
+    lifecycle = lifecycle[: lifecycle.index("```")]
+    names = [
+        name
+        for bracket in re.findall(r"\[([^\]]+)\]", lifecycle)
+        for name in re.findall(r"[A-Za-z_][\w.]*", bracket)
+        if name.startswith("_") or "." in name
+    ]
+    assert len(names) >= 10
+    for name in names:
+        owner, _, attr = name.rpartition(".")
+        candidates = [classes[owner]] if owner else list(classes.values())
+        assert any(hasattr(c, attr) for c in candidates), f"{name} is not in the loop's code"

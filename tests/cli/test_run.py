@@ -66,7 +66,9 @@ def test_json_prints_one_event_per_line(tmp_path: Path) -> None:
     events = [json.loads(line) for line in result.stdout.splitlines()]
     types = [e["type"] for e in events]
     assert types[0] == "agent/inbox/spliced" and types[-1] == "turn/end"
-    assert [e["seq"] for e in events] == list(range(len(events)))
+    # Contiguous from the prompt on (the agent's creation logged `sandbox/mode` before it).
+    first = events[0]["seq"]
+    assert [e["seq"] for e in events] == list(range(first, first + len(events)))
 
 
 def test_missing_deepseek_key_is_a_clear_message(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ import asyncio
 
 from dsh.agent import AGENT_STATUS, INBOX_DEQUEUE, INBOX_ENQUEUE, StatusChange
 from dsh.llm import GenerateOptions
-from dsh.testing import reply, tool_call
+from dsh.testing import reply, tool_call, until
 from dsh.tools import tool
 from tests.conftest import Runtime, types
 
@@ -42,7 +42,7 @@ async def test_steer_while_running_joins_the_next_step(runtime: Runtime) -> None
     runtime.model.add(reply(tool_call("wait")), reply("done"))
     agent = await runtime.agent()
     agent.followup("go")
-    await asyncio.sleep(0.01)
+    await until(agent, "tool/call")  # the turn is open, its tool waits for the gate
     assert agent.accepts_next_step
     agent.steer("also this")
     gate.set()

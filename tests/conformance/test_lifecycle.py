@@ -18,7 +18,7 @@ from dsh.agent import (
 )
 from dsh.kernel import CancelSignal, Context, Owner
 from dsh.session import SESSION_CREATED, SESSION_DISPOSED, SessionMeta
-from dsh.testing import reply, tool_call
+from dsh.testing import reply, tool_call, until, wait_all_tasks_blocked
 from dsh.tools import tool
 from tests.conftest import Runtime, turn_end
 
@@ -66,7 +66,7 @@ async def test_dispose_during_a_turn_aborts_it_and_waits(runtime: Runtime) -> No
     agent = handle.agent
     agent.followup("go")
     agent.followup("pending")
-    await asyncio.sleep(0.02)
+    await until(agent, "assistant/chunk")
     await handle.dispose()
     assert turn_end(agent) == {"kind": "aborted", "reason": {"kind": "disposed"}}  # type: ignore[arg-type]
     assert not agent.inbox.has_pending  # type: ignore[attr-defined]
@@ -148,12 +148,12 @@ async def test_creation_signal_and_veto_roll_back(runtime: Runtime) -> None:
     signal = CancelSignal()
 
     async def slow_setup(agent_ctx: Context) -> None:
-        await asyncio.sleep(3600)
+        await asyncio.Event().wait()  # never finishes by itself
 
     task = asyncio.create_task(
         runtime.ctx.agents.create(options("life-5", signal=signal, setup=slow_setup))
     )
-    await asyncio.sleep(0.01)
+    await wait_all_tasks_blocked()  # setup is running
     signal.abort("stop")
     with pytest.raises(Exception, match="stop"):
         await task
@@ -231,7 +231,7 @@ async def test_owner_disposed_during_setup_rolls_creation_back(runtime: Runtime)
 
     async def slow_setup(agent_ctx: Context) -> None:
         entered.set()
-        await asyncio.sleep(3600)
+        await asyncio.Event().wait()
 
     created: list[str] = []
     runtime.ctx.on(AGENT_CREATED, lambda e: created.append(e.agent.id))

@@ -76,9 +76,9 @@ def test_the_schema_is_versioned_and_a_newer_one_is_refused(
     backends("b")  # opening again migrates nothing
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         versions = conn.execute("SELECT version FROM dsh_schema_version").fetchall()
-        assert versions == [(1,)]
-        conn.execute("INSERT INTO dsh_schema_version VALUES (2)")
-    with pytest.raises(PersistenceError, match=r"schema version 2, newer .*: upgrade dsh"):
+        assert versions == [(1,), (2,)]
+        conn.execute("INSERT INTO dsh_schema_version VALUES (3)")
+    with pytest.raises(PersistenceError, match=r"schema version 3, newer .*: upgrade dsh"):
         backends("c")
 
 

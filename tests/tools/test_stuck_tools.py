@@ -15,7 +15,7 @@ from dsh.kernel import Context, boot, load_profile
 from dsh.loop import ReactLoopAgent
 from dsh.profiles import CORE_ROWS
 from dsh.session import SessionMeta
-from dsh.testing import ScriptedModel, reply, tool_call
+from dsh.testing import ScriptedModel, reply, tool_call, wait_all_tasks_blocked
 from dsh.tools import tool
 
 GRACE_MS = 50
@@ -95,7 +95,7 @@ async def test_a_stuck_tool_times_out_and_the_turn_moves_on(
     with caplog.at_level(logging.INFO, logger="dsh.tools"):
         world.stuck.release.set()
         await asyncio.wait_for(world.stuck.finished.wait(), BOUND_S)
-        await asyncio.sleep(0)  # the done callback runs on the next loop iteration
+        await wait_all_tasks_blocked()  # the done callback has run
     assert any("finished" in r.getMessage() and "wedge" in r.getMessage() for r in caplog.records)
 
 

@@ -87,7 +87,7 @@ class Agent(Protocol):
     @property
     def accepts_next_step(self) -> bool: ...
 
-    def send(self, message: UserMessage, target: SendTarget, wakeup: bool) -> MessageId: ...
+    def send(self, message: UserMessage, target: SendTarget, *, wakeup: bool) -> MessageId: ...
     def followup(self, message: UserMessage | str) -> MessageId: ...
     def steer(self, message: UserMessage | str) -> MessageId: ...
     def inject(self, message: UserMessage | str) -> MessageId: ...
@@ -100,6 +100,7 @@ class AgentHandle:
 
     Disposal cancels the agent (cause `disposed`), waits for quiescence, unwinds its scope,
     unregisters it (`agent/disposed`) and detaches its session (`session/disposed`).
+    `async with handle:` disposes it when the block ends.
     """
 
     __slots__ = ("_dispose", "_done", "agent")
@@ -111,8 +112,16 @@ class AgentHandle:
 
     async def dispose(self) -> None:
         if self._done is None:
+            # A task, not the first caller: disposal runs to its end even if that caller is
+            # cancelled, and every caller awaits the same one.
             self._done = asyncio.ensure_future(self._dispose())
         await asyncio.shield(self._done)
+
+    async def __aenter__(self) -> AgentHandle:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.dispose()
 
     def __repr__(self) -> str:
         return f"<AgentHandle {self.agent.id}>"

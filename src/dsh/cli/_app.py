@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -59,15 +60,18 @@ def config_show(profile: ProfileOption = None) -> None:
 
     from ..kernel import CompositionError, load_profile
     from ..kernel._compose import prepare
-    from ._runtime import profile_files
+    from ._runtime import profile_files, sandbox_status
 
     try:
         resolved = load_profile(profile_files(profile))
         prepare(resolved)
-    except CompositionError as exc:
+        sandbox = sandbox_status(resolved)
+    except (CompositionError, ValueError) as exc:
         typer.echo(f"dsh: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"# layers: {', '.join(resolved.sources) or '(none)'}")
+    if sandbox is not None:
+        typer.echo(f"# {sandbox}")
     typer.echo(yaml.safe_dump(resolved.to_data(), sort_keys=False).rstrip() or "[]")
 
 
@@ -88,6 +92,26 @@ TrustOption = Annotated[
         help="Trust the workspace for this run: run the hooks and MCP servers its files define.",
     ),
 ]
+
+
+class SandboxMode(StrEnum):
+    read_only = "read-only"
+    workspace_write = "workspace-write"
+    danger_full_access = "danger-full-access"
+
+
+SandboxOption = Annotated[
+    SandboxMode | None,
+    typer.Option(
+        "--sandbox",
+        help="Where bash may write: read-only, workspace-write (default) or "
+        "danger-full-access (no sandbox).",
+    ),
+]
+
+
+def _mode(value: SandboxMode | None) -> str | None:
+    return None if value is None else value.value
 
 
 def _exit_with(coro: Any) -> NoReturn:
@@ -118,11 +142,15 @@ def run_command(
         bool, typer.Option("--json", help="Print one session event per line (for scripts).")
     ] = False,
     trust: TrustOption = False,
+    sandbox: SandboxOption = None,
 ) -> None:
     """Run an agent on one task; exit 0 when its turn completed."""
     from ._run import RunOptions, run_task
 
-    _exit_with(run_task(RunOptions(task, profile, provider, model, cwd, yes, json_, trust=trust)))
+    options = RunOptions(
+        task, profile, provider, model, cwd, yes, json_, trust=trust, sandbox=_mode(sandbox)
+    )
+    _exit_with(run_task(options))
 
 
 @app.command("demo")
@@ -143,11 +171,12 @@ def chat_command(
     provider: ProviderOption = None,
     model: ModelOption = None,
     cwd: CwdOption = None,
+    sandbox: SandboxOption = None,
 ) -> None:
     """Talk with an agent: Enter sends, Ctrl-C cancels the running turn, /help for more."""
     from ._chat import chat
 
-    _exit_with(chat(profile, provider, model, cwd))
+    _exit_with(chat(profile, provider, model, cwd, sandbox=_mode(sandbox)))
 
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Raw JSON lines.")]

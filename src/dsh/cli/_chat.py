@@ -54,12 +54,13 @@ async def chat(
     cwd: Path | None,
     *,
     resume: str | None = None,
+    sandbox: str | None = None,
 ) -> int:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.patch_stdout import patch_stdout
     from rich.console import Console
 
-    built = build_profile(profile)
+    built = build_profile(profile, sandbox=sandbox)
     route = resolve_route(built, provider, model)
     check_credentials(route)
     console = Console(highlight=False, force_terminal=True)

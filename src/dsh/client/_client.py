@@ -87,6 +87,8 @@ class AsyncHarness:
             env=self.env,
             limit=64 * 1024 * 1024,
         )
+        # No kernel context here (a client of another process): close() awaits both to the
+        # end of the child's output.
         self._reader = asyncio.ensure_future(self._read())
         self._stderr = asyncio.ensure_future(self._drain_stderr())
         params: dict[str, Json] = {"cwd": self.cwd, "provider": self.provider, "model": self.model}

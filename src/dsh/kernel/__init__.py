@@ -21,8 +21,9 @@ from ._context import (
     ServiceUnavailableError,
 )
 from ._events import EventBus, EventSpec, Mode, Next, WaterfallError, declared_events
-from ._owner import Disposer, InactiveOwnerError, Owner
+from ._owner import Acquire, Disposer, InactiveOwnerError, Owner
 from ._plugin import Fiber, FiberState, PluginError
+from ._publication import Publication
 from ._scope import (
     DuplicateEntryError,
     Scope,
@@ -44,6 +45,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "HELD",
     "Aborted",
+    "Acquire",
     "CancelSignal",
     "CompositionError",
     "Context",
@@ -59,6 +61,7 @@ __all__ = [
     "Owner",
     "PluginError",
     "PluginRow",
+    "Publication",
     "Profile",
     "Scope",
     "ScopedLayers",

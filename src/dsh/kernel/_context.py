@@ -286,5 +286,14 @@ class Context:
     def fibers(self) -> list[Fiber]:
         return self._realm.host.fibers()
 
+    # -- lifetime ----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Context:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """`async with Context() as ctx:` disposes the context's owner when the block ends."""
+        await self.owner.dispose()
+
     def __repr__(self) -> str:
         return f"<Context owner={self.owner.label!r} scope={self.scope!r}>"

@@ -119,6 +119,12 @@ def aborted_finish(failure: LlmFailure | None = None) -> FinishReason:
     return FinishReason("aborted", failure or LlmFailure("request aborted", "ABORTED"))
 
 
+def aborted_because(reason: object) -> FinishReason:
+    """`aborted`, naming why: the reason the request's cancel signal fired with."""
+    text = reason if isinstance(reason, str) else repr(reason)
+    return aborted_finish(LlmFailure(f"request aborted: {text}", "ABORTED"))
+
+
 # -- stream chunks -----------------------------------------------------------------------------
 
 

@@ -233,8 +233,8 @@ def assistant_message(
 def tool_result_message(
     call_id: CallId,
     content: Sequence[ContentBlock],
-    is_error: bool = False,
     *,
+    is_error: bool = False,
     id: MessageId | None = None,
 ) -> ToolResultMessage:
     block = ToolResultBlock(call_id, tuple(content), is_error)

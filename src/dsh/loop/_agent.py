@@ -27,7 +27,7 @@ from ..agent import (
 )
 from ..kernel import CancelSignal
 from ..llm import MessageId, UserMessage, user_message
-from ._runtime_context import RuntimeContextProjection
+from ..session import last_turn
 from ._turn import TurnRunner
 
 if TYPE_CHECKING:
@@ -81,14 +81,13 @@ class ReactLoopAgent:
         self._scope = scope
         self.events = AgentEvents(state.ctx, self)
         self._activity: Activity | None = None
-        self._last_turn = _last_turn(session)
+        last = last_turn(session.events)
+        self._last_turn = last.number if last is not None and isinstance(last.number, int) else 0
         self._idle = asyncio.get_running_loop().create_future()
         self._idle.set_result(None)
         self._driver: asyncio.Task[None] | None = None
         self._disposed = False
-        self.projection = RuntimeContextProjection(session)
-        self.header_logged = False
-        """Whether this loop instance has logged a `request/header` yet."""
+        self._runner = TurnRunner(self, state)
 
     # -- the Agent protocol ----------------------------------------------------------------
 
@@ -119,7 +118,7 @@ class ReactLoopAgent:
         a = self._activity
         return a is not None and a.kind == "running" and a.turn_open and not a.signal.aborted
 
-    def send(self, message: UserMessage, target: SendTarget, wakeup: bool) -> MessageId:
+    def send(self, message: UserMessage, target: SendTarget, *, wakeup: bool) -> MessageId:
         """Deliver `message`; returns its id. See SPEC §5.2 for the acceptance window."""
         if self._disposed:
             raise RuntimeError(f"agent {self.id} is disposed")
@@ -131,17 +130,17 @@ class ReactLoopAgent:
         placement: Placement = "queued" if target == "next-turn" else "steering"
         self.events.emit(INBOX_ENQUEUE, InboxChange(self, message.id, placement))
         if wakeup:
-            self._wake(after_abort)
+            self._wake(after_abort=after_abort)
         return message.id
 
     def followup(self, message: UserMessage | str) -> MessageId:
-        return self.send(_message(message), "next-turn", True)
+        return self.send(_message(message), "next-turn", wakeup=True)
 
     def steer(self, message: UserMessage | str) -> MessageId:
-        return self.send(_message(message), "next-step", True)
+        return self.send(_message(message), "next-step", wakeup=True)
 
     def inject(self, message: UserMessage | str) -> MessageId:
-        return self.send(_message(message), "next-step", False)
+        return self.send(_message(message), "next-step", wakeup=False)
 
     def cancel(self, cause: CancelCause, *, keep_inbox: bool = False) -> None:
         """Cancel the running turn (first cause wins) and, unless `keep_inbox`, drop all
@@ -205,7 +204,7 @@ class ReactLoopAgent:
         if not idle.done():
             idle.set_result(None)
 
-    def _wake(self, after_abort: bool = False) -> None:
+    def _wake(self, *, after_abort: bool = False) -> None:
         activity = self._activity
         if activity is not None:
             cause = activity.signal.reason
@@ -217,7 +216,7 @@ class ReactLoopAgent:
             return
         activity = Activity("running", CancelSignal(), self._last_turn)
         self._begin(activity)
-        runner = TurnRunner(self, self._state)
+        runner = self._runner
         try:
             runner.open_turn(activity)
         except Exception as exc:
@@ -225,7 +224,7 @@ class ReactLoopAgent:
             self._end(activity)
             raise
         self._driver = self._state.initiator.spawn(
-            self, self._drive(runner, activity), name=f"dsh-agent:{self.id}"
+            self, self._drive(runner, activity), owner=self.ctx.owner, name=f"dsh-agent:{self.id}"
         )
 
     async def _drive(self, runner: TurnRunner, activity: Activity) -> None:
@@ -264,11 +263,3 @@ class ReactLoopAgent:
 
 def _message(message: UserMessage | str) -> UserMessage:
     return user_message(message) if isinstance(message, str) else message
-
-
-def _last_turn(session: Session) -> int:
-    for event in reversed(session.events):
-        if event.type == "turn/start":
-            turn: int = event.data["turn"]
-            return turn
-    return 0

@@ -18,9 +18,9 @@ from ._repair import (
     TOOL_NOT_STARTED,
     TOOL_OUTCOME_UNKNOWN,
     Repair,
-    open_turn,
     repair_closers,
 )
+from ._spill import BlobStore, CachedSpills, FolderSpills, SpillArea
 from ._sqlite import SqliteBackend
 from ._stored import StoredSessions
 from ._types import (
@@ -45,7 +45,10 @@ __all__ = [
     "SESSION_PERSISTENCE",
     "TOOL_NOT_STARTED",
     "TOOL_OUTCOME_UNKNOWN",
+    "BlobStore",
+    "CachedSpills",
     "CorruptLogError",
+    "FolderSpills",
     "ForkSeed",
     "JsonlBackend",
     "LeaseLostError",
@@ -64,6 +67,7 @@ __all__ = [
     "SessionLockedError",
     "SessionLocation",
     "SessionPersistence",
+    "SpillArea",
     "SqliteBackend",
     "StoredLog",
     "StoredSessions",
@@ -71,7 +75,6 @@ __all__ = [
     "Written",
     "default_root",
     "mount_persistence",
-    "open_turn",
     "project_dir_name",
     "repair_closers",
     "store_config",

@@ -64,6 +64,7 @@ class _Writer:
         session: Session,
         key: tuple[str, str],
         cursor: int,
+        *,
         stored: bool,
         lease: WriterLease | None,
     ) -> None:
@@ -152,7 +153,7 @@ class WriteCoordinator:
         if prepared is not None:
             if prepared.release is not None:
                 prepared.release.detach()
-            writer = _Writer(session, key, prepared.stored, True, prepared.lease)
+            writer = _Writer(session, key, prepared.stored, stored=True, lease=prepared.lease)
         else:
             lease = self.acquire(session.id)  # first: nobody else can create it meanwhile
             if self.backend.exists(session.id):
@@ -161,7 +162,7 @@ class WriteCoordinator:
                     f"session {session.id!r} is already stored: resume it "
                     "(ctx.agents.resume) or choose another id"
                 )
-            writer = _Writer(session, key, 0, False, lease)
+            writer = _Writer(session, key, 0, stored=False, lease=lease)
         _live[key] = writer
         self._writers[session.id] = writer
         # Events appended before publication (a seed, a resumed session's end-seed).
@@ -283,6 +284,9 @@ class WriteCoordinator:
             writer.draining -= 1
 
     def _track(self, task: asyncio.Task[Any]) -> None:
+        # Writes are tracked here, not spawned on an owner: a teardown must let a write in
+        # flight finish (cancelling it could lose its batch), and `close()`, an effect of the
+        # attaching context, waits for every one.
         self._tasks.add(task)
         task.add_done_callback(self._done)
 

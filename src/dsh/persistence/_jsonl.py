@@ -15,6 +15,7 @@ from urllib.parse import quote
 from ..session import SessionHeader
 from ._backend import RawLog
 from ._codec import encode_header, encode_lines, parse_lines, unpack_rows
+from ._spill import FolderSpills
 from ._types import (
     CorruptLogError,
     Record,
@@ -122,6 +123,10 @@ class JsonlBackend:
 
     def exists(self, session_id: str) -> bool:
         return self._find(session_id) is not None
+
+    def spill_area(self) -> FolderSpills:
+        """Spill files in each session's folder (`<session folder>/spill/`)."""
+        return FolderSpills(self.root, lambda header: self.locate(header).path.parent)
 
     # -- writing ---------------------------------------------------------------------------
 

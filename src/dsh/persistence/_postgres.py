@@ -3,7 +3,8 @@
 Tables (created and migrated by the backend, versioned in `dsh_schema_version`):
 `dsh_sessions(id, header, cwd, created_at, next_seq)`, `dsh_events(session, seq, type, time,
 body)` keyed by `(session, seq)` with `body` the event's JSONL line, and
-`dsh_leases(session, epoch, holder, acquired_at)`.
+`dsh_leases(session, epoch, holder, acquired_at)`, and `dsh_blobs(session, name, body)` (the
+sessions' spill files).
 
 One live writer per session: a writer takes the session's lease (`acquire_writer`), a
 session-level advisory lock held by this backend's lease connection, and bumps the session's
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LeaseLostError", "PostgresBackend", "PostgresLease", "SessionLockedError"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -67,6 +68,13 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
             holder text NOT NULL,
             acquired_at timestamptz NOT NULL DEFAULT now())""",
         "CREATE INDEX dsh_sessions_by_creation ON dsh_sessions (created_at, id)",
+    ),
+    2: (
+        """CREATE TABLE dsh_blobs (
+            session text NOT NULL,
+            name text NOT NULL,
+            body bytea NOT NULL,
+            PRIMARY KEY (session, name))""",
     ),
 }
 
@@ -198,6 +206,29 @@ class PostgresBackend:
         async with self._pool.connection() as conn:
             cur = await conn.execute("SELECT 1 FROM dsh_sessions WHERE id = %s", (session_id,))
             return await cur.fetchone() is not None
+
+    def put_blob(self, session_id: str, name: str, data: bytes) -> None:
+        """Store (or replace) a named blob of a session (its spill files)."""
+        self._loop.run(self._put_blob(session_id, name, data))
+
+    async def _put_blob(self, session_id: str, name: str, data: bytes) -> None:
+        async with self._pool.connection() as conn:
+            await conn.execute(
+                "INSERT INTO dsh_blobs (session, name, body) VALUES (%s, %s, %s) "
+                "ON CONFLICT (session, name) DO UPDATE SET body = EXCLUDED.body",
+                (session_id, name, data),
+            )
+
+    def get_blob(self, session_id: str, name: str) -> bytes | None:
+        return self._loop.run(self._get_blob(session_id, name))
+
+    async def _get_blob(self, session_id: str, name: str) -> bytes | None:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT body FROM dsh_blobs WHERE session = %s AND name = %s", (session_id, name)
+            )
+            row = await cur.fetchone()
+        return None if row is None else bytes(row[0])
 
     def create(self, header: SessionHeader, records: Sequence[Record], *, durable: bool) -> None:
         _check_contiguous(header.id, records, 0)

@@ -43,6 +43,12 @@ CREATE TABLE IF NOT EXISTS events (
     body TEXT NOT NULL,
     PRIMARY KEY (session, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS blobs (
+    session TEXT NOT NULL,
+    name TEXT NOT NULL,
+    body BLOB NOT NULL,
+    PRIMARY KEY (session, name)
+) WITHOUT ROWID;
 """
 
 
@@ -152,6 +158,21 @@ class SqliteBackend:
         except json.JSONDecodeError as exc:
             raise CorruptLogError(f"{self.path}: session {session_id!r}: {exc}") from None
         return RawLog(header, rows)
+
+    def put_blob(self, session_id: str, name: str, data: bytes) -> None:
+        """Store (or replace) a named blob of a session (its spill files)."""
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO blobs (session, name, body) VALUES (?, ?, ?)",
+                (session_id, name, data),
+            )
+
+    def get_blob(self, session_id: str, name: str) -> bytes | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT body FROM blobs WHERE session = ? AND name = ?", (session_id, name)
+            ).fetchone()
+        return None if row is None else bytes(row[0])
 
     def headers(self) -> list[Mapping[str, Any]]:
         with self._lock:

@@ -13,14 +13,14 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..session import ForkError, Session, SessionEvent, SessionHeader, SessionMeta, import_events
+from ..session import ForkSeed, Session, SessionEvent, SessionHeader, fork_seed, import_events
 from ._backend import RawLog, SessionBackend
 from ._codec import records_of
 from ._coordinator import WriteCoordinator
-from ._repair import open_turn, repair_closers
+from ._repair import repair_closers
+from ._spill import BlobStore, CachedSpills, SpillArea
 from ._types import (
     CorruptLogError,
-    ForkSeed,
     PersistenceError,
     SessionLiveError,
     SessionLocation,
@@ -47,10 +47,26 @@ class StoredSessions:
             raise ValueError("batch_window_ms must be >= 0")
         self.backend = backend
         self.coordinator = WriteCoordinator(backend, batch_window_ms / 1000)
+        self._spills: SpillArea | None = None
 
     def attach(self, ctx: Context) -> None:
         """Persist every session published in `ctx`'s tree while `ctx` lives."""
         self.coordinator.attach(ctx)
+
+    def spill_area(self) -> SpillArea:
+        """Where this store's sessions keep their spill files: the backend's own area (JSONL:
+        each session's folder), else its blob table behind a local cache, else a temporary
+        folder of this process."""
+        if self._spills is None:
+            own = getattr(self.backend, "spill_area", None)
+            if callable(own):
+                self._spills = own()
+            elif isinstance(self.backend, BlobStore):
+                self._spills = CachedSpills.for_store(self.backend.store_id, self.backend)
+            else:
+                self._spills = CachedSpills.temporary()
+        assert isinstance(self._spills, SpillArea)
+        return self._spills
 
     # -- the seam --------------------------------------------------------------------------
 
@@ -163,17 +179,7 @@ class StoredSessions:
         (inclusive; default: the end of the balanced log). The source is not changed: an
         interrupted final turn is closed in the child's copy only."""
         log = await self.inspect(source_id)
-        events = log.events
-        last = len(events) - 1
-        if boundary is None:
-            boundary = last
-        elif not 0 <= boundary <= last:
-            raise ForkError(f"fork boundary {boundary} is outside {source_id} (0..{last})")
-        prefix = events[: boundary + 1]
-        if open_turn(prefix) is not None:
-            raise ForkError(f"fork boundary {boundary} of {source_id} is inside an open turn")
-        meta = SessionMeta(cwd=log.header.cwd, parent_session=source_id, seed_length=len(prefix))
-        return ForkSeed(source_id, prefix, meta)
+        return fork_seed(source_id, log.header.cwd, log.events, boundary)
 
     # -- reading ---------------------------------------------------------------------------
 

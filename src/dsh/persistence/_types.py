@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..kernel import ServiceKey
-from ..session import SessionEvent, SessionHeader, SessionMeta
+from ..session import ForkSeed, SessionEvent, SessionHeader
 
 if TYPE_CHECKING:
     from ..kernel import CancelSignal
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SESSION_PERSISTENCE",
     "CorruptLogError",
-    "ForkSeed",
+    "ForkSeed",  # defined in dsh.session, re-exported: persistence.fork returns it
     "PersistenceError",
     "Record",
     "SeqMismatchError",
@@ -91,19 +91,6 @@ class StoredLog:
     @property
     def id(self) -> str:
         return self.header.id
-
-
-@dataclass(frozen=True, slots=True)
-class ForkSeed:
-    """What a fork of a stored session needs: the prefix and the child's metadata.
-
-    Use it as `ctx.sessions.create(child_id, seed=fork.events, meta=fork.meta)` or
-    `CreateAgentOptions(child_id, fork.meta, fork.events, ...)`.
-    """
-
-    source_id: str
-    events: tuple[SessionEvent, ...]
-    meta: SessionMeta
 
 
 @runtime_checkable

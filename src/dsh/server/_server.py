@@ -167,7 +167,7 @@ class JsonRpcServer:
             return handle
         pending = self.creating.get(session_id)
         if pending is None:
-            pending = asyncio.ensure_future(self._create(session_id, options))
+            pending = self.ctx.owner.spawn(self._create(session_id, options))
             self.creating[session_id] = pending
             pending.add_done_callback(lambda _f: self.creating.pop(session_id, None))
         return await asyncio.shield(pending)

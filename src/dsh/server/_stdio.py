@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from ..kernel import boot, load_profile
+from ..kernel import Owner, boot, load_profile
 from ..llm import Json
 from ._protocol import INTERNAL_ERROR, Request, RpcError, encode, error, parse, response
 from ._server import JsonRpcServer, describe_error
@@ -56,7 +56,7 @@ def _read_lines(
     loop.call_soon_threadsafe(queue.put_nowait, None)
 
 
-async def _line_queue(stream: BinaryIO) -> asyncio.Queue[bytes | None]:
+async def _line_queue(stream: BinaryIO, owner: Owner) -> asyncio.Queue[bytes | None]:
     """Lines of `stream` as they arrive, then None. Pipes and terminals are read by the event
     loop; anything else (a regular file) by a thread that ends at end of file."""
     loop = asyncio.get_running_loop()
@@ -79,13 +79,8 @@ async def _line_queue(stream: BinaryIO) -> asyncio.Queue[bytes | None]:
             queue.put_nowait(line)
         queue.put_nowait(None)
 
-    task = asyncio.ensure_future(pump())
-    _pumps.add(task)
-    task.add_done_callback(_pumps.discard)
+    owner.spawn(pump(), name="dsh-jsonrpc:stdin")
     return queue
-
-
-_pumps: set[asyncio.Future[None]] = set()
 
 
 async def serve(
@@ -100,7 +95,7 @@ async def serve(
     # allow and deny rules still hold, and its asks are approved.
     ctx = await boot(profile.with_config("approval", auto_approve=True))
     server = JsonRpcServer(ctx, output.send)
-    queue = await _line_queue(stdin or sys.stdin.buffer)
+    queue = await _line_queue(stdin or sys.stdin.buffer, ctx.owner)
     tasks: set[asyncio.Task[None]] = set()
     try:
         while not output.closed.is_set():
@@ -117,7 +112,7 @@ async def serve(
                 await asyncio.gather(*tasks, return_exceptions=True)
                 await _answer(server, frame, output)
                 break
-            task = asyncio.ensure_future(_answer(server, frame, output))
+            task = ctx.owner.spawn(_answer(server, frame, output))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
     finally:

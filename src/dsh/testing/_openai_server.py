@@ -1,7 +1,9 @@
 """`OpenAIServer`: a real loopback HTTP server speaking Chat Completions, scripted per request.
 
 It plays the same `reply(...)` entries as `ScriptedModel`, as the wire would carry them, plus
-HTTP-level faults. Standard library only (asyncio streams, HTTP/1.1 with keep-alive).
+HTTP-level faults. Standard library only (asyncio streams, HTTP/1.1 with keep-alive). Its tasks
+are structured by hand: a connection's tasks are awaited or cancelled before it ends, and
+`close()` waits for every connection.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ._openai_wire import (
     failure_response,
     frame,
 )
-from ._script import Failure, Reply, reply
+from ._script import Failure, Hold, Reply, reply
 
 __all__ = ["OpenAIServer", "RecordedRequest", "ServerEntry"]
 
@@ -253,6 +255,10 @@ class OpenAIServer:
             record.completed = True
             return keep
         if not stream:
+            for part in parts:
+                if isinstance(part, Hold) and not await _held(part, reader):
+                    _gone(record)
+                    return False
             whole = response.completion()
             if isinstance(whole, HttpError):
                 return await _send_error(writer, whole, number, record)
@@ -298,6 +304,12 @@ class OpenAIServer:
                     await eof
                     _gone(record)
                     return False
+                if isinstance(event, Hold):
+                    await writer.drain()
+                    if not await _held(event, eof):
+                        _gone(record)
+                        return False
+                    continue
                 if not await _pause(delay, eof):
                     _gone(record)
                     return False
@@ -322,6 +334,23 @@ class OpenAIServer:
 def _gone(record: RecordedRequest) -> None:
     record.disconnected = True
     record.gone.set()
+
+
+async def _held(point: Hold, client: asyncio.Future[bytes] | asyncio.StreamReader) -> bool:
+    """Wait at `point` until it is released; False as soon as the client has gone."""
+    if isinstance(client, asyncio.StreamReader):
+        eof: asyncio.Future[bytes] = asyncio.ensure_future(client.read(1))
+    else:
+        eof = client
+    released = asyncio.ensure_future(point._pass())
+    waits: list[asyncio.Future[Any]] = [eof, released]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        released.cancel()
+        if eof is not client:
+            eof.cancel()
+    return released.done() and not released.cancelled() and not eof.done()
 
 
 async def _pause(seconds: float, eof: asyncio.Future[bytes]) -> bool:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TypeAlias
 
 from ..llm import Json, LlmFailure, TokenUsage
-from ._script import Crash, Failure, Reasoning, Reply, ToolCall, _pieces, reply
+from ._script import Crash, Failure, Hold, Reasoning, Reply, ToolCall, _pieces, reply
 
 __all__ = [
     "DROP",
@@ -128,7 +128,7 @@ class WireResponse:
         return json.dumps({**self.head, "object": "chat.completion.chunk", "choices": [choice]})
 
     def events(self, include_usage: bool) -> list[str | object]:
-        """SSE data payloads, with `DROP` / `STALL` markers."""
+        """SSE data payloads, with `DROP` / `STALL` markers and the reply's `Hold`s."""
         out: list[str | object] = [self.chunk({"role": "assistant", "content": ""})]
         calls = 0
         for part in self.reply.parts:
@@ -152,6 +152,8 @@ class WireResponse:
             elif isinstance(part, Crash):
                 out.append(DROP)
                 return out
+            elif isinstance(part, Hold):
+                out.append(part)
         if self.reply.hang:
             out.append(STALL)
             return out
@@ -167,7 +169,8 @@ class WireResponse:
         return out
 
     def completion(self) -> dict[str, Json] | HttpError | object:
-        """The whole completion, an HTTP error, or a `DROP` / `STALL` marker."""
+        """The whole completion, an HTTP error, or a `DROP` / `STALL` marker (the server
+        passes the reply's holds before it answers)."""
         text: list[str] = []
         thinking: list[str] = []
         calls: list[Json] = []
@@ -182,7 +185,7 @@ class WireResponse:
                 calls.append({"id": call_id, "type": "function", "function": function})
             elif isinstance(part, Failure):
                 return failure_response(part.failure)
-            else:
+            elif isinstance(part, Crash):
                 return DROP
         if self.reply.hang:
             return STALL

@@ -12,6 +12,17 @@ from ._plugin import ToolsConfig, ToolsPlugin
 from ._registry import Guard
 from ._runtime import ExecutionMode, ToolRuntime
 from ._schema import JsonSchemaError, check_schema, validate_value
+from ._seams import (
+    SANDBOX,
+    SANDBOX_MODES,
+    SPILLS,
+    CommandSandbox,
+    Confinement,
+    SandboxMode,
+    SpillStore,
+    SpillWriter,
+)
+from ._tool_plugin import ToolPlugin
 from ._types import (
     APPROVAL,
     RESERVED_TOOL_NAMES,
@@ -49,6 +60,9 @@ from ._types import (
 __all__ = [
     "APPROVAL",
     "RESERVED_TOOL_NAMES",
+    "SANDBOX",
+    "SANDBOX_MODES",
+    "SPILLS",
     "TOOLS_CHANGE",
     "TOOLS_EXECUTE",
     "TOOLS_POST_EXECUTE",
@@ -60,6 +74,8 @@ __all__ = [
     "ApprovalService",
     "Ask",
     "Block",
+    "CommandSandbox",
+    "Confinement",
     "Decision",
     "Deny",
     "ExecutionMode",
@@ -70,6 +86,9 @@ __all__ = [
     "PreDecision",
     "Prepared",
     "PreparedKind",
+    "SandboxMode",
+    "SpillStore",
+    "SpillWriter",
     "ToolArgsError",
     "ToolDefinition",
     "ToolErrorInfo",
@@ -80,6 +99,7 @@ __all__ = [
     "ToolNotFoundError",
     "ToolOutcome",
     "ToolOutputError",
+    "ToolPlugin",
     "ToolResult",
     "ToolRunContext",
     "ToolRuntime",

@@ -235,6 +235,8 @@ async def _run_body(
         view = exec if signal is exec.signal else replace(exec, signal=signal)
         value = definition.execute(exec.arguments, view)
         if inspect.isawaitable(value):
+            # A task of its own, not an owner's: a body that ignores its signal is abandoned
+            # (the call and its owner's disposal must not wait for it; see `_abandon`).
             value = await _body_value(exec, asyncio.ensure_future(value), signal, grace_s)
         result = success(exec, definition, run, value)
         return ABORTED if signal.aborted else result
@@ -259,7 +261,7 @@ async def _body_value(
     """The body's value. A body still running `grace_s` after its signal fired is abandoned:
     the call ends (`Aborted`) and the body finishes in the background, logged both times."""
     try:
-        return await signal.wait_or_abandon(work, grace_s)
+        return await signal.race(work, grace_s=grace_s, abandon=True)
     except Aborted:
         if not work.done():  # else the body itself stopped with the signal's Aborted
             _abandon(exec, work, signal, grace_s)

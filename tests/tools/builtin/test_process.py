@@ -19,7 +19,7 @@ async def run(argv: list[str], tmp_path: Path, stdin: bytes | None) -> tuple[int
         keep="head",
         stdin=stdin,
     )
-    return done.returncode, done.stdout
+    return done.returncode, done.stdout.data
 
 
 async def test_stdin_is_written_then_closed(tmp_path: Path) -> None:

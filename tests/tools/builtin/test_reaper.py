@@ -9,6 +9,11 @@ import signal
 import sys
 from pathlib import Path
 
+import pytest
+import yaml
+
+from dsh.plugins.sandbox import probe
+from dsh.tools.builtin._process import REAPER_ENV
 from tests.cli.support import DSH, cli_env, scripted_profile, workspace
 
 from .test_bash import gone, wait_for_pid
@@ -33,12 +38,43 @@ async def _exited(pid: int) -> None:
         os.close(fd)
 
 
-async def test_a_sigkilled_dsh_takes_its_bash_command_along(tmp_path: Path) -> None:
+def host_pid(argv: list[str]) -> int | None:
+    """The process whose command line is `argv` (a sandboxed command's `$!` is a pid of its
+    own PID namespace, so the test finds it from the outside)."""
+    wanted = b"\0".join(a.encode() for a in argv) + b"\0"
+    for name in os.listdir("/proc"):
+        with contextlib.suppress(OSError):
+            if name.isdigit() and Path(f"/proc/{name}/cmdline").read_bytes() == wanted:
+                return int(name)
+    return None
+
+
+def environ_of(pid: int) -> list[str]:
+    with open(f"/proc/{pid}/environ", "rb") as file:
+        return file.read().decode(errors="replace").split("\0")
+
+
+async def wait_for_host_pid(argv: list[str]) -> int:
+    for _ in range(3000):
+        pid = host_pid(argv)
+        if pid is not None:
+            return pid
+        await asyncio.sleep(0.01)  # polled: it is another process
+    raise AssertionError(f"no process runs {argv}")
+
+
+@pytest.mark.parametrize("mode", ["danger-full-access", "workspace-write"])
+async def test_a_sigkilled_dsh_takes_its_bash_command_along(tmp_path: Path, mode: str) -> None:
+    if mode != "danger-full-access" and await probe("bwrap", network=False):
+        pytest.skip("bubblewrap cannot run here")
     ws = workspace(tmp_path)
     # `sleep` is bash's child, a grandchild of dsh: only the whole group going ends it.
-    command = "sleep 300 & echo $! > sleep.pid; wait"
+    seconds = f"300.{os.getpid()}{len(mode)}"  # a command line no other process has
+    command = f"sleep {seconds} & echo $! > sleep.pid; wait"
     script = [{"tool": "bash", "args": {"command": command, "description": "sleep"}}, "done"]
     profile = scripted_profile(tmp_path, script)
+    with profile.open("a") as file:
+        file.write(yaml.safe_dump([{"id": "sandbox", "config": {"mode": mode}}]))
     argv = [*DSH, "run", "--yes", "--profile", str(profile), "--provider", "scripted"]
     argv += ["--model", "scripted", "--cwd", str(ws), "sleep a while"]
     dsh = await asyncio.create_subprocess_exec(
@@ -51,8 +87,11 @@ async def test_a_sigkilled_dsh_takes_its_bash_command_along(tmp_path: Path) -> N
     )
     sleeper: int | None = None
     try:
-        sleeper = await wait_for_pid(ws / "sleep.pid")
+        await wait_for_pid(ws / "sleep.pid")
+        sleeper = await wait_for_host_pid(["sleep", seconds])
         assert not gone(sleeper)
+        # The reaper can find it, sandbox or not: it carries the marker.
+        assert any(e.startswith(REAPER_ENV + "=") for e in environ_of(sleeper))
         dsh.send_signal(signal.SIGKILL)
         await asyncio.wait_for(dsh.wait(), BOUND_S)
         await asyncio.wait_for(_exited(sleeper), BOUND_S)
@@ -61,4 +100,4 @@ async def test_a_sigkilled_dsh_takes_its_bash_command_along(tmp_path: Path) -> N
             dsh.kill()
         await dsh.wait()
         if sleeper is not None and not gone(sleeper):
-            os.killpg(os.getpgid(sleeper), signal.SIGKILL)  # a failed run leaves nothing behind
+            os.kill(sleeper, signal.SIGKILL)  # a failed run leaves nothing behind

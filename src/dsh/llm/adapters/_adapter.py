@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..._version import __version__
 from ...kernel import read_secret
 from .._adapter import ModelInfo, ProviderInfo, RetryPolicy
-from .._chunks import Finish, LlmFailure, StreamChunk, aborted_finish, error_finish
+from .._chunks import Finish, LlmFailure, StreamChunk, aborted_because, error_finish
 from .._content import Json
 from .._request import GenerateOptions
 from ._failures import (
@@ -143,10 +143,25 @@ class _ReadGuard:
             self._remove = None
 
 
+@dataclass(slots=True, eq=False)
+class _Call:
+    """One request in flight: its route, credential, signal, and the response once sent."""
+
+    endpoint: Endpoint
+    secret: str | None
+    signal: CancelSignal | None
+    client: httpx.AsyncClient
+    request: httpx.Request
+    guard: _ReadGuard
+    response: httpx.Response | None = None
+
+    @property
+    def provider(self) -> str:
+        return self.endpoint.provider
+
+
 def _aborted(signal: CancelSignal | None) -> Finish:
-    reason = None if signal is None else signal.reason
-    text = reason if isinstance(reason, str) else repr(reason)
-    return Finish(aborted_finish(LlmFailure(f"request aborted: {text}", "ABORTED")))
+    return Finish(aborted_because(None if signal is None else signal.reason))
 
 
 class ChatCompletionsAdapter:
@@ -238,26 +253,55 @@ class ChatCompletionsAdapter:
                         return
 
     async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        """One call in four phases: preflight (route, signal, credential), send, then read
+        the answer as SSE events or as one whole completion. Every failure ends the stream
+        with one `finish`."""
+        call = self._preflight(options)
+        if isinstance(call, Finish):
+            yield call
+            return
+        try:
+            response = await call.guard.read(call.client.send(call.request, stream=True))
+            call.response = response
+            if response.status_code >= 300:
+                raw = await call.guard.read(response.aread())
+                failure = http_failure(
+                    call.provider, response.status_code, raw, response.headers, call.secret
+                )
+                yield Finish(error_finish(failure))
+            elif "text/event-stream" in response.headers.get("content-type", ""):
+                async for chunk in self._read_sse(call, response):
+                    yield chunk
+            else:  # a whole completion (a non-streaming route, or a server ignoring `stream`)
+                for chunk in await self._read_whole(call, response):
+                    yield chunk
+        except _Interrupted:
+            yield self._interrupted(call)
+        except self._io_errors as exc:
+            yield self._transport_failure(call, exc)
+        finally:
+            call.guard.close()
+            if call.response is not None:
+                with contextlib.suppress(*self._io_errors):
+                    await call.response.aclose()  # the connection is gone either way
+
+    def _preflight(self, options: GenerateOptions) -> _Call | Finish:
+        """The call to make, or the `finish` that ends it before anything is sent."""
         endpoint = self._endpoints.get(options.provider)
         if self._closed:
-            failure = LlmFailure("this adapter was unmounted", "NO_ADAPTER")
-            yield Finish(error_finish(failure))
-            return
+            return Finish(error_finish(LlmFailure("this adapter was unmounted", "NO_ADAPTER")))
         if endpoint is None:
             failure = LlmFailure(f'this adapter does not serve "{options.provider}"', "NO_ADAPTER")
-            yield Finish(error_finish(failure))
-            return
+            return Finish(error_finish(failure))
         signal = options.signal
         if signal is not None and signal.aborted:
-            yield _aborted(signal)
-            return
+            return _aborted(signal)
         secret: str | None = None
         if endpoint.api_key_env:
             secret = read_secret(endpoint.api_key_env)
             if not secret:
                 failure = missing_credential(endpoint.provider, endpoint.api_key_env)
-                yield Finish(error_finish(failure))
-                return
+                return Finish(error_finish(failure))
         client = self._client or self._open()
         body = self._encoders[endpoint.provider].body(
             options, stream=endpoint.stream, extra=endpoint.extra_body
@@ -276,79 +320,70 @@ class ChatCompletionsAdapter:
             timeout=self._timeouts[endpoint.provider],
         )
         guard = _ReadGuard(signal, endpoint.call_timeout_s)
-        response: httpx.Response | None = None
-        provider = endpoint.provider
+        return _Call(endpoint, secret, signal, client, request, guard)
+
+    async def _read_sse(self, call: _Call, response: httpx.Response) -> AsyncIterator[StreamChunk]:
+        """The chunks of an SSE answer, as its events arrive, up to `[DONE]`."""
+        mapper = ChunkMapper(call.provider, call.secret)
         out: list[StreamChunk] = []
+        events = self._event_source(response).aiter_sse()
+        complete = False
         try:
-            response = await guard.read(client.send(request, stream=True))
-            if response.status_code >= 300:
-                raw = await guard.read(response.aread())
-                failure = http_failure(
-                    provider, response.status_code, raw, response.headers, secret
-                )
-                yield Finish(error_finish(failure))
-                return
-            mapper = ChunkMapper(provider, secret)
-            if "text/event-stream" not in response.headers.get("content-type", ""):
-                # A whole completion (a non-streaming route, or a server ignoring `stream`).
-                raw = await guard.read(response.aread())
+            while True:
                 try:
-                    mapper.feed(json.loads(raw), out)
+                    sse = await call.guard.read(anext(events))
+                except StopAsyncIteration:
+                    break
+                data = sse.data
+                if not data:
+                    continue
+                if data == "[DONE]":
+                    complete = True
+                    await self._drain_after_done(events, call.guard)
+                    break
+                try:
+                    mapper.feed(json.loads(data), out)
                 except (ValueError, AttributeError, TypeError, IndexError, KeyError):
-                    text = raw.decode("utf-8", "replace")
-                    yield Finish(error_finish(malformed_event(provider, scrub(text, secret))))
+                    failure = malformed_event(call.provider, scrub(data, call.secret))
+                    yield Finish(error_finish(failure))
                     return
-                mapper.end(out, complete=True)
-            else:
-                events = self._event_source(response).aiter_sse()
-                complete = False
-                try:
-                    while True:
-                        try:
-                            sse = await guard.read(anext(events))
-                        except StopAsyncIteration:
-                            break
-                        data = sse.data
-                        if not data:
-                            continue
-                        if data == "[DONE]":
-                            complete = True
-                            await self._drain_after_done(events, guard)
-                            break
-                        try:
-                            mapper.feed(json.loads(data), out)
-                        except (ValueError, AttributeError, TypeError, IndexError, KeyError):
-                            failure = malformed_event(provider, scrub(data, secret))
-                            yield Finish(error_finish(failure))
-                            return
-                        if mapper.failure is not None:
-                            break
-                        if out:
-                            for chunk in out:
-                                yield chunk
-                            out.clear()
-                finally:
-                    await events.aclose()
-                mapper.end(out, complete=complete)
-            for chunk in out:
-                yield chunk
-        except _Interrupted:
-            if guard.expired and not (signal is not None and signal.aborted):
-                yield Finish(error_finish(call_deadline(provider, endpoint.call_timeout_s)))
-            else:
-                yield _aborted(signal)
-        except self._io_errors as exc:
-            if signal is not None and signal.aborted:
-                yield _aborted(signal)
-            else:
-                started = response is not None
-                failure = transport_failure(provider, exc, endpoint.idle_timeout_s, started)
-                yield Finish(error_finish(failure))
+                if mapper.failure is not None:
+                    break
+                for chunk in out:
+                    yield chunk
+                out.clear()
         finally:
-            guard.close()
-            if response is not None:
-                with contextlib.suppress(*self._io_errors):
-                    await response.aclose()  # the connection is gone either way
+            await events.aclose()
+        mapper.end(out, complete=complete)
+        for chunk in out:
+            yield chunk
+
+    async def _read_whole(self, call: _Call, response: httpx.Response) -> list[StreamChunk]:
+        """The chunks of a whole (non-streamed) completion."""
+        mapper = ChunkMapper(call.provider, call.secret)
+        out: list[StreamChunk] = []
+        raw = await call.guard.read(response.aread())
+        try:
+            mapper.feed(json.loads(raw), out)
+        except (ValueError, AttributeError, TypeError, IndexError, KeyError):
+            text = raw.decode("utf-8", "replace")
+            return [Finish(error_finish(malformed_event(call.provider, scrub(text, call.secret))))]
+        mapper.end(out, complete=True)
+        return out
+
+    def _interrupted(self, call: _Call) -> Finish:
+        """A read cut short: by the call's deadline, or by the request signal."""
+        signal = call.signal
+        if call.guard.expired and not (signal is not None and signal.aborted):
+            return Finish(error_finish(call_deadline(call.provider, call.endpoint.call_timeout_s)))
+        return _aborted(signal)
+
+    def _transport_failure(self, call: _Call, exc: Exception) -> Finish:
+        if call.signal is not None and call.signal.aborted:
+            return _aborted(call.signal)
+        started = call.response is not None
+        failure = transport_failure(call.provider, exc, call.endpoint.idle_timeout_s, started)
+        return Finish(error_finish(failure))
 
 
 def mount_adapter(ctx: Context, endpoints: Sequence[Endpoint]) -> ChatCompletionsAdapter:

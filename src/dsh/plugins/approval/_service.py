@@ -8,13 +8,12 @@ decision is in the session log.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 
-from ...kernel import CancelSignal, Disposer, ServiceKey
+from ...kernel import Aborted, CancelSignal, Disposer, ServiceKey
 from ...llm import Json
 from ...tools import APPROVAL as _APPROVAL
 from ...tools import ApprovalAnswer, Decision, ToolExecution
@@ -161,26 +160,15 @@ class Approval:
             exec.signal,
         )
         try:
-            answering = asyncio.ensure_future(state.answerers[-1](request))
-        except Exception:
-            _log.exception("approval answerer failed; denying %s", exec.name)
-            return _DENY, "answerer-error"
-        cancelled = asyncio.ensure_future(exec.signal.wait())
-        try:
-            await asyncio.wait((answering, cancelled), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            cancelled.cancel()
-            if not answering.done():
-                answering.cancel()  # the prompt, not the turn (cooperative cancel stays)
-        if answering.cancelled() or exec.signal.aborted:
-            if answering.done() and not answering.cancelled():
-                answering.exception()  # retrieved: a late failure is not worth a warning
+            # Cancelling the prompt, not the turn: the turn's own cancellation stays cooperative.
+            answer = await exec.signal.race(state.answerers[-1](request))
+        except Aborted:
             return _DENY, "cancelled"
-        try:
-            answer = answering.result()
         except Exception:
             _log.exception("approval answerer failed; denying %s", exec.name)
             return _DENY, "answerer-error"
+        if exec.signal.aborted:
+            return _DENY, "cancelled"
         if isinstance(answer, str) and answer in ("once", "always", "deny"):
             answer = Decision(answer)
         if not isinstance(answer, Decision) or answer.answer not in ("once", "always", "deny"):

@@ -113,17 +113,7 @@ async def compact(
         }
         if usage is not None:
             record["usage"] = usage
-        session.append("compaction/summary", record)
-        checkpoint = user_message(
-            f"<compacted-summary>\n{summary}\n</compacted-summary>",
-            plugin_source(PLUGIN_ID, "checkpoint", compactionId=compaction_id),
-        )
-        replacement = session.append(
-            "user/message",
-            checkpoint.to_json(),
-            surface_op=ReplaceOp(head[0], head[-1]),
-            source_event_seqs=head,
-        )
+        replacement = _commit_summary(session, record, head)
     except BaseException as exc:
         error = str(exc) or type(exc).__name__
         raise
@@ -133,8 +123,24 @@ async def compact(
             end["error"] = error
         session.append("compaction/end", end)
     return CompactionResult(
-        compaction_id, tuple(head), shadowed_tokens, summary_tokens, replacement.seq
+        compaction_id, tuple(head), shadowed_tokens, summary_tokens, replacement
     )
+
+
+def _commit_summary(session: Session, record: dict[str, Json], head: list[int]) -> int:
+    """Log the summary, then the checkpoint that replaces `head` on the surface; its seq."""
+    session.append("compaction/summary", record)
+    checkpoint = user_message(
+        f"<compacted-summary>\n{record['summary']}\n</compacted-summary>",
+        plugin_source(PLUGIN_ID, "checkpoint", compactionId=record["compactionId"]),
+    )
+    replacement = session.append(
+        "user/message",
+        checkpoint.to_json(),
+        surface_op=ReplaceOp(head[0], head[-1]),
+        source_event_seqs=head,
+    )
+    return replacement.seq
 
 
 async def _summarise(

@@ -56,8 +56,8 @@ async def run_hook(
         )
     except OSError as exc:
         return HookRun(None, "", "", _ms(started), f"could not start: {exc}")
-    stdout = done.stdout.decode("utf-8", "replace")
-    stderr = done.stderr.decode("utf-8", "replace")
+    stdout = done.stdout.data.decode("utf-8", "replace")
+    stderr = done.stderr.data.decode("utf-8", "replace")
     failure = None
     if done.stopped == "timeout":
         failure = f"timed out after {timeout_s:g} s (killed)"

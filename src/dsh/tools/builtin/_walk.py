@@ -88,9 +88,11 @@ def glob_files(root: str, cwd: str, pattern: str, stop: threading.Event) -> list
                 continue
             shown = display_path(entry.path, cwd)
             if entry.is_dir(follow_symlinks=False):
-                if decide(rules, shown, True) is not True:
+                if decide(rules, shown, is_dir=True) is not True:
                     walk(entry.path)
-            elif entry.is_file(follow_symlinks=False) and decide(rules, shown, False) is False:
+            elif (
+                entry.is_file(follow_symlinks=False) and decide(rules, shown, is_dir=False) is False
+            ):
                 out.append(path_text(shown))
 
     walk(root)
@@ -123,7 +125,7 @@ def _parent_ignores(root: str) -> list[IgnoreFile]:
 
 def _ignored(stack: list[IgnoreFile], path: str, is_dir: bool) -> bool:
     for ignore in reversed(stack):  # the deepest directory's files take precedence
-        verdict = ignore.decide(path, is_dir)
+        verdict = ignore.decide(path, is_dir=is_dir)
         if verdict is not None:
             return verdict
     return False
@@ -220,7 +222,7 @@ def grep_files(
                 continue
             shown = display_path(entry.path, cwd)
             is_dir = entry.is_dir(follow_symlinks=False)
-            verdict = decide(overrides, shown, is_dir) if overrides else None
+            verdict = decide(overrides, shown, is_dir=is_dir) if overrides else None
             if verdict is True:
                 continue
             if verdict is None:
