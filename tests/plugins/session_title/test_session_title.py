@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dsh.agent import AgentOptions, CreateAgentOptions, run_prompt, session_events
-from dsh.loop import ReactLoopAgent
+from dsh.agent import AgentOptions, CreateAgentOptions, run_prompt
 from dsh.plugins.session_title import (
     TITLE_PROVIDER,
     LlmTitlePlugin,
@@ -15,8 +14,8 @@ from dsh.plugins.session_title import (
     fallback_title,
     title_of,
 )
-from dsh.session import SessionEvent, SessionMeta, import_events
-from dsh.testing import ScriptedModel
+from dsh.session import SessionMeta, import_events
+from dsh.testing import ScriptedModel, until
 from tests.conftest import FIXTURES, Runtime
 
 PROMPT = "Run two shell commands with the bash tool. tool=bash steps=2"
@@ -25,16 +24,6 @@ PROMPT = "Run two shell commands with the bash tool. tool=bash steps=2"
 def reference(scenario: str) -> list[dict[str, Any]]:
     lines = (FIXTURES / "ts-logs" / scenario / "session.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines[1:]]
-
-
-async def wait_for(agent: ReactLoopAgent, type: str, kind: str) -> SessionEvent:
-    """The first event of `type` whose data's source kind is `kind` (waiting for it)."""
-    stream = session_events(agent, from_seq=0)
-    async for event in stream:
-        if event.type == type and event.data.get("source", {}).get("kind") == kind:
-            await stream.aclose()
-            return event
-    raise AssertionError(f"no {type} ({kind})")
 
 
 def test_the_fallback_is_the_first_five_words_as_the_reference_has_it() -> None:
@@ -90,7 +79,9 @@ async def test_a_model_titles_the_session_after_the_fallback(runtime: Runtime) -
     runtime.model.add("done")
     agent = await runtime.agent()
     await run_prompt(agent, PROMPT)
-    titled = await wait_for(agent, "session/title", "provider")
+    titled = await until(
+        agent, lambda e: e.type == "session/title" and e.data["source"]["kind"] == "provider"
+    )
     assert titled.data["title"] == "Shell commands, twice"
     assert titled.data["source"] == {
         "kind": "provider",

@@ -13,7 +13,7 @@ from ...agent import Agent
 from ...kernel import SYSTEM_PROMPT, TOOLS, Context, ServiceKey
 from ...llm import HarnessError
 from ...prompt import AssembleContext
-from ...tools import ToolRunContext, tool
+from ...tools import ToolPlugin, ToolRunContext, tool
 from ...workspace import agent_workspace
 from ._catalog import Skill, SkillCatalog, SkillIssue, SkillReader, skill_roots
 
@@ -145,7 +145,7 @@ class SkillsPlugin:
     inject: ClassVar[tuple[Any, ...]] = (SYSTEM_PROMPT, TOOLS)
 
     @staticmethod
-    def apply(ctx: Context, config: SkillsConfig) -> None:
+    async def apply(ctx: Context, config: SkillsConfig) -> None:
         service = Skills(config)
         ctx.provide(SKILLS, service)
 
@@ -155,8 +155,9 @@ class SkillsPlugin:
             return render_catalog(service.catalog(agent_workspace(context.agent)))
 
         ctx.system_prompt.variable(VARIABLE, catalog)
-        ctx.system_prompt.section(SECTION, config.order, "{{" + VARIABLE + "}}")
-        ctx.tools.register(skill)
+        guidance = (config.order, "{{" + VARIABLE + "}}")
+        tools = ToolPlugin("skills:tool", [skill], guidance=guidance, section=SECTION)
+        await ctx.plugin(tools, id="skills:tool")
 
 
 SKILLS: ServiceKey[Skills] = ServiceKey("skills")
