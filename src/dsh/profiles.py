@@ -42,6 +42,7 @@ DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
     {"id": "jobs", "name": "jobs"},
     {"id": "subagents", "name": "subagents"},
     {"id": "compaction", "name": "compaction"},
+    {"id": "pruner", "name": "pruner"},
     {"id": "instructions", "name": "instructions"},
     {"id": "skills", "name": "skills"},
     {"id": "session-title", "name": "session_title"},
