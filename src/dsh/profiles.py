@@ -46,4 +46,5 @@ DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
     {"id": "instructions", "name": "instructions"},
     {"id": "skills", "name": "skills"},
     {"id": "session-title", "name": "session_title"},
+    {"id": "ask-user", "name": "ask_user"},
 )

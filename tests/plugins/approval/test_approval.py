@@ -200,7 +200,7 @@ def test_default_policy() -> None:
     kinds = {
         name: type(decide(config, name)).__name__
         for name in (
-            *("read", "glob", "grep", "todo_write", "skill"),
+            *("read", "glob", "grep", "todo_write", "skill", "ask_user_question"),
             *("write", "edit", "bash", "web_fetch"),
         )
     }
@@ -210,13 +210,14 @@ def test_default_policy() -> None:
         "grep": "Allow",
         "todo_write": "Allow",
         "skill": "Allow",
+        "ask_user_question": "Allow",
         "write": "Ask",
         "edit": "Ask",
         "bash": "Ask",
         "web_fetch": "Ask",
     }
     assert decide(config, "web_fetch") == Ask("approval policy: no rule matched")
-    assert len(DEFAULT_POLICY) == 8
+    assert len(DEFAULT_POLICY) == 9
 
 
 def test_user_rules_come_first_and_patterns_match() -> None:

@@ -25,10 +25,14 @@ class Rule(BaseModel):
 
 
 DEFAULT_POLICY: tuple[Rule, ...] = (
-    *(Rule(tool=name, action="allow") for name in ("read", "glob", "grep", "todo_write", "skill")),
+    *(
+        Rule(tool=name, action="allow")
+        for name in ("read", "glob", "grep", "todo_write", "skill", "ask_user_question")
+    ),
     *(Rule(tool=name, action="ask") for name in ("write", "edit", "bash")),
 )
-"""Reads, searches, the todo list and skills run; changes to files and commands ask."""
+"""Reads, searches, the todo list, skills and questions to the user run; changes to files
+and commands ask."""
 
 
 class ApprovalConfig(BaseModel):
