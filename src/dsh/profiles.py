@@ -39,6 +39,8 @@ DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
     # After approval: its tools/pre-execute listener is inner, so approval sees the hooks'
     # decision (an ask from a hook goes through the one approval service).
     {"id": "hooks", "name": "hooks"},
+    # Inner to approval too: its denials and the plan's ask pass through the one policy.
+    {"id": "plan-mode", "name": "plan_mode"},
     {"id": "jobs", "name": "jobs"},
     {"id": "subagents", "name": "subagents"},
     {"id": "compaction", "name": "compaction"},
