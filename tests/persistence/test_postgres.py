@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +157,14 @@ async def test_the_store_is_chosen_by_the_row_or_the_environment(
         await backend_of({"url": "postgresql://u:secret@127.0.0.1:1/x"})
     assert "cannot connect to postgresql://u@127.0.0.1:1/x: " in str(failed.value)
     assert "secret" not in str(failed.value)
+
+
+def test_concurrent_first_leases_share_one_lease_connection(
+    backends: Callable[[str], PostgresBackend],
+) -> None:
+    sessions = [stored_session(backends("creator"), f"s-{n}") for n in range(8)]
+    writer = backends("writer")
+    with ThreadPoolExecutor(8) as pool:  # as the seam's worker threads would
+        list(pool.map(writer.acquire_writer, [s.id for s in sessions]))
+    for session in sessions:
+        writer.append(session.id, more(session), durable=True)  # every lease still holds

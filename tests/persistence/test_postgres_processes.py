@@ -5,7 +5,6 @@ at once and its log is repaired by the next writer."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 from pathlib import Path
@@ -16,31 +15,7 @@ from dsh.client import AsyncHarness
 from dsh.persistence import PostgresBackend, StoredSessions
 from dsh.plugins.invariants import LogState, check_event
 from dsh.testing import OpenAIServer, reply, tool_call
-from tests.conftest import REPO
-
-DSH = ["-c", "from dsh.cli import main; main()"]
-
-
-def env_for(tmp_path: Path, server: OpenAIServer, store: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPSEEK_", "DSH_"))}
-    return {
-        **env,
-        "DEEPSEEK_BASE_URL": server.base_url,
-        "DEEPSEEK_API_KEY": "sk-loopback",
-        "DSH_SESSION_STORE": store,
-        "HOME": str(tmp_path),
-        "NO_COLOR": "1",
-        "PYTHONPATH": str(REPO),
-    }
-
-
-async def dsh(env: dict[str, str], *args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, *DSH, *args, env=env, stdout=-1, stderr=-1
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 120)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
+from tests.cli.support import DSH, loopback_env, run_dsh
 
 
 def invariant_problems(events: list[object]) -> list[str]:
@@ -52,15 +27,15 @@ async def test_every_entry_point_uses_the_store_named_by_the_environment(
     tmp_path: Path, postgres_url: str
 ) -> None:
     async with OpenAIServer(["From JSON-RPC.", "From the CLI."]) as server:
-        env = env_for(tmp_path, server, postgres_url)
+        env = loopback_env(tmp_path, server.base_url, DSH_SESSION_STORE=postgres_url)
         async with AsyncHarness(
             provider="deepseek-official", model="m", cwd=str(tmp_path), env=env
         ) as harness:
             result = await harness.run("hello", session_id="session-jsonrpc")
         assert result.final_response == "From JSON-RPC."
-        code, _, err = await dsh(env, "run", "hello", "--cwd", str(tmp_path))
+        code, _, err = await run_dsh(env, "run", "hello", "--cwd", str(tmp_path))
         assert code == 0, err
-        code, listed, err = await dsh(env, "sessions", "list")
+        code, listed, err = await run_dsh(env, "sessions", "list")
     assert code == 0, err
     assert "session-jsonrpc" in listed
     backend = PostgresBackend(postgres_url)
@@ -83,8 +58,8 @@ async def test_one_writer_per_session_and_a_killed_writer_frees_it(
         "Recovered.",
     ]
     async with OpenAIServer(script) as server:
-        env = env_for(tmp_path, server, postgres_url)
-        code, _, err = await dsh(env, "run", "take a note", "--cwd", str(tmp_path))
+        env = loopback_env(tmp_path, server.base_url, DSH_SESSION_STORE=postgres_url)
+        code, _, err = await run_dsh(env, "run", "take a note", "--cwd", str(tmp_path))
         assert code == 0, err
         session_id = err.split("session ")[-1].split(" ")[0]
 
@@ -96,7 +71,7 @@ async def test_one_writer_per_session_and_a_killed_writer_frees_it(
         )  # fmt: skip
         await asyncio.wait_for(third_request.wait(), 60)  # live, inside a turn
 
-        code, _, err = await dsh(env, "sessions", "resume", session_id, "me too")
+        code, _, err = await run_dsh(env, "sessions", "resume", session_id, "me too")
         assert code == 2
         assert err.startswith(f"dsh: session {session_id!r} is being written by ")
         assert f"pid {writer.pid} (since " in err
@@ -105,7 +80,7 @@ async def test_one_writer_per_session_and_a_killed_writer_frees_it(
         writer.send_signal(signal.SIGKILL)
         await writer.wait()
         await lease_freed(postgres_url, session_id)
-        code, out, err = await dsh(env, "sessions", "resume", session_id, "go on")
+        code, out, err = await run_dsh(env, "sessions", "resume", session_id, "go on")
         assert code == 0, err
         assert out.strip() == "Recovered."
 

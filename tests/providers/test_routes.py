@@ -84,3 +84,24 @@ async def test_an_openai_route_answers_a_turn_over_http(monkeypatch: pytest.Monk
     assert request.path == "/v1/chat/completions"
     assert request.body["model"] == "qwen"
     assert "authorization" not in request.headers
+
+
+async def test_an_anthropic_route_answers_a_turn_over_the_messages_api(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    assert parse_model("deepseek-anthropic:deepseek-v4-pro").api_key_env == "DEEPSEEK_API_KEY"
+    async with OpenAIServer(["over messages"]) as server:
+        route = parse_model("anthropic:claude-x", base_url=server.base_url)
+        assert (route.provider, route.api) == ("anthropic", "messages")
+        ctx = await boot(route.apply(load_profile(base=CORE_ROWS)))
+        try:
+            options = AgentOptions(provider=route.provider, model=route.model)
+            handle = await ctx.agents.create(CreateAgentOptions("s-claude", agent_options=options))
+            result = await run_prompt(handle.agent, "hi")
+        finally:
+            await ctx.owner.dispose()
+    assert result.text == "over messages"
+    request = server.requests[0]
+    assert request.path == "/v1/messages" and request.body["model"] == "claude-x"
+    assert request.headers["x-api-key"] == "sk-ant-test"

@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ..kernel import AGENTS, Acquire, Context, Disposer, Publication
+from ..session import SessionMeta
 from ._events import AGENT_CREATED, AGENT_DISPOSED, AgentEvent
 from ._initiator import InitiatorScope
 from ._types import (
     Agent,
     AgentFactory,
     AgentHandle,
+    AgentOptions,
     CreateAgentOptions,
     ResumeAgentOptions,
 )
@@ -146,6 +148,25 @@ class AgentRegistry:
     def resume(self, options: ResumeAgentOptions) -> Acquire[AgentHandle]:
         """Load a persisted session and resume an agent on it (awaited, or `async with`)."""
         return Acquire(self._factory().resume_agent(self._ctx, options), AgentHandle.dispose)
+
+    def open(
+        self, session_id: str, options: AgentOptions, meta: SessionMeta | None = None
+    ) -> Acquire[AgentHandle]:
+        """An agent on session `session_id`: the stored session resumed, else a new one
+        created under that id (with `meta`). A given id continues; it never collides.
+        Awaited, or `async with`, like `create`."""
+        return Acquire(self._open(session_id, options, meta), AgentHandle.dispose)
+
+    async def _open(
+        self, session_id: str, options: AgentOptions, meta: SessionMeta | None
+    ) -> AgentHandle:
+        if self._ctx.get("session_persistence") is not None:
+            try:
+                return await self.resume(ResumeAgentOptions(session_id, options))
+            except LookupError:  # the store has no such session (UnknownSessionError)
+                pass
+        meta = meta or SessionMeta()
+        return await self.create(CreateAgentOptions(session_id, meta, None, options))
 
     # -- initiator scope ---------------------------------------------------------------------
 

@@ -231,6 +231,50 @@ def hooks_list(profile: ProfileOption = None, cwd: CwdOption = None) -> None:
     _exit_with(list_hooks(profile, cwd))
 
 
+@app.command("batch")
+def batch_command(
+    tasks: Annotated[Path, typer.Argument(help="A JSONL file: one task per line.")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="The results file (JSONL; a rerun resumes it).")
+    ],
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-j", min=1, help="Tasks running at once.")
+    ] = 8,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            help="Run on Ray actors: `--ray` alone starts a local Ray, `--ray ADDRESS` joins "
+            "a cluster (auto, ray://host:10001). Needs a PostgreSQL store.",
+        ),
+    ] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Ray actors.")] = 2,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store", help="Session store: postgresql://…, sqlite:PATH or a folder (JSONL)."
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="provider:model for tasks that name none.")
+    ] = None,
+    profile: ProfileOption = None,
+    cwd: CwdOption = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")] = False,
+    session_prefix: Annotated[
+        str | None,
+        typer.Option("--session-prefix", help="Session ids are PREFIX + task id (default: OUT-)."),
+    ] = None,
+) -> None:
+    """Run every task of TASKS.jsonl, each in its own session; results to --out."""
+    from ._batch import BatchOptions, run_batch
+
+    options = BatchOptions(
+        tasks, out, concurrency, ray, workers, store, model, profile, cwd, yes, session_prefix
+    )
+    _exit_with(run_batch(options))
+
+
 @app.command("jsonrpc")
 def jsonrpc() -> None:
     """Serve the JSON-RPC SDK protocol on stdin/stdout (logs go to stderr)."""
@@ -240,4 +284,17 @@ def jsonrpc() -> None:
 
 
 def run(argv: list[str] | None = None) -> None:
-    app(args=argv if argv is not None else sys.argv[1:], prog_name="dsh")
+    args = argv if argv is not None else sys.argv[1:]
+    app(args=_optional_value(args, "--ray", "local"), prog_name="dsh")
+
+
+def _optional_value(args: list[str], option: str, default: str) -> list[str]:
+    """`option` may come without its value (the last word, or followed by an option)."""
+    out = list(args)
+    for i, arg in enumerate(out):
+        if arg == "--":
+            break
+        if arg == option and (i + 1 == len(out) or out[i + 1].startswith("-")):
+            out.insert(i + 1, default)
+            break
+    return out

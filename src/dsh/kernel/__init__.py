@@ -20,7 +20,21 @@ from ._context import (
     ServiceKey,
     ServiceUnavailableError,
 )
-from ._events import EventBus, EventSpec, Mode, Next, WaterfallError, declared_events
+from ._events import (
+    EmitListener,
+    EmitSpec,
+    EventBus,
+    EventSpec,
+    Mode,
+    Next,
+    ParallelSpec,
+    SerialListener,
+    SerialSpec,
+    WaterfallError,
+    WaterfallListener,
+    WaterfallSpec,
+    declared_events,
+)
 from ._owner import Acquire, Disposer, InactiveOwnerError, Owner
 from ._plugin import Fiber, FiberState, PluginError
 from ._publication import Publication
@@ -51,6 +65,8 @@ __all__ = [
     "Context",
     "Disposer",
     "DuplicateEntryError",
+    "EmitListener",
+    "EmitSpec",
     "EventBus",
     "EventSpec",
     "Fiber",
@@ -59,15 +75,20 @@ __all__ = [
     "Mode",
     "Next",
     "Owner",
+    "ParallelSpec",
     "PluginError",
     "PluginRow",
     "Publication",
     "Profile",
     "Scope",
     "ScopedLayers",
+    "SerialListener",
+    "SerialSpec",
     "ServiceKey",
     "ServiceUnavailableError",
     "WaterfallError",
+    "WaterfallListener",
+    "WaterfallSpec",
     "bind_scope_parent",
     "boot",
     "create_scope",

@@ -51,16 +51,10 @@ class RequestBuilder:
         )
         self._log_header(header, previous)
         self._log_route(config, prepared)
-        request = GenerateOptions(
-            provider=config.provider,
-            model=config.model,
-            messages=self._session.derive_messages(),
+        request = config.request(
+            self._session.derive_messages(),
             system=system or None,
-            tools=tuple(assembly.tools),
-            reasoning_effort=config.reasoning_effort,
-            temperature=config.temperature,
-            max_tokens=config.max_tokens,
-            stop=config.stop,
+            tools=assembly.tools,
             signal=activity.signal,
             session_id=self._session.id,
         )

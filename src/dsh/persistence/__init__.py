@@ -4,6 +4,7 @@ SQLite and PostgreSQL backends, crash repair, and resume."""
 from ._backend import RawLog, SessionBackend
 from ._events import PERSISTENCE_WRITTEN, Written
 from ._jsonl import JsonlBackend, project_dir_name
+from ._memory import MemoryBackend
 from ._plugin import (
     PersistenceConfig,
     PersistencePlugin,
@@ -11,7 +12,7 @@ from ._plugin import (
     mount_persistence,
     store_config,
 )
-from ._postgres import LeaseLostError, PostgresBackend, PostgresLease, SessionLockedError
+from ._postgres import PostgresBackend, PostgresLease
 from ._repair import (
     NOT_STARTED_TEXT,
     OUTCOME_UNKNOWN_TEXT,
@@ -27,12 +28,14 @@ from ._types import (
     SESSION_PERSISTENCE,
     CorruptLogError,
     ForkSeed,
+    LeaseLostError,
     PersistenceError,
     Record,
     SeqMismatchError,
     SessionExistsError,
     SessionLiveError,
     SessionLocation,
+    SessionLockedError,
     SessionPersistence,
     StoredLog,
     UnknownSessionError,
@@ -51,6 +54,7 @@ __all__ = [
     "FolderSpills",
     "ForkSeed",
     "JsonlBackend",
+    "MemoryBackend",
     "LeaseLostError",
     "PersistenceConfig",
     "PersistenceError",

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ..session import SessionHeader
-from ._types import Record, SessionLocation
+from ._types import Record, SeqMismatchError, SessionLocation
 
-__all__ = ["RawLog", "SessionBackend", "WriterLease"]
+__all__ = ["RawLog", "SessionBackend", "WriterLease", "check_contiguous"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +76,19 @@ class SessionBackend(Protocol):
 class WriterLease(Protocol):
     """A backend's proof that this process is a session's only writer (across processes).
 
-    A backend that offers one has `acquire_writer(session_id) -> WriterLease`, raising an
-    error that names the holder when another writer has the session; the write coordinator
+    A backend that offers one has `acquire_writer(session_id) -> WriterLease`, raising
+    `SessionLockedError` (naming the holder) when another writer has the session, and
+    refuses appends of a writer whose lease was lost (`LeaseLostError`). The write coordinator
     takes it before a session's log is read for resume (or, for a new session, before it is
     created) and releases it after the final drain."""
 
     def release(self) -> None: ...
+
+
+def check_contiguous(session_id: str, records: Sequence[Record], first: int) -> None:
+    """Raise `SeqMismatchError` unless `records` are numbered `first`, `first + 1`, …"""
+    for offset, record in enumerate(records):
+        if record.seq != first + offset:
+            raise SeqMismatchError(
+                f"session {session_id!r}: expected seq {first + offset}, got {record.seq}"
+            )

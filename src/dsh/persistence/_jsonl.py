@@ -13,13 +13,12 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from ..session import SessionHeader
-from ._backend import RawLog
+from ._backend import RawLog, check_contiguous
 from ._codec import encode_header, encode_lines, parse_lines, unpack_rows
 from ._spill import FolderSpills
 from ._types import (
     CorruptLogError,
     Record,
-    SeqMismatchError,
     SessionExistsError,
     SessionLocation,
     UnknownSessionError,
@@ -133,7 +132,7 @@ class JsonlBackend:
     def create(self, header: SessionHeader, records: Sequence[Record], *, durable: bool) -> None:
         if self._find(header.id) is not None:
             raise SessionExistsError(f"session {header.id!r} is already stored")
-        _check_contiguous(header.id, records, 0)
+        check_contiguous(header.id, records, 0)
         path = self.locate(header).path
         path.parent.mkdir(parents=True, exist_ok=True)
         head = encode_lines([encode_header(header)])
@@ -164,7 +163,7 @@ class JsonlBackend:
     def append(self, session_id: str, records: Sequence[Record], *, durable: bool) -> None:
         path = self._require(session_id)
         next_seq = self._next_seq(session_id, path)
-        _check_contiguous(session_id, records, next_seq)
+        check_contiguous(session_id, records, next_seq)
         if not records:
             return
         data = encode_lines([r.text for r in records])
@@ -271,14 +270,6 @@ def _read_header(session_dir: Path) -> Mapping[str, Any] | None:
         if values and isinstance(values[0], dict) and values[0].get("type") == "session":
             return values[0] if has_events else None
     return None
-
-
-def _check_contiguous(session_id: str, records: Sequence[Record], first: int) -> None:
-    for offset, record in enumerate(records):
-        if record.seq != first + offset:
-            raise SeqMismatchError(
-                f"session {session_id!r}: expected seq {first + offset}, got {record.seq}"
-            )
 
 
 def _write_all(fd: int, data: bytes) -> None:

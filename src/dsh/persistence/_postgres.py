@@ -17,6 +17,7 @@ holds it. A dead holder's lock goes with its connection.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -27,23 +28,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..session import SessionHeader
-from ._backend import RawLog
+from ._backend import RawLog, check_contiguous
 from ._codec import encode_header, utf8_safe
 from ._pg_connections import ConnectionPool, PgLoop, describe_url, require_psycopg
 from ._types import (
     CorruptLogError,
+    LeaseLostError,
     PersistenceError,
     Record,
     SeqMismatchError,
     SessionExistsError,
     SessionLocation,
+    SessionLockedError,
     UnknownSessionError,
 )
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-__all__ = ["LeaseLostError", "PostgresBackend", "PostgresLease", "SessionLockedError"]
+__all__ = ["PostgresBackend", "PostgresLease"]
 
 SCHEMA_VERSION = 2
 
@@ -107,26 +110,11 @@ _READ = """SELECT header, (
     WHERE session = %(id)s AND seq >= %(from)s)
 FROM dsh_sessions WHERE id = %(id)s"""
 
-_TAKE = """INSERT INTO dsh_leases (session, epoch, holder) VALUES (%s, 1, %s)
+_TAKE = """WITH lock AS (SELECT pg_try_advisory_lock(%(key)s) AS got)
+INSERT INTO dsh_leases (session, epoch, holder) SELECT %(id)s, 1, %(holder)s FROM lock WHERE got
 ON CONFLICT (session) DO UPDATE
 SET epoch = dsh_leases.epoch + 1, holder = EXCLUDED.holder, acquired_at = now()
 RETURNING epoch"""
-
-
-class SessionLockedError(PersistenceError):
-    """Another writer holds the session (`holder` names it)."""
-
-    def __init__(self, session_id: str, holder: str) -> None:
-        super().__init__(
-            f"session {session_id!r} is being written by {holder}: wait until it finishes, "
-            "or stop it (its lease is freed the moment it exits)"
-        )
-        self.session_id = session_id
-        self.holder = holder
-
-
-class LeaseLostError(PersistenceError):
-    """This writer's lease on the session is gone: it may no longer append."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -161,6 +149,7 @@ class PostgresBackend:
         self._pool = ConnectionPool(url, pool_size, where=where)
         self._lease_conn: AsyncConnection[Any] | None = None
         self._generation = 0
+        self._lease_opening = asyncio.Lock()
         self._leases: dict[str, PostgresLease | None] = {}
         """Held leases (None while one is being taken); changed on the pool's loop only."""
         try:
@@ -192,6 +181,7 @@ class PostgresBackend:
                     await conn.execute(statement)
                 await conn.execute("INSERT INTO dsh_schema_version VALUES (%s)", (version,))
             schema: str = (await _one(await conn.execute("SELECT current_schema()")))[0]
+        await self._lease_connection()  # now: a writer's first lease needs no new connection
         return schema
 
     def locate(self, header: SessionHeader) -> SessionLocation:
@@ -231,7 +221,7 @@ class PostgresBackend:
         return None if row is None else bytes(row[0])
 
     def create(self, header: SessionHeader, records: Sequence[Record], *, durable: bool) -> None:
-        _check_contiguous(header.id, records, 0)
+        check_contiguous(header.id, records, 0)
         params = {
             "header": utf8_safe(encode_header(header)),
             "cwd": None if header.cwd is None else header.cwd.encode("utf-8", "replace").decode(),
@@ -247,7 +237,7 @@ class PostgresBackend:
                 raise UnknownSessionError(f"no stored session {session_id!r} in {self.where}")
             return
         first = records[0].seq
-        _check_contiguous(session_id, records, first)
+        check_contiguous(session_id, records, first)
         params = {"first": first, "next": records[-1].seq + 1}
         self._loop.run(self._write(_APPEND, session_id, records, params))
 
@@ -370,46 +360,49 @@ class PostgresBackend:
         if session_id in self._leases:
             raise SessionLockedError(session_id, f"this process ({self.holder})")
         self._leases[session_id] = None
-        key = self._key(session_id)
         try:
-            conn, got = await self._try_lock(key)
-            if not got:
+            conn, row = await self._take(session_id)
+            if row is None:
                 raise SessionLockedError(session_id, await _holder(conn, session_id))
-            try:
-                epoch = (await _one(await conn.execute(_TAKE, (session_id, self.holder))))[0]
-            except BaseException:
-                await conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-                raise
         except BaseException:
             del self._leases[session_id]
             raise
-        lease = PostgresLease(session_id, epoch, self._generation, self)
+        lease = PostgresLease(session_id, row[0], self._generation, self)
         self._leases[session_id] = lease
         return lease
 
-    async def _try_lock(self, key: int) -> tuple[AsyncConnection[Any], bool]:
+    async def _take(self, session_id: str) -> tuple[AsyncConnection[Any], Any]:
+        """One round trip: the advisory lock, and when it was free the epoch bump (the
+        new epoch, or None when another connection holds the lock)."""
         import psycopg
 
+        params = {"key": self._key(session_id), "id": session_id, "holder": self.holder}
         conn = await self._lease_connection()
         try:
-            cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))
-        except psycopg.OperationalError:
-            if not conn.broken:
-                raise
-            conn = await self._lease_connection()  # it had dropped: once more, on a new one
-            cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))
-        return conn, bool((await _one(cur))[0])
+            try:
+                cur = await conn.execute(_TAKE, params)
+            except psycopg.OperationalError:
+                if not conn.broken:
+                    raise
+                conn = await self._lease_connection()  # it had dropped: once more, anew
+                cur = await conn.execute(_TAKE, params)
+        except psycopg.Error:
+            if not conn.broken:  # a session-level lock outlives the failed statement
+                await conn.execute("SELECT pg_advisory_unlock(%(key)s)", params)
+            raise
+        return conn, await cur.fetchone()
 
     async def _lease_connection(self) -> AsyncConnection[Any]:
-        conn = self._lease_conn
-        if conn is None or conn.broken or conn.closed:
-            conn = await self._pool.connect()
-            # Let the server notice a vanished client (a dead node) and free its leases.
-            for name, value in (("idle", 10), ("interval", 5), ("count", 3)):
-                await conn.execute(f"SET tcp_keepalives_{name} = {value}")
-            self._lease_conn = conn
-            self._generation += 1
-        return conn
+        async with self._lease_opening:  # concurrent acquisitions open one connection
+            conn = self._lease_conn
+            if conn is None or conn.broken or conn.closed:
+                conn = await self._pool.connect()
+                # Let the server notice a vanished client (a dead node) and free its leases.
+                for name, value in (("idle", 10), ("interval", 5), ("count", 3)):
+                    await conn.execute(f"SET tcp_keepalives_{name} = {value}")
+                self._lease_conn = conn
+                self._generation += 1
+            return conn
 
     def release_writer(self, lease: PostgresLease) -> None:
         """Give the lease up (a lease lost with its connection is already free)."""
@@ -454,10 +447,3 @@ async def _one(cur: Any) -> Any:
     assert row is not None
     return row
 
-
-def _check_contiguous(session_id: str, records: Sequence[Record], first: int) -> None:
-    for offset, record in enumerate(records):
-        if record.seq != first + offset:
-            raise SeqMismatchError(
-                f"session {session_id!r}: expected seq {first + offset}, got {record.seq}"
-            )

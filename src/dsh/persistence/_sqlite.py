@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from ..session import SessionHeader
-from ._backend import RawLog
+from ._backend import RawLog, check_contiguous
 from ._codec import encode_header
 from ._types import (
     CorruptLogError,
     Record,
-    SeqMismatchError,
     SessionExistsError,
     SessionLocation,
     UnknownSessionError,
@@ -120,11 +119,7 @@ class SqliteBackend:
     def _insert(
         self, db: sqlite3.Connection, session_id: str, records: Sequence[Record], first: int
     ) -> None:
-        for offset, record in enumerate(records):
-            if record.seq != first + offset:
-                raise SeqMismatchError(
-                    f"session {session_id!r}: expected seq {first + offset}, got {record.seq}"
-                )
+        check_contiguous(session_id, records, first)
         if not records:
             return
         db.executemany(

@@ -18,12 +18,14 @@ __all__ = [
     "SESSION_PERSISTENCE",
     "CorruptLogError",
     "ForkSeed",  # defined in dsh.session, re-exported: persistence.fork returns it
+    "LeaseLostError",
     "PersistenceError",
     "Record",
     "SeqMismatchError",
     "SessionExistsError",
     "SessionLiveError",
     "SessionLocation",
+    "SessionLockedError",
     "SessionPersistence",
     "StoredLog",
     "UnknownSessionError",
@@ -45,6 +47,23 @@ class SessionExistsError(PersistenceError):
 class SessionLiveError(PersistenceError):
     """The session is live in this process: it has a writer, so it is not prepared again,
     appended to from outside, or repaired."""
+
+
+class SessionLockedError(PersistenceError):
+    """Another writer (another process, or another store of this one) holds the session's
+    writer lease; `holder` names it."""
+
+    def __init__(self, session_id: str, holder: str) -> None:
+        super().__init__(
+            f"session {session_id!r} is being written by {holder}: wait until it finishes, "
+            "or stop it (its lease is freed the moment it exits)"
+        )
+        self.session_id = session_id
+        self.holder = holder
+
+
+class LeaseLostError(PersistenceError):
+    """This writer's lease on the session is gone: it may no longer append."""
 
 
 class SeqMismatchError(PersistenceError):

@@ -105,9 +105,12 @@ class ScriptedModel:
 
     # -- mounting --------------------------------------------------------------------------------
 
-    def install(self, ctx: Context, provider: str = "scripted") -> AdapterRegistration:
-        """Serve `provider` through `ctx.llm`; owned by `ctx`'s owner."""
-        return ctx.llm.register_adapter([provider], self)
+    provider = "scripted"
+    """The route it serves unless told otherwise (also under `dsh.Agent(model=...)`)."""
+
+    def install(self, ctx: Context, provider: str | None = None) -> AdapterRegistration:
+        """Serve `provider` (default `scripted`) through `ctx.llm`; owned by `ctx`'s owner."""
+        return ctx.llm.register_adapter([provider or self.provider], self)
 
     def model_info(self, provider: str, model: str | None = None) -> ModelInfo:
         return ModelInfo(

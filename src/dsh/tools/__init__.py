@@ -1,7 +1,7 @@
 """The tool registry and its guarded execution pipeline (`ctx.tools`)."""
 
 from ._answerers import Answerers
-from ._decorator import tool
+from ._decorator import fit_schema, pydantic_violations, tool
 from ._events import (
     TOOLS_CHANGE,
     TOOLS_EXECUTE,
@@ -111,6 +111,8 @@ __all__ = [
     "as_content",
     "check_schema",
     "default_render",
+    "fit_schema",
+    "pydantic_violations",
     "stricter",
     "tool",
     "validate_value",

@@ -41,7 +41,7 @@ from ._types import (
     default_render,
 )
 
-__all__ = ["fit_schema", "tool"]
+__all__ = ["fit_schema", "pydantic_violations", "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _typed_dict: Any = TypedDict
@@ -233,7 +233,8 @@ def _typed_literals(node: dict[str, Json], literals: list[Json]) -> dict[str, Js
     return {**annotations, "oneOf": [{"type": k, "enum": v} for k, v in groups.items()]}
 
 
-def _violations(exc: ValidationError) -> list[str]:
+def pydantic_violations(exc: ValidationError) -> list[str]:
+    """One line per error: `missing required property "a.b"` or `"a.b": <message>`."""
     out = []
     for error in exc.errors(include_url=False):
         path = ""
@@ -361,7 +362,7 @@ class _Body:
         try:
             kwargs = self._adapter.validate_python(args)
         except ValidationError as exc:
-            raise ToolArgsError(_violations(exc)) from None
+            raise ToolArgsError(pydantic_violations(exc)) from None
         if self._run_param is not None:
             kwargs[self._run_param] = run
         return kwargs

@@ -1,4 +1,5 @@
-"""`ChatCompletionsAdapter`: one `LlmAdapter` speaking Chat Completions over httpx.
+"""`HttpAdapter`: one `LlmAdapter` serving provider routes over HTTP — OpenAI-compatible Chat
+Completions or the Anthropic Messages API, per route — with httpx and httpx-sse.
 
 httpx and httpx-sse are imported on the first request, so mounting a provider (and
 `import dsh`) stays light.
@@ -12,7 +13,7 @@ import dataclasses
 import json
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from ..._version import __version__
 from ...kernel import read_secret
@@ -28,6 +29,8 @@ from ._failures import (
     scrub,
     transport_failure,
 )
+from ._messages_request import MessagesDialect, MessagesEncoder
+from ._messages_response import MessagesMapper
 from ._request import Dialect, RequestEncoder
 from ._response import ChunkMapper
 
@@ -36,22 +39,39 @@ if TYPE_CHECKING:
 
     from ...kernel import CancelSignal, Context
 
-__all__ = ["USER_AGENT", "ChatCompletionsAdapter", "Endpoint", "mount_adapter"]
+__all__ = ["USER_AGENT", "Api", "Endpoint", "HttpAdapter", "mount_adapter"]
 
 USER_AGENT = f"dsh/{__version__}"
 T = TypeVar("T")
 
+Api = Literal["chat-completions", "messages"]
+
+
+class _Mapper(Protocol):
+    failure: LlmFailure | None
+
+    def feed_data(self, data: str, out: list[StreamChunk]) -> bool: ...
+    def feed_whole(self, body: Any, out: list[StreamChunk]) -> None: ...
+    def end(self, out: list[StreamChunk], *, complete: bool) -> None: ...
+
+
+class _Encoder(Protocol):
+    def body(
+        self, options: GenerateOptions, *, stream: bool, extra: Mapping[str, Json] | None = None
+    ) -> bytes: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """One provider route served over Chat Completions.
+    """One provider route served over HTTP.
 
-    `url` is the full `…/chat/completions` URL. `api_key_env` names the environment
-    variable holding the key (taken out of the environment by `read_secret` when mounted,
-    read again at each call; None sends no `Authorization`). `fallback`
-    describes models missing from `models` (None: unknown models get no metadata, so
-    nothing is defaulted or checked for them). `idle_timeout_s` bounds each wait for a byte
-    (the response's first one too); `call_timeout_s` bounds the whole call.
+    `api` is the wire protocol and `url` its full endpoint (`…/chat/completions`,
+    `…/v1/messages`). `api_key_env` names the environment variable holding the key (taken out
+    of the environment by `read_secret` when mounted, read again at each call; None sends
+    none). `fallback` describes models missing from `models` (None: unknown models get no
+    metadata, so nothing is defaulted or checked for them). `dialect` is a `Dialect` for Chat
+    Completions, a `MessagesDialect` for Messages. `idle_timeout_s` bounds each wait for a
+    byte (the response's first one too); `call_timeout_s` bounds the whole call.
     """
 
     provider: str
@@ -60,7 +80,8 @@ class Endpoint:
     api_key_env: str | None
     models: Mapping[str, ModelInfo] = field(default_factory=dict)
     fallback: ModelInfo | None = None
-    dialect: Dialect = field(default_factory=Dialect)
+    dialect: Dialect | MessagesDialect = field(default_factory=Dialect)
+    api: Api = "chat-completions"
     retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
     stream: bool = True
     headers: Mapping[str, str] = field(default_factory=dict)
@@ -164,9 +185,33 @@ def _aborted(signal: CancelSignal | None) -> Finish:
     return Finish(aborted_because(None if signal is None else signal.reason))
 
 
-class ChatCompletionsAdapter:
-    """Serves provider routes over OpenAI-compatible Chat Completions with one shared
-    `httpx.AsyncClient` (opened on the first request, closed by `aclose()`).
+def _encoder(endpoint: Endpoint) -> _Encoder:
+    if isinstance(endpoint.dialect, MessagesDialect):
+        return MessagesEncoder(endpoint.dialect)
+    return RequestEncoder(endpoint.dialect)
+
+
+def _auth(endpoint: Endpoint, secret: str | None) -> dict[str, str]:
+    """The protocol's headers, and the key as it wants it."""
+    dialect = endpoint.dialect
+    if isinstance(dialect, MessagesDialect):
+        headers = {"anthropic-version": dialect.version, **dialect.headers}
+        if secret:
+            headers["x-api-key"] = secret
+        return headers
+    return {"Authorization": f"Bearer {secret}"} if secret else {}
+
+
+def _mapper(call: _Call) -> _Mapper:
+    if call.endpoint.api == "messages":
+        return MessagesMapper(call.provider, call.secret)
+    return ChunkMapper(call.provider, call.secret)
+
+
+class HttpAdapter:
+    """Serves provider routes over OpenAI-compatible Chat Completions or the Anthropic
+    Messages API with one shared `httpx.AsyncClient` (opened on the first request, closed by
+    `aclose()`).
 
     One `stream` call is one HTTP request: no retries (the retry plugin decides), the
     request signal closes the connection at once, provider failures end the stream with
@@ -176,7 +221,7 @@ class ChatCompletionsAdapter:
 
     def __init__(self, endpoints: Sequence[Endpoint]) -> None:
         self._endpoints = {e.provider: e for e in endpoints}
-        self._encoders = {e.provider: RequestEncoder(e.dialect) for e in endpoints}
+        self._encoders = {e.provider: _encoder(e) for e in endpoints}
         self._client: httpx.AsyncClient | None = None
         self._closed = False
         self._timeouts: dict[str, httpx.Timeout] = {}
@@ -308,10 +353,9 @@ class ChatCompletionsAdapter:
         )
         headers = {
             "Accept": "text/event-stream" if endpoint.stream else "application/json",
+            **_auth(endpoint, secret),
             **endpoint.headers,
         }
-        if secret:
-            headers["Authorization"] = f"Bearer {secret}"
         request = client.build_request(
             "POST",
             endpoint.url,
@@ -323,8 +367,9 @@ class ChatCompletionsAdapter:
         return _Call(endpoint, secret, signal, client, request, guard)
 
     async def _read_sse(self, call: _Call, response: httpx.Response) -> AsyncIterator[StreamChunk]:
-        """The chunks of an SSE answer, as its events arrive, up to `[DONE]`."""
-        mapper = ChunkMapper(call.provider, call.secret)
+        """The chunks of an SSE answer, as its events arrive, up to its end (`[DONE]`,
+        `message_stop`)."""
+        mapper = _mapper(call)
         out: list[StreamChunk] = []
         events = self._event_source(response).aiter_sse()
         complete = False
@@ -337,12 +382,8 @@ class ChatCompletionsAdapter:
                 data = sse.data
                 if not data:
                     continue
-                if data == "[DONE]":
-                    complete = True
-                    await self._drain_after_done(events, call.guard)
-                    break
                 try:
-                    mapper.feed(json.loads(data), out)
+                    complete = mapper.feed_data(data, out)
                 except (ValueError, AttributeError, TypeError, IndexError, KeyError):
                     failure = malformed_event(call.provider, scrub(data, call.secret))
                     yield Finish(error_finish(failure))
@@ -352,6 +393,9 @@ class ChatCompletionsAdapter:
                 for chunk in out:
                     yield chunk
                 out.clear()
+                if complete:
+                    await self._drain_after_done(events, call.guard)
+                    break
         finally:
             await events.aclose()
         mapper.end(out, complete=complete)
@@ -360,11 +404,11 @@ class ChatCompletionsAdapter:
 
     async def _read_whole(self, call: _Call, response: httpx.Response) -> list[StreamChunk]:
         """The chunks of a whole (non-streamed) completion."""
-        mapper = ChunkMapper(call.provider, call.secret)
+        mapper = _mapper(call)
         out: list[StreamChunk] = []
         raw = await call.guard.read(response.aread())
         try:
-            mapper.feed(json.loads(raw), out)
+            mapper.feed_whole(json.loads(raw), out)
         except (ValueError, AttributeError, TypeError, IndexError, KeyError):
             text = raw.decode("utf-8", "replace")
             return [Finish(error_finish(malformed_event(call.provider, scrub(text, call.secret))))]
@@ -386,9 +430,9 @@ class ChatCompletionsAdapter:
         return Finish(error_finish(failure))
 
 
-def mount_adapter(ctx: Context, endpoints: Sequence[Endpoint]) -> ChatCompletionsAdapter:
+def mount_adapter(ctx: Context, endpoints: Sequence[Endpoint]) -> HttpAdapter:
     """Serve `endpoints` through `ctx.llm`; the HTTP client closes after the routes go."""
-    adapter = ChatCompletionsAdapter(endpoints)
+    adapter = HttpAdapter(endpoints)
     for endpoint in endpoints:
         if endpoint.api_key_env:
             read_secret(endpoint.api_key_env)  # out of the environment before any tool runs

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ROUTE_PREFIXES", "ModelRoute", "RouteError", "parse_model"]
 
-Api = Literal["chat-completions", "profile"]
+Api = Literal["chat-completions", "messages", "profile"]
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
@@ -62,6 +62,9 @@ class ModelRoute:
         return env if env is not None and not os.environ.get(env) else None
 
 
+Builder = Callable[[str, str | None], ModelRoute]
+
+
 def _deepseek(model: str, base_url: str | None) -> ModelRoute:
     config = {} if base_url is None else {"base_url": base_url}
     base = base_url or os.environ.get("DEEPSEEK_BASE_URL") or "https://api.deepseek.com"
@@ -80,9 +83,28 @@ def _openai(model: str, base_url: str | None) -> ModelRoute:
     return ModelRoute("openai", model, "chat-completions", base, key_env, row)
 
 
-ROUTE_PREFIXES: Mapping[str, Callable[[str, str | None], ModelRoute]] = {
+def _messages(provider: str, preset: str, key_env: str, default_base: str) -> Builder:
+    def build(model: str, base_url: str | None) -> ModelRoute:
+        env_base = os.environ.get("ANTHROPIC_BASE_URL") if preset == "anthropic" else None
+        base = base_url or env_base or default_base
+        route: dict[str, Any] = {"provider": provider, "preset": preset}
+        if base_url is not None:
+            route["base_url"] = base_url
+        row = {"id": provider, "name": "anthropic", "config": {"routes": [route]}}
+        return ModelRoute(provider, model, "messages", base, key_env, row)
+
+    return build
+
+
+ROUTE_PREFIXES: Mapping[str, Builder] = {
     "deepseek": _deepseek,
     "openai": _openai,
+    "anthropic": _messages(
+        "anthropic", "anthropic", "ANTHROPIC_API_KEY", "https://api.anthropic.com"
+    ),
+    "deepseek-anthropic": _messages(
+        "deepseek-anthropic", "deepseek", "DEEPSEEK_API_KEY", "https://api.deepseek.com/anthropic"
+    ),
 }
 """The providers a model string may name, each building its route from (model, base_url)."""
 
@@ -94,6 +116,10 @@ def parse_model(spec: str, *, base_url: str | None = None) -> ModelRoute:
       `DEEPSEEK_BASE_URL`); a string without a provider (`deepseek-v4-pro`) means the same.
     - `openai:<model>`: Chat Completions at `OPENAI_BASE_URL` (default
       `https://api.openai.com/v1`) with `OPENAI_API_KEY`.
+    - `anthropic:<model>`: the Messages API at `ANTHROPIC_BASE_URL` (default
+      `https://api.anthropic.com`) with `ANTHROPIC_API_KEY`.
+    - `deepseek-anthropic:<model>`: DeepSeek's Anthropic-compatible endpoint
+      (`https://api.deepseek.com/anthropic`, `DEEPSEEK_API_KEY`).
     - `<route>:<model>` for any other route id: a route the profile mounts itself (a
       `scripted` model, an `openai_compat` route of a profile); `scripted` alone is
       `scripted:scripted`.

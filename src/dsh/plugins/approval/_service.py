@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 
+from ...events import ApprovalAskedEvent, ApprovalDecidedEvent, append
 from ...kernel import Aborted, CancelSignal, Disposer, ServiceKey
 from ...llm import Json
 from ...tools import APPROVAL as _APPROVAL
@@ -103,22 +104,25 @@ class Approval:
         self._state.always.pop(session_id, None)
 
     def record_asked(self, exec: ToolExecution, reason: str | None) -> None:
-        self._append(exec, "approval/asked", {"reason": reason})
+        if exec.session is not None:
+            asked = ApprovalAskedEvent(call_id=exec.call_id, tool=exec.name, reason=reason)
+            append(exec.session, asked)
 
     def record_decided(self, exec: ToolExecution, decision: Decision, via: Via) -> None:
-        data: dict[str, Json] = {"decision": decision.answer, "by": via}
-        if decision.reason:
-            data["reason"] = decision.reason
-        self._append(exec, "approval/decided", data)
         session = exec.session
-        if decision.answer == "always" and session is not None:
+        if session is None:
+            return
+        decided = ApprovalDecidedEvent(
+            call_id=exec.call_id,
+            tool=exec.name,
+            decision=decision.answer,
+            by=via,
+            reason=decision.reason,
+        )
+        append(session, decided)
+        if decision.answer == "always":
             self.remembered(exec)  # load the log first, so the set is complete
             self._state.always[session.id].add(exec.name)
-
-    def _append(self, exec: ToolExecution, type: str, data: dict[str, Json]) -> None:
-        session = exec.session
-        if session is not None:
-            session.append(type, {"callId": exec.call_id, "tool": exec.name, **data})
 
     async def request(self, exec: ToolExecution, reason: str | None) -> Decision:
         """Answer one ask: remembered `always`, the answerer, auto-approve, or deny."""

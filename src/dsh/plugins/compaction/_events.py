@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from ...kernel import CancelSignal, EventSpec, Mode
+from ...kernel import CancelSignal, EventSpec, Mode, SerialSpec
 
 if TYPE_CHECKING:
     from ...agent import Agent
@@ -43,7 +43,7 @@ Reducer: TypeAlias = Callable[[Reduction], Awaitable[bool]]
 surface (the tool-result pruner)."""
 
 
-COMPACTION_STARTING: EventSpec[CompactionStarting, None] = EventSpec.declare(
+COMPACTION_STARTING: SerialSpec[CompactionStarting, None] = EventSpec.declare(
     "compaction/starting",
     Mode.SERIAL,
     CompactionStarting,
