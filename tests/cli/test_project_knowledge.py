@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from .support import DSH, cli_env, scripted_profile, workspace
+from .support import cli_env, run_dsh, scripted_profile, workspace
 
 
-def test_agents_md_and_a_skill_reach_the_model(tmp_path: Path) -> None:
+async def test_agents_md_and_a_skill_reach_the_model(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
     (ws / "AGENTS.md").write_text("Always run the linter first.\n")
     skill = ws / ".dsh" / "skills" / "lint"
@@ -22,17 +20,13 @@ def test_agents_md_and_a_skill_reach_the_model(tmp_path: Path) -> None:
     bad.parent.mkdir(parents=True)
     bad.write_text("no front matter\n")
     profile = scripted_profile(tmp_path, [{"tool": "skill", "args": {"name": "lint"}}, "Linted."])
-    command = ["run", "--profile", str(profile), "--provider", "scripted", "--model", "scripted"]
-    result = subprocess.run(
-        [sys.executable, *DSH, *command, "--cwd", str(ws), "--json", "lint it"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=cli_env(tmp_path),
-        cwd=tmp_path,
+    code, out, err = await run_dsh(
+        cli_env(tmp_path),
+        *("run", "--profile", str(profile), "--provider", "scripted", "--model", "scripted"),
+        *("--cwd", str(ws), "--json", "lint it"),
     )
-    assert result.returncode == 0, result.stderr
-    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert code == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
     header = next(e for e in events if e["type"] == "request/header")
     system = header["data"]["header"]["system"]
     assert f'<file path="{ws / "AGENTS.md"}">\nAlways run the linter first.\n</file>' in system
@@ -40,5 +34,5 @@ def test_agents_md_and_a_skill_reach_the_model(tmp_path: Path) -> None:
     loaded = next(e for e in events if e["type"] == "tool/result")["data"]["message"]
     text = loaded["content"][0]["content"][0]["text"]
     assert "Run ruff check." in text  # allowed by the default policy: no --yes needed
-    assert f"{bad}: no front matter" in result.stderr
-    assert result.stderr.count("no front matter") == 1  # reported once for the whole run
+    assert f"{bad}: no front matter" in err
+    assert err.count("no front matter") == 1  # reported once for the whole run

@@ -18,6 +18,18 @@ ASK = {
 }
 
 
+def traced(tmp_path: Path, server: OpenAIServer, frames: list[Any], **options: Any) -> AsyncHarness:
+    harness = AsyncHarness(
+        provider="deepseek-official",
+        model="fake-model",
+        cwd=str(tmp_path),
+        env=env_for(tmp_path, server.base_url),
+        **options,
+    )
+    harness.trace = frames
+    return harness
+
+
 def result_text(result: Any) -> tuple[str, bool]:
     event = next(e for e in result.events if e["type"] == "tool/result")
     block = event["data"]["message"]["content"][0]
@@ -34,15 +46,7 @@ async def test_a_client_that_answers_gets_the_questions(tmp_path: Path) -> None:
     script = [reply(tool_call("ask_user_question", ASK)), "Using 9090."]
     async with OpenAIServer(script) as server:
         frames: list[dict[str, Any]] = []
-        harness = AsyncHarness(
-            provider="deepseek-official",
-            model="fake-model",
-            cwd=str(tmp_path),
-            env=env_for(tmp_path, server.base_url),
-            answer_questions=person,
-        )
-        harness.trace = frames
-        async with harness as h:
+        async with traced(tmp_path, server, frames, answer_questions=person) as h:
             result = await h.run("set it up", session_id="session-q")
     [params] = asked
     assert params["sessionId"] == "session-q" and params["callId"]
@@ -69,14 +73,7 @@ async def test_a_client_without_the_capability_is_never_asked(tmp_path: Path) ->
     script = [reply(tool_call("ask_user_question", ASK)), "I will pick 8080 myself."]
     async with OpenAIServer(script) as server:
         frames: list[dict[str, Any]] = []
-        harness = AsyncHarness(
-            provider="deepseek-official",
-            model="fake-model",
-            cwd=str(tmp_path),
-            env=env_for(tmp_path, server.base_url),
-        )
-        harness.trace = frames
-        async with harness as h:
+        async with traced(tmp_path, server, frames) as h:
             result = await h.run("set it up")
     text, failed = result_text(result)
     assert failed and "Decide by yourself" in text
