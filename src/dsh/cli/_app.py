@@ -148,13 +148,21 @@ def run_command(
     ] = False,
     trust: TrustOption = False,
     sandbox: SandboxOption = None,
+    plan: Annotated[
+        bool,
+        typer.Option(
+            "--plan",
+            help="Plan first: only reading tools run until a plan is approved (--yes "
+            "approves it; without, the plan is the answer).",
+        ),
+    ] = False,
 ) -> None:
     """Run an agent on TASK (`-`, or no TASK and a pipe: read it from stdin); exit 0 when
     its turn completed."""
     from ._run import RunOptions, run_task
 
     options = RunOptions(profile, model, base_url, provider, cwd, None, continue_, yes, plain)
-    options = dataclasses.replace(options, task=task, json=json_, trust=trust)
+    options = dataclasses.replace(options, task=task, json=json_, trust=trust, plan=plan)
     exit_with(run_task(dataclasses.replace(options, sandbox=_mode(sandbox))))
 
 

@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
 from ..agent import USER_CANCEL, Agent, RunResult, run_prompt
+from ..kernel import Context
+from ..plugins.plan_mode import PLAN_MODE
 from ..session import SESSION_EVENT, SessionEventPayload
 from ._format import describe_end
 from ._hooks import trust_note, untrusted_files
@@ -30,6 +32,8 @@ class RunOptions(Options):
     task: str | None = None
     json: bool = False
     banner: str | None = None
+    plan: bool = False
+    """`--plan`: start in plan mode (only reading tools run until a plan is approved)."""
 
 
 def read_task(task: str | None) -> str:
@@ -73,12 +77,21 @@ async def run_task(options: RunOptions) -> int:
             if options.banner:
                 surface.note(options.banner, "bold yellow")
             ctx.on(SESSION_EVENT, _printer(agent, renderer, as_json=options.json))
+            if options.plan:
+                _plan_first(ctx, agent)
             with _Interrupts(agent, surface):
                 result = await _until_done(run_prompt(agent, task))
             renderer.close()
         return _report(agent, result, route)
     finally:
         await ctx.owner.dispose()
+
+
+def _plan_first(ctx: Context, agent: Agent) -> None:
+    plan_mode = ctx.get(PLAN_MODE)
+    if plan_mode is None:
+        raise CliError("--plan needs the plan_mode plugin (its row is off in this profile)")
+    plan_mode.set(agent, True)
 
 
 def _printer(

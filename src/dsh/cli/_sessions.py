@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from ..agent import AgentHandle
 from ..kernel import Context, boot
 from ..llm import Message
+from ..plugins.session_title import title_of
 from ._render import Renderer
 from ._runtime import CliError, Route, build_profile, create_agent, resume_agent
 
@@ -51,8 +52,8 @@ class SessionSummary:
 
 
 def summarise(header: SessionHeader, events: list[SessionEvent]) -> SessionSummary:
-    title = ""
-    for event in events:
+    title = title_of(events) or ""  # the logged title (session_title plugin), else the prompt
+    for event in events if not title else ():
         if event.type == "user/message" and event.data["source"].get("kind") == "user":
             title = " ".join(Message.from_json(event.data).text.split())
             break

@@ -70,9 +70,7 @@ async def test_the_answers_reach_the_model(runtime: Runtime) -> None:
     result = last_result(agent)
     assert not result.is_error
     assert text(result) == (
-        "The user answered:\n"
-        "- Which database? → PostgreSQL\n"
-        '- Anything else? → "use port 5433"'
+        'The user answered:\n- Which database? → PostgreSQL\n- Anything else? → "use port 5433"'
     )
 
 
