@@ -41,6 +41,7 @@ DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
     {"id": "hooks", "name": "hooks"},
     # Inner to approval too: its denials and the plan's ask pass through the one policy.
     {"id": "plan-mode", "name": "plan_mode"},
+    {"id": "mcp", "name": "mcp"},
     {"id": "jobs", "name": "jobs"},
     {"id": "subagents", "name": "subagents"},
     {"id": "compaction", "name": "compaction"},
