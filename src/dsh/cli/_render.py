@@ -91,8 +91,14 @@ class Renderer:
 
     def _user_message(self, event: SessionEvent) -> None:
         message = Message.from_json(event.data)
-        if self.echo_prompts and message.source.get("kind") == "user":
+        source = message.source
+        if self.echo_prompts and source.get("kind") == "user":
             self.surface.note(f"> {message.text}", "bold")
+        elif source.get("kind") == "plugin" and source.get("form") == "notice":
+            # Background work reporting (a subagent's answer, a job's end): the agent may
+            # start a turn on it with nobody typing, so the person sees why.
+            first = message.text.strip().split("\n", 1)[0].rstrip(":")
+            self.surface.note(f"◆ {first}", "blue")
 
     def _turn_start(self, event: SessionEvent) -> None:
         self._turn = []
