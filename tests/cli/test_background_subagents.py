@@ -76,7 +76,7 @@ async def test_dsh_run_waits_for_its_background_helper(tmp_path: Path) -> None:
     code, out, err = await run_dsh(
         cli_env(tmp_path),
         *("run", "--profile", str(profile), "--provider", "scripted", "--model", "scripted"),
-        *("--cwd", str(workspace(tmp_path)), "--yes", "count them in the background"),
+        *("--cwd", str(workspace(tmp_path)), "--yes", "count them in the background, please"),
     )
     assert code == 0, err
     assert NOTICE in err
@@ -87,3 +87,7 @@ async def test_dsh_run_waits_for_its_background_helper(tmp_path: Path) -> None:
     _, *events = (json.loads(line) for line in shown.splitlines())
     ends = [e["data"]["reason"]["kind"] for e in events if e["type"] == "turn/end"]
     assert ends and set(ends) == {"completed"}
+    code, listed, err = await run_dsh(cli_env(tmp_path), "sessions", "list", "--json")
+    rows = [json.loads(line) for line in listed.splitlines()]
+    # The helper's session is not listed; the task's title is its first five words.
+    assert [(r["id"], r["title"]) for r in rows] == [(session_id, "count them in the background,")]

@@ -113,3 +113,23 @@ async def test_dsh_run_plan_plans_first_and_yes_approves(tmp_path: Path) -> None
     assert texts[0].startswith('Error: plan mode: "write"')
     assert texts[1].startswith("The user approved the plan.")
     assert (ws / "notes.txt").read_text() == "hi\n"
+
+
+async def test_dsh_run_plan_without_yes_answers_with_the_plan(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    write = {"file_path": "notes.txt", "content": "hi\n"}
+    script = [
+        {"tool": "write", "args": write},
+        {"tool": "exit_plan_mode", "args": {"plan": PLAN}},
+        PLAN,
+    ]
+    profile = scripted_profile(tmp_path, script)
+    code, out, err = await run_dsh(
+        cli_env(tmp_path),
+        *("run", "--profile", str(profile), "--provider", "scripted", "--model", "scripted"),
+        *("--cwd", str(ws), "--plan", "write the notes"),
+    )
+    assert code == 0, err
+    assert out.strip() == PLAN  # nobody approved it: the plan is the answer
+    assert "◇ plan mode on" in err and "plan mode off" not in err
+    assert not (ws / "notes.txt").exists()
