@@ -203,7 +203,7 @@ class StoredSessions:
         if header.id != session_id:
             raise CorruptLogError(f"session {session_id!r}: its header names {header.id!r}")
         events = import_events(raw.rows, session_id)
-        repair = repair_closers(events)
+        repair = repair_closers(events, header.seed_length or 0)
         if repair and commit:
             if len(events) != raw.next_seq:
                 raise PersistenceError(

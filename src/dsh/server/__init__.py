@@ -2,6 +2,15 @@
 
 from ._protocol import RpcError
 from ._server import SERVER_INFO, JsonRpcServer
-from ._stdio import PROFILE_ENV, main, serve
+from ._stdio import PROFILE_ENV, FrameOutput, line_queue, main, serve
 
-__all__ = ["PROFILE_ENV", "SERVER_INFO", "JsonRpcServer", "RpcError", "main", "serve"]
+__all__ = [
+    "PROFILE_ENV",
+    "SERVER_INFO",
+    "FrameOutput",
+    "JsonRpcServer",
+    "RpcError",
+    "line_queue",
+    "main",
+    "serve",
+]

@@ -20,6 +20,7 @@ from ._runtime import (
     ToolFilter,
 )
 from ._setup import STRUCTURED_TOOL
+from ._tools import subagent_tool
 
 __all__ = [
     "CONTROL_TOOLS",
@@ -47,4 +48,5 @@ __all__ = [
     "interrupt_agent",
     "list_agents",
     "send_message",
+    "subagent_tool",
 ]

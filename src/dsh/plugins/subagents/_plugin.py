@@ -117,6 +117,8 @@ def _send_notices(ctx: Context, runtime: SubagentRuntime, notices: Notices) -> N
 
 
 def _disposed(child: SubagentRun) -> bool:
+    if child.agent is None:
+        return False  # in another process: it says itself when it ends
     for event in reversed(child.agent.session.events):
         if event.type == "turn/end":
             return bool(event.data["reason"].get("reason", {}).get("kind") == "disposed")

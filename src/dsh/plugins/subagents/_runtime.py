@@ -6,11 +6,11 @@ import asyncio
 import builtins
 import itertools
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from ...agent import PARENT_CANCEL, Agent, AgentHandle, AgentOptions, CreateAgentOptions
+from ...agent import PARENT_CANCEL, Agent, AgentOptions, CreateAgentOptions
 from ...kernel import CancelSignal, Context, Disposer, EventSpec, Mode, ServiceKey
 from ...llm import (
     ContentBlock,
@@ -81,16 +81,20 @@ class SubagentResult:
 @dataclass(slots=True, eq=False)
 class SubagentRun:
     """A started child. `result` settles when the child is idle again; always `dispose()`
-    a one-shot run. A continuable run is kept by the runtime until its parent (or it) is
-    disposed; each activation (`send` to an idle child) gets a fresh `result`."""
+    a one-shot run. A continuable run (in-process only) is kept by the runtime until its
+    parent (or it) is disposed; each activation (`send` to an idle child) gets a fresh
+    `result`."""
 
     id: str
     provider: str
-    agent: Agent
-    handle: AgentHandle
+    agent: Agent | None
+    """The child agent; None for a child in another process (an ACP agent)."""
     result: asyncio.Future[SubagentResult] = field(repr=False)
-    parent: Agent = field(repr=False)
-    setup: ChildSetup = field(repr=False)
+    close: Callable[[], Awaitable[None]] = field(repr=False)
+    """Ends the child (an in-process child's `AgentHandle.dispose`)."""
+    parent: Agent | None = field(default=None, repr=False)
+    setup: ChildSetup | None = field(default=None, repr=False)
+    """The in-process child's setup (None for a child in another process)."""
     label: str | None = None
     continuable: bool = False
     active: bool = False
@@ -99,7 +103,7 @@ class SubagentRun:
     """The latest settled activation's result."""
 
     async def dispose(self) -> None:
-        await self.handle.dispose()
+        await self.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,28 +215,28 @@ class SubagentRuntime:
                 setup=setup,
             )
         )
-        loop = asyncio.get_running_loop()
+        child = handle.agent
         run = SubagentRun(
             run_id,
             provider,
-            handle.agent,
-            handle,
-            loop.create_future(),
+            child,
+            asyncio.get_running_loop().create_future(),
+            handle.dispose,
             parent,
             setup,
             request.label,
             request.continuable,
         )
         if request.continuable:
-            self._keep(parent, run)
+            self._keep(parent, child, run)
         else:
-            unlink = request.signal.add_callback(lambda _: run.agent.cancel(PARENT_CANCEL))
+            unlink = request.signal.add_callback(lambda _: child.cancel(PARENT_CANCEL))
             run.result.add_done_callback(lambda _: unlink())
         prompt = request.prompt
         self.activate(run, user_message(prompt if isinstance(prompt, str) else tuple(prompt)))
         return run
 
-    def _keep(self, parent: Agent, run: SubagentRun) -> None:
+    def _keep(self, parent: Agent, child: Agent, run: SubagentRun) -> None:
         """Register a continuable run until its child is disposed (with its parent at the
         latest: the child is owned by the parent's scope)."""
         runs = self._state.children.setdefault(parent.id, {})
@@ -243,19 +247,19 @@ class SubagentRuntime:
             if not runs and self._state.children.get(parent.id) is runs:
                 del self._state.children[parent.id]
 
-        run.agent.ctx.owner.effect(forget)
+        child.ctx.owner.effect(forget)
 
     def activate(self, run: SubagentRun, message: UserMessage) -> MessageId:
         """Give the child `message` as a new turn; an idle child starts an activation: a
         `subagent/start`, then `subagent/end` when it is idle again (`run.result` settles)."""
-        child = run.agent
+        child, parent, _ = _in_process(run)
         if run.active:
             return child.followup(message)  # read after the current work, never steering
         if run.result.done():
             run.result = asyncio.get_running_loop().create_future()
         run.active = True
-        start = SubagentStart(run.parent, run.id, run.provider, child.id)
-        self._ctx.bus.emit(SUBAGENT_START, start, run.parent)
+        start = SubagentStart(parent, run.id, run.provider, child.id)
+        self._ctx.bus.emit(SUBAGENT_START, start, parent)
         first_live = child.session.seq
         message_id = child.followup(message)
         settle = self._settle(run, first_live)
@@ -263,7 +267,8 @@ class SubagentRuntime:
         return message_id
 
     async def _settle(self, run: SubagentRun, first_live: int) -> None:
-        child, result, parent = run.agent, run.result, run.parent
+        child, parent, setup = _in_process(run)
+        result = run.result
         try:
             await child.when_idle()
             while child.status == "running":  # a message sent as it went idle: follow it
@@ -275,7 +280,7 @@ class SubagentRuntime:
             raise
         finally:
             run.active = False
-        outcome = run.last = _result(child.session.events[first_live:], run.setup)
+        outcome = run.last = _result(child.session.events[first_live:], setup)
         end = SubagentEnd(
             parent, run.id, run.provider, child.id, outcome.stop_reason, outcome.output or None
         )
@@ -312,8 +317,15 @@ class SubagentRuntime:
         run = self.child(parent, run_id)
         if not run.active:
             return False
-        run.agent.cancel(PARENT_CANCEL, keep_inbox=True)
+        _in_process(run)[0].cancel(PARENT_CANCEL, keep_inbox=True)
         return True
+
+
+def _in_process(run: SubagentRun) -> tuple[Agent, Agent, ChildSetup]:
+    """The child, its parent and its setup: what only an in-process run has."""
+    if run.agent is None or run.parent is None or run.setup is None:
+        raise SubagentError(f"{run.id} runs in another process: it cannot be continued")
+    return run.agent, run.parent, run.setup
 
 
 _STOP_REASONS: dict[str, StopReason] = {

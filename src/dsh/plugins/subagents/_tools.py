@@ -183,12 +183,13 @@ def subagent_tool(
     max_depth: int,
     *,
     background: BackgroundMode = None,
+    description: str | None = None,
 ) -> ToolDefinition:
-    """The `subagent` / `subagent_fork` tool named `name`, delegating to `provider`. With a
-    `background` mode it offers `run_in_background`: a continuable child, or a job of the
-    jobs service."""
+    """The `subagent` / `subagent_fork` tool named `name`, delegating to `provider` (the
+    description of `spawn` or `fork`, unless given). With a `background` mode it offers
+    `run_in_background`: a continuable child, or a job of the jobs service."""
     parameters = PARAMETERS
-    description = DESCRIPTIONS[provider]
+    description = description or DESCRIPTIONS[provider]
     if background is not None:
         continuable = background == "continuable"
         option = CONTINUABLE_PARAMETER if continuable else BACKGROUND_PARAMETER
