@@ -41,11 +41,11 @@ class Runtime:
     model: ScriptedModel
     handles: list[AgentHandle] = field(default_factory=list)
 
-    async def agent(self, **options: Any) -> ReactLoopAgent:
+    async def agent(self, cwd: str = "/tmp/dsh-conformance", **options: Any) -> ReactLoopAgent:
         handle = await self.ctx.agents.create(
             CreateAgentOptions(
                 session_id=f"session-{next(_ids)}",
-                meta=SessionMeta(cwd="/tmp/dsh-conformance"),
+                meta=SessionMeta(cwd=cwd),
                 agent_options=AgentOptions(
                     **{"provider": "scripted", "model": "scripted", **options}
                 ),

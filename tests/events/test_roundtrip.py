@@ -198,6 +198,16 @@ SAMPLES: list[tuple[str, dict[str, Any]]] = [
         "approval/decided",
         {"callId": "c1", "tool": "bash", "decision": "deny", "by": "answerer", "reason": "no"},
     ),
+    ("session/title", {"title": "Fix the bug", "messageSeqs": [7], "source": {"kind": "fallback"}}),
+    (
+        "session/title",
+        {
+            "title": "Fake title",
+            "messageSeqs": [7],
+            "source": {"kind": "provider", "provider": "p", "model": {"provider": "x"}},
+        },
+    ),
+    ("plan/mode", {"active": True}),
 ]
 
 

@@ -14,7 +14,16 @@ from typing import BinaryIO
 from ..kernel import CompositionError, Owner, Profile, boot, load_profile
 from ..llm import Json
 from ._launch import Launch, LaunchError, compose, parse_args, profile_files
-from ._protocol import INTERNAL_ERROR, Request, RpcError, encode, error, parse, response
+from ._protocol import (
+    INTERNAL_ERROR,
+    Request,
+    Response,
+    RpcError,
+    encode,
+    error,
+    parse,
+    response,
+)
 from ._server import JsonRpcServer, describe_error
 
 _log = logging.getLogger("dsh.server")
@@ -115,6 +124,9 @@ async def serve(
                 break
             frame = parse(line)
             if frame is None:
+                continue
+            if isinstance(frame, Response):
+                server.received(frame)
                 continue
             if not isinstance(frame, Request):
                 output.send(frame)
