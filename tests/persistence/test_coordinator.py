@@ -167,6 +167,24 @@ async def test_a_write_cancelled_while_its_thread_stores_counts_as_written(
     await world.ctx.owner.dispose()
 
 
+async def test_a_write_cancelled_before_it_started_does_not_stall_the_drain(
+    tmp_path: Path,
+) -> None:
+    # An event loop's teardown cancels every task, a write whose task has not run yet too:
+    # the drain that follows must write the batch it never took, not wait on it forever.
+    world, service = await _world(tmp_path, window_ms=20)
+    session = world.store.create("s-never-ran")
+    _todos(session, 2)
+    writer = service.coordinator._writers["s-never-ran"]
+    write = service.coordinator._start(writer, durable=False)
+    write.cancel()  # before its first step
+    await asyncio.wait([write])
+    async with asyncio.timeout(10):
+        await world.store.flush(session)
+    assert world.stored("s-never-ran") == 2
+    await world.ctx.owner.dispose()
+
+
 async def test_a_failed_write_is_retried_at_the_next_event(world: _World) -> None:
     session = world.store.create("s-retry")
     _todos(session, 2)

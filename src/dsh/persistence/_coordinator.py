@@ -222,6 +222,7 @@ class WriteCoordinator:
     def _start(self, writer: _Writer, *, durable: bool) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(self._write(writer, durable))
         writer.active = task
+        task.add_done_callback(lambda done: _settled(writer, done))
         self._track(task)
         return task
 
@@ -346,6 +347,13 @@ def _release(writer: _Writer) -> None:
         del _live[writer.key]
     lease, writer.lease = writer.lease, None
     _give_up(lease)
+
+
+def _settled(writer: _Writer, task: asyncio.Task[None]) -> None:
+    # A write cancelled before it started (a loop shutting down cancels every task) never
+    # ran its `finally`: still marked active, it would make `drain` wait on it forever.
+    if writer.active is task:
+        writer.active = None
 
 
 def _give_up(lease: WriterLease | None) -> None:
