@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import importlib.util
 import json
+import sys
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -208,6 +210,14 @@ def _mapper(call: _Call) -> _Mapper:
     return ChunkMapper(call.provider, call.secret)
 
 
+def _mark_absent(module: str) -> None:
+    """Record that `module` is not installed, so that later `import`s of it fail at once.
+    httpcore tries `import sniffio` for each lock, event and shield it sets up (a dozen
+    per request): uncached, each failed attempt searches `sys.path` again (~0.3 ms)."""
+    if module not in sys.modules and importlib.util.find_spec(module) is None:
+        sys.modules[module] = None  # type: ignore[assignment]  # the import system's "absent"
+
+
 class HttpAdapter:
     """Serves provider routes over OpenAI-compatible Chat Completions or the Anthropic
     Messages API with one shared `httpx.AsyncClient` (opened on the first request, closed by
@@ -259,6 +269,7 @@ class HttpAdapter:
         import httpx
         from httpx_sse import EventSource
 
+        _mark_absent("sniffio")
         self._event_source = EventSource
         self._io_errors = (httpx.HTTPError, OSError)
         # No TLS context to build (certificate loading costs ~20 ms) when no route needs one.
