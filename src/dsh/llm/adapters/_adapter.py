@@ -269,14 +269,15 @@ class HttpAdapter:
         import httpx
         from httpx_sse import EventSource
 
+        from ._pool import PooledTransport
+
         _mark_absent("sniffio")
         self._event_source = EventSource
         self._io_errors = (httpx.HTTPError, OSError)
-        # No TLS context to build (certificate loading costs ~20 ms) when no route needs one.
         tls = any(e.url.startswith("https:") for e in self._endpoints.values())
         client = httpx.AsyncClient(
             headers={"User-Agent": USER_AGENT, "Content-Type": "application/json"},
-            transport=httpx.AsyncHTTPTransport(retries=0, verify=tls),  # one call, one attempt
+            transport=PooledTransport(tls=tls),  # one call, one attempt
             follow_redirects=False,
         )
         self._timeouts = {
