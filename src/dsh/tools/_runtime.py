@@ -32,12 +32,22 @@ DEFAULT_CANCEL_GRACE_S = 5.0
 
 
 class _Shared:
-    __slots__ = ("bus", "cancel_grace_s", "table")
+    __slots__ = ("bus", "cancel_grace_s", "schemas", "table")
 
     def __init__(self, bus: EventBus, cancel_grace_s: float) -> None:
         self.bus = bus
         self.table = ToolTable()
         self.cancel_grace_s = cancel_grace_s
+        self.schemas: dict[str, tuple[ToolDefinition, ToolSchema]] = {}
+        """By tool name: the schema of the definition last seen under it. Every request
+        then offers the same schema objects, which encoders cache by identity."""
+
+    def schema_of(self, definition: ToolDefinition) -> ToolSchema:
+        known = self.schemas.get(definition.name)
+        if known is None or known[0] is not definition:
+            schema = ToolSchema(definition.name, definition.description, definition.parameters)
+            known = self.schemas[definition.name] = (definition, schema)
+        return known[1]
 
 
 class ToolRuntime:
@@ -138,9 +148,7 @@ class ToolRuntime:
     def schemas(self, scope: object | None = None) -> tuple[ToolSchema, ...]:
         """What the model is told about the tools `scope` sees, sorted by name."""
         visible = self._shared.table.visible(scope)
-        return tuple(
-            ToolSchema(d.name, d.description, d.parameters) for _, d in sorted(visible.items())
-        )
+        return tuple(self._shared.schema_of(d) for _, d in sorted(visible.items()))
 
     def known_names(self) -> frozenset[str]:
         """Every registered tool name, of any scope (restricted or not)."""
