@@ -297,6 +297,6 @@ def test_the_id_index_sees_logs_another_writer_stored_later(tmp_path: Path) -> N
     writer = JsonlBackend(tmp_path)  # another process, in effect
     session = _log("s-late")
     writer.create(session.header, records_of(list(session.events)), durable=True)
-    log = reader.read("s-late")  # a load that misses the index rescans once
+    log = reader.read("s-late")  # a load that misses the index looks again
     assert [row["seq"] for row in log.rows] == list(range(len(session.events)))
     assert reader.exists("s-late")

@@ -183,8 +183,12 @@ class JsonlBackend:
             known = self._known.get(session_id)
         if known is not None and known.path.exists():
             return known.path
-        index = self._indexed(refresh)
-        folder = index.get(_escape_id(session_id)) or index.get(_escape_id(session_id, 4))
+        names = (_escape_id(session_id), _escape_id(session_id, 4))
+        if refresh:
+            folder = self._probe(names)
+        else:
+            index = self._indexed()
+            folder = index.get(names[0]) or index.get(names[1])
         path = None if folder is None else _newest_log(folder)
         if path is None:
             return None
@@ -192,20 +196,35 @@ class JsonlBackend:
             self._known[session_id] = _Known(path, None)
         return path
 
-    def _indexed(self, refresh: bool = False) -> dict[str, Path]:
+    def _indexed(self) -> dict[str, Path]:
         with self._lock:
-            if self._index is not None and not refresh:
+            if self._index is not None:
                 return self._index
         index: dict[str, Path] = {}
         for session_dir in _session_dirs(self.root):
             index.setdefault(session_dir.name, session_dir)
         with self._lock:
-            if self._index is None or refresh:
+            if self._index is None:
                 self._index = index
             return self._index
 
+    def _probe(self, names: tuple[str, str]) -> Path | None:
+        """The folder of a session the index does not have (another process may have stored
+        it since), looked for under each project folder: one listing of the root, not of
+        every session (a batch asks this of each new task)."""
+        projects = sorted(p for p in _names(self.root) if (self.root / p).is_dir())
+        for name in names:
+            for project in projects:
+                folder = self.root / project / name
+                if folder.is_dir():
+                    with self._lock:
+                        if self._index is not None:
+                            self._index[name] = folder
+                    return folder
+        return None
+
     def _require(self, session_id: str) -> Path:
-        # A miss rescans once: another process may have stored the log since the index.
+        # A miss looks again: another process may have stored the log since the index.
         path = self._find(session_id) or self._find(session_id, refresh=True)
         if path is None:
             raise UnknownSessionError(f"no stored session {session_id!r} under {self.root}")
