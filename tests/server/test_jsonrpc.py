@@ -109,6 +109,20 @@ async def test_tool_calls_and_two_prompts_on_one_session(harness: AsyncHarness) 
     assert second.events[0]["seq"] == first.events[-1]["seq"] + 1
 
 
+@pytest.mark.parametrize("harness", [["half \ud83d emoji"]], indirect=True)
+async def test_lone_surrogates_in_a_prompt_and_in_events(harness: AsyncHarness) -> None:
+    """A client's prompt is cleaned where it enters; an event that still holds a lone
+    surrogate (here from the scripted model, which bypasses the adapters) is sent with
+    the escape, not dropped."""
+    result = await harness.run("\ud800 hi", session_id="session-surrogates")
+    assert result.final_response == "half \ud83d emoji"
+    (prompt,) = [e for e in result.events if e["type"] == "user/message"]
+    assert prompt["data"]["content"] == [{"type": "text", "text": "\ufffd hi"}]
+    seqs = [e["seq"] for e in result.events]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    assert result.finish_reason == "completed"
+
+
 async def test_errors(harness: AsyncHarness) -> None:
     with pytest.raises(HarnessRpcError) as info:
         await harness.request("bogus/method", {"x": 1})

@@ -400,6 +400,19 @@ async def test_invalid_arguments_reach_policy_and_fail_at_dispatch(ctx: Context)
     )
 
 
+async def test_a_lone_surrogate_in_tool_output_becomes_a_replacement_character(
+    ctx: Context,
+) -> None:
+    """A surrogate-escaped file name (`os.listdir` of b"bad\\xffname") in a tool's output
+    must not reach the log or the next request as a lone surrogate."""
+    name = "bad\udcffname.txt"
+    ctx.tools.register(ToolDefinition("ls", "List.", {"type": "object"}, lambda args, run: name))
+    result = await ctx.tools.execute(call(name="ls", args={}))
+    assert result.content == (TextBlock("bad\ufffdname.txt"),)
+    failed = await ctx.tools.execute(call(name="missing\ud800"))
+    assert text(failed) == 'Error: unknown tool "missing\ufffd"'
+
+
 # -- post-execute, finalize_content, contexts ------------------------------------------------------
 
 

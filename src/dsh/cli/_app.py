@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -189,4 +190,8 @@ def jsonrpc() -> None:
 
 
 def run(argv: list[str] | None = None) -> None:
+    # What reaches stdout may hold a lone surrogate (an old log) or a character the locale
+    # cannot encode: it is escaped, never a crash mid-transcript (stderr does this already).
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="backslashreplace")
     app(args=argv if argv is not None else sys.argv[1:], prog_name="dsh")

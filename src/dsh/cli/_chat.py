@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agent import USER_CANCEL, AgentHandle
 from ..kernel import Context
+from ..llm import clean_text
 from ..session import SESSION_EVENT, SessionEventPayload
 from ._render import TerminalRenderer, call_summary, describe_end
 from ._runtime import (
@@ -97,7 +98,7 @@ async def chat(
                 except EOFError:
                     return 0
                 idle_interrupts = 0
-                if not await _handle(state, renderer, text.strip()):
+                if not await _handle(state, renderer, clean_text(text.strip())):
                     return 0
     finally:
         renderer.close()

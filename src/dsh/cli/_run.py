@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..agent import USER_CANCEL, run_prompt
+from ..llm import clean_text
 from ..session import SESSION_EVENT, SessionEventPayload
 from ._render import TerminalRenderer, describe_end
 from ._runtime import (
@@ -86,7 +87,7 @@ async def run_task(options: RunOptions) -> int:
         try:
             if not options.json:
                 renderer.waiting()
-            result = await run_prompt(agent, options.task)
+            result = await run_prompt(agent, clean_text(options.task))  # argv is surrogate-escaped
         except asyncio.CancelledError:
             renderer.close()
             err.print(f"interrupted · session {agent.id}", style="yellow")

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..llm import json_bytes
 from ..session import SessionEvent, SessionHeader
 from ._types import CorruptLogError, Record
 
@@ -24,7 +25,6 @@ __all__ = [
 PACKED_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-_dumps_ascii = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
 
 
 def encode_text(value: Any) -> str:
@@ -42,25 +42,11 @@ def encode_header(header: SessionHeader) -> str:
 
 
 def encode_lines(texts: Sequence[str]) -> bytes:
-    """UTF-8 lines, each ending in a newline.
-
-    A text holding a lone surrogate (valid in a JSON string escape, not in UTF-8) is written
-    with ASCII escapes instead, which reads back to the same value.
-    """
+    """UTF-8 lines, each ending in a newline; a lone surrogate (valid in a JSON string
+    escape, not in UTF-8) is written as its escape, which reads back to the same value."""
     if not texts:
         return b""
-    joined = "\n".join(texts) + "\n"
-    try:
-        return joined.encode("utf-8")
-    except UnicodeEncodeError:
-        return b"".join(_safe_line(text) for text in texts)
-
-
-def _safe_line(text: str) -> bytes:
-    try:
-        return text.encode("utf-8") + b"\n"
-    except UnicodeEncodeError:
-        return _dumps_ascii(json.loads(text)).encode("ascii") + b"\n"
+    return json_bytes("\n".join(texts) + "\n")
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..llm import Json
+from ..llm import Json, json_bytes
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -43,8 +43,9 @@ class Request:
 
 
 def encode(frame: dict[str, Json]) -> bytes:
-    """One frame, as the reference writes it: compact, UTF-8, newline-terminated."""
-    return json.dumps(frame, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    """One frame, as the reference writes it: compact, UTF-8, newline-terminated (a lone
+    surrogate as its `\\uXXXX` escape, as JavaScript's `JSON.stringify` writes it)."""
+    return json_bytes(json.dumps(frame, separators=(",", ":"), ensure_ascii=False)) + b"\n"
 
 
 def response(id: Json, result: Json) -> dict[str, Json]:

@@ -12,7 +12,15 @@ from pydantic import ValidationError
 from ..agent import AGENT_STATUS, AgentHandle, AgentOptions, CreateAgentOptions, StatusChange
 from ..agent import ResumeAgentOptions as _Resume
 from ..kernel import Context, resolve_plugin
-from ..llm import USER_SOURCE, Json, LlmError, Message, blocks_from_json, new_message_id
+from ..llm import (
+    USER_SOURCE,
+    Json,
+    LlmError,
+    Message,
+    blocks_from_json,
+    clean_json,
+    new_message_id,
+)
 from ..plugins.subagents import SUBAGENT_END, SubagentEnd
 from ..session import (
     SESSION_CREATED,
@@ -148,7 +156,7 @@ class JsonRpcServer:
         options = self._ready("session/prompt")
         try:
             parsed = PromptParams.model_validate(params or {})
-            content = blocks_from_json(parsed.content_blocks)
+            content = blocks_from_json(clean_json(parsed.content_blocks))
         except ValidationError as exc:
             raise params_error("session/prompt", exc) from None
         except (KeyError, TypeError, ValueError) as exc:

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..kernel import Aborted, CancelSignal
-from ..llm import ContentBlock, Message, TextBlock
+from ..llm import ContentBlock, Message, TextBlock, blocks_from_json, clean_json
 from ..session._json import LosslessJsonError, freeze_json
 from ._events import TOOLS_EXECUTE, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_RESULT
 from ._schema import validate_value
@@ -302,8 +302,17 @@ async def finalize(bus: EventBus, prepared: Prepared, result: ToolResult | None)
                 result = replace(result, content=as_content(content))
         except Exception as exc:
             result = error_result(exc)
+    result = _well_formed(result)
     bus.emit(TOOLS_RESULT, ToolOutcome(exec, result), exec.agent)
     return result
+
+
+def _well_formed(result: ToolResult) -> ToolResult:
+    """The result with its content's text cleaned: a surrogate-escaped file name or a
+    plugin's lone surrogate must not break every later request of the session."""
+    raw = [block.to_json() for block in result.content]
+    cleaned = clean_json(raw)
+    return result if cleaned is raw else replace(result, content=blocks_from_json(cleaned))
 
 
 async def _post_execute(bus: EventBus, exec: ToolExecution, result: ToolResult) -> ToolResult:
