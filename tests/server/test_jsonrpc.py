@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 from asyncio.subprocess import Process
 from collections.abc import AsyncIterator
@@ -120,6 +121,31 @@ async def test_lone_surrogates_in_a_prompt_and_in_events(harness: AsyncHarness) 
     assert prompt["data"]["content"] == [{"type": "text", "text": "\ufffd hi"}]
     seqs = [e["seq"] for e in result.events]
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    assert result.finish_reason == "completed"
+
+
+@pytest.mark.parametrize(
+    ("block", "problem"),
+    [
+        ({"type": "text", "text": 123}, "contentBlocks.0.text: Input should be a valid string"),
+        ({"type": "text", "text": None}, "a text block needs a string `text`"),
+        ({"type": "text", "text": {}}, "contentBlocks.0.text: Input should be a valid string"),
+        ({}, "contentBlocks.0.type: Field required"),
+        (None, "contentBlocks.0: Input should be a valid dictionary"),
+        ({"type": "image"}, "an image block needs an `attachment` object"),
+        ({"type": "tool-result", "toolCallId": "x", "content": []}, "contentBlocks.0.type"),
+    ],
+)
+async def test_wrong_typed_prompt_content_is_refused_before_it_is_stored(
+    harness: AsyncHarness, tmp_path: Path, block: Any, problem: str
+) -> None:
+    with pytest.raises(HarnessRpcError, match=re.escape(problem)) as refused:
+        await harness.request(
+            "session/prompt", {"sessionId": "session-typed", "contentBlocks": [block]}
+        )
+    assert refused.value.code == -32602
+    assert not list((tmp_path / "sessions").rglob("session.jsonl"))  # nothing stored
+    result = await harness.run("now properly", session_id="session-typed")
     assert result.finish_reason == "completed"
 
 

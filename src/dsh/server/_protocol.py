@@ -6,11 +6,19 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from ..llm import Json, json_bytes
+from ..llm import ContentBlock, ImageBlock, Json, TextBlock, clean_json, clean_text, json_bytes
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -102,10 +110,34 @@ class InitializeParams(BaseModel):
         return value
 
 
+class PromptBlock(BaseModel):
+    """A block of a client's prompt: text, or an image attachment. Checked here, so that
+    nothing malformed is stored and then breaks every later turn of the session."""
+
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["text", "image"]
+    text: StrictStr | None = None
+    attachment: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> PromptBlock:
+        if self.type == "text" and self.text is None:
+            raise ValueError("a text block needs a string `text`")
+        if self.type == "image" and self.attachment is None:
+            raise ValueError("an image block needs an `attachment` object")
+        return self
+
+    def block(self) -> ContentBlock:
+        """The content block, its text cleaned (a lone surrogate becomes U+FFFD)."""
+        if self.type == "text":
+            return TextBlock(clean_text(self.text or ""))
+        return ImageBlock(clean_json(self.attachment or {}))
+
+
 class PromptParams(BaseModel):
     model_config = ConfigDict(extra="ignore")
     session_id: str = Field(alias="sessionId", min_length=1)
-    content_blocks: list[dict[str, Any]] = Field(alias="contentBlocks", min_length=1)
+    content_blocks: list[PromptBlock] = Field(alias="contentBlocks", min_length=1)
 
 
 class SessionParams(BaseModel):
