@@ -197,6 +197,40 @@ async def test_malformed_lines_never_break_the_server(tmp_path: Path) -> None:
     assert process.returncode == 0
 
 
+async def test_every_line_gets_an_answer_and_none_ends_the_process(tmp_path: Path) -> None:
+    """The lines that used to kill the runtime or go unanswered (issue #12, item 10)."""
+    process = await server_process(tmp_path, ["still alive"])
+    assert process.stdin is not None and process.stdout is not None
+    init = '"method":"initialize","params":{"cwd":"/tmp","provider":"scripted","model":"scripted"}'
+    big = "x" * (70 * 1024 * 1024)
+    lines = [
+        (b'{"jsonrpc":"2.0","id":"\\x", oops', None, -32700),
+        (b'{"id":"\\ud800", oops', "\ud800", -32700),
+        (('{"jsonrpc":"2.0","id":"\\ud800",' + init + "}").encode(), "\ud800", None),
+        (b'{"jsonrpc":"2.0","id":"m","method":"\\udfff"}', "m", -32601),
+        (b"[" * 100_000, None, -32700),
+        (b"[1,2,3]", None, -32600),
+        (b'{"jsonrpc":"2.0","id":7}', 7, -32600),
+        (b'{"jsonrpc":"2.0","id":true,"method":"initialize"}', None, -32600),
+        (
+            ('{"jsonrpc":"2.0","id":"big","method":"x","params":"' + big + '"}').encode(),
+            "big",
+            -32600,
+        ),
+        (b"\xff\xfe garbage", None, -32700),
+        (('{"jsonrpc":"2.0","id":"ok",' + init + "}").encode(), "ok", None),
+        (b'{"jsonrpc":"2.0","id":"bye","method":"shutdown"}', "bye", None),
+    ]
+    process.stdin.write(b"".join(line + b"\n" for line, _, _ in lines))
+    out, _ = await asyncio.wait_for(process.communicate(), timeout=60)
+    frames = [json.loads(line) for line in out.splitlines()]
+    answers = [(f["id"], f["error"]["code"] if "error" in f else None) for f in frames]
+    assert sorted(answers, key=repr) == sorted(((i, c) for _, i, c in lines), key=repr)
+    (large,) = [f for f in frames if f["id"] == "big"]
+    assert "the limit is 67108864 bytes" in large["error"]["message"]
+    assert process.returncode == 0
+
+
 async def test_closing_stdin_shuts_down(tmp_path: Path) -> None:
     process = await server_process(tmp_path)
     out, _ = await asyncio.wait_for(process.communicate(b""), timeout=30)

@@ -26,7 +26,7 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
-_ID = re.compile(r'"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)')
+_ID = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)')
 
 
 class RpcError(Exception):
@@ -72,26 +72,49 @@ def notification(method: str, params: Json) -> dict[str, Json]:
 
 
 def parse(line: bytes) -> Request | dict[str, Json] | None:
-    """A request, or an error frame to send back, or None (a line to ignore)."""
+    """A request, or an error frame to send back, or None (a blank line, or a response
+    from the client). Never raises: every other line gets an answer."""
     text = line.decode("utf-8", "replace").strip()
     if not text:
         return None
     try:
         frame = json.loads(text)
-    except ValueError:
-        found = _ID.search(text)
-        if found is None:
-            return None
-        return error(json.loads(found.group(1)), PARSE_ERROR, "parse error: invalid JSON")
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser goes
+        return error(readable_id(line), PARSE_ERROR, "parse error: invalid JSON")
     if not isinstance(frame, dict):
-        return None
+        return error(None, INVALID_REQUEST, "invalid request: a frame is a JSON object")
     id = frame.get("id")
+    valid_id = id is None or (isinstance(id, str | int) and not isinstance(id, bool))
     if "method" not in frame:
-        return None  # a response from the client: nothing to do with it
+        if valid_id and ("result" in frame or "error" in frame):
+            return None  # a response from the client: nothing to do with it
+        return error(id if valid_id else None, INVALID_REQUEST, "invalid request: no method")
     method = frame["method"]
-    if not isinstance(method, str) or (id is not None and not isinstance(id, str | int)):
-        return error(id if isinstance(id, str | int) else None, INVALID_REQUEST, "invalid request")
+    if not isinstance(method, str) or not valid_id:
+        return error(id if valid_id else None, INVALID_REQUEST, "invalid request")
     return Request(method, frame.get("params"), id)
+
+
+def readable_id(text: bytes) -> str | int | None:
+    """The id of a frame that does not parse, if one can be read (the first `"id": <string or
+    integer>` in it), else None."""
+    found = _ID.search(text)
+    if found is None:
+        return None
+    try:
+        id = json.loads(found.group(1))
+    except ValueError:  # an id with a broken escape ("\\x") or bytes that are not UTF-8
+        return None
+    return id if isinstance(id, str | int) else None
+
+
+def too_large(head: bytes, tail: bytes, size: int, limit: int) -> dict[str, Json]:
+    """The answer to a line longer than `limit` (only its head and tail were kept)."""
+    id = readable_id(head)
+    if id is None:
+        id = readable_id(tail)
+    message = f"invalid request: {size} bytes on one line (the limit is {limit} bytes)"
+    return error(id, INVALID_REQUEST, message)
 
 
 class InitializeParams(BaseModel):
