@@ -86,11 +86,12 @@ def _exit_with(coro: Any) -> NoReturn:
     import asyncio
 
     from ..kernel import CompositionError
+    from ..persistence import PersistenceError
     from ._runtime import CliError
 
     try:
         code = asyncio.run(coro)
-    except (CliError, CompositionError) as exc:
+    except (CliError, CompositionError, PersistenceError) as exc:
         typer.echo(f"dsh: {exc}", err=True)
         raise typer.Exit(2) from None
     raise typer.Exit(code)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..agent import AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
 from ..kernel import Context, Profile, boot, load_profile
+from ..persistence import PersistenceError
 from ..session import SessionMeta
 
 DEFAULT_PROVIDER = "deepseek-official"
@@ -95,3 +96,5 @@ async def resume_agent(ctx: Context, route: Route, session_id: str) -> AgentHand
         )
     except (KeyError, LookupError, FileNotFoundError) as exc:
         raise CliError(f"no session {session_id!r} to resume: {exc}") from None
+    except PersistenceError as exc:  # open in another process, or a corrupt log
+        raise CliError(str(exc)) from None

@@ -1,9 +1,10 @@
 """Durable sessions: the `ctx.session_persistence` seam, the write coordinator, the JSONL and
 SQLite backends, crash repair, and resume."""
 
-from ._backend import RawLog, SessionBackend
+from ._backend import RawLog, SessionBackend, WriterLease
 from ._events import PERSISTENCE_WRITTEN, Written
 from ._jsonl import JsonlBackend, project_dir_name
+from ._lease import FileLease
 from ._plugin import PersistenceConfig, PersistencePlugin, default_root, mount_persistence
 from ._repair import (
     NOT_STARTED_TEXT,
@@ -26,6 +27,7 @@ from ._types import (
     SessionExistsError,
     SessionLiveError,
     SessionLocation,
+    SessionLockedError,
     SessionPersistence,
     StoredLog,
     UnknownSessionError,
@@ -39,6 +41,7 @@ __all__ = [
     "TOOL_NOT_STARTED",
     "TOOL_OUTCOME_UNKNOWN",
     "CorruptLogError",
+    "FileLease",
     "ForkSeed",
     "JsonlBackend",
     "PersistenceConfig",
@@ -52,11 +55,13 @@ __all__ = [
     "SessionExistsError",
     "SessionLiveError",
     "SessionLocation",
+    "SessionLockedError",
     "SessionPersistence",
     "SqliteBackend",
     "StoredLog",
     "StoredSessions",
     "UnknownSessionError",
+    "WriterLease",
     "Written",
     "default_root",
     "mount_persistence",

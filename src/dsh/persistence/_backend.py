@@ -9,7 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..session import SessionHeader
 from ._types import Record, SessionLocation
 
-__all__ = ["RawLog", "SessionBackend"]
+__all__ = ["RawLog", "SessionBackend", "WriterLease"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +24,15 @@ class RawLog:
     @property
     def next_seq(self) -> int:
         return int(self.rows[-1]["seq"]) + 1 if self.rows else 0
+
+
+class WriterLease(Protocol):
+    """The right to write one session, held by one process at a time."""
+
+    def release(self) -> None:
+        """Give the right up (idempotent). A holder that dies releases it too: a file lock
+        through the operating system, a database lease through its expiry."""
+        ...
 
 
 @runtime_checkable
@@ -46,6 +55,15 @@ class SessionBackend(Protocol):
         ...
 
     def exists(self, session_id: str) -> bool: ...
+
+    def acquire_writer(self, session_id: str, header: SessionHeader | None = None) -> WriterLease:
+        """Claim the right to write `session_id`, exclusively across processes, until the
+        lease is released. `header` is given for a session that is not stored yet (without
+        it, an unknown id is `UnknownSessionError`). Raises `SessionLockedError` naming the
+        holder while another process holds it; never waits.
+        The seam calls it once per session while this process holds it (every writer, a
+        repair, an append through the seam share that one lease)."""
+        ...
 
     def create(self, header: SessionHeader, records: Sequence[Record], *, durable: bool) -> None:
         """Atomically store a new log (header, then `records` from seq 0); never overwrites

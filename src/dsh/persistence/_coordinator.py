@@ -26,6 +26,7 @@ from ..session import (
 )
 from ._codec import records_of
 from ._events import PERSISTENCE_WRITTEN, Written
+from ._lease import WriterHold, hold_writer
 from ._types import SessionExistsError, SessionLiveError
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ class _Writer:
         "cursor",
         "draining",
         "failure",
+        "hold",
         "key",
         "loop",
         "materialized",
@@ -57,10 +59,16 @@ class _Writer:
         "unsynced",
     )
 
-    def __init__(self, session: Session, key: tuple[str, str], cursor: int, stored: bool) -> None:
+    def __init__(
+        self, session: Session, key: tuple[str, str], cursor: int, stored: bool, hold: WriterHold
+    ) -> None:
         self.loop = asyncio.get_running_loop()
         self.session = session
         self.key = key
+        self.hold = hold
+        """This process's claim on the session's writer lease, released with the writer (or
+        when a writer that was never released is collected)."""
+        weakref.finalize(self, hold.release)
         self.cursor = cursor
         """The seq of the next event to store (seeded, stored events are never re-appended)."""
         self.materialized = stored
@@ -80,8 +88,10 @@ class WriteCoordinator:
         self.window = window
         self._ctx: Context | None = None
         self._writers: dict[str, _Writer] = {}
-        # Prepared sessions (by identity) → how many of their events are stored.
-        self._prepared: weakref.WeakKeyDictionary[Session, int] = weakref.WeakKeyDictionary()
+        # Prepared sessions (by identity) → how many of their events are stored, and the
+        # writer lease the preparation took (the writer inherits it).
+        self._prepared: weakref.WeakKeyDictionary[Session, tuple[int, WriterHold]]
+        self._prepared = weakref.WeakKeyDictionary()
         self._closing: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
@@ -100,9 +110,11 @@ class WriteCoordinator:
     def is_live(self, session_id: str) -> bool:
         return session_id in self._writers or _live_writer((self.backend.store_id, session_id))
 
-    def expect(self, session: Session, stored: int) -> None:
-        """`session` was seeded from the store, whose first `stored` events it holds."""
-        self._prepared[session] = stored
+    def expect(self, session: Session, stored: int, hold: WriterHold) -> None:
+        """`session` was seeded from the store, whose first `stored` events it holds; `hold`
+        is its writer lease, passed on to its writer (released if it is never published)."""
+        self._prepared[session] = (stored, hold)
+        weakref.finalize(session, hold.release)
 
     async def settle(self, session_id: str) -> None:
         """Wait for the final drain of a session that was just disposed."""
@@ -126,16 +138,18 @@ class WriteCoordinator:
         key = (self.backend.store_id, session.id)
         if session.id in self._writers or _live_writer(key):
             raise SessionLiveError(f"session {session.id!r} already has a live writer")
-        stored = self._prepared.pop(session, None)
-        if stored is not None:
-            writer = _Writer(session, key, stored, True)
+        prepared = self._prepared.pop(session, None)
+        if prepared is not None:
+            writer = _Writer(session, key, prepared[0], True, prepared[1])
         else:
+            hold = hold_writer(self.backend, session.id, session.header)  # or SessionLockedError
             if self.backend.exists(session.id):
+                hold.release()
                 raise SessionExistsError(
                     f"session {session.id!r} is already stored: resume it "
                     "(ctx.agents.resume) or choose another id"
                 )
-            writer = _Writer(session, key, 0, False)
+            writer = _Writer(session, key, 0, False, hold)
         _live[key] = writer
         self._writers[session.id] = writer
         # Events appended before publication (a seed, a resumed session's end-seed).
@@ -293,3 +307,4 @@ def _live_writer(key: tuple[str, str]) -> bool:
 def _release(writer: _Writer) -> None:
     if _live.get(writer.key) is writer:
         del _live[writer.key]
+    writer.hold.release()

@@ -15,6 +15,7 @@ from urllib.parse import quote
 from ..session import SessionHeader
 from ._backend import RawLog
 from ._codec import encode_header, encode_lines, parse_lines, unpack_rows
+from ._lease import FileLease
 from ._types import (
     CorruptLogError,
     Record,
@@ -25,10 +26,11 @@ from ._types import (
 )
 from ._zstd import compress_frame, decode_frames
 
-__all__ = ["JsonlBackend", "project_dir_name"]
+__all__ = ["JsonlBackend", "escape_id", "project_dir_name"]
 
 PLAIN = "session.jsonl"
 ZSTD = "session.jsonl.zstd"
+LOCK = "session.lock"
 NO_CWD = "_no-cwd"
 
 Compression = Literal["none", "zstd"]
@@ -42,7 +44,8 @@ def project_dir_name(cwd: str | None) -> str:
     return "--" + normalized.replace("/", "-").replace(":", "-") + "--"
 
 
-def _escape_id(session_id: str) -> str:
+def escape_id(session_id: str) -> str:
+    """A session id as one path component (percent-escaped)."""
     escaped = quote(session_id, safe="")
     return escaped if escaped not in (".", "..") else escaped.replace(".", "%2E")
 
@@ -80,7 +83,7 @@ class JsonlBackend:
 
     def locate(self, header: SessionHeader) -> SessionLocation:
         name = ZSTD if self.compression == "zstd" else PLAIN
-        path = self.root / project_dir_name(header.cwd) / _escape_id(header.id) / name
+        path = self.root / project_dir_name(header.cwd) / escape_id(header.id) / name
         return SessionLocation(self.name, path)
 
     def _find(self, session_id: str, *, refresh: bool = False) -> Path | None:
@@ -88,7 +91,7 @@ class JsonlBackend:
             known = self._known.get(session_id)
         if known is not None and known.path.exists():
             return known.path
-        path = self._indexed(refresh).get(_escape_id(session_id))
+        path = self._indexed(refresh).get(escape_id(session_id))
         if path is None or not path.is_file():
             return None
         with self._lock:
@@ -123,6 +126,16 @@ class JsonlBackend:
     def exists(self, session_id: str) -> bool:
         return self._find(session_id) is not None
 
+    def acquire_writer(self, session_id: str, header: SessionHeader | None = None) -> FileLease:
+        """`session.lock` in the session's folder (beside its log, or where a new session's
+        log will be), the reference runtime's lock file."""
+        path = self._find(session_id) or self._find(session_id, refresh=True)
+        if path is None:
+            if header is None:
+                raise UnknownSessionError(f"no stored session {session_id!r} under {self.root}")
+            path = self.locate(header).path
+        return FileLease(path.parent / LOCK, session_id, remove_dir=True)
+
     # -- writing ---------------------------------------------------------------------------
 
     def create(self, header: SessionHeader, records: Sequence[Record], *, durable: bool) -> None:
@@ -154,7 +167,7 @@ class JsonlBackend:
         with self._lock:
             self._known[header.id] = _Known(path, len(records))
             if self._index is not None:
-                self._index[_escape_id(header.id)] = path
+                self._index[escape_id(header.id)] = path
 
     def append(self, session_id: str, records: Sequence[Record], *, durable: bool) -> None:
         path = self._require(session_id)

@@ -14,6 +14,8 @@ from typing import Any
 from ..session import SessionHeader
 from ._backend import RawLog
 from ._codec import encode_header
+from ._jsonl import escape_id
+from ._lease import FileLease
 from ._types import (
     CorruptLogError,
     Record,
@@ -87,6 +89,13 @@ class SqliteBackend:
 
     def locate(self, header: SessionHeader) -> SessionLocation:
         return SessionLocation(self.name, self.path)
+
+    def acquire_writer(self, session_id: str, header: SessionHeader | None = None) -> FileLease:
+        """A lock file per session beside the database: `<database>.locks/<id>.lock`."""
+        if header is None and not self.exists(session_id):
+            raise UnknownSessionError(f"no stored session {session_id!r} in {self.path}")
+        path = self.path.with_name(self.path.name + ".locks") / f"{escape_id(session_id)}.lock"
+        return FileLease(path, session_id)
 
     def exists(self, session_id: str) -> bool:
         with self._lock:

@@ -17,6 +17,7 @@ from ..session import ForkError, Session, SessionEvent, SessionHeader, SessionMe
 from ._backend import RawLog, SessionBackend
 from ._codec import records_of
 from ._coordinator import WriteCoordinator
+from ._lease import hold_writer
 from ._repair import open_turn, repair_closers
 from ._types import (
     CorruptLogError,
@@ -24,6 +25,7 @@ from ._types import (
     PersistenceError,
     SessionLiveError,
     SessionLocation,
+    SessionLockedError,
     StoredLog,
 )
 
@@ -59,7 +61,12 @@ class StoredSessions:
 
     async def create(self, header: SessionHeader) -> None:
         self._refuse_live(header.id, "created")
-        await asyncio.to_thread(self.backend.create, header, [], durable=True)
+
+        def write() -> None:
+            with self._writing(header.id, header):
+                self.backend.create(header, [], durable=True)
+
+        await asyncio.to_thread(write)
 
     async def append(self, session_id: str, events: Sequence[SessionEvent]) -> None:
         self._refuse_live(session_id, "appended to from outside its writer")
@@ -69,7 +76,7 @@ class StoredSessions:
 
         def write() -> None:
             records = records_of(events)
-            with _commit_lock(self.backend.store_id, session_id):
+            with self._writing(session_id), _commit_lock(self.backend.store_id, session_id):
                 self.backend.append(session_id, records, durable=True)
 
         await asyncio.to_thread(write)
@@ -82,9 +89,14 @@ class StoredSessions:
         _check(signal)
         await self.coordinator.settle(session_id)
         self._refuse_live(session_id, "prepared again")
-        session, stored = await asyncio.to_thread(self._prepare_sync, session_id)
-        _check(signal)
-        self.coordinator.expect(session, stored)
+        hold = await asyncio.to_thread(hold_writer, self.backend, session_id)
+        try:
+            session, stored = await asyncio.to_thread(self._prepare_sync, session_id)
+            _check(signal)
+        except BaseException:
+            hold.release()
+            raise
+        self.coordinator.expect(session, stored, hold)  # the writer takes the lease over
         return session
 
     def _prepare_sync(self, session_id: str) -> tuple[Session, int]:
@@ -98,9 +110,19 @@ class StoredSessions:
             session = Session.create(session_id, seed=log.events, header=log.header)
         return session, len(log.events)
 
+    @contextmanager
+    def _writing(self, session_id: str, header: SessionHeader | None = None) -> Iterator[None]:
+        """Hold the session's writer lease for one write from outside its writer."""
+        hold = hold_writer(self.backend, session_id, header)
+        try:
+            yield
+        finally:
+            hold.release()
+
     async def load(self, session_id: str) -> StoredLog:
         """The balanced stored log. A cold log ending inside a turn is repaired (committed);
-        a live session is flushed first, and refused while a turn is open."""
+        a live session is flushed first, and refused while a turn is open. A session another
+        process writes is read as it is, and `SessionLockedError` when it needs a repair."""
         await self.coordinator.settle(session_id)
         flushed = await self.coordinator.flush_live(session_id)
         if flushed or self.coordinator.is_live(session_id):  # live here, or in another runtime
@@ -111,8 +133,21 @@ class StoredSessions:
                     "(use inspect() for a read-only view)"
                 )
             return replace(log, live=True)
-        log, _ = await asyncio.to_thread(self._read_sync, session_id, commit=True)
-        return log
+        return await asyncio.to_thread(self._load_cold, session_id)
+
+    def _load_cold(self, session_id: str) -> StoredLog:
+        try:
+            hold = hold_writer(self.backend, session_id)
+        except SessionLockedError:
+            # Live in another process: read, and repair nothing under its writer.
+            log, _ = self._read_sync(session_id, commit=False)
+            if log.repair or log.torn_bytes:
+                raise
+            return replace(log, live=True)
+        try:
+            return self._read_sync(session_id, commit=True)[0]
+        finally:
+            hold.release()
 
     async def inspect(self, session_id: str, signal: CancelSignal | None = None) -> StoredLog:
         """A read-only view: the stored events, plus (for a cold log) the repair that loading

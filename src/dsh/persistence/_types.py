@@ -24,6 +24,7 @@ __all__ = [
     "SessionExistsError",
     "SessionLiveError",
     "SessionLocation",
+    "SessionLockedError",
     "SessionPersistence",
     "StoredLog",
     "UnknownSessionError",
@@ -49,6 +50,19 @@ class SessionLiveError(PersistenceError):
 
 class SeqMismatchError(PersistenceError):
     """An append whose first seq is not the stored next seq."""
+
+
+class SessionLockedError(PersistenceError):
+    """Another process writes this session: it holds the session's writer lease."""
+
+    def __init__(self, session_id: str, holder: str, where: object = None) -> None:
+        place = f", {where}" if where is not None else ""
+        super().__init__(
+            f"session {session_id!r} is open in another process ({holder}{place}): "
+            "wait for it to finish, or stop it, then try again"
+        )
+        self.session_id = session_id
+        self.holder = holder
 
 
 class CorruptLogError(PersistenceError):

@@ -39,6 +39,7 @@ from ._types import (
     Record,
     SeqMismatchError,
     SessionExistsError,
+    SessionLockedError,
     UnknownSessionError,
 )
 
@@ -53,6 +54,7 @@ __all__ = [
     "test_backend_never_overwrites",
     "test_backend_read_from_seq",
     "test_backend_unknown_session",
+    "test_backend_writer_lease_is_exclusive",
     "test_crash_repair_closes_the_open_turn_once",
     "test_failed_write_surfaces_at_flush_and_is_retried",
     "test_fork_of_a_stored_session",
@@ -222,6 +224,26 @@ def test_backend_headers_list_sessions_with_events(backend_factory: BackendFacto
         return [h.id for h in await StoredSessions(backend).list()]
 
     assert "s-listed" in _run(listed)
+
+
+def test_backend_writer_lease_is_exclusive(backend_factory: BackendFactory) -> None:
+    """One writer per session: a second claim (another instance stands for another process)
+    is refused, naming the holder, until the first is released."""
+    one, two = backend_factory(), backend_factory()
+    header = _header("s-lease")
+    lease = one.acquire_writer("s-lease", header)  # a session not stored yet
+    with pytest.raises(SessionLockedError, match="'s-lease' is open in another process"):
+        two.acquire_writer("s-lease", header)
+    two.acquire_writer("s-free", _header("s-free")).release()  # other sessions are free
+    lease.release()
+    lease.release()  # idempotent
+    _stored(one, "s-lease")
+    again = two.acquire_writer("s-lease")  # a stored session: no header needed
+    with pytest.raises(SessionLockedError):
+        one.acquire_writer("s-lease")
+    again.release()
+    with pytest.raises(UnknownSessionError):
+        one.acquire_writer("s-never-stored")
 
 
 # -- the seam over the backend -----------------------------------------------------------------
