@@ -67,8 +67,8 @@ class _Writer:
         self.key = key
         self.hold = hold
         """This process's claim on the session's writer lease, released with the writer (or
-        when a writer that was never released is collected)."""
-        weakref.finalize(self, hold.release)
+        once a writer that was never released is collected)."""
+        hold.release_when_collected(self)
         self.cursor = cursor
         """The seq of the next event to store (seeded, stored events are never re-appended)."""
         self.materialized = stored
@@ -114,7 +114,7 @@ class WriteCoordinator:
         """`session` was seeded from the store, whose first `stored` events it holds; `hold`
         is its writer lease, passed on to its writer (released if it is never published)."""
         self._prepared[session] = (stored, hold)
-        weakref.finalize(session, hold.release)
+        hold.release_when_collected(session)
 
     async def settle(self, session_id: str) -> None:
         """Wait for the final drain of a session that was just disposed."""

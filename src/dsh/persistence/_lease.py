@@ -15,6 +15,7 @@ import os
 import socket
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -113,6 +114,10 @@ class WriterHold:
     released: bool = False
 
     def release(self) -> None:
+        _release_orphans()
+        self._release()
+
+    def _release(self) -> None:
         with _held_guard:
             if self.released:
                 return
@@ -124,6 +129,20 @@ class WriterHold:
             del _held[self.key]
         shared.lease.release()
 
+    def release_when_collected(self, owner: object) -> None:
+        """Release this claim once `owner` is garbage (if nothing released it before)."""
+        # A finalizer may run inside any allocation, even under `_held_guard`: it only
+        # queues the claim, which the next claim or release of this process gives up.
+        weakref.finalize(owner, _orphans.append, self)
+
+
+_orphans: list[WriterHold] = []
+
+
+def _release_orphans() -> None:
+    while _orphans:
+        _orphans.pop()._release()
+
 
 def hold_writer(
     backend: SessionBackend, session_id: str, header: SessionHeader | None = None
@@ -131,6 +150,7 @@ def hold_writer(
     """A claim on `session_id`'s writer lease: the backend's lease is acquired by the first
     claim of this process and released with the last. Raises `SessionLockedError` while
     another process holds it."""
+    _release_orphans()
     key = (backend.store_id, session_id)
     with _held_guard:
         shared = _held.get(key)
