@@ -92,3 +92,53 @@ def test_a_session_has_one_writer_process(tmp_path: Path, backend: str) -> None:
     if backend == "jsonl":
         (log,) = (tmp_path / "sessions").rglob("session.jsonl")
         assert os.listdir(log.parent) == ["session.jsonl"]
+
+
+def test_a_corrupt_log_is_one_line_and_repair_keeps_the_valid_part(tmp_path: Path) -> None:
+    first = profile(tmp_path, "first", [{"tool": "shout", "args": {"text": "a"}}, "Done."], "jsonl")
+    ws = str(workspace(tmp_path))
+    created = dsh(tmp_path, "run", "--yes", "--profile", str(first), *SCRIPTED, "--cwd", ws, "go")
+    assert created.returncode == 0, created.stderr
+    session_id = created.stderr.split("session ")[-1].split(" ")[0]
+    (log,) = (tmp_path / "sessions").rglob("session.jsonl")
+    lines = log.read_bytes().split(b"\n")
+    lines[9] = b"\x00\x01 binary junk \xff"  # line 10
+    log.write_bytes(b"\n".join(lines))
+    later = profile(tmp_path, "later", ["Resumed."], "jsonl")
+
+    for command in (["show", session_id], ["resume", session_id, "again", "--profile", str(later)]):
+        failed = dsh(tmp_path, "sessions", *command, *SCRIPTED[: 4 if "resume" in command else 0])
+        assert failed.returncode == 2, failed.stderr
+        assert failed.stderr == (
+            f"dsh: {log}: line 10: not UTF-8 (byte 0xff at column 16) "
+            f"(`dsh sessions repair {session_id}` keeps what is valid)\n"
+        )
+
+    repaired = dsh(tmp_path, "sessions", "repair", session_id)
+    assert repaired.returncode == 0, repaired.stderr
+    (side,) = log.parent.glob("session.rejected-*.jsonl")
+    assert repaired.stdout.startswith(f"kept 8 events of {log}; moved ")
+    assert repaired.stdout.rstrip().endswith(f"to {side}")
+    assert side.read_bytes().startswith(b"\x00\x01 binary junk \xff\n")
+    resumed = dsh(
+        tmp_path, "sessions", "resume", session_id, "again", "--profile", str(later), *SCRIPTED
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.strip() == "Resumed."
+    intact = dsh(tmp_path, "sessions", "repair", session_id)
+    assert intact.stdout.startswith(f"{log}: intact, nothing to repair")
+
+
+def test_an_unknown_log_version_is_refused_and_not_repaired(tmp_path: Path) -> None:
+    root = tmp_path / "sessions" / "--w--" / "session-v4"
+    root.mkdir(parents=True)
+    log = root / "session.jsonl"
+    header = {"type": "session", "version": 4, "id": "session-v4", "createdAt": 1, "cwd": "/w"}
+    log.write_text(json.dumps(header) + "\n")
+    shown = dsh(tmp_path, "sessions", "show", "session-v4")
+    assert shown.returncode == 2
+    assert shown.stderr.startswith(f"dsh: {log}: line 1: unsupported session format version 4 ")
+    assert shown.stderr.count("\n") == 1
+    repaired = dsh(tmp_path, "sessions", "repair", "session-v4")
+    assert repaired.returncode == 2 and "nothing can be kept" in repaired.stderr
+    assert log.read_text() == json.dumps(header) + "\n"

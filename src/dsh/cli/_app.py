@@ -163,6 +163,17 @@ def sessions_show(
     _exit_with(show_session(profile, session_id, json_))
 
 
+@sessions_app.command("repair")
+def sessions_repair(
+    session_id: Annotated[str, typer.Argument(help="The session id.")],
+    profile: ProfileOption = None,
+) -> None:
+    """Cut a corrupt log back to its valid part; the rest is moved to a file beside it."""
+    from ._sessions import repair_session
+
+    _exit_with(repair_session(profile, session_id))
+
+
 @sessions_app.command("resume")
 def sessions_resume(
     session_id: Annotated[str, typer.Argument(help="The session id.")],

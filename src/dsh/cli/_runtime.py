@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..agent import AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
 from ..kernel import Context, Profile, boot, load_profile
-from ..persistence import PersistenceError
+from ..persistence import CorruptLogError, PersistenceError
 from ..session import SessionMeta
 
 DEFAULT_PROVIDER = "deepseek-official"
@@ -96,5 +96,12 @@ async def resume_agent(ctx: Context, route: Route, session_id: str) -> AgentHand
         )
     except (KeyError, LookupError, FileNotFoundError) as exc:
         raise CliError(f"no session {session_id!r} to resume: {exc}") from None
-    except PersistenceError as exc:  # open in another process, or a corrupt log
+    except CorruptLogError as exc:
+        raise CliError(corrupt_log(exc, session_id)) from None
+    except PersistenceError as exc:  # open in another process
         raise CliError(str(exc)) from None
+
+
+def corrupt_log(exc: CorruptLogError, session_id: str) -> str:
+    """The one line for a corrupt log: where and what, then what to do."""
+    return f"{exc} (`dsh sessions repair {session_id}` keeps what is valid)"

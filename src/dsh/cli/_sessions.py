@@ -1,4 +1,4 @@
-"""`dsh sessions list | show ID | resume ID [task]`: persisted sessions."""
+"""`dsh sessions list | show ID | resume ID [task] | repair ID`: persisted sessions."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..kernel import Context, boot
 from ..llm import Message
 from ._render import call_summary, describe_end, result_summary
-from ._runtime import CliError, build_profile
+from ._runtime import CliError, build_profile, corrupt_log
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -52,13 +52,15 @@ async def list_sessions(profile: list[Path] | None, as_json: bool) -> int:
 async def show_session(profile: list[Path] | None, session_id: str, as_json: bool) -> int:
     from rich.console import Console
 
-    from ..persistence import UnknownSessionError
+    from ..persistence import CorruptLogError, UnknownSessionError
 
     ctx, persistence = await _persistence(profile)
     try:
         stored = await persistence.inspect(session_id)
     except UnknownSessionError:
         raise CliError(f"no stored session {session_id!r} (see `dsh sessions list`)") from None
+    except CorruptLogError as exc:
+        raise CliError(corrupt_log(exc, session_id)) from None
     finally:
         await ctx.owner.dispose()
     if as_json:
@@ -77,6 +79,27 @@ async def show_session(profile: list[Path] | None, session_id: str, as_json: boo
         _transcript_line(console, event)
     if stored.repair:
         console.print("(the log ends in an interrupted turn; resuming repairs it)", style="dim")
+    return 0
+
+
+async def repair_session(profile: list[Path] | None, session_id: str) -> int:
+    from ..persistence import UnknownSessionError
+
+    ctx, persistence = await _persistence(profile)
+    try:
+        report = await persistence.salvage(session_id)
+    except UnknownSessionError:
+        raise CliError(f"no stored session {session_id!r} (see `dsh sessions list`)") from None
+    finally:
+        await ctx.owner.dispose()
+    if report.side_file is None:
+        print(f"{report.location}: intact, nothing to repair ({report.kept} events)")
+    else:
+        print(
+            f"kept {report.kept} events of {report.location}; moved {report.moved} "
+            f"line{'s' if report.moved != 1 else ''} ({report.moved_bytes} bytes) to "
+            f"{report.side_file}"
+        )
     return 0
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..session import SessionHeader
-from ._types import Record, SessionLocation
+from ._types import Record, Salvage, SessionLocation
 
 __all__ = ["RawLog", "SessionBackend", "WriterLease"]
 
@@ -15,15 +15,25 @@ __all__ = ["RawLog", "SessionBackend", "WriterLease"]
 @dataclass(frozen=True, slots=True)
 class RawLog:
     """A stored log as parsed JSON: the header line and the event rows (packed rows already
-    expanded). `torn_bytes`: the size of a torn tail that was found (and truncated if asked)."""
+    expanded). `torn_bytes`: the size of a torn tail that was found (and truncated if asked).
+    For messages: `source` names the log (its file; a database and session), `locate` where
+    row `index` is (-1: the header), e.g. `…/session.jsonl: line 7`."""
 
     header: Mapping[str, Any]
     rows: list[Mapping[str, Any]]
     torn_bytes: int = 0
+    source: str = "the log"
+    locate: Callable[[int], str] | None = field(default=None, compare=False)
 
     @property
     def next_seq(self) -> int:
         return int(self.rows[-1]["seq"]) + 1 if self.rows else 0
+
+    def where(self, index: int) -> str:
+        """Where row `index` (-1: the header) is stored."""
+        if self.locate is not None:
+            return self.locate(index)
+        return f"{self.source}: " + ("header" if index < 0 else f"event row {index + 1}")
 
 
 class WriterLease(Protocol):
@@ -86,6 +96,14 @@ class SessionBackend(Protocol):
 
     def headers(self) -> list[Mapping[str, Any]]:
         """The header lines of every stored session that has at least one event."""
+        ...
+
+    def salvage(self, session_id: str, keep: Callable[[RawLog], int]) -> Salvage:
+        """Cut a corrupt log back to a valid prefix (an explicit repair, never automatic):
+        read the longest prefix that parses (a `RawLog`, header included), keep its first
+        `keep(prefix)` events and move everything stored after them, as stored, to a side
+        file (its path in the result). `keep` raises `CorruptLogError` when nothing can be
+        kept; then nothing changes. An intact log is left as it is (`side_file` None)."""
         ...
 
     def close(self) -> None: ...

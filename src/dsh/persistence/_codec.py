@@ -13,11 +13,14 @@ from ._types import CorruptLogError, Record
 
 __all__ = [
     "PACKED_TYPES",
+    "LinePrefix",
     "ParsedLines",
     "encode_header",
     "encode_lines",
     "encode_text",
+    "packed_size",
     "parse_lines",
+    "parse_prefix",
     "records_of",
     "unpack_rows",
 ]
@@ -84,18 +87,57 @@ def parse_lines(data: bytes, where: str) -> ParsedLines:
 
 
 def _parse_slowly(body: bytes, torn: int, where: str, cause: Exception | None) -> ParsedLines:
-    lines = body.split(b"\n")[:-1]
+    prefix = parse_prefix(body)
+    if prefix.problem is None:
+        return ParsedLines(prefix.values, prefix.valid_bytes, torn)
+    if prefix.bad_line == body.count(b"\n"):  # the last line: a torn tail
+        return ParsedLines(prefix.values, prefix.valid_bytes, len(body) - prefix.valid_bytes + torn)
+    raise CorruptLogError(f"{where}: {prefix.problem}") from cause
+
+
+@dataclass(frozen=True, slots=True)
+class LinePrefix:
+    """The lines of a text that parse, up to the first that does not."""
+
+    values: list[Any]
+    valid_bytes: int
+    """The length of the lines that parsed (with their newlines)."""
+    bad_line: int | None = None
+    """The number (1-based) of the first line that did not parse."""
+    problem: str | None = None
+    """What is wrong with it: `line N: not JSON (…)` / `line N: not UTF-8 (…)`."""
+
+
+def parse_prefix(body: bytes) -> LinePrefix:
+    """Parse the newline-terminated lines of `body` up to the first one that is not JSON."""
     values: list[Any] = []
     offset = 0
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(body.split(b"\n")[:-1], 1):
         try:
             values.append(json.loads(line.decode("utf-8")))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            if number == len(lines):
-                return ParsedLines(values, offset, torn + len(line) + 1)
-            raise CorruptLogError(f"{where}: line {number} is not JSON ({exc})") from cause
+        except UnicodeDecodeError as exc:
+            problem = f"not UTF-8 (byte 0x{line[exc.start]:02x} at column {exc.start + 1})"
+            return LinePrefix(values, offset, number, f"line {number}: {problem}")
+        except json.JSONDecodeError as exc:
+            problem = f"not JSON ({exc.msg} at column {exc.colno})"
+            return LinePrefix(values, offset, number, f"line {number}: {problem}")
+        except RecursionError:
+            return LinePrefix(values, offset, number, f"line {number}: not JSON (nested too deep)")
         offset += len(line) + 1
-    return ParsedLines(values, offset, torn)
+    return LinePrefix(values, offset)
+
+
+def packed_size(row: Any) -> int:
+    """How many events a log row stands for: the members of a packed row, else 1."""
+    if isinstance(row, dict) and row.get("type") in PACKED_TYPES:
+        data = row.get("data")
+        members = (
+            data.get("args" if row["type"] == "tool-call-chunks" else "texts")
+            if isinstance(data, dict)
+            else None
+        )
+        return len(members) if isinstance(members, list) else 1
+    return 1
 
 
 def unpack_rows(rows: Sequence[Any], where: str) -> list[Mapping[str, Any]]:

@@ -11,18 +11,21 @@ import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from ..session import ForkError, Session, SessionEvent, SessionHeader, SessionMeta, import_events
 from ._backend import RawLog, SessionBackend
+from ._check import corrupt, valid_prefix
 from ._codec import records_of
 from ._coordinator import WriteCoordinator
-from ._lease import hold_writer
+from ._lease import WriterHold, hold_writer
 from ._repair import open_turn, repair_closers
 from ._types import (
     CorruptLogError,
     ForkSeed,
     PersistenceError,
+    Salvage,
     SessionLiveError,
     SessionLocation,
     SessionLockedError,
@@ -89,26 +92,31 @@ class StoredSessions:
         _check(signal)
         await self.coordinator.settle(session_id)
         self._refuse_live(session_id, "prepared again")
-        hold = await asyncio.to_thread(hold_writer, self.backend, session_id)
-        try:
-            session, stored = await asyncio.to_thread(self._prepare_sync, session_id)
-            _check(signal)
-        except BaseException:
+        session, stored, hold = await asyncio.to_thread(self._prepare_sync, session_id)
+        if signal is not None and signal.aborted:
             hold.release()
-            raise
+            signal.raise_if_aborted()
         self.coordinator.expect(session, stored, hold)  # the writer takes the lease over
         return session
 
-    def _prepare_sync(self, session_id: str) -> tuple[Session, int]:
-        with _bulk_load():
-            log, raw = self._read_sync(session_id, commit=True)
-            if len(log.events) != raw.next_seq + len(log.repair):
-                raise PersistenceError(
-                    f"session {session_id!r} holds legacy events whose import renumbered the "
-                    "log: it can be loaded and forked, not resumed in place"
-                )
-            session = Session.create(session_id, seed=log.events, header=log.header)
-        return session, len(log.events)
+    def _prepare_sync(self, session_id: str) -> tuple[Session, int, WriterHold]:
+        hold = hold_writer(self.backend, session_id)
+        try:
+            with _bulk_load():
+                log, raw = self._read_sync(session_id, commit=True)
+                if len(log.events) != raw.next_seq + len(log.repair):
+                    raise PersistenceError(
+                        f"session {session_id!r} holds legacy events whose import renumbered "
+                        "the log: it can be loaded and forked, not resumed in place"
+                    )
+                try:
+                    session = Session.create(session_id, seed=log.events, header=log.header)
+                except ValueError as exc:  # an event that breaks the log's rules
+                    raise corrupt(session_id, raw, exc) from None
+        except BaseException:
+            hold.release()
+            raise
+        return session, len(log.events), hold
 
     @contextmanager
     def _writing(self, session_id: str, header: SessionHeader | None = None) -> Iterator[None]:
@@ -171,7 +179,10 @@ class StoredSessions:
         def read() -> builtins.list[SessionEvent]:
             with _bulk_load():
                 raw = self.backend.read(session_id, from_seq=from_seq)
-                return import_events(raw.rows, session_id)
+                try:
+                    return import_events(raw.rows, session_id)
+                except ValueError as exc:
+                    raise CorruptLogError(f"{raw.source}: {exc}") from None
 
         return await asyncio.to_thread(read)
 
@@ -203,6 +214,19 @@ class StoredSessions:
         meta = SessionMeta(cwd=log.header.cwd, parent_session=source_id, seed_length=len(prefix))
         return ForkSeed(source_id, prefix, meta)
 
+    async def salvage(self, session_id: str) -> Salvage:
+        """Cut a corrupt log back to its longest valid prefix (structurally sound, importable,
+        seedable); the rest is moved, as stored, to a side file. An intact log is left as it
+        is. Refused for a session live here, or open in another process."""
+        await self.coordinator.settle(session_id)
+        self._refuse_live(session_id, "repaired")
+
+        def run() -> Salvage:
+            with self._writing(session_id), _commit_lock(self.backend.store_id, session_id):
+                return self.backend.salvage(session_id, partial(valid_prefix, session_id))
+
+        return await asyncio.to_thread(run)
+
     # -- reading ---------------------------------------------------------------------------
 
     def _read_sync(self, session_id: str, *, commit: bool) -> tuple[StoredLog, RawLog]:
@@ -220,11 +244,11 @@ class StoredSessions:
         raw = self.backend.read(session_id, truncate_torn=commit)
         try:
             header = SessionHeader.from_json(raw.header)
+            events = import_events(raw.rows, session_id)
         except ValueError as exc:
-            raise CorruptLogError(f"session {session_id!r}: {exc}") from None
+            raise corrupt(session_id, raw, exc) from None
         if header.id != session_id:
-            raise CorruptLogError(f"session {session_id!r}: its header names {header.id!r}")
-        events = import_events(raw.rows, session_id)
+            raise corrupt(session_id, raw, ValueError(f"the header names {header.id!r}"))
         repair = repair_closers(events)
         if repair and commit:
             if len(events) != raw.next_seq:

@@ -29,12 +29,13 @@ import pytest
 from ..kernel import Context
 from ..llm import TextBlock, ToolCallBlock, assistant_message, tool_result_message, user_message
 from ..session import Session, SessionEvent, SessionHeader, SessionPlugin, SessionStore
-from ._backend import SessionBackend
+from ._backend import RawLog, SessionBackend
 from ._codec import records_of
 from ._plugin import mount_persistence
 from ._repair import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
 from ._stored import StoredSessions
 from ._types import (
+    CorruptLogError,
     PersistenceError,
     Record,
     SeqMismatchError,
@@ -53,6 +54,7 @@ __all__ = [
     "test_backend_keeps_record_text_verbatim",
     "test_backend_never_overwrites",
     "test_backend_read_from_seq",
+    "test_backend_salvage_keeps_a_prefix_and_moves_the_rest_aside",
     "test_backend_unknown_session",
     "test_backend_writer_lease_is_exclusive",
     "test_crash_repair_closes_the_open_turn_once",
@@ -244,6 +246,38 @@ def test_backend_writer_lease_is_exclusive(backend_factory: BackendFactory) -> N
     again.release()
     with pytest.raises(UnknownSessionError):
         one.acquire_writer("s-never-stored")
+
+
+def test_backend_salvage_keeps_a_prefix_and_moves_the_rest_aside(
+    backend_factory: BackendFactory,
+) -> None:
+    backend = backend_factory()
+    session = _stored(backend, "s-salvage", turns=2)
+    seen: list[int] = []
+
+    def keep_five(prefix: RawLog) -> int:
+        seen.append(len(prefix.rows))
+        assert prefix.header["id"] == "s-salvage"
+        return 5
+
+    report = backend.salvage("s-salvage", keep_five)
+    assert seen == [session.seq] and report.kept == 5
+    assert report.side_file is not None and report.moved == session.seq - 5
+    assert report.side_file.stat().st_size == report.moved_bytes
+    texts = [r.text for r in records_of(session.events[5:])]
+    assert report.side_file.read_text().splitlines() == texts  # as stored
+    reopened = backend_factory()
+    assert [r["seq"] for r in reopened.read("s-salvage").rows] == [0, 1, 2, 3, 4]
+    reopened.append("s-salvage", records_of(session.events[5:6]), durable=True)  # continues
+    intact = reopened.salvage("s-salvage", lambda prefix: len(prefix.rows))
+    assert intact.kept == 6 and intact.side_file is None and intact.moved == 0
+
+    def nothing(prefix: RawLog) -> int:
+        raise CorruptLogError("nothing can be kept")
+
+    with pytest.raises(CorruptLogError):
+        reopened.salvage("s-salvage", nothing)
+    assert reopened.read("s-salvage").next_seq == 6  # unchanged
 
 
 # -- the seam over the backend -----------------------------------------------------------------

@@ -90,8 +90,13 @@ class SessionHeader:
         """Validate a header line. Only format version 0 is read."""
         if not isinstance(raw, Mapping) or raw.get("type") != "session":
             raise ValueError("not a session header (expected type 'session')")
+        if "version" not in raw:
+            raise ValueError("the session header has no version")
         if raw.get("version") != FORMAT_VERSION:
-            raise ValueError(f"unsupported session format version {raw.get('version')!r}")
+            raise ValueError(
+                f"unsupported session format version {raw.get('version')!r} "
+                f"(this runtime reads version {FORMAT_VERSION})"
+            )
         values: dict[str, Any] = {
             "id": _get(raw, "id", str),
             "created_at": _get(raw, "createdAt", int),

@@ -1,0 +1,153 @@
+"""Corrupt logs: one line naming the file, the line and the problem; repair keeps the valid
+prefix and moves the rest to a side file."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dsh.persistence import (
+    CorruptLogError,
+    JsonlBackend,
+    SqliteBackend,
+    StoredSessions,
+)
+from dsh.persistence._codec import records_of
+from dsh.persistence.conformance import closed_turn
+from dsh.session import Session, SessionHeader
+
+ID = "s-corrupt"
+
+
+def _stored(backend: JsonlBackend | SqliteBackend) -> Session:
+    session = Session.create(ID, header=SessionHeader(ID, 1, cwd="/w/p"))
+    closed_turn(session, 1)
+    closed_turn(session, 2)
+    backend.create(session.header, records_of(session.events), durable=True)
+    return session
+
+
+def _edit(lines: list[bytes], line: int, change: Callable[[dict[str, object]], object]) -> None:
+    """Replace line `line` (1-based) by `change` of its parsed value, as compact JSON."""
+    lines[line - 1] = json.dumps(change(json.loads(lines[line - 1]))).encode()
+
+
+def _without(key: str) -> Callable[[dict[str, object]], object]:
+    return lambda value: {k: v for k, v in value.items() if k != key}
+
+
+# (name, how the lines change, the expected message after the file name, events kept by repair)
+CORRUPTIONS: list[tuple[str, Callable[[list[bytes]], None], str, int | None]] = [
+    ("junk middle line", lambda ls: ls.__setitem__(5, b"junk"), "line 6: not JSON", 4),
+    (
+        "missing header version",
+        lambda ls: _edit(ls, 1, _without("version")),
+        "line 1: the session header has no version",
+        None,
+    ),
+    (
+        "unknown header version",
+        lambda ls: _edit(ls, 1, lambda h: {**h, "version": 4}),
+        "line 1: unsupported session format version 4",
+        None,
+    ),
+    ("duplicate seq", lambda ls: ls.insert(5, ls[4]), "line 6: seq 3 again (expected 4)", 4),
+    ("missing seq", lambda ls: ls.pop(4), "line 5: seq 4 where 3 was expected", 3),
+    (
+        "invalid UTF-8",
+        lambda ls: ls.__setitem__(3, ls[3].replace(b"prompt", b"pr\xffmpt")),
+        "line 4: not UTF-8",
+        2,
+    ),
+    ("empty file", lambda ls: ls.clear(), "empty file (no session header)", None),
+    (
+        "binary data",
+        lambda ls: ls.__setitem__(slice(None), [bytes(range(256))] * 3),
+        "line 1: not JSON",
+        None,
+    ),
+    (
+        "an event without data",
+        lambda ls: _edit(ls, 7, _without("data")),
+        "line 7: event seq 5 (",
+        5,
+    ),
+]
+
+
+def _corrupt(tmp_path: Path, change: Callable[[list[bytes]], None]) -> Path:
+    backend = JsonlBackend(tmp_path)
+    session = _stored(backend)
+    path = backend.locate(session.header).path
+    lines = path.read_bytes().split(b"\n")[:-1]
+    change(lines)
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    return path
+
+
+@pytest.mark.parametrize(("name", "change", "problem", "kept"), CORRUPTIONS)
+async def test_a_corrupt_log_is_one_line_naming_file_line_and_problem(
+    tmp_path: Path,
+    name: str,
+    change: Callable[[list[bytes]], None],
+    problem: str,
+    kept: int | None,
+) -> None:
+    path = _corrupt(tmp_path, change)
+    stored = StoredSessions(JsonlBackend(tmp_path))
+    for read in (stored.load, stored.prepare, stored.inspect):
+        with pytest.raises(CorruptLogError) as info:
+            await read(ID)
+        message = str(info.value)
+        assert message.startswith(f"{path}: {problem}"), message
+        assert "\n" not in message
+
+
+@pytest.mark.parametrize(("name", "change", "problem", "kept"), CORRUPTIONS)
+async def test_salvage_keeps_the_valid_prefix_and_moves_the_rest_aside(
+    tmp_path: Path,
+    name: str,
+    change: Callable[[list[bytes]], None],
+    problem: str,
+    kept: int | None,
+) -> None:
+    path = _corrupt(tmp_path, change)
+    before = path.read_bytes()
+    stored = StoredSessions(JsonlBackend(tmp_path))
+    if kept is None:  # nothing valid to keep: the log is left as it is
+        with pytest.raises(CorruptLogError, match="nothing can be kept"):
+            await stored.salvage(ID)
+        assert path.read_bytes() == before
+        return
+    report = await stored.salvage(ID)
+    assert report.kept == kept
+    assert report.side_file is not None
+    assert path.read_bytes() + report.side_file.read_bytes() == before  # nothing lost
+    assert report.moved_bytes == report.side_file.stat().st_size
+    log = await StoredSessions(JsonlBackend(tmp_path)).load(ID)  # valid again (repaired)
+    assert [e.seq for e in log.events] == list(range(len(log.events)))
+    again = await StoredSessions(JsonlBackend(tmp_path)).salvage(ID)
+    assert again.side_file is None and again.moved == 0  # intact: nothing to do
+
+
+async def test_sqlite_corruption_and_salvage(tmp_path: Path) -> None:
+    database = tmp_path / "sessions.sqlite3"
+    _stored(SqliteBackend(database))
+    with sqlite3.connect(database) as db:
+        db.execute("UPDATE events SET body = 'junk' WHERE seq = 5")
+    stored = StoredSessions(SqliteBackend(database))
+    with pytest.raises(CorruptLogError, match=rf"^{database}: session '{ID}', seq 5: not JSON"):
+        await stored.load(ID)
+    report = await stored.salvage(ID)
+    assert report.kept == 5 and report.side_file is not None
+    assert report.side_file.read_text().startswith("junk\n")
+    log = await StoredSessions(SqliteBackend(database)).load(ID)
+    assert [e.seq for e in log.events] == list(range(len(log.events)))
+    with sqlite3.connect(database) as db:
+        db.execute("DELETE FROM events WHERE seq = 3")
+    with pytest.raises(CorruptLogError, match=r"seq 4: seq 4 where 3 was expected"):
+        await StoredSessions(SqliteBackend(database)).load(ID)
