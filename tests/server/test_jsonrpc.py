@@ -122,6 +122,11 @@ async def test_lone_surrogates_in_a_prompt_and_in_events(harness: AsyncHarness) 
     seqs = [e["seq"] for e in result.events]
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
     assert result.finish_reason == "completed"
+    for method in ("session/prompt", "session/resume"):
+        params = {"sessionId": "s-\udfff", "contentBlocks": [{"type": "text", "text": "x"}]}
+        with pytest.raises(HarnessRpcError, match="sessionId: Input should be a valid") as bad:
+            await harness.request(method, params)
+        assert bad.value.code == -32602
 
 
 @pytest.mark.parametrize(

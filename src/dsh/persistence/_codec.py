@@ -37,11 +37,23 @@ def encode_text(value: Any) -> str:
 
 def records_of(events: Iterable[SessionEvent]) -> list[Record]:
     """Each event's log line: `SessionEvent.to_json()` as compact JSON."""
-    return [Record(e.seq, e.type, e.time, _dumps(e.to_json())) for e in events]
+    return [Record(e.seq, e.type, e.time, _storable(_dumps(e.to_json()))) for e in events]
 
 
 def encode_header(header: SessionHeader) -> str:
-    return _dumps(header.to_json())
+    return _storable(_dumps(header.to_json()))
+
+
+def _storable(text: str) -> str:
+    """JSON text that every store can encode: a lone surrogate (from a log written before
+    text was cleaned, a surrogate-escaped path) becomes its `\\uXXXX` escape, the same value."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json_bytes(text).decode("utf-8")
+    return text
 
 
 def encode_lines(texts: Sequence[str]) -> bytes:

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..llm import json_bytes
+from ..llm import clean_text, json_bytes
 from ..session import SessionHeader
 from ._backend import RawLog
 from ._codec import encode_header
@@ -110,7 +110,7 @@ class SqliteBackend:
             try:
                 db.execute(
                     "INSERT INTO sessions (id, header, cwd, created_at) VALUES (?, ?, ?, ?)",
-                    (header.id, encode_header(header), header.cwd, header.created_at),
+                    (header.id, encode_header(header), _cwd(header), header.created_at),
                 )
             except sqlite3.IntegrityError:
                 raise SessionExistsError(f"session {header.id!r} is already stored") from None
@@ -197,6 +197,11 @@ class SqliteBackend:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _cwd(header: SessionHeader) -> str | None:
+    """The cwd column (informational; the header keeps the exact value)."""
+    return None if header.cwd is None else clean_text(header.cwd)
 
 
 def _parsed(

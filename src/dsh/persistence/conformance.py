@@ -55,6 +55,7 @@ __all__ = [
     "test_backend_never_overwrites",
     "test_backend_read_from_seq",
     "test_backend_salvage_keeps_a_prefix_and_moves_the_rest_aside",
+    "test_backend_stores_lone_surrogates",
     "test_backend_unknown_session",
     "test_backend_writer_lease_is_exclusive",
     "test_crash_repair_closes_the_open_turn_once",
@@ -157,6 +158,20 @@ def test_backend_keeps_record_text_verbatim(backend_factory: BackendFactory) -> 
     rows = backend_factory().read("s-verbatim").rows
     assert [_compact(r) for r in rows] == texts
     assert [list(r) for r in rows] == [list(json.loads(t)) for t in texts]
+
+
+def test_backend_stores_lone_surrogates(backend_factory: BackendFactory) -> None:
+    """Text that UTF-8 cannot encode (a lone UTF-16 surrogate) is stored as its escape and
+    reads back as the same value; it never fails a write."""
+    backend = backend_factory()
+    header = SessionHeader("s-surrogate", 1, cwd="/tmp/dsh-conformance/bad\udcffdir")
+    session = Session.create("s-surrogate", header=header)
+    session.append("session/title", {"title": "half \ud83d emoji"})
+    backend.create(session.header, records_of(session.events[:1]), durable=False)
+    backend.append("s-surrogate", records_of(session.events[1:]), durable=True)
+    log = backend_factory().read("s-surrogate")
+    assert log.header["cwd"] == header.cwd
+    assert log.rows[0]["data"] == {"title": "half \ud83d emoji"}
 
 
 def test_backend_append_requires_the_next_seq(backend_factory: BackendFactory) -> None:

@@ -157,15 +157,13 @@ class PromptBlock(BaseModel):
         return ImageBlock(clean_json(self.attachment or {}))
 
 
-class PromptParams(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    session_id: str = Field(alias="sessionId", min_length=1)
-    content_blocks: list[PromptBlock] = Field(alias="contentBlocks", min_length=1)
-
-
 class SessionParams(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    session_id: str = Field(alias="sessionId", min_length=1)
+    session_id: str = Field(alias="sessionId", min_length=1)  # pydantic refuses lone surrogates
+
+
+class PromptParams(SessionParams):
+    content_blocks: list[PromptBlock] = Field(alias="contentBlocks", min_length=1)
 
 
 def params_error(method: str, exc: ValidationError) -> RpcError:
