@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ from dsh.loop import ReactLoopAgent
 from dsh.plugins.invariants import INVARIANTS
 from dsh.profiles import CORE_ROWS
 from dsh.session import SessionMeta
-from dsh.testing import ScriptedModel
+from dsh.testing import PostgresServer, PostgresUnavailableError, ScriptedModel
 
 _ids = itertools.count(1)
 
@@ -66,7 +66,28 @@ def session_root(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     """Sessions of the default profile go to a temporary root, never to ~/.dsh."""
     root = tmp_path_factory.mktemp("sessions")
     monkeypatch.setenv("DSH_SESSION_ROOT", str(root))
+    # The user's own settings (hooks in ~/.claude or ~/.dsh) never take part in a test.
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("DSH_HOME", str(home / ".dsh"))
     return root
+
+
+@pytest.fixture
+def ctx_plugins() -> Sequence[Any]:
+    """What the `ctx` fixture loads: plugins, or `(plugin, config)` pairs. A test folder's
+    conftest (or a test module) overrides it."""
+    return ()
+
+
+@pytest.fixture
+async def ctx(ctx_plugins: Sequence[Any]) -> AsyncIterator[Context]:
+    """A root context with `ctx_plugins` loaded; disposed after the test."""
+    async with Context() as root:
+        for item in ctx_plugins:
+            plugin, config = item if isinstance(item, tuple) else (item, None)
+            await root.plugin(plugin, config)
+        yield root
 
 
 @pytest.fixture
@@ -82,3 +103,20 @@ async def runtime() -> AsyncIterator[Runtime]:
         await handle.dispose()
     await ctx.owner.dispose()
     assert invariants.violations == [], invariants.violations
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the test session (initdb into a temporary folder)."""
+    try:
+        server = PostgresServer(fsync=False).start()
+    except PostgresUnavailableError as exc:
+        pytest.skip(f"no PostgreSQL server to test against: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """A fresh, empty database on the test session's PostgreSQL server."""
+    return postgres_server.database()

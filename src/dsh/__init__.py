@@ -1,7 +1,9 @@
 """dsh: an agent harness in which everything is a plugin.
 
-The curated public surface. Packages (`dsh.kernel`, `dsh.llm`, `dsh.session`, `dsh.prompt`,
-`dsh.tools`, `dsh.agent`, `dsh.loop`, `dsh.testing`) export the rest of their own API.
+The curated public surface: `dsh.Agent` (the facade) and what its users need, then the
+lower-level pieces it is built from. Packages (`dsh.kernel`, `dsh.llm`, `dsh.session`,
+`dsh.events`, `dsh.prompt`, `dsh.tools`, `dsh.agent`, `dsh.loop`, `dsh.testing`) export the
+rest of their own API. Everything loads on first use, so `import dsh` stays light.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -9,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 
 if TYPE_CHECKING:
+    from . import events
     from .agent import (
-        Agent,
         AgentHandle,
         AgentOptions,
         CancelCause,
@@ -19,6 +21,16 @@ if TYPE_CHECKING:
         RunResult,
         run_prompt,
         session_events,
+    )
+    from .facade import (
+        Agent,
+        JsonlStore,
+        MemoryStore,
+        ModelSettings,
+        OutputValidationError,
+        RunError,
+        SqliteStore,
+        StreamedRun,
     )
     from .kernel import (
         Aborted,
@@ -32,13 +44,26 @@ if TYPE_CHECKING:
         load_profile,
     )
     from .llm import Message, user_message
-    from .session import SessionMeta
-    from .tools import tool
+    from .plugins.approval import ApprovalRequest
+    from .session import SessionMeta, Usage
+    from .tools import Decision, tool
 
 _LAZY = {
     **dict.fromkeys(
         [
             "Agent",
+            "JsonlStore",
+            "MemoryStore",
+            "ModelSettings",
+            "OutputValidationError",
+            "RunError",
+            "SqliteStore",
+            "StreamedRun",
+        ],
+        "dsh.facade",
+    ),
+    **dict.fromkeys(
+        [
             "AgentHandle",
             "AgentOptions",
             "CancelCause",
@@ -64,20 +89,26 @@ _LAZY = {
         ],
         "dsh.kernel",
     ),
+    "ApprovalRequest": "dsh.plugins.approval",
+    "Decision": "dsh.tools",
     "Message": "dsh.llm",
     "user_message": "dsh.llm",
     "SessionMeta": "dsh.session",
+    "Usage": "dsh.session",
     "tool": "dsh.tools",
 }
+_SUBPACKAGES = frozenset({"events"})
 
 
 def __getattr__(name: str) -> Any:
     """Load the public names on first use, so `import dsh` stays light."""
+    import importlib
+
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"dsh.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'dsh' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
@@ -88,20 +119,31 @@ __all__ = [
     "Agent",
     "AgentHandle",
     "AgentOptions",
+    "ApprovalRequest",
     "CancelCause",
     "CancelSignal",
     "CompositionError",
     "Context",
     "CreateAgentOptions",
+    "Decision",
     "EventSpec",
+    "JsonlStore",
+    "MemoryStore",
     "Message",
     "Mode",
+    "ModelSettings",
+    "OutputValidationError",
     "ResumeAgentOptions",
+    "RunError",
     "RunResult",
     "ServiceKey",
     "SessionMeta",
+    "SqliteStore",
+    "StreamedRun",
+    "Usage",
     "__version__",
     "boot",
+    "events",
     "load_profile",
     "run_prompt",
     "session_events",

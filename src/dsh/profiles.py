@@ -30,9 +30,15 @@ DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
     {"id": "deepseek", "name": "deepseek"},
     {"id": "retry", "name": "retry"},
     {"id": "builtin-tools", "name": "builtin_tools"},
+    {"id": "sandbox", "name": "sandbox", "config": {"mode": "workspace-write"}},
+    {"id": "spill", "name": "spill"},
+    {"id": "web-fetch", "name": "tool_web_fetch"},
     {"id": "tool-timeout", "name": "tool_timeout"},
     {"id": "repeat-reminder", "name": "repeat_reminder"},
     {"id": "approval", "name": "approval"},
+    # After approval: its tools/pre-execute listener is inner, so approval sees the hooks'
+    # decision (an ask from a hook goes through the one approval service).
+    {"id": "hooks", "name": "hooks"},
     {"id": "jobs", "name": "jobs"},
     {"id": "subagents", "name": "subagents"},
     {"id": "compaction", "name": "compaction"},

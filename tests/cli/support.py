@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -37,6 +38,22 @@ def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     }
 
 
+def loopback_env(tmp_path: Path, base_url: str, **extra: str) -> dict[str, str]:
+    """`cli_env` with the DeepSeek route pointed at a loopback server (a placeholder key)."""
+    return cli_env(tmp_path, DEEPSEEK_BASE_URL=base_url, DEEPSEEK_API_KEY="sk-loopback", **extra)
+
+
+async def run_dsh(env: dict[str, str], *args: str) -> tuple[int, str, str]:
+    """`dsh ARGS` in a child process, awaited without blocking the event loop (a loopback
+    server of the test may be serving on it): exit code, stdout, stderr."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, *DSH, *args, env=env, stdout=-1, stderr=-1
+    )
+    out, err = await asyncio.wait_for(child.communicate(), 300)
+    assert child.returncode is not None
+    return child.returncode, out.decode(), err.decode()
+
+
 def workspace(tmp_path: Path) -> Path:
     path = tmp_path / "ws"
     path.mkdir(exist_ok=True)
@@ -63,11 +80,6 @@ def loopback_model(tmp_path: Path, script: list[Any]) -> Iterator[tuple[str, Pat
     finally:
         server.terminate()
         server.wait(timeout=10)
-
-
-def model_env(tmp_path: Path, url: str) -> dict[str, str]:
-    """A CLI child's environment with the DeepSeek route pointed at a loopback server."""
-    return cli_env(tmp_path, DEEPSEEK_BASE_URL=url, DEEPSEEK_API_KEY="sk-test")
 
 
 def recorded_bodies(record: Path) -> list[Any]:

@@ -66,7 +66,9 @@ def test_json_prints_one_event_per_line(tmp_path: Path) -> None:
     events = [json.loads(line) for line in result.stdout.splitlines()]
     types = [e["type"] for e in events]
     assert types[0] == "agent/inbox/spliced" and types[-1] == "turn/end"
-    assert [e["seq"] for e in events] == list(range(len(events)))
+    # Contiguous from the prompt on (the agent's creation logged `sandbox/mode` before it).
+    first = events[0]["seq"]
+    assert [e["seq"] for e in events] == list(range(first, first + len(events)))
 
 
 def test_missing_deepseek_key_is_a_clear_message(tmp_path: Path) -> None:
@@ -137,3 +139,12 @@ def test_sessions_list_show_and_resume(tmp_path: Path) -> None:
         if json.loads(line)["type"] == "turn/start"
     ]
     assert turns == [1, 2]
+
+
+def test_a_retry_line_says_what_failed(tmp_path: Path) -> None:
+    waited = "deepseek-official: no data for 60s while waiting for the response to start"
+    result = dsh(tmp_path, [{"fail": "TIMEOUT", "message": waited}, "Recovered."], "hello")
+    assert result.returncode == 0, result.stderr
+    shown = " ".join(result.stderr.split())  # the console wraps long lines
+    assert f"↻ TIMEOUT: {waited}; retrying in" in shown
+    assert result.stdout.strip() == "Recovered."

@@ -74,8 +74,7 @@ def test_a_session_has_one_writer_process(tmp_path: Path, backend: str) -> None:
         )
         assert refused.returncode == 2, refused.stderr
         assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
-        assert f"session {session_id!r} is open in another process" in refused.stderr
-        assert f"pid {holder.pid} on " in refused.stderr
+        assert f"session {session_id!r} is being written by pid {holder.pid} on " in refused.stderr
     finally:
         holder.send_signal(signal.SIGKILL)  # a holder that dies releases the lock with it
         holder.wait(timeout=30)

@@ -13,7 +13,7 @@ from dsh.persistence import JsonlBackend
 from dsh.persistence._codec import records_of
 from dsh.session import Session, SessionHeader
 
-from .support import DSH, loopback_model, model_env, recorded_bodies, workspace
+from .support import DSH, loopback_env, loopback_model, recorded_bodies, workspace
 
 HALF = "half \ud83d emoji"  # the model's `"content":"half \ud83d emoji"`
 # An emoji whose UTF-16 halves arrive in two stream events ("…\ud83d" then "\ude00…").
@@ -27,7 +27,7 @@ def dsh(tmp_path: Path, url: str, *args: str) -> subprocess.CompletedProcess[str
         text=True,
         encoding="utf-8",
         timeout=120,
-        env=model_env(tmp_path, url),
+        env=loopback_env(tmp_path, url),
         cwd=tmp_path,
     )
 
@@ -69,7 +69,8 @@ def test_an_emoji_split_across_two_stream_events_is_joined(tmp_path: Path) -> No
     assert shown.stdout.strip() == "abc😀d"
     assert scripted.returncode == 0, scripted.stderr
     events = [json.loads(line) for line in scripted.stdout.splitlines()]
-    assert [e["seq"] for e in events] == list(range(len(events)))  # none dropped
+    first = events[0]["seq"]  # from the prompt on (`sandbox/mode` was logged before it)
+    assert [e["seq"] for e in events] == list(range(first, first + len(events)))  # none dropped
     (answer,) = [e for e in events if e["type"] == "assistant/message"]
     assert answer["data"]["message"]["content"] == [{"type": "text", "text": "abc😀d"}]
 

@@ -4,32 +4,33 @@ import asyncio
 
 from dsh.agent import CANCEL_REQUESTED, INBOX_DISCARD, USER_CANCEL, CancelRequested, hook_cancel
 from dsh.llm import Message
-from dsh.testing import reply, tool_call
+from dsh.testing import hold, reply, tool_call, until, wait_all_tasks_blocked
 from dsh.tools import ToolRunContext, tool
 from tests.conftest import Runtime, turn_end, types
 
 
 async def test_cancel_mid_stream_commits_the_visible_text_as_interrupted(runtime: Runtime) -> None:
-    runtime.model.add(reply("partial answer that keeps going", delay=0.02, hang=True))
+    held = hold()
+    runtime.model.add(reply("partial answer", held, "that never comes"))
     agent = await runtime.agent()
     agent.followup("talk")
-    await asyncio.sleep(0.05)
+    await held.reached()
     agent.cancel(USER_CANCEL)
     await agent.when_idle()
     assert turn_end(agent) == {"kind": "aborted", "reason": {"kind": "user"}}
     [message] = [e for e in agent.session.events if e.type == "assistant/message"]
     assert message.data["interrupted"] is True
-    text = Message.from_json(message.data["message"]).text
-    assert text and "partial answer".startswith(text[:7])
+    assert Message.from_json(message.data["message"]).text == "partial answer"
     assert message.source_event_seqs  # cites the chunks it was folded from
     assert types(agent)[-2:] == ["step/end", "turn/end"]
 
 
 async def test_interrupted_text_is_in_the_next_request(runtime: Runtime) -> None:
-    runtime.model.add(reply("I was saying", delay=0.01, hang=True), reply("resumed"))
+    held = hold()
+    runtime.model.add(reply("I was saying", held), reply("resumed"))
     agent = await runtime.agent()
     agent.followup("start")
-    await asyncio.sleep(0.05)
+    await held.reached()
     agent.cancel(USER_CANCEL)
     await agent.when_idle()
     agent.followup("go on")
@@ -81,7 +82,7 @@ async def test_cancel_clears_the_inbox_unless_keep_inbox(runtime: Runtime) -> No
     agent.ctx.on(CANCEL_REQUESTED, requested.append)
     agent.followup("first")
     queued = agent.followup("queued")
-    await asyncio.sleep(0.01)
+    await until(agent, "assistant/chunk")
     agent.cancel(USER_CANCEL)
     await agent.when_idle()
     assert discarded == [queued]
@@ -93,9 +94,10 @@ async def test_cancel_clears_the_inbox_unless_keep_inbox(runtime: Runtime) -> No
     ]
     assert len(canceled) == 1
 
+    since = agent.session.seq
     agent.followup("second")
     kept = agent.followup("kept")
-    await asyncio.sleep(0.01)
+    await until(agent, "assistant/chunk", since=since)
     agent.cancel(hook_cancel("policy"), keep_inbox=True)
     await agent.when_idle()
     assert turn_end(agent) == {"kind": "aborted", "reason": {"kind": "hook", "reason": "policy"}}
@@ -137,7 +139,8 @@ async def test_send_during_cancel_convergence_is_latched_and_runs_after(
 
     agent.ctx.on(AGENT_STATUS, lambda s: statuses.append(s.status))
     agent.followup("go")
-    await asyncio.sleep(0.01)
+    await until(agent, "tool/call")
+    await wait_all_tasks_blocked()  # the tool waits for its release
     agent.cancel(USER_CANCEL)
     agent.followup("after cancel")  # forced to next-turn, wake latched
     release.set()
@@ -159,7 +162,7 @@ async def test_turn_signal_is_fresh_per_turn(runtime: Runtime) -> None:
     agent.followup("a")
     agent.followup("b")  # chained: the same driver runs it right after turn 1
     agent.followup("c")
-    await asyncio.sleep(0.01)
+    await until(agent, "assistant/chunk")
     agent.cancel(USER_CANCEL, keep_inbox=True)
     await agent.when_idle()
     agent.followup("d")  # wakes the driver: b, c, d run in chained turns

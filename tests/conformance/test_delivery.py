@@ -2,9 +2,9 @@
 
 import asyncio
 
-from dsh.agent import AGENT_STATUS, INBOX_DEQUEUE, INBOX_ENQUEUE
+from dsh.agent import AGENT_STATUS, INBOX_DEQUEUE, INBOX_ENQUEUE, StatusChange
 from dsh.llm import GenerateOptions
-from dsh.testing import reply, tool_call
+from dsh.testing import reply, tool_call, until
 from dsh.tools import tool
 from tests.conftest import Runtime, types
 
@@ -42,7 +42,7 @@ async def test_steer_while_running_joins_the_next_step(runtime: Runtime) -> None
     runtime.model.add(reply(tool_call("wait")), reply("done"))
     agent = await runtime.agent()
     agent.followup("go")
-    await asyncio.sleep(0.01)
+    await until(agent, "tool/call")  # the turn is open, its tool waits for the gate
     assert agent.accepts_next_step
     agent.steer("also this")
     gate.set()
@@ -120,3 +120,66 @@ async def test_session_events_subscribes_when_called(runtime: Runtime) -> None:
     assert (first.seq, first.type) == (0, "agent/inbox/spliced")
     await agent.when_idle()
     await events.aclose()
+
+
+async def test_steer_right_after_an_idle_followup_lands_in_the_next_step(runtime: Runtime) -> None:
+    runtime.model.add(reply("first"), reply("second"))
+    agent = await runtime.agent()
+    start = agent.session.seq
+    agent.followup("the prompt")
+    agent.steer("a correction")
+    await agent.when_idle()
+    steps: dict[int, list[str]] = {}
+    step = 0
+    for event in agent.session.events[start:]:
+        if event.type == "step/start":
+            step = event.data["step"]
+        elif event.type == "user/message":
+            steps.setdefault(step, []).append(event.data["content"][0]["text"])
+    assert steps == {1: ["the prompt"], 2: ["a correction"]}
+    assert user_texts(runtime.model.requests[0]) == ["the prompt"]
+    assert user_texts(runtime.model.requests[1]) == ["the prompt", "a correction"]
+
+
+async def test_when_idle_is_released_when_an_idle_listener_sends_again(runtime: Runtime) -> None:
+    runtime.model.add(reply("first", delay=0.01), reply("second", delay=0.01))
+    agent = await runtime.agent()
+    resent: list[str] = []
+
+    def on_status(change: StatusChange) -> None:
+        if change.status == "idle" and not resent:
+            resent.append(agent.followup("again"))
+
+    agent.ctx.on(AGENT_STATUS, on_status)
+    agent.followup("go")
+    # A hang would be the bug; the bound only keeps a failing run from blocking the suite.
+    await asyncio.wait_for(agent.when_idle(), 30)
+    assert resent and agent.status == "idle"
+    assert [e.data["turn"] for e in agent.session.events if e.type == "turn/end"] == [1, 2]
+
+
+async def test_session_events_end_when_the_agent_is_disposed(runtime: Runtime) -> None:
+    from dsh.agent import AgentOptions, CreateAgentOptions, session_events
+    from dsh.session import SessionMeta
+
+    runtime.model.add(reply("ok"))
+    handle = await runtime.ctx.agents.create(
+        CreateAgentOptions(
+            "session-events-end",
+            SessionMeta(cwd="/tmp"),
+            agent_options=AgentOptions(provider="scripted", model="scripted"),
+        )
+    )
+    agent = handle.agent
+    seen: list[str] = []
+
+    async def consume() -> None:  # never breaks: the iterator must end by itself
+        async for event in session_events(agent, from_seq=0):
+            seen.append(event.type)
+
+    consumer = asyncio.create_task(consume())
+    agent.followup("hello")
+    await agent.when_idle()
+    await handle.dispose()
+    await asyncio.wait_for(consumer, 30)  # the bound only keeps a failing run from hanging
+    assert seen[-1] == "turn/end"

@@ -18,7 +18,7 @@ from dsh.agent import (
 )
 from dsh.kernel import CancelSignal, Context, Owner
 from dsh.session import SESSION_CREATED, SESSION_DISPOSED, SessionMeta
-from dsh.testing import reply, tool_call
+from dsh.testing import reply, tool_call, until, wait_all_tasks_blocked
 from dsh.tools import tool
 from tests.conftest import Runtime, turn_end
 
@@ -66,7 +66,7 @@ async def test_dispose_during_a_turn_aborts_it_and_waits(runtime: Runtime) -> No
     agent = handle.agent
     agent.followup("go")
     agent.followup("pending")
-    await asyncio.sleep(0.02)
+    await until(agent, "assistant/chunk")
     await handle.dispose()
     assert turn_end(agent) == {"kind": "aborted", "reason": {"kind": "disposed"}}  # type: ignore[arg-type]
     assert not agent.inbox.has_pending  # type: ignore[attr-defined]
@@ -110,16 +110,50 @@ async def test_setup_composes_a_scoped_world_and_failure_rolls_back(runtime: Run
     assert runtime.ctx.tools.get("secret") is None
 
 
+async def test_setup_returns_none_or_an_object_with_commit(runtime: Runtime) -> None:
+    @tool
+    def secret() -> str:
+        """Only this agent has it."""
+        return "42"
+
+    runtime.model.add(reply("a"), reply("b"), reply("c"))
+    # The README's one-liner: `register()` returns a Disposer, which is no commit.
+    first = await runtime.ctx.agents.create(
+        options("life-setup-1", setup=lambda agent_ctx: agent_ctx.tools.register(secret))
+    )
+    await run_prompt(first.agent, "tools?")
+    assert [t.name for t in runtime.model.requests[-1].tools] == ["secret"]
+    # A helper returning its disposers (a list) is no commit either.
+    target = AgentLlmTarget("scripted", "scripted-small")
+    second = await runtime.ctx.agents.create(
+        options("life-setup-2", setup=lambda c: install_agent_llm_target(c, target))
+    )
+    await run_prompt(second.agent, "route?")
+    assert runtime.model.requests[-1].model == "scripted-small"
+
+    order: list[str] = []
+
+    class Transaction:
+        def commit(self) -> None:
+            order.append("commit")
+
+    runtime.ctx.on(AGENT_CREATED, lambda e: order.append("agent/created"))
+    third = await runtime.ctx.agents.create(options("life-setup-3", setup=lambda c: Transaction()))
+    assert order == ["commit", "agent/created"]
+    for handle in (first, second, third):
+        await handle.dispose()
+
+
 async def test_creation_signal_and_veto_roll_back(runtime: Runtime) -> None:
     signal = CancelSignal()
 
     async def slow_setup(agent_ctx: Context) -> None:
-        await asyncio.sleep(3600)
+        await asyncio.Event().wait()  # never finishes by itself
 
     task = asyncio.create_task(
         runtime.ctx.agents.create(options("life-5", signal=signal, setup=slow_setup))
     )
-    await asyncio.sleep(0.01)
+    await wait_all_tasks_blocked()  # setup is running
     signal.abort("stop")
     with pytest.raises(Exception, match="stop"):
         await task
@@ -197,7 +231,7 @@ async def test_owner_disposed_during_setup_rolls_creation_back(runtime: Runtime)
 
     async def slow_setup(agent_ctx: Context) -> None:
         entered.set()
-        await asyncio.sleep(3600)
+        await asyncio.Event().wait()
 
     created: list[str] = []
     runtime.ctx.on(AGENT_CREATED, lambda e: created.append(e.agent.id))

@@ -4,7 +4,7 @@ import asyncio
 from typing import Any
 
 from dsh.llm import Message, plugin_source, user_message
-from dsh.testing import reply, tool_call
+from dsh.testing import reply, tool_call, wait_all_tasks_blocked
 from dsh.tools import TOOLS_POST_EXECUTE, Accept, ToolRunContext, tool
 from tests.conftest import Runtime, turn_end, types
 
@@ -12,32 +12,33 @@ from tests.conftest import Runtime, turn_end, types
 async def test_parallel_calls_finish_out_of_order_and_commit_in_order(runtime: Runtime) -> None:
     finished: list[int] = []
     running: list[int] = []
-    peak = [0]
+    gates = {n: asyncio.Event() for n in (1, 2, 3)}
 
     @tool(concurrency_safe=True)
-    async def sleepy(n: int, seconds: float) -> int:
-        """Sleep, then echo n."""
+    async def gated(n: int) -> int:
+        """Wait for gate n, then echo n."""
         running.append(n)
-        peak[0] = max(peak[0], len(running))
-        await asyncio.sleep(seconds)
+        await gates[n].wait()
         running.remove(n)
         finished.append(n)
         return n
 
-    runtime.ctx.tools.register(sleepy)
+    runtime.ctx.tools.register(gated)
     runtime.model.add(
-        reply(
-            tool_call("sleepy", {"n": 1, "seconds": 0.05}),
-            tool_call("sleepy", {"n": 2, "seconds": 0.01}),
-            tool_call("sleepy", {"n": 3, "seconds": 0.03}),
-        ),
+        reply(*(tool_call("gated", {"n": n}) for n in (1, 2, 3))),
         reply("done"),
     )
     agent = await runtime.agent()
     agent.followup("go")
+    await wait_all_tasks_blocked()
+    assert running == [1, 2, 3]  # all three bodies overlap
+    for n in (2, 3):
+        gates[n].set()
+        await wait_all_tasks_blocked()
+        assert types(agent).count("tool/result") == 0  # call 1 still runs: nothing commits
+    gates[1].set()
     await agent.when_idle()
     assert finished == [2, 3, 1]
-    assert peak[0] == 3
     results = [
         Message.from_json(e.data["message"]).content[0].tool_call_id  # type: ignore[union-attr]
         for e in agent.session.events

@@ -14,6 +14,7 @@ from dsh.kernel import (
     create_scope,
     declared_events,
 )
+from dsh.testing import wait_all_tasks_blocked
 
 EMIT = EventSpec.declare("test/emit", Mode.EMIT, list)
 VETO = EventSpec.declare("test/veto", Mode.EMIT, list, vetoing=True)
@@ -70,7 +71,7 @@ async def test_emit_runs_async_listeners_and_logs_their_failures(
     ctx.on(EMIT, bad)
     with caplog.at_level(logging.ERROR):
         ctx.emit(EMIT, [])
-        await asyncio.sleep(0.01)
+        await wait_all_tasks_blocked()  # the async listeners ran as tasks
     assert seen == [1]
     assert "async broke" in caplog.text
 

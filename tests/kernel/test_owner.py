@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh.kernel import InactiveOwnerError, Owner
+from dsh.testing import wait_all_tasks_blocked
 
 
 async def test_disposes_lifo_and_awaits_async_teardowns() -> None:
@@ -45,9 +46,9 @@ async def test_second_dispose_waits_for_the_first() -> None:
 
     owner.effect(teardown)
     first = asyncio.create_task(owner.dispose())
-    await asyncio.sleep(0)
+    await wait_all_tasks_blocked()
     second = asyncio.create_task(owner.dispose())
-    await asyncio.sleep(0.01)
+    await wait_all_tasks_blocked()
     assert not second.done()
     gate.set()
     await asyncio.gather(first, second)
@@ -75,7 +76,7 @@ async def test_owned_tasks_are_cancelled_and_awaited() -> None:
             cleaned.append("worker")
 
     task = owner.spawn(worker())
-    await asyncio.sleep(0)
+    await wait_all_tasks_blocked()  # the worker reached its wait
     await owner.dispose()
     assert task.done()
     assert cleaned == ["worker"]
@@ -89,7 +90,7 @@ async def test_finished_task_leaves_no_effect_behind() -> None:
 
     task = owner.spawn(quick())
     assert await task == 1
-    await asyncio.sleep(0)
+    await wait_all_tasks_blocked()  # the task's done callbacks ran
     assert not owner._effects
 
 
@@ -202,3 +203,126 @@ async def test_signal_sleep_ends_early_when_the_signal_fires() -> None:
     asyncio.get_running_loop().call_later(0.01, signal.abort, "stop")
     assert await signal.sleep(3600) is False
     assert await signal.sleep(1) is False  # already fired: at once
+
+
+async def test_race_returns_the_result_or_raises_when_the_signal_wins() -> None:
+    from dsh.kernel import Aborted, CancelSignal
+    from dsh.testing import wait_all_tasks_blocked
+
+    signal = CancelSignal()
+    done = asyncio.Event()
+    done.set()
+    assert await signal.race(done.wait()) is True
+
+    stopped: list[str] = []
+
+    async def forever() -> str:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stopped.append("cleaned up")  # cancelled and awaited before race returns
+        return "never"
+
+    racing = asyncio.ensure_future(signal.race(forever()))
+    await wait_all_tasks_blocked()
+    signal.abort("stop")
+    with pytest.raises(Aborted) as caught:
+        await racing
+    assert caught.value.reason == "stop" and stopped == ["cleaned up"]
+    never = forever()
+    with pytest.raises(Aborted):
+        await signal.race(never)  # already fired: the coroutine is closed, never started
+    assert stopped == ["cleaned up"]
+
+
+async def test_race_timeout_and_failures_and_the_callers_cancellation() -> None:
+    from dsh.kernel import CancelSignal
+    from dsh.testing import wait_all_tasks_blocked
+
+    signal = CancelSignal()
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.001):
+            await signal.race(asyncio.Event().wait())
+
+    async def broken() -> None:
+        raise KeyError("inner")
+
+    with pytest.raises(KeyError, match="inner"):
+        await signal.race(broken())
+    inner = asyncio.ensure_future(asyncio.Event().wait())
+    outer = asyncio.ensure_future(signal.race(inner))
+    await wait_all_tasks_blocked()
+    outer.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await outer
+    assert inner.cancelled()  # the caller's cancellation reached the raced work
+    assert not signal.aborted
+
+
+def test_a_publication_is_announced_once_and_detached_once() -> None:
+    from dsh.kernel import Publication
+
+    log: list[str] = []
+
+    class Entry(Publication):
+        veto = False
+        detach_inside = False
+
+        def _announce(self) -> None:
+            log.append("created")
+            if self.detach_inside:
+                self.detach()  # deferred: the announcement is still being dispatched
+                log.append("still announcing")
+            if self.veto:
+                raise PermissionError("vetoed")
+
+        def _withdraw(self, announced: bool) -> None:
+            log.append("disposed" if announced else "left unannounced")
+
+    entries: dict[str, Publication] = {}
+    quiet = Entry(entries, "quiet")
+    assert entries == {"quiet": quiet}
+    quiet.detach()
+    assert entries == {}
+    quiet.announce()  # too late: nothing
+    assert log == ["left unannounced"]
+
+    log.clear()
+    entry = Entry(entries, "entry")
+    entry.detach_inside = True
+    entry.announce()
+    entry.announce()
+    entry.detach()
+    assert log == ["created", "still announcing", "disposed"]
+
+    log.clear()
+    vetoed = Entry(entries, "vetoed")
+    vetoed.veto = True
+    with pytest.raises(PermissionError):
+        vetoed.announce()
+    vetoed.detach()
+    assert log == ["created", "disposed"]  # the delivered creation gets its pair
+
+
+async def test_race_with_a_grace_period_waits_then_cancels_or_abandons() -> None:
+    from dsh.kernel import Aborted, CancelSignal
+    from dsh.testing import wait_all_tasks_blocked
+
+    signal = CancelSignal()
+    stop = asyncio.Event()
+
+    async def polite() -> str:
+        await stop.wait()  # stands for work that notices the signal a little later
+        return "stopped"
+
+    racing = asyncio.ensure_future(signal.race(polite(), grace_s=3600))
+    await wait_all_tasks_blocked()
+    signal.abort("user")
+    stop.set()
+    assert await racing == "stopped"  # ended within its grace: its result stands
+
+    stubborn = asyncio.ensure_future(asyncio.Event().wait())
+    with pytest.raises(Aborted):
+        await signal.race(stubborn, grace_s=0.001, abandon=True)  # fired already
+    assert not stubborn.done()  # abandoned, still running: the caller owns it
+    stubborn.cancel()

@@ -1,4 +1,4 @@
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
@@ -15,11 +15,8 @@ from dsh.llm import (
 
 
 @pytest.fixture
-async def ctx() -> AsyncIterator[Context]:
-    root = Context()
-    await root.plugin(LlmPlugin)
-    yield root
-    await root.owner.dispose()
+def ctx_plugins() -> Sequence[object]:
+    return [LlmPlugin]
 
 
 @pytest.fixture

@@ -19,15 +19,7 @@ from tests.llm.conftest import assemble
 
 
 def options_for(config: LlmCallConfig) -> GenerateOptions:
-    return GenerateOptions(
-        config.provider,
-        config.model,
-        (user_message("hi"),),
-        reasoning_effort=config.reasoning_effort,
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
-        stop=config.stop,
-    )
+    return config.request((user_message("hi"),))
 
 
 def thinking_model(*script: str) -> ScriptedModel:

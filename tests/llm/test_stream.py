@@ -24,6 +24,7 @@ from dsh.llm import (
     assistant_message,
     user_message,
 )
+from dsh.testing import wait_all_tasks_blocked
 from tests.llm.conftest import assemble, collect, request
 
 Stream = AsyncIterator[StreamChunk]
@@ -315,7 +316,7 @@ async def test_an_adapter_that_ends_after_abort_finishes_aborted(llm: LlmRuntime
     stream = llm.stream(request("p", signal=signal))
     assert await anext(stream) == TextDelta(0, "a")
     pending = asyncio.ensure_future(anext(stream))
-    await asyncio.sleep(0)
+    await wait_all_tasks_blocked()  # the adapter waits for the signal
     signal.abort("user")
     last = await pending
     assert isinstance(last, Finish) and last.reason.kind == "aborted"

@@ -5,14 +5,18 @@ from typing import Any
 
 import pytest
 
-from dsh.persistence import JsonlBackend, SessionBackend, SqliteBackend
+from dsh.persistence import JsonlBackend, MemoryBackend, SessionBackend, SqliteBackend
 from dsh.persistence.conformance import *  # noqa: F403
 from dsh.persistence.conformance import BackendFactory
 
 
-@pytest.fixture(params=["jsonl", "jsonl-zstd", "sqlite"])
+@pytest.fixture(params=["jsonl", "jsonl-zstd", "sqlite", "memory"])
 def backend_factory(request: pytest.FixtureRequest, tmp_path: Path) -> BackendFactory:
+    memory = MemoryBackend()
+
     def open_backend() -> SessionBackend:
+        if request.param == "memory":
+            return memory  # one store: "opening" it again is the same object
         if request.param == "sqlite":
             return SqliteBackend(tmp_path / "sessions.sqlite3")
         compression = "zstd" if request.param == "jsonl-zstd" else "none"

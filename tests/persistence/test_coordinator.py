@@ -23,6 +23,7 @@ from dsh.persistence import (
     mount_persistence,
 )
 from dsh.session import Session, SessionPlugin, SessionStore
+from dsh.testing import wait_all_tasks_blocked
 
 
 class _Spy:
@@ -120,7 +121,7 @@ async def test_flush_is_the_barrier(tmp_path: Path) -> None:
     assert await world.store.flush(session)  # nothing yet: no file (lazy materialization)
     assert world.stored("s-flush") == 0 and world.spy.batches == []
     _todos(session, 3)
-    await asyncio.sleep(0)
+    await wait_all_tasks_blocked()
     assert world.stored("s-flush") == 0  # the window is a minute long
     assert await world.store.flush(session)
     assert world.stored("s-flush") == 3
@@ -148,7 +149,7 @@ async def test_a_failed_write_is_retried_at_the_next_event(world: _World) -> Non
     world.spy.fail = 1
     _todos(session, 2)
     await asyncio.to_thread(world.spy.failed.wait, 10)  # the timed write failed: batch kept
-    await asyncio.sleep(0.05)
+    await wait_all_tasks_blocked()
     assert world.stored("s-retry") == 2  # no automatic retry without news
     _todos(session, 1)
     await world.wait_written(2)
@@ -338,7 +339,7 @@ async def test_a_vetoed_creation_stores_nothing_and_the_id_stays_free(tmp_path: 
     with pytest.raises(RuntimeError, match="vetoed"):
         world.store.create("s-veto", seed=source.events)
     await service.coordinator.settle("s-veto")
-    await asyncio.sleep(0.01)
+    await wait_all_tasks_blocked()
     assert not JsonlBackend(tmp_path).exists("s-veto")
     assert not service.coordinator.is_live("s-veto")
     session = world.store.create("s-veto", seed=source.events)  # the retry

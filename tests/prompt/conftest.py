@@ -1,14 +1,10 @@
-from collections.abc import AsyncIterator
+from collections.abc import Sequence
 
 import pytest
 
-from dsh.kernel import Context
 from dsh.prompt import SystemPromptPlugin
 
 
 @pytest.fixture
-async def root() -> AsyncIterator[Context]:
-    ctx = Context()
-    await ctx.plugin(SystemPromptPlugin, {})
-    yield ctx
-    await ctx.owner.dispose()
+def ctx_plugins() -> Sequence[object]:
+    return [(SystemPromptPlugin, {})]

@@ -34,8 +34,8 @@ def names(asm: PromptAssembly) -> list[str]:
     return [s.name for s in asm.sections]
 
 
-async def test_sections_follow_order_bands_and_ties_keep_registration_order(root: Context) -> None:
-    sp = root.system_prompt
+async def test_sections_follow_order_bands_and_ties_keep_registration_order(ctx: Context) -> None:
+    sp = ctx.system_prompt
     sp.section("tool:b", 150, "b")
     sp.section("agent:persona", 0, "persona")
     sp.section("tool:a", 150, "a")
@@ -54,8 +54,8 @@ async def test_sections_follow_order_bands_and_ties_keep_registration_order(root
     assert render_prompt(asm).startswith("identity\n\npersona\n\nlate")
 
 
-async def test_callable_texts_sync_and_async_receive_the_assemble_context(root: Context) -> None:
-    sp = root.system_prompt
+async def test_callable_texts_sync_and_async_receive_the_assemble_context(ctx: Context) -> None:
+    sp = ctx.system_prompt
     seen: list[AssembleContext] = []
 
     def sync_text(actx: AssembleContext) -> str:
@@ -77,15 +77,15 @@ async def test_callable_texts_sync_and_async_receive_the_assemble_context(root: 
 
 
 @pytest.mark.parametrize("order", [math.nan, math.inf, -math.inf, True, "1", None])
-async def test_order_must_be_a_finite_number(root: Context, order: Any) -> None:
+async def test_order_must_be_a_finite_number(ctx: Context, order: Any) -> None:
     with pytest.raises(ValueError, match="finite number"):
-        root.system_prompt.section("s", order, "x")
+        ctx.system_prompt.section("s", order, "x")
     with pytest.raises(ValueError, match="finite number"):
-        root.system_prompt.context("c", order, "x")
+        ctx.system_prompt.context("c", order, "x")
 
 
-async def test_invalid_registrations_are_rejected(root: Context) -> None:
-    sp = root.system_prompt
+async def test_invalid_registrations_are_rejected(ctx: Context) -> None:
+    sp = ctx.system_prompt
     with pytest.raises(ValueError, match="non-empty name"):
         sp.section("", 0, "x")
     with pytest.raises(TypeError, match="str or a callable"):
@@ -100,8 +100,8 @@ async def test_invalid_registrations_are_rejected(root: Context) -> None:
     assert await sp.assemble() == PromptAssembly()
 
 
-async def test_wrongly_typed_provider_results_fail_assembly(root: Context) -> None:
-    sp = root.system_prompt
+async def test_wrongly_typed_provider_results_fail_assembly(ctx: Context) -> None:
+    sp = ctx.system_prompt
     d = sp.section("s", 0, lambda _: 42)  # type: ignore[arg-type,return-value]
     with pytest.raises(PromptAssemblyError, match='section "s" is int'):
         await sp.assemble()
@@ -115,18 +115,18 @@ async def test_wrongly_typed_provider_results_fail_assembly(root: Context) -> No
         await sp.assemble()
 
 
-async def test_provider_exceptions_propagate_with_a_note(root: Context) -> None:
+async def test_provider_exceptions_propagate_with_a_note(ctx: Context) -> None:
     def broken(_: AssembleContext) -> str:
         raise RuntimeError("boom")
 
-    root.system_prompt.section("fragile", 0, broken)
+    ctx.system_prompt.section("fragile", 0, broken)
     with pytest.raises(RuntimeError, match="boom") as info:
-        await root.system_prompt.assemble()
+        await ctx.system_prompt.assemble()
     assert any('section "fragile"' in note for note in info.value.__notes__)
 
 
-async def test_duplicate_name_in_one_layer_raises_until_disposed(root: Context) -> None:
-    sp = root.system_prompt
+async def test_duplicate_name_in_one_layer_raises_until_disposed(ctx: Context) -> None:
+    sp = ctx.system_prompt
     d = sp.section("s", 0, "one")
     with pytest.raises(DuplicateEntryError):
         sp.section("s", 1, "two")
@@ -143,8 +143,8 @@ async def test_duplicate_name_in_one_layer_raises_until_disposed(root: Context) 
     assert dict(asm.variables) == {"v": "2"}
 
 
-async def test_disposer_of_a_stale_registration_keeps_the_new_one(root: Context) -> None:
-    sp = root.system_prompt
+async def test_disposer_of_a_stale_registration_keeps_the_new_one(ctx: Context) -> None:
+    sp = ctx.system_prompt
     d1 = sp.section("s", 0, "one")
     d1()
     sp.section("s", 0, "two")
@@ -152,8 +152,8 @@ async def test_disposer_of_a_stale_registration_keeps_the_new_one(root: Context)
     assert names(await sp.assemble()) == ["s"]
 
 
-async def test_complete_section_becomes_the_whole_prompt(root: Context) -> None:
-    sp = root.system_prompt
+async def test_complete_section_becomes_the_whole_prompt(ctx: Context) -> None:
+    sp = ctx.system_prompt
     sp.section("harness:identity", -100, "identity")
     sp.section("only", 50, "everything {{v}}", complete=True)
     sp.variable("v", lambda _: "here")
@@ -167,15 +167,15 @@ async def test_complete_section_becomes_the_whole_prompt(root: Context) -> None:
             (*result.sections, extra), result.contexts, result.tools, result.variables
         )
 
-    root.on(SYSTEM_PROMPT_ASSEMBLE, adds_a_section)
+    ctx.on(SYSTEM_PROMPT_ASSEMBLE, adds_a_section)
     asm = await sp.assemble()
     assert asm.sections == (NamedText("only", "everything {{v}}"),)
     assert asm.contexts == (NamedText("ctx", "context survives"),)
     assert render_prompt(asm) == "everything here"
 
 
-async def test_two_complete_sections_fail_with_both_names(root: Context) -> None:
-    sp = root.system_prompt
+async def test_two_complete_sections_fail_with_both_names(ctx: Context) -> None:
+    sp = ctx.system_prompt
     sp.section("first", 0, "a", complete=True)
     d = sp.section("second", 1, "b", complete=True)
     with pytest.raises(PromptAssemblyError, match='"first", "second"') as info:
@@ -185,30 +185,30 @@ async def test_two_complete_sections_fail_with_both_names(root: Context) -> None
     assert names(await sp.assemble()) == ["first"]
 
 
-async def test_a_scoped_complete_section_may_shadow_the_global_one(root: Context) -> None:
-    root.system_prompt.section("whole", 0, "global", complete=True)
+async def test_a_scoped_complete_section_may_shadow_the_global_one(ctx: Context) -> None:
+    ctx.system_prompt.section("whole", 0, "global", complete=True)
     key = Key()
-    scope = create_scope(root, key)
+    scope = create_scope(ctx, key)
     scope.ctx.system_prompt.section("whole", 0, "scoped", complete=True)
     other = scope.ctx.system_prompt.section("other", 0, "x", complete=True)
     with pytest.raises(
         PromptAssemblyError, match='complete section is in effect \\("whole", "other"\\)'
     ):
-        await root.system_prompt.assemble(AssembleContext(scope=key))
-    assert (await root.system_prompt.assemble()).sections == (NamedText("whole", "global"),)
+        await ctx.system_prompt.assemble(AssembleContext(scope=key))
+    assert (await ctx.system_prompt.assemble()).sections == (NamedText("whole", "global"),)
     other()
-    scoped = await root.system_prompt.assemble(AssembleContext(scope=key))
+    scoped = await ctx.system_prompt.assemble(AssembleContext(scope=key))
     assert scoped.sections == (NamedText("whole", "scoped"),)
 
 
-async def test_scoped_entries_shadow_global_ones_and_unwind(root: Context) -> None:
-    sp = root.system_prompt
+async def test_scoped_entries_shadow_global_ones_and_unwind(ctx: Context) -> None:
+    sp = ctx.system_prompt
     sp.section("persona", 0, "global persona")
     sp.section("tail", 200, "tail")
     sp.context("where", 0, "global context")
     sp.variable("model", lambda _: "global-model")
     key, other = Key(), Key()
-    scope = create_scope(root, key)
+    scope = create_scope(ctx, key)
     scoped = scope.ctx.system_prompt
     scoped.section("persona", 300, "scoped persona")
     scoped.section("extra", -5, "extra")
@@ -238,19 +238,19 @@ async def test_scoped_entries_shadow_global_ones_and_unwind(root: Context) -> No
     assert after.sections[0].text == "global persona"
 
 
-async def test_child_scopes_see_their_parents_layer(root: Context) -> None:
+async def test_child_scopes_see_their_parents_layer(ctx: Context) -> None:
     parent, child = Key(), Key()
     bind_scope_parent(child, parent)
-    create_scope(root, parent).ctx.system_prompt.section("preset", 0, "from the parent scope")
-    create_scope(root, child).ctx.system_prompt.variable("x", lambda _: "child")
-    asm = await root.system_prompt.assemble(AssembleContext(scope=child))
+    create_scope(ctx, parent).ctx.system_prompt.section("preset", 0, "from the parent scope")
+    create_scope(ctx, child).ctx.system_prompt.variable("x", lambda _: "child")
+    asm = await ctx.system_prompt.assemble(AssembleContext(scope=child))
     assert names(asm) == ["preset"]
     assert dict(asm.variables) == {"x": "child"}
-    parent_view = await root.system_prompt.assemble(AssembleContext(scope=parent))
+    parent_view = await ctx.system_prompt.assemble(AssembleContext(scope=parent))
     assert dict(parent_view.variables) == {}
 
 
-async def test_registrations_are_owned_by_the_calling_plugin(root: Context) -> None:
+async def test_registrations_are_owned_by_the_calling_plugin(ctx: Context) -> None:
     class Contributor:
         name = "contributor"
 
@@ -259,33 +259,33 @@ async def test_registrations_are_owned_by_the_calling_plugin(root: Context) -> N
             ctx.system_prompt.section("contrib", 100, "from a plugin")
             ctx.system_prompt.variable("contrib", lambda _: "v")
 
-    fiber = await root.plugin(Contributor)
-    asm = await root.system_prompt.assemble()
+    fiber = await ctx.plugin(Contributor)
+    asm = await ctx.system_prompt.assemble()
     assert names(asm) == ["contrib"]
     await fiber.dispose()
-    assert await root.system_prompt.assemble() == PromptAssembly()
+    assert await ctx.system_prompt.assemble() == PromptAssembly()
 
 
-async def test_variables_are_evaluated_per_assembly(root: Context) -> None:
+async def test_variables_are_evaluated_per_assembly(ctx: Context) -> None:
     calls: list[object] = []
 
     async def model(actx: AssembleContext) -> str | None:
         calls.append(actx.agent)
         return None if actx.agent is None else f"model-of-{actx.agent}"
 
-    root.system_prompt.variable("model", model)
-    root.system_prompt.variable("cwd", lambda _: "/w")
-    asm = await root.system_prompt.assemble(AssembleContext(agent="a1"))
+    ctx.system_prompt.variable("model", model)
+    ctx.system_prompt.variable("cwd", lambda _: "/w")
+    asm = await ctx.system_prompt.assemble(AssembleContext(agent="a1"))
     assert dict(asm.variables) == {"cwd": "/w", "model": "model-of-a1"}
-    assert (await root.system_prompt.assemble()).variables["model"] is None
+    assert (await ctx.system_prompt.assemble()).variables["model"] is None
     assert calls == ["a1", None]
 
 
-async def test_suppressors_are_scoped_and_counted(root: Context) -> None:
-    sp = root.system_prompt
+async def test_suppressors_are_scoped_and_counted(ctx: Context) -> None:
+    sp = ctx.system_prompt
     sp.context("time", 0, "now")
     key, other = Key(), Key()
-    scope = create_scope(root, key)
+    scope = create_scope(ctx, key)
     s1 = scope.ctx.system_prompt.suppress_runtime_context()
     s2 = scope.ctx.system_prompt.suppress_runtime_context()
 
@@ -294,7 +294,7 @@ async def test_suppressors_are_scoped_and_counted(root: Context) -> None:
         ctx = (*result.contexts, NamedText("late", "added"))
         return PromptAssembly(result.sections, ctx, result.tools, result.variables)
 
-    root.on(SYSTEM_PROMPT_ASSEMBLE, adds_context)
+    ctx.on(SYSTEM_PROMPT_ASSEMBLE, adds_context)
     assert (await sp.assemble(AssembleContext(scope=key))).contexts == ()
     assert [c.name for c in (await sp.assemble(AssembleContext(scope=other))).contexts] == [
         "time",
@@ -309,19 +309,19 @@ async def test_suppressors_are_scoped_and_counted(root: Context) -> None:
     assert len((await sp.assemble(AssembleContext(scope=key))).contexts) == 2
 
 
-async def test_a_global_suppressor_applies_to_every_scope(root: Context) -> None:
-    root.system_prompt.context("time", 0, "now")
-    d = root.system_prompt.suppress_runtime_context()
-    assert (await root.system_prompt.assemble(AssembleContext(scope=Key()))).contexts == ()
+async def test_a_global_suppressor_applies_to_every_scope(ctx: Context) -> None:
+    ctx.system_prompt.context("time", 0, "now")
+    d = ctx.system_prompt.suppress_runtime_context()
+    assert (await ctx.system_prompt.assemble(AssembleContext(scope=Key()))).contexts == ()
     d()
-    assert (await root.system_prompt.assemble()).contexts == (NamedText("time", "now"),)
+    assert (await ctx.system_prompt.assemble()).contexts == (NamedText("time", "now"),)
 
 
-async def test_assemble_waterfall_can_replace_the_result_per_scope(root: Context) -> None:
-    sp = root.system_prompt
+async def test_assemble_waterfall_can_replace_the_result_per_scope(ctx: Context) -> None:
+    sp = ctx.system_prompt
     sp.section("base", 0, "base")
     key = Key()
-    scope = create_scope(root, key)
+    scope = create_scope(ctx, key)
     seen: list[AssembleContext] = []
 
     async def rewrite(payload: AssemblePayload, nxt: Next[Any, PromptAssembly]) -> Any:
@@ -340,31 +340,31 @@ async def test_assemble_waterfall_can_replace_the_result_per_scope(root: Context
     assert len(seen) == 1
 
 
-async def test_assemble_listener_must_return_an_assembly(root: Context) -> None:
+async def test_assemble_listener_must_return_an_assembly(ctx: Context) -> None:
     async def wrong(payload: AssemblePayload, nxt: Next[Any, PromptAssembly]) -> Any:
         return "text"
 
-    root.on(SYSTEM_PROMPT_ASSEMBLE, wrong)
+    ctx.on(SYSTEM_PROMPT_ASSEMBLE, wrong)
     with pytest.raises(PromptAssemblyError, match="returned str"):
-        await root.system_prompt.assemble()
+        await ctx.system_prompt.assemble()
 
 
-async def test_an_aborted_signal_stops_assembly(root: Context) -> None:
+async def test_an_aborted_signal_stops_assembly(ctx: Context) -> None:
     evaluated: list[str] = []
-    root.system_prompt.section("s", 0, lambda _: evaluated.append("s") or "s")
+    ctx.system_prompt.section("s", 0, lambda _: evaluated.append("s") or "s")
     signal = CancelSignal()
     signal.abort("user")
     with pytest.raises(Aborted):
-        await root.system_prompt.assemble(AssembleContext(signal=signal))
+        await ctx.system_prompt.assemble(AssembleContext(signal=signal))
     assert evaluated == []
 
 
-async def test_change_is_emitted_on_every_registration_and_disposal(root: Context) -> None:
+async def test_change_is_emitted_on_every_registration_and_disposal(ctx: Context) -> None:
     key = Key()
-    scope = create_scope(root, key)
+    scope = create_scope(ctx, key)
     changes: list[None] = []
     # a scoped listener still hears changes made elsewhere: the event is unfiltered
-    create_scope(root, Key()).ctx.on(SYSTEM_PROMPT_CHANGE, changes.append)
+    create_scope(ctx, Key()).ctx.on(SYSTEM_PROMPT_CHANGE, changes.append)
     sp = scope.ctx.system_prompt
     disposers = [
         sp.section("s", 0, "x"),
@@ -372,7 +372,7 @@ async def test_change_is_emitted_on_every_registration_and_disposal(root: Contex
         sp.variable("v", lambda _: None),
         sp.tools(lambda _: ToolSchemaSet()),
         sp.suppress_runtime_context(),
-        root.system_prompt.section("g", 0, "x"),
+        ctx.system_prompt.section("g", 0, "x"),
     ]
     assert len(changes) == 6
     with pytest.raises(DuplicateEntryError):
@@ -386,9 +386,9 @@ async def test_change_is_emitted_on_every_registration_and_disposal(root: Contex
     assert changes == [None] * 11
 
 
-async def test_ties_keep_registration_order_across_layers(root: Context) -> None:
+async def test_ties_keep_registration_order_across_layers(ctx: Context) -> None:
     key = Key()
-    create_scope(root, key).ctx.system_prompt.section("scoped-first", 10, "a")
-    root.system_prompt.section("global-later", 10, "b")
-    asm = await root.system_prompt.assemble(AssembleContext(scope=key))
+    create_scope(ctx, key).ctx.system_prompt.section("scoped-first", 10, "a")
+    ctx.system_prompt.section("global-later", 10, "b")
+    asm = await ctx.system_prompt.assemble(AssembleContext(scope=key))
     assert names(asm) == ["scoped-first", "global-later"]

@@ -35,11 +35,11 @@ async def tool_names(ctx: Context, actx: AssembleContext | None = None) -> list[
     return [t.name for t in (await ctx.system_prompt.assemble(actx)).tools]
 
 
-async def test_default_order_is_lexicographic_by_code_unit(root: Context) -> None:
+async def test_default_order_is_lexicographic_by_code_unit(ctx: Context) -> None:
     # UTF-16 puts an astral character (surrogates D800..) before U+FFFF; code points do not.
     names = ["read", "Bash", "bash", "\uffff", "\U0001f600", "a_b", "ab"]
-    root.system_prompt.tools(lambda _: offer(*names))
-    assert await tool_names(root) == ["Bash", "a_b", "ab", "bash", "read", "\U0001f600", "\uffff"]
+    ctx.system_prompt.tools(lambda _: offer(*names))
+    assert await tool_names(ctx) == ["Bash", "a_b", "ab", "bash", "read", "\U0001f600", "\uffff"]
 
 
 async def test_configured_order_places_head_rest_and_tail() -> None:
@@ -84,15 +84,15 @@ async def test_unknown_config_keys_are_rejected() -> None:
         await Context().plugin(SystemPromptPlugin, {"toolOrder": [UNLISTED_TOOLS]})
 
 
-async def test_the_same_tool_offered_twice_fails(root: Context) -> None:
-    root.system_prompt.tools(lambda _: offer("bash"))
-    root.system_prompt.tools(lambda _: offer("bash"))
+async def test_the_same_tool_offered_twice_fails(ctx: Context) -> None:
+    ctx.system_prompt.tools(lambda _: offer("bash"))
+    ctx.system_prompt.tools(lambda _: offer("bash"))
     with pytest.raises(PromptAssemblyError, match="'bash' is offered twice"):
-        await root.system_prompt.assemble()
+        await ctx.system_prompt.assemble()
 
 
 async def test_providers_see_the_context_and_scoped_ones_apply_to_their_scope(
-    root: Context,
+    ctx: Context,
 ) -> None:
     class Key:
         pass
@@ -107,31 +107,31 @@ async def test_providers_see_the_context_and_scoped_ones_apply_to_their_scope(
     async def scoped_tools(actx: AssembleContext) -> ToolSchemaSet:
         return offer("mine")
 
-    root.system_prompt.tools(global_tools)
-    create_scope(root, key).ctx.system_prompt.tools(scoped_tools)
-    assert await tool_names(root, AssembleContext(scope=key)) == ["everyone", "mine"]
-    assert await tool_names(root) == ["everyone"]
+    ctx.system_prompt.tools(global_tools)
+    create_scope(ctx, key).ctx.system_prompt.tools(scoped_tools)
+    assert await tool_names(ctx, AssembleContext(scope=key)) == ["everyone", "mine"]
+    assert await tool_names(ctx) == ["everyone"]
     assert seen == [key, None]
 
 
-async def test_tool_parameters_are_detached_from_the_provider(root: Context) -> None:
+async def test_tool_parameters_are_detached_from_the_provider(ctx: Context) -> None:
     params: dict[str, Any] = {"type": "object", "properties": {"p": {"enum": ["a"]}}}
     original = ToolSchema("t", "d", params)
-    root.system_prompt.tools(lambda _: ToolSchemaSet((original,)))
-    tool = (await root.system_prompt.assemble()).tools[0]
+    ctx.system_prompt.tools(lambda _: ToolSchemaSet((original,)))
+    tool = (await ctx.system_prompt.assemble()).tools[0]
     assert tool == original
     tool.parameters["properties"]["p"]["enum"].append("b")
     assert params["properties"]["p"]["enum"] == ["a"]
 
 
-async def test_frozen_tool_parameters_are_shared_not_copied(root: Context) -> None:
+async def test_frozen_tool_parameters_are_shared_not_copied(ctx: Context) -> None:
     frozen = freeze_json({"type": "object", "properties": {"p": {"type": "string"}}})
     inner = freeze_json({"type": "string"})
     mixed: dict[str, Any] = {"type": "object", "properties": {"p": inner}}
-    root.system_prompt.tools(
+    ctx.system_prompt.tools(
         lambda _: ToolSchemaSet((ToolSchema("f", "d", frozen), ToolSchema("m", "d", mixed)))
     )
-    f, m = (await root.system_prompt.assemble()).tools
+    f, m = (await ctx.system_prompt.assemble()).tools
     assert f.parameters is frozen
     assert m.parameters == mixed and m.parameters is not mixed
     assert m.parameters["properties"]["p"] is inner  # type: ignore[index]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,10 +77,11 @@ async def server() -> AsyncIterator[OpenAIServer]:
 
 
 @pytest.fixture
-async def harness(server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Harness]:
+def ctx_plugins() -> Sequence[object]:
+    return [LlmPlugin]
+
+
+@pytest.fixture
+def harness(server: OpenAIServer, ctx: Context, monkeypatch: pytest.MonkeyPatch) -> Harness:
     monkeypatch.setenv("DEEPSEEK_API_KEY", KEY)
-    ctx = Context()
-    await ctx.plugin(LlmPlugin)
-    rig = Harness(ctx, server)
-    yield rig
-    await ctx.owner.dispose()
+    return Harness(ctx, server)

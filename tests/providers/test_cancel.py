@@ -6,7 +6,7 @@ import asyncio
 
 from dsh.kernel import CancelSignal
 from dsh.llm import BlockAssembler, LlmCallConfig, TextDelta, user_message
-from dsh.testing import reply
+from dsh.testing import hold, reply, wait_all_tasks_blocked
 
 from .conftest import PROVIDER, Harness
 
@@ -57,14 +57,13 @@ async def test_an_already_aborted_signal_sends_nothing(harness: Harness) -> None
 
 async def test_outside_cancellation_is_not_swallowed(harness: Harness) -> None:
     """A task cancelled by someone else stays cancelled (the guard only eats its own)."""
-    harness.server.add(reply("streaming", hang=True))
+    held = hold()
+    harness.server.add(reply("streaming", held))
     await harness.mount()
     signal = CancelSignal()
-    arrived = asyncio.Event()
-    harness.server.on_request = lambda _request: arrived.set()
     task = asyncio.ensure_future(harness.call(signal=signal))
-    await asyncio.wait_for(arrived.wait(), 5)
-    await asyncio.sleep(0.02)
+    await held.reached()
+    await wait_all_tasks_blocked()  # the adapter is parked in a read
     task.cancel()
     try:
         await task

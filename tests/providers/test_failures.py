@@ -82,9 +82,54 @@ async def test_a_stalled_stream_times_out(harness: Harness) -> None:
     await harness.mount(idle_timeout_s=0.2)
     code, found = await failed(harness)
     assert code == "TIMEOUT"
-    assert "0.2s" in found.message  # type: ignore[attr-defined]
+    assert found.message == (  # type: ignore[attr-defined]
+        "deepseek-official: no data for 0.2s while waiting for the next chunk (idle timeout)"
+    )
     record = await asyncio.wait_for(harness.server.response_ended(), 5)
     assert record.disconnected  # the adapter hung up
+
+
+async def test_a_server_that_never_answers_times_out_waiting_for_the_response(
+    harness: Harness,
+) -> None:
+    accepted = asyncio.Event()
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.set()
+        await reader.read()  # until the client hangs up; never a byte back
+        writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        await harness.mount(base_url=f"http://127.0.0.1:{port}", idle_timeout_s=0.2)
+        code, found = await failed(harness)
+    assert accepted.is_set() and code == "TIMEOUT"
+    assert found.message == (  # type: ignore[attr-defined]
+        "deepseek-official: no data for 0.2s while waiting for the response to start "
+        "(idle timeout)"
+    )
+
+
+async def test_a_trickling_stream_ends_at_the_call_deadline(harness: Harness) -> None:
+    # A byte now and then keeps the idle timer happy for ever; the call deadline does not.
+    harness.server.add(reply(*["tick "] * 1000, delay=0.02))
+    await harness.mount(idle_timeout_s=10, call_timeout_s=0.3)
+    call = await harness.call()
+    assert call.failure_code == "TIMEOUT"
+    assert call.assembler.finish.failure.message == (  # type: ignore[union-attr]
+        "deepseek-official: no complete response within 0.3s (call deadline)"
+    )
+    assert any(c.type == "text-delta" for c in call.chunks)  # it was streaming
+    record = await asyncio.wait_for(harness.server.response_ended(), 5)
+    assert record.disconnected
+
+
+def test_model_calls_are_bounded_by_default() -> None:
+    from dsh.llm.adapters import DeepSeekConfig
+
+    config = DeepSeekConfig()
+    assert (config.idle_timeout_s, config.call_timeout_s) == (60.0, 600.0)
 
 
 async def test_unreachable_server_is_transport(harness: Harness) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from dsh.kernel import PluginError
 from dsh.llm import LlmCallConfig, LlmError, TextBlock
-from dsh.llm.adapters import ChatCompletionsAdapter, DeepSeekPlugin, OpenAICompatPlugin
+from dsh.llm.adapters import DeepSeekPlugin, HttpAdapter, OpenAICompatPlugin
 from dsh.testing import OpenAIServer, reply
 
 from .conftest import PROVIDER, Harness
@@ -121,7 +121,7 @@ async def test_disposal_withdraws_routes_and_closes_the_client(harness: Harness)
     fiber = await harness.ctx.plugin(DeepSeekPlugin, {"base_url": harness.server.base_url})
     await harness.call()
     adapter = harness.ctx.llm.adapter_for(PROVIDER)
-    assert isinstance(adapter, ChatCompletionsAdapter) and adapter._client is not None
+    assert isinstance(adapter, HttpAdapter) and adapter._client is not None
     client = adapter._client
     await fiber.dispose()
     assert harness.ctx.llm.adapter_for(PROVIDER) is None

@@ -57,6 +57,7 @@ async def test_full_request_shape(harness: Harness) -> None:
         temperature=0.5,
         max_tokens=1024,
         stop=("END",),
+        top_p=0.9,
     )
     await harness.stream(options)
     body = harness.bodies[0]
@@ -69,6 +70,7 @@ async def test_full_request_shape(harness: Harness) -> None:
         "reasoning_effort",
         "tools",
         "temperature",
+        "top_p",
         "max_tokens",
         "stop",
     ]
@@ -76,6 +78,7 @@ async def test_full_request_shape(harness: Harness) -> None:
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     assert body["thinking"] == {"type": "enabled"} and body["reasoning_effort"] == "max"
     assert body["temperature"] == 0.5 and body["max_tokens"] == 1024 and body["stop"] == ["END"]
+    assert body["top_p"] == 0.9
     assert body["tools"] == [
         {
             "type": "function",

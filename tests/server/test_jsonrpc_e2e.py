@@ -89,6 +89,17 @@ async def _wait_for_chunk(queue: asyncio.Queue[dict[str, Any]]) -> None:
             return
 
 
+async def _stored(tmp_path: Path, session_id: str, event_type: str) -> None:
+    """Until the child's log on disk holds an event of `event_type` (polled: the writer is
+    another process, past its write-batching window)."""
+    needle = f'"type":"{event_type}"'
+    while True:
+        logs = list((tmp_path / "sessions").rglob(f"{session_id}/session.jsonl"))
+        if logs and needle in logs[0].read_text():
+            return
+        await asyncio.sleep(0.01)
+
+
 async def test_shutdown_or_kill_mid_turn_then_resume(tmp_path: Path) -> None:
     script = [
         reply("working on it", hang=True),
@@ -115,7 +126,7 @@ async def test_shutdown_or_kill_mid_turn_then_resume(tmp_path: Path) -> None:
             {"sessionId": "session-killed", "contentBlocks": [{"type": "text", "text": "go"}]},
         )
         await asyncio.wait_for(_wait_for_chunk(queue), 30)
-        await asyncio.sleep(0.3)  # past the write-batching window
+        await asyncio.wait_for(_stored(tmp_path, "session-killed", "assistant/chunk"), 30)
         assert second._process is not None
         second._process.kill()
         await second._process.wait()

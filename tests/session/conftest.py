@@ -1,4 +1,4 @@
-from collections.abc import AsyncIterator
+from collections.abc import Sequence
 
 import pytest
 
@@ -7,11 +7,8 @@ from dsh.session import SessionPlugin, SessionStore
 
 
 @pytest.fixture
-async def ctx() -> AsyncIterator[Context]:
-    root = Context()
-    await root.plugin(SessionPlugin)
-    yield root
-    await root.owner.dispose()
+def ctx_plugins() -> Sequence[object]:
+    return [SessionPlugin]
 
 
 @pytest.fixture

@@ -332,3 +332,19 @@ def test_history_snapshots_never_change() -> None:
     assert before[-1] is s.derive_messages()[count - 1]
     with pytest.raises(IndexError):
         before[count]
+
+
+def test_the_fast_append_path_fills_every_field_of_session_event() -> None:
+    """The append path builds events slot by slot (skipping `__init__`): a field added to
+    `SessionEvent` and not filled there would be unset (an AttributeError when read)."""
+    import dataclasses
+
+    from dsh.llm import user_message
+    from dsh.session import SessionEvent
+
+    session = Session.create("s-fields")
+    fast = session.append("turn/start", {"turn": 1})  # log-only: the hot path
+    slow = session.append("user/message", user_message("hi").to_json(), surface_op="append")
+    for event in (fast, slow):
+        values = {f.name: getattr(event, f.name) for f in dataclasses.fields(SessionEvent)}
+        assert SessionEvent(**values) == event

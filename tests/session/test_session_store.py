@@ -18,6 +18,7 @@ from dsh.session import (
     SessionMeta,
     SessionStore,
 )
+from dsh.testing import wait_all_tasks_blocked
 
 from .samples import assistant, user
 
@@ -206,7 +207,7 @@ async def test_reentrant_append_raises_and_deferred_writes_work(
     session = store.create("r")
     session.append("turn/start", {"turn": 1})
     assert len(errors) == 1 and session.seq == 1
-    await asyncio.sleep(0)
+    await wait_all_tasks_blocked()  # the deferred write ran
     assert [e.type for e in session.events] == ["turn/start", "step/start"]
 
 

@@ -1,5 +1,5 @@
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import Sequence
 
 import pytest
 
@@ -25,15 +25,20 @@ from dsh.llm import (
     UsageChunk,
     user_message,
 )
-from dsh.testing import ScriptedModel, crash, failure, reasoning, reply, tool_call
+from dsh.testing import (
+    ScriptedModel,
+    crash,
+    failure,
+    reasoning,
+    reply,
+    tool_call,
+    wait_all_tasks_blocked,
+)
 
 
 @pytest.fixture
-async def ctx() -> AsyncIterator[Context]:
-    root = Context()
-    await root.plugin(LlmPlugin)
-    yield root
-    await root.owner.dispose()
+def ctx_plugins() -> Sequence[object]:
+    return [LlmPlugin]
 
 
 def ask(text: str = "hi", signal: CancelSignal | None = None, **kw: object) -> GenerateOptions:
@@ -192,7 +197,7 @@ async def test_delay_honours_the_signal() -> None:
     signal = CancelSignal()
     stream = model.stream(ask(signal=signal))
     pending = asyncio.ensure_future(anext(stream))
-    await asyncio.sleep(0)
+    await wait_all_tasks_blocked()
     assert not pending.done()
     signal.abort("user")
     first = await asyncio.wait_for(pending, 5)
@@ -226,8 +231,7 @@ async def test_hang_streams_until_cancelled() -> None:
             seen.append(chunk)
 
     task = asyncio.ensure_future(consume())
-    for _ in range(20):
-        await asyncio.sleep(0)
+    await wait_all_tasks_blocked()
     assert not task.done()
     assert fold(seen).interrupted_blocks() == [TextBlock("visible")]
     signal.abort("user")

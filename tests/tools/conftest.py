@@ -1,8 +1,8 @@
-from collections.abc import AsyncIterator
+from collections.abc import Sequence
 
 import pytest
 
-from dsh.kernel import CancelSignal, Context
+from dsh.kernel import CancelSignal
 from dsh.tools import ToolsPlugin
 
 
@@ -17,11 +17,8 @@ class Agent:
 
 
 @pytest.fixture
-async def ctx() -> AsyncIterator[Context]:
-    root = Context()
-    await root.plugin(ToolsPlugin)
-    yield root
-    await root.owner.dispose()
+def ctx_plugins() -> Sequence[object]:
+    return [ToolsPlugin]
 
 
 @pytest.fixture

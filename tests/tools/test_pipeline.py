@@ -1,7 +1,7 @@
 import asyncio
 import dataclasses
 import itertools
-from typing import Any, Literal
+from typing import Any
 
 import pytest
 
@@ -17,6 +17,7 @@ from dsh.tools import (
     Allow,
     Ask,
     Block,
+    Decision,
     Deny,
     PostDecision,
     PostExecute,
@@ -42,11 +43,11 @@ class BoomError(HarnessError):
 
 
 class FakeApproval:
-    def __init__(self, answer: Literal["allow", "deny"]) -> None:
+    def __init__(self, answer: Decision) -> None:
         self.answer = answer
         self.asked: list[tuple[ToolExecution, str | None]] = []
 
-    async def request(self, exec: ToolExecution, reason: str | None) -> Literal["allow", "deny"]:
+    async def request(self, exec: ToolExecution, reason: str | None) -> Decision:
         self.asked.append((exec, reason))
         return self.answer
 
@@ -101,7 +102,7 @@ async def test_pipeline_matrix(ctx: Context, pre: str, body: str, post: str) -> 
 
     ctx.tools.register(define(body=execute))
     if pre in ("ask-approved", "ask-rejected", "ask-no-agent"):
-        ctx.provide(APPROVAL, FakeApproval("allow" if pre == "ask-approved" else "deny"))
+        ctx.provide(APPROVAL, FakeApproval(Decision("once" if pre == "ask-approved" else "deny")))
 
     async def gate(exec: ToolExecution, next: Next[ToolExecution, PreDecision]) -> PreDecision:
         if pre == "allow":
@@ -151,7 +152,7 @@ async def test_pipeline_matrix(ctx: Context, pre: str, body: str, post: str) -> 
 
 
 async def test_approval_service_receives_the_execution_and_reason(ctx: Context) -> None:
-    approval = FakeApproval("allow")
+    approval = FakeApproval(Decision.once())
     ctx.provide(APPROVAL, approval)
     ctx.tools.register(define())
 
@@ -170,9 +171,9 @@ async def test_an_approval_cancelled_by_the_signal_is_aborted_before_dispatch(
     ctx: Context, signal: CancelSignal
 ) -> None:
     class Cancelling:
-        async def request(self, exec: ToolExecution, reason: str | None) -> Literal["deny"]:
+        async def request(self, exec: ToolExecution, reason: str | None) -> Decision:
             signal.abort("user")
-            return "deny"
+            return Decision.deny()
 
     ctx.provide(APPROVAL, Cancelling())
     ctx.tools.register(define())
@@ -593,3 +594,41 @@ async def test_allow_is_the_default_decision(ctx: Context) -> None:
     ctx.on(TOOLS_PRE_EXECUTE, spy)
     await ctx.tools.execute(call())
     assert decisions == [Allow()]
+
+
+async def test_pre_execute_may_replace_the_arguments(ctx: Context) -> None:
+    approval = FakeApproval(Decision.once())
+    ctx.provide(APPROVAL, approval)
+    ctx.tools.register(define())
+    seen: list[Any] = []
+
+    async def rewrite(exec: ToolExecution, next: Next[ToolExecution, PreDecision]) -> PreDecision:
+        await next()
+        return Ask("check the new x", {"x": 21})
+
+    ctx.on(TOOLS_PRE_EXECUTE, rewrite)
+    ctx.on(TOOLS_RESULT, lambda outcome: seen.append(outcome.exec.arguments))
+    result = await ctx.tools.execute(call(agent=Agent()))
+    assert isinstance(result, ToolSuccess) and result.value == 42
+    assert [exec.arguments for exec, _ in approval.asked] == [{"x": 21}]  # asked about the new
+    assert seen == [{"x": 21}]
+
+
+async def test_replacement_arguments_must_be_lossless_json(ctx: Context) -> None:
+    ctx.tools.register(define())
+
+    async def rewrite(exec: ToolExecution, next: Next[ToolExecution, PreDecision]) -> PreDecision:
+        return Allow({"x": float("nan")})
+
+    ctx.on(TOOLS_PRE_EXECUTE, rewrite)
+    result = await ctx.tools.execute(call())
+    assert result.is_error and "not lossless JSON" in text(result)
+
+
+def test_stricter_keeps_replacement_arguments_unless_denied() -> None:
+    from dsh.tools import stricter
+
+    assert stricter(Ask("policy"), Allow({"x": 1})) == Ask("policy", {"x": 1})
+    assert stricter(Allow(), Ask("hook", {"x": 1})) == Ask("hook", {"x": 1})
+    assert stricter(Deny("no"), Allow({"x": 1})) == Deny("no")
+    assert stricter(Ask("a"), Ask("b")) == Ask("b")  # a tie: the other listener's reason

@@ -57,6 +57,7 @@ from ._types import (
     SendTarget,
     SessionStartSource,
     Setup,
+    SetupCommit,
     hook_cancel,
 )
 
@@ -112,6 +113,7 @@ __all__ = [
     "SessionStart",
     "SessionStartSource",
     "Setup",
+    "SetupCommit",
     "StatusChange",
     "StepPoint",
     "StepResult",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
-from ..kernel import CancelSignal, EventSpec, Mode
+from ..kernel import CancelSignal, EventSpec, Mode, SerialSpec, WaterfallSpec
 from ..llm import (
     AssistantMessage,
     LlmCallConfig,
@@ -179,41 +179,41 @@ INBOX_DEQUEUE = EventSpec.declare(
 INBOX_DISCARD = EventSpec.declare(
     "agent/inbox/discard", Mode.EMIT, InboxChange, doc="a pending message was dropped (cancel)"
 )
-PROMPT_SUBMIT = EventSpec.declare(
+PROMPT_SUBMIT: WaterfallSpec[PromptSubmit, PromptDecision] = EventSpec.declare(
     "agent/prompt-submit",
     Mode.WATERFALL,
     PromptSubmit,
     PromptDecision,
     doc="per queued prompt at turn start; all blocked gives a zero-step turn ending blocked",
 )
-PRE_STEP = EventSpec.declare(
+PRE_STEP: SerialSpec[StepPoint, None] = EventSpec.declare(
     "agent/pre-step",
     Mode.SERIAL,
     StepPoint,
     doc="before request derivation; surface mutation (compaction) happens here",
 )
-REQUEST = EventSpec.declare(
+REQUEST: WaterfallSpec[StepPoint, LlmCallConfig] = EventSpec.declare(
     "agent/request",
     Mode.WATERFALL,
     StepPoint,
     LlmCallConfig,
     doc="per model attempt; switch provider, model, effort or sampling",
 )
-REQUEST_ERROR = EventSpec.declare(
+REQUEST_ERROR: WaterfallSpec[RequestError, Retry | None] = EventSpec.declare(
     "agent/request-error",
     Mode.WATERFALL,
     RequestError,
     Retry,
     doc="a model attempt ended error/aborted; Retry or None (the turn fails)",
 )
-STEP_RESULT = EventSpec.declare(
+STEP_RESULT: WaterfallSpec[StepResult, AssistantMessage] = EventSpec.declare(
     "agent/step-result",
     Mode.WATERFALL,
     StepResult,
     AssistantMessage,
     doc="before the assistant message is committed",
 )
-TURN_STOPPING = EventSpec.declare(
+TURN_STOPPING: WaterfallSpec[TurnStopping, StopDecision] = EventSpec.declare(
     "agent/turn-stopping",
     Mode.WATERFALL,
     TurnStopping,

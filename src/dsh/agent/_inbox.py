@@ -88,9 +88,10 @@ class Inbox:
         removed = self.splice("next-turn", 0, 1)
         return removed[0] if removed else None
 
-    def claim_steering(self) -> list[UserMessage]:
-        """Take every next-step item (at a step boundary)."""
-        return self.splice("next-step", 0, len(self.next_step))
+    def claim_steering(self, limit: int | None = None) -> list[UserMessage]:
+        """Take the next-step items (at a step boundary): all of them, or the oldest `limit`."""
+        count = len(self.next_step) if limit is None else limit
+        return self.splice("next-step", 0, count)
 
     def clear(self) -> list[tuple[SendTarget, UserMessage]]:
         """Drop everything pending (next-step first); the splices are marked canceled."""

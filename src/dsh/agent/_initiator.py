@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    from ..kernel import Owner
     from ._types import Agent
 
 T = TypeVar("T")
@@ -58,13 +59,13 @@ class InitiatorScope:
             _INITIATOR.reset(token)
 
     def spawn(
-        self, agent: Agent, coro: Coroutine[Any, Any, T], *, name: str | None = None
+        self, agent: Agent, coro: Coroutine[Any, Any, T], *, owner: Owner, name: str | None = None
     ) -> asyncio.Task[T]:
-        """Start `coro` as a task whose whole lifetime has `agent` as initiator."""
+        """Start `coro` as a task of `owner` whose whole lifetime has `agent` as initiator."""
         self._check()
         context = contextvars.copy_context()
         context.run(_INITIATOR.set, agent)
-        return asyncio.get_running_loop().create_task(coro, name=name, context=context)
+        return owner.spawn(coro, name=name, context=context)
 
     def close(self) -> None:
         self.closed = True

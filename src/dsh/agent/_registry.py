@@ -8,19 +8,21 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from ..kernel import AGENTS, Context, Disposer
+from ..kernel import AGENTS, Acquire, Context, Disposer, Publication
+from ..session import SessionMeta
 from ._events import AGENT_CREATED, AGENT_DISPOSED, AgentEvent
 from ._initiator import InitiatorScope
 from ._types import (
     Agent,
     AgentFactory,
     AgentHandle,
+    AgentOptions,
     CreateAgentOptions,
     ResumeAgentOptions,
 )
 
 if TYPE_CHECKING:
-    from ..kernel import EventSpec
+    from ..kernel import EventBus, EventSpec
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -30,14 +32,25 @@ class AgentRegistryError(RuntimeError):
     pass
 
 
-@dataclass(slots=True, eq=False)
-class _Entry:
-    agent: Agent
-    owner: Agent | None
-    announcing: bool = False
-    announced: bool = False
-    detach_requested: bool = False
-    detached: bool = False
+class _Entry(Publication):
+    """One registered agent, the agent whose scope created it, and its publication state."""
+
+    __slots__ = ("agent", "bus", "owner")
+
+    def __init__(
+        self, entries: dict[str, _Entry], agent: Agent, owner: Agent | None, bus: EventBus
+    ) -> None:
+        super().__init__(entries, agent.id)
+        self.agent = agent
+        self.owner = owner
+        self.bus = bus
+
+    def _announce(self) -> None:
+        self.bus.emit(AGENT_CREATED, AgentEvent(self.agent), self.agent)
+
+    def _withdraw(self, announced: bool) -> None:
+        if announced:
+            self.bus.emit(AGENT_DISPOSED, AgentEvent(self.agent), self.agent)
 
 
 @dataclass(slots=True)
@@ -70,36 +83,14 @@ class AgentRegistry:
             )
         if agent.id in self._state.entries:
             raise AgentRegistryError(f"an agent with id {agent.id!r} is already registered")
-        entry = _Entry(agent, owner)
-        self._state.entries[agent.id] = entry
-        return lambda: self._detach(entry)
+        return _Entry(self._state.entries, agent, owner, self._ctx.bus).detach
 
     def announce(self, agent: Agent) -> None:
         """Emit `agent/created` once; a synchronous listener raise vetoes (propagates)."""
         entry = self._state.entries.get(agent.id)
         if entry is None or entry.agent is not agent:
             raise AgentRegistryError(f"agent {agent.id!r} was not entered")
-        if entry.announced:
-            return
-        entry.announced = entry.announcing = True
-        try:
-            self._ctx.bus.emit(AGENT_CREATED, AgentEvent(agent), agent)
-        finally:
-            entry.announcing = False
-            if entry.detach_requested:
-                self._detach(entry)
-
-    def _detach(self, entry: _Entry) -> None:
-        if entry.detached:
-            return
-        if entry.announcing:
-            entry.detach_requested = True
-            return
-        entry.detached = True
-        if self._state.entries.get(entry.agent.id) is entry:
-            del self._state.entries[entry.agent.id]
-        if entry.announced:
-            self._ctx.bus.emit(AGENT_DISPOSED, AgentEvent(entry.agent), entry.agent)
+        entry.announce()
 
     def register(self, agent: Agent) -> Disposer:
         """Record an already-built agent (custom drivers); owned by the calling context."""
@@ -149,13 +140,33 @@ class AgentRegistry:
             raise AgentRegistryError("no agent factory is registered (is agent_loop loaded?)")
         return self._state.factory
 
-    async def create(self, options: CreateAgentOptions) -> AgentHandle:
-        """Create a session and an agent; the handle is owned by the calling context."""
-        return await self._factory().create_agent(self._ctx, options)
+    def create(self, options: CreateAgentOptions) -> Acquire[AgentHandle]:
+        """Create a session and an agent. `await` it for the handle (owned by the calling
+        context), or `async with` it to dispose the agent when the block ends."""
+        return Acquire(self._factory().create_agent(self._ctx, options), AgentHandle.dispose)
 
-    async def resume(self, options: ResumeAgentOptions) -> AgentHandle:
-        """Load a persisted session and resume an agent on it."""
-        return await self._factory().resume_agent(self._ctx, options)
+    def resume(self, options: ResumeAgentOptions) -> Acquire[AgentHandle]:
+        """Load a persisted session and resume an agent on it (awaited, or `async with`)."""
+        return Acquire(self._factory().resume_agent(self._ctx, options), AgentHandle.dispose)
+
+    def open(
+        self, session_id: str, options: AgentOptions, meta: SessionMeta | None = None
+    ) -> Acquire[AgentHandle]:
+        """An agent on session `session_id`: the stored session resumed, else a new one
+        created under that id (with `meta`). A given id continues; it never collides.
+        Awaited, or `async with`, like `create`."""
+        return Acquire(self._open(session_id, options, meta), AgentHandle.dispose)
+
+    async def _open(
+        self, session_id: str, options: AgentOptions, meta: SessionMeta | None
+    ) -> AgentHandle:
+        if self._ctx.get("session_persistence") is not None:
+            try:
+                return await self.resume(ResumeAgentOptions(session_id, options))
+            except LookupError:  # the store has no such session (UnknownSessionError)
+                pass
+        meta = meta or SessionMeta()
+        return await self.create(CreateAgentOptions(session_id, meta, None, options))
 
     # -- initiator scope ---------------------------------------------------------------------
 

@@ -3,24 +3,49 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar, overload
+
+from typing_extensions import TypeVar as DefaultTypeVar
 
 from ..llm import Json, Message, UserMessage, text_of
-from ..session import SESSION_DISPOSED, SESSION_EVENT, Session, SessionEvent, SessionEventPayload
+from ..session import (
+    SESSION_DISPOSED,
+    SESSION_EVENT,
+    SURFACE_TYPES,
+    Session,
+    SessionEvent,
+    SessionEventPayload,
+    Usage,
+    usage_of,
+)
 from ._types import Agent
 
 if TYPE_CHECKING:
+    from ..events import TypedEvent
     from ..kernel import Context
 
 _CLOSED = object()
+T = TypeVar("T")
+OutputT = DefaultTypeVar("OutputT", default=str)
 
 
-def session_events(agent: Agent, *, from_seq: int | None = None) -> AsyncIterator[SessionEvent]:
+@overload
+def session_events(
+    agent: Agent, *, from_seq: int | None = None, typed: Literal[False] = False
+) -> AsyncIterator[SessionEvent]: ...
+@overload
+def session_events(
+    agent: Agent, *, from_seq: int | None = None, typed: Literal[True]
+) -> AsyncIterator[TypedEvent]: ...
+def session_events(
+    agent: Agent, *, from_seq: int | None = None, typed: bool = False
+) -> AsyncIterator[SessionEvent] | AsyncIterator[TypedEvent]:
     """The events of `agent`'s session as they are appended (from `from_seq`, default the
-    next one), until the session is disposed. Subscribed at once, so nothing appended after
-    this call is missed; close the iterator (`aclose()`) to stop early."""
+    next one), until the agent or its session is disposed. Subscribed at once, so nothing
+    appended after this call is missed; close the iterator (`aclose()`) to stop early.
+    `typed=True` yields `dsh.events` values instead of `SessionEvent`s."""
     session = agent.session
     queue: asyncio.Queue[object] = asyncio.Queue()
     start = session.seq if from_seq is None else from_seq
@@ -38,30 +63,47 @@ def session_events(agent: Agent, *, from_seq: int | None = None) -> AsyncIterato
 
     ctx.on(SESSION_EVENT, on_event)
     ctx.on(SESSION_DISPOSED, on_disposed)
-    return _drain(queue, ctx)
+    # The agent's scope (and these listeners) unwinds before `session/disposed` is emitted:
+    # the end of the agent ends the iteration too.
+    ctx.owner.effect(lambda: queue.put_nowait(_CLOSED))
+    if typed:
+        from ..events import typed as typed_event
+
+        return _drain(queue, ctx, typed_event)
+    return _drain(queue, ctx, _same)
 
 
-async def _drain(queue: asyncio.Queue[object], ctx: Context) -> AsyncIterator[SessionEvent]:
+def _same(event: SessionEvent) -> SessionEvent:
+    return event
+
+
+async def _drain(
+    queue: asyncio.Queue[object], ctx: Context, convert: Callable[[SessionEvent], T]
+) -> AsyncIterator[T]:
     try:
         while True:
             item = await queue.get()
             if item is _CLOSED:
                 return
             assert isinstance(item, SessionEvent)
-            yield item
+            yield convert(item)
     finally:
         await ctx.owner.dispose()
 
 
 @dataclass(frozen=True, slots=True)
-class RunResult:
+class RunResult(Generic[OutputT]):
     """What one prompt produced: from the message's inbox receipt to the next idle."""
 
+    output: OutputT
+    """The answer: the final text, or the validated object of a structured-output run."""
     text: str
     """The text of the last `assistant/message` of the run ('' if none)."""
     finish_reason: str | None
     """`kind` of the last `turn/end` of the run (completed, aborted, blocked, error, …)."""
     events: tuple[SessionEvent, ...]
+    session_id: str
+    """The session the run continued: pass it back to continue the conversation."""
     error: Json = None
     """The `error` of an `error` turn end."""
 
@@ -74,15 +116,22 @@ class RunResult:
         return {}
 
     @property
+    def usage(self) -> Usage:
+        """Tokens, model requests and tool calls of the run, summed from its events."""
+        return usage_of(self.events)
+
+    @property
     def messages(self) -> tuple[Message, ...]:
+        """The run's messages as the model sees them, in order: prompts and other user-side
+        messages, model answers, tool results."""
         return tuple(
-            Message.from_json(e.data["message"])
+            Message.from_json(e.data if e.type == "user/message" else e.data["message"])
             for e in self.events
-            if e.type == "assistant/message"
+            if e.type in SURFACE_TYPES
         )
 
 
-async def run_prompt(agent: Agent, prompt: UserMessage | str) -> RunResult:
+async def run_prompt(agent: Agent, prompt: UserMessage | str) -> RunResult[str]:
     """Follow up `prompt` and wait until the agent is idle again; summarise the run."""
     session = agent.session
     start = session.seq
@@ -108,4 +157,4 @@ async def run_prompt(agent: Agent, prompt: UserMessage | str) -> RunResult:
         elif event.type == "turn/end":
             finish = event.data["reason"]["kind"]
             error = event.data["reason"].get("error")
-    return RunResult(text, finish, events, error)
+    return RunResult(text, text, finish, events, session.id, error)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -87,7 +87,7 @@ class Agent(Protocol):
     @property
     def accepts_next_step(self) -> bool: ...
 
-    def send(self, message: UserMessage, target: SendTarget, wakeup: bool) -> MessageId: ...
+    def send(self, message: UserMessage, target: SendTarget, *, wakeup: bool) -> MessageId: ...
     def followup(self, message: UserMessage | str) -> MessageId: ...
     def steer(self, message: UserMessage | str) -> MessageId: ...
     def inject(self, message: UserMessage | str) -> MessageId: ...
@@ -100,6 +100,7 @@ class AgentHandle:
 
     Disposal cancels the agent (cause `disposed`), waits for quiescence, unwinds its scope,
     unregisters it (`agent/disposed`) and detaches its session (`session/disposed`).
+    `async with handle:` disposes it when the block ends.
     """
 
     __slots__ = ("_dispose", "_done", "agent")
@@ -111,17 +112,33 @@ class AgentHandle:
 
     async def dispose(self) -> None:
         if self._done is None:
+            # A task, not the first caller: disposal runs to its end even if that caller is
+            # cancelled, and every caller awaits the same one.
             self._done = asyncio.ensure_future(self._dispose())
         await asyncio.shield(self._done)
+
+    async def __aenter__(self) -> AgentHandle:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.dispose()
 
     def __repr__(self) -> str:
         return f"<AgentHandle {self.agent.id}>"
 
 
-SetupResult: TypeAlias = "Callable[[], None] | None"
-Setup: TypeAlias = Callable[["Context"], "Awaitable[SetupResult] | SetupResult"]
-"""Composes an unpublished agent's scoped world. May return a `commit()` callable that runs
-synchronously right before publication."""
+@runtime_checkable
+class SetupCommit(Protocol):
+    """What a `setup` may return to act at publication: `commit()` runs synchronously right
+    before the agent is published."""
+
+    def commit(self) -> None: ...
+
+
+Setup: TypeAlias = Callable[["Context"], object]
+"""Composes an unpublished agent's scoped world (may be async). Its result is a commit only
+when it is a `SetupCommit` (has `commit()`); anything else — None, the `Disposer` that
+`tools.register` returns, a list of them — is ignored."""
 
 
 @dataclass(frozen=True, slots=True)

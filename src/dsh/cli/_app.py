@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -22,6 +23,8 @@ config_app = typer.Typer(help="Inspect the plugin composition.", no_args_is_help
 app.add_typer(config_app, name="config")
 sessions_app = typer.Typer(help="Persisted sessions.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
+hooks_app = typer.Typer(help="Command hooks (Claude Code's dialect).", no_args_is_help=True)
+app.add_typer(hooks_app, name="hooks")
 
 ProfileOption = Annotated[
     list[Path] | None,
@@ -58,15 +61,18 @@ def config_show(profile: ProfileOption = None) -> None:
 
     from ..kernel import CompositionError, load_profile
     from ..kernel._compose import prepare
-    from ._runtime import profile_files
+    from ._runtime import profile_files, sandbox_status
 
     try:
         resolved = load_profile(profile_files(profile))
         prepare(resolved)
-    except CompositionError as exc:
+        sandbox = sandbox_status(resolved)
+    except (CompositionError, ValueError) as exc:
         typer.echo(f"dsh: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"# layers: {', '.join(resolved.sources) or '(none)'}")
+    if sandbox is not None:
+        typer.echo(f"# {sandbox}")
     typer.echo(yaml.safe_dump(resolved.to_data(), sort_keys=False).rstrip() or "[]")
 
 
@@ -79,6 +85,34 @@ CwdOption = Annotated[
     Path | None,
     typer.Option("--cwd", help="The agent's workspace (default: the current directory)."),
 ]
+TrustOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust-workspace",
+        "--trust-hooks",
+        help="Trust the workspace for this run: run the hooks and MCP servers its files define.",
+    ),
+]
+
+
+class SandboxMode(StrEnum):
+    read_only = "read-only"
+    workspace_write = "workspace-write"
+    danger_full_access = "danger-full-access"
+
+
+SandboxOption = Annotated[
+    SandboxMode | None,
+    typer.Option(
+        "--sandbox",
+        help="Where bash may write: read-only, workspace-write (default) or "
+        "danger-full-access (no sandbox).",
+    ),
+]
+
+
+def _mode(value: SandboxMode | None) -> str | None:
+    return None if value is None else value.value
 
 
 def _exit_with(coro: Any) -> NoReturn:
@@ -87,11 +121,12 @@ def _exit_with(coro: Any) -> NoReturn:
 
     from ..kernel import CompositionError
     from ..persistence import PersistenceError
+    from ..workspace import SettingsError
     from ._runtime import CliError
 
     try:
         code = asyncio.run(coro)
-    except (CliError, CompositionError, PersistenceError) as exc:
+    except (CliError, CompositionError, PersistenceError, SettingsError) as exc:
         typer.echo(f"dsh: {exc}", err=True)
         raise typer.Exit(2) from None
     raise typer.Exit(code)
@@ -108,11 +143,16 @@ def run_command(
     json_: Annotated[
         bool, typer.Option("--json", help="Print one session event per line (for scripts).")
     ] = False,
+    trust: TrustOption = False,
+    sandbox: SandboxOption = None,
 ) -> None:
     """Run an agent on one task; exit 0 when its turn completed."""
     from ._run import RunOptions, run_task
 
-    _exit_with(run_task(RunOptions(task, profile, provider, model, cwd, yes, json_)))
+    options = RunOptions(
+        task, profile, provider, model, cwd, yes, json_, trust=trust, sandbox=_mode(sandbox)
+    )
+    _exit_with(run_task(options))
 
 
 @app.command("demo")
@@ -133,11 +173,12 @@ def chat_command(
     provider: ProviderOption = None,
     model: ModelOption = None,
     cwd: CwdOption = None,
+    sandbox: SandboxOption = None,
 ) -> None:
     """Talk with an agent: Enter sends, Ctrl-C cancels the running turn, /help for more."""
     from ._chat import chat
 
-    _exit_with(chat(profile, provider, model, cwd))
+    _exit_with(chat(profile, provider, model, cwd, sandbox=_mode(sandbox)))
 
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Raw JSON lines.")]
@@ -182,6 +223,7 @@ def sessions_resume(
     provider: ProviderOption = None,
     model: ModelOption = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")] = False,
+    trust: TrustOption = False,
 ) -> None:
     """Resume a session: run a task in it, or chat in it."""
     from ._chat import chat
@@ -189,8 +231,61 @@ def sessions_resume(
 
     if task is None:
         _exit_with(chat(profile, provider, model, None, resume=session_id))
+    options = RunOptions(task, profile, provider, model, None, yes, resume=session_id, trust=trust)
+    _exit_with(run_task(options))
 
-    _exit_with(run_task(RunOptions(task, profile, provider, model, None, yes, resume=session_id)))
+
+@hooks_app.command("list")
+def hooks_list(profile: ProfileOption = None, cwd: CwdOption = None) -> None:
+    """The hooks an agent in this workspace would have: where each comes from, and whether
+    it runs (a workspace's own hooks run once it is trusted)."""
+    from ._hooks import list_hooks
+
+    _exit_with(list_hooks(profile, cwd))
+
+
+@app.command("batch")
+def batch_command(
+    tasks: Annotated[Path, typer.Argument(help="A JSONL file: one task per line.")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="The results file (JSONL; a rerun resumes it).")
+    ],
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-j", min=1, help="Tasks running at once.")
+    ] = 8,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            help="Run on Ray actors: `--ray` alone starts a local Ray, `--ray ADDRESS` joins "
+            "a cluster (auto, ray://host:10001). Needs a PostgreSQL store.",
+        ),
+    ] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Ray actors.")] = 2,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store", help="Session store: postgresql://…, sqlite:PATH or a folder (JSONL)."
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="provider:model for tasks that name none.")
+    ] = None,
+    profile: ProfileOption = None,
+    cwd: CwdOption = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")] = False,
+    session_prefix: Annotated[
+        str | None,
+        typer.Option("--session-prefix", help="Session ids are PREFIX + task id (default: OUT-)."),
+    ] = None,
+) -> None:
+    """Run every task of TASKS.jsonl, each in its own session; results to --out."""
+    from ._batch import BatchOptions, run_batch
+
+    options = BatchOptions(
+        tasks, out, concurrency, ray, workers, store, model, profile, cwd, yes, session_prefix
+    )
+    _exit_with(run_batch(options))
 
 
 @app.command("jsonrpc")
@@ -206,4 +301,17 @@ def run(argv: list[str] | None = None) -> None:
     # cannot encode: it is escaped, never a crash mid-transcript (stderr does this already).
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="backslashreplace")
-    app(args=argv if argv is not None else sys.argv[1:], prog_name="dsh")
+    args = argv if argv is not None else sys.argv[1:]
+    app(args=_optional_value(args, "--ray", "local"), prog_name="dsh")
+
+
+def _optional_value(args: list[str], option: str, default: str) -> list[str]:
+    """`option` may come without its value (the last word, or followed by an option)."""
+    out = list(args)
+    for i, arg in enumerate(out):
+        if arg == "--":
+            break
+        if arg == option and (i + 1 == len(out) or out[i + 1].startswith("-")):
+            out.insert(i + 1, default)
+            break
+    return out

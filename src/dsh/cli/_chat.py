@@ -29,7 +29,7 @@ HELP = (
     "Enter sends (a follow-up when idle, steering while a turn runs). Ctrl-C cancels the "
     "running turn; Ctrl-C at an idle prompt twice exits.\n"
     "/new  a new session   /resume ID  resume a session   /sessions  list sessions\n"
-    "/compact  compact this session now   /exit  quit"
+    "/compact  compact this session now   /hooks  this session's hooks   /exit  quit"
 )
 ANSWERS = {"y": "once", "yes": "once", "a": "always", "always": "always", "n": "deny", "no": "deny"}
 
@@ -55,24 +55,28 @@ async def chat(
     cwd: Path | None,
     *,
     resume: str | None = None,
+    sandbox: str | None = None,
 ) -> int:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.patch_stdout import patch_stdout
     from rich.console import Console
 
-    built = build_profile(profile)
+    built = build_profile(profile, sandbox=sandbox)
     route = resolve_route(built, provider, model)
     check_credentials(route)
-    ctx = await start_runtime(built, route)
     console = Console(highlight=False, force_terminal=True)
-    state = ChatState(ctx, route, (cwd or Path.cwd()).resolve(), console)
+    session: PromptSession[str] = PromptSession()
+    workspace = (cwd or Path.cwd()).resolve()
+    if resume is None:
+        await _ask_trust(session, console, workspace)  # before boot: MCP servers start there
+    ctx = await start_runtime(built, route)
+    state = ChatState(ctx, route, workspace, console)
     renderer = TerminalRenderer(console, console)
     try:
         await _switch(state, renderer, resume)
         if state.handle is None:
             return 2
         _install_answerer(state)
-        session: PromptSession[str] = PromptSession()
         console.print(
             f"dsh chat · {route.provider}/{route.model} · /help for commands",
             style="dim",
@@ -139,6 +143,8 @@ async def _handle(state: ChatState, renderer: TerminalRenderer, text: str) -> bo
             await _list_sessions(state)
         elif command == "/compact":
             await _compact(state)
+        elif command == "/hooks":
+            _show_hooks(state)
         else:
             console.print(f"unknown command {command} (/help lists them)", style="red")
         return True
@@ -212,6 +218,38 @@ def _raw(arguments: Any) -> str:
     import json
 
     return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+
+
+async def _ask_trust(session: Any, console: Console, workspace: Path) -> None:
+    """Ask once whether to trust a workspace whose files would run something; remember yes."""
+    from ..workspace import Trust
+    from ._hooks import TRUST_QUESTION, trust_note, untrusted_files
+
+    files = untrusted_files(workspace)
+    if not files:
+        return
+    console.print(trust_note(workspace, files), style="yellow", markup=False)
+    try:
+        answer = await session.prompt_async(TRUST_QUESTION)
+    except (KeyboardInterrupt, EOFError):
+        answer = ""
+    if answer.strip().lower() in ("y", "yes"):
+        Trust().trust(workspace)
+        console.print(f"trusted {workspace}", style="dim", markup=False)
+    else:
+        console.print("not trusted: its hooks and MCP servers stay off", style="dim")
+
+
+def _show_hooks(state: ChatState) -> None:
+    from ._hooks import hook_lines
+
+    service = state.ctx.get("hooks")
+    hooks = service.hooks_of(state.handle.agent) if service and state.handle else None
+    if hooks is None:
+        state.console.print("hooks are not enabled (no hooks plugin in the profile)", style="red")
+        return
+    for line in hook_lines(hooks):
+        state.console.print(line, markup=False, highlight=False)
 
 
 async def _list_sessions(state: ChatState) -> None:

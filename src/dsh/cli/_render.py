@@ -132,9 +132,10 @@ class TerminalRenderer:
     def _llm_retry(self, data: Any) -> None:
         failure = data.get("failure", {})
         seconds = data.get("delayMs", 0) / 1000
+        # The failure's message says what went wrong, e.g. what a timeout was waiting for.
         self.err.print(
-            f"↻ {failure.get('code', 'error')}: retrying in {seconds:.1f}s "
-            f"(attempt {data.get('retry')})",
+            f"↻ {failure.get('code', 'error')}: {failure.get('message', '')}; retrying in "
+            f"{seconds:.1f}s (attempt {data.get('retry')})",
             style="yellow",
             markup=False,
             highlight=False,
@@ -143,6 +144,23 @@ class TerminalRenderer:
     def _compaction_summary(self, data: Any) -> None:
         count = len(data.get("shadowedSeqs", ()))
         self.err.print(f"⇣ compacted {count} earlier messages", style="dim", markup=False)
+
+    def _hook_result(self, data: Any) -> None:
+        """A hook that blocked, failed or has something to say (`hook/result`)."""
+        point, decision = data.get("point", "hook"), data.get("decision")
+        failed = "exitCode" not in data or data["exitCode"] not in (0, 2)
+        verbs = {"block": "blocked", "deny": "denied", "ask": "asks", "stop": "stopped the turn"}
+        if decision in verbs:
+            line, style = f"{point} hook {verbs[decision]}: {data.get('reason', '')}", "yellow"
+        elif failed and data.get("stderrSummary"):
+            line, style = f"{point} hook failed: {data['stderrSummary']}", "red"
+        elif data.get("output"):
+            line, style = f"{point} hook: {data['output']}", "dim"
+        else:
+            return
+        self._stop_waiting()
+        self._end_block()
+        self.err.print(f"⚑ {_preview(line.rstrip(': '), 160)}", style=style, markup=False)
 
     def _approval_asked(self, data: Any) -> None:
         self._stop_waiting()

@@ -31,11 +31,46 @@ def profile_files(extra: list[Path] | None) -> list[Path]:
     return files
 
 
-def build_profile(extra: list[Path] | None, *, yes: bool = False) -> Profile:
+def build_profile(
+    extra: list[Path] | None,
+    *,
+    yes: bool = False,
+    trust_workspace: bool = False,
+    sandbox: str | None = None,
+) -> Profile:
     profile = load_profile(profile_files(extra))
     if yes:
         profile = profile.with_config("approval", auto_approve=True)
+    if trust_workspace:
+        from ._hooks import trust_for_run
+
+        profile = trust_for_run(profile)
+    if sandbox is not None:
+        row = profile.row("sandbox")
+        if row is None or row.disabled:
+            raise CliError("--sandbox needs the sandbox plugin: the profile has no `sandbox` row")
+        profile = profile.with_config("sandbox", mode=sandbox)
     return profile
+
+
+def sandbox_status(profile: Profile) -> str | None:
+    """`sandbox: <mode> (…)` for the profile's sandbox row, saying whether bubblewrap works
+    here; None without the row."""
+    import asyncio
+
+    from ..plugins.sandbox import SandboxConfig, probe
+
+    row = profile.row("sandbox")
+    if row is None or row.disabled:
+        return None
+    config = SandboxConfig.model_validate(dict(row.config or {}))
+    if config.mode == "danger-full-access":
+        return "sandbox: danger-full-access (commands run unconfined)"
+    why = asyncio.run(probe(config.bwrap, network=config.network))
+    network = "network allowed" if config.network else "no network"
+    if why is None:
+        return f"sandbox: {config.mode}, {network} (bubblewrap works here)"
+    return f"sandbox: {config.mode} — {why}: every bash call will ask for approval"
 
 
 @dataclass(frozen=True, slots=True)

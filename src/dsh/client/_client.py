@@ -7,12 +7,16 @@ import contextlib
 import json
 import os
 import sys
+import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..llm import Json
+
+if TYPE_CHECKING:
+    from ..events import TypedEvent
 
 DEFAULT_COMMAND: tuple[str, ...] = (sys.executable, "-m", "dsh.server")
 _EXITED: dict[str, Json] = {"method": "<runtime exited>"}
@@ -87,6 +91,8 @@ class AsyncHarness:
             env=self.env,
             limit=64 * 1024 * 1024,
         )
+        # No kernel context here (a client of another process): close() awaits both to the
+        # end of the child's output.
         self._reader = asyncio.ensure_future(self._read())
         self._stderr = asyncio.ensure_future(self._drain_stderr())
         params: dict[str, Json] = {"cwd": self.cwd, "provider": self.provider, "model": self.model}
@@ -157,8 +163,16 @@ class AsyncHarness:
         with contextlib.suppress(ValueError):
             self._subscribers.remove(queue)
 
-    async def run(self, text: str, *, session_id: str | None = None) -> RunResult:
-        """Prompt a session (a new one by default) and wait for it to be idle again."""
+    async def run(
+        self,
+        text: str,
+        *,
+        session_id: str | None = None,
+        on_event: Callable[[TypedEvent], object] | None = None,
+    ) -> RunResult:
+        """Prompt a session and wait for it to be idle again. A new session by default; an
+        existing id continues it (a stored one is resumed). `on_event` is called with each of
+        the session's events of the run as it arrives, typed (`dsh.events`)."""
         session_id = session_id or f"session-{uuid.uuid4().hex}"
         queue = self.subscribe()
         try:
@@ -167,9 +181,17 @@ class AsyncHarness:
                 {"sessionId": session_id, "contentBlocks": [{"type": "text", "text": text}]},
             )
             assert isinstance(result, dict)
-            return await _collect(queue, session_id, result["messageId"])
+            return await _collect(queue, session_id, result["messageId"], on_event)
         finally:
             self.unsubscribe(queue)
+
+    async def resume(self, session_id: str) -> None:
+        """Load a stored session into the runtime (its pending prompts run on the next)."""
+        await self.request("session/resume", {"sessionId": session_id})
+
+    async def cancel(self, session_id: str) -> None:
+        """Cancel the session's running turn; its run ends with finish reason `aborted`."""
+        await self.request("session/cancel", {"sessionId": session_id})
 
     async def close(self) -> None:
         """Ask the runtime to shut down, then close its stdin; kill it if it lingers."""
@@ -193,7 +215,10 @@ class AsyncHarness:
 
 
 async def _collect(
-    queue: asyncio.Queue[dict[str, Json]], session_id: str, message_id: str
+    queue: asyncio.Queue[dict[str, Json]],
+    session_id: str,
+    message_id: str,
+    on_event: Callable[[TypedEvent], object] | None,
 ) -> RunResult:
     notifications: list[dict[str, Json]] = []
     events: list[dict[str, Json]] = []
@@ -218,6 +243,8 @@ async def _collect(
         notifications.append(frame)
         if frame["method"] == "session.event" and ours:
             events.append(params["event"])
+            if on_event is not None:
+                on_event(_typed(params["event"]))
         if frame["method"] == "session.status" and ours and params.get("status") == "idle":
             break
     final = ""
@@ -231,6 +258,13 @@ async def _collect(
     return RunResult(session_id, final, finish, tuple(events), tuple(notifications))
 
 
+def _typed(event: Json) -> TypedEvent:
+    from ..events import typed  # only for runs with a callback: the client stays light
+    from ..session import SessionEvent
+
+    return typed(SessionEvent.from_json(event))
+
+
 class Harness:
     """The synchronous twin of `AsyncHarness` (its event loop runs in a background thread).
 
@@ -241,10 +275,9 @@ class Harness:
     """
 
     def __init__(self, **options: Any) -> None:
-        import threading
-
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._background: set[asyncio.Task[None]] = set()
         self._thread.start()
         self._async = AsyncHarness(**options)
         self._call(self._async.start())
@@ -252,9 +285,38 @@ class Harness:
     def _call(self, coro: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
-    def run(self, text: str, *, session_id: str | None = None) -> RunResult:
-        result: RunResult = self._call(self._async.run(text, session_id=session_id))
+    def run(
+        self,
+        text: str,
+        *,
+        session_id: str | None = None,
+        on_event: Callable[[TypedEvent], object] | None = None,
+    ) -> RunResult:
+        """`AsyncHarness.run`; `on_event` runs on the harness's thread. Ctrl-C cancels the
+        run (and waits for it to end) before it propagates."""
+        session_id = session_id or f"session-{uuid.uuid4().hex}"
+        running = asyncio.run_coroutine_threadsafe(
+            self._async.run(text, session_id=session_id, on_event=on_event), self._loop
+        )
+        try:
+            result: RunResult = running.result()
+        except KeyboardInterrupt:
+            self._call(self._async.cancel(session_id))
+            running.result()
+            raise
         return result
+
+    def resume(self, session_id: str) -> None:
+        self._call(self._async.resume(session_id))
+
+    def cancel(self, session_id: str) -> None:
+        """Cancel the session's running turn (from another thread, or from `on_event`)."""
+        if threading.current_thread() is self._thread:  # from on_event: don't block the loop
+            task = self._loop.create_task(self._async.cancel(session_id))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+            return
+        self._call(self._async.cancel(session_id))
 
     def request(self, method: str, params: Json = None) -> Json:
         return self._call(self._async.request(method, params))

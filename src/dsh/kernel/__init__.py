@@ -20,9 +20,24 @@ from ._context import (
     ServiceKey,
     ServiceUnavailableError,
 )
-from ._events import EventBus, EventSpec, Mode, Next, WaterfallError, declared_events
-from ._owner import Disposer, InactiveOwnerError, Owner
+from ._events import (
+    EmitListener,
+    EmitSpec,
+    EventBus,
+    EventSpec,
+    Mode,
+    Next,
+    ParallelSpec,
+    SerialListener,
+    SerialSpec,
+    WaterfallError,
+    WaterfallListener,
+    WaterfallSpec,
+    declared_events,
+)
+from ._owner import Acquire, Disposer, InactiveOwnerError, Owner
 from ._plugin import Fiber, FiberState, PluginError
+from ._publication import Publication
 from ._scope import (
     DuplicateEntryError,
     Scope,
@@ -31,6 +46,7 @@ from ._scope import (
     create_scope,
     scope_chain,
 )
+from ._secrets import HELD, holds_secrets, read_secret, redact_secrets
 from ._signal import Aborted, CancelSignal
 
 __all__ = [
@@ -41,12 +57,16 @@ __all__ = [
     "SYSTEM_PROMPT",
     "TOOLS",
     "ENTRY_POINT_GROUP",
+    "HELD",
     "Aborted",
+    "Acquire",
     "CancelSignal",
     "CompositionError",
     "Context",
     "Disposer",
     "DuplicateEntryError",
+    "EmitListener",
+    "EmitSpec",
     "EventBus",
     "EventSpec",
     "Fiber",
@@ -55,19 +75,28 @@ __all__ = [
     "Mode",
     "Next",
     "Owner",
+    "ParallelSpec",
     "PluginError",
     "PluginRow",
+    "Publication",
     "Profile",
     "Scope",
     "ScopedLayers",
+    "SerialListener",
+    "SerialSpec",
     "ServiceKey",
     "ServiceUnavailableError",
     "WaterfallError",
+    "WaterfallListener",
+    "WaterfallSpec",
     "bind_scope_parent",
     "boot",
     "create_scope",
     "declared_events",
+    "holds_secrets",
     "load_profile",
+    "read_secret",
+    "redact_secrets",
     "resolve_plugin",
     "scope_chain",
 ]

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ._context import Context
+from ._owner import Acquire
 from ._plugin import PluginError, format_path, validate_config
 
 __all__ = [
@@ -73,6 +74,11 @@ class Profile:
             for r in self.rows
         ]
         return Profile(rows, list(self.sources))
+
+    def layered(self, rows: Sequence[Mapping[str, Any]], *, source: str = "<code>") -> Profile:
+        """A copy with `rows` applied as one more layer (the rules of a profile file)."""
+        layer = _rows(list(rows), source)
+        return Profile(apply_layer(self.rows, layer, source), [*self.sources, source])
 
     def to_data(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -259,17 +265,25 @@ def prepare(profile: Profile, env: Mapping[str, str] | None = None) -> list[_Pre
     return prepared
 
 
-async def boot(
+def boot(
     profile: Profile | None = None,
     *,
     env: Mapping[str, str] | None = None,
     root: Context | None = None,
-) -> Context:
+) -> Acquire[Context]:
     """Load every enabled row of `profile` into `root` (a new root context by default).
 
-    All rows are resolved and validated first; if any plugin then fails to start, everything
-    loaded so far is disposed and `CompositionError` is raised.
+    `async with boot() as ctx:` disposes the context when the block ends; `ctx = await
+    boot()` leaves that to the caller (`await ctx.owner.dispose()`). All rows are resolved
+    and validated first; if any plugin then fails to start, everything loaded so far is
+    disposed and `CompositionError` is raised.
     """
+    return Acquire(_boot(profile, env, root), _dispose)
+
+
+async def _boot(
+    profile: Profile | None, env: Mapping[str, str] | None, root: Context | None
+) -> Context:
     profile = load_profile() if profile is None else profile
     prepared = prepare(profile, env)
     ctx = root or Context()
@@ -288,6 +302,10 @@ async def boot(
         await boot_ctx.owner.dispose()
         raise
     return ctx
+
+
+async def _dispose(ctx: Context) -> None:
+    await ctx.owner.dispose()
 
 
 def _source_of(profile: Profile, plugin_id: str) -> str:

@@ -5,7 +5,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
-from ._events import EventBus, EventSpec, lookup_event
+from ._events import (
+    EmitListener,
+    EmitSpec,
+    EventBus,
+    EventSpec,
+    ParallelSpec,
+    SerialListener,
+    SerialSpec,
+    WaterfallListener,
+    WaterfallSpec,
+    lookup_event,
+)
 from ._owner import Disposer, Owner
 
 if TYPE_CHECKING:
@@ -224,6 +235,42 @@ class Context:
 
     # -- events ----------------------------------------------------------------------------
 
+    @overload
+    def on(
+        self,
+        event: EmitSpec[P] | ParallelSpec[P],
+        listener: EmitListener[P],
+        *,
+        prepend: bool = False,
+        global_: bool = False,
+    ) -> Disposer: ...
+    @overload
+    def on(
+        self,
+        event: SerialSpec[P, R],
+        listener: SerialListener[P, R],
+        *,
+        prepend: bool = False,
+        global_: bool = False,
+    ) -> Disposer: ...
+    @overload
+    def on(
+        self,
+        event: WaterfallSpec[P, R],
+        listener: WaterfallListener[P, R],
+        *,
+        prepend: bool = False,
+        global_: bool = False,
+    ) -> Disposer: ...
+    @overload
+    def on(
+        self,
+        event: str,
+        listener: Callable[..., Any],
+        *,
+        prepend: bool = False,
+        global_: bool = False,
+    ) -> Disposer: ...
     def on(
         self,
         event: EventSpec[Any, Any] | str,
@@ -232,12 +279,53 @@ class Context:
         prepend: bool = False,
         global_: bool = False,
     ) -> Disposer:
-        """Listen to an event. The listener is tagged with this context's scope."""
+        """Listen to an event. The listener is tagged with this context's scope.
+
+        Its signature is checked against the event's mode and types: `(payload)` for emit and
+        parallel events, `(payload) -> R | None` for serial ones, `(payload, next) -> R` for
+        waterfalls (async or not). An event named by string is not checked.
+        """
         spec = lookup_event(event) if isinstance(event, str) else event
         return self.bus.on(
             spec, listener, owner=self.owner, tag=self.scope, prepend=prepend, global_=global_
         )
 
+    @overload
+    def once(
+        self,
+        event: EmitSpec[P] | ParallelSpec[P],
+        listener: EmitListener[P],
+        *,
+        prepend: bool = False,
+        global_: bool = False,
+    ) -> Disposer: ...
+    @overload
+    def once(
+        self,
+        event: SerialSpec[P, R],
+        listener: SerialListener[P, R],
+        *,
+        prepend: bool = False,
+        global_: bool = False,
+    ) -> Disposer: ...
+    @overload
+    def once(
+        self,
+        event: WaterfallSpec[P, R],
+        listener: WaterfallListener[P, R],
+        *,
+        prepend: bool = False,
+        global_: bool = False,
+    ) -> Disposer: ...
+    @overload
+    def once(
+        self,
+        event: str,
+        listener: Callable[..., Any],
+        *,
+        prepend: bool = False,
+        global_: bool = False,
+    ) -> Disposer: ...
     def once(
         self,
         event: EventSpec[Any, Any] | str,
@@ -254,7 +342,10 @@ class Context:
                 disposer()
             return listener(*args)
 
-        disposer = self.on(event, wrapper, prepend=prepend, global_=global_)
+        spec = lookup_event(event) if isinstance(event, str) else event
+        disposer = self.bus.on(
+            spec, wrapper, owner=self.owner, tag=self.scope, prepend=prepend, global_=global_
+        )
         return disposer
 
     def emit(self, event: EventSpec[P, Any], payload: P) -> None:
@@ -285,6 +376,15 @@ class Context:
 
     def fibers(self) -> list[Fiber]:
         return self._realm.host.fibers()
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Context:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """`async with Context() as ctx:` disposes the context's owner when the block ends."""
+        await self.owner.dispose()
 
     def __repr__(self) -> str:
         return f"<Context owner={self.owner.label!r} scope={self.scope!r}>"

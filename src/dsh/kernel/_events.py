@@ -9,17 +9,24 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar, overload
+from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
 from ._owner import Disposer, Owner
 from ._scope import is_scope_ancestor
 
 __all__ = [
+    "EmitListener",
+    "EmitSpec",
     "EventBus",
     "EventSpec",
     "Mode",
     "Next",
+    "ParallelSpec",
+    "SerialListener",
+    "SerialSpec",
     "WaterfallError",
+    "WaterfallListener",
+    "WaterfallSpec",
     "declared_events",
 ]
 
@@ -52,6 +59,9 @@ class WaterfallError(RuntimeError):
 class EventSpec(Generic[P, R]):
     """The one declaration of an event: its name, dispatch mode and payload/result types.
 
+    Declared events are instances of the subclass of their mode (`EmitSpec`, `ParallelSpec`,
+    `SerialSpec`, `WaterfallSpec`), so `Context.on` can check a listener's signature
+    against the mode and the payload/result types.
     `scoped=False` marks registry-subject events that every listener receives.
     `vetoing=True` (emit only) lets a synchronous listener failure propagate.
     """
@@ -65,6 +75,66 @@ class EventSpec(Generic[P, R]):
     doc: str = ""
     package: str = field(default="", compare=False)
 
+    @overload
+    @staticmethod
+    def declare(
+        name: str,
+        mode: Literal[Mode.EMIT],
+        payload: type[P],
+        result: None = None,
+        *,
+        scoped: bool = True,
+        vetoing: bool = False,
+        doc: str = "",
+    ) -> EmitSpec[P]: ...
+    @overload
+    @staticmethod
+    def declare(
+        name: str,
+        mode: Literal[Mode.EMIT],
+        payload: None,
+        result: None = None,
+        *,
+        scoped: bool = True,
+        vetoing: bool = False,
+        doc: str = "",
+    ) -> EmitSpec[None]: ...
+    @overload
+    @staticmethod
+    def declare(
+        name: str,
+        mode: Literal[Mode.PARALLEL],
+        payload: type[P],
+        result: None = None,
+        *,
+        scoped: bool = True,
+        vetoing: bool = False,
+        doc: str = "",
+    ) -> ParallelSpec[P]: ...
+    @overload
+    @staticmethod
+    def declare(
+        name: str,
+        mode: Literal[Mode.SERIAL],
+        payload: type[P],
+        result: object = None,
+        *,
+        scoped: bool = True,
+        vetoing: bool = False,
+        doc: str = "",
+    ) -> SerialSpec[P, Any]: ...
+    @overload
+    @staticmethod
+    def declare(
+        name: str,
+        mode: Literal[Mode.WATERFALL],
+        payload: type[P],
+        result: object = None,
+        *,
+        scoped: bool = True,
+        vetoing: bool = False,
+        doc: str = "",
+    ) -> WaterfallSpec[P, Any]: ...
     @staticmethod
     def declare(
         name: str,
@@ -76,9 +146,14 @@ class EventSpec(Generic[P, R]):
         vetoing: bool = False,
         doc: str = "",
     ) -> EventSpec[Any, Any]:
-        """Declare an event. Each name is declared once, in the package owning the vocabulary."""
+        """Declare an event. Each name is declared once, in the package owning the vocabulary.
+
+        The result type of a serial or waterfall event is given by annotating the constant:
+        `REQUEST: WaterfallSpec[StepPoint, LlmCallConfig] = EventSpec.declare(...)`.
+        """
         module = sys._getframe(1).f_globals.get("__name__", "")
-        spec: EventSpec[Any, Any] = EventSpec(
+        kind = _SPEC_OF_MODE[mode]
+        spec: EventSpec[Any, Any] = kind(
             name, mode, payload, result, scoped, vetoing, doc, _package_of(module)
         )
         existing = _declared.get(name)
@@ -86,6 +161,39 @@ class EventSpec(Generic[P, R]):
             raise ValueError(f"event {name!r} is already declared by {existing.package}")
         _declared[name] = spec
         return spec
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class EmitSpec(EventSpec[P, None]):
+    """A notification: listeners `(payload) -> None` (or a coroutine the owner waits for)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ParallelSpec(EventSpec[P, None]):
+    """Awaited together: listeners `async (payload) -> None`."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SerialSpec(EventSpec[P, R]):
+    """Awaited in order until one answers: listeners `(payload) -> R | None` (or async)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class WaterfallSpec(EventSpec[P, R]):
+    """Middleware: listeners `async (payload, next) -> R` (an async generator when `R` is an
+    async iterator)."""
+
+
+_SPEC_OF_MODE: dict[Mode, type[EventSpec[Any, Any]]] = {
+    Mode.EMIT: EmitSpec,
+    Mode.PARALLEL: ParallelSpec,
+    Mode.SERIAL: SerialSpec,
+    Mode.WATERFALL: WaterfallSpec,
+}
+
+EmitListener = Callable[[P], object]
+SerialListener = Callable[[P], Awaitable[R | None] | R | None]
+WaterfallListener = Callable[[P, Next[P, R]], Awaitable[R] | R]
 
 
 _declared: dict[str, EventSpec[Any, Any]] = {}

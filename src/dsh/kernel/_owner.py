@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, TypeVar
 
-__all__ = ["Disposer", "InactiveOwnerError", "Owner"]
+__all__ = ["Acquire", "Disposer", "InactiveOwnerError", "Owner"]
 
 _log = logging.getLogger("dsh.kernel")
 T = TypeVar("T")
@@ -125,10 +126,17 @@ class Owner:
         self.check_active()
         return Owner(label, self)
 
-    def spawn(self, coro: Coroutine[Any, Any, T], *, name: str | None = None) -> asyncio.Task[T]:
-        """Run `coro` as a task owned here. Disposal cancels it if still running and waits."""
+    def spawn(
+        self,
+        coro: Coroutine[Any, Any, T],
+        *,
+        name: str | None = None,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.Task[T]:
+        """Run `coro` as a task owned here (in `context`, default a copy of the current one).
+        Disposal cancels it if still running and waits."""
         self.check_active()
-        task = asyncio.get_running_loop().create_task(coro, name=name)
+        task = asyncio.get_running_loop().create_task(coro, name=name, context=context)
         self._track(task)
 
         async def stop() -> None:
@@ -173,3 +181,43 @@ class Owner:
 
     def __repr__(self) -> str:
         return f"<Owner {self.label!r} {self._state} effects={len(self._effects)}>"
+
+
+class Acquire(Coroutine[Any, Any, T]):
+    """The start of something that must be disposed: `await` it, or use it in `async with`.
+
+    `value = await acquire` hands the value (and the duty to dispose it) to the caller;
+    `async with acquire as value:` disposes it when the block ends, however it ends. It is a
+    coroutine (delegating to the one that starts the value), so `asyncio.create_task` takes
+    it too. `dsh.boot()` and `ctx.agents.create(...)` return one.
+    """
+
+    __slots__ = ("_close", "_start", "_value")
+
+    def __init__(
+        self, start: Coroutine[Any, Any, T], close: Callable[[T], Awaitable[None]]
+    ) -> None:
+        self._start = start
+        self._close = close
+        self._value: T | None = None
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return self._start.__await__()
+
+    def send(self, value: Any) -> Any:
+        return self._start.send(value)
+
+    def throw(self, *args: Any) -> Any:
+        return self._start.throw(*args)
+
+    def close(self) -> None:
+        self._start.close()
+
+    async def __aenter__(self) -> T:
+        self._value = value = await self._start
+        return value
+
+    async def __aexit__(self, *exc: object) -> None:
+        value, self._value = self._value, None
+        if value is not None:
+            await self._close(value)

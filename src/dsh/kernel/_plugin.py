@@ -211,6 +211,8 @@ class PluginHost:
                     continue
                 if fiber.state is FiberState.PENDING and not fiber._ready(epoch):
                     continue
+                # The host's own task, not an owner's: a withdrawal during teardown must still
+                # park the fibers that injected the service, when owners refuse new work.
                 task = loop.create_task(self._resync(fiber))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 __all__ = ["Aborted", "CancelSignal"]
 
 _log = logging.getLogger("dsh.kernel")
+T = TypeVar("T")
 
 
 class Aborted(Exception):
@@ -114,6 +116,62 @@ class CancelSignal:
             signal.add_callback(fused.abort)
         return fused
 
+    async def race(
+        self, awaitable: Awaitable[T], *, grace_s: float = 0.0, abandon: bool = False
+    ) -> T:
+        """Await `awaitable` unless the signal fires first.
+
+        Once the signal has fired, the work has `grace_s` more seconds to end by itself (its
+        result or error then stands). After that it is cancelled and awaited — or, with
+        `abandon`, left running for the caller to own (pass a task to keep a handle on it):
+        for work that may ignore cancellation too — and `Aborted(reason)` is raised. If the
+        caller is cancelled, so is the work. For work whose only way to stop is cancellation
+        (an event wait, a person's answer, a plugin's setup, a tool body that ignores its
+        signal); bound it in time with `asyncio.timeout()` around the call.
+        """
+        if self.aborted and grace_s <= 0:
+            if not abandon:
+                _discard(awaitable)
+            raise Aborted(self._reason)
+        # The task lives only inside this call unless it is abandoned (then the caller owns
+        # it): no owner needs to track it.
+        task = asyncio.ensure_future(awaitable)
+        loop = asyncio.get_running_loop()
+        expired: asyncio.Future[None] = loop.create_future()
+        timers: list[asyncio.TimerHandle] = []
+
+        def expire() -> None:
+            if not expired.done():
+                expired.set_result(None)
+
+        def fired(_reason: object) -> None:
+            if grace_s <= 0:
+                expire()
+            else:
+                timers.append(loop.call_later(grace_s, expire))
+
+        remove = self.add_callback(fired)
+        try:
+            await asyncio.wait((task, expired), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()  # the caller was cancelled: so is the work
+            if not abandon:
+                await asyncio.wait([task])
+            raise
+        finally:
+            remove()
+            for timer in timers:
+                timer.cancel()
+            expired.cancel()
+        if task.done():
+            return task.result()
+        if not abandon:
+            task.cancel()
+            await asyncio.wait([task])
+            if not task.cancelled() and task.exception() is not None:
+                _log.debug("raced work failed after the signal fired", exc_info=task.exception())
+        raise Aborted(self._reason)
+
     def __repr__(self) -> str:
         state = f"aborted={self._reason!r}" if self.aborted else "live"
         return f"<CancelSignal {state}>"
@@ -121,3 +179,11 @@ class CancelSignal:
 
 def _noop() -> None:
     return None
+
+
+def _discard(awaitable: Awaitable[object]) -> None:
+    """Drop work that will never be awaited, without a "never awaited" warning."""
+    if asyncio.iscoroutine(awaitable):
+        awaitable.close()
+    elif isinstance(awaitable, asyncio.Future):
+        awaitable.cancel()

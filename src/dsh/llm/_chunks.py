@@ -119,6 +119,12 @@ def aborted_finish(failure: LlmFailure | None = None) -> FinishReason:
     return FinishReason("aborted", failure or LlmFailure("request aborted", "ABORTED"))
 
 
+def aborted_because(reason: object) -> FinishReason:
+    """`aborted`, naming why: the reason the request's cancel signal fired with."""
+    text = reason if isinstance(reason, str) else repr(reason)
+    return aborted_finish(LlmFailure(f"request aborted: {text}", "ABORTED"))
+
+
 # -- stream chunks -----------------------------------------------------------------------------
 
 
@@ -126,7 +132,7 @@ def aborted_finish(failure: LlmFailure | None = None) -> FinishReason:
 class BlockStart:
     index: int
     block_type: str
-    type: Literal["block-start"] = field(default="block-start", init=False)
+    type: Literal["block-start"] = field(default="block-start", init=False, repr=False)
 
     def to_json(self) -> dict[str, Json]:
         return {"type": "block-start", "index": self.index, "blockType": self.block_type}
@@ -136,7 +142,7 @@ class BlockStart:
 class TextDelta:
     index: int
     text: str
-    type: Literal["text-delta"] = field(default="text-delta", init=False)
+    type: Literal["text-delta"] = field(default="text-delta", init=False, repr=False)
 
     def to_json(self) -> dict[str, Json]:
         return {"type": "text-delta", "index": self.index, "text": self.text}
@@ -146,7 +152,7 @@ class TextDelta:
 class ReasoningDelta:
     index: int
     text: str
-    type: Literal["reasoning-delta"] = field(default="reasoning-delta", init=False)
+    type: Literal["reasoning-delta"] = field(default="reasoning-delta", init=False, repr=False)
 
     def to_json(self) -> dict[str, Json]:
         return {"type": "reasoning-delta", "index": self.index, "text": self.text}
@@ -158,7 +164,7 @@ class ToolCallDelta:
     id: CallId
     arguments_delta: str
     name: str | None = None
-    type: Literal["tool-call-delta"] = field(default="tool-call-delta", init=False)
+    type: Literal["tool-call-delta"] = field(default="tool-call-delta", init=False, repr=False)
 
     def to_json(self) -> dict[str, Json]:
         out: dict[str, Json] = {"type": "tool-call-delta", "index": self.index, "id": self.id}
@@ -172,7 +178,7 @@ class ToolCallDelta:
 class BlockEnd:
     index: int
     block: ContentBlock
-    type: Literal["block-end"] = field(default="block-end", init=False)
+    type: Literal["block-end"] = field(default="block-end", init=False, repr=False)
 
     def to_json(self) -> dict[str, Json]:
         return {"type": "block-end", "index": self.index, "block": self.block.to_json()}
@@ -181,7 +187,7 @@ class BlockEnd:
 @dataclass(frozen=True, slots=True)
 class UsageChunk:
     usage: TokenUsage
-    type: Literal["usage"] = field(default="usage", init=False)
+    type: Literal["usage"] = field(default="usage", init=False, repr=False)
 
     def to_json(self) -> dict[str, Json]:
         return {"type": "usage", "usage": self.usage.to_json()}
@@ -191,7 +197,7 @@ class UsageChunk:
 class Finish:
     reason: FinishReason
     replay_state: Json = None
-    type: Literal["finish"] = field(default="finish", init=False)
+    type: Literal["finish"] = field(default="finish", init=False, repr=False)
 
     def to_json(self) -> dict[str, Json]:
         out: dict[str, Json] = {"type": "finish", "reason": self.reason.to_json()}

@@ -31,7 +31,7 @@ def new_message_id() -> MessageId:
 @dataclass(frozen=True, slots=True)
 class TextBlock:
     text: str
-    type: Literal["text"] = field(default="text", init=False)
+    type: Literal["text"] = field(default="text", init=False, repr=False)
 
     def to_json(self) -> dict[str, Json]:
         return {"type": "text", "text": self.text}
@@ -40,7 +40,7 @@ class TextBlock:
 @dataclass(frozen=True, slots=True)
 class ReasoningBlock:
     text: str
-    type: Literal["reasoning"] = field(default="reasoning", init=False)
+    type: Literal["reasoning"] = field(default="reasoning", init=False, repr=False)
 
     def to_json(self) -> dict[str, Json]:
         return {"type": "reasoning", "text": self.text}
@@ -49,7 +49,7 @@ class ReasoningBlock:
 @dataclass(frozen=True, slots=True)
 class ImageBlock:
     attachment: Mapping[str, Json]
-    type: Literal["image"] = field(default="image", init=False)
+    type: Literal["image"] = field(default="image", init=False, repr=False)
 
     def to_json(self) -> dict[str, Json]:
         return {"type": "image", "attachment": dict(self.attachment)}
@@ -61,7 +61,7 @@ class ToolCallBlock:
     name: str
     arguments: str
     """The raw JSON text of the arguments, exactly as the model produced it."""
-    type: Literal["tool-call"] = field(default="tool-call", init=False)
+    type: Literal["tool-call"] = field(default="tool-call", init=False, repr=False)
 
     def to_json(self) -> dict[str, Json]:
         return {"type": "tool-call", "id": self.id, "name": self.name, "arguments": self.arguments}
@@ -72,7 +72,7 @@ class ToolResultBlock:
     tool_call_id: CallId
     content: tuple[ContentBlock, ...]
     is_error: bool | None = None
-    type: Literal["tool-result"] = field(default="tool-result", init=False)
+    type: Literal["tool-result"] = field(default="tool-result", init=False, repr=False)
 
     def to_json(self) -> dict[str, Json]:
         out: dict[str, Json] = {
@@ -233,8 +233,8 @@ def assistant_message(
 def tool_result_message(
     call_id: CallId,
     content: Sequence[ContentBlock],
-    is_error: bool = False,
     *,
+    is_error: bool = False,
     id: MessageId | None = None,
 ) -> ToolResultMessage:
     block = ToolResultBlock(call_id, tuple(content), is_error)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from ..kernel import EventSpec, Mode
+from ..kernel import EmitSpec, EventSpec, Mode, WaterfallSpec
 from ._chunks import StreamChunk
 from ._request import GenerateOptions
 
@@ -20,7 +20,7 @@ class AdapterChange:
     removed: tuple[str, ...]
 
 
-LLM_STREAM: EventSpec[GenerateOptions, AsyncIterator[StreamChunk]] = EventSpec.declare(
+LLM_STREAM: WaterfallSpec[GenerateOptions, AsyncIterator[StreamChunk]] = EventSpec.declare(
     "llm/stream",
     Mode.WATERFALL,
     GenerateOptions,
@@ -29,7 +29,7 @@ LLM_STREAM: EventSpec[GenerateOptions, AsyncIterator[StreamChunk]] = EventSpec.d
     "of chunks: wrap `await next()`'s iterator, or return your own to short-circuit.",
 )
 
-ADAPTER_CHANGE: EventSpec[AdapterChange, None] = EventSpec.declare(
+ADAPTER_CHANGE: EmitSpec[AdapterChange] = EventSpec.declare(
     "llm/adapter-change",
     Mode.EMIT,
     AdapterChange,

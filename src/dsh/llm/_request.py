@@ -45,6 +45,7 @@ class LlmCallConfig:
     temperature: float | None = None
     max_tokens: int | None = None
     stop: tuple[str, ...] | None = None
+    top_p: float | None = None
 
     def to_json(self) -> dict[str, Json]:
         out: dict[str, Json] = {"provider": self.provider, "model": self.model}
@@ -54,6 +55,8 @@ class LlmCallConfig:
             out["reasoningEffort"] = self.reasoning_effort
         if self.temperature is not None:
             out["temperature"] = self.temperature
+        if self.top_p is not None:
+            out["topP"] = self.top_p
         if self.stop is not None:
             out["stop"] = list(self.stop)
         return out
@@ -68,6 +71,34 @@ class LlmCallConfig:
             temperature=data.get("temperature"),
             max_tokens=data.get("maxTokens"),
             stop=None if stop is None else tuple(stop),
+            top_p=data.get("topP"),
+        )
+
+    def request(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: str | None = None,
+        tools: Sequence[ToolSchema] = (),
+        signal: CancelSignal | None = None,
+        session_id: SessionId | None = None,
+        purpose: Purpose | None = None,
+    ) -> GenerateOptions:
+        """Options carrying exactly this config, for `messages`."""
+        return GenerateOptions(
+            self.provider,
+            self.model,
+            messages,
+            system=system,
+            tools=tuple(tools),
+            reasoning_effort=self.reasoning_effort,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            stop=self.stop,
+            top_p=self.top_p,
+            signal=signal,
+            session_id=session_id,
+            purpose=purpose,
         )
 
 
@@ -112,6 +143,7 @@ class GenerateOptions:
     signal: CancelSignal | None = None
     session_id: SessionId | None = None
     purpose: Purpose | None = None
+    top_p: float | None = None
 
     @property
     def call_config(self) -> LlmCallConfig:
@@ -122,6 +154,7 @@ class GenerateOptions:
             self.temperature,
             self.max_tokens,
             self.stop,
+            self.top_p,
         )
 
 

@@ -198,17 +198,10 @@ class PreparedCall:
         purpose: Purpose | None = None,
     ) -> GenerateOptions:
         """Options carrying exactly this call's config, ready for `stream`."""
-        c = self.config
-        return GenerateOptions(
-            c.provider,
-            c.model,
+        return self.config.request(
             tuple(messages),
             system=system,
-            tools=tuple(tools),
-            reasoning_effort=c.reasoning_effort,
-            temperature=c.temperature,
-            max_tokens=c.max_tokens,
-            stop=c.stop,
+            tools=tools,
             signal=signal,
             session_id=session_id,
             purpose=purpose,

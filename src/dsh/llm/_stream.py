@@ -8,7 +8,14 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING
 
 from ._adapter import LlmAdapter, failure_of
-from ._chunks import Finish, FinishReason, LlmFailure, StreamChunk, aborted_finish, error_finish
+from ._chunks import (
+    Finish,
+    LlmFailure,
+    StreamChunk,
+    aborted_because,
+    aborted_finish,
+    error_finish,
+)
 from ._content import Message
 from ._request import GenerateOptions
 
@@ -30,7 +37,7 @@ async def adapter_stream(
     """
     signal = options.signal
     if signal is not None and signal.aborted:
-        yield Finish(_aborted(signal))
+        yield Finish(aborted_because(signal.reason))
         return
     try:
         route = bound if bound is not None else routes.get(options.provider)
@@ -53,7 +60,7 @@ async def adapter_stream(
             except StopAsyncIteration:
                 open_ = False
                 if signal is not None and signal.aborted:
-                    yield Finish(_aborted(signal))
+                    yield Finish(aborted_because(signal.reason))
                 return
             except Exception as exc:
                 open_ = False  # a generator that raised is finished
@@ -63,7 +70,7 @@ async def adapter_stream(
                 open_ = False
                 await _close(iterator)
                 if signal is not None and signal.aborted:
-                    chunk = Finish(_aborted(signal))
+                    chunk = Finish(aborted_because(signal.reason))
                 yield chunk
                 return
             yield chunk
@@ -99,15 +106,9 @@ def strip_foreign_replay_state(
     return dataclasses.replace(options, messages=tuple(messages))
 
 
-def _aborted(signal: CancelSignal) -> FinishReason:
-    reason = signal.reason
-    text = reason if isinstance(reason, str) else repr(reason)
-    return aborted_finish(LlmFailure(f"request aborted: {text}", "ABORTED"))
-
-
 def _failed(exc: Exception, signal: CancelSignal | None) -> Finish:
     if signal is not None and signal.aborted:
-        return Finish(_aborted(signal))
+        return Finish(aborted_because(signal.reason))
     failure = failure_of(exc)
     if failure.code == "ABORTED":
         return Finish(aborted_finish(failure))

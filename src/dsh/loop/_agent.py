@@ -27,7 +27,7 @@ from ..agent import (
 )
 from ..kernel import CancelSignal
 from ..llm import MessageId, UserMessage, user_message
-from ._runtime_context import RuntimeContextProjection
+from ..session import last_turn
 from ._turn import TurnRunner
 
 if TYPE_CHECKING:
@@ -52,6 +52,9 @@ class Activity:
     wake_requested: bool = False
     turn_open: bool = False
     prompt: UserMessage | None = None
+    opening_steering: int | None = None
+    """Next-step items pending when the turn opened: its first step takes only these, so a
+    steer sent after the waking send lands in the step after (SPEC §5.2)."""
 
 
 class ReactLoopAgent:
@@ -78,14 +81,13 @@ class ReactLoopAgent:
         self._scope = scope
         self.events = AgentEvents(state.ctx, self)
         self._activity: Activity | None = None
-        self._last_turn = _last_turn(session)
+        last = last_turn(session.events)
+        self._last_turn = last.number if last is not None and isinstance(last.number, int) else 0
         self._idle = asyncio.get_running_loop().create_future()
         self._idle.set_result(None)
         self._driver: asyncio.Task[None] | None = None
         self._disposed = False
-        self.projection = RuntimeContextProjection(session)
-        self.header_logged = False
-        """Whether this loop instance has logged a `request/header` yet."""
+        self._runner = TurnRunner(self, state)
 
     # -- the Agent protocol ----------------------------------------------------------------
 
@@ -116,7 +118,7 @@ class ReactLoopAgent:
         a = self._activity
         return a is not None and a.kind == "running" and a.turn_open and not a.signal.aborted
 
-    def send(self, message: UserMessage, target: SendTarget, wakeup: bool) -> MessageId:
+    def send(self, message: UserMessage, target: SendTarget, *, wakeup: bool) -> MessageId:
         """Deliver `message`; returns its id. See SPEC §5.2 for the acceptance window."""
         if self._disposed:
             raise RuntimeError(f"agent {self.id} is disposed")
@@ -128,17 +130,17 @@ class ReactLoopAgent:
         placement: Placement = "queued" if target == "next-turn" else "steering"
         self.events.emit(INBOX_ENQUEUE, InboxChange(self, message.id, placement))
         if wakeup:
-            self._wake(after_abort)
+            self._wake(after_abort=after_abort)
         return message.id
 
     def followup(self, message: UserMessage | str) -> MessageId:
-        return self.send(_message(message), "next-turn", True)
+        return self.send(_message(message), "next-turn", wakeup=True)
 
     def steer(self, message: UserMessage | str) -> MessageId:
-        return self.send(_message(message), "next-step", True)
+        return self.send(_message(message), "next-step", wakeup=True)
 
     def inject(self, message: UserMessage | str) -> MessageId:
-        return self.send(_message(message), "next-step", False)
+        return self.send(_message(message), "next-step", wakeup=False)
 
     def cancel(self, cause: CancelCause, *, keep_inbox: bool = False) -> None:
         """Cancel the running turn (first cause wins) and, unless `keep_inbox`, drop all
@@ -188,19 +190,21 @@ class ReactLoopAgent:
             self.events.emit(AGENT_STATUS, StatusChange(self, self.status))
 
     def _end(self, activity: Activity) -> None:
+        # This activity's future, taken before the idle status goes out: a listener that
+        # sends again replaces `_idle`, and the waiters of this one must still be released.
+        idle = self._idle
         before = self.status
         self._activity = None
         self._last_turn = activity.turn
         if self.status != before:
             self.events.emit(AGENT_STATUS, StatusChange(self, self.status))
-        idle = self._idle
         latched = activity.wake_requested and self.inbox.has_pending and not self._disposed
         if latched:
             self._wake()
         if not idle.done():
             idle.set_result(None)
 
-    def _wake(self, after_abort: bool = False) -> None:
+    def _wake(self, *, after_abort: bool = False) -> None:
         activity = self._activity
         if activity is not None:
             cause = activity.signal.reason
@@ -212,7 +216,7 @@ class ReactLoopAgent:
             return
         activity = Activity("running", CancelSignal(), self._last_turn)
         self._begin(activity)
-        runner = TurnRunner(self, self._state)
+        runner = self._runner
         try:
             runner.open_turn(activity)
         except Exception as exc:
@@ -220,7 +224,7 @@ class ReactLoopAgent:
             self._end(activity)
             raise
         self._driver = self._state.initiator.spawn(
-            self, self._drive(runner, activity), name=f"dsh-agent:{self.id}"
+            self, self._drive(runner, activity), owner=self.ctx.owner, name=f"dsh-agent:{self.id}"
         )
 
     async def _drive(self, runner: TurnRunner, activity: Activity) -> None:
@@ -259,11 +263,3 @@ class ReactLoopAgent:
 
 def _message(message: UserMessage | str) -> UserMessage:
     return user_message(message) if isinstance(message, str) else message
-
-
-def _last_turn(session: Session) -> int:
-    for event in reversed(session.events):
-        if event.type == "turn/start":
-            turn: int = event.data["turn"]
-            return turn
-    return 0

@@ -12,8 +12,7 @@ from ..tools import Prepared, ToolExecutionInput, ToolFailure, ToolResult
 
 if TYPE_CHECKING:
     from ..session import SessionEvent
-    from ._agent import Activity
-    from ._turn import TurnRunner
+    from ._agent import Activity, ReactLoopAgent
 
 ABORTED_BEFORE_DISPATCH = "tool call aborted before dispatch"
 
@@ -54,12 +53,12 @@ class ToolCallScheduler:
     ABORTED_BEFORE_DISPATCH results so every call has exactly one result.
     """
 
-    def __init__(self, runner: TurnRunner, activity: Activity) -> None:
-        self.runner = runner
+    def __init__(self, agent: ReactLoopAgent, activity: Activity, limit: int) -> None:
+        self.agent = agent
         self.activity = activity
-        self.tools = runner.state.tools
-        self.session = runner.session
-        self.limit = runner.state.max_parallel_tool_calls
+        self.tools = agent.ctx.tools
+        self.session = agent.session
+        self.limit = limit
         self.slots: list[_Slot] = []
         self.committed = 0
         self.concluded = False
@@ -70,7 +69,7 @@ class ToolCallScheduler:
             name=block.name,
             arguments=parse_arguments(block.arguments),
             signal=self.activity.signal,
-            agent=self.runner.agent,
+            agent=self.agent,
         )
 
     async def run(self, calls: tuple[ToolCallBlock, ...]) -> bool:
@@ -120,7 +119,7 @@ class ToolCallScheduler:
         prepared = await self.tools.prepare(request)
         slot = _Slot(block, call.seq, prepared, parallel)
         if prepared.kind == "dispatch":
-            slot.task = asyncio.get_running_loop().create_task(self.tools.dispatch(prepared))
+            slot.task = self.agent.ctx.owner.spawn(self.tools.dispatch(prepared))
         else:
             assert prepared.result is not None
             slot.result = prepared.result
@@ -135,7 +134,7 @@ class ToolCallScheduler:
             self.committed += 1
 
     def _commit(self, block: ToolCallBlock, call_seq: int, result: ToolResult) -> None:
-        message = tool_result_message(block.id, result.content, result.is_error)
+        message = tool_result_message(block.id, result.content, is_error=result.is_error)
         data: dict[str, Json] = {
             "turn": self.activity.turn,
             "step": self.activity.step,
@@ -149,7 +148,7 @@ class ToolCallScheduler:
             data["meta"] = result.meta
         self.session.append("tool/result", data, surface_op="append", source_event_seqs=[call_seq])
         for context in result.additional_contexts:
-            self.runner.agent.send(context, "next-step", False)
+            self.agent.inject(context)
         self.concluded = self.concluded or result.concludes_turn
 
     def _append_call(self, block: ToolCallBlock) -> SessionEvent:
@@ -168,7 +167,7 @@ class ToolCallScheduler:
         turn, step = self.activity.turn, self.activity.step
         call = self._append_call(block)
         message = tool_result_message(
-            block.id, [TextBlock(f"Error: {ABORTED_BEFORE_DISPATCH}")], True
+            block.id, [TextBlock(f"Error: {ABORTED_BEFORE_DISPATCH}")], is_error=True
         )
         self.session.append(
             "tool/result",

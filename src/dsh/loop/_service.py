@@ -22,6 +22,7 @@ from ..agent import (
     SessionStart,
     SessionStartSource,
     Setup,
+    SetupCommit,
 )
 from ..kernel import (
     AGENT_LOOP,
@@ -39,11 +40,7 @@ from ..session import Session, SessionMeta
 from ._agent import ReactLoopAgent
 
 if TYPE_CHECKING:
-    from ..agent import AgentRegistry
-    from ..llm import LlmRuntime
-    from ..prompt import AssembleContext, SystemPrompt
-    from ..session import SessionStore
-    from ..tools import ToolRuntime
+    from ..prompt import AssembleContext
 
 _log = logging.getLogger("dsh.loop")
 
@@ -92,14 +89,11 @@ class LoopConfig(BaseModel):
 
 @dataclass(slots=True, eq=False)
 class LoopState:
-    """What every agent of this loop shares."""
+    """What every agent of this loop shares: the loop plugin's context (services are reached
+    through contexts: this one for the loop, each agent's scoped one for its turns), the
+    config, and the handles of the agents it made."""
 
     ctx: Context
-    sessions: SessionStore
-    llm: LlmRuntime
-    tools: ToolRuntime
-    system_prompt: SystemPrompt
-    agents: AgentRegistry
     max_parallel_tool_calls: int = 10
     default_provider: str | None = None
     default_model: str | None = None
@@ -107,7 +101,7 @@ class LoopState:
 
     @property
     def initiator(self) -> InitiatorScope:
-        return self.agents.initiator
+        return self.ctx.agents.initiator
 
 
 class AgentLoop:
@@ -137,7 +131,7 @@ class AgentLoop:
     # -- the factory ----------------------------------------------------------------------------
 
     async def create_agent(self, owner: Context, options: CreateAgentOptions) -> AgentHandle:
-        session = self.state.sessions.prepare(
+        session = self.state.ctx.sessions.prepare(
             options.session_id, seed=options.seed, meta=options.meta
         )
         return await self._publish(
@@ -151,7 +145,7 @@ class AgentLoop:
                 "cannot resume: no session persistence is configured "
                 "(mount a persistence plugin such as 'persistence')"
             )
-        if self.state.sessions.get(options.resume_session_id) is not None:
+        if self.state.ctx.sessions.get(options.resume_session_id) is not None:
             raise RuntimeError(f"session {options.resume_session_id!r} is already live")
         session = await persistence.prepare(options.resume_session_id, options.signal)
         return await self._publish(
@@ -188,15 +182,15 @@ class AgentLoop:
         link = owner.owner.effect(handle.dispose)
         try:
             if setup is not None:
-                commit = await _run_setup(setup, agent.ctx, creation)
-                if commit is not None:
-                    commit()
+                result = await _run_setup(setup, agent.ctx, creation)
+                if isinstance(result, SetupCommit):
+                    result.commit()
             creation.raise_if_aborted()
             entering = Context(parent=agent.ctx, owner=owner.owner)
             detachers.append(entering.sessions.enter(session))
-            detachers.append(state.agents.enter(agent, owner.agent))
-            state.sessions.announce(session)
-            state.agents.announce(agent)
+            detachers.append(state.ctx.agents.enter(agent, owner.agent))
+            state.ctx.sessions.announce(session)
+            state.ctx.agents.announce(agent)
             agent.events.emit(AGENT_SESSION_START, SessionStart(agent, source))
         except BaseException:
             session.rolled_back = True  # it never existed: nothing of it is stored
@@ -216,17 +210,7 @@ async def _run_setup(setup: Setup, ctx: Context, signal: CancelSignal) -> Any:
     result = setup(ctx)
     if not inspect.isawaitable(result):
         return result
-    task = asyncio.ensure_future(result)
-    aborted = asyncio.ensure_future(signal.wait())
-    try:
-        await asyncio.wait([task, aborted], return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        aborted.cancel()
-    if not task.done():
-        task.cancel()
-        await asyncio.wait([task])
-        signal.raise_if_aborted()
-    return task.result()
+    return await signal.race(result)
 
 
 def _persona(context: AssembleContext) -> str:
@@ -247,11 +231,6 @@ class AgentLoopPlugin:
     async def apply(ctx: Context, config: LoopConfig) -> None:
         state = LoopState(
             ctx=ctx,
-            sessions=ctx.sessions,
-            llm=ctx.llm,
-            tools=ctx.tools,
-            system_prompt=ctx.system_prompt,
-            agents=ctx.agents,
             max_parallel_tool_calls=config.max_parallel_tool_calls,
             default_provider=config.provider,
             default_model=config.model,

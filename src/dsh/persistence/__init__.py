@@ -1,28 +1,38 @@
-"""Durable sessions: the `ctx.session_persistence` seam, the write coordinator, the JSONL and
-SQLite backends, crash repair, and resume."""
+"""Durable sessions: the `ctx.session_persistence` seam, the write coordinator, the JSONL,
+SQLite and PostgreSQL backends, crash repair, and resume."""
 
-from ._backend import RawLog, SessionBackend, WriterLease
+from ._backend import RawLog, Salvager, SessionBackend, WriterLease
 from ._events import PERSISTENCE_WRITTEN, Written
 from ._jsonl import JsonlBackend, project_dir_name
 from ._lease import FileLease
-from ._plugin import PersistenceConfig, PersistencePlugin, default_root, mount_persistence
+from ._memory import MemoryBackend
+from ._plugin import (
+    PersistenceConfig,
+    PersistencePlugin,
+    default_root,
+    mount_persistence,
+    store_config,
+)
+from ._postgres import PostgresBackend, PostgresLease
 from ._repair import (
     NOT_STARTED_TEXT,
     OUTCOME_UNKNOWN_TEXT,
     TOOL_NOT_STARTED,
     TOOL_OUTCOME_UNKNOWN,
     Repair,
-    open_turn,
     repair_closers,
 )
+from ._spill import BlobStore, CachedSpills, FolderSpills, SpillArea
 from ._sqlite import SqliteBackend
 from ._stored import StoredSessions
 from ._types import (
     SESSION_PERSISTENCE,
     CorruptLogError,
     ForkSeed,
+    LeaseLostError,
     PersistenceError,
     Record,
+    Salvage,
     SeqMismatchError,
     SessionExistsError,
     SessionLiveError,
@@ -40,23 +50,33 @@ __all__ = [
     "SESSION_PERSISTENCE",
     "TOOL_NOT_STARTED",
     "TOOL_OUTCOME_UNKNOWN",
+    "BlobStore",
+    "CachedSpills",
     "CorruptLogError",
     "FileLease",
+    "FolderSpills",
     "ForkSeed",
     "JsonlBackend",
+    "MemoryBackend",
+    "LeaseLostError",
     "PersistenceConfig",
     "PersistenceError",
     "PersistencePlugin",
+    "PostgresBackend",
+    "PostgresLease",
     "RawLog",
     "Record",
+    "Salvage",
+    "Salvager",
     "Repair",
     "SeqMismatchError",
     "SessionBackend",
     "SessionExistsError",
     "SessionLiveError",
-    "SessionLocation",
     "SessionLockedError",
+    "SessionLocation",
     "SessionPersistence",
+    "SpillArea",
     "SqliteBackend",
     "StoredLog",
     "StoredSessions",
@@ -65,7 +85,7 @@ __all__ = [
     "Written",
     "default_root",
     "mount_persistence",
-    "open_turn",
     "project_dir_name",
     "repair_closers",
+    "store_config",
 ]

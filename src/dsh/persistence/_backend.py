@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..session import SessionHeader
-from ._types import Record, Salvage, SessionLocation
+from ._types import Record, Salvage, SeqMismatchError, SessionLocation
 
-__all__ = ["RawLog", "SessionBackend", "WriterLease"]
+__all__ = ["RawLog", "Salvager", "SessionBackend", "WriterLease", "check_contiguous"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,15 +36,6 @@ class RawLog:
         return f"{self.source}: " + ("header" if index < 0 else f"event row {index + 1}")
 
 
-class WriterLease(Protocol):
-    """The right to write one session, held by one process at a time."""
-
-    def release(self) -> None:
-        """Give the right up (idempotent). A holder that dies releases it too: a file lock
-        through the operating system, a database lease through its expiry."""
-        ...
-
-
 @runtime_checkable
 class SessionBackend(Protocol):
     """Synchronous storage of session logs (the seam runs it in worker threads).
@@ -65,15 +56,6 @@ class SessionBackend(Protocol):
         ...
 
     def exists(self, session_id: str) -> bool: ...
-
-    def acquire_writer(self, session_id: str, header: SessionHeader | None = None) -> WriterLease:
-        """Claim the right to write `session_id`, exclusively across processes, until the
-        lease is released. `header` is given for a session that is not stored yet (without
-        it, an unknown id is `UnknownSessionError`). Raises `SessionLockedError` naming the
-        holder while another process holds it; never waits.
-        The seam calls it once per session while this process holds it (every writer, a
-        repair, an append through the seam share that one lease)."""
-        ...
 
     def create(self, header: SessionHeader, records: Sequence[Record], *, durable: bool) -> None:
         """Atomically store a new log (header, then `records` from seq 0); never overwrites
@@ -98,12 +80,40 @@ class SessionBackend(Protocol):
         """The header lines of every stored session that has at least one event."""
         ...
 
-    def salvage(self, session_id: str, keep: Callable[[RawLog], int]) -> Salvage:
-        """Cut a corrupt log back to a valid prefix (an explicit repair, never automatic):
-        read the longest prefix that parses (a `RawLog`, header included), keep its first
-        `keep(prefix)` events and move everything stored after them, as stored, to a side
-        file (its path in the result). `keep` raises `CorruptLogError` when nothing can be
-        kept; then nothing changes. An intact log is left as it is (`side_file` None)."""
-        ...
-
     def close(self) -> None: ...
+
+
+class WriterLease(Protocol):
+    """A backend's proof that this process is a session's only writer (across processes).
+
+    A backend that offers one has `acquire_writer(session_id, header=None) -> WriterLease`
+    (`header`: a session not stored yet, so a file store knows its folder), raising
+    `SessionLockedError` (naming the holder) when another writer has the session, never
+    waiting, and refuses appends of a writer whose lease was lost (`LeaseLostError`). A
+    holder that dies loses it (a file lock through the operating system, a database lock with
+    its connection). This process takes it once per session and shares it (`hold_writer`):
+    the write coordinator before a session's log is read for resume (or, for a new session,
+    before it is created) until the final drain; a crash repair, an append or create through
+    the seam, and a salvage for their duration."""
+
+    def release(self) -> None: ...
+
+
+class Salvager(Protocol):
+    """A backend that can repair a corrupt log (`dsh sessions repair`) has
+    `salvage(session_id, keep) -> Salvage`: read the longest prefix of the log that parses (a
+    `RawLog`, header included), keep its first `keep(prefix)` events, and move everything
+    stored after them, as stored, to a side file (its path in the result). `keep` raises
+    `CorruptLogError` when nothing can be kept; then nothing changes. An intact log is left
+    as it is (`side_file` None). An explicit repair, never automatic."""
+
+    def salvage(self, session_id: str, keep: Callable[[RawLog], int]) -> Salvage: ...
+
+
+def check_contiguous(session_id: str, records: Sequence[Record], first: int) -> None:
+    """Raise `SeqMismatchError` unless `records` are numbered `first`, `first + 1`, …"""
+    for offset, record in enumerate(records):
+        if record.seq != first + offset:
+            raise SeqMismatchError(
+                f"session {session_id!r}: expected seq {first + offset}, got {record.seq}"
+            )

@@ -23,6 +23,7 @@ __all__ = [
     "parse_prefix",
     "records_of",
     "unpack_rows",
+    "utf8_safe",
 ]
 
 PACKED_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
@@ -37,16 +38,17 @@ def encode_text(value: Any) -> str:
 
 def records_of(events: Iterable[SessionEvent]) -> list[Record]:
     """Each event's log line: `SessionEvent.to_json()` as compact JSON."""
-    return [Record(e.seq, e.type, e.time, _storable(_dumps(e.to_json()))) for e in events]
+    return [Record(e.seq, e.type, e.time, utf8_safe(_dumps(e.to_json()))) for e in events]
 
 
 def encode_header(header: SessionHeader) -> str:
-    return _storable(_dumps(header.to_json()))
+    return utf8_safe(_dumps(header.to_json()))
 
 
-def _storable(text: str) -> str:
-    """JSON text that every store can encode: a lone surrogate (from a log written before
-    text was cleaned, a surrogate-escaped path) becomes its `\\uXXXX` escape, the same value."""
+def utf8_safe(text: str) -> str:
+    """A JSON text that every store can encode as UTF-8: `text` itself, or, when it holds a
+    lone surrogate (a log written before text was cleaned, a surrogate-escaped path), the same
+    value with the surrogate as its `\\uXXXX` escape."""
     if text.isascii():
         return text
     try:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import weakref
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..session import (
@@ -31,6 +32,7 @@ from ._types import SessionExistsError, SessionLiveError
 
 if TYPE_CHECKING:
     from ..kernel import Context
+    from ..session import SessionHeader
     from ._backend import SessionBackend
 
 __all__ = ["WriteCoordinator"]
@@ -49,8 +51,8 @@ class _Writer:
         "cursor",
         "draining",
         "failure",
-        "hold",
         "key",
+        "lease",
         "loop",
         "materialized",
         "pending",
@@ -60,15 +62,20 @@ class _Writer:
     )
 
     def __init__(
-        self, session: Session, key: tuple[str, str], cursor: int, stored: bool, hold: WriterHold
+        self,
+        session: Session,
+        key: tuple[str, str],
+        cursor: int,
+        *,
+        stored: bool,
+        lease: WriterHold | None,
     ) -> None:
         self.loop = asyncio.get_running_loop()
+        self.lease = lease
+        """The backend's writer lease, held until the final drain (None: the backend has
+        no cross-process lease)."""
         self.session = session
         self.key = key
-        self.hold = hold
-        """This process's claim on the session's writer lease, released with the writer (or
-        once a writer that was never released is collected)."""
-        hold.release_when_collected(self)
         self.cursor = cursor
         """The seq of the next event to store (seeded, stored events are never re-appended)."""
         self.materialized = stored
@@ -89,9 +96,8 @@ class WriteCoordinator:
         self._ctx: Context | None = None
         self._writers: dict[str, _Writer] = {}
         # Prepared sessions (by identity) → how many of their events are stored, and the
-        # writer lease the preparation took (the writer inherits it).
-        self._prepared: weakref.WeakKeyDictionary[Session, tuple[int, WriterHold]]
-        self._prepared = weakref.WeakKeyDictionary()
+        # lease taken before they were read.
+        self._prepared: weakref.WeakKeyDictionary[Session, _Prepared] = weakref.WeakKeyDictionary()
         self._closing: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
@@ -110,11 +116,19 @@ class WriteCoordinator:
     def is_live(self, session_id: str) -> bool:
         return session_id in self._writers or _live_writer((self.backend.store_id, session_id))
 
-    def expect(self, session: Session, stored: int, hold: WriterHold) -> None:
-        """`session` was seeded from the store, whose first `stored` events it holds; `hold`
-        is its writer lease, passed on to its writer (released if it is never published)."""
-        self._prepared[session] = (stored, hold)
-        hold.release_when_collected(session)
+    def acquire(self, session_id: str, header: SessionHeader | None = None) -> WriterHold | None:
+        """This process's claim on the backend's writer lease on `session_id` (None when
+        the backend has no such lease); its error names the holder when another process has
+        it. Blocking: call it in a thread where the event loop must not wait."""
+        if getattr(self.backend, "acquire_writer", None) is None:
+            return None
+        return hold_writer(self.backend, session_id, header)
+
+    def expect(self, session: Session, stored: int, lease: WriterHold | None = None) -> None:
+        """`session` was seeded from the store, whose first `stored` events it holds, under
+        `lease`: published, it passes to the session's writer; dropped, it is released."""
+        release = None if lease is None else lease.release_when_collected(session)
+        self._prepared[session] = _Prepared(stored, lease, release)
 
     async def settle(self, session_id: str) -> None:
         """Wait for the final drain of a session that was just disposed."""
@@ -140,16 +154,19 @@ class WriteCoordinator:
             raise SessionLiveError(f"session {session.id!r} already has a live writer")
         prepared = self._prepared.pop(session, None)
         if prepared is not None:
-            writer = _Writer(session, key, prepared[0], True, prepared[1])
+            if prepared.release is not None:
+                prepared.release.detach()
+            writer = _Writer(session, key, prepared.stored, stored=True, lease=prepared.lease)
         else:
-            hold = hold_writer(self.backend, session.id, session.header)  # or SessionLockedError
+            # First: nobody else can create it meanwhile.
+            lease = self.acquire(session.id, session.header)
             if self.backend.exists(session.id):
-                hold.release()
+                _give_up(lease)
                 raise SessionExistsError(
                     f"session {session.id!r} is already stored: resume it "
                     "(ctx.agents.resume) or choose another id"
                 )
-            writer = _Writer(session, key, 0, False, hold)
+            writer = _Writer(session, key, 0, stored=False, lease=lease)
         _live[key] = writer
         self._writers[session.id] = writer
         # Events appended before publication (a seed, a resumed session's end-seed).
@@ -271,6 +288,9 @@ class WriteCoordinator:
             writer.draining -= 1
 
     def _track(self, task: asyncio.Task[Any]) -> None:
+        # Writes are tracked here, not spawned on an owner: a teardown must let a write in
+        # flight finish (cancelling it could lose its batch), and `close()`, an effect of the
+        # attaching context, waits for every one.
         self._tasks.add(task)
         task.add_done_callback(self._done)
 
@@ -291,6 +311,10 @@ class WriteCoordinator:
                 _log.error("session %s: final write failed: %s", writer.session.id, result)
         while self._tasks:
             await asyncio.wait(list(self._tasks))
+        for prepared in list(self._prepared.values()):
+            if prepared.release is not None:
+                prepared.release.detach()
+            _give_up(prepared.lease)
         self._prepared.clear()
 
 
@@ -307,4 +331,21 @@ def _live_writer(key: tuple[str, str]) -> bool:
 def _release(writer: _Writer) -> None:
     if _live.get(writer.key) is writer:
         del _live[writer.key]
-    writer.hold.release()
+    lease, writer.lease = writer.lease, None
+    _give_up(lease)
+
+
+def _give_up(lease: WriterHold | None) -> None:
+    if lease is None:
+        return
+    try:
+        lease.release()
+    except Exception as exc:  # the store frees a lease whose holder is gone anyway
+        _log.warning("could not release a writer lease: %s", exc)
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    stored: int
+    lease: WriterHold | None
+    release: weakref.finalize[..., Any] | None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..kernel import EventSpec, Mode
+from ..kernel import EmitSpec, EventSpec, Mode
 
 __all__ = ["PERSISTENCE_WRITTEN", "Written"]
 
@@ -19,7 +19,7 @@ class Written:
     durable: bool
 
 
-PERSISTENCE_WRITTEN: EventSpec[Written, None] = EventSpec.declare(
+PERSISTENCE_WRITTEN: EmitSpec[Written] = EventSpec.declare(
     "persistence/written",
     Mode.EMIT,
     Written,

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from ..session import SessionHeader
-from ._backend import RawLog
+from ._backend import RawLog, check_contiguous
 from ._codec import (
     encode_header,
     encode_lines,
@@ -24,11 +24,11 @@ from ._codec import (
     unpack_rows,
 )
 from ._lease import FileLease
+from ._spill import FolderSpills
 from ._types import (
     CorruptLogError,
     Record,
     Salvage,
-    SeqMismatchError,
     SessionExistsError,
     SessionLocation,
     UnknownSessionError,
@@ -145,12 +145,16 @@ class JsonlBackend:
             path = self.locate(header).path
         return FileLease(path.parent / LOCK, session_id, remove_dir=True)
 
+    def spill_area(self) -> FolderSpills:
+        """Spill files in each session's folder (`<session folder>/spill/`)."""
+        return FolderSpills(self.root, lambda header: self.locate(header).path.parent)
+
     # -- writing ---------------------------------------------------------------------------
 
     def create(self, header: SessionHeader, records: Sequence[Record], *, durable: bool) -> None:
         if self._find(header.id) is not None:
             raise SessionExistsError(f"session {header.id!r} is already stored")
-        _check_contiguous(header.id, records, 0)
+        check_contiguous(header.id, records, 0)
         path = self.locate(header).path
         path.parent.mkdir(parents=True, exist_ok=True)
         head = encode_lines([encode_header(header)])
@@ -181,7 +185,7 @@ class JsonlBackend:
     def append(self, session_id: str, records: Sequence[Record], *, durable: bool) -> None:
         path = self._require(session_id)
         next_seq = self._next_seq(session_id, path)
-        _check_contiguous(session_id, records, next_seq)
+        check_contiguous(session_id, records, next_seq)
         if not records:
             return
         data = encode_lines([r.text for r in records])
@@ -377,14 +381,6 @@ def write_side_file(path: Path, data: bytes) -> None:
         file.flush()
         os.fsync(file.fileno())
     _fsync_dir(path.parent)
-
-
-def _check_contiguous(session_id: str, records: Sequence[Record], first: int) -> None:
-    for offset, record in enumerate(records):
-        if record.seq != first + offset:
-            raise SeqMismatchError(
-                f"session {session_id!r}: expected seq {first + offset}, got {record.seq}"
-            )
 
 
 def _write_all(fd: int, data: bytes) -> None:

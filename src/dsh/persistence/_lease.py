@@ -18,11 +18,13 @@ import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from ._types import SessionLockedError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..session import SessionHeader
     from ._backend import SessionBackend, WriterLease
 
@@ -67,7 +69,7 @@ def _lock(path: Path, session_id: str) -> int:
         except BlockingIOError:
             holder = _holder(fd)
             os.close(fd)
-            raise SessionLockedError(session_id, holder, path) from None
+            raise SessionLockedError(session_id, f"{holder} ({path})") from None
         try:
             current = os.stat(path)
         except FileNotFoundError:
@@ -129,11 +131,12 @@ class WriterHold:
             del _held[self.key]
         shared.lease.release()
 
-    def release_when_collected(self, owner: object) -> None:
-        """Release this claim once `owner` is garbage (if nothing released it before)."""
+    def release_when_collected(self, owner: object) -> weakref.finalize[..., Any]:
+        """Release this claim once `owner` is garbage (unless the returned finalizer is
+        detached first)."""
         # A finalizer may run inside any allocation, even under `_held_guard`: it only
         # queues the claim, which the next claim or release of this process gives up.
-        weakref.finalize(owner, _orphans.append, self)
+        return weakref.finalize(owner, _orphans.append, self)
 
 
 _orphans: list[WriterHold] = []
@@ -152,9 +155,10 @@ def hold_writer(
     another process holds it."""
     _release_orphans()
     key = (backend.store_id, session_id)
+    acquire = cast("Callable[[str, SessionHeader | None], WriterLease]", backend.acquire_writer)  # type: ignore[attr-defined]
     with _held_guard:
         shared = _held.get(key)
         if shared is None:
-            shared = _held[key] = _Shared(backend.acquire_writer(session_id, header), 0)
+            shared = _held[key] = _Shared(acquire(session_id, header), 0)
         shared.count += 1
     return WriterHold(key)

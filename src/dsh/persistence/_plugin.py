@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -11,24 +12,38 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..kernel import Context
 from ._backend import SessionBackend
 from ._jsonl import JsonlBackend
+from ._postgres import PostgresBackend
 from ._sqlite import SqliteBackend
 from ._stored import StoredSessions
-from ._types import SESSION_PERSISTENCE
+from ._types import SESSION_PERSISTENCE, PersistenceError
 
-__all__ = ["PersistenceConfig", "PersistencePlugin", "default_root", "mount_persistence"]
+__all__ = [
+    "PersistenceConfig",
+    "PersistencePlugin",
+    "default_root",
+    "mount_persistence",
+    "store_config",
+]
 
 ROOT_ENV = "DSH_SESSION_ROOT"
+STORE_ENV = "DSH_SESSION_STORE"
 SQLITE_FILE = "sessions.sqlite3"
 
 
 class PersistenceConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    backend: Literal["jsonl", "sqlite"] = "jsonl"
+    backend: Literal["jsonl", "sqlite", "postgres"] | None = None
+    """Default: `postgres` when `url` is set, else what `$DSH_SESSION_STORE` names, else
+    `jsonl`."""
     root: str | None = None
     """The sessions root (JSONL), or the directory of `sessions.sqlite3` (SQLite).
     Default: `$DSH_SESSION_ROOT`, else `~/.dsh/sessions`."""
     path: str | None = None
     """SQLite only: the database file (overrides `root`)."""
+    url: str | None = None
+    """PostgreSQL only: the connection URL (`postgresql://user@host:port/db`)."""
+    pool_size: int = Field(default=4, ge=1)
+    """PostgreSQL only: connections for reads and writes (one more holds the leases)."""
     compression: Literal["none", "zstd"] = "none"
     """JSONL only: the encoding of new logs (`zstd` needs the `zstandard` package)."""
     batch_window_ms: float = Field(default=200.0, ge=0)
@@ -41,7 +56,43 @@ def default_root(configured: str | None = None) -> Path:
     return Path(root).expanduser()
 
 
+def store_config(spec: str) -> dict[str, str]:
+    """The persistence config of a store named by one string: a PostgreSQL URL
+    (`postgresql://…` or `postgres://…`), `sqlite:PATH` (a database file), or a JSONL root
+    (`jsonl:DIR` or a plain path)."""
+    if spec.startswith(("postgresql://", "postgres://")):
+        return {"backend": "postgres", "url": spec}
+    if spec.startswith("sqlite:"):
+        return {"backend": "sqlite", "path": spec.removeprefix("sqlite:").removeprefix("//")}
+    if "://" in spec:
+        raise PersistenceError(
+            f"unknown session store {spec.split('://')[0]!r}: use postgresql://…, "
+            "sqlite:PATH or a directory (JSONL)"
+        )
+    return {"backend": "jsonl", "root": spec.removeprefix("jsonl:")}
+
+
+def resolve_config(config: PersistenceConfig) -> PersistenceConfig:
+    """Fill in the backend: the row's, else `postgres` for a `url`, else `$DSH_SESSION_STORE`,
+    else JSONL."""
+    if config.backend is not None:
+        return config
+    if config.url:
+        return config.model_copy(update={"backend": "postgres"})
+    spec = os.environ.get(STORE_ENV)
+    if spec:
+        return config.model_copy(update=store_config(spec))
+    return config.model_copy(update={"backend": "jsonl"})
+
+
 def open_backend(config: PersistenceConfig) -> SessionBackend:
+    config = resolve_config(config)
+    if config.backend == "postgres":
+        if not config.url:
+            raise PersistenceError(
+                "the postgres backend needs a url (the row's `url`, or DSH_SESSION_STORE)"
+            )
+        return PostgresBackend(config.url, pool_size=config.pool_size)
     if config.backend == "sqlite":
         path = Path(config.path).expanduser() if config.path else None
         return SqliteBackend(path or default_root(config.root) / SQLITE_FILE)
@@ -66,11 +117,12 @@ def mount_persistence(
 
 
 class PersistencePlugin:
-    """Session persistence: JSONL (default) or SQLite, with the write coordinator."""
+    """Session persistence: JSONL (default), SQLite or PostgreSQL, with the write coordinator."""
 
     name: ClassVar[str] = "persistence"
     Config = PersistenceConfig
 
     @staticmethod
-    def apply(ctx: Context, config: PersistenceConfig) -> None:
-        mount_persistence(ctx, open_backend(config), batch_window_ms=config.batch_window_ms)
+    async def apply(ctx: Context, config: PersistenceConfig) -> None:
+        backend = await asyncio.to_thread(open_backend, config)  # it may connect to a server
+        mount_persistence(ctx, backend, batch_window_ms=config.batch_window_ms)

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..session import SessionEvent
+from ..session import SessionEvent, last_turn
 from ._codec import encode_text
 from ._types import Record
 
@@ -21,7 +21,6 @@ __all__ = [
     "TOOL_NOT_STARTED",
     "TOOL_OUTCOME_UNKNOWN",
     "Repair",
-    "open_turn",
     "repair_closers",
 ]
 
@@ -59,17 +58,6 @@ class Repair:
         return bool(self.events)
 
 
-def open_turn(events: Sequence[SessionEvent]) -> int | None:
-    """The index of the `turn/start` of a final turn that has no `turn/end`, or None."""
-    for index in range(len(events) - 1, -1, -1):
-        kind = events[index].type
-        if kind == "turn/end":
-            return None
-        if kind == "turn/start":
-            return index
-    return None
-
-
 @dataclass(slots=True)
 class _Call:
     id: str
@@ -81,10 +69,10 @@ class _Call:
 
 def repair_closers(events: Sequence[SessionEvent]) -> Repair:
     """The closers that balance `events` (empty when the last turn is closed)."""
-    start = open_turn(events)
-    if start is None:
+    open_turn = last_turn(events)
+    if open_turn is None or open_turn.closed:
         return Repair()
-    turn = events[start].data.get("turn")
+    start, turn = open_turn.index, open_turn.number
     step: Any = None
     pending: dict[str, _Call] = {}
     for event in events[start:]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..llm import clean_text, json_bytes
 from ..session import SessionHeader
-from ._backend import RawLog
+from ._backend import RawLog, check_contiguous
 from ._codec import encode_header
 from ._jsonl import escape_id, write_side_file
 from ._lease import FileLease
@@ -22,7 +22,6 @@ from ._types import (
     CorruptLogError,
     Record,
     Salvage,
-    SeqMismatchError,
     SessionExistsError,
     SessionLocation,
     UnknownSessionError,
@@ -47,6 +46,12 @@ CREATE TABLE IF NOT EXISTS events (
     time INTEGER NOT NULL,
     body TEXT NOT NULL,
     PRIMARY KEY (session, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS blobs (
+    session TEXT NOT NULL,
+    name TEXT NOT NULL,
+    body BLOB NOT NULL,
+    PRIMARY KEY (session, name)
 ) WITHOUT ROWID;
 """
 
@@ -126,11 +131,7 @@ class SqliteBackend:
     def _insert(
         self, db: sqlite3.Connection, session_id: str, records: Sequence[Record], first: int
     ) -> None:
-        for offset, record in enumerate(records):
-            if record.seq != first + offset:
-                raise SeqMismatchError(
-                    f"session {session_id!r}: expected seq {first + offset}, got {record.seq}"
-                )
+        check_contiguous(session_id, records, first)
         if not records:
             return
         db.executemany(
@@ -186,6 +187,21 @@ class SqliteBackend:
             )
             db.execute("UPDATE sessions SET next_seq = ? WHERE id = ?", (kept, session_id))
         return Salvage(self.path, kept, len(rest), len(data), side)
+
+    def put_blob(self, session_id: str, name: str, data: bytes) -> None:
+        """Store (or replace) a named blob of a session (its spill files)."""
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO blobs (session, name, body) VALUES (?, ?, ?)",
+                (session_id, name, data),
+            )
+
+    def get_blob(self, session_id: str, name: str) -> bytes | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT body FROM blobs WHERE session = ? AND name = ?", (session_id, name)
+            ).fetchone()
+        return None if row is None else bytes(row[0])
 
     def headers(self) -> list[Mapping[str, Any]]:
         with self._lock:

@@ -12,18 +12,18 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from ..session import ForkError, Session, SessionEvent, SessionHeader, SessionMeta, import_events
+from ..session import ForkSeed, Session, SessionEvent, SessionHeader, fork_seed, import_events
 from ._backend import RawLog, SessionBackend
 from ._check import corrupt, valid_prefix
 from ._codec import records_of
 from ._coordinator import WriteCoordinator
-from ._lease import WriterHold, hold_writer
-from ._repair import open_turn, repair_closers
+from ._lease import WriterHold
+from ._repair import repair_closers
+from ._spill import BlobStore, CachedSpills, SpillArea
 from ._types import (
     CorruptLogError,
-    ForkSeed,
     PersistenceError,
     Salvage,
     SessionLiveError,
@@ -52,10 +52,26 @@ class StoredSessions:
             raise ValueError("batch_window_ms must be >= 0")
         self.backend = backend
         self.coordinator = WriteCoordinator(backend, batch_window_ms / 1000)
+        self._spills: SpillArea | None = None
 
     def attach(self, ctx: Context) -> None:
         """Persist every session published in `ctx`'s tree while `ctx` lives."""
         self.coordinator.attach(ctx)
+
+    def spill_area(self) -> SpillArea:
+        """Where this store's sessions keep their spill files: the backend's own area (JSONL:
+        each session's folder), else its blob table behind a local cache, else a temporary
+        folder of this process."""
+        if self._spills is None:
+            own = getattr(self.backend, "spill_area", None)
+            if callable(own):
+                self._spills = own()
+            elif isinstance(self.backend, BlobStore):
+                self._spills = CachedSpills.for_store(self.backend.store_id, self.backend)
+            else:
+                self._spills = CachedSpills.temporary()
+        assert isinstance(self._spills, SpillArea)
+        return self._spills
 
     # -- the seam --------------------------------------------------------------------------
 
@@ -94,13 +110,15 @@ class StoredSessions:
         self._refuse_live(session_id, "prepared again")
         session, stored, hold = await asyncio.to_thread(self._prepare_sync, session_id)
         if signal is not None and signal.aborted:
-            hold.release()
+            if hold is not None:
+                hold.release()
             signal.raise_if_aborted()
         self.coordinator.expect(session, stored, hold)  # the writer takes the lease over
         return session
 
-    def _prepare_sync(self, session_id: str) -> tuple[Session, int, WriterHold]:
-        hold = hold_writer(self.backend, session_id)
+    def _prepare_sync(self, session_id: str) -> tuple[Session, int, WriterHold | None]:
+        # The lease first: no other writer appends between this read and our first write.
+        hold = self.coordinator.acquire(session_id)
         try:
             with _bulk_load():
                 log, raw = self._read_sync(session_id, commit=True)
@@ -114,18 +132,20 @@ class StoredSessions:
                 except ValueError as exc:  # an event that breaks the log's rules
                     raise corrupt(session_id, raw, exc) from None
         except BaseException:
-            hold.release()
+            if hold is not None:
+                hold.release()
             raise
         return session, len(log.events), hold
 
     @contextmanager
     def _writing(self, session_id: str, header: SessionHeader | None = None) -> Iterator[None]:
         """Hold the session's writer lease for one write from outside its writer."""
-        hold = hold_writer(self.backend, session_id, header)
+        hold = self.coordinator.acquire(session_id, header)
         try:
             yield
         finally:
-            hold.release()
+            if hold is not None:
+                hold.release()
 
     async def load(self, session_id: str) -> StoredLog:
         """The balanced stored log. A cold log ending inside a turn is repaired (committed);
@@ -145,7 +165,7 @@ class StoredSessions:
 
     def _load_cold(self, session_id: str) -> StoredLog:
         try:
-            hold = hold_writer(self.backend, session_id)
+            hold = self.coordinator.acquire(session_id)
         except SessionLockedError:
             # Live in another process: read, and repair nothing under its writer.
             log, _ = self._read_sync(session_id, commit=False)
@@ -155,7 +175,8 @@ class StoredSessions:
         try:
             return self._read_sync(session_id, commit=True)[0]
         finally:
-            hold.release()
+            if hold is not None:
+                hold.release()
 
     async def inspect(self, session_id: str, signal: CancelSignal | None = None) -> StoredLog:
         """A read-only view: the stored events, plus (for a cold log) the repair that loading
@@ -202,28 +223,21 @@ class StoredSessions:
         (inclusive; default: the end of the balanced log). The source is not changed: an
         interrupted final turn is closed in the child's copy only."""
         log = await self.inspect(source_id)
-        events = log.events
-        last = len(events) - 1
-        if boundary is None:
-            boundary = last
-        elif not 0 <= boundary <= last:
-            raise ForkError(f"fork boundary {boundary} is outside {source_id} (0..{last})")
-        prefix = events[: boundary + 1]
-        if open_turn(prefix) is not None:
-            raise ForkError(f"fork boundary {boundary} of {source_id} is inside an open turn")
-        meta = SessionMeta(cwd=log.header.cwd, parent_session=source_id, seed_length=len(prefix))
-        return ForkSeed(source_id, prefix, meta)
+        return fork_seed(source_id, log.header.cwd, log.events, boundary)
 
     async def salvage(self, session_id: str) -> Salvage:
         """Cut a corrupt log back to its longest valid prefix (structurally sound, importable,
         seedable); the rest is moved, as stored, to a side file. An intact log is left as it
         is. Refused for a session live here, or open in another process."""
+        salvage = getattr(self.backend, "salvage", None)
+        if salvage is None:
+            raise PersistenceError(f"the {self.backend.name} store cannot repair session logs")
         await self.coordinator.settle(session_id)
         self._refuse_live(session_id, "repaired")
 
         def run() -> Salvage:
             with self._writing(session_id), _commit_lock(self.backend.store_id, session_id):
-                return self.backend.salvage(session_id, partial(valid_prefix, session_id))
+                return cast(Salvage, salvage(session_id, partial(valid_prefix, session_id)))
 
         return await asyncio.to_thread(run)
 

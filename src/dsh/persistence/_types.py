@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..kernel import ServiceKey
-from ..session import SessionEvent, SessionHeader, SessionMeta
+from ..session import ForkSeed, SessionEvent, SessionHeader
 
 if TYPE_CHECKING:
     from ..kernel import CancelSignal
@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 __all__ = [
     "SESSION_PERSISTENCE",
     "CorruptLogError",
-    "ForkSeed",
+    "ForkSeed",  # defined in dsh.session, re-exported: persistence.fork returns it
+    "LeaseLostError",
     "PersistenceError",
     "Record",
     "Salvage",
@@ -49,21 +50,25 @@ class SessionLiveError(PersistenceError):
     appended to from outside, or repaired."""
 
 
-class SeqMismatchError(PersistenceError):
-    """An append whose first seq is not the stored next seq."""
-
-
 class SessionLockedError(PersistenceError):
-    """Another process writes this session: it holds the session's writer lease."""
+    """Another writer (another process, or another store of this one) holds the session's
+    writer lease; `holder` names it."""
 
-    def __init__(self, session_id: str, holder: str, where: object = None) -> None:
-        place = f", {where}" if where is not None else ""
+    def __init__(self, session_id: str, holder: str) -> None:
         super().__init__(
-            f"session {session_id!r} is open in another process ({holder}{place}): "
-            "wait for it to finish, or stop it, then try again"
+            f"session {session_id!r} is being written by {holder}: wait until it finishes, "
+            "or stop it (its lease is freed the moment it exits)"
         )
         self.session_id = session_id
         self.holder = holder
+
+
+class LeaseLostError(PersistenceError):
+    """This writer's lease on the session is gone: it may no longer append."""
+
+
+class SeqMismatchError(PersistenceError):
+    """An append whose first seq is not the stored next seq."""
 
 
 class CorruptLogError(PersistenceError):
@@ -121,19 +126,6 @@ class Salvage:
     moved_bytes: int = 0
     side_file: Path | None = None
     """Where the rest went, as it was stored; None when the log was intact."""
-
-
-@dataclass(frozen=True, slots=True)
-class ForkSeed:
-    """What a fork of a stored session needs: the prefix and the child's metadata.
-
-    Use it as `ctx.sessions.create(child_id, seed=fork.events, meta=fork.meta)` or
-    `CreateAgentOptions(child_id, fork.meta, fork.events, ...)`.
-    """
-
-    source_id: str
-    events: tuple[SessionEvent, ...]
-    meta: SessionMeta
 
 
 @runtime_checkable

@@ -245,11 +245,12 @@ def test_backend_headers_list_sessions_with_events(backend_factory: BackendFacto
 
 def test_backend_writer_lease_is_exclusive(backend_factory: BackendFactory) -> None:
     """One writer per session: a second claim (another instance stands for another process)
-    is refused, naming the holder, until the first is released."""
-    one, two = backend_factory(), backend_factory()
+    is refused, naming the holder, until the first is released. (For a backend with a
+    writer lease: `acquire_writer`.)"""
+    one, two = _leased(backend_factory()), _leased(backend_factory())
     header = _header("s-lease")
     lease = one.acquire_writer("s-lease", header)  # a session not stored yet
-    with pytest.raises(SessionLockedError, match="'s-lease' is open in another process"):
+    with pytest.raises(SessionLockedError, match="'s-lease' is being written by"):
         two.acquire_writer("s-lease", header)
     two.acquire_writer("s-free", _header("s-free")).release()  # other sessions are free
     lease.release()
@@ -259,14 +260,21 @@ def test_backend_writer_lease_is_exclusive(backend_factory: BackendFactory) -> N
     with pytest.raises(SessionLockedError):
         one.acquire_writer("s-lease")
     again.release()
-    with pytest.raises(UnknownSessionError):
-        one.acquire_writer("s-never-stored")
+
+
+def _leased(backend: SessionBackend) -> Any:
+    if getattr(backend, "acquire_writer", None) is None:
+        pytest.skip(f"the {backend.name} backend has no writer lease")
+    return backend
 
 
 def test_backend_salvage_keeps_a_prefix_and_moves_the_rest_aside(
     backend_factory: BackendFactory,
 ) -> None:
     backend = backend_factory()
+    if getattr(backend, "salvage", None) is None:
+        pytest.skip(f"the {backend.name} backend cannot salvage")
+    salvager: Any = backend
     session = _stored(backend, "s-salvage", turns=2)
     seen: list[int] = []
 
@@ -275,13 +283,13 @@ def test_backend_salvage_keeps_a_prefix_and_moves_the_rest_aside(
         assert prefix.header["id"] == "s-salvage"
         return 5
 
-    report = backend.salvage("s-salvage", keep_five)
+    report = salvager.salvage("s-salvage", keep_five)
     assert seen == [session.seq] and report.kept == 5
     assert report.side_file is not None and report.moved == session.seq - 5
     assert report.side_file.stat().st_size == report.moved_bytes
     texts = [r.text for r in records_of(session.events[5:])]
     assert report.side_file.read_text().splitlines() == texts  # as stored
-    reopened = backend_factory()
+    reopened: Any = backend_factory()
     assert [r["seq"] for r in reopened.read("s-salvage").rows] == [0, 1, 2, 3, 4]
     reopened.append("s-salvage", records_of(session.events[5:6]), durable=True)  # continues
     intact = reopened.salvage("s-salvage", lambda prefix: len(prefix.rows))

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ..kernel import EventSpec, Mode
+from ..kernel import EmitSpec, EventSpec, Mode, WaterfallSpec
 from ._values import AssemblePayload, PromptAssembly
 
 __all__ = ["SYSTEM_PROMPT_ASSEMBLE", "SYSTEM_PROMPT_CHANGE"]
 
-SYSTEM_PROMPT_ASSEMBLE: EventSpec[AssemblePayload, PromptAssembly] = EventSpec.declare(
+SYSTEM_PROMPT_ASSEMBLE: WaterfallSpec[AssemblePayload, PromptAssembly] = EventSpec.declare(
     "system-prompt/assemble",
     Mode.WATERFALL,
     AssemblePayload,
@@ -17,7 +17,7 @@ SYSTEM_PROMPT_ASSEMBLE: EventSpec[AssemblePayload, PromptAssembly] = EventSpec.d
     "except that an effective complete section and context suppression are re-imposed.",
 )
 
-SYSTEM_PROMPT_CHANGE: EventSpec[None, None] = EventSpec.declare(
+SYSTEM_PROMPT_CHANGE: EmitSpec[None] = EventSpec.declare(
     "system-prompt/change",
     Mode.EMIT,
     None,

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from pydantic import ValidationError
 
-from ..agent import AGENT_STATUS, AgentHandle, AgentOptions, CreateAgentOptions, StatusChange
+from ..agent import AGENT_STATUS, USER_CANCEL, AgentHandle, AgentOptions, StatusChange
 from ..agent import ResumeAgentOptions as _Resume
 from ..kernel import Context, resolve_plugin
 from ..llm import USER_SOURCE, Json, LlmError, Message, new_message_id
@@ -58,6 +58,7 @@ class JsonRpcServer:
             "initialize": self.initialize,
             "session/prompt": self.prompt,
             "session/resume": self.resume,
+            "session/cancel": self.cancel,
             "shutdown": self.shutdown,
         }
         on = self.ctx.on
@@ -163,15 +164,14 @@ class JsonRpcServer:
             return handle
         pending = self.creating.get(session_id)
         if pending is None:
-            pending = asyncio.ensure_future(self._create(session_id, options))
+            pending = self.ctx.owner.spawn(self._create(session_id, options))
             self.creating[session_id] = pending
             pending.add_done_callback(lambda _f: self.creating.pop(session_id, None))
         return await asyncio.shield(pending)
 
     async def _create(self, session_id: str, options: AgentOptions) -> AgentHandle:
-        handle = await self.ctx.agents.create(
-            CreateAgentOptions(session_id, SessionMeta(cwd=self.cwd), agent_options=options)
-        )
+        # A stored session continues (resumed); a new id starts a session.
+        handle = await self.ctx.agents.open(session_id, options, SessionMeta(cwd=self.cwd))
         self.handles[session_id] = handle
         return handle
 
@@ -188,6 +188,19 @@ class JsonRpcServer:
         except (KeyError, FileNotFoundError, LookupError) as exc:
             raise RpcError(INVALID_PARAMS, f'session "{parsed.session_id}" not found') from exc
         self.handles[parsed.session_id] = handle
+        return {}
+
+    async def cancel(self, params: Json) -> Json:
+        """Cancel the running turn of a session this server drives (cause `user`)."""
+        self._ready("session/cancel")
+        try:
+            parsed = SessionParams.model_validate(params or {})
+        except ValidationError as exc:
+            raise params_error("session/cancel", exc) from None
+        handle = self.handles.get(parsed.session_id)
+        if handle is None:
+            raise RpcError(INVALID_PARAMS, f'session "{parsed.session_id}" is not open here')
+        handle.agent.cancel(USER_CANCEL)
         return {}
 
     async def shutdown(self, params: Json = None) -> Json:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ..kernel import boot, load_profile
+from ..kernel import Owner, boot, load_profile
 from ..llm import Json
 from ._protocol import (
     INTERNAL_ERROR,
@@ -131,7 +131,7 @@ def _read_lines(
     loop.call_soon_threadsafe(queue.put_nowait, None)
 
 
-async def _line_queue(stream: BinaryIO) -> asyncio.Queue[Line]:
+async def _line_queue(stream: BinaryIO, owner: Owner) -> asyncio.Queue[Line]:
     """Lines of `stream` as they arrive, then None. Pipes and terminals are read by the event
     loop; anything else (a regular file) by a thread that ends at end of file."""
     loop = asyncio.get_running_loop()
@@ -152,13 +152,8 @@ async def _line_queue(stream: BinaryIO) -> asyncio.Queue[Line]:
             queue.put_nowait(line)
         queue.put_nowait(None)
 
-    task = asyncio.ensure_future(pump())
-    _pumps.add(task)
-    task.add_done_callback(_pumps.discard)
+    owner.spawn(pump(), name="dsh-jsonrpc:stdin")
     return queue
-
-
-_pumps: set[asyncio.Future[None]] = set()
 
 
 async def serve(
@@ -173,7 +168,7 @@ async def serve(
     # allow and deny rules still hold, and its asks are approved.
     ctx = await boot(profile.with_config("approval", auto_approve=True))
     server = JsonRpcServer(ctx, output.send)
-    queue = await _line_queue(stdin or sys.stdin.buffer)
+    queue = await _line_queue(stdin or sys.stdin.buffer, ctx.owner)
     tasks: set[asyncio.Task[None]] = set()
     try:
         while not output.closed.is_set():
@@ -193,7 +188,7 @@ async def serve(
                 await asyncio.gather(*tasks, return_exceptions=True)
                 await _answer(server, frame, output)
                 break
-            task = asyncio.ensure_future(_answer(server, frame, output))
+            task = ctx.owner.spawn(_answer(server, frame, output))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
     finally:

@@ -8,6 +8,7 @@ from ._events import (
     SESSION_FLUSH,
     SessionEventPayload,
 )
+from ._fork import ForkError, ForkSeed, fork_seed
 from ._header import FORMAT_VERSION, EpochHeader, SessionHeader, SessionMeta
 from ._history import History
 from ._import import import_events
@@ -21,7 +22,9 @@ from ._registry import (
     register_event_type,
 )
 from ._session import ReentrantAppendError, Session, Surface
-from ._store import DuplicateSessionError, ForkError, SessionPlugin, SessionStore
+from ._store import DuplicateSessionError, SessionPlugin, SessionStore
+from ._turns import LastTurn, last_turn
+from ._usage import Usage, usage_of
 
 __all__ = [
     "FORMAT_VERSION",
@@ -34,10 +37,12 @@ __all__ = [
     "EpochHeader",
     "EventKind",
     "ForkError",
+    "ForkSeed",
     "FrozenDict",
     "FrozenList",
     "History",
     "InvalidEventError",
+    "LastTurn",
     "LosslessJsonError",
     "ReentrantAppendError",
     "ReplaceOp",
@@ -51,10 +56,14 @@ __all__ = [
     "Surface",
     "SurfaceOp",
     "UnknownEventTypeError",
+    "Usage",
     "durable_event_types",
     "event_kind",
+    "fork_seed",
     "freeze_json",
     "import_events",
+    "last_turn",
     "register_event_type",
     "thaw_json",
+    "usage_of",
 ]

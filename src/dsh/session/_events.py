@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..kernel import EventSpec, Mode
+from ..kernel import EmitSpec, EventSpec, Mode, ParallelSpec
 from ._envelope import SessionEvent
 from ._session import Session
 
@@ -23,26 +23,26 @@ class SessionEventPayload:
     event: SessionEvent
 
 
-SESSION_CREATED: EventSpec[Session, None] = EventSpec.declare(
+SESSION_CREATED: EmitSpec[Session] = EventSpec.declare(
     "session/created",
     Mode.EMIT,
     Session,
     vetoing=True,
     doc="A session was published (`SessionStore.announce`); a synchronous raise vetoes it.",
 )
-SESSION_EVENT: EventSpec[SessionEventPayload, None] = EventSpec.declare(
+SESSION_EVENT: EmitSpec[SessionEventPayload] = EventSpec.declare(
     "session/event",
     Mode.EMIT,
     SessionEventPayload,
     doc="An event was committed to an entered session (synchronously, after the append).",
 )
-SESSION_FLUSH: EventSpec[Session, None] = EventSpec.declare(
+SESSION_FLUSH: ParallelSpec[Session] = EventSpec.declare(
     "session/flush",
     Mode.PARALLEL,
     Session,
     doc="`SessionStore.flush`: persistence drains what it holds of the session.",
 )
-SESSION_DISPOSED: EventSpec[Session, None] = EventSpec.declare(
+SESSION_DISPOSED: EmitSpec[Session] = EventSpec.declare(
     "session/disposed",
     Mode.EMIT,
     Session,

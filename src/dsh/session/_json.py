@@ -52,7 +52,7 @@ class FrozenDict(dict[str, Any]):
         return (freeze_json, (dict(self),))
 
     def __repr__(self) -> str:
-        return f"FrozenDict({dict.__repr__(self)})"
+        return dict.__repr__(self)  # reads as the JSON value it is
 
 
 class FrozenList(list[Any]):
@@ -86,7 +86,7 @@ class FrozenList(list[Any]):
         return (freeze_json, (list(self),))
 
     def __repr__(self) -> str:
-        return f"FrozenList({list.__repr__(self)})"
+        return list.__repr__(self)
 
 
 _new_dict = dict.__new__

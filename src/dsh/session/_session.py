@@ -34,7 +34,8 @@ class Surface:
 
 
 # The append path builds events through the slot descriptors: it skips the dataclass
-# `__init__` (and its freezing `__post_init__`), because its data is frozen already.
+# `__init__` (and its freezing `__post_init__`), because its data is frozen already. A new
+# field of SessionEvent must be filled here too (a test fails while one is not).
 _new_object = object.__new__
 _slots: Mapping[str, Any] = vars(SessionEvent)
 _set_type = _slots["type"].__set__

@@ -5,9 +5,9 @@ from __future__ import annotations
 import builtins
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from ..kernel import SESSIONS, Disposer
+from ..kernel import SESSIONS, Disposer, Publication
 from ._envelope import SessionEvent
 from ._events import (
     SESSION_CREATED,
@@ -16,51 +16,46 @@ from ._events import (
     SESSION_FLUSH,
     SessionEventPayload,
 )
+from ._fork import fork_seed
 from ._header import SessionHeader, SessionMeta
 from ._session import Session, _now
 
 if TYPE_CHECKING:
     from ..kernel import Context, EventBus
 
-__all__ = ["DuplicateSessionError", "ForkError", "SessionPlugin", "SessionStore"]
+__all__ = ["DuplicateSessionError", "SessionPlugin", "SessionStore"]
 
 
 class DuplicateSessionError(ValueError):
     """A session id that is already live in the store."""
 
 
-class ForkError(ValueError):
-    """A fork boundary outside the log, or inside an open turn."""
-
-
-class _Entry:
+class _Entry(Publication):
     """One entered session: where its events are published, and its publication state."""
 
-    __slots__ = (
-        "announced",
-        "announcing",
-        "bus",
-        "detach_pending",
-        "detached",
-        "publish",
-        "scope",
-        "session",
-    )
+    __slots__ = ("bus", "publish", "scope", "session")
 
-    def __init__(self, session: Session, bus: EventBus, scope: object | None) -> None:
+    def __init__(
+        self, entries: dict[str, _Entry], session: Session, bus: EventBus, scope: object | None
+    ) -> None:
+        super().__init__(entries, session.id)
         self.session = session
         self.bus = bus
         self.scope = scope
-        self.announced = False
-        self.announcing = False
-        self.detach_pending = False
-        self.detached = False
         self.publish: Callable[[SessionEvent], None] = self._publish
 
     def _publish(self, event: SessionEvent) -> None:
         bus = self.bus
         if bus.count(SESSION_EVENT):
             bus.emit(SESSION_EVENT, SessionEventPayload(self.session, event), self.scope)
+
+    def _announce(self) -> None:
+        self.bus.emit(SESSION_CREATED, self.session, self.scope)
+
+    def _withdraw(self, announced: bool) -> None:
+        self.session._detach(self.publish)
+        if announced:
+            self.bus.emit(SESSION_DISPOSED, self.session, self.scope)
 
 
 class _StoreState:
@@ -164,10 +159,11 @@ class SessionStore:
             if current.session is session:
                 raise ValueError(f"session {session.id!r} is already entered")
             raise DuplicateSessionError(f"session {session.id!r} is already live")
-        entry = _Entry(session, ctx.bus, ctx.scope)
+        if session.attached:
+            raise RuntimeError(f"session {session.id} is already entered in a store")
+        entry = _Entry(entries, session, ctx.bus, ctx.scope)
         session._attach(entry.publish)
-        entries[session.id] = entry
-        return Disposer(None, lambda: self._detach(entry))
+        return Disposer(None, entry.detach)
 
     def announce(self, session: Session) -> None:
         """Emit `session/created` once. A synchronous listener raise propagates (a veto):
@@ -175,31 +171,7 @@ class SessionStore:
         entry = self._entry(session)
         if entry is None:
             raise ValueError(f"session {session.id!r} must be entered before it is announced")
-        if entry.announced:
-            return
-        entry.announced = True
-        entry.announcing = True
-        try:
-            entry.bus.emit(SESSION_CREATED, session, entry.scope)
-        finally:
-            entry.announcing = False
-            if entry.detach_pending:
-                self._detach(entry)
-
-    def _detach(self, entry: _Entry) -> None:
-        if entry.announcing:
-            # A detach during the creation dispatch waits until that dispatch unwinds.
-            entry.detach_pending = True
-            return
-        if entry.detached:
-            return
-        entry.detached = True
-        entries = self._state.entries
-        if entries.get(entry.session.id) is entry:
-            del entries[entry.session.id]
-        entry.session._detach(entry.publish)
-        if entry.announced:
-            entry.bus.emit(SESSION_DISPOSED, entry.session, entry.scope)
+        entry.announce()
 
     def _entry(self, session: Session) -> _Entry | None:
         entry = self._state.entries.get(session.id)
@@ -234,31 +206,8 @@ class SessionStore:
             if found is None:
                 raise KeyError(f"no live session {source!r}")
             source = found
-        events = source.events
-        last = len(events) - 1
-        if boundary is None:
-            boundary = last
-        elif not 0 <= boundary <= last:
-            raise ForkError(f"fork boundary {boundary} is outside {source.id} (0..{last})")
-        prefix = events[: boundary + 1]
-        open_turn = _open_turn(prefix)
-        if open_turn is not None:
-            raise ForkError(
-                f"fork boundary {boundary} of {source.id} is inside open turn {open_turn}"
-            )
-        meta = SessionMeta(cwd=source.header.cwd, parent_session=source.id, seed_length=len(prefix))
-        return self.create(child_id, seed=prefix, meta=meta)
-
-
-def _open_turn(events: Sequence[SessionEvent]) -> Any:
-    """The turn a prefix ends inside (its `turn/start` has no `turn/end`), or None."""
-    open_turn: Any = None
-    for event in events:
-        if event.type == "turn/start":
-            open_turn = event.data.get("turn", "?")
-        elif event.type == "turn/end":
-            open_turn = None
-    return open_turn
+        seed = fork_seed(source.id, source.header.cwd, source.events, boundary)
+        return self.create(child_id, seed=seed.events, meta=seed.meta)
 
 
 class SessionPlugin:

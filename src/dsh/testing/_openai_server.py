@@ -1,15 +1,16 @@
-"""`OpenAIServer`: a real loopback HTTP server speaking Chat Completions, scripted per request.
+"""`OpenAIServer`: a real loopback HTTP server speaking Chat Completions and the Anthropic
+Messages API, scripted per request.
 
 It plays the same `reply(...)` entries as `ScriptedModel`, as the wire would carry them, plus
-HTTP-level faults. Standard library only (asyncio streams, HTTP/1.1 with keep-alive).
+HTTP-level faults. Standard library only (asyncio streams, HTTP/1.1 with keep-alive). Its tasks
+are structured by hand: a connection's tasks are awaited or cancelled before it ends, and
+`close()` waits for every connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import http
 import itertools
 import json
 import re
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Self, TypeAlias
 
 from ..llm import Json
+from ._messages_wire import MessagesResponse, messages_error_body
 from ._openai_wire import (
     DROP,
     STALL,
@@ -28,8 +30,9 @@ from ._openai_wire import (
     WireResponse,
     failure_response,
     frame,
+    status_phrase,
 )
-from ._script import Failure, Reply, reply
+from ._script import Failure, Hold, Reply, reply
 
 __all__ = ["OpenAIServer", "RecordedRequest", "ServerEntry"]
 
@@ -55,6 +58,11 @@ class RecordedRequest:
     """The client closed the connection before the response ended."""
     gone: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
     _body: Json = field(default=_UNPARSED, repr=False)
+
+    @property
+    def api(self) -> str:
+        """`messages` for a Messages request (`…/messages`), else `chat-completions`."""
+        return "messages" if self.path.endswith("/messages") else "chat-completions"
 
     @property
     def body(self) -> Json:
@@ -84,7 +92,8 @@ ServerEntry: TypeAlias = ServerReply | Callable[[RecordedRequest], ServerReply]
 
 
 class OpenAIServer:
-    """A loopback Chat Completions server playing a script, one entry per request.
+    """A loopback model server playing a script, one entry per request: Chat Completions on
+    `…/chat/completions`, the Anthropic Messages API on `…/messages`.
 
     ```python
     async with OpenAIServer([reply(tool_call("read", {"path": "a"})), "done"]) as server:
@@ -206,7 +215,7 @@ class OpenAIServer:
         raw = await reader.readexactly(int(headers.get("content-length") or 0))
         if method == "GET" and path.rstrip("/").endswith("/models"):
             return await _send_json(writer, 200, {"object": "list", "data": []})
-        if method != "POST" or not path.endswith("/chat/completions"):
+        if method != "POST" or not path.endswith(("/chat/completions", "/messages")):
             return await _send_json(writer, 404, {"error": {"message": f"no route {path}"}})
         record = RecordedRequest(method, path, headers, raw)
         self.requests.append(record)
@@ -243,7 +252,8 @@ class OpenAIServer:
         if isinstance(current, str):
             current = reply(current)
         stream, include_usage, model = record.flags()
-        response = WireResponse(current, number, model, self._call_ids)
+        renderer = MessagesResponse if record.api == "messages" else WireResponse
+        response = renderer(current, number, model, self._call_ids)
         parts = current.parts
         if parts and isinstance(parts[0], Failure):
             return await _send_error(writer, failure_response(parts[0].failure), number, record)
@@ -253,6 +263,10 @@ class OpenAIServer:
             record.completed = True
             return keep
         if not stream:
+            for part in parts:
+                if isinstance(part, Hold) and not await _held(part, reader):
+                    _gone(record)
+                    return False
             whole = response.completion()
             if isinstance(whole, HttpError):
                 return await _send_error(writer, whole, number, record)
@@ -261,13 +275,9 @@ class OpenAIServer:
                 record.completed = True
                 return keep
             return await _misbehave(whole, record, reader, writer)
-        if isinstance(entry, Malformed):
-            # The parts, then a broken event where the finish would be.
-            response.reply = dataclasses.replace(current, hang=True)
-            events = response.events(include_usage)[:-1]
-            events += ['{"choices": [{"delta": {"content": "unterminated', "[DONE]"]
-        else:
-            events = response.events(include_usage)
+        events = (
+            response.malformed() if isinstance(entry, Malformed) else response.events(include_usage)
+        )
         writer.write(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
             b"x-request-id: req-%d\r\ntransfer-encoding: chunked\r\n\r\n" % number
@@ -282,9 +292,10 @@ class OpenAIServer:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
     ) -> bool:
+        named = record.api == "messages"
         plain = [e for e in events if isinstance(e, str)]
         if delay <= 0 and len(plain) == len(events):
-            writer.write(frame(plain) + b"0\r\n\r\n")  # all at once
+            writer.write(frame(plain, named=named) + b"0\r\n\r\n")  # all at once
             return await _finish(writer, record)
         eof = asyncio.ensure_future(reader.read(1))  # completes when the client goes away
         try:
@@ -298,11 +309,17 @@ class OpenAIServer:
                     await eof
                     _gone(record)
                     return False
+                if isinstance(event, Hold):
+                    await writer.drain()
+                    if not await _held(event, eof):
+                        _gone(record)
+                        return False
+                    continue
                 if not await _pause(delay, eof):
                     _gone(record)
                     return False
                 assert isinstance(event, str)
-                writer.write(frame([event]))
+                writer.write(frame([event], named=named))
                 await writer.drain()
             if eof.done():
                 _gone(record)
@@ -322,6 +339,23 @@ class OpenAIServer:
 def _gone(record: RecordedRequest) -> None:
     record.disconnected = True
     record.gone.set()
+
+
+async def _held(point: Hold, client: asyncio.Future[bytes] | asyncio.StreamReader) -> bool:
+    """Wait at `point` until it is released; False as soon as the client has gone."""
+    if isinstance(client, asyncio.StreamReader):
+        eof: asyncio.Future[bytes] = asyncio.ensure_future(client.read(1))
+    else:
+        eof = client
+    released = asyncio.ensure_future(point._pass())
+    waits: list[asyncio.Future[Any]] = [eof, released]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        released.cancel()
+        if eof is not client:
+            eof.cancel()
+    return released.done() and not released.cancelled() and not eof.done()
 
 
 async def _pause(seconds: float, eof: asyncio.Future[bytes]) -> bool:
@@ -368,7 +402,7 @@ async def _send_json(
 ) -> bool:
     """Send `body` as JSON (or `raw` bytes under a JSON content type: a broken body)."""
     data = json.dumps(body).encode() if raw is None else raw
-    head = [f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}"]
+    head = [f"HTTP/1.1 {status} {status_phrase(status)}"]
     head += ["content-type: application/json", f"content-length: {len(data)}"]
     head += [f"{k}: {v}" for k, v in (headers or {}).items()]
     writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
@@ -382,8 +416,13 @@ async def _send_error(
     headers = {"x-request-id": f"req-{number}", **error.headers}
     if error.retry_after is not None:
         headers["retry-after"] = f"{error.retry_after:g}"
-    kind = "invalid_request_error" if error.status < 500 else "server_error"
-    body = {"error": {"message": error.message, "type": kind, "param": None, "code": error.code}}
+    if record.api == "messages":
+        body = messages_error_body(error)
+    else:
+        kind = "invalid_request_error" if error.status < 500 else "server_error"
+        body = {
+            "error": {"message": error.message, "type": kind, "param": None, "code": error.code}
+        }
     keep = await _send_json(writer, error.status, body, headers)
     record.completed = True
     record.gone.set()

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TypeAlias
 
 from ..llm import Json, LlmFailure, TokenUsage
-from ._script import Crash, Failure, Reasoning, Reply, ToolCall, _pieces, reply
+from ._script import Crash, Failure, Hold, Reasoning, Reply, ToolCall, _pieces, reply
 
 __all__ = [
     "DROP",
@@ -21,6 +21,7 @@ __all__ = [
     "WireResponse",
     "failure_response",
     "frame",
+    "status_phrase",
     "http_error",
     "malformed",
 ]
@@ -54,7 +55,7 @@ def http_error(
     headers: Mapping[str, str] | None = None,
 ) -> HttpError:
     """An HTTP error response (`retry_after` seconds become a `Retry-After` header)."""
-    text = message or http.HTTPStatus(status).phrase
+    text = message or status_phrase(status)
     return HttpError(status, text, code, retry_after, dict(headers or {}))
 
 
@@ -128,7 +129,7 @@ class WireResponse:
         return json.dumps({**self.head, "object": "chat.completion.chunk", "choices": [choice]})
 
     def events(self, include_usage: bool) -> list[str | object]:
-        """SSE data payloads, with `DROP` / `STALL` markers."""
+        """SSE data payloads, with `DROP` / `STALL` markers and the reply's `Hold`s."""
         out: list[str | object] = [self.chunk({"role": "assistant", "content": ""})]
         calls = 0
         for part in self.reply.parts:
@@ -152,6 +153,8 @@ class WireResponse:
             elif isinstance(part, Crash):
                 out.append(DROP)
                 return out
+            elif isinstance(part, Hold):
+                out.append(part)
         if self.reply.hang:
             out.append(STALL)
             return out
@@ -166,8 +169,14 @@ class WireResponse:
         out.append("[DONE]")
         return out
 
+    def malformed(self) -> list[str | object]:
+        """The parts, then a broken event where the finish would be."""
+        events = [e for e in self.events(include_usage=False) if e is not STALL]
+        return [*events[:-2], '{"choices": [{"delta": {"content": "unterminated', "[DONE]"]
+
     def completion(self) -> dict[str, Json] | HttpError | object:
-        """The whole completion, an HTTP error, or a `DROP` / `STALL` marker."""
+        """The whole completion, an HTTP error, or a `DROP` / `STALL` marker (the server
+        passes the reply's holds before it answers)."""
         text: list[str] = []
         thinking: list[str] = []
         calls: list[Json] = []
@@ -182,7 +191,7 @@ class WireResponse:
                 calls.append({"id": call_id, "type": "function", "function": function})
             elif isinstance(part, Failure):
                 return failure_response(part.failure)
-            else:
+            elif isinstance(part, Crash):
                 return DROP
         if self.reply.hang:
             return STALL
@@ -201,7 +210,25 @@ class WireResponse:
         return out
 
 
-def frame(payloads: Iterable[str]) -> bytes:
-    """SSE events as one HTTP chunk."""
-    data = "".join(f"data: {p}\n\n" for p in payloads).encode()
+def status_phrase(status: int) -> str:
+    """The reason phrase of `status` (529, Anthropic's "overloaded", is not in `http`)."""
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return "Overloaded" if status == 529 else "Error"
+
+
+def frame(payloads: Iterable[str], *, named: bool = False) -> bytes:
+    """SSE events as one HTTP chunk; `named` adds `event: <type>` (the Messages API's way)."""
+    if named:
+        data = "".join(f"event: {_event_name(p)}\ndata: {p}\n\n" for p in payloads).encode()
+    else:
+        data = "".join(f"data: {p}\n\n" for p in payloads).encode()
     return b"%x\r\n%s\r\n" % (len(data), data) if data else b""
+
+
+def _event_name(payload: str) -> str:
+    try:
+        return str(json.loads(payload).get("type") or "message")
+    except ValueError:
+        return "content_block_delta"  # a deliberately broken event keeps a plausible name

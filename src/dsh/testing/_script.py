@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -32,12 +33,14 @@ __all__ = [
     "Crash",
     "Entry",
     "Failure",
+    "Hold",
     "Part",
     "Reasoning",
     "Reply",
     "ToolCall",
     "crash",
     "failure",
+    "hold",
     "reasoning",
     "reply",
     "tool_call",
@@ -70,7 +73,47 @@ class Crash:
     error: Exception
 
 
-Part: TypeAlias = str | Reasoning | ToolCall | Failure | Crash
+class Hold:
+    """A point in a reply where the stream stays open until `release()` (or the request's
+    signal fires: the stream then finishes `aborted`). Build it with `hold()`.
+
+    `await held.reached()` returns once a stream has delivered every part before the hold
+    and waits at it, so a test knows the model call is open without sleeping.
+    """
+
+    __slots__ = ("_reached", "_released")
+
+    def __init__(self) -> None:
+        self._reached = asyncio.Event()
+        self._released = asyncio.Event()
+
+    @property
+    def is_reached(self) -> bool:
+        return self._reached.is_set()
+
+    @property
+    def is_released(self) -> bool:
+        return self._released.is_set()
+
+    async def reached(self) -> None:
+        """Wait until a stream waits at this hold."""
+        await self._reached.wait()
+
+    def release(self) -> None:
+        """Let the stream go on past this hold (at once if it has not arrived yet)."""
+        self._released.set()
+
+    async def _pass(self) -> None:
+        """The players' side (`ScriptedModel`, `OpenAIServer`): arrive, wait for the release."""
+        self._reached.set()
+        await self._released.wait()
+
+    def __repr__(self) -> str:
+        state = "released" if self.is_released else "reached" if self.is_reached else "waiting"
+        return f"<Hold {state}>"
+
+
+Part: TypeAlias = str | Reasoning | ToolCall | Failure | Crash | Hold
 """A plain string is a text block."""
 
 
@@ -102,6 +145,11 @@ def failure(
     )
 
 
+def hold() -> Hold:
+    """A point where the reply's stream waits, open, until `release()`d."""
+    return Hold()
+
+
 def crash(error: Exception | str) -> Crash:
     """Make the adapter raise at this point (a string becomes a `RuntimeError`)."""
     return Crash(RuntimeError(error) if isinstance(error, str) else error)
@@ -124,18 +172,23 @@ class Reply:
 
     def render(
         self, call_ids: Iterator[str]
-    ) -> tuple[list[StreamChunk | Crash], list[StreamChunk]]:
-        """The body chunks (a `Crash` marks where to raise) and the tail (usage, finish)."""
-        body: list[StreamChunk | Crash] = []
+    ) -> tuple[list[StreamChunk | Crash | Hold], list[StreamChunk]]:
+        """The body chunks (a `Crash` marks where to raise, a `Hold` where to wait) and the
+        tail (usage, finish)."""
+        body: list[StreamChunk | Crash | Hold] = []
         ending: Failure | None = None
         has_calls = False
-        for index, part in enumerate(self.parts):
+        index = 0
+        for part in self.parts:
             if isinstance(part, Crash):
                 body.append(part)
                 return body, []
             if isinstance(part, Failure):
                 ending = part
                 break
+            if isinstance(part, Hold):
+                body.append(part)
+                continue
             if isinstance(part, str):
                 body.append(BlockStart(index, "text"))
                 body.extend(TextDelta(index, piece) for piece in _pieces(part))
@@ -152,6 +205,7 @@ class Reply:
                 for i, piece in enumerate(pieces):
                     body.append(ToolCallDelta(index, call_id, piece, part.name if i == 0 else None))
                 body.append(BlockEnd(index, ToolCallBlock(call_id, part.name, part.arguments)))
+            index += 1
         tail: list[StreamChunk] = []
         if self.usage is not None:
             tail.append(UsageChunk(self.usage))
@@ -185,8 +239,9 @@ def reply(
 ) -> Reply:
     """One scripted response, streamed as realistic chunks.
 
-    - `parts`: text (`str`), `reasoning(…)`, `tool_call(…)`, then optionally one final
-      `failure(…)` (finish `error`) or `crash(…)` (the adapter raises).
+    - `parts`: text (`str`), `reasoning(…)`, `tool_call(…)`, `hold()` points where the
+      stream waits until released, then optionally one final `failure(…)` (finish `error`)
+      or `crash(…)` (the adapter raises).
     - `finish`: override the finish kind (default `tool-calls` if any call, else `stop`).
     - `delay`: seconds awaited before each chunk; the request signal interrupts it.
     - `expect(options)`: checks the request; raising (or returning False) records a mismatch
@@ -196,7 +251,7 @@ def reply(
     for i, part in enumerate(parts):
         if isinstance(part, Failure | Crash) and i != len(parts) - 1:
             raise ValueError(f"{type(part).__name__.lower()}(...) must be the last part of a reply")
-        if not isinstance(part, str | Reasoning | ToolCall | Failure | Crash):
+        if not isinstance(part, str | Reasoning | ToolCall | Failure | Crash | Hold):
             raise TypeError(f"not a reply part: {part!r}")
     if finish is not None and finish not in _FINISH_KINDS:
         raise ValueError(f"finish must be one of {', '.join(_FINISH_KINDS)}, not {finish!r}")

@@ -8,6 +8,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from ..kernel import Aborted
 from ..llm import (
     Finish,
     GenerateOptions,
@@ -19,7 +20,7 @@ from ..llm import (
     aborted_finish,
     error_finish,
 )
-from ._script import Crash, Entry, Reply, reply
+from ._script import Crash, Entry, Hold, Reply, reply
 
 if TYPE_CHECKING:
     from ..kernel import CancelSignal, Context
@@ -104,9 +105,12 @@ class ScriptedModel:
 
     # -- mounting --------------------------------------------------------------------------------
 
-    def install(self, ctx: Context, provider: str = "scripted") -> AdapterRegistration:
-        """Serve `provider` through `ctx.llm`; owned by `ctx`'s owner."""
-        return ctx.llm.register_adapter([provider], self)
+    provider = "scripted"
+    """The route it serves unless told otherwise (also under `dsh.Agent(model=...)`)."""
+
+    def install(self, ctx: Context, provider: str | None = None) -> AdapterRegistration:
+        """Serve `provider` (default `scripted`) through `ctx.llm`; owned by `ctx`'s owner."""
+        return ctx.llm.register_adapter([provider or self.provider], self)
 
     def model_info(self, provider: str, model: str | None = None) -> ModelInfo:
         return ModelInfo(
@@ -159,6 +163,11 @@ class ScriptedModel:
             return
         body, tail = current.render(self._call_ids)
         for item in body:
+            if isinstance(item, Hold):
+                if not await _held(item, signal):
+                    yield Finish(aborted_finish())
+                    return
+                continue
             if not await _pause(current.delay, signal):
                 yield Finish(aborted_finish())
                 return
@@ -203,6 +212,18 @@ async def _pause(seconds: float, signal: CancelSignal | None) -> bool:
         return await signal.sleep(seconds)
     if seconds > 0:
         await asyncio.sleep(seconds)
+    return True
+
+
+async def _held(point: Hold, signal: CancelSignal | None) -> bool:
+    """Wait at `point` until it is released; False if `signal` fired first."""
+    if signal is None:
+        await point._pass()
+        return True
+    try:
+        await signal.race(point._pass())
+    except Aborted:
+        return False
     return True
 
 

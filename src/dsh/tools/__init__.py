@@ -1,6 +1,6 @@
 """The tool registry and its guarded execution pipeline (`ctx.tools`)."""
 
-from ._decorator import tool
+from ._decorator import fit_schema, pydantic_violations, tool
 from ._events import (
     TOOLS_CHANGE,
     TOOLS_EXECUTE,
@@ -8,18 +8,31 @@ from ._events import (
     TOOLS_PRE_EXECUTE,
     TOOLS_RESULT,
 )
-from ._plugin import ToolsPlugin
+from ._plugin import ToolsConfig, ToolsPlugin
 from ._registry import Guard
 from ._runtime import ExecutionMode, ToolRuntime
 from ._schema import JsonSchemaError, check_schema, validate_value
+from ._seams import (
+    SANDBOX,
+    SANDBOX_MODES,
+    SPILLS,
+    CommandSandbox,
+    Confinement,
+    SandboxMode,
+    SpillStore,
+    SpillWriter,
+)
+from ._tool_plugin import ToolPlugin
 from ._types import (
     APPROVAL,
     RESERVED_TOOL_NAMES,
     Accept,
     Allow,
+    ApprovalAnswer,
     ApprovalService,
     Ask,
     Block,
+    Decision,
     Deny,
     PostDecision,
     PostExecute,
@@ -38,13 +51,18 @@ from ._types import (
     ToolResult,
     ToolRunContext,
     ToolSuccess,
+    as_content,
     default_render,
     failure,
+    stricter,
 )
 
 __all__ = [
     "APPROVAL",
     "RESERVED_TOOL_NAMES",
+    "SANDBOX",
+    "SANDBOX_MODES",
+    "SPILLS",
     "TOOLS_CHANGE",
     "TOOLS_EXECUTE",
     "TOOLS_POST_EXECUTE",
@@ -52,9 +70,13 @@ __all__ = [
     "TOOLS_RESULT",
     "Accept",
     "Allow",
+    "ApprovalAnswer",
     "ApprovalService",
     "Ask",
     "Block",
+    "CommandSandbox",
+    "Confinement",
+    "Decision",
     "Deny",
     "ExecutionMode",
     "Guard",
@@ -64,6 +86,9 @@ __all__ = [
     "PreDecision",
     "Prepared",
     "PreparedKind",
+    "SandboxMode",
+    "SpillStore",
+    "SpillWriter",
     "ToolArgsError",
     "ToolDefinition",
     "ToolErrorInfo",
@@ -74,13 +99,19 @@ __all__ = [
     "ToolNotFoundError",
     "ToolOutcome",
     "ToolOutputError",
+    "ToolPlugin",
     "ToolResult",
     "ToolRunContext",
     "ToolRuntime",
     "ToolSuccess",
+    "ToolsConfig",
     "ToolsPlugin",
+    "as_content",
     "check_schema",
     "default_render",
+    "fit_schema",
+    "pydantic_violations",
+    "stricter",
     "tool",
     "validate_value",
 ]

@@ -41,7 +41,7 @@ from ._types import (
     default_render,
 )
 
-__all__ = ["fit_schema", "tool"]
+__all__ = ["fit_schema", "pydantic_violations", "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _typed_dict: Any = TypedDict
@@ -233,7 +233,8 @@ def _typed_literals(node: dict[str, Json], literals: list[Json]) -> dict[str, Js
     return {**annotations, "oneOf": [{"type": k, "enum": v} for k, v in groups.items()]}
 
 
-def _violations(exc: ValidationError) -> list[str]:
+def pydantic_violations(exc: ValidationError) -> list[str]:
+    """One line per error: `missing required property "a.b"` or `"a.b": <message>`."""
     out = []
     for error in exc.errors(include_url=False):
         path = ""
@@ -295,6 +296,30 @@ def _build(
     except Exception as exc:
         raise TypeError(f"@tool {tool_name!r}: cannot resolve type hints: {exc}") from exc
     doc = parse_docstring(inspect.getdoc(fn))
+    fields, defaults, run_param = _fields(fn, tool_name, hints)
+    # Validated as a TypedDict, not a model: any parameter name works, and a missing
+    # optional argument falls back to the function's own default.
+    args_type = _typed_dict(f"{tool_name}_arguments", fields, total=False)
+    adapter: TypeAdapter[dict[str, Any]] = TypeAdapter(args_type)
+    output: TypeAdapter[Any] = TypeAdapter(hints.get("return", Any))
+    body = _Body(fn, adapter, output, run_param)
+    return ToolDefinition(
+        tool_name,
+        doc.description if description is None else description,
+        _parameters(tool_name, adapter, doc.params, defaults),
+        body.run_async if inspect.iscoroutinefunction(fn) else body.run_sync,
+        output_schema=_fitted(tool_name, "output", output.json_schema(mode="serialization")),
+        render=render or default_render,
+        is_concurrency_safe=_classifier(concurrency_safe),
+        timeout_ms=timeout_ms,
+    )
+
+
+def _fields(
+    fn: Callable[..., Any], tool_name: str, hints: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Json], str | None]:
+    """The argument fields (required or not), their JSON defaults, and the name of the
+    parameter that receives the run context (if any)."""
     fields: dict[str, Any] = {}
     defaults: dict[str, Json] = {}
     run_param: str | None = None
@@ -313,50 +338,40 @@ def _build(
         fields[param.name] = NotRequired[hint]
         with contextlib.suppress(PydanticSerializationError):
             defaults[param.name] = to_jsonable_python(param.default)
-    # Validated as a TypedDict, not a model: any parameter name works, and a missing
-    # optional argument falls back to the function's own default.
-    args_type = _typed_dict(f"{tool_name}_arguments", fields, total=False)
-    adapter: TypeAdapter[dict[str, Any]] = TypeAdapter(args_type)
-    parameters = _parameters(tool_name, adapter, doc.params, defaults)
-    returns = hints.get("return", Any)
-    output: TypeAdapter[Any] = TypeAdapter(returns)
-    output_schema = _fitted(tool_name, "output", output.json_schema(mode="serialization"))
+    return fields, defaults, run_param
 
-    def arguments(args: Json) -> dict[str, Any]:
+
+class _Body:
+    """A decorated function as a tool body: validated arguments in, serialized value out."""
+
+    __slots__ = ("_adapter", "_fn", "_output", "_run_param")
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        adapter: TypeAdapter[dict[str, Any]],
+        output: TypeAdapter[Any],
+        run_param: str | None,
+    ) -> None:
+        self._fn = fn
+        self._adapter = adapter
+        self._output = output
+        self._run_param = run_param
+
+    def _arguments(self, args: Json, run: ToolRunContext) -> dict[str, Any]:
         try:
-            return adapter.validate_python(args)
+            kwargs = self._adapter.validate_python(args)
         except ValidationError as exc:
-            raise ToolArgsError(_violations(exc)) from None
+            raise ToolArgsError(pydantic_violations(exc)) from None
+        if self._run_param is not None:
+            kwargs[self._run_param] = run
+        return kwargs
 
-    def serialize(value: object) -> Json:
-        return output.dump_python(value, mode="json")
+    async def run_async(self, args: Json, run: ToolRunContext) -> Json:
+        return self._output.dump_python(await self._fn(**self._arguments(args, run)), mode="json")
 
-    async def execute_async(args: Json, run: ToolRunContext) -> Json:
-        kwargs = arguments(args)
-        if run_param is not None:
-            kwargs[run_param] = run
-        return serialize(await fn(**kwargs))
-
-    def execute_sync(args: Json, run: ToolRunContext) -> Json:
-        kwargs = arguments(args)
-        if run_param is not None:
-            kwargs[run_param] = run
-        return serialize(fn(**kwargs))
-
-    execute: Callable[[Json, ToolRunContext], Any] = (
-        execute_async if inspect.iscoroutinefunction(fn) else execute_sync
-    )
-
-    return ToolDefinition(
-        tool_name,
-        doc.description if description is None else description,
-        parameters,
-        execute,
-        output_schema=output_schema,
-        render=render or default_render,
-        is_concurrency_safe=_classifier(concurrency_safe),
-        timeout_ms=timeout_ms,
-    )
+    def run_sync(self, args: Json, run: ToolRunContext) -> Json:
+        return self._output.dump_python(self._fn(**self._arguments(args, run)), mode="json")
 
 
 def _parameters(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..kernel import EventSpec, Mode
+from ..kernel import EmitSpec, EventSpec, Mode, WaterfallSpec
 from ._types import PostDecision, PostExecute, PreDecision, ToolExecution, ToolOutcome, ToolResult
 
 __all__ = [
@@ -13,16 +13,17 @@ __all__ = [
     "TOOLS_RESULT",
 ]
 
-TOOLS_PRE_EXECUTE: EventSpec[ToolExecution, PreDecision] = EventSpec.declare(
+TOOLS_PRE_EXECUTE: WaterfallSpec[ToolExecution, PreDecision] = EventSpec.declare(
     "tools/pre-execute",
     Mode.WATERFALL,
     ToolExecution,
     PreDecision,
     doc="Per call, before guards and dispatch; scoped by the call's agent. Return "
-    "Allow() (the default), Deny(reason) or Ask(reason). Arguments cannot be rewritten.",
+    "Allow() (the default), Deny(reason) or Ask(reason); Allow and Ask may carry replacement "
+    "arguments.",
 )
 
-TOOLS_EXECUTE: EventSpec[ToolExecution, ToolResult] = EventSpec.declare(
+TOOLS_EXECUTE: WaterfallSpec[ToolExecution, ToolResult] = EventSpec.declare(
     "tools/execute",
     Mode.WATERFALL,
     ToolExecution,
@@ -32,7 +33,7 @@ TOOLS_EXECUTE: EventSpec[ToolExecution, ToolResult] = EventSpec.declare(
     "signal is fused back in before the body.",
 )
 
-TOOLS_POST_EXECUTE: EventSpec[PostExecute, PostDecision] = EventSpec.declare(
+TOOLS_POST_EXECUTE: WaterfallSpec[PostExecute, PostDecision] = EventSpec.declare(
     "tools/post-execute",
     Mode.WATERFALL,
     PostExecute,
@@ -42,7 +43,7 @@ TOOLS_POST_EXECUTE: EventSpec[PostExecute, PostDecision] = EventSpec.declare(
     "additional_contexts=()) (the default) or Block(feedback).",
 )
 
-TOOLS_RESULT: EventSpec[ToolOutcome, None] = EventSpec.declare(
+TOOLS_RESULT: EmitSpec[ToolOutcome] = EventSpec.declare(
     "tools/result",
     Mode.EMIT,
     ToolOutcome,
@@ -50,7 +51,7 @@ TOOLS_RESULT: EventSpec[ToolOutcome, None] = EventSpec.declare(
     "the call's agent. Observe only.",
 )
 
-TOOLS_CHANGE: EventSpec[None, None] = EventSpec.declare(
+TOOLS_CHANGE: EmitSpec[None] = EventSpec.declare(
     "tools/change",
     Mode.EMIT,
     None,

@@ -8,13 +8,16 @@ results whose content is `Error: <message>`.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..kernel import Aborted, CancelSignal
-from ..llm import ContentBlock, Message, TextBlock, blocks_from_json, clean_json
+from ..kernel import Aborted, CancelSignal, holds_secrets, redact_secrets
+from ..llm import ContentBlock, Json, Message, TextBlock, blocks_from_json, clean_json
 from ..session._json import LosslessJsonError, freeze_json
 from ._events import TOOLS_EXECUTE, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_RESULT
 from ._schema import validate_value
@@ -24,6 +27,7 @@ from ._types import (
     Allow,
     Ask,
     Block,
+    Decision,
     Deny,
     PostDecision,
     PostExecute,
@@ -51,6 +55,8 @@ if TYPE_CHECKING:
     from ._registry import ToolTable
 
 __all__ = ["dispatch", "finalize", "prepare"]
+
+_log = logging.getLogger("dsh.tools")
 
 ABORTED = failure("tool call aborted", "AbortError", "ABORTED")
 ABORTED_BEFORE_DISPATCH = failure(
@@ -133,6 +139,8 @@ async def prepare(
     asked = False
     try:
         decision = await bus.waterfall(TOOLS_PRE_EXECUTE, exec, _allow, exec.agent)
+        if isinstance(decision, Allow | Ask) and decision.arguments is not None:
+            exec = replace(exec, arguments=freeze_json(dict(decision.arguments), "arguments"))
         if isinstance(decision, Allow):
             reason = table.guard_reason(exec)
         elif isinstance(decision, Deny):
@@ -166,25 +174,28 @@ async def _ask(ctx: Context, exec: ToolExecution, ask: Ask) -> str | None:
         return f"{tool}, but no approval service is available"
     if exec.agent is None:
         return f"{tool}, but the call has no agent to route it through"
-    answer = await approval.request(exec, ask.reason)
-    if answer == "allow":
+    decision = await approval.request(exec, ask.reason)
+    if not isinstance(decision, Decision):
+        raise TypeError(f"the approval service answered {decision!r}, not a Decision")
+    if decision.allowed:
         return None
-    if answer == "deny":
-        return f'the user rejected tool "{exec.name}"'
-    raise TypeError(f"the approval service answered {answer!r}, not 'allow' or 'deny'")
+    rejected = f'the user rejected tool "{exec.name}"'
+    return f"{rejected}: {decision.reason}" if decision.reason else rejected
 
 
 # -- dispatch ----------------------------------------------------------------------------------
 
 
-async def dispatch(table: ToolTable, bus: EventBus, prepared: Prepared) -> ToolResult:
+async def dispatch(
+    table: ToolTable, bus: EventBus, prepared: Prepared, grace_s: float
+) -> ToolResult:
     if prepared.kind != "dispatch":
         raise ValueError(f"a {prepared.kind} preparation has nothing to dispatch")
     exec = prepared.exec
     run = _state(exec)
 
     async def body(view: ToolExecution) -> ToolResult:
-        result = await _run_body(table, exec, run, view.signal)
+        result = await _run_body(table, exec, run, view.signal, grace_s)
         run.dispatched = result
         return result
 
@@ -202,7 +213,7 @@ async def dispatch(table: ToolTable, bus: EventBus, prepared: Prepared) -> ToolR
 
 
 async def _run_body(
-    table: ToolTable, exec: ToolRunContext, run: RunState, signal: CancelSignal
+    table: ToolTable, exec: ToolRunContext, run: RunState, signal: CancelSignal, grace_s: float
 ) -> ToolResult:
     caller = run.caller
     removers: tuple[Callable[[], None], ...] = ()
@@ -224,7 +235,9 @@ async def _run_body(
         view = exec if signal is exec.signal else replace(exec, signal=signal)
         value = definition.execute(exec.arguments, view)
         if inspect.isawaitable(value):
-            value = await value
+            # A task of its own, not an owner's: a body that ignores its signal is abandoned
+            # (the call and its owner's disposal must not wait for it; see `_abandon`).
+            value = await _body_value(exec, asyncio.ensure_future(value), signal, grace_s)
         result = success(exec, definition, run, value)
         return ABORTED if signal.aborted else result
     except Aborted:
@@ -236,6 +249,49 @@ async def _run_body(
     finally:
         for remove in removers:
             remove()
+
+
+_abandoned: set[asyncio.Future[object]] = set()
+"""Bodies left running after their call ended (kept referenced until they finish)."""
+
+
+async def _body_value(
+    exec: ToolExecution, work: asyncio.Future[object], signal: CancelSignal, grace_s: float
+) -> object:
+    """The body's value. A body still running `grace_s` after its signal fired is abandoned:
+    the call ends (`Aborted`) and the body finishes in the background, logged both times."""
+    try:
+        return await signal.race(work, grace_s=grace_s, abandon=True)
+    except Aborted:
+        if not work.done():  # else the body itself stopped with the signal's Aborted
+            _abandon(exec, work, signal, grace_s)
+        raise
+
+
+def _abandon(
+    exec: ToolExecution, work: asyncio.Future[object], signal: CancelSignal, grace_s: float
+) -> None:
+    tool = f'tool "{exec.name}" (call {exec.call_id})'
+    _log.warning(
+        "%s ignored its cancel signal (%r) for %gs: abandoned, it keeps running in the background",
+        tool,
+        signal.reason,
+        grace_s,
+    )
+    since = time.monotonic()
+    _abandoned.add(work)
+
+    def finished(task: asyncio.Future[object]) -> None:
+        _abandoned.discard(task)
+        if task.cancelled():
+            outcome = "was cancelled"
+        else:
+            error = task.exception()
+            outcome = "finished" if error is None else f"failed ({error!r})"
+        late = time.monotonic() - since
+        _log.info("abandoned %s %s %.1fs after its call ended", tool, outcome, late)
+
+    work.add_done_callback(finished)
 
 
 def success(
@@ -302,7 +358,7 @@ async def finalize(bus: EventBus, prepared: Prepared, result: ToolResult | None)
                 result = replace(result, content=as_content(content))
         except Exception as exc:
             result = error_result(exc)
-    result = _well_formed(result)
+    result = _redacted(_well_formed(result))
     bus.emit(TOOLS_RESULT, ToolOutcome(exec, result), exec.agent)
     return result
 
@@ -313,6 +369,43 @@ def _well_formed(result: ToolResult) -> ToolResult:
     raw = [block.to_json() for block in result.content]
     cleaned = clean_json(raw)
     return result if cleaned is raw else replace(result, content=blocks_from_json(cleaned))
+
+
+def _redacted(result: ToolResult) -> ToolResult:
+    """`result` with held credentials masked in all it carries: a tool that printed an API
+    key sends it neither to the model nor to the log."""
+    if not holds_secrets():
+        return result
+    content = _redact_blocks(result.content)
+    meta = _redact_json(result.meta)
+    contexts = tuple(
+        replace(m, content=_redact_blocks(m.content)) for m in result.additional_contexts
+    )
+    redacted = replace(result, content=content, meta=meta, additional_contexts=contexts)
+    if isinstance(redacted, ToolFailure):
+        message = redact_secrets(redacted.error.message)
+        return replace(redacted, error=replace(redacted.error, message=message))
+    return replace(redacted, value=_redact_json(redacted.value))
+
+
+def _redact_blocks(blocks: tuple[ContentBlock, ...]) -> tuple[ContentBlock, ...]:
+    return tuple(
+        replace(b, text=redact_secrets(b.text)) if isinstance(b, TextBlock) else b for b in blocks
+    )
+
+
+def _redact_json(value: Json) -> Json:
+    def walk(item: Json) -> Json:
+        if isinstance(item, str):
+            return redact_secrets(item)
+        if isinstance(item, dict):
+            return {redact_secrets(k): walk(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [walk(v) for v in item]
+        return item
+
+    walked = walk(value)
+    return value if walked == value else freeze_json(walked, "value")
 
 
 async def _post_execute(bus: EventBus, exec: ToolExecution, result: ToolResult) -> ToolResult:

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from ..kernel import SYSTEM_PROMPT, TOOLS
 from ._runtime import ToolRuntime
 
 if TYPE_CHECKING:
     from ..kernel import Context
 
-__all__ = ["ToolsPlugin"]
+__all__ = ["ToolsConfig", "ToolsPlugin"]
+
+
+class ToolsConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    cancel_grace_ms: float = Field(default=5_000, ge=0)
+    """How long a tool body may run on after its signal fired (a cancel or a timeout) before
+    the call is abandoned: it ends `ABORTED` (or `TOOL_TIMEOUT`) and the body is left to
+    finish in the background. Above bash's kill escalation (3 s), which honours its signal."""
 
 
 class ToolsPlugin:
@@ -21,10 +31,11 @@ class ToolsPlugin:
     """
 
     name: ClassVar[str] = "tools"
+    Config = ToolsConfig
 
     @staticmethod
-    async def apply(ctx: Context, config: None) -> None:
-        runtime = ToolRuntime(ctx)
+    async def apply(ctx: Context, config: ToolsConfig) -> None:
+        runtime = ToolRuntime(ctx, cancel_grace_s=config.cancel_grace_ms / 1000)
         ctx.provide(TOOLS, runtime)
         # A child plugin that waits for the prompt service: load order does not matter,
         # and the provider goes (and comes back) with that service.

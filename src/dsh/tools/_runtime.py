@@ -28,12 +28,16 @@ __all__ = ["ExecutionMode", "ToolRuntime"]
 ExecutionMode = Literal["parallel", "exclusive"]
 
 
-class _Shared:
-    __slots__ = ("bus", "table")
+DEFAULT_CANCEL_GRACE_S = 5.0
 
-    def __init__(self, bus: EventBus) -> None:
+
+class _Shared:
+    __slots__ = ("bus", "cancel_grace_s", "table")
+
+    def __init__(self, bus: EventBus, cancel_grace_s: float) -> None:
         self.bus = bus
         self.table = ToolTable()
+        self.cancel_grace_s = cancel_grace_s
 
 
 class ToolRuntime:
@@ -46,9 +50,15 @@ class ToolRuntime:
 
     __slots__ = ("_ctx", "_shared")
 
-    def __init__(self, ctx: Context, _shared: _Shared | None = None) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        _shared: _Shared | None = None,
+        *,
+        cancel_grace_s: float = DEFAULT_CANCEL_GRACE_S,
+    ) -> None:
         self._ctx = ctx
-        self._shared = _shared or _Shared(ctx.bus)
+        self._shared = _shared or _Shared(ctx.bus, cancel_grace_s)
 
     def bind_context(self, ctx: Context) -> ToolRuntime:
         return ToolRuntime(ctx, self._shared)
@@ -170,8 +180,10 @@ class ToolRuntime:
         return await _pipeline.prepare(shared.table, shared.bus, self._ctx, input)
 
     async def dispatch(self, prepared: Prepared) -> ToolResult:
-        """Run `tools/execute` around the body; validate and render its value."""
-        return await _pipeline.dispatch(self._shared.table, self._shared.bus, prepared)
+        """Run `tools/execute` around the body; validate and render its value. A body that
+        ignores its fired signal for the cancel grace period is abandoned (`ABORTED`)."""
+        shared = self._shared
+        return await _pipeline.dispatch(shared.table, shared.bus, prepared, shared.cancel_grace_s)
 
     async def finalize(self, prepared: Prepared, result: ToolResult | None = None) -> ToolResult:
         """Post-execute (unless the preparation is final), `finalize_content`, then emit

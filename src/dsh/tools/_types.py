@@ -6,7 +6,7 @@ import json
 import math
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from ..kernel import ServiceKey
@@ -23,9 +23,11 @@ __all__ = [
     "RESERVED_TOOL_NAMES",
     "Accept",
     "Allow",
+    "ApprovalAnswer",
     "ApprovalService",
     "Ask",
     "Block",
+    "Decision",
     "Deny",
     "PostDecision",
     "PostExecute",
@@ -45,6 +47,7 @@ __all__ = [
     "ToolRunContext",
     "ToolSuccess",
     "default_render",
+    "stricter",
 ]
 
 RESERVED_TOOL_NAMES = frozenset({"run_code"})
@@ -262,7 +265,10 @@ def failure(message: str, name: str | None = None, code: str | None = None) -> T
 
 @dataclass(frozen=True, slots=True)
 class Allow:
-    """Pre-execute: run the call."""
+    """Pre-execute: run the call. `arguments`, when given, replace the model's arguments
+    for the rest of the pipeline (the logged `tool/call` keeps what the model sent)."""
+
+    arguments: Mapping[str, Json] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,12 +280,31 @@ class Deny:
 
 @dataclass(frozen=True, slots=True)
 class Ask:
-    """Pre-execute: ask the approval service; without one (or without an agent), deny."""
+    """Pre-execute: ask the approval service; without one (or without an agent), deny.
+    `arguments` replace the model's arguments as for `Allow` (the person is asked about
+    the replacement)."""
 
     reason: str | None = None
+    arguments: Mapping[str, Json] | None = None
 
 
 PreDecision: TypeAlias = Allow | Deny | Ask
+
+
+def _rank(decision: PreDecision) -> int:
+    return 0 if isinstance(decision, Allow) else 1 if isinstance(decision, Ask) else 2
+
+
+def stricter(ours: PreDecision, theirs: PreDecision) -> PreDecision:
+    """Deny over ask over allow; on a tie the other listener's (more specific) reason wins.
+    A replacement of the arguments survives unless the call is denied (theirs first)."""
+    winner = ours if _rank(ours) > _rank(theirs) else theirs
+    if isinstance(winner, Deny) or winner.arguments is not None:
+        return winner
+    for side in (theirs, ours):
+        if not isinstance(side, Deny) and side.arguments is not None:
+            return replace(winner, arguments=side.arguments)
+    return winner
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,12 +360,43 @@ class Prepared:
 # -- approval seam -----------------------------------------------------------------------------
 
 
+ApprovalAnswer: TypeAlias = Literal["once", "always", "deny"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """An answer to an approval ask.
+
+    `once` allows this call, `always` this tool for the rest of the session, `deny` refuses
+    the call; a denial's `reason` (the person's words) reaches the model after
+    `the user rejected tool "x": `. Build them as `Decision.once()`, `Decision.always()`,
+    `Decision.deny("use the read tool")`.
+    """
+
+    answer: ApprovalAnswer
+    reason: str | None = None
+
+    @property
+    def allowed(self) -> bool:
+        return self.answer != "deny"
+
+    @classmethod
+    def once(cls) -> Decision:
+        return cls("once")
+
+    @classmethod
+    def always(cls) -> Decision:
+        return cls("always")
+
+    @classmethod
+    def deny(cls, reason: str | None = None) -> Decision:
+        return cls("deny", reason or None)
+
+
 class ApprovalService(Protocol):
     """Answers `Ask` decisions (provided by an approval plugin under `APPROVAL`)."""
 
-    def request(
-        self, exec: ToolExecution, reason: str | None
-    ) -> Awaitable[Literal["allow", "deny"]]: ...
+    def request(self, exec: ToolExecution, reason: str | None) -> Awaitable[Decision]: ...
 
 
 APPROVAL: ServiceKey[ApprovalService] = ServiceKey("approval")

@@ -23,6 +23,7 @@ from dsh.session import SESSION_DISPOSED, Session, SessionHeader
 from dsh.tools import (
     TOOLS_PRE_EXECUTE,
     Ask,
+    Decision,
     Deny,
     ToolExecutionInput,
     ToolResult,
@@ -109,7 +110,11 @@ def text(result: ToolResult) -> str:
 
 # -- the matrix ---------------------------------------------------------------------------------
 
-NO_CHANNEL = 'Error: tool "probe" requires approval, but no approval channel is available'
+NO_CHANNEL = (
+    'Error: tool "probe" requires approval, but nothing can answer (this is not a refusal): '
+    "allow it in the approval policy, pass --yes to dsh run, or set an answerer "
+    "(dsh.Agent(approval=...), ctx.require(APPROVAL).set_answerer(...))"
+)
 MATRIX = [
     # action, answer, auto_approve, runs?, message, recorded decision
     ("allow", None, False, True, "ran", None),
@@ -322,6 +327,23 @@ async def test_answerer_failures_deny(make_world: Any) -> None:
         assert text(await world.call("bash")) == 'Error: the user rejected tool "bash"'
         assert world.records()[-1][1]["by"] == "answerer-error"
         dispose()
+
+
+async def test_a_denial_carries_its_reason_to_the_model_and_the_log(make_world: Any) -> None:
+    world = await make_world()
+    answers = iter([Decision.deny("use the read tool instead"), Decision.always()])
+
+    async def answerer(request: ApprovalRequest) -> Decision:
+        return next(answers)
+
+    world.ctx.require(APPROVAL).set_answerer(answerer)
+    result = await world.call("bash")
+    assert text(result) == 'Error: the user rejected tool "bash": use the read tool instead'
+    decided = world.records()[-1][1]
+    assert (decided["decision"], decided["reason"]) == ("deny", "use the read tool instead")
+    assert text(await world.call("bash")) == "ran"
+    assert "reason" not in world.records()[-1][1]
+    assert text(await world.call("bash")) == "ran"  # `always`: not asked again
 
 
 async def test_answerers_stack_and_go_with_their_owner(make_world: Any) -> None:

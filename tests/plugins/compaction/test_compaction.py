@@ -5,7 +5,7 @@ from dsh.agent import AGENT_STATUS, AgentOptions, CreateAgentOptions, run_prompt
 from dsh.llm import GenerateOptions, Message, ToolCallBlock, ToolResultBlock
 from dsh.plugins.compaction import COMPACTION, CompactionPlugin, choose_cut, context_tokens
 from dsh.session import SessionMeta
-from dsh.testing import ScriptedModel, failure, reply, tool_call
+from dsh.testing import ScriptedModel, failure, hold, reply, tool_call
 from dsh.tools import tool
 from tests.conftest import Runtime, turn_end, types
 
@@ -119,14 +119,16 @@ async def test_compact_now_is_maintenance_and_latches_sends(runtime: Runtime) ->
     model.add(reply(LONG), reply(LONG))
     await run_prompt(agent, f"one {LONG}")
     await run_prompt(agent, f"two {LONG}")
-    model.add(reply("SUMMARY of one and two", delay=0.01), reply("after compaction"))
+    held = hold()
+    model.add(reply("SUMMARY of one and two", held), reply("after compaction"))
     statuses: list[str] = []
     agent.ctx.on(AGENT_STATUS, lambda s: statuses.append(s.status))
     service = runtime.ctx.require(COMPACTION)
     task = asyncio.create_task(service.compact_now(agent))
-    await asyncio.sleep(0.005)
+    await held.reached()  # the summary call is open
     assert agent.status == "idle"
     agent.followup("three")  # latched until the maintenance ends
+    held.release()
     result = await task
     await agent.when_idle()
     assert result is not None
@@ -174,7 +176,7 @@ def test_cut_never_splits_a_call_from_its_result() -> None:
         surface_op="append",
         source_event_seqs=[],
     )
-    result = tool_result_message("c1", [], False)
+    result = tool_result_message("c1", [])
     session.append(
         "tool/result",
         {"turn": 1, "step": 1, "message": result.to_json()},
@@ -184,3 +186,23 @@ def test_cut_never_splits_a_call_from_its_result() -> None:
     head = choose_cut(session, retain_tokens=1)
     assert head == [0]  # the cut moved before the assistant message, not between
     assert isinstance(Message, type)
+
+
+async def test_compaction_starting_comes_before_the_bracket(runtime: Runtime) -> None:
+    from dsh.plugins.compaction import COMPACTION_STARTING, CompactionStarting
+
+    model, agent = await setup(runtime, window=10**6, retain_tokens=0)
+    model.add(reply(LONG))
+    await run_prompt(agent, f"one {LONG}")
+    seen: list[tuple[str, int | None, int]] = []
+
+    async def starting(payload: CompactionStarting) -> None:
+        seen.append((payload.trigger, payload.turn, len(payload.agent.session.events)))
+
+    runtime.ctx.on(COMPACTION_STARTING, starting)
+    model.add(reply("SUMMARY"))
+    service = runtime.ctx.require(COMPACTION)
+    assert await service.compact_now(agent) is not None
+    [(trigger, turn, logged)] = seen
+    assert (trigger, turn) == ("manual", None)
+    assert agent.session.events[logged].type == "compaction/start"

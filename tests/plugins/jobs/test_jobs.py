@@ -7,7 +7,7 @@ from dsh.llm import GenerateOptions
 from dsh.loop import ReactLoopAgent
 from dsh.plugins.jobs import JOBS, Job, JobError, JobService, JobsPlugin
 from dsh.plugins.subagents import SubagentsPlugin
-from dsh.testing import reply, tool_call
+from dsh.testing import reply, tool_call, wait_all_tasks_blocked
 from dsh.tools import ToolExecutionInput, ToolResult, ToolRunContext, tool
 from tests.conftest import Runtime
 
@@ -170,7 +170,7 @@ def _set() -> asyncio.Event:
 
 async def settle_idle(agent: ReactLoopAgent, job: Job) -> None:
     await job.done.wait()
-    await asyncio.sleep(0)
+    await wait_all_tasks_blocked()  # the notice has woken the agent, or waits for a turn
     await agent.when_idle()
 
 
@@ -200,7 +200,7 @@ async def test_read_output_suppresses_the_notice(runtime: Runtime) -> None:
     job = jobs.start(agent, "test", "watched", gated(gate))
     asyncio.get_running_loop().call_soon(gate.set)
     await call(runtime, agent, "job_output", {"job_id": job.id, "wait": True})
-    await asyncio.sleep(0)
+    await wait_all_tasks_blocked()
     await agent.when_idle()
     assert runtime.model.requests == []
 

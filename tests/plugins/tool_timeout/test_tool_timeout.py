@@ -2,6 +2,7 @@ import asyncio
 
 from dsh.kernel import CancelSignal
 from dsh.plugins.tool_timeout import ToolTimeoutPlugin
+from dsh.testing import wait_all_tasks_blocked
 from dsh.tools import ToolExecutionInput, ToolRunContext, tool
 from tests.conftest import Runtime
 
@@ -44,7 +45,7 @@ async def test_cancellation_is_not_reported_as_a_timeout(runtime: Runtime) -> No
     call = asyncio.create_task(
         runtime.ctx.tools.execute(ToolExecutionInput("c3", "stubborn", {}, signal))
     )
-    await asyncio.sleep(0.005)
+    await wait_all_tasks_blocked()  # the body runs (and outlives the signal)
     signal.abort("user")  # cancelled first; the deadline fires too, later
     result = await call
     assert result.is_error

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import shutil
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,11 +70,18 @@ MakeTools = Callable[..., Any]
 async def make_tools(tmp_path: Path) -> AsyncIterator[MakeTools]:
     contexts: list[Context] = []
 
-    async def make(config: dict[str, Any] | None = None, root: Path | None = None) -> Tools:
+    async def make(
+        config: dict[str, Any] | None = None,
+        root: Path | None = None,
+        plugins: Sequence[tuple[Any, dict[str, Any]]] = (),
+    ) -> Tools:
+        """The built-in tools with `config`, then each `(plugin, config)` of `plugins`."""
         ctx = Context()
         contexts.append(ctx)
         await ctx.plugin(ToolsPlugin)
         await ctx.plugin(BuiltinToolsPlugin, config or {})
+        for plugin, plugin_config in plugins:
+            await ctx.plugin(plugin, plugin_config)
         workspace = root or tmp_path / "ws"
         workspace.mkdir(exist_ok=True)
         return Tools(ctx, workspace)

@@ -1,4 +1,5 @@
-"""`ChatCompletionsAdapter`: one `LlmAdapter` speaking Chat Completions over httpx.
+"""`HttpAdapter`: one `LlmAdapter` serving provider routes over HTTP — OpenAI-compatible Chat
+Completions or the Anthropic Messages API, per route — with httpx and httpx-sse.
 
 httpx and httpx-sse are imported on the first request, so mounting a provider (and
 `import dsh`) stays light.
@@ -10,23 +11,26 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-import os
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from ..._version import __version__
+from ...kernel import read_secret
 from .._adapter import ModelInfo, ProviderInfo, RetryPolicy
-from .._chunks import Finish, LlmFailure, StreamChunk, aborted_finish, error_finish
+from .._chunks import Finish, LlmFailure, StreamChunk, aborted_because, error_finish
 from .._content import Json
 from .._request import GenerateOptions
 from ._failures import (
+    call_deadline,
     http_failure,
     malformed_event,
     missing_credential,
     scrub,
     transport_failure,
 )
+from ._messages_request import MessagesDialect, MessagesEncoder
+from ._messages_response import MessagesMapper
 from ._request import Dialect, RequestEncoder
 from ._response import ChunkMapper
 
@@ -35,20 +39,39 @@ if TYPE_CHECKING:
 
     from ...kernel import CancelSignal, Context
 
-__all__ = ["USER_AGENT", "ChatCompletionsAdapter", "Endpoint", "mount_adapter"]
+__all__ = ["USER_AGENT", "Api", "Endpoint", "HttpAdapter", "mount_adapter"]
 
 USER_AGENT = f"dsh/{__version__}"
 T = TypeVar("T")
 
+Api = Literal["chat-completions", "messages"]
+
+
+class _Mapper(Protocol):
+    failure: LlmFailure | None
+
+    def feed_data(self, data: str, out: list[StreamChunk]) -> bool: ...
+    def feed_whole(self, body: Any, out: list[StreamChunk]) -> None: ...
+    def end(self, out: list[StreamChunk], *, complete: bool) -> None: ...
+
+
+class _Encoder(Protocol):
+    def body(
+        self, options: GenerateOptions, *, stream: bool, extra: Mapping[str, Json] | None = None
+    ) -> bytes: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """One provider route served over Chat Completions.
+    """One provider route served over HTTP.
 
-    `url` is the full `…/chat/completions` URL. `api_key_env` names the environment
-    variable holding the key (read at each call; None sends no `Authorization`). `fallback`
-    describes models missing from `models` (None: unknown models get no metadata, so
-    nothing is defaulted or checked for them).
+    `api` is the wire protocol and `url` its full endpoint (`…/chat/completions`,
+    `…/v1/messages`). `api_key_env` names the environment variable holding the key (taken out
+    of the environment by `read_secret` when mounted, read again at each call; None sends
+    none). `fallback` describes models missing from `models` (None: unknown models get no
+    metadata, so nothing is defaulted or checked for them). `dialect` is a `Dialect` for Chat
+    Completions, a `MessagesDialect` for Messages. `idle_timeout_s` bounds each wait for a
+    byte (the response's first one too); `call_timeout_s` bounds the whole call.
     """
 
     provider: str
@@ -57,13 +80,15 @@ class Endpoint:
     api_key_env: str | None
     models: Mapping[str, ModelInfo] = field(default_factory=dict)
     fallback: ModelInfo | None = None
-    dialect: Dialect = field(default_factory=Dialect)
+    dialect: Dialect | MessagesDialect = field(default_factory=Dialect)
+    api: Api = "chat-completions"
     retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
     stream: bool = True
     headers: Mapping[str, str] = field(default_factory=dict)
     extra_body: Mapping[str, Json] = field(default_factory=dict)
     connect_timeout_s: float = 10.0
-    idle_timeout_s: float = 300.0
+    idle_timeout_s: float = 60.0
+    call_timeout_s: float = 600.0
 
 
 class _Interrupted(Exception):
@@ -75,22 +100,38 @@ DRAIN_AFTER_DONE_S = 1.0
 
 
 class _ReadGuard:
-    """Interrupts this stream's own pending read when the request signal fires.
+    """Interrupts this stream's own pending read when the request signal fires or the call's
+    deadline passes (`expired`).
 
     Cancellation stays cooperative: the signal callback cancels the reading task only while
     it is parked in one of our reads (as `asyncio.timeout` would), and the cancellation is
     consumed here and turned into `_Interrupted`, never leaking to the caller.
     """
 
-    __slots__ = ("_armed", "_cancelling", "_remove", "_signal", "_task", "fired")
+    __slots__ = (
+        "_armed",
+        "_cancelling",
+        "_remove",
+        "_signal",
+        "_task",
+        "_timer",
+        "expired",
+        "fired",
+    )
 
-    def __init__(self, signal: CancelSignal | None) -> None:
+    def __init__(self, signal: CancelSignal | None, deadline_s: float) -> None:
         self._signal = signal
         self._task: asyncio.Task[Any] | None = None
         self._armed = False
         self._cancelling = 0
         self.fired = False
+        self.expired = False
         self._remove = None if signal is None else signal.add_callback(self._fire)
+        self._timer = asyncio.get_running_loop().call_later(deadline_s, self._expire)
+
+    def _expire(self) -> None:
+        self.expired = True
+        self._fire(None)
 
     def _fire(self, reason: object) -> None:
         task = self._task
@@ -101,7 +142,7 @@ class _ReadGuard:
 
     async def read(self, awaitable: Awaitable[T]) -> T:
         signal = self._signal
-        if signal is not None and signal.aborted:
+        if self.expired or (signal is not None and signal.aborted):
             if asyncio.iscoroutine(awaitable):
                 awaitable.close()
             raise _Interrupted
@@ -117,30 +158,70 @@ class _ReadGuard:
             self._armed = False
 
     def close(self) -> None:
+        self._timer.cancel()
         if self._remove is not None:
             self._remove()
             self._remove = None
 
 
+@dataclass(slots=True, eq=False)
+class _Call:
+    """One request in flight: its route, credential, signal, and the response once sent."""
+
+    endpoint: Endpoint
+    secret: str | None
+    signal: CancelSignal | None
+    client: httpx.AsyncClient
+    request: httpx.Request
+    guard: _ReadGuard
+    response: httpx.Response | None = None
+
+    @property
+    def provider(self) -> str:
+        return self.endpoint.provider
+
+
 def _aborted(signal: CancelSignal | None) -> Finish:
-    reason = None if signal is None else signal.reason
-    text = reason if isinstance(reason, str) else repr(reason)
-    return Finish(aborted_finish(LlmFailure(f"request aborted: {text}", "ABORTED")))
+    return Finish(aborted_because(None if signal is None else signal.reason))
 
 
-class ChatCompletionsAdapter:
-    """Serves provider routes over OpenAI-compatible Chat Completions with one shared
-    `httpx.AsyncClient` (opened on the first request, closed by `aclose()`).
+def _encoder(endpoint: Endpoint) -> _Encoder:
+    if isinstance(endpoint.dialect, MessagesDialect):
+        return MessagesEncoder(endpoint.dialect)
+    return RequestEncoder(endpoint.dialect)
+
+
+def _auth(endpoint: Endpoint, secret: str | None) -> dict[str, str]:
+    """The protocol's headers, and the key as it wants it."""
+    dialect = endpoint.dialect
+    if isinstance(dialect, MessagesDialect):
+        headers = {"anthropic-version": dialect.version, **dialect.headers}
+        if secret:
+            headers["x-api-key"] = secret
+        return headers
+    return {"Authorization": f"Bearer {secret}"} if secret else {}
+
+
+def _mapper(call: _Call) -> _Mapper:
+    if call.endpoint.api == "messages":
+        return MessagesMapper(call.provider, call.secret)
+    return ChunkMapper(call.provider, call.secret)
+
+
+class HttpAdapter:
+    """Serves provider routes over OpenAI-compatible Chat Completions or the Anthropic
+    Messages API with one shared `httpx.AsyncClient` (opened on the first request, closed by
+    `aclose()`).
 
     One `stream` call is one HTTP request: no retries (the retry plugin decides), the
     request signal closes the connection at once, provider failures end the stream with
-    `finish error` and a classified `LlmFailure`. The API key is read from the environment
+    `finish error` and a classified `LlmFailure`. The API key is read with `read_secret`
     at each call and never logged or put in a failure.
     """
 
     def __init__(self, endpoints: Sequence[Endpoint]) -> None:
         self._endpoints = {e.provider: e for e in endpoints}
-        self._encoders = {e.provider: RequestEncoder(e.dialect) for e in endpoints}
+        self._encoders = {e.provider: _encoder(e) for e in endpoints}
         self._client: httpx.AsyncClient | None = None
         self._closed = False
         self._timeouts: dict[str, httpx.Timeout] = {}
@@ -217,36 +298,64 @@ class ChatCompletionsAdapter:
                         return
 
     async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        """One call in four phases: preflight (route, signal, credential), send, then read
+        the answer as SSE events or as one whole completion. Every failure ends the stream
+        with one `finish`."""
+        call = self._preflight(options)
+        if isinstance(call, Finish):
+            yield call
+            return
+        try:
+            response = await call.guard.read(call.client.send(call.request, stream=True))
+            call.response = response
+            if response.status_code >= 300:
+                raw = await call.guard.read(response.aread())
+                failure = http_failure(
+                    call.provider, response.status_code, raw, response.headers, call.secret
+                )
+                yield Finish(error_finish(failure))
+            elif "text/event-stream" in response.headers.get("content-type", ""):
+                async for chunk in self._read_sse(call, response):
+                    yield chunk
+            else:  # a whole completion (a non-streaming route, or a server ignoring `stream`)
+                for chunk in await self._read_whole(call, response):
+                    yield chunk
+        except _Interrupted:
+            yield self._interrupted(call)
+        except self._io_errors as exc:
+            yield self._transport_failure(call, exc)
+        finally:
+            call.guard.close()
+            if call.response is not None:
+                with contextlib.suppress(*self._io_errors):
+                    await call.response.aclose()  # the connection is gone either way
+
+    def _preflight(self, options: GenerateOptions) -> _Call | Finish:
+        """The call to make, or the `finish` that ends it before anything is sent."""
         endpoint = self._endpoints.get(options.provider)
         if self._closed:
-            failure = LlmFailure("this adapter was unmounted", "NO_ADAPTER")
-            yield Finish(error_finish(failure))
-            return
+            return Finish(error_finish(LlmFailure("this adapter was unmounted", "NO_ADAPTER")))
         if endpoint is None:
             failure = LlmFailure(f'this adapter does not serve "{options.provider}"', "NO_ADAPTER")
-            yield Finish(error_finish(failure))
-            return
+            return Finish(error_finish(failure))
         signal = options.signal
         if signal is not None and signal.aborted:
-            yield _aborted(signal)
-            return
+            return _aborted(signal)
         secret: str | None = None
         if endpoint.api_key_env:
-            secret = os.environ.get(endpoint.api_key_env)
+            secret = read_secret(endpoint.api_key_env)
             if not secret:
                 failure = missing_credential(endpoint.provider, endpoint.api_key_env)
-                yield Finish(error_finish(failure))
-                return
+                return Finish(error_finish(failure))
         client = self._client or self._open()
         body = self._encoders[endpoint.provider].body(
             options, stream=endpoint.stream, extra=endpoint.extra_body
         )
         headers = {
             "Accept": "text/event-stream" if endpoint.stream else "application/json",
+            **_auth(endpoint, secret),
             **endpoint.headers,
         }
-        if secret:
-            headers["Authorization"] = f"Bearer {secret}"
         request = client.build_request(
             "POST",
             endpoint.url,
@@ -254,82 +363,79 @@ class ChatCompletionsAdapter:
             headers=headers,
             timeout=self._timeouts[endpoint.provider],
         )
-        guard = _ReadGuard(signal)
-        response: httpx.Response | None = None
-        provider = endpoint.provider
+        guard = _ReadGuard(signal, endpoint.call_timeout_s)
+        return _Call(endpoint, secret, signal, client, request, guard)
+
+    async def _read_sse(self, call: _Call, response: httpx.Response) -> AsyncIterator[StreamChunk]:
+        """The chunks of an SSE answer, as its events arrive, up to its end (`[DONE]`,
+        `message_stop`)."""
+        mapper = _mapper(call)
         out: list[StreamChunk] = []
+        events = self._event_source(response).aiter_sse()
+        complete = False
         try:
-            response = await guard.read(client.send(request, stream=True))
-            if response.status_code >= 300:
-                raw = await guard.read(response.aread())
-                failure = http_failure(
-                    provider, response.status_code, raw, response.headers, secret
-                )
-                yield Finish(error_finish(failure))
-                return
-            mapper = ChunkMapper(provider, secret)
-            if "text/event-stream" not in response.headers.get("content-type", ""):
-                # A whole completion (a non-streaming route, or a server ignoring `stream`).
-                raw = await guard.read(response.aread())
+            while True:
                 try:
-                    mapper.feed(json.loads(raw), out)
+                    sse = await call.guard.read(anext(events))
+                except StopAsyncIteration:
+                    break
+                data = sse.data
+                if not data:
+                    continue
+                try:
+                    complete = mapper.feed_data(data, out)
                 except (ValueError, AttributeError, TypeError, IndexError, KeyError):
-                    text = raw.decode("utf-8", "replace")
-                    yield Finish(error_finish(malformed_event(provider, scrub(text, secret))))
+                    failure = malformed_event(call.provider, scrub(data, call.secret))
+                    yield Finish(error_finish(failure))
                     return
-                mapper.end(out, complete=True)
-            else:
-                events = self._event_source(response).aiter_sse()
-                complete = False
-                try:
-                    while True:
-                        try:
-                            sse = await guard.read(anext(events))
-                        except StopAsyncIteration:
-                            break
-                        data = sse.data
-                        if not data:
-                            continue
-                        if data == "[DONE]":
-                            complete = True
-                            await self._drain_after_done(events, guard)
-                            break
-                        try:
-                            mapper.feed(json.loads(data), out)
-                        except (ValueError, AttributeError, TypeError, IndexError, KeyError):
-                            failure = malformed_event(provider, scrub(data, secret))
-                            yield Finish(error_finish(failure))
-                            return
-                        if mapper.failure is not None:
-                            break
-                        if out:
-                            for chunk in out:
-                                yield chunk
-                            out.clear()
-                finally:
-                    await events.aclose()
-                mapper.end(out, complete=complete)
-            for chunk in out:
-                yield chunk
-        except _Interrupted:
-            yield _aborted(signal)
-        except self._io_errors as exc:
-            if signal is not None and signal.aborted:
-                yield _aborted(signal)
-            else:
-                yield Finish(
-                    error_finish(transport_failure(provider, exc, endpoint.idle_timeout_s))
-                )
+                if mapper.failure is not None:
+                    break
+                for chunk in out:
+                    yield chunk
+                out.clear()
+                if complete:
+                    await self._drain_after_done(events, call.guard)
+                    break
         finally:
-            guard.close()
-            if response is not None:
-                with contextlib.suppress(*self._io_errors):
-                    await response.aclose()  # the connection is gone either way
+            await events.aclose()
+        mapper.end(out, complete=complete)
+        for chunk in out:
+            yield chunk
+
+    async def _read_whole(self, call: _Call, response: httpx.Response) -> list[StreamChunk]:
+        """The chunks of a whole (non-streamed) completion."""
+        mapper = _mapper(call)
+        out: list[StreamChunk] = []
+        raw = await call.guard.read(response.aread())
+        try:
+            mapper.feed_whole(json.loads(raw), out)
+        except (ValueError, AttributeError, TypeError, IndexError, KeyError):
+            text = raw.decode("utf-8", "replace")
+            return [Finish(error_finish(malformed_event(call.provider, scrub(text, call.secret))))]
+        mapper.end(out, complete=True)
+        return out
+
+    def _interrupted(self, call: _Call) -> Finish:
+        """A read cut short: by the call's deadline, or by the request signal."""
+        signal = call.signal
+        if call.guard.expired and not (signal is not None and signal.aborted):
+            return Finish(error_finish(call_deadline(call.provider, call.endpoint.call_timeout_s)))
+        return _aborted(signal)
+
+    def _transport_failure(self, call: _Call, exc: Exception) -> Finish:
+        if call.signal is not None and call.signal.aborted:
+            return _aborted(call.signal)
+        started = call.response is not None
+        failure = transport_failure(call.provider, exc, call.endpoint.idle_timeout_s, started)
+        return Finish(error_finish(failure))
 
 
-def mount_adapter(ctx: Context, endpoints: Sequence[Endpoint]) -> ChatCompletionsAdapter:
+def mount_adapter(ctx: Context, endpoints: Sequence[Endpoint]) -> HttpAdapter:
     """Serve `endpoints` through `ctx.llm`; the HTTP client closes after the routes go."""
-    adapter = ChatCompletionsAdapter(endpoints)
+    adapter = HttpAdapter(endpoints)
+    for endpoint in endpoints:
+        if endpoint.api_key_env:
+            read_secret(endpoint.api_key_env)  # out of the environment before any tool runs
     ctx.owner.effect(adapter.aclose)  # disposed last (LIFO): after the routes are withdrawn
     ctx.llm.register_adapter([e.provider for e in endpoints], adapter)
     return adapter

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...kernel import LLM, Context, ServiceKey
 from ._adapter import Endpoint, mount_adapter
-from ._config import ConnectionConfig, ModelConfig
+from ._config import ConnectionConfig, ModelConfig, check_unique_providers
 from ._request import Dialect
 
 __all__ = ["CompatRouteConfig", "OpenAICompatConfig", "OpenAICompatPlugin"]
@@ -48,6 +48,7 @@ class CompatRouteConfig(ConnectionConfig):
             extra_body=dict(self.extra_body),
             connect_timeout_s=self.connect_timeout_s,
             idle_timeout_s=self.idle_timeout_s,
+            call_timeout_s=self.call_timeout_s,
         )
 
 
@@ -58,11 +59,7 @@ class OpenAICompatConfig(BaseModel):
 
     @model_validator(mode="after")
     def _unique(self) -> Self:
-        seen: set[str] = set()
-        for route in self.routes:
-            if route.provider in seen:
-                raise ValueError(f"provider {route.provider!r} is declared twice")
-            seen.add(route.provider)
+        check_unique_providers(self.routes)
         return self
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from collections.abc import Iterable
+from typing import Literal, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .._adapter import ModelInfo, RetryPolicy
 
-__all__ = ["ConnectionConfig", "ModelConfig", "RetryConfig"]
+__all__ = ["ConnectionConfig", "ModelConfig", "RetryConfig", "check_unique_providers"]
 
 _DEFAULTS = RetryPolicy()
 
@@ -84,6 +85,23 @@ class ConnectionConfig(BaseModel):
     stream: bool = True
     """Stream the response (SSE); False asks for one whole completion."""
     connect_timeout_s: float = Field(default=10.0, gt=0)
-    idle_timeout_s: float = Field(default=300.0, gt=0)
-    """Fail with TIMEOUT when no byte arrives for this long (also while awaiting headers)."""
+    idle_timeout_s: float = Field(default=60.0, gt=0)
+    """Fail with TIMEOUT when no byte arrives for this long (also while awaiting headers;
+    DeepSeek sends keep-alive comments while a request waits to be served)."""
+    call_timeout_s: float = Field(default=600.0, gt=0)
+    """Fail with TIMEOUT when the whole call (request to last chunk) takes longer: a stream
+    that trickles bytes never trips the idle timeout."""
     retry: RetryConfig = Field(default_factory=RetryConfig)
+
+
+class _Route(Protocol):
+    provider: str
+
+
+def check_unique_providers(routes: Iterable[_Route]) -> None:
+    """Raise `ValueError` when two routes of one plugin declare the same provider id."""
+    seen: set[str] = set()
+    for route in routes:
+        if route.provider in seen:
+            raise ValueError(f"provider {route.provider!r} is declared twice")
+        seen.add(route.provider)

@@ -14,7 +14,7 @@ from ._adapter import Endpoint, mount_adapter
 from ._config import ConnectionConfig, ModelConfig
 from ._request import Dialect
 
-__all__ = ["DEEPSEEK_MODELS", "DeepSeekConfig", "DeepSeekPlugin"]
+__all__ = ["DEEPSEEK_MODELS", "FALLBACK_MODEL", "DeepSeekConfig", "DeepSeekPlugin"]
 
 DEFAULT_BASE_URL = "https://api.deepseek.com"
 _EFFORTS = ("off", "low", "high", "max")
@@ -43,7 +43,7 @@ DEEPSEEK_MODELS: tuple[ModelInfo, ...] = (
 )
 """The built-in model table (provider filled in at mount). Effort `off` disables thinking."""
 
-_FALLBACK = _model("", "")
+FALLBACK_MODEL = _model("", "")
 """Unknown model ids pass through with the table's default capabilities."""
 
 
@@ -76,12 +76,13 @@ class DeepSeekPlugin:
             url=base.rstrip("/") + "/chat/completions",
             api_key_env=config.api_key_env,
             models=models,
-            fallback=_FALLBACK,
+            fallback=FALLBACK_MODEL,
             dialect=Dialect(effort_style="deepseek-thinking", replay_reasoning=True),
             retry_policy=config.retry.policy(),
             stream=config.stream,
             connect_timeout_s=config.connect_timeout_s,
             idle_timeout_s=config.idle_timeout_s,
+            call_timeout_s=config.call_timeout_s,
         )
 
     @staticmethod

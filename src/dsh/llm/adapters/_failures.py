@@ -150,21 +150,32 @@ def closed_early(provider: str) -> LlmFailure:
     return LlmFailure(f"{provider}: the stream ended before a finish reason", "TRANSPORT")
 
 
+def call_deadline(provider: str, call_timeout_s: float) -> LlmFailure:
+    return LlmFailure(
+        f"{provider}: no complete response within {call_timeout_s:g}s (call deadline)", "TIMEOUT"
+    )
+
+
 def missing_credential(provider: str, env: str) -> LlmFailure:
     return LlmFailure(
         f"{provider}: no API key: set the {env} environment variable", "MISSING_CREDENTIAL"
     )
 
 
-def transport_failure(provider: str, exc: BaseException, idle_timeout_s: float) -> LlmFailure:
-    """Classify an httpx exception (or any other I/O error)."""
+def transport_failure(
+    provider: str, exc: BaseException, idle_timeout_s: float, started: bool
+) -> LlmFailure:
+    """Classify an httpx exception (or any other I/O error); `started`: the response's
+    headers had arrived (a timeout then is a stalled stream, else an unanswered request)."""
     import httpx
 
     name = type(exc).__name__
     text = str(exc) or name
     if isinstance(exc, httpx.ReadTimeout):
+        waited = "the next chunk" if started else "the response to start"
         return LlmFailure(
-            f"{provider}: no data from the provider for {idle_timeout_s:g}s (idle stream)",
+            f"{provider}: no data for {idle_timeout_s:g}s while waiting for {waited} "
+            "(idle timeout)",
             "TIMEOUT",
         )
     if isinstance(exc, httpx.TimeoutException):

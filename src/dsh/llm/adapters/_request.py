@@ -257,6 +257,8 @@ class RequestEncoder:
             pieces.append(self._tools_json(options.tools))
         if options.temperature is not None:
             pieces.append(f',"temperature":{_dumps(options.temperature)}')
+        if options.top_p is not None:
+            pieces.append(f',"top_p":{_dumps(options.top_p)}')
         if options.max_tokens is not None:
             pieces.append(f',"max_tokens":{int(options.max_tokens)}')
         if options.stop:

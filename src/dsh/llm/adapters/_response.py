@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,6 +102,17 @@ class ChunkMapper:
         self.finish_reason: str | None = None
         self.usage: TokenUsage | None = None
         self.failure: LlmFailure | None = None
+
+    def feed_data(self, data: str, out: list[StreamChunk]) -> bool:
+        """Fold one SSE data payload; True at `[DONE]` (the stream is complete)."""
+        if data == "[DONE]":
+            return True
+        self.feed(json.loads(data), out)
+        return False
+
+    def feed_whole(self, completion: Mapping[str, Any], out: list[StreamChunk]) -> None:
+        """Fold a whole (non-streamed) `chat.completion`."""
+        self.feed(completion, out)
 
     def feed(self, event: Mapping[str, Any], out: list[StreamChunk]) -> None:
         """Fold one parsed event (`chat.completion.chunk`, or a whole `chat.completion`)."""

@@ -1,6 +1,7 @@
 """Approval (`ctx.require(APPROVAL)`): a per-tool allow / ask / deny policy on
 `tools/pre-execute`, pluggable answerers for asks, and a durable record of every decision."""
 
+from ...tools import Decision
 from ._plugin import ApprovalPlugin
 from ._policy import DEFAULT_POLICY, Action, ApprovalConfig, Rule, decide
 from ._service import APPROVAL, Answer, Answerer, Approval, ApprovalRequest
@@ -15,6 +16,7 @@ __all__ = [
     "ApprovalConfig",
     "ApprovalPlugin",
     "ApprovalRequest",
+    "Decision",
     "Rule",
     "decide",
 ]

@@ -6,11 +6,30 @@ from typing import ClassVar
 
 from ...kernel import Context, Next
 from ...session import SESSION_DISPOSED, Session
-from ...tools import TOOLS_PRE_EXECUTE, Allow, Ask, Deny, PreDecision, ToolExecution
-from ._policy import ApprovalConfig, decide, stricter
+from ...tools import (
+    TOOLS_PRE_EXECUTE,
+    Allow,
+    Ask,
+    Decision,
+    Deny,
+    PreDecision,
+    ToolExecution,
+    stricter,
+)
+from ._policy import ApprovalConfig, decide
 from ._service import APPROVAL, Approval
 
-__all__ = ["ApprovalPlugin"]
+__all__ = ["ApprovalPlugin", "no_answerer"]
+
+
+def no_answerer(tool: str) -> str:
+    """The failure of an ask nobody can answer: it says how to set an answerer, and never
+    reads like a person's refusal."""
+    return (
+        f'tool "{tool}" requires approval, but nothing can answer (this is not a refusal): '
+        "allow it in the approval policy, pass --yes to dsh run, or set an answerer "
+        "(dsh.Agent(approval=...), ctx.require(APPROVAL).set_answerer(...))"
+    )
 
 
 class ApprovalPlugin:
@@ -34,14 +53,12 @@ class ApprovalPlugin:
             if not isinstance(decision, Ask) or exec.agent is None:
                 return decision  # no agent: the pipeline's own "no agent" denial
             if approval.remembered(exec):
-                return Allow()
+                return Allow(decision.arguments)
             if not approval.has_answerer and not config.auto_approve:
                 # Fail closed here, where the reason can still reach the model.
                 approval.record_asked(exec, decision.reason)
-                approval.record_decided(exec, "deny", "no-answerer")
-                return Deny(
-                    f'tool "{exec.name}" requires approval, but no approval channel is available'
-                )
+                approval.record_decided(exec, Decision.deny(), "no-answerer")
+                return Deny(no_answerer(exec.name))
             return decision
 
         ctx.on(TOOLS_PRE_EXECUTE, pre_execute)

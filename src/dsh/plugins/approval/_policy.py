@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ...tools import Allow, Ask, Deny, PreDecision
 
-__all__ = ["DEFAULT_POLICY", "Action", "ApprovalConfig", "Rule", "decide", "stricter"]
+__all__ = ["DEFAULT_POLICY", "Action", "ApprovalConfig", "Rule", "decide"]
 
 Action = Literal["allow", "ask", "deny"]
 
@@ -61,12 +61,3 @@ def _decision(action: Action, tool: str, why: str) -> PreDecision:
     if action == "ask":
         return Ask(f"approval policy: {why}")
     return Deny(f'tool "{tool}" is denied by the approval policy ({why})')
-
-
-def _rank(decision: PreDecision) -> int:
-    return 0 if isinstance(decision, Allow) else 1 if isinstance(decision, Ask) else 2
-
-
-def stricter(ours: PreDecision, theirs: PreDecision) -> PreDecision:
-    """Deny over ask over allow; on a tie the other listener's (more specific) reason wins."""
-    return ours if _rank(ours) > _rank(theirs) else theirs

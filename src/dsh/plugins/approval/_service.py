@@ -1,22 +1,23 @@
 """`Approval` (`ctx.get(APPROVAL)`): answers the `Ask` decisions of `tools/pre-execute`.
 
 An ask goes to the most recently registered answerer (the CLI registers an interactive
-one); with none it is denied unless `auto_approve`. `always` is remembered per session and
-tool name — also across a resume, since the decision is in the session log.
+one, `dsh.Agent(approval=...)` a program's); with none it is denied unless `auto_approve`.
+`always` is remembered per session and tool name — also across a resume, since the
+decision is in the session log.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 
-from ...kernel import CancelSignal, Disposer, ServiceKey
+from ...events import ApprovalAskedEvent, ApprovalDecidedEvent, append
+from ...kernel import Aborted, CancelSignal, Disposer, ServiceKey
 from ...llm import Json
 from ...tools import APPROVAL as _APPROVAL
-from ...tools import ToolExecution
+from ...tools import ApprovalAnswer, Decision, ToolExecution
 from ._policy import ApprovalConfig
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ __all__ = ["APPROVAL", "Answer", "Answerer", "Approval", "ApprovalRequest"]
 
 _log = logging.getLogger("dsh.plugins.approval")
 
-Answer = Literal["once", "always", "deny"]
+Answer: TypeAlias = ApprovalAnswer
 Via = Literal["answerer", "no-answerer", "cancelled", "answerer-error"]
 
 
@@ -44,7 +45,8 @@ class ApprovalRequest:
     signal: CancelSignal
 
 
-Answerer = Callable[[ApprovalRequest], Awaitable[Answer]]
+Answerer: TypeAlias = Callable[[ApprovalRequest], Awaitable[Decision | Answer]]
+"""Returns a `Decision` (a denial may carry a reason), or its bare answer as a string."""
 
 
 class _State:
@@ -113,38 +115,44 @@ class Approval:
         self._state.always.pop(session_id, None)
 
     def record_asked(self, exec: ToolExecution, reason: str | None) -> None:
-        self._append(exec, "approval/asked", {"reason": reason})
+        if exec.session is not None:
+            asked = ApprovalAskedEvent(call_id=exec.call_id, tool=exec.name, reason=reason)
+            append(exec.session, asked)
 
-    def record_decided(self, exec: ToolExecution, decision: Answer, via: Via) -> None:
-        self._append(exec, "approval/decided", {"decision": decision, "by": via})
+    def record_decided(self, exec: ToolExecution, decision: Decision, via: Via) -> None:
         session = exec.session
-        if decision == "always" and session is not None:
+        if session is None:
+            return
+        decided = ApprovalDecidedEvent(
+            call_id=exec.call_id,
+            tool=exec.name,
+            decision=decision.answer,
+            by=via,
+            reason=decision.reason,
+        )
+        append(session, decided)
+        if decision.answer == "always":
             self.remembered(exec)  # load the log first, so the set is complete
             self._state.always[session.id].add(exec.name)
 
-    def _append(self, exec: ToolExecution, type: str, data: dict[str, Json]) -> None:
-        session = exec.session
-        if session is not None:
-            session.append(type, {"callId": exec.call_id, "tool": exec.name, **data})
-
-    async def request(self, exec: ToolExecution, reason: str | None) -> Literal["allow", "deny"]:
+    async def request(self, exec: ToolExecution, reason: str | None) -> Decision:
         """Answer one ask: remembered `always`, the answerer, auto-approve, or deny."""
         if self.remembered(exec):
-            return "allow"
+            return _ALWAYS
         state = self._state
         if state.config.auto_approve and not state.answerers:
-            return "allow"  # approved by configuration: nobody was asked, nothing to log
+            return _ONCE  # approved by configuration: nobody was asked, nothing to log
         self.record_asked(exec, reason)
-        answer, via = await self._answer(exec, reason)
-        self.record_decided(exec, answer, via)
-        return "deny" if answer == "deny" else "allow"
+        decision, via = await self._answer(exec, reason)
+        self.record_decided(exec, decision, via)
+        return decision
 
-    async def _answer(self, exec: ToolExecution, reason: str | None) -> tuple[Answer, Via]:
+    async def _answer(self, exec: ToolExecution, reason: str | None) -> tuple[Decision, Via]:
         state = self._state
         if exec.signal.aborted:
-            return "deny", "cancelled"
+            return _DENY, "cancelled"
         if not state.answerers:
-            return "deny", "no-answerer"
+            return _DENY, "no-answerer"
         session = exec.session
         request = ApprovalRequest(
             exec.call_id,
@@ -156,30 +164,24 @@ class Approval:
             exec.signal,
         )
         try:
-            answering = asyncio.ensure_future(state.answerers[-1](request))
+            # Cancelling the prompt, not the turn: the turn's own cancellation stays cooperative.
+            answer = await exec.signal.race(state.answerers[-1](request))
+        except Aborted:
+            return _DENY, "cancelled"
         except Exception:
             _log.exception("approval answerer failed; denying %s", exec.name)
-            return "deny", "answerer-error"
-        cancelled = asyncio.ensure_future(exec.signal.wait())
-        try:
-            await asyncio.wait((answering, cancelled), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            cancelled.cancel()
-            if not answering.done():
-                answering.cancel()  # the prompt, not the turn (cooperative cancel stays)
-        if answering.cancelled() or exec.signal.aborted:
-            if answering.done() and not answering.cancelled():
-                answering.exception()  # retrieved: a late failure is not worth a warning
-            return "deny", "cancelled"
-        try:
-            answer = answering.result()
-        except Exception:
-            _log.exception("approval answerer failed; denying %s", exec.name)
-            return "deny", "answerer-error"
-        if answer not in ("once", "always", "deny"):
+            return _DENY, "answerer-error"
+        if exec.signal.aborted:
+            return _DENY, "cancelled"
+        if isinstance(answer, str) and answer in ("once", "always", "deny"):
+            answer = Decision(answer)
+        if not isinstance(answer, Decision) or answer.answer not in ("once", "always", "deny"):
             _log.error("approval answerer returned %r; denying %s", answer, exec.name)
-            return "deny", "answerer-error"
+            return _DENY, "answerer-error"
         return answer, "answerer"
+
+
+_ONCE, _ALWAYS, _DENY = Decision.once(), Decision.always(), Decision.deny()
 
 
 APPROVAL = cast("ServiceKey[Approval]", _APPROVAL)

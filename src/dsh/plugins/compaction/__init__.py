@@ -4,21 +4,23 @@ from ._compactor import (
     INSTRUCTION,
     CompactionError,
     CompactionResult,
-    Trigger,
     choose_cut,
     compact,
 )
+from ._events import COMPACTION_STARTING, CompactionStarting, Trigger
 from ._meter import context_tokens, estimate_message, estimate_messages, estimate_text
 from ._plugin import COMPACTION, Compaction, CompactionConfig, CompactionPlugin
 
 __all__ = [
     "COMPACTION",
+    "COMPACTION_STARTING",
     "INSTRUCTION",
     "Compaction",
     "CompactionConfig",
     "CompactionError",
     "CompactionPlugin",
     "CompactionResult",
+    "CompactionStarting",
     "Trigger",
     "choose_cut",
     "compact",

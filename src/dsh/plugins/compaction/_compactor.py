@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from ...kernel import CancelSignal
 from ...llm import (
@@ -19,13 +19,13 @@ from ...llm import (
     user_message,
 )
 from ...session import ReplaceOp, Session
+from ._events import COMPACTION_STARTING, CompactionStarting, Trigger
 from ._meter import estimate_message, estimate_text
 
 if TYPE_CHECKING:
     from ...agent import Agent
     from ._plugin import CompactionConfig
 
-Trigger = Literal["pressure", "context-overflow", "manual"]
 PLUGIN_ID = "compaction"
 
 INSTRUCTION = (
@@ -84,6 +84,8 @@ async def compact(
     head = choose_cut(session, retain_tokens)
     if not head:
         return None
+    await agent.ctx.serial(COMPACTION_STARTING, CompactionStarting(agent, trigger, turn, signal))
+    signal.raise_if_aborted()
     events = session.events
     shadowed = [m for m in (session.derive_event_message(events[s]) for s in head) if m]
     shadowed_tokens = sum(estimate_message(m) for m in shadowed)
@@ -111,17 +113,7 @@ async def compact(
         }
         if usage is not None:
             record["usage"] = usage
-        session.append("compaction/summary", record)
-        checkpoint = user_message(
-            f"<compacted-summary>\n{summary}\n</compacted-summary>",
-            plugin_source(PLUGIN_ID, "checkpoint", compactionId=compaction_id),
-        )
-        replacement = session.append(
-            "user/message",
-            checkpoint.to_json(),
-            surface_op=ReplaceOp(head[0], head[-1]),
-            source_event_seqs=head,
-        )
+        replacement = _commit_summary(session, record, head)
     except BaseException as exc:
         error = str(exc) or type(exc).__name__
         raise
@@ -131,8 +123,24 @@ async def compact(
             end["error"] = error
         session.append("compaction/end", end)
     return CompactionResult(
-        compaction_id, tuple(head), shadowed_tokens, summary_tokens, replacement.seq
+        compaction_id, tuple(head), shadowed_tokens, summary_tokens, replacement
     )
+
+
+def _commit_summary(session: Session, record: dict[str, Json], head: list[int]) -> int:
+    """Log the summary, then the checkpoint that replaces `head` on the surface; its seq."""
+    session.append("compaction/summary", record)
+    checkpoint = user_message(
+        f"<compacted-summary>\n{record['summary']}\n</compacted-summary>",
+        plugin_source(PLUGIN_ID, "checkpoint", compactionId=record["compactionId"]),
+    )
+    replacement = session.append(
+        "user/message",
+        checkpoint.to_json(),
+        surface_op=ReplaceOp(head[0], head[-1]),
+        source_event_seqs=head,
+    )
+    return replacement.seq
 
 
 async def _summarise(

@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...agent import AGENT_DISPOSED, PRE_STEP, REQUEST_ERROR, Agent, RequestError, Retry, StepPoint
 from ...kernel import AGENTS, CancelSignal, Context, Next, ServiceKey
-from ._compactor import CompactionError, CompactionResult, Trigger, compact
+from ._compactor import CompactionError, CompactionResult, compact
+from ._events import Trigger
 from ._meter import context_tokens
 
 _log = logging.getLogger("dsh.compaction")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...events import EVENT_CLASSES, OtherEvent, logged, typed
 from ...session import SessionEvent
 
+MODELLED = frozenset(cls.type for cls in EVENT_CLASSES)
 STEP_EVENTS = frozenset({"assistant/chunk", "assistant/message", "tool/call", "tool/result"})
 
 
@@ -24,6 +26,8 @@ class LogState:
 def check_event(state: LogState, event: SessionEvent) -> list[str]:
     """Feed `event`; returns the violations it reveals (empty when all is well)."""
     problems: list[str] = []
+    if event.type in MODELLED:
+        problems.extend(_typed_view(event))
     if event.seq != state.next_seq:
         problems.append(f"seq {event.seq} follows {state.next_seq - 1} (not contiguous)")
     state.next_seq = event.seq + 1
@@ -72,3 +76,14 @@ def check_event(state: LogState, event: SessionEvent) -> list[str]:
         if state.step is None and not replacing:
             problems.append(f"user/message at seq {event.seq} outside a step")
     return problems
+
+
+def _typed_view(event: SessionEvent) -> list[str]:
+    """A modelled type reads as its typed event and writes back the same bytes."""
+    view = typed(event)
+    if isinstance(view, OtherEvent) and event.type != "assistant/chunk":
+        return [f"{event.type} at seq {event.seq} does not have its dsh.events shape"]
+    back = logged(view)
+    if back.to_json() != event.to_json() or list(back.data) != list(event.data):
+        return [f"{event.type} at seq {event.seq} does not round-trip through dsh.events"]
+    return []

@@ -10,8 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...agent import AGENT_DISPOSED, PROMPT_SUBMIT, AgentEvent, PromptDecision, PromptSubmit
 from ...kernel import AGENTS, TOOLS, Context, Next
 from ...llm import plugin_source, user_message
+from ...tools import ToolPlugin
 from ._service import DEFAULT_MAX_ACTIVE, JOB_END, JOBS, Job, JobService, _State
-from ._tools import job_tools, status_line
+from ._tools import JOB_TOOLS, status_line
 
 PLUGIN_ID = "tool-jobs"
 """The source plugin id of completion notices (the reference runtime's)."""
@@ -47,7 +48,7 @@ class JobsPlugin:
     inject: ClassVar[tuple[Any, ...]] = (TOOLS, AGENTS)
 
     @staticmethod
-    def apply(ctx: Context, config: JobsConfig) -> None:
+    async def apply(ctx: Context, config: JobsConfig) -> None:
         service = JobService(_State(ctx, config.max_active))
         ctx.provide(JOBS, service)
         wakes: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
@@ -69,7 +70,7 @@ class JobsPlugin:
                 wakes[owner] = wakes.get(owner, 0) + 1
                 owner.followup(notice)
             else:
-                owner.send(notice, "next-turn", False)  # waits for the next turn
+                owner.send(notice, "next-turn", wakeup=False)  # waits for the next turn
 
         async def prompt(
             payload: PromptSubmit, nxt: Next[PromptSubmit, PromptDecision]
@@ -87,6 +88,7 @@ class JobsPlugin:
         ctx.on(PROMPT_SUBMIT, prompt)
         ctx.on(AGENT_DISPOSED, disposed)
         if config.tools:
-            for definition in job_tools(service):
-                ctx.tools.register(definition)
-            ctx.system_prompt.section("tool:jobs", 106, GUIDANCE)
+            tools = ToolPlugin(
+                "jobs:tools", JOB_TOOLS, guidance=(106, GUIDANCE), section="tool:jobs"
+            )
+            await ctx.plugin(tools, id="jobs:tools")

@@ -10,8 +10,9 @@ from typing import ClassVar, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...agent import AGENT_DISPOSED, REQUEST_ERROR, AgentEvent, RequestError, Retry
+from ...events import RetryEvent, RetryStartedEvent, append
 from ...kernel import Context, Next
-from ...llm import Json, RetryPolicy
+from ...llm import RetryPolicy
 
 __all__ = ["RetryOverrides", "RetryPlugin", "backoff_ms"]
 
@@ -96,24 +97,25 @@ class Retrier:
         self._counts[agent.id] = (payload.turn, payload.step, retry)
         delay = backoff_ms(policy, done, failure.provider_retry_after_ms, self.rng)
         retry_id = f"retry-{uuid.uuid4().hex}"
-        data: dict[str, Json] = {
-            "retryId": retry_id,
-            "turn": payload.turn,
-            "step": payload.step,
-            "provider": payload.provider,
-            "mode": policy.mode,
-            "policyKey": payload.provider if route_policy is not None else "default",
-            "retry": retry,
-        }
-        if policy.mode == "normal":
-            data["maxRetries"] = policy.max_retries
-        data["delayMs"] = delay
-        data["failure"] = failure.to_json()
-        agent.session.append("llm/retry", data)
+        planned = RetryEvent(
+            retry_id=retry_id,
+            turn=payload.turn,
+            step=payload.step,
+            provider=payload.provider,
+            mode=policy.mode,
+            policy_key=payload.provider if route_policy is not None else "default",
+            retry=retry,
+            max_retries=policy.max_retries if policy.mode == "normal" else None,
+            delay_ms=delay,
+            failure=failure,
+        )
+        append(agent.session, planned)
         if not await payload.signal.sleep(delay / 1000):
             return None  # cancelled during the backoff: the loop ends the turn
-        started = {"retryId": retry_id, "turn": payload.turn, "step": payload.step, "retry": retry}
-        agent.session.append("llm/retry-started", started)
+        started = RetryStartedEvent(
+            retry_id=retry_id, turn=payload.turn, step=payload.step, retry=retry
+        )
+        append(agent.session, started)
         return Retry(delay)
 
     def forget(self, payload: AgentEvent) -> None:

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...kernel import AGENTS, Context
+from ...tools import ToolPlugin
 from ._providers import ForkProvider, SpawnProvider
 from ._runtime import DEFAULT_MAX_DEPTH, SUBAGENTS, SubagentRuntime, _State
 from ._tools import subagent_tool
@@ -41,7 +42,7 @@ class SubagentsPlugin:
     inject: ClassVar[tuple[Any, ...]] = (AGENTS,)
 
     @staticmethod
-    def apply(ctx: Context, config: SubagentsConfig) -> None:
+    async def apply(ctx: Context, config: SubagentsConfig) -> None:
         runtime = SubagentRuntime(_State(ctx), ctx)
         ctx.provide(SUBAGENTS, runtime)
         runtime.register_provider(SpawnProvider())
@@ -55,13 +56,14 @@ class SubagentsPlugin:
             and ctx.get("jobs") is not None
             and tools.get("job_output") is not None
         )
-        for tool_name, provider in ((config.spawn_tool, "spawn"), (config.fork_tool, "fork")):
-            tools.register(
-                subagent_tool(tool_name, provider, runtime, config.max_depth, background)
-            )
-        ctx.system_prompt.section(
-            "tool:subagent",
-            116.5,
-            GUIDANCE.format(spawn=config.spawn_tool, fork=config.fork_tool)
-            + (BACKGROUND_GUIDANCE if background else ""),
+        definitions = [
+            subagent_tool(tool_name, provider, runtime, config.max_depth, background=background)
+            for tool_name, provider in ((config.spawn_tool, "spawn"), (config.fork_tool, "fork"))
+        ]
+        guidance = GUIDANCE.format(spawn=config.spawn_tool, fork=config.fork_tool)
+        if background:
+            guidance += BACKGROUND_GUIDANCE
+        plugin = ToolPlugin(
+            "subagents:tools", definitions, guidance=(116.5, guidance), section="tool:subagent"
         )
+        await ctx.plugin(plugin, id="subagents:tools")

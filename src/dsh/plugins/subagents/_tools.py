@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
 from typing import Any
 
 from ...agent import Agent
@@ -75,56 +77,41 @@ def failure_text(result: SubagentResult) -> str:
     return text
 
 
-def subagent_tool(
-    name: str,
-    provider: str,
-    runtime: SubagentRuntime,
-    max_depth: int,
-    background: bool = False,
-) -> ToolDefinition:
-    def request(args: Any, parent: Agent, signal: CancelSignal) -> SubagentRequest:
+@dataclass(frozen=True, slots=True)
+class _Delegation:
+    """What one subagent tool instance delegates to: its provider, limits and modes."""
+
+    provider: str
+    runtime: SubagentRuntime
+    max_depth: int
+    background: bool
+
+    def request(self, args: Any, parent: Agent, signal: CancelSignal) -> SubagentRequest:
         return SubagentRequest(
             prompt=args["prompt"],
             parent=parent,
             signal=signal,
             label=args["description"],
-            max_depth=max_depth,
+            max_depth=self.max_depth,
         )
 
-    async def run_child(req: SubagentRequest) -> tuple[str, SubagentResult]:
+    async def run_child(self, req: SubagentRequest) -> tuple[str, SubagentResult]:
         """Start a child, wait for its result, always dispose it; (run id, result)."""
-        sub = await runtime.start(provider, req)
+        sub = await self.runtime.start(self.provider, req)
         try:
             return sub.id, await sub.result
         finally:
             await sub.dispose()
 
-    def start_background(args: Any, parent: Agent) -> Json:
-        jobs = parent.ctx.get(JOBS) if background else None
-        if jobs is None:
-            raise SubagentToolError(REFUSAL)
-        depth = parent.session.header.delegation_depth + 1
-        if depth > max_depth:  # refused now, not as a failed job later
-            raise SubagentToolError(f"subagent depth {depth} exceeds maxDepth {max_depth}")
-
-        async def body(signal: CancelSignal) -> str:
-            _, result = await run_child(request(args, parent, signal))
-            if result.stop_reason != "completed":
-                raise SubagentToolError(failure_text(result))
-            return result.text
-
-        job = jobs.start(parent, "subagent", args["description"], body)
-        return {"kind": "background", "jobId": job.id}
-
-    async def execute(args: Any, run: ToolRunContext) -> Json:
+    async def execute(self, args: Any, run: ToolRunContext) -> Json:
         parent = run.agent
-        if parent is None:
+        if not isinstance(parent, Agent):
             raise SubagentToolError(
                 "subagent tool requires a calling agent (exec.agent was undefined)"
             )
         if args.get("run_in_background"):
-            return start_background(args, parent)  # type: ignore[arg-type]
-        run_id, result = await run_child(request(args, parent, run.signal))  # type: ignore[arg-type]
+            return self.start_background(args, parent)
+        run_id, result = await self.run_child(self.request(args, parent, run.signal))
         if result.stop_reason != "completed":
             raise SubagentToolError(failure_text(result))
         return {
@@ -133,12 +120,41 @@ def subagent_tool(
             "output": [block.to_json() for block in result.output],
         }
 
-    def render(args: Any, value: Any) -> list[TextBlock]:
-        if value["kind"] == "background":
-            return [TextBlock(f"started background subagent job {value['jobId']}")]
-        texts = [b["text"] for b in value["output"] if b.get("type") == "text"]
-        return [TextBlock("".join(texts))]
+    def start_background(self, args: Any, parent: Agent) -> Json:
+        jobs = parent.ctx.get(JOBS) if self.background else None
+        if jobs is None:
+            raise SubagentToolError(REFUSAL)
+        depth = parent.session.header.delegation_depth + 1
+        if depth > self.max_depth:  # refused now, not as a failed job later
+            raise SubagentToolError(f"subagent depth {depth} exceeds maxDepth {self.max_depth}")
+        body = functools.partial(self.background_body, args, parent)
+        job = jobs.start(parent, "subagent", args["description"], body)
+        return {"kind": "background", "jobId": job.id}
 
+    async def background_body(self, args: Any, parent: Agent, signal: CancelSignal) -> str:
+        _, result = await self.run_child(self.request(args, parent, signal))
+        if result.stop_reason != "completed":
+            raise SubagentToolError(failure_text(result))
+        return result.text
+
+
+def render_subagent(args: Any, value: Any) -> list[TextBlock]:
+    if value["kind"] == "background":
+        return [TextBlock(f"started background subagent job {value['jobId']}")]
+    texts = [b["text"] for b in value["output"] if b.get("type") == "text"]
+    return [TextBlock("".join(texts))]
+
+
+def subagent_tool(
+    name: str,
+    provider: str,
+    runtime: SubagentRuntime,
+    max_depth: int,
+    *,
+    background: bool = False,
+) -> ToolDefinition:
+    """The `subagent` / `subagent_fork` tool named `name`, delegating to `provider`. With
+    `background`, it offers `run_in_background` (a job of the jobs service)."""
     parameters = PARAMETERS
     description = DESCRIPTIONS[provider]
     if background:
@@ -152,8 +168,12 @@ def subagent_tool(
         name=name,
         description=description,
         parameters=parameters,
-        execute=execute,
+        execute=_Delegation(provider, runtime, max_depth, background).execute,
         output_schema={"type": "object"},
-        render=render,
-        is_concurrency_safe=lambda args: True,
+        render=render_subagent,
+        is_concurrency_safe=_always,
     )
+
+
+def _always(args: object) -> bool:
+    return True

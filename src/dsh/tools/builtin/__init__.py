@@ -11,6 +11,7 @@ from ._observations import (
     FsObservationsPlugin,
 )
 from ._plugin import BuiltinToolsConfig, BuiltinToolsPlugin
+from ._process import ProcessResult, run_process, signal_name
 from ._read import ReadConfig, ReadToolPlugin, read_tool
 from ._ripgrep import SearchError
 from ._search import GlobToolPlugin, GrepToolPlugin, SearchConfig, glob_tool, grep_tool
@@ -38,6 +39,7 @@ __all__ = [
     "GlobToolPlugin",
     "GrepToolPlugin",
     "OutsideWorkspaceError",
+    "ProcessResult",
     "ReadConfig",
     "ReadToolPlugin",
     "ResolvedPath",
@@ -53,7 +55,9 @@ __all__ = [
     "glob_tool",
     "grep_tool",
     "read_tool",
+    "run_process",
     "session_cwd",
+    "signal_name",
     "todo_write_tool",
     "write_tool",
 ]

@@ -10,6 +10,7 @@ from ...llm import HarnessError, Json
 
 __all__ = [
     "ArgumentError",
+    "always",
     "optional_int",
     "optional_text",
     "required_text",
@@ -22,6 +23,11 @@ class ArgumentError(HarnessError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, "INVALID_ARGS")
+
+
+def always(args: object) -> bool:
+    """The concurrency classifier of a tool that is always safe to overlap."""
+    return True
 
 
 def schema(properties: Mapping[str, Json], required: tuple[str, ...]) -> dict[str, Json]:

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
 import os
-from collections.abc import Mapping
-from typing import Annotated, ClassVar
+from collections.abc import Mapping, Sequence
+from typing import Annotated
 
 from pydantic import Field
 
-from ...kernel import TOOLS, Aborted, Context
+from ...kernel import Aborted, Context
 from ...llm import HarnessError, Json
+from .._seams import SANDBOX, SPILLS, Confinement, SpillStore, SpillWriter
+from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext, compact_json
 from ._args import ArgumentError, optional_text, required_text, schema
-from ._guidance import mount_tool
-from ._process import run_process, signal_name
-from ._workspace import ResolvedPath, WorkspaceConfig
+from ._process import ProcessResult, Spill, StreamResult, run_process, signal_name
+from ._workspace import ResolvedPath, Workspace, WorkspaceConfig
 
 __all__ = ["BashConfig", "BashToolPlugin", "bash_tool", "render_bash"]
 
@@ -36,10 +39,15 @@ The command runs in the session's working directory (or `workdir`, which must st
 the workspace); no state persists between calls. stdin is closed. The result is stdout, then \
 stderr under a `[stderr]` line, then status markers: `[exit code: N]` for a non-zero exit, \
 `[timed out after Nms]`, `[killed by signal: SIG…]`. A non-zero exit is a normal result, not \
-an error. Only the last {max_bytes} bytes of each stream are kept \
-(`[output truncated; …]` says so). The command is stopped after `timeoutMs` \
-(default {default_ms}, at most {max_ms}); a timeout or a cancellation kills its whole \
-process group, so do not start servers or watchers that must outlive the call."""
+an error. Only the last {max_bytes} bytes of each stream are shown \
+(`[output truncated; …]` says so, and names the file holding all of it when there is one). \
+The command is stopped after `timeoutMs` (default {default_ms}, at most {max_ms}); a \
+timeout or a cancellation kills its whole process group, so do not start servers or \
+watchers that must outlive the call. Commands may run in a sandbox that allows writing \
+only to the workspace and /tmp and has no network; a `[sandbox: …]` line says when it \
+refused a write."""
+
+_log = logging.getLogger("dsh.tools")
 
 _ENV_DEFAULTS = {"NO_COLOR": "1", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
 
@@ -51,8 +59,10 @@ class BashConfig(WorkspaceConfig):
     """The timeout when the model gives none."""
     max_timeout_ms: Annotated[int, Field(gt=0)] = 600_000
     """The cap on any timeout the model asks for."""
-    max_output_bytes: Annotated[int, Field(gt=0)] = 64_000
-    """Bytes kept of each stream (the tail)."""
+    max_output_bytes: Annotated[int, Field(gt=0)] = 12_000
+    """Bytes of each stream the model sees (the tail); with a spill store, a stream over
+    this is saved whole to a file (up to 64 MiB) and the result names it. Both streams fit
+    under the spill store's threshold for whole results (30,000 characters)."""
     shell: str = "bash"
     scrub_env: tuple[str, ...] = ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
     """Variables removed from the command's environment (besides every inherited `DSH_*`)."""
@@ -98,54 +108,11 @@ def _workdir(where: ResolvedPath) -> ResolvedPath:
     return where
 
 
-def bash_tool(config: BashConfig | None = None) -> ToolDefinition:
-    """The `bash` tool definition."""
+def bash_tool(config: BashConfig | None = None, services: Context | None = None) -> ToolDefinition:
+    """The `bash` tool definition. With `services`, commands run under its sandbox
+    (`SANDBOX`) and overflowing streams are saved to its spill store (`SPILLS`), both looked
+    up at each call."""
     config = config or BashConfig()
-    workspace = config.workspace()
-
-    async def execute(args: Mapping[str, Json], run: ToolRunContext) -> Json:
-        command = required_text(args, "command", "invalid command: expected a non-empty string")
-        required_text(args, "description", "invalid description: expected a non-empty string")
-        timeout_ms = _timeout(args, config)
-        if args.get("run_in_background") is True:
-            raise ArgumentError(
-                "run_in_background is disabled for this deployment (enableRunInBackground: false)"
-            )
-        workdir = optional_text(args, "workdir", "invalid workdir: expected a non-empty string")
-        where = _workdir(workspace.resolve(run, workdir or "."))
-        run.signal.raise_if_aborted()
-        try:
-            done = await run_process(
-                [config.shell, "-c", command],
-                cwd=where.display,
-                env=_environment(config, run, where.display),
-                signal=run.signal,
-                timeout_s=timeout_ms / 1000,
-                max_bytes=config.max_output_bytes,
-                keep="tail",
-            )
-        except OSError as exc:
-            raise HarnessError(f"failed to start {config.shell}: {exc}", "SPAWN_FAILED") from exc
-        if done.stopped == "aborted":
-            raise Aborted(run.signal.reason)
-        code = done.returncode
-        return {
-            "kind": "foreground",
-            "exitCode": code if code is not None and code >= 0 else None,
-            "signal": signal_name(-code) if code is not None and code < 0 else None,
-            "timedOut": done.stopped == "timeout",
-            "aborted": False,
-            "timeoutMs": _number(timeout_ms),
-            "stdout": {
-                "text": done.stdout.decode("utf-8", "replace"),
-                "truncated": done.stdout_truncated,
-            },
-            "stderr": {
-                "text": done.stderr.decode("utf-8", "replace"),
-                "truncated": done.stderr_truncated,
-            },
-        }
-
     return ToolDefinition(
         "bash",
         DESCRIPTION.format(
@@ -153,31 +120,144 @@ def bash_tool(config: BashConfig | None = None) -> ToolDefinition:
             default_ms=f"{config.timeout_ms:,} ms",
             max_ms=f"{config.max_timeout_ms:,} ms",
         ),
-        schema(
-            {
-                "command": {"type": "string", "description": "The command for `bash -c`."},
-                "description": {
-                    "type": "string",
-                    "description": "What the command does, in 5-10 words (shown to the user).",
-                },
-                "timeoutMs": {
-                    "type": "number",
-                    "description": f"Timeout in milliseconds (default {config.timeout_ms}, "
-                    f"max {config.max_timeout_ms}).",
-                },
-                "workdir": {
-                    "type": "string",
-                    "description": "Directory to run in, relative to the working directory.",
-                },
-            },
-            ("command", "description"),
-        ),
-        execute,
+        _parameters(config),
+        functools.partial(run_bash, config, config.workspace(), services),
         render=render_bash,
     )
 
 
-_TRUNCATED = "\n[output truncated; full output: (unavailable)]"
+def _parameters(config: BashConfig) -> dict[str, Json]:
+    return schema(
+        {
+            "command": {"type": "string", "description": "The command for `bash -c`."},
+            "description": {
+                "type": "string",
+                "description": "What the command does, in 5-10 words (shown to the user).",
+            },
+            "timeoutMs": {
+                "type": "number",
+                "description": f"Timeout in milliseconds (default {config.timeout_ms}, "
+                f"max {config.max_timeout_ms}).",
+            },
+            "workdir": {
+                "type": "string",
+                "description": "Directory to run in, relative to the working directory.",
+            },
+        },
+        ("command", "description"),
+    )
+
+
+async def run_bash(
+    config: BashConfig,
+    workspace: Workspace,
+    services: Context | None,
+    args: Mapping[str, Json],
+    run: ToolRunContext,
+) -> Json:
+    """The body of `bash`: check the arguments, run the command, report how it ended."""
+    command = required_text(args, "command", "invalid command: expected a non-empty string")
+    required_text(args, "description", "invalid description: expected a non-empty string")
+    timeout_ms = _timeout(args, config)
+    if args.get("run_in_background") is True:
+        raise ArgumentError(
+            "run_in_background is disabled for this deployment (enableRunInBackground: false)"
+        )
+    workdir = optional_text(args, "workdir", "invalid workdir: expected a non-empty string")
+    where = _workdir(workspace.resolve(run, workdir or "."))
+    run.signal.raise_if_aborted()
+    argv: Sequence[str] = [config.shell, "-c", command]
+    sandbox = services.get(SANDBOX) if services is not None else None
+    confinement = None
+    if sandbox is not None:
+        roots = workspace.roots(where.cwd)
+        confinement = await sandbox.confine(run, argv, cwd=where.display, roots=roots)
+        argv = confinement.argv
+    spills = services.get(SPILLS) if services is not None else None
+    try:
+        done = await run_process(
+            argv,
+            cwd=where.display,
+            env=_environment(config, run, where.display),
+            signal=run.signal,
+            timeout_s=timeout_ms / 1000,
+            max_bytes=config.max_output_bytes,
+            keep="tail",
+            spill=None if spills is None else _spill_opener(spills, run),
+        )
+    except OSError as exc:
+        raise HarnessError(f"failed to start {argv[0]}: {exc}", "SPAWN_FAILED") from exc
+    value = await _value(done, timeout_ms, confinement)  # closes any spill file
+    if done.stopped == "aborted":
+        raise Aborted(run.signal.reason)
+    return value
+
+
+def _spill_opener(spills: SpillStore, run: ToolRunContext) -> Spill:
+    def open_spill(stream: str) -> SpillWriter | None:
+        try:
+            return spills.writer(run, f"{run.call_id}-bash-{stream}.txt")
+        except OSError as exc:
+            _log.warning("bash: cannot spill %s of call %s: %s", stream, run.call_id, exc)
+            return None
+
+    return open_spill
+
+
+async def _stream(stream: StreamResult) -> dict[str, Json]:
+    value: dict[str, Json] = {
+        "text": stream.data.decode("utf-8", "replace"),
+        "truncated": stream.truncated,
+    }
+    if stream.spill is not None:
+        try:
+            value["spillPath"] = await stream.spill.commit()
+            value["bytes"] = stream.total
+        except OSError as exc:
+            _log.warning("bash: cannot save spilled output: %s", exc)
+    return value
+
+
+async def _value(
+    done: ProcessResult, timeout_ms: float, confinement: Confinement | None
+) -> dict[str, Json]:
+    code = done.returncode
+    value: dict[str, Json] = {
+        "kind": "foreground",
+        "exitCode": code if code is not None and code >= 0 else None,
+        "signal": signal_name(-code) if code is not None and code < 0 else None,
+        "timedOut": done.stopped == "timeout",
+        "aborted": False,
+        "timeoutMs": _number(timeout_ms),
+        "stdout": await _stream(done.stdout),
+        "stderr": await _stream(done.stderr),
+    }
+    if confinement is not None and confinement.confined:
+        denied = code != 0 and any(_DENIED in s.data for s in (done.stdout, done.stderr))
+        value["sandbox"] = {"mode": confinement.mode, "denied": denied}
+    return value
+
+
+_DENIED = b"Read-only file system"
+"""What a sandboxed write outside the writable roots fails with (EROFS)."""
+
+
+def _truncated(stream: Mapping[str, Json]) -> str:
+    path = stream.get("spillPath")
+    if path is None:
+        return "\n[output truncated; full output: (unavailable)]"
+    return (
+        f"\n[output truncated; full output: {path} ({stream['bytes']:,} bytes; "
+        "read it with the read tool, using offset/limit)]"
+    )
+
+
+def _denied(mode: str) -> str:
+    writable = "the workspace and /tmp" if mode == "workspace-write" else "/tmp"
+    return (
+        f"[sandbox: file access denied under {mode} mode: commands may write only to "
+        f"{writable}. Do not work around it; if the task needs more, say so to the user.]"
+    )
 
 
 def render_bash(args: Json, value: Mapping[str, Json]) -> str:
@@ -186,16 +266,19 @@ def render_bash(args: Json, value: Mapping[str, Json]) -> str:
     assert isinstance(stdout, Mapping) and isinstance(stderr, Mapping)
     text = str(stdout["text"])
     if stdout["truncated"]:
-        text += _TRUNCATED
+        text += _truncated(stdout)
     if stderr["text"] or stderr["truncated"]:
         if text and not text.endswith("\n"):
             text += "\n"
         text += "[stderr]\n" + str(stderr["text"])
         if stderr["truncated"]:
-            text += _TRUNCATED
+            text += _truncated(stderr)
     if not text:
         text = "(no output)"
     markers = []
+    sandbox = value.get("sandbox")
+    if isinstance(sandbox, Mapping) and sandbox["denied"]:
+        markers.append(_denied(str(sandbox["mode"])))
     if value["timedOut"]:
         markers.append(f"[timed out after {value['timeoutMs']}ms]")
     if value["signal"] is not None:
@@ -209,13 +292,7 @@ def render_bash(args: Json, value: Mapping[str, Json]) -> str:
     return text
 
 
-class BashToolPlugin:
-    """Registers the `bash` tool and its `tool:bash` guidance section (order 105)."""
-
-    name: ClassVar[str] = "tool_bash"
-    Config = BashConfig
-    inject = (TOOLS,)
-
-    @staticmethod
-    async def apply(ctx: Context, config: BashConfig) -> None:
-        await mount_tool(ctx, bash_tool(config), (105, GUIDANCE))
+BashToolPlugin = ToolPlugin(
+    "tool_bash", lambda ctx, c: bash_tool(c, ctx), config=BashConfig, guidance=(105, GUIDANCE)
+)
+"""Registers the `bash` tool and its `tool:bash` guidance section (order 105)."""

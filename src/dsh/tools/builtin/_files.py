@@ -14,17 +14,16 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Mapping
-from typing import ClassVar
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
-from ...kernel import TOOLS, Context
 from ...llm import Json
+from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
 from ._args import ArgumentError, required_text, schema
-from ._guidance import mount_tool
-from ._observations import FS_OBSERVATIONS, UNSEEN, FileObservations, FileVersion, FsError
+from ._observations import OBSERVED, UNSEEN, FileObservations, FileVersion, FsError, observed
 from ._read import sniff_text
-from ._workspace import ResolvedPath, WorkspaceConfig
+from ._workspace import ResolvedPath, Workspace, WorkspaceConfig
 
 __all__ = [
     "EditToolPlugin",
@@ -162,29 +161,66 @@ def _write(
     }
 
 
-def write_tool(observations: FileObservations, config: FilesConfig | None = None) -> ToolDefinition:
-    """The `write` tool definition."""
-    workspace = (config or FilesConfig()).workspace()
+WRITE_PARAMETERS = schema(
+    {
+        "file_path": {"type": "string", "description": "The file to write."},
+        "content": {"type": "string", "description": "The complete new content."},
+    },
+    ("file_path", "content"),
+)
+EDIT_PARAMETERS = schema(
+    {
+        "file_path": {"type": "string", "description": "The file to change."},
+        "old_string": {"type": "string", "description": "The exact text to replace."},
+        "new_string": {"type": "string", "description": "The text to put instead."},
+        "replace_all": {
+            "type": "boolean",
+            "description": "Replace every occurrence (default false: exactly one).",
+        },
+    },
+    ("file_path", "old_string", "new_string"),
+)
 
-    async def execute(args: Mapping[str, Json], run: ToolRunContext) -> Json:
+
+@dataclass(frozen=True, slots=True)
+class FileChanges:
+    """The bodies of `write` and `edit`: the workspace they may touch and what was read."""
+
+    observations: FileObservations
+    workspace: Workspace
+
+    async def write(self, args: Mapping[str, Json], run: ToolRunContext) -> Json:
         path = required_text(args, "file_path", "file_path must be a non-empty string")
         content = args["content"]
         assert isinstance(content, str)  # the schema says so
-        where = workspace.resolve(run, path)
-        return await asyncio.to_thread(_write, observations, run, where, content)
+        where = self.workspace.resolve(run, path)
+        return await asyncio.to_thread(_write, self.observations, run, where, content)
 
+    async def edit(self, args: Mapping[str, Json], run: ToolRunContext) -> Json:
+        path = required_text(args, "file_path", "file_path must be a non-empty string")
+        old, new = args["old_string"], args["new_string"]
+        assert isinstance(old, str) and isinstance(new, str)  # the schema says so
+        if not old:
+            raise ArgumentError("old_string must be a non-empty string")
+        if old == new:
+            raise ArgumentError("old_string and new_string must differ")
+        where = self.workspace.resolve(run, path)
+        return await asyncio.to_thread(
+            _edit,
+            self.observations,
+            run,
+            where,
+            old,
+            new,
+            replace_all=args.get("replace_all") is True,
+        )
+
+
+def write_tool(observations: FileObservations, config: FilesConfig | None = None) -> ToolDefinition:
+    """The `write` tool definition."""
+    changes = FileChanges(observations, (config or FilesConfig()).workspace())
     return ToolDefinition(
-        "write",
-        WRITE_DESCRIPTION,
-        schema(
-            {
-                "file_path": {"type": "string", "description": "The file to write."},
-                "content": {"type": "string", "description": "The complete new content."},
-            },
-            ("file_path", "content"),
-        ),
-        execute,
-        render=render_write,
+        "write", WRITE_DESCRIPTION, WRITE_PARAMETERS, changes.write, render=render_write
     )
 
 
@@ -199,6 +235,7 @@ def _edit(
     where: ResolvedPath,
     old: str,
     new: str,
+    *,
     replace_all: bool,
 ) -> Json:
     display = where.display
@@ -241,37 +278,9 @@ def _edit(
 
 def edit_tool(observations: FileObservations, config: FilesConfig | None = None) -> ToolDefinition:
     """The `edit` tool definition."""
-    workspace = (config or FilesConfig()).workspace()
-
-    async def execute(args: Mapping[str, Json], run: ToolRunContext) -> Json:
-        path = required_text(args, "file_path", "file_path must be a non-empty string")
-        old, new = args["old_string"], args["new_string"]
-        assert isinstance(old, str) and isinstance(new, str)  # the schema says so
-        if not old:
-            raise ArgumentError("old_string must be a non-empty string")
-        if old == new:
-            raise ArgumentError("old_string and new_string must differ")
-        replace_all = args.get("replace_all") is True
-        where = workspace.resolve(run, path)
-        return await asyncio.to_thread(_edit, observations, run, where, old, new, replace_all)
-
+    changes = FileChanges(observations, (config or FilesConfig()).workspace())
     return ToolDefinition(
-        "edit",
-        EDIT_DESCRIPTION,
-        schema(
-            {
-                "file_path": {"type": "string", "description": "The file to change."},
-                "old_string": {"type": "string", "description": "The exact text to replace."},
-                "new_string": {"type": "string", "description": "The text to put instead."},
-                "replace_all": {
-                    "type": "boolean",
-                    "description": "Replace every occurrence (default false: exactly one).",
-                },
-            },
-            ("file_path", "old_string", "new_string"),
-        ),
-        execute,
-        render=render_edit,
+        "edit", EDIT_DESCRIPTION, EDIT_PARAMETERS, changes.edit, render=render_edit
     )
 
 
@@ -284,27 +293,19 @@ def render_edit(args: Mapping[str, Json], value: Mapping[str, Json]) -> str:
     return f"The file {value['path']} has been updated successfully."
 
 
-class WriteToolPlugin:
-    """Registers the `write` tool and its `tool:write` guidance section (order 101)."""
-
-    name: ClassVar[str] = "tool_write"
-    Config = FilesConfig
-    inject = (TOOLS, FS_OBSERVATIONS)
-
-    @staticmethod
-    async def apply(ctx: Context, config: FilesConfig) -> None:
-        tool = write_tool(ctx.require(FS_OBSERVATIONS), config)
-        await mount_tool(ctx, tool, (101, WRITE_GUIDANCE))
+def _file_tool_plugin(
+    name: str,
+    factory: Callable[[FileObservations, FilesConfig], ToolDefinition],
+    order: float,
+    text: str,
+) -> ToolPlugin[FilesConfig]:
+    return ToolPlugin(
+        name, observed(factory), config=FilesConfig, inject=OBSERVED, guidance=(order, text)
+    )
 
 
-class EditToolPlugin:
-    """Registers the `edit` tool and its `tool:edit` guidance section (order 102)."""
+WriteToolPlugin = _file_tool_plugin("tool_write", write_tool, 101, WRITE_GUIDANCE)
+"""Registers the `write` tool and its `tool:write` guidance section (order 101)."""
 
-    name: ClassVar[str] = "tool_edit"
-    Config = FilesConfig
-    inject = (TOOLS, FS_OBSERVATIONS)
-
-    @staticmethod
-    async def apply(ctx: Context, config: FilesConfig) -> None:
-        tool = edit_tool(ctx.require(FS_OBSERVATIONS), config)
-        await mount_tool(ctx, tool, (102, EDIT_GUIDANCE))
+EditToolPlugin = _file_tool_plugin("tool_edit", edit_tool, 102, EDIT_GUIDANCE)
+"""Registers the `edit` tool and its `tool:edit` guidance section (order 102)."""

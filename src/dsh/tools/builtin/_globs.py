@@ -138,7 +138,7 @@ class GlobRule:
         return (is_dir or not self.dir_only) and self.regex.fullmatch(path) is not None
 
 
-def decide(rules: Sequence[GlobRule], path: str, is_dir: bool) -> bool | None:
+def decide(rules: Sequence[GlobRule], path: str, *, is_dir: bool) -> bool | None:
     """The last matching rule's verdict: True = ignore, False = whitelist, None = no match."""
     for rule in reversed(rules):
         if rule.matches(path, is_dir):
@@ -168,13 +168,13 @@ class IgnoreFile:
                 layers.append(rules)
         return IgnoreFile(folder, tuple(layers)) if layers else None
 
-    def decide(self, path: str, is_dir: bool) -> bool | None:
+    def decide(self, path: str, *, is_dir: bool) -> bool | None:
         """`path` is absolute; the rules see it relative to this file's directory."""
         relative = os.path.relpath(path, self.base).replace(os.sep, "/")
         if relative.startswith("../"):
             return None
         for rules in self.layers:
-            verdict = decide(rules, relative, is_dir)
+            verdict = decide(rules, relative, is_dir=is_dir)
             if verdict is not None:
                 return verdict
         return None

@@ -8,13 +8,14 @@ version is (mtime in ns, size, inode): a rename-replace, an append or a touch al
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, Final
+from typing import ClassVar, Final, TypeVar
 
 from ...kernel import Context, ServiceKey
 from ...llm import HarnessError
 from ...session import SESSION_DISPOSED, Session
-from .._types import ToolExecution
+from .._types import ToolDefinition, ToolExecution
 
 __all__ = [
     "FS_OBSERVATIONS",
@@ -23,7 +24,11 @@ __all__ = [
     "FileVersion",
     "FsError",
     "FsObservationsPlugin",
+    "OBSERVED",
+    "observed",
 ]
+
+C = TypeVar("C")
 
 
 class FsError(HarnessError):
@@ -80,6 +85,8 @@ class FileObservations:
 
 
 FS_OBSERVATIONS: ServiceKey[FileObservations] = ServiceKey("fs_observations")
+OBSERVED = (FS_OBSERVATIONS,)
+"""What the plugin of a tool built with `observed(...)` injects."""
 
 
 class FsObservationsPlugin:
@@ -96,3 +103,15 @@ class FsObservationsPlugin:
             observations.forget(session.id)
 
         ctx.on(SESSION_DISPOSED, disposed)
+
+
+def observed(
+    factory: Callable[[FileObservations, C], ToolDefinition],
+) -> Callable[[Context, C], ToolDefinition]:
+    """The `ToolPlugin` tools function of a tool built on the file observations (its plugin
+    injects `FS_OBSERVATIONS`)."""
+
+    def build(ctx: Context, config: C) -> ToolDefinition:
+        return factory(ctx.require(FS_OBSERVATIONS), config)
+
+    return build

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
 from ...kernel import Context
+from .._tool_plugin import ToolPlugin
 from ._bash import BashConfig, BashToolPlugin
 from ._files import EditToolPlugin, FilesConfig, WriteToolPlugin
 from ._observations import FsObservationsPlugin
@@ -52,7 +53,7 @@ class BuiltinToolsPlugin:
         roots = config.extra_roots
         if config.read is not False or config.write is not False or config.edit is not False:
             await ctx.plugin(FsObservationsPlugin, id="fs_observations")
-        rows: tuple[tuple[object, bool | BaseModel, type[BaseModel]], ...] = (
+        rows: tuple[tuple[ToolPlugin[Any], bool | BaseModel, type[BaseModel]], ...] = (
             (ReadToolPlugin, config.read, ReadConfig),
             (WriteToolPlugin, config.write, FilesConfig),
             (EditToolPlugin, config.edit, FilesConfig),
@@ -63,4 +64,4 @@ class BuiltinToolsPlugin:
         )
         for plugin, value, model in rows:
             if value is not False:
-                await ctx.plugin(plugin, _config(value, model, roots), id=plugin.name)  # type: ignore[attr-defined]
+                await ctx.plugin(plugin, _config(value, model, roots), id=plugin.name)

@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import stat
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import BinaryIO
 
-from ...kernel import TOOLS, Context
+from ...kernel import Context
 from ...llm import Json
+from .._seams import SPILLS
+from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
-from ._args import ArgumentError, optional_int, required_text, schema
-from ._guidance import mount_tool
-from ._observations import FS_OBSERVATIONS, FileObservations, FileVersion, FsError
-from ._workspace import ResolvedPath, WorkspaceConfig
+from ._args import ArgumentError, always, optional_int, required_text, schema
+from ._lines import line_blocks
+from ._observations import FS_OBSERVATIONS, OBSERVED, FileObservations, FileVersion, FsError
+from ._workspace import (
+    OutsideWorkspaceError,
+    ResolvedPath,
+    Workspace,
+    WorkspaceConfig,
+    session_cwd,
+)
 
 __all__ = ["ReadConfig", "ReadToolPlugin", "read_tool", "render_read", "sniff_text"]
 
@@ -22,6 +31,9 @@ MAX_LINES = 2000
 MAX_LINE_CHARS = 2000
 MAX_BYTES = 51_200
 SNIFF_BYTES = 8192
+LINE_KEEP_BYTES = 4 * MAX_LINE_CHARS + 4
+"""Enough bytes of a line for its first `MAX_LINE_CHARS` characters and to tell that more
+follow (no character takes more than 4 bytes): longer lines are not read further."""
 LINE_TRUNCATED = f"... (line truncated to {MAX_LINE_CHARS} chars)"
 
 GUIDANCE = """\
@@ -37,7 +49,8 @@ Read a UTF-8 text file and return its lines numbered `N: text`.
 `offset` is the first line to show (1-based, default 1); `limit` the number of lines \
 (default and max 2000). At most 51,200 bytes are shown per call and lines over 2000 \
 characters are cut; the footer says where to continue. Binary files are refused. Reading a \
-file is what allows `write` to replace it and `edit` to change it."""
+file is what allows `write` to replace it and `edit` to change it. It also reads the files \
+where oversized tool output was saved (their paths are given with the output)."""
 
 
 class ReadConfig(WorkspaceConfig):
@@ -74,24 +87,7 @@ def _window(where: ResolvedPath, offset: int, limit: int) -> tuple[Json, FileVer
         st = os.fstat(file.fileno())
         sniff_text(file.read(SNIFF_BYTES + 1), display, "read")
         file.seek(0)
-        lines: list[Json] = []
-        used = 0
-        total = 0
-        full = False
-        last = offset + limit - 1
-        for raw in file:
-            total += 1
-            if full or total < offset or total > last:
-                continue
-            text = raw.rstrip(b"\n").removesuffix(b"\r").decode("utf-8", "replace")
-            if len(text) > MAX_LINE_CHARS:
-                text = text[:MAX_LINE_CHARS] + LINE_TRUNCATED
-            size = len(text.encode("utf-8")) + (1 if lines else 0)
-            if used + size > MAX_BYTES:
-                full = True
-                continue
-            used += size
-            lines.append({"number": total, "text": text})
+        lines, total = _scan(file, offset, offset + limit - 1)
     if offset > total and not (total == 0 and offset == 1):
         raise FsError(
             f'offset {offset} is out of range for "{display}" ({total} lines)', "FS_OUT_OF_RANGE"
@@ -100,41 +96,104 @@ def _window(where: ResolvedPath, offset: int, limit: int) -> tuple[Json, FileVer
     return value, FileVersion.of(st)
 
 
-def read_tool(observations: FileObservations, config: ReadConfig | None = None) -> ToolDefinition:
-    """The `read` tool definition."""
+def _scan(file: BinaryIO, first: int, last: int) -> tuple[list[Json], int]:
+    """The numbered lines `first`..`last` (within `MAX_BYTES`) and the total line count, in
+    bounded memory: lines outside the window are only counted, long ones only partly read."""
+    lines: list[Json] = []
+    used = 0
+    total = 0
+    full = False
+    for block in line_blocks(file, LINE_KEEP_BYTES):
+        count = block.count(b"\n") + (not block.endswith(b"\n"))
+        if full or total + count < first or total >= last:
+            total += count
+            continue
+        for raw in block.split(b"\n")[:count]:
+            total += 1
+            if full or total < first or total > last:
+                continue
+            text = raw.removesuffix(b"\r").decode("utf-8", "replace")
+            if len(text) > MAX_LINE_CHARS:
+                text = text[:MAX_LINE_CHARS] + LINE_TRUNCATED
+            size = len(text.encode("utf-8")) + (1 if lines else 0)
+            if used + size > MAX_BYTES:
+                full = True
+                continue
+            used += size
+            lines.append({"number": total, "text": text})
+    return lines, total
+
+
+PARAMETERS = schema(
+    {
+        "file_path": {"type": "string", "description": "The file to read."},
+        "offset": {"type": "number", "description": "First line to show (1-based)."},
+        "limit": {"type": "number", "description": "How many lines (max 2000)."},
+    },
+    ("file_path",),
+)
+
+
+def read_tool(
+    observations: FileObservations,
+    config: ReadConfig | None = None,
+    services: Context | None = None,
+) -> ToolDefinition:
+    """The `read` tool definition. With `services`, it also reads the spill files of its
+    spill store (`SPILLS`), wherever they are."""
     workspace = (config or ReadConfig()).workspace()
-
-    async def execute(args: Mapping[str, Json], run: ToolRunContext) -> Json:
-        path = required_text(args, "file_path", "file_path must be a non-empty string")
-        offset = optional_int(args, "offset", "offset must be a positive integer") or 1
-        limit = optional_int(args, "limit", "limit must be a positive integer") or MAX_LINES
-        if limit > MAX_LINES:
-            raise ArgumentError(f"limit must be less than or equal to {MAX_LINES}")
-        where = workspace.resolve(run, path)
-        try:
-            value, version = await asyncio.to_thread(_window, where, offset, limit)
-        except FsError as exc:
-            if exc.code == "FS_NOT_FOUND":
-                observations.record(run, where.real, None)
-            raise
-        observations.record(run, where.real, version)
-        return value
-
     return ToolDefinition(
         "read",
         DESCRIPTION,
-        schema(
-            {
-                "file_path": {"type": "string", "description": "The file to read."},
-                "offset": {"type": "number", "description": "First line to show (1-based)."},
-                "limit": {"type": "number", "description": "How many lines (max 2000)."},
-            },
-            ("file_path",),
-        ),
-        execute,
+        PARAMETERS,
+        functools.partial(read_file, observations, workspace, services),
         render=render_read,
-        is_concurrency_safe=lambda _args: True,
+        is_concurrency_safe=always,
     )
+
+
+async def read_file(
+    observations: FileObservations,
+    workspace: Workspace,
+    services: Context | None,
+    args: Mapping[str, Json],
+    run: ToolRunContext,
+) -> Json:
+    """The body of `read`: a window of a text file's lines, recorded as observed."""
+    path = required_text(args, "file_path", "file_path must be a non-empty string")
+    offset = optional_int(args, "offset", "offset must be a positive integer") or 1
+    limit = optional_int(args, "limit", "limit must be a positive integer") or MAX_LINES
+    if limit > MAX_LINES:
+        raise ArgumentError(f"limit must be less than or equal to {MAX_LINES}")
+    try:
+        where = workspace.resolve(run, path)
+    except OutsideWorkspaceError as error:
+        where = await _spilled(services, run, path, error)
+    try:
+        value, version = await asyncio.to_thread(_window, where, offset, limit)
+    except FsError as exc:
+        if exc.code == "FS_NOT_FOUND":
+            observations.record(run, where.real, None)
+        raise
+    observations.record(run, where.real, version)
+    return value
+
+
+def _absolute(run: ToolRunContext, path: str) -> tuple[str, str]:
+    cwd = session_cwd(run)
+    return cwd, os.path.normpath(os.path.join(cwd, path))
+
+
+async def _spilled(
+    services: Context | None, run: ToolRunContext, path: str, error: OutsideWorkspaceError
+) -> ResolvedPath:
+    """A path outside the workspace is readable only as a spill file (`SPILLS`)."""
+    spills = services.get(SPILLS) if services is not None else None
+    cwd, display = _absolute(run, path)
+    real = None if spills is None else await spills.readable(run, display)
+    if real is None:
+        raise error
+    return ResolvedPath(display, real, cwd)
 
 
 def render_read(args: Mapping[str, Json], value: Mapping[str, Json]) -> str:
@@ -163,14 +222,11 @@ def render_read(args: Mapping[str, Json], value: Mapping[str, Json]) -> str:
     return f"<path>{value['path']}</path>\n<type>file</type>\n<content>\n{body}\n</content>"
 
 
-class ReadToolPlugin:
-    """Registers the `read` tool and its `tool:read` guidance section (order 100)."""
-
-    name: ClassVar[str] = "tool_read"
-    Config = ReadConfig
-    inject = (TOOLS, FS_OBSERVATIONS)
-
-    @staticmethod
-    async def apply(ctx: Context, config: ReadConfig) -> None:
-        tool = read_tool(ctx.require(FS_OBSERVATIONS), config)
-        await mount_tool(ctx, tool, (100, GUIDANCE))
+ReadToolPlugin = ToolPlugin(
+    "tool_read",
+    lambda ctx, c: read_tool(ctx.require(FS_OBSERVATIONS), c, ctx),
+    config=ReadConfig,
+    inject=OBSERVED,
+    guidance=(100, GUIDANCE),
+)
+"""Registers the `read` tool and its `tool:read` guidance section (order 100)."""

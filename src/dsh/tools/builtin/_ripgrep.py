@@ -59,7 +59,7 @@ async def _run(tool: str, argv: list[str], cwd: str, signal: CancelSignal) -> st
         raise aborted(tool)
     if done.stopped == "overflow":
         raise overflow(tool)
-    stderr = done.stderr.decode("utf-8", "replace").strip()
+    stderr = done.stderr.data.decode("utf-8", "replace").strip()
     if done.returncode == 1:
         return None
     if done.returncode == 2 and "regex parse error" in stderr:
@@ -67,12 +67,12 @@ async def _run(tool: str, argv: list[str], cwd: str, signal: CancelSignal) -> st
     skipped = stderr and all(_SKIPPED_PATH.fullmatch(e) for e in stderr.splitlines())
     if done.returncode == 2 and skipped:
         # Unreadable paths are skipped, as the Python walk skips them: keep the results.
-        return done.stdout.decode("utf-8", "surrogateescape") or None
+        return done.stdout.data.decode("utf-8", "surrogateescape") or None
     if done.returncode != 0:
         raise SearchError(
             f"{tool} search failed (exit {done.returncode}): {stderr}", "SEARCH_FAILED"
         )
-    return done.stdout.decode("utf-8", "surrogateescape")
+    return done.stdout.data.decode("utf-8", "surrogateescape")
 
 
 def _shown(printed: str, cwd: str) -> str:

@@ -7,15 +7,15 @@ import os
 import re
 import shutil
 import threading
-from collections.abc import Callable, Mapping
-from typing import ClassVar, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
 
-from ...kernel import TOOLS, Context
 from ...llm import Json
+from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
-from ._args import ArgumentError, optional_text, required_text, schema
+from ._args import ArgumentError, always, optional_text, required_text, schema
 from ._globs import GlobRule, top_level_comma
-from ._guidance import mount_tool
 from ._ripgrep import RAW_OUTPUT_LIMIT, SearchError, aborted, overflow, rg_glob, rg_grep
 from ._walk import Match, SearchStopped, compile_pattern, glob_files, grep_files
 from ._workspace import ResolvedPath, Workspace, WorkspaceConfig, display_path
@@ -69,10 +69,6 @@ class SearchConfig(WorkspaceConfig):
     rg_path: str | None = None
 
 
-def _safe(_args: object) -> bool:
-    return True  # searches only read; the reference runs them exclusive (see README)
-
-
 def _ripgrep(config: SearchConfig) -> str | None:
     if not config.ripgrep:
         return None
@@ -101,38 +97,116 @@ async def _in_thread(tool: str, run: ToolRunContext, work: Callable[[threading.E
         remove()
 
 
-def glob_tool(config: SearchConfig | None = None) -> ToolDefinition:
-    """The `glob` tool definition."""
-    config = config or SearchConfig()
-    workspace = config.workspace()
-    rg = _ripgrep(config)
+GLOB_PARAMETERS = schema(
+    {
+        "pattern": {"type": "string", "description": "The glob to match."},
+        "path": {"type": "string", "description": "The directory to search in."},
+    },
+    ("pattern",),
+)
+GREP_PARAMETERS = schema(
+    {
+        "pattern": {"type": "string", "description": "The regular expression."},
+        "path": {"type": "string", "description": "A file or directory to search."},
+        "include": {"type": "string", "description": "One glob file names must match."},
+    },
+    ("pattern",),
+)
 
-    async def execute(args: Mapping[str, Json], run: ToolRunContext) -> Json:
+
+@dataclass(frozen=True, slots=True)
+class Search:
+    """The bodies of `glob` and `grep`: where they may look, and ripgrep when it is used."""
+
+    workspace: Workspace
+    rg: str | None
+
+    @staticmethod
+    def of(config: SearchConfig) -> Search:
+        return Search(config.workspace(), _ripgrep(config))
+
+    async def glob(self, args: Mapping[str, Json], run: ToolRunContext) -> Json:
         pattern = required_text(args, "pattern", "pattern must be a non-empty string")
         path = optional_text(args, "path", "path must be a non-empty string when given")
-        root = _root(workspace, run, "glob", path)
+        root = _root(self.workspace, run, "glob", path)
         cwd = root.cwd
-        if rg is not None:
-            paths = await rg_glob(rg, root.display, cwd, pattern, run.signal)
+        if self.rg is not None:
+            paths = await rg_glob(self.rg, root.display, cwd, pattern, run.signal)
         else:
             paths = await _in_thread(
                 "glob", run, lambda stop: glob_files(root.display, cwd, pattern, stop)
             )
         return {"root": display_path(root.display, cwd), "paths": paths}
 
+    async def grep(self, args: Mapping[str, Json], run: ToolRunContext) -> Json:
+        pattern = args.get("pattern")
+        if not isinstance(pattern, str) or not pattern:
+            raise ArgumentError("pattern must be a non-empty string")
+        path = optional_text(args, "path", "path must be a non-empty string when given")
+        include = _include(args)
+        root = _root(self.workspace, run, "grep", path)
+        if self.rg is not None:
+            found = await rg_grep(self.rg, root.display, root.cwd, pattern, include, run.signal)
+        else:
+            found = await _python_grep(run, root, pattern, include)
+        return {
+            "matches": [
+                {
+                    "path": m.path,
+                    "lineNumber": m.line_number,
+                    "line": "(line is not valid UTF-8)" if m.line is None else m.line,
+                }
+                for m in found
+            ]
+        }
+
+
+async def _python_grep(
+    run: ToolRunContext, root: ResolvedPath, pattern: str, include: str | None
+) -> list[Match]:
+    try:
+        regexes = compile_pattern(pattern)
+    except re.error as exc:
+        raise SearchError(
+            f"grep pattern rejected by the Python regex engine: {exc}", "SEARCH_INVALID_PATTERN"
+        ) from None
+    rule = None if include is None else GlobRule.parse(include, exclude=False)
+
+    def work(stop: threading.Event) -> list[Match]:
+        return grep_files(root.display, root.cwd, regexes, rule, stop, RAW_OUTPUT_LIMIT)
+
+    try:
+        return await _in_thread("grep", run, work)
+    except OverflowError:
+        raise overflow("grep") from None
+
+
+def glob_tool(config: SearchConfig | None = None) -> ToolDefinition:
+    """The `glob` tool definition."""
+    body = Search.of(config or SearchConfig()).glob
+    return _search_tool("glob", GLOB_DESCRIPTION, GLOB_PARAMETERS, body, render_glob)
+
+
+def grep_tool(config: SearchConfig | None = None) -> ToolDefinition:
+    """The `grep` tool definition."""
+    body = Search.of(config or SearchConfig()).grep
+    return _search_tool("grep", GREP_DESCRIPTION, GREP_PARAMETERS, body, render_grep)
+
+
+def _search_tool(
+    name: str,
+    description: str,
+    parameters: dict[str, Json],
+    body: Callable[[Mapping[str, Json], ToolRunContext], Awaitable[Json]],
+    render: Callable[[Json, Mapping[str, Json]], str],
+) -> ToolDefinition:
     return ToolDefinition(
-        "glob",
-        GLOB_DESCRIPTION,
-        schema(
-            {
-                "pattern": {"type": "string", "description": "The glob to match."},
-                "path": {"type": "string", "description": "The directory to search in."},
-            },
-            ("pattern",),
-        ),
-        execute,
-        render=render_glob,
-        is_concurrency_safe=_safe,
+        name,
+        description,
+        parameters,
+        body,
+        render=render,
+        is_concurrency_safe=always,  # searches only read; the reference runs them exclusive
         timeout_ms=TIMEOUT_MS,
     )
 
@@ -168,68 +242,6 @@ def _include(args: Mapping[str, Json]) -> str | None:
     return include
 
 
-def grep_tool(config: SearchConfig | None = None) -> ToolDefinition:
-    """The `grep` tool definition."""
-    config = config or SearchConfig()
-    workspace = config.workspace()
-    rg = _ripgrep(config)
-
-    async def execute(args: Mapping[str, Json], run: ToolRunContext) -> Json:
-        pattern = args.get("pattern")
-        if not isinstance(pattern, str) or not pattern:
-            raise ArgumentError("pattern must be a non-empty string")
-        path = optional_text(args, "path", "path must be a non-empty string when given")
-        include = _include(args)
-        root = _root(workspace, run, "grep", path)
-        cwd = root.cwd
-        if rg is not None:
-            found = await rg_grep(rg, root.display, cwd, pattern, include, run.signal)
-        else:
-            try:
-                regexes = compile_pattern(pattern)
-            except re.error as exc:
-                raise SearchError(
-                    f"grep pattern rejected by the Python regex engine: {exc}",
-                    "SEARCH_INVALID_PATTERN",
-                ) from None
-            rule = None if include is None else GlobRule.parse(include, exclude=False)
-
-            def work(stop: threading.Event) -> list[Match]:
-                return grep_files(root.display, cwd, regexes, rule, stop, RAW_OUTPUT_LIMIT)
-
-            try:
-                found = await _in_thread("grep", run, work)
-            except OverflowError:
-                raise overflow("grep") from None
-        return {
-            "matches": [
-                {
-                    "path": m.path,
-                    "lineNumber": m.line_number,
-                    "line": "(line is not valid UTF-8)" if m.line is None else m.line,
-                }
-                for m in found
-            ]
-        }
-
-    return ToolDefinition(
-        "grep",
-        GREP_DESCRIPTION,
-        schema(
-            {
-                "pattern": {"type": "string", "description": "The regular expression."},
-                "path": {"type": "string", "description": "A file or directory to search."},
-                "include": {"type": "string", "description": "One glob file names must match."},
-            },
-            ("pattern",),
-        ),
-        execute,
-        render=render_grep,
-        is_concurrency_safe=_safe,
-        timeout_ms=TIMEOUT_MS,
-    )
-
-
 def _preview(line: str) -> str:
     data = line.encode("utf-8")
     if len(data) <= MAX_LINE_BYTES:
@@ -263,25 +275,13 @@ def render_grep(args: Json, value: Mapping[str, Json]) -> str:
     return text
 
 
-class GlobToolPlugin:
-    """Registers the `glob` tool and its `tool:glob` guidance section (order 103)."""
-
-    name: ClassVar[str] = "tool_glob"
-    Config = SearchConfig
-    inject = (TOOLS,)
-
-    @staticmethod
-    async def apply(ctx: Context, config: SearchConfig) -> None:
-        await mount_tool(ctx, glob_tool(config), (103, GLOB_GUIDANCE))
+GlobToolPlugin = ToolPlugin(
+    "tool_glob", lambda _ctx, c: glob_tool(c), config=SearchConfig, guidance=(103, GLOB_GUIDANCE)
+)
+"""Registers the `glob` tool and its `tool:glob` guidance section (order 103)."""
 
 
-class GrepToolPlugin:
-    """Registers the `grep` tool and its `tool:grep` guidance section (order 104)."""
-
-    name: ClassVar[str] = "tool_grep"
-    Config = SearchConfig
-    inject = (TOOLS,)
-
-    @staticmethod
-    async def apply(ctx: Context, config: SearchConfig) -> None:
-        await mount_tool(ctx, grep_tool(config), (104, GREP_GUIDANCE))
+GrepToolPlugin = ToolPlugin(
+    "tool_grep", lambda _ctx, c: grep_tool(c), config=SearchConfig, guidance=(104, GREP_GUIDANCE)
+)
+"""Registers the `grep` tool and its `tool:grep` guidance section (order 104)."""

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
-from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from ...kernel import TOOLS, Context
 from ...llm import Json
+from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
 from ._args import ArgumentError
-from ._guidance import mount_tool
 
 __all__ = ["TodoConfig", "TodoWriteToolPlugin", "render_todos", "todo_write_tool"]
 
@@ -40,67 +39,74 @@ class TodoConfig(BaseModel):
     allow_parallel_in_progress: bool = True
 
 
+ITEM: dict[str, Json] = {
+    "type": "object",
+    "properties": {
+        "content": {"type": "string", "description": "The task, in a few words."},
+        "status": {"type": "string", "enum": list(STATUSES)},
+    },
+    "required": ["content", "status"],
+    "additionalProperties": False,
+}
+PARAMETERS: dict[str, Json] = {
+    "type": "object",
+    "properties": {"todos": {"type": "array", "description": "The complete list.", "items": ITEM}},
+    "required": ["todos"],
+}
+
+
 def todo_write_tool(config: TodoConfig | None = None) -> ToolDefinition:
     """The `todo_write` tool definition."""
     config = config or TodoConfig()
-
-    def execute(args: Mapping[str, Json], run: ToolRunContext) -> Json:
-        raw = args["todos"]
-        assert isinstance(raw, list)  # the schema says so
-        todos: list[Json] = []
-        seen: set[str] = set()
-        counts = dict.fromkeys(STATUSES, 0)
-        for item in raw:
-            assert isinstance(item, Mapping)
-            content, status = item["content"], item["status"]
-            assert isinstance(content, str) and isinstance(status, str)
-            content = content.strip()
-            if not content:
-                raise ArgumentError("invalid todo: `content` must be a non-empty string")
-            if content in seen:
-                raise ArgumentError(f'invalid todos: duplicate content "{content}"')
-            seen.add(content)
-            counts[status] += 1
-            todos.append({"content": content, "status": status})
-        if not config.allow_parallel_in_progress and counts["in_progress"] > 1:
-            raise ArgumentError(
-                f"invalid todos: at most one task may be in_progress (got {counts['in_progress']})"
-            )
-        session = run.session
-        if session is None:
-            raise ArgumentError("todo_write requires an owning agent session")
-        session.append("todo/write", {"todos": todos})
-        return {
-            "todos": todos,
-            "counts": {
-                "pending": counts["pending"],
-                "inProgress": counts["in_progress"],
-                "completed": counts["completed"],
-            },
-        }
-
-    item = {
-        "type": "object",
-        "properties": {
-            "content": {"type": "string", "description": "The task, in a few words."},
-            "status": {"type": "string", "enum": list(STATUSES)},
-        },
-        "required": ["content", "status"],
-        "additionalProperties": False,
-    }
     return ToolDefinition(
         "todo_write",
         DESCRIPTION.format(parallel=PARALLEL[config.allow_parallel_in_progress]),
-        {
-            "type": "object",
-            "properties": {
-                "todos": {"type": "array", "description": "The complete list.", "items": item}
-            },
-            "required": ["todos"],
-        },
-        execute,
+        PARAMETERS,
+        functools.partial(write_todos, config),
         render=render_todos,
     )
+
+
+def write_todos(config: TodoConfig, args: Mapping[str, Json], run: ToolRunContext) -> Json:
+    """The body of `todo_write`: check the list, log it (`todo/write`), count it."""
+    todos, counts = _checked(args["todos"])
+    if not config.allow_parallel_in_progress and counts["in_progress"] > 1:
+        raise ArgumentError(
+            f"invalid todos: at most one task may be in_progress (got {counts['in_progress']})"
+        )
+    session = run.session
+    if session is None:
+        raise ArgumentError("todo_write requires an owning agent session")
+    session.append("todo/write", {"todos": todos})
+    return {
+        "todos": todos,
+        "counts": {
+            "pending": counts["pending"],
+            "inProgress": counts["in_progress"],
+            "completed": counts["completed"],
+        },
+    }
+
+
+def _checked(raw: Json) -> tuple[list[Json], dict[str, int]]:
+    """The items, trimmed and without duplicates, and how many there are of each status."""
+    assert isinstance(raw, list)  # the schema says so
+    todos: list[Json] = []
+    seen: set[str] = set()
+    counts = dict.fromkeys(STATUSES, 0)
+    for item in raw:
+        assert isinstance(item, Mapping)
+        content, status = item["content"], item["status"]
+        assert isinstance(content, str) and isinstance(status, str)
+        content = content.strip()
+        if not content:
+            raise ArgumentError("invalid todo: `content` must be a non-empty string")
+        if content in seen:
+            raise ArgumentError(f'invalid todos: duplicate content "{content}"')
+        seen.add(content)
+        counts[status] += 1
+        todos.append({"content": content, "status": status})
+    return todos, counts
 
 
 def render_todos(args: Json, value: Mapping[str, Json]) -> str:
@@ -112,13 +118,7 @@ def render_todos(args: Json, value: Mapping[str, Json]) -> str:
     )
 
 
-class TodoWriteToolPlugin:
-    """Registers the `todo_write` tool (no guidance section, as in the reference)."""
-
-    name: ClassVar[str] = "tool_todo_write"
-    Config = TodoConfig
-    inject = (TOOLS,)
-
-    @staticmethod
-    async def apply(ctx: Context, config: TodoConfig) -> None:
-        await mount_tool(ctx, todo_write_tool(config))
+TodoWriteToolPlugin = ToolPlugin(
+    "tool_todo_write", lambda _ctx, config: todo_write_tool(config), config=TodoConfig
+)
+"""Registers the `todo_write` tool (no guidance section, as in the reference)."""

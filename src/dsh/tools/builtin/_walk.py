@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ._globs import GlobRule, IgnoreFile, decide
+from ._lines import BinaryFileError, line_blocks
 from ._workspace import display_path, path_text
 
 __all__ = [
@@ -30,6 +31,8 @@ __all__ = [
 ]
 
 VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
+LINE_SCAN_BYTES = 1 << 20
+"""How much of one line grep searches (and holds): a longer line's rest is skipped."""
 
 
 class SearchStopped(Exception):
@@ -85,9 +88,11 @@ def glob_files(root: str, cwd: str, pattern: str, stop: threading.Event) -> list
                 continue
             shown = display_path(entry.path, cwd)
             if entry.is_dir(follow_symlinks=False):
-                if decide(rules, shown, True) is not True:
+                if decide(rules, shown, is_dir=True) is not True:
                     walk(entry.path)
-            elif entry.is_file(follow_symlinks=False) and decide(rules, shown, False) is False:
+            elif (
+                entry.is_file(follow_symlinks=False) and decide(rules, shown, is_dir=False) is False
+            ):
                 out.append(path_text(shown))
 
     walk(root)
@@ -120,7 +125,7 @@ def _parent_ignores(root: str) -> list[IgnoreFile]:
 
 def _ignored(stack: list[IgnoreFile], path: str, is_dir: bool) -> bool:
     for ignore in reversed(stack):  # the deepest directory's files take precedence
-        verdict = ignore.decide(path, is_dir)
+        verdict = ignore.decide(path, is_dir=is_dir)
         if verdict is not None:
             return verdict
     return False
@@ -140,36 +145,49 @@ def _search_file(
     shown: str,
     regexes: tuple[re.Pattern[str], re.Pattern[str] | None],
     explicit: bool,
+    stop: threading.Event,
     out: list[Match],
 ) -> int:
-    """Append the matching lines of one file; returns the size of their text."""
-    try:
-        with open(path, "rb") as file:
-            data = file.read()
-    except OSError:
-        return 0
-    if b"\0" in data and not explicit:
-        return 0
-    text = data.decode("utf-8", "surrogateescape")
+    """Append the matching lines of one file; returns the size of their text.
+
+    The file is read in blocks of whole lines (`line_blocks`: bounded memory); a line longer
+    than `LINE_SCAN_BYTES` is searched in its first `LINE_SCAN_BYTES`. A NUL byte anywhere
+    skips the file, unless it was named explicitly."""
     regex, prefilter = regexes
-    if prefilter is not None and prefilter.search(text) is None:
-        return 0
+    found: list[Match] = []
     used = 0
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    for number, line in enumerate(lines, 1):
-        if regex.search(line) is None:
-            continue
-        shown_line = line.removesuffix("\r")
-        try:
-            shown_line.encode("utf-8")
-        except UnicodeEncodeError:
-            out.append(Match(shown, number, None))
-            continue
-        used += len(shown_line)
-        out.append(Match(shown, number, shown_line))
+    number = 0
+    try:
+        with open(path, "rb", buffering=0) as file:  # whole chunks: no second buffer
+            for block in line_blocks(file, LINE_SCAN_BYTES, text_only=not explicit):
+                if stop.is_set():
+                    raise SearchStopped
+                text = block.decode("utf-8", "surrogateescape")
+                if prefilter is not None and prefilter.search(text) is None:
+                    number += block.count(b"\n") + (not block.endswith(b"\n"))
+                    continue
+                lines = text.split("\n")
+                if text.endswith("\n"):
+                    lines.pop()
+                for line in lines:
+                    number += 1
+                    if regex.search(line) is not None:
+                        used += _found(found, shown, number, line.removesuffix("\r"))
+    except (OSError, BinaryFileError):
+        return 0
+    out.extend(found)
     return used
+
+
+def _found(found: list[Match], shown: str, number: int, line: str) -> int:
+    """Record one matching line; returns the size of its text."""
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        found.append(Match(shown, number, None))
+        return 0
+    found.append(Match(shown, number, line))
+    return len(line)
 
 
 def grep_files(
@@ -187,7 +205,7 @@ def grep_files(
     out: list[Match] = []
     if not os.path.isdir(root):
         if os.path.isfile(root):  # not a FIFO or a device: those would block the read
-            _search_file(root, path_text(display_path(root, cwd)), regexes, True, out)
+            _search_file(root, path_text(display_path(root, cwd)), regexes, True, stop, out)
         return out
     overrides = [include] if include is not None else []
     stack = _parent_ignores(root)
@@ -204,7 +222,7 @@ def grep_files(
                 continue
             shown = display_path(entry.path, cwd)
             is_dir = entry.is_dir(follow_symlinks=False)
-            verdict = decide(overrides, shown, is_dir) if overrides else None
+            verdict = decide(overrides, shown, is_dir=is_dir) if overrides else None
             if verdict is True:
                 continue
             if verdict is None:
@@ -215,7 +233,7 @@ def grep_files(
             if is_dir:
                 walk(entry.path, repo)
             elif entry.is_file(follow_symlinks=False):
-                used += _search_file(entry.path, path_text(shown), regexes, False, out)
+                used += _search_file(entry.path, path_text(shown), regexes, False, stop, out)
                 if used > max_bytes:
                     raise OverflowError(used)
         if own is not None:

@@ -1,0 +1,155 @@
+"""Batch tasks in, results out: one JSON object per line each way."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..session import Usage
+
+__all__ = ["BatchError", "Task", "TaskResult", "read_results", "read_tasks", "write_results"]
+
+
+class BatchError(Exception):
+    """A problem with the batch itself (its tasks file, store or executor), named in one line."""
+
+
+class Task(BaseModel):
+    """One task: a prompt for a new agent, in its own session.
+
+    `cwd` is the agent's workspace (default: the batch's); `model` a model string
+    (`provider:model`, default: the batch's); `profile` a profile file layered over the
+    batch's profiles for this task.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(min_length=1)
+    prompt: str = Field(min_length=1)
+    cwd: str | None = None
+    model: str | None = None
+    profile: str | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_text(cls, value: Any) -> Any:
+        # Numbered tasks are common: `{"id": 7}` is task "7".
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+@dataclass(frozen=True, slots=True)
+class TaskResult:
+    """What became of a task; `finish_reason` is None when it never reached a turn end
+    (then `error` says why, and a rerun tries it again)."""
+
+    id: str
+    session_id: str
+    finish_reason: str | None
+    final_answer: str
+    usage: Usage
+    wall_time_s: float
+    error: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Its turn ended: a rerun keeps this result instead of running the task."""
+        return self.finish_reason is not None
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["wall_time_s"] = round(self.wall_time_s, 3)
+        return out
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> TaskResult:
+        return TaskResult(
+            id=data["id"],
+            session_id=data["session_id"],
+            finish_reason=data["finish_reason"],
+            final_answer=data["final_answer"],
+            usage=Usage(**data["usage"]),
+            wall_time_s=data["wall_time_s"],
+            error=data.get("error"),
+        )
+
+
+def read_tasks(path: str | os.PathLike[str]) -> list[Task]:
+    """The tasks of a JSONL file (blank lines skipped). A relative `cwd` or `profile` is
+    relative to the file's folder. Any bad line or duplicate id is a `BatchError` naming it."""
+    source = Path(path)
+    try:
+        lines = source.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BatchError(f"{source}: cannot read the tasks file: {exc}") from None
+    tasks: list[Task] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            task = Task.model_validate_json(line)
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(str(p) for p in problem["loc"]) or "line"
+            raise BatchError(f"{source}:{number}: {where}: {problem['msg']}") from None
+        tasks.append(_relative_to(task, source.parent))
+    check_unique(tasks, str(source))
+    return tasks
+
+
+def check_unique(tasks: Iterable[Task], where: str) -> None:
+    seen: set[str] = set()
+    for task in tasks:
+        if task.id in seen:
+            raise BatchError(f"{where}: task id {task.id!r} appears twice (ids name sessions)")
+        seen.add(task.id)
+
+
+def _relative_to(task: Task, folder: Path) -> Task:
+    changes = {
+        key: str(folder / value)
+        for key, value in (("cwd", task.cwd), ("profile", task.profile))
+        if value is not None and not Path(value).expanduser().is_absolute()
+    }
+    return task.model_copy(update=changes) if changes else task
+
+
+def read_results(path: str | os.PathLike[str]) -> dict[str, TaskResult]:
+    """The results a previous run wrote (by task id; the last line of an id wins). A torn
+    last line (the run was killed while writing it) is ignored."""
+    source = Path(path)
+    if not source.exists():
+        return {}
+    results: dict[str, TaskResult] = {}
+    lines = source.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            result = TaskResult.from_json(json.loads(line))
+        except (ValueError, KeyError, TypeError) as exc:
+            if number == len(lines):
+                break
+            raise BatchError(f"{source}:{number}: not a result line ({exc})") from None
+        results[result.id] = result
+    return results
+
+
+def write_results(path: str | os.PathLike[str], results: Iterable[TaskResult]) -> None:
+    """Replace the file with `results`, atomically."""
+    target = Path(path)
+    temporary = target.with_name(f".{target.name}.tmp")
+    try:
+        with temporary.open("w", encoding="utf-8") as out:
+            out.writelines(result_line(r) for r in results)
+        os.replace(temporary, target)
+    except OSError as exc:
+        raise BatchError(f"{target}: cannot write the results file: {exc.strerror}") from None
+
+
+def result_line(result: TaskResult) -> str:
+    return json.dumps(result.to_json(), ensure_ascii=False) + "\n"

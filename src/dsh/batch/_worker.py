@@ -1,0 +1,213 @@
+"""A batch worker: one event loop hosting many agents, each task in its own session.
+
+Everything goes through `ctx.agents` (create or resume, then `run_prompt`) and the session
+log: what a task has done so far is read from its log, so a rerun resumes a task instead of
+starting it over, and a task whose turn ended is not run again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ..agent import AgentOptions, CreateAgentOptions, ResumeAgentOptions, run_prompt
+from ..kernel import Context, Profile, boot, load_profile
+from ..llm import Json, Message, text_of
+from ..llm.adapters import ModelRoute, parse_model
+from ..persistence import SESSION_PERSISTENCE, UnknownSessionError, store_config
+from ..session import SessionEvent, SessionMeta, usage_of
+from ._tasks import BatchError, Task, TaskResult
+
+__all__ = ["CONTINUE_PROMPT", "BatchWorker", "WorkerSpec", "result_of"]
+
+CONTINUE_PROMPT = (
+    "The previous run of this task was interrupted before it finished. "
+    "Continue the task from where it stopped."
+)
+"""What a resumed task's agent is told (its interrupted turn is closed in the log)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSpec:
+    """What every worker of a batch shares. Plain values: it travels to Ray actors."""
+
+    profiles: tuple[str, ...] = ()
+    """Profile files layered over the default profile (a task's `profile` goes on top)."""
+    store: str | None = None
+    """The session store (`postgresql://…`, `sqlite:PATH` or a JSONL root); None: the
+    profile's `persistence` row, `DSH_SESSION_STORE`, or the default root."""
+    model: str | None = None
+    """The model string of tasks that name none (None: `DSH_MODEL`, else the profile's)."""
+    cwd: str | None = None
+    """The batch's folder: the workspace of tasks that name none, and what relative task
+    folders and profile paths are relative to (None: the worker's current directory)."""
+    yes: bool = False
+    """Approve every tool call (a batch has nobody to ask)."""
+    session_prefix: str = "batch-"
+
+    def session_id(self, task: Task) -> str:
+        return f"{self.session_prefix}{task.id}"
+
+
+Progress = Literal["new", "unfinished", "finished"]
+
+
+class BatchWorker:
+    """Runs tasks concurrently on the current event loop, one booted runtime per distinct
+    (task profile, model route) shared by the tasks that need it."""
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.spec = spec
+        self._runtimes: dict[tuple[str | None, str], asyncio.Task[Context]] = {}
+
+    async def run(self, task: Task) -> TaskResult:
+        """Run `task` to the end of its turn (or resume it, or read its finished result from
+        its log). Failures become a result with `error` set; nothing raises."""
+        session_id = self.spec.session_id(task)
+        started = time.monotonic()
+        try:
+            return await self._run(task, session_id)
+        except Exception as exc:
+            return failed(task.id, session_id, exc, time.monotonic() - started)
+
+    async def _run(self, task: Task, session_id: str) -> TaskResult:
+        model = task.model or self.spec.model or os.environ.get("DSH_MODEL")
+        route = None if model is None else parse_model(model)
+        if route is not None and route.missing_credential:
+            raise BatchError(f"model {model!r} needs {route.missing_credential} to be set")
+        ctx = await self._runtime(task.profile, route)
+        stored = await _stored_events(ctx, session_id)
+        progress = progress_of(stored)
+        if stored is not None and progress == "finished":
+            return result_of(task.id, session_id, stored)
+        options = AgentOptions(
+            provider=None if route is None else route.provider,
+            model=None if route is None else route.model,
+        )
+        if stored is None:
+            meta = SessionMeta(cwd=self._workspace(task))
+            handle = await ctx.agents.create(CreateAgentOptions(session_id, meta, None, options))
+        else:
+            handle = await ctx.agents.resume(ResumeAgentOptions(session_id, options))
+        prompt = task.prompt if progress == "new" else CONTINUE_PROMPT
+        try:
+            await run_prompt(handle.agent, prompt)
+            events = tuple(handle.agent.session.events)
+        finally:
+            await handle.dispose()
+        return result_of(task.id, session_id, events)
+
+    def _workspace(self, task: Task) -> str:
+        cwd = self._path(task.cwd or ".")
+        if not cwd.is_dir():
+            raise BatchError(f"the task's cwd {str(cwd)!r} is not a directory")
+        return str(cwd)
+
+    def _path(self, path: str) -> Path:
+        """`path` relative to the batch's folder (a worker's own may differ: Ray)."""
+        return (Path(self.spec.cwd or os.getcwd()) / Path(path).expanduser()).resolve()
+
+    async def _runtime(self, profile: str | None, route: ModelRoute | None) -> Context:
+        key = (profile, repr(route.row if route is not None else None))
+        booting = self._runtimes.get(key)
+        if booting is None:
+            booting = asyncio.ensure_future(self._boot(profile, route))
+            self._runtimes[key] = booting
+        return await asyncio.shield(booting)
+
+    async def _boot(self, extra: str | None, route: ModelRoute | None) -> Context:
+        spec = self.spec
+        files = [self._path(p) for p in (*spec.profiles, *([extra] if extra else []))]
+        profile: Profile = load_profile(files)
+        if spec.store is not None:
+            profile = profile.with_config("persistence", **store_config(spec.store))
+        if spec.yes:
+            profile = profile.with_config("approval", auto_approve=True)
+        if route is not None:
+            profile = route.apply(profile)
+        ctx = await boot(profile)
+        if ctx.get(SESSION_PERSISTENCE) is None:
+            await ctx.owner.dispose()
+            raise BatchError("a batch needs session persistence: the profile disables it")
+        return ctx
+
+    async def close(self) -> None:
+        """Dispose every runtime (running agents are cancelled; their tasks resume later)."""
+        runtimes, self._runtimes = list(self._runtimes.values()), {}
+        for booting in runtimes:
+            if not booting.done():
+                booting.cancel()
+            await asyncio.wait([booting])
+            if not booting.cancelled() and booting.exception() is None:
+                await booting.result().owner.dispose()
+
+
+async def _stored_events(ctx: Context, session_id: str) -> Sequence[SessionEvent] | None:
+    """The session's log (with the repair a crash would need), or None when it is new."""
+    try:
+        log = await ctx.require(SESSION_PERSISTENCE).inspect(session_id)
+    except UnknownSessionError:
+        return None
+    return log.events
+
+
+def progress_of(events: Sequence[SessionEvent] | None) -> Progress:
+    """`new` (the prompt never reached the model's history: no session, or a crash between
+    opening the turn and entering the prompt), `unfinished` (its last turn was interrupted:
+    a crash, or the runtime was disposed), or `finished`."""
+    events = events or ()
+    if not any(e.type == "user/message" and _from_user(e) for e in events):
+        return "new"
+    reason = next(e.data["reason"] for e in reversed(events) if e.type == "turn/end")
+    if reason["kind"] == "interrupted":
+        return "unfinished"
+    if reason["kind"] == "aborted" and reason.get("reason", {}).get("kind") == "disposed":
+        return "unfinished"
+    return "finished"
+
+
+def _from_user(event: SessionEvent) -> bool:
+    source = event.data.get("source")
+    return isinstance(source, dict) and source.get("kind") == "user"
+
+
+def result_of(task_id: str, session_id: str, events: Sequence[SessionEvent]) -> TaskResult:
+    """A task's result as its session log tells it: the last answer, how the last turn
+    ended, the usage of the whole session, and the time from its first turn to its last end."""
+    answer = ""
+    first: int | None = None
+    end: SessionEvent | None = None
+    for event in events:
+        if event.type == "assistant/message":
+            answer = text_of(Message.from_json(event.data["message"]).content)
+        elif event.type == "turn/start" and first is None:
+            first = event.time
+        elif event.type == "turn/end":
+            end = event
+    reason: Any = {} if end is None else end.data["reason"]
+    wall = 0.0 if end is None or first is None else (end.time - first) / 1000
+    return TaskResult(
+        task_id,
+        session_id,
+        reason.get("kind"),
+        answer,
+        usage_of(events),
+        wall,
+        _error_text(reason.get("error")) if reason.get("kind") == "error" else None,
+    )
+
+
+def failed(task_id: str, session_id: str, exc: BaseException, wall: float) -> TaskResult:
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    return TaskResult(task_id, session_id, None, "", usage_of(()), wall, message)
+
+
+def _error_text(error: Json) -> str:
+    if isinstance(error, dict):
+        return f"{error.get('code', 'UNKNOWN')}: {error.get('message', '')}"
+    return str(error)

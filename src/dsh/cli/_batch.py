@@ -1,0 +1,99 @@
+"""`dsh batch TASKS.jsonl --out RESULTS.jsonl`: many tasks, a progress bar, a results file."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._runtime import (
+    CliError,
+    build_profile,
+    check_credentials,
+    profile_files,
+    resolve_route,
+)
+
+EXIT_OK = 0
+EXIT_SOME_FAILED = 1
+EXIT_INTERRUPTED = 130
+LOCAL_RAY = "local"
+"""`--ray` without an address: start (or join, with RAY_ADDRESS) a Ray on this machine."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOptions:
+    tasks: Path
+    out: Path
+    concurrency: int = 8
+    ray: str | None = None
+    workers: int = 2
+    store: str | None = None
+    model: str | None = None
+    profile: list[Path] | None = None
+    cwd: Path | None = None
+    yes: bool = False
+    session_prefix: str | None = None
+
+
+async def run_batch(options: BatchOptions) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..batch import BatchError, Executor, RayExecutor, TaskResult, read_tasks, run_async
+
+    err = Console(stderr=True, highlight=False)
+    try:
+        tasks = read_tasks(options.tasks)
+    except BatchError as exc:
+        raise CliError(str(exc)) from None
+    model = options.model or os.environ.get("DSH_MODEL")
+    if model is None:  # the profile's route: stop now, not once per task, without its key
+        check_credentials(resolve_route(build_profile(options.profile), None, None))
+    executor: Executor | None = None
+    if options.ray is not None:
+        address = None if options.ray == LOCAL_RAY else options.ray
+        executor = RayExecutor(address, workers=options.workers)
+    counts = {"completed": 0, "other": 0}
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[failed]} not completed"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=err, transient=True) as progress:
+        bar = progress.add_task("tasks", total=len(tasks), failed=0)
+
+        def on_result(result: TaskResult) -> None:
+            counts["completed" if result.finish_reason == "completed" else "other"] += 1
+            progress.update(bar, advance=1, failed=counts["other"])
+            if result.error is not None:
+                progress.console.print(f"{result.id}: {result.error}", markup=False, style="red")
+
+        try:
+            await run_async(
+                tasks,
+                executor=executor,
+                store=options.store,
+                out=options.out,
+                concurrency=options.concurrency,
+                model=model,
+                profiles=profile_files(options.profile),
+                cwd=(options.cwd or Path.cwd()).resolve(),
+                yes=options.yes,
+                session_prefix=options.session_prefix,
+                on_result=on_result,
+            )
+        except BatchError as exc:
+            raise CliError(str(exc)) from None
+        except asyncio.CancelledError:
+            err.print(f"interrupted: rerun the same command to resume ({options.out})")
+            return EXIT_INTERRUPTED
+    err.print(
+        f"{len(tasks)} tasks: {counts['completed']} completed, {counts['other']} not "
+        f"(results in {options.out})",
+        markup=False,
+    )
+    return EXIT_OK if counts["other"] == 0 else EXIT_SOME_FAILED

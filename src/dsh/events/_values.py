@@ -1,0 +1,123 @@
+"""Values inside typed events that the rest of the vocabulary does not already type, and
+the codecs that read and write every nested value."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..agent import CancelCause
+from ..llm import Json, LlmFailure, Message, TokenUsage
+from ..session import EpochHeader
+from ._base import Codec
+
+__all__ = [
+    "FAILURE",
+    "HEADER",
+    "MESSAGE",
+    "MESSAGES",
+    "RANGE",
+    "REASON",
+    "SEQS",
+    "TODOS",
+    "TOOL_ERROR",
+    "USAGE",
+    "SeqRange",
+    "Todo",
+    "ToolError",
+    "TurnEndReason",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEndReason:
+    """Why a turn ended: `kind` is `completed`, `aborted` (with the `cause`), `blocked`,
+    `error` (with the `error`), `max-tokens` or `interrupted` (crash repair)."""
+
+    kind: str
+    cause: CancelCause | None = None
+    error: LlmFailure | None = None
+    extra: Mapping[str, Json] = field(default_factory=dict, repr=False)
+
+    def to_json(self) -> dict[str, Json]:
+        out: dict[str, Json] = {"kind": self.kind}
+        if self.cause is not None:
+            out["reason"] = self.cause.to_json()
+        if self.error is not None:
+            out["error"] = self.error.to_json()
+        out.update(self.extra)
+        return out
+
+    @staticmethod
+    def from_json(raw: Mapping[str, Json]) -> TurnEndReason:
+        cause = raw.get("reason")
+        error = raw.get("error")
+        return TurnEndReason(
+            raw["kind"],
+            None if cause is None else CancelCause(cause["kind"], cause.get("reason")),
+            None if error is None else LlmFailure.from_json(error),
+            {k: v for k, v in raw.items() if k not in ("kind", "reason", "error")},
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolError:
+    """The `{name, code}` a failed tool call logs beside its result."""
+
+    name: str
+    code: str
+
+
+@dataclass(frozen=True, slots=True)
+class Todo:
+    """One entry of the agent's todo list."""
+
+    content: str
+    status: str
+    """`pending`, `in_progress` or `completed`."""
+    extra: Mapping[str, Json] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SeqRange:
+    """Seqs `start..end` of the log, inclusive."""
+
+    start: int
+    end: int
+
+
+def _todo(raw: Mapping[str, Json]) -> Todo:
+    rest = {k: v for k, v in raw.items() if k not in ("content", "status")}
+    return Todo(raw["content"], raw["status"], rest)
+
+
+def _todo_json(todo: Todo) -> dict[str, Json]:
+    return {"content": todo.content, "status": todo.status, **todo.extra}
+
+
+def _tuple_of(codec: Codec[Any]) -> Codec[tuple[Any, ...]]:
+    def decode(raw: Sequence[Json]) -> tuple[Any, ...]:
+        if isinstance(raw, str | Mapping):
+            raise TypeError("expected a list")
+        return tuple(codec.decode(item) for item in raw)
+
+    return Codec(decode, lambda items: [codec.encode(item) for item in items])
+
+
+MESSAGE: Codec[Message] = Codec(Message.from_json, Message.to_json)
+MESSAGES = _tuple_of(MESSAGE)
+USAGE: Codec[TokenUsage] = Codec(TokenUsage.from_json, TokenUsage.to_json)
+FAILURE: Codec[LlmFailure] = Codec(LlmFailure.from_json, LlmFailure.to_json)
+HEADER: Codec[EpochHeader] = Codec(EpochHeader.from_json, EpochHeader.to_json)
+REASON: Codec[TurnEndReason] = Codec(TurnEndReason.from_json, TurnEndReason.to_json)
+TOOL_ERROR: Codec[ToolError] = Codec(
+    lambda raw: ToolError(raw["name"], raw["code"]),
+    lambda e: {"name": e.name, "code": e.code},
+)
+TODOS = _tuple_of(Codec(_todo, _todo_json))
+SEQS = _tuple_of(Codec(int, int))
+RANGE: Codec[SeqRange] = Codec(
+    lambda raw: SeqRange(raw["start"], raw["end"]),
+    lambda r: {"start": r.start, "end": r.end},
+)

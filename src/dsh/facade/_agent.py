@@ -1,0 +1,204 @@
+"""`dsh.Agent`: an agent in a few lines, over the same kernel, profile and loop as the rest."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic
+
+from typing_extensions import TypeVar
+
+from ..agent import AgentOptions, RunResult
+from ._output import FINAL_RESULT
+from ._run import RunPlan, StreamedRun
+from ._settings import ModelSettings
+from ._stores import MemoryStore, Store
+
+if TYPE_CHECKING:
+    from ..kernel import Profile
+    from ..llm import LlmAdapter
+    from ..tools import ToolDefinition
+    from ._runtime import Blueprint, Runtime
+
+__all__ = ["Agent"]
+
+OutputT = TypeVar("OutputT", default=str)
+
+DEFAULT_MODEL = "deepseek:deepseek-v4-flash"
+
+ApprovalArg = Sequence[Mapping[str, str]] | Callable[..., Any] | None
+
+
+class Agent(Generic[OutputT]):
+    """An agent: a model, tools, instructions; `run` a prompt and get its result.
+
+    ```python
+    agent = dsh.Agent("openai:gpt-4.1-mini", tools=[word_count], instructions="Be terse.")
+    result = agent.run_sync("How many words are in 'one two three'?")
+    print(result.output, result.usage)
+    ```
+
+    `model` is a model string (`deepseek:<model>`, `openai:<model>`, `anthropic:<model>`, a
+    route the profile mounts; see `dsh.llm.adapters.parse_model`; default `$DSH_MODEL`, else
+    DeepSeek) or an adapter object (e.g. `dsh.testing.ScriptedModel`). Tools given here are
+    trusted (allowed without asking); `builtin_tools=True` adds the coding tools, whose
+    writes and commands ask through `approval=` (policy rows, or a callback
+    `async def approve(request) -> dsh.Decision`). Each run gets a new session unless
+    `session=` names one (an existing one continues); sessions live in memory unless
+    `store=` is `dsh.JsonlStore(path)` or `dsh.SqliteStore(path)`.
+
+    The agent boots its runtime on first use in the running event loop and keeps it until
+    `await agent.aclose()` (or `async with agent:`); `run_sync` boots and closes one itself.
+    """
+
+    def __init__(
+        self,
+        model: str | LlmAdapter | None = None,
+        *,
+        base_url: str | None = None,
+        tools: Sequence[ToolDefinition | Callable[..., Any]] = (),
+        instructions: str | None = None,
+        output_type: type[OutputT] | None = None,
+        output_retries: int = 2,
+        settings: ModelSettings | None = None,
+        approval: ApprovalArg = None,
+        builtin_tools: bool = False,
+        store: Store | None = None,
+        profile: str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None = None,
+        plugins: Sequence[Any] = (),
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> None:
+        from ._blueprint import blueprint
+
+        if output_retries < 0:
+            raise ValueError(f"output_retries must be >= 0, got {output_retries}")
+        self.settings = settings or ModelSettings()
+        self.output_type = output_type
+        self.output_retries = output_retries
+        self._blueprint: Blueprint = blueprint(
+            model=model if model is not None else os.environ.get("DSH_MODEL") or DEFAULT_MODEL,
+            base_url=base_url,
+            tools=tools,
+            instructions=instructions,
+            approval=approval,
+            builtin_tools=builtin_tools,
+            store=store or MemoryStore(),
+            profile=profile,
+            plugins=plugins,
+            cwd=Path(cwd or os.getcwd()).resolve(),
+            trusted_extra=(FINAL_RESULT,) if output_type is not None else (),
+        )
+        self._runtime: Runtime | None = None
+        self._starting: asyncio.Future[Runtime] | None = None
+
+    @property
+    def options(self) -> AgentOptions:
+        """The provider, model and instructions every session of this agent runs with."""
+        return self._blueprint.options
+
+    @property
+    def profile(self) -> Profile:
+        """The plugin rows this agent boots (`dsh config show` prints the same shape)."""
+        return self._blueprint.profile
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    def run_stream(
+        self, prompt: str, *, session: str | None = None, settings: ModelSettings | None = None
+    ) -> StreamedRun[OutputT]:
+        """Start a run as an async context manager: stream its text or events, cancel it,
+        read its result at the end."""
+        plan = RunPlan(
+            prompt, session, self.settings.merged(settings), self.output_type, self.output_retries
+        )
+        return StreamedRun(self._ensure_runtime, plan)
+
+    async def run(
+        self, prompt: str, *, session: str | None = None, settings: ModelSettings | None = None
+    ) -> RunResult[OutputT]:
+        """Run `prompt` to the end: a new session, or `session` continued (created if new).
+        Raises `dsh.RunError` when the run fails (its `result` holds what it produced)."""
+        async with self.run_stream(prompt, session=session, settings=settings) as run:
+            return await run.wait()
+
+    def run_sync(
+        self, prompt: str, *, session: str | None = None, settings: ModelSettings | None = None
+    ) -> RunResult[OutputT]:
+        """`run` for code without an event loop: boots a runtime, runs, closes it (the
+        sessions stay in the store). Ctrl-C cancels the run."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise RuntimeError(
+                "run_sync() cannot be called from a running event loop: await agent.run(...)"
+            )
+
+        async def once() -> RunResult[OutputT]:
+            try:
+                return await self.run(prompt, session=session, settings=settings)
+            finally:
+                await self.aclose()
+
+        return asyncio.run(once())
+
+    # -- the runtime ---------------------------------------------------------------------------
+
+    async def _ensure_runtime(self) -> Runtime:
+        from ._runtime import Runtime
+
+        loop = asyncio.get_running_loop()
+        runtime = self._runtime
+        if runtime is not None and runtime.loop is not loop:
+            if runtime.loop.is_running():
+                raise RuntimeError(
+                    "this agent's runtime runs in another event loop (thread): use one agent "
+                    "per event loop"
+                )
+            self._runtime = runtime = None  # its loop has ended, and the runtime with it
+        if runtime is not None:
+            return runtime
+        if self._starting is None or self._starting.get_loop() is not loop:
+            self._starting = asyncio.ensure_future(Runtime.start(self._blueprint))
+        try:
+            self._runtime = await asyncio.shield(self._starting)
+        finally:
+            if self._starting.done():
+                self._starting = None
+        return self._runtime
+
+    async def aclose(self) -> None:
+        """Stop the runtime: live sessions are flushed to the store, plugins unloaded."""
+        runtime, self._runtime = self._runtime, None
+        if runtime is not None and runtime.loop is asyncio.get_running_loop():
+            await runtime.close()
+
+    def close(self) -> None:
+        """`aclose` for code without an event loop."""
+        runtime = self._runtime
+        if runtime is None or runtime.loop.is_closed():
+            self._runtime = None
+            return
+        if runtime.loop.is_running():
+            raise RuntimeError("close() inside the event loop: use await agent.aclose()")
+        runtime.loop.run_until_complete(self.aclose())
+
+    async def __aenter__(self) -> Agent[OutputT]:
+        await self._ensure_runtime()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        options = self._blueprint.options
+        return f"<dsh.Agent {options.provider}:{options.model}>"

@@ -1,0 +1,121 @@
+"""From `dsh.Agent(...)` arguments to the blueprint of its runtimes: the profile rows, the
+model route, the tools, approval and store."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..agent import AgentOptions
+from ..kernel import Profile, load_profile
+from ..llm import LlmAdapter
+from ..llm.adapters import parse_model
+from ..plugins.approval import Answerer, ApprovalRequest
+from ..profiles import DEFAULT_ROWS
+from ..tools import ToolDefinition, tool
+from ._runtime import Blueprint, plugin_rows
+from ._stores import MemoryStore, Store
+
+__all__ = ["FACADE_ROWS", "blueprint"]
+
+_CODING = ("builtin-tools", "web-fetch", "jobs", "subagents")
+"""Rows that give the model tools of its own: on with `builtin_tools=True`."""
+
+FACADE_ROWS: tuple[dict[str, Any], ...] = tuple(
+    {**row, "disabled": True} if row["id"] in _CODING else dict(row)
+    for row in DEFAULT_ROWS
+    if row["id"] != "persistence"  # the agent mounts its own store
+)
+"""The default profile as a library agent starts from."""
+
+
+def blueprint(
+    *,
+    model: str | LlmAdapter,
+    base_url: str | None,
+    tools: Sequence[ToolDefinition | Callable[..., Any]],
+    instructions: str | None,
+    approval: Any,
+    builtin_tools: bool,
+    store: Store,
+    profile: str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None,
+    plugins: Sequence[Any],
+    cwd: Path,
+    trusted_extra: Sequence[str],
+) -> Blueprint:
+    rows = _profile(profile, builtin_tools)
+    adapter: LlmAdapter | None = None
+    if is_adapter(model):
+        adapter = model  # type: ignore[assignment]
+        provider = str(getattr(model, "provider", None) or "custom")
+        model_id = str(getattr(model, "model", None) or provider)
+        if base_url is not None:
+            raise ValueError("base_url applies to a model string, not to an adapter object")
+    else:
+        route = parse_model(str(model), base_url=base_url)
+        rows = route.apply(rows)
+        provider, model_id = route.provider, route.model
+    definitions = tuple(t if isinstance(t, ToolDefinition) else tool(t) for t in tools)
+    answerer = None
+    policy: list[Mapping[str, str]] = []
+    if callable(approval):
+        answerer = as_answerer(approval)
+    elif approval is not None:
+        policy = [dict(rule) for rule in approval]
+    trusted = [*(d.name for d in definitions), *trusted_extra]
+    rows = _approval(rows, policy, trusted)
+    return Blueprint(
+        profile=rows,
+        options=AgentOptions(provider=provider, model=model_id, system_prompt=instructions),
+        adapter=adapter,
+        tools=definitions,
+        answerer=answerer,
+        plugins=plugin_rows(plugins),
+        store=store,
+        batch_window_ms=0.0 if isinstance(store, MemoryStore) else 200.0,
+        cwd=str(cwd),
+    )
+
+
+def _profile(
+    profile: str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None, builtin_tools: bool
+) -> Profile:
+    base = load_profile(base=FACADE_ROWS)
+    if isinstance(profile, str | os.PathLike):
+        base = load_profile([Path(profile)], base=FACADE_ROWS)
+    elif profile is not None:
+        base = base.layered(profile, source="<profile= rows>")
+    on = [{"id": row, "disabled": False} for row in _CODING if base.row(row) is not None]
+    if builtin_tools:
+        base = base.layered(on, source="<builtin_tools=True>")
+    if base.row("persistence") is not None:
+        base = base.layered([{"id": "persistence", "disabled": True}], source="<store=>")
+    return base
+
+
+def _approval(profile: Profile, policy: list[Mapping[str, str]], trusted: list[str]) -> Profile:
+    """The program's rules first, then the profile's, then `allow` for the tools it gave."""
+    row = profile.row("approval")
+    if row is None:
+        return profile
+    existing = list((row.config or {}).get("policy", []))
+    allow = [{"tool": name, "action": "allow"} for name in trusted]
+    return profile.with_config("approval", policy=[*policy, *existing, *allow])
+
+
+def is_adapter(model: object) -> bool:
+    return not isinstance(model, str) and callable(getattr(model, "stream", None))
+
+
+def as_answerer(callback: Callable[..., Any]) -> Answerer:
+    """An approval callback, sync or async, as an answerer."""
+    if inspect.iscoroutinefunction(callback):
+        return callback
+
+    async def answer(request: ApprovalRequest) -> Any:
+        return callback(request)
+
+    return answer

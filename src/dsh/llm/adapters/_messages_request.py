@@ -1,0 +1,226 @@
+"""Request mapping for the Anthropic Messages API: `GenerateOptions` to a `/v1/messages` body.
+
+The history becomes alternating `user` / `assistant` turns (consecutive messages of one role
+are joined, tool results first as the API wants them); reasoning goes back as `thinking`
+blocks only with the signature the provider gave (kept in the message's replay state).
+Each message's blocks are encoded once and cached by message id, as for Chat Completions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .._content import (
+    ContentBlock,
+    ImageBlock,
+    Json,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+from .._request import GenerateOptions, ToolSchema
+from ._request import IMAGE_PLACEHOLDER
+
+__all__ = ["REPLAY_KIND", "MessagesDialect", "MessagesEncoder"]
+
+ThinkingStyle = Literal["adaptive", "enabled", "budget"]
+
+REPLAY_KIND = "anthropic-messages"
+"""`replayState.response.kind` of messages this API produced."""
+
+_CACHE = ',"cache_control":{"type":"ephemeral"}}'
+_BUDGETS = {"low": 2048, "medium": 8192, "high": 16384, "max": 32000}
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesDialect:
+    """How one Messages route wants its requests.
+
+    `thinking`: with a reasoning effort other than `off`, `adaptive` sends `thinking: {type:
+    adaptive}` + `output_config.effort` (current Claude models), `enabled` sends `thinking:
+    {type: enabled}` + `output_config.effort` (DeepSeek), `budget` sends `thinking: {type:
+    enabled, budget_tokens}` (older Claude models); `off` sends `thinking: {type: disabled}`.
+    `cache_control`: mark the system prompt and the newest message as cache breakpoints
+    (Anthropic caches only what is marked; DeepSeek caches by itself).
+    """
+
+    thinking: ThinkingStyle = "adaptive"
+    cache_control: bool = True
+    version: str = "2023-06-01"
+    """The `anthropic-version` header."""
+    default_max_tokens: int = 8192
+    """`max_tokens` is required: sent when the call and the model name none."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+def _dumps(value: Json) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _image(block: ImageBlock) -> dict[str, Json]:
+    attachment = block.attachment
+    url, data, media = attachment.get("url"), attachment.get("data"), attachment.get("mediaType")
+    if isinstance(url, str) and url:
+        return {"type": "image", "source": {"type": "url", "url": url}}
+    if isinstance(data, str) and isinstance(media, str):
+        return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
+    return {"type": "text", "text": IMAGE_PLACEHOLDER}
+
+
+def _replay_entries(message: Message) -> list[Json] | None:
+    """The per-block replay entries this API left on an assistant message, if any."""
+    state = message.source.get("replayState")
+    if not isinstance(state, Mapping):
+        return None
+    response = state.get("response")
+    blocks = state.get("blocks")
+    if not isinstance(response, Mapping) or response.get("kind") != REPLAY_KIND:
+        return None
+    return list(blocks) if isinstance(blocks, list) else None
+
+
+def _arguments(raw: str) -> Json:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _block(block: ContentBlock, entry: Json) -> dict[str, Json] | None:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text} if block.text else None
+    if isinstance(block, ImageBlock):
+        return _image(block)
+    if isinstance(block, ToolCallBlock):
+        return {
+            "type": "tool_use",
+            "id": block.id,
+            "name": block.name,
+            "input": _arguments(block.arguments),
+        }
+    if isinstance(block, ToolResultBlock):
+        content = [b for b in (_block(c, None) for c in block.content) if b is not None]
+        out: dict[str, Json] = {"type": "tool_result", "tool_use_id": block.tool_call_id}
+        out["content"] = content or [{"type": "text", "text": "(no output)"}]
+        if block.is_error:
+            out["is_error"] = True
+        return out
+    if isinstance(block, ReasoningBlock) and isinstance(entry, Mapping):
+        # Thinking goes back only as the provider signed it; unsigned reasoning is dropped.
+        if entry.get("type") == "thinking" and isinstance(entry.get("signature"), str):
+            return {"type": "thinking", "thinking": block.text, "signature": entry["signature"]}
+        if entry.get("type") == "redacted_thinking" and isinstance(entry.get("data"), str):
+            return {"type": "redacted_thinking", "data": entry["data"]}
+    return None
+
+
+def message_blocks(message: Message) -> list[str]:
+    """One message's content as Messages blocks (JSON texts); tool results first."""
+    entries = _replay_entries(message) if message.role == "assistant" else None
+    if entries is not None and len(entries) != len(message.content):
+        entries = None
+    encoded: list[str] = []
+    results: list[str] = []
+    for i, block in enumerate(message.content):
+        wire = _block(block, entries[i] if entries is not None else None)
+        if wire is not None:
+            (results if isinstance(block, ToolResultBlock) else encoded).append(_dumps(wire))
+    return results + encoded
+
+
+class MessagesEncoder:
+    """Encodes requests for one Messages route, caching each message's blocks by id."""
+
+    __slots__ = ("_cache", "_limit", "dialect")
+
+    def __init__(self, dialect: MessagesDialect, cache_limit: int = 20_000) -> None:
+        self.dialect = dialect
+        self._limit = cache_limit
+        self._cache: OrderedDict[str, tuple[Message, list[str]]] = OrderedDict()
+
+    def _blocks(self, message: Message) -> list[str]:
+        cached = self._cache.get(message.id)
+        if cached is not None and cached[0] is message:
+            return cached[1]
+        blocks = message_blocks(message)
+        self._cache[message.id] = (message, blocks)
+        self._cache.move_to_end(message.id)
+        while len(self._cache) > self._limit:
+            self._cache.popitem(last=False)
+        return blocks
+
+    def messages_json(self, messages: Sequence[Message]) -> str:
+        """The `messages` array: consecutive messages of one role joined into one turn."""
+        turns: list[tuple[str, list[str]]] = []
+        for message in messages:
+            role = "assistant" if message.role == "assistant" else "user"
+            blocks = self._blocks(message)
+            if not blocks:
+                continue
+            if turns and turns[-1][0] == role:
+                turns[-1][1].extend(blocks)
+            else:
+                turns.append((role, list(blocks)))
+        if self.dialect.cache_control and turns and turns[-1][1]:
+            last = turns[-1][1]
+            last[-1] = last[-1][:-1] + _CACHE
+        parts = [f'{{"role":"{role}","content":[{",".join(b)}]}}' for role, b in turns]
+        return "[" + ",".join(parts) + "]"
+
+    def body(
+        self, options: GenerateOptions, *, stream: bool, extra: Mapping[str, Json] | None = None
+    ) -> bytes:
+        """The request body: model, max_tokens, system, messages, tools, thinking, sampling."""
+        dialect = self.dialect
+        max_tokens = options.max_tokens or dialect.default_max_tokens
+        pieces = ['{"model":', _dumps(options.model), f',"max_tokens":{int(max_tokens)}']
+        if options.system:
+            system: Json = {"type": "text", "text": options.system}
+            if dialect.cache_control:
+                system["cache_control"] = {"type": "ephemeral"}
+            pieces.append(f',"system":[{_dumps(system)}]')
+        pieces.append(',"messages":')
+        pieces.append(self.messages_json(options.messages))
+        if options.tools:
+            pieces.append(',"tools":')
+            pieces.append(_tools_json(options.tools))
+        pieces.append(f',"stream":{"true" if stream else "false"}')
+        pieces.extend(_thinking(dialect, options.reasoning_effort, max_tokens))
+        if options.temperature is not None:
+            pieces.append(f',"temperature":{_dumps(options.temperature)}')
+        if options.top_p is not None:
+            pieces.append(f',"top_p":{_dumps(options.top_p)}')
+        if options.stop:
+            pieces.append(f',"stop_sequences":{_dumps(list(options.stop))}')
+        for key, value in (extra or {}).items():
+            pieces.append(f",{_dumps(key)}:{_dumps(value)}")
+        pieces.append("}")
+        return "".join(pieces).encode()
+
+
+def _tools_json(tools: Sequence[ToolSchema]) -> str:
+    return _dumps(
+        [
+            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+            for t in tools
+        ]
+    )
+
+
+def _thinking(dialect: MessagesDialect, effort: str | None, max_tokens: int) -> list[str]:
+    if effort is None:
+        return []
+    if effort == "off":
+        return [',"thinking":{"type":"disabled"}']
+    if dialect.thinking == "budget":
+        budget = min(_BUDGETS.get(effort, _BUDGETS["medium"]), max(max_tokens - 1, 1024))
+        return [f',"thinking":{{"type":"enabled","budget_tokens":{budget}}}']
+    kind = "adaptive" if dialect.thinking == "adaptive" else "enabled"
+    return [f',"thinking":{{"type":"{kind}"}},"output_config":{{"effort":{_dumps(effort)}}}']

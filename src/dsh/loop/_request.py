@@ -1,0 +1,133 @@
+"""Request construction: the call config, the logged request header and route, the request."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ..agent import REQUEST, StepPoint
+from ..llm import (
+    AdapterDefaults,
+    GenerateOptions,
+    HarnessError,
+    Json,
+    LlmCallConfig,
+    LlmError,
+    PreparedCall,
+)
+from ..session import EpochHeader
+
+if TYPE_CHECKING:
+    from ..prompt import PromptAssembly
+    from ._agent import Activity, ReactLoopAgent
+    from ._service import LoopState
+
+
+class RequestBuilder:
+    """Builds each model request of one agent from the log, so that every request equals
+    what the log says (SPEC §5.6). It owns the one piece of state that outlives a turn:
+    whether this loop instance has logged a `request/header` yet."""
+
+    __slots__ = ("_agent", "_header_logged", "_session", "_state")
+
+    def __init__(self, agent: ReactLoopAgent, state: LoopState) -> None:
+        self._agent = agent
+        self._state = state
+        self._session = agent.session
+        self._header_logged = False
+
+    async def build(
+        self, activity: Activity, assembly: PromptAssembly, system: str
+    ) -> tuple[GenerateOptions, PreparedCall | None]:
+        """The request of this attempt and its prepared call (None: no adapter serves the
+        route, `llm/stream` middleware may). Logs the header and route when they change."""
+        previous = self._session.request_header()
+        config, prepared = await self._call_config(activity, previous)
+        header = EpochHeader(
+            config=config,
+            adapter_defaults=prepared.adapter_defaults if prepared else AdapterDefaults(),
+            system=system or None,
+            tools=tuple(assembly.tools),
+        )
+        self._log_header(header, previous)
+        self._log_route(config, prepared)
+        request = config.request(
+            self._session.derive_messages(),
+            system=system or None,
+            tools=assembly.tools,
+            signal=activity.signal,
+            session_id=self._session.id,
+        )
+        return request, prepared
+
+    async def _call_config(
+        self, activity: Activity, previous: EpochHeader | None
+    ) -> tuple[LlmCallConfig, PreparedCall | None]:
+        """`agent/request` over the seed config, then the adapter's defaults applied."""
+        agent, signal = self._agent, activity.signal
+        seed = self._seed_config(previous)
+
+        async def terminal(payload: StepPoint) -> LlmCallConfig:
+            return seed
+
+        config = await agent.events.waterfall(
+            REQUEST, StepPoint(agent, activity.turn, activity.step, signal), terminal
+        )
+        signal.raise_if_aborted()
+        if not config.provider or not config.model:
+            raise HarnessError(
+                f"agent {agent.id} has no provider/model: set AgentOptions.provider and "
+                "AgentOptions.model (or the profile's agent_loop defaults)",
+                "NO_MODEL",
+            )
+        prepared: PreparedCall | None
+        try:
+            prepared = await agent.ctx.llm.prepare_call(config, signal)
+        except LlmError as exc:
+            if exc.failure.code != "NO_ADAPTER":
+                raise
+            prepared = None  # middleware on llm/stream may still serve the route
+        signal.raise_if_aborted()
+        return (config if prepared is None else prepared.config), prepared
+
+    def _seed_config(self, previous: EpochHeader | None) -> LlmCallConfig:
+        """The config `agent/request` starts from: the last logged one (less the adapter's
+        defaults) once this instance logged a header; else the agent's options."""
+        options = self._agent.options
+        if self._header_logged and previous is not None:
+            config = previous.config
+            defaults = previous.adapter_defaults
+            if defaults.max_tokens:
+                config = replace(config, max_tokens=None)
+            if defaults.reasoning_effort:
+                config = replace(config, reasoning_effort=None)
+            return config
+        provider = options.provider or self._state.default_provider or ""
+        model = options.model or self._state.default_model or ""
+        effort = options.reasoning_effort
+        if (
+            effort is None
+            and previous is not None
+            and (previous.config.provider, previous.config.model) == (provider, model)
+            and not previous.adapter_defaults.reasoning_effort
+        ):
+            effort = previous.config.reasoning_effort
+        return LlmCallConfig(provider, model, effort, max_tokens=options.max_tokens)
+
+    def _log_header(self, header: EpochHeader, previous: EpochHeader | None) -> None:
+        """`request/header`: `initial` (or `resume`) first, then only on a `change`."""
+        if not self._header_logged:
+            reason = "resume" if previous is not None else "initial"
+            self._session.append("request/header", {"header": header.to_json(), "reason": reason})
+            self._header_logged = True
+        elif header != previous:
+            self._session.append("request/header", {"header": header.to_json(), "reason": "change"})
+
+    def _log_route(self, config: LlmCallConfig, prepared: PreparedCall | None) -> None:
+        """`request/context` when the route or its context window changed."""
+        route: dict[str, Json] = {"provider": config.provider, "model": config.model}
+        window = prepared.model_info.context_window if prepared and prepared.model_info else None
+        if window is not None:
+            route["contextWindow"] = window
+        if route != self._session.request_context():
+            self._session.append("request/context", route)

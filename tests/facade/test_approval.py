@@ -1,0 +1,87 @@
+"""Approval for library users: tools given in code are trusted, the built-in ones ask through
+`approval=` (policy rows or a callback), and an ask nobody answers fails with directions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dsh
+from dsh.testing import ScriptedModel, reply, tool_call
+
+from .conftest import word_count
+
+WRITE = {"file_path": "notes.txt", "content": "hello\n"}
+
+
+def tool_text(result: dsh.RunResult[Any], index: int = 0) -> str:
+    results = [m for m in result.messages if m.source.get("kind") == "tool"]
+    return str(results[index].content[0].content[0].text)  # type: ignore[union-attr]
+
+
+def model(*calls: Any) -> ScriptedModel:
+    return ScriptedModel([*(reply(c) for c in calls), "done"])
+
+
+async def test_a_callback_allows(tmp_path: Path) -> None:
+    asked: list[dsh.ApprovalRequest] = []
+
+    async def approve(request: dsh.ApprovalRequest) -> dsh.Decision:
+        asked.append(request)
+        return dsh.Decision.once()
+
+    agent = dsh.Agent(
+        model(tool_call("write", WRITE)), builtin_tools=True, approval=approve, cwd=tmp_path
+    )
+    async with agent:
+        result = await agent.run("write a note")
+    assert (tmp_path / "notes.txt").read_text() == "hello\n"
+    assert [(r.tool, r.arguments["file_path"]) for r in asked] == [("write", "notes.txt")]
+    assert result.output == "done"
+
+
+async def test_a_callback_denies_with_a_reason(tmp_path: Path) -> None:
+    def approve(request: dsh.ApprovalRequest) -> dsh.Decision:  # a plain function works too
+        return dsh.Decision.deny("write to /tmp instead")
+
+    agent = dsh.Agent(
+        model(tool_call("write", WRITE)), builtin_tools=True, approval=approve, cwd=tmp_path
+    )
+    async with agent:
+        result = await agent.run("write a note")
+    assert not (tmp_path / "notes.txt").exists()
+    assert tool_text(result) == 'Error: the user rejected tool "write": write to /tmp instead'
+
+
+async def test_no_answerer_says_how_to_set_one(tmp_path: Path) -> None:
+    agent = dsh.Agent(model(tool_call("write", WRITE)), builtin_tools=True, cwd=tmp_path)
+    async with agent:
+        result = await agent.run("write a note")
+    text = tool_text(result)
+    assert "nothing can answer (this is not a refusal)" in text
+    assert "dsh.Agent(approval=...)" in text and "rejected" not in text
+    assert not (tmp_path / "notes.txt").exists()
+
+
+async def test_tools_given_in_code_are_trusted_and_rows_still_rule(tmp_path: Path) -> None:
+    call = tool_call("word_count", {"text": "a b c"})
+    trusted = dsh.Agent(model(call), tools=[word_count], cwd=tmp_path)
+    async with trusted:
+        assert tool_text(await trusted.run("count")) == "3"
+    rows = [{"tool": "word_count", "action": "deny"}]
+    denied = dsh.Agent(model(call), tools=[word_count], approval=rows, cwd=tmp_path)
+    async with denied:
+        text = tool_text(await denied.run("count"))
+    assert text == 'Error: tool "word_count" is denied by the approval policy (rule "word_count")'
+
+
+async def test_the_coding_tools_come_only_when_asked(tmp_path: Path) -> None:
+    plain = ScriptedModel(["hi"])
+    async with dsh.Agent(plain, cwd=tmp_path) as agent:
+        await agent.run("hi")
+    assert plain.requests[0].tools == ()
+    coding = ScriptedModel(["hi"])
+    async with dsh.Agent(coding, builtin_tools=True, cwd=tmp_path) as agent:
+        await agent.run("hi")
+    names = {t.name for t in coding.requests[0].tools}
+    assert {"bash", "read", "write", "edit"} <= names

@@ -1,0 +1,103 @@
+"""A tool command dies with the dsh process that started it, even when dsh is SIGKILLed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dsh.plugins.sandbox import probe
+from dsh.tools.builtin._process import REAPER_ENV
+from tests.cli.support import DSH, cli_env, scripted_profile, workspace
+
+from .test_bash import gone, wait_for_pid
+
+BOUND_S = 30
+"""Only keeps a failing run from hanging the suite; nothing is timed against it."""
+
+
+async def _exited(pid: int) -> None:
+    """Return once `pid` has exited (its pidfd becomes readable then)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    loop.add_reader(fd, lambda: done.done() or done.set_result(None))
+    try:
+        await done
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+
+def host_pid(argv: list[str]) -> int | None:
+    """The process whose command line is `argv` (a sandboxed command's `$!` is a pid of its
+    own PID namespace, so the test finds it from the outside)."""
+    wanted = b"\0".join(a.encode() for a in argv) + b"\0"
+    for name in os.listdir("/proc"):
+        with contextlib.suppress(OSError):
+            if name.isdigit() and Path(f"/proc/{name}/cmdline").read_bytes() == wanted:
+                return int(name)
+    return None
+
+
+def environ_of(pid: int) -> list[str]:
+    with open(f"/proc/{pid}/environ", "rb") as file:
+        return file.read().decode(errors="replace").split("\0")
+
+
+async def wait_for_host_pid(argv: list[str]) -> int:
+    for _ in range(3000):
+        pid = host_pid(argv)
+        if pid is not None:
+            return pid
+        await asyncio.sleep(0.01)  # polled: it is another process
+    raise AssertionError(f"no process runs {argv}")
+
+
+@pytest.mark.parametrize("mode", ["danger-full-access", "workspace-write"])
+async def test_a_sigkilled_dsh_takes_its_bash_command_along(tmp_path: Path, mode: str) -> None:
+    if mode != "danger-full-access" and await probe("bwrap", network=False):
+        pytest.skip("bubblewrap cannot run here")
+    ws = workspace(tmp_path)
+    # `sleep` is bash's child, a grandchild of dsh: only the whole group going ends it.
+    seconds = f"300.{os.getpid()}{len(mode)}"  # a command line no other process has
+    command = f"sleep {seconds} & echo $! > sleep.pid; wait"
+    script = [{"tool": "bash", "args": {"command": command, "description": "sleep"}}, "done"]
+    profile = scripted_profile(tmp_path, script)
+    with profile.open("a") as file:
+        file.write(yaml.safe_dump([{"id": "sandbox", "config": {"mode": mode}}]))
+    argv = [*DSH, "run", "--yes", "--profile", str(profile), "--provider", "scripted"]
+    argv += ["--model", "scripted", "--cwd", str(ws), "sleep a while"]
+    dsh = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *argv,
+        env=cli_env(tmp_path),
+        cwd=tmp_path,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    sleeper: int | None = None
+    try:
+        await wait_for_pid(ws / "sleep.pid")
+        sleeper = await wait_for_host_pid(["sleep", seconds])
+        assert not gone(sleeper)
+        # The reaper can find it, sandbox or not: it carries the marker.
+        assert any(e.startswith(REAPER_ENV + "=") for e in environ_of(sleeper))
+        dsh.send_signal(signal.SIGKILL)
+        await asyncio.wait_for(dsh.wait(), BOUND_S)
+        await asyncio.wait_for(_exited(sleeper), BOUND_S)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            dsh.kill()
+        await dsh.wait()
+        if sleeper is not None and not gone(sleeper):
+            os.kill(sleeper, signal.SIGKILL)  # a failed run leaves nothing behind
