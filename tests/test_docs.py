@@ -263,23 +263,6 @@ def test_the_event_taxonomy_document_matches_the_declarations() -> None:
     )
 
 
-def test_the_llm_readme_states_the_retry_policy_defaults() -> None:
-    from dsh.llm import RetryPolicy
-
-    text = " ".join((SRC / "llm" / "README.md").read_text().split())
-    found = re.search(r"`RetryPolicy\{mode: normal\|always\|never, (.*?)\}`", text)
-    assert found is not None, "the llm README no longer spells RetryPolicy out"
-    stated = dict(re.findall(r"(\w+)=(\([^)]*\)|[^,]+)", found.group(1)))
-    default = RetryPolicy()
-    assert stated == {
-        "max_retries": str(default.max_retries),
-        "base_delay_ms": str(default.base_delay_ms),
-        "max_delay_ms": str(default.max_delay_ms),
-        "retryable_codes": "(" + ", ".join(default.retryable_codes) + ")",
-        "jitter_ratio": str(default.jitter_ratio),
-    }
-
-
 def test_the_loop_lifecycle_map_names_code_that_exists() -> None:
     """Each `[Class.method]` / `[_method]` the loop README's lifecycle map points at exists."""
     from dsh.loop import ReactLoopAgent

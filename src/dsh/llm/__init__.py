@@ -74,7 +74,7 @@ from ._request import (
     error_chain,
 )
 from ._runtime import LlmPlugin, LlmRuntime, PreparedCall, apply_model_defaults
-from ._text import REPLACEMENT, PairJoiner, clean_json, clean_text, json_bytes
+from ._text import REPLACEMENT, PairJoiner, clean_json, clean_text, clean_utf8, json_bytes
 
 __all__ = [
     # runtime
@@ -154,5 +154,6 @@ __all__ = [
     "PairJoiner",
     "clean_json",
     "clean_text",
+    "clean_utf8",
     "json_bytes",
 ]

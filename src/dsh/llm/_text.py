@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["REPLACEMENT", "PairJoiner", "clean_json", "clean_text", "json_bytes"]
+__all__ = ["REPLACEMENT", "PairJoiner", "clean_json", "clean_text", "clean_utf8", "json_bytes"]
 
 REPLACEMENT = "\ufffd"
 _HIGH = ("\ud800", "\udbff")
@@ -70,6 +70,15 @@ class PairJoiner:
         """What is left when the stream ends: U+FFFD for a held half, else ""."""
         held, self.held = self.held, ""
         return REPLACEMENT if held else ""
+
+
+def clean_utf8(text: str) -> bytes:
+    """`text` as UTF-8, a lone surrogate as U+FFFD: a model request body (providers refuse
+    a lone half even escaped) always encodes."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a log written before text was cleaned, a plugin's message
+        return clean_text(text).encode("utf-8")
 
 
 def json_bytes(text: str) -> bytes:

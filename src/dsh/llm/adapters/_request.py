@@ -27,7 +27,7 @@ from .._content import (
     ToolResultBlock,
 )
 from .._request import GenerateOptions, ToolSchema
-from .._text import clean_text
+from .._text import clean_utf8
 
 __all__ = ["Dialect", "RequestEncoder", "wire_messages"]
 
@@ -266,10 +266,4 @@ class RequestEncoder:
         for key, value in (extra or {}).items():
             pieces.append(f",{_dumps(key)}:{_dumps(value)}")
         pieces.append("}")
-        body = "".join(pieces)
-        try:
-            return body.encode()
-        except UnicodeEncodeError:
-            # A lone surrogate (from a log written before text was cleaned, or a plugin):
-            # providers refuse it even escaped, so it goes out as U+FFFD.
-            return clean_text(body).encode()
+        return clean_utf8("".join(pieces))
