@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 TASK ?=
 WORKSPACE ?=
 run: $(STAMP)
-	$(BIN)/dsh demo $(if $(TASK),"$(TASK)") $(if $(WORKSPACE),--cwd "$(WORKSPACE)")
+	$(BIN)/dsh demo $(if $(TASK),"$(TASK)") $(if $(WORKSPACE),--cwd "$(WORKSPACE)") $(if $(YES),--yes)
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -112,11 +112,13 @@ async def test_the_command_line_says_what_is_wrong_in_one_line(tmp_path: Path) -
             (["batch", str(tasks), "--out", "no/such/r.jsonl"], "cannot write the results"),
         ]
         without_key = {k: v for k, v in env.items() if k != "DEEPSEEK_API_KEY"}
-        cases.append((["batch", str(tasks), "--out", "r.jsonl"], "needs an API key"))
+        cases.append(
+            (["batch", str(tasks), "--out", "r.jsonl"], "no API key for deepseek-official")
+        )
         for args, problem in cases:
             process = await asyncio.create_subprocess_exec(
                 sys.executable, *DSH, *args, stdout=-1, stderr=-1, cwd=tmp_path,
-                env=without_key if problem == "needs an API key" else env,
+                env=without_key if problem == "no API key for deepseek-official" else env,
             )  # fmt: skip
             _, err = await asyncio.wait_for(process.communicate(), 60)
             assert process.returncode == 2, err

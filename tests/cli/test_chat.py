@@ -1,137 +1,238 @@
-"""`dsh chat` driven through a pseudo-terminal, as a person would."""
+"""`dsh chat` as a person sees it: a pseudo-terminal read through a terminal emulator,
+against the loopback model server streaming token by token."""
 
 from __future__ import annotations
 
-import sys
+import signal
 from pathlib import Path
-from typing import Any
 
-import pexpect
-
-from .support import DSH, cli_env, scripted_profile, workspace
+from .support import workspace
+from .terminal import USAGE, Chats, answer, at_prompt, exits_cleanly
 
 
-def spawn(tmp_path: Path, script: list[Any]) -> pexpect.spawn:
-    profile = scripted_profile(tmp_path, script)
-    env = cli_env(tmp_path, TERM="xterm")
-    args = [*DSH, "chat", "--profile", str(profile), "--provider", "scripted"]
-    args += ["--model", "scripted", "--cwd", str(workspace(tmp_path))]
-    child = pexpect.spawn(
-        sys.executable,
-        args,
-        env=env,
-        cwd=str(tmp_path),
-        timeout=30,
-        encoding="utf-8",
-        dimensions=(40, 200),
+def test_a_one_line_answer_stays_after_the_turn(chat: Chats) -> None:
+    t, _ = chat([answer("Hello there!", usage=USAGE), answer("Still here.")])
+    t.enter("hello")
+    t.wait_for("↑ 3.6k in (75% cached) · ↓ 40 out").wait_for(at_prompt)
+    lines = t.lines()
+    asked = lines.index("> hello")
+    assert lines[asked + 1] == "Hello there!"
+    t.enter("and now?")
+    t.wait_for("Still here.").wait_for(at_prompt)
+    assert t.lines().count("Hello there!") == 1  # kept, and printed once
+    exits_cleanly(t)
+
+
+MARKDOWN = (
+    "Hello! Here is a list:\n\n- first item\n- second item\n\n"
+    "```python\nprint('hi')\n```\n\nThat is **all**."
+)
+
+
+def test_a_multi_line_answer_is_whole_in_order_and_rendered(chat: Chats) -> None:
+    t, _ = chat([answer(MARKDOWN)])
+    t.enter("a list please")
+    t.wait_for("That is all.").wait_for(at_prompt)
+    lines = t.lines()
+    start = lines.index("Hello! Here is a list:")
+    shown = [line for line in lines[start:] if line.strip()]
+    assert shown[:5] == [
+        "Hello! Here is a list:",
+        " • first item",
+        " • second item",
+        " print('hi')",
+        "That is all.",
+    ]
+    # Markdown: the list bullets and bold are rendered, the fence and stars are gone.
+    assert "```" not in t.text() and "**" not in t.text()
+    exits_cleanly(t)
+
+
+def test_reasoning_is_dimmed_and_folded_and_can_be_shown_in_full(chat: Chats) -> None:
+    thought = {"reasoning": "The user greets me.\nI should greet back."}
+    t, _ = chat([answer(thought, "Hi!"), answer(thought, "Hi again!")])
+    t.enter("hello")
+    t.wait_for("Hi!").wait_for(at_prompt)
+    assert "∴ The user greets me. I should greet back. (2 lines of thinking)" in t.lines()
+    t.enter("/reasoning")
+    t.wait_for("reasoning is now shown in full")
+    t.enter("hello again")
+    t.wait_for("Hi again!").wait_for(at_prompt)
+    lines = t.lines()
+    at = lines.index("I should greet back.")
+    assert lines[at - 1] == "The user greets me."
+    row = next(
+        r
+        for r in t.screen.buffer.values()
+        if "".join(c.data for c in r.values()).startswith("The user")
     )
-    child.expect("new session session-")
-    child.expect(">")
-    return child
+    assert row[0].italics  # dimmed: italic grey
+    exits_cleanly(t)
 
 
-def test_followup_steer_cancel_and_exit(tmp_path: Path) -> None:
-    script = [
-        "First answer.",
-        {"text": "slow answer " * 20, "delay": 0.05},
-        "Answer to the steering.",
-        {"text": "never ending", "hang": True},
-        "After cancel.",
+def test_a_tool_call_and_its_result_come_in_order(chat: Chats, tmp_path: Path) -> None:
+    (workspace(tmp_path) / "notes.txt").write_text("alpha\n  indented beta\n")
+    read = {"tool_call": {"name": "glob", "arguments": {"pattern": "*.txt"}}}
+    t, _ = chat([answer("Let me look.", read), answer("There is notes.txt.")])
+    t.enter("what is here?")
+    t.wait_for("There is notes.txt.").wait_for(at_prompt)
+    lines = t.lines()
+    order = [
+        lines.index("Let me look."),
+        lines.index('● glob(pattern="*.txt")'),
+        next(i for i, line in enumerate(lines) if line.startswith("  ⎿ ") and "notes.txt" in line),
+        lines.index("There is notes.txt."),
     ]
-    child = spawn(tmp_path, script)
-    child.sendline("hello")
-    child.expect("First answer.")
-    child.expect(">")
-
-    child.sendline("go slowly")
-    child.expect("slow answer")
-    child.sendline("also consider this")  # steering while the turn runs
-    child.expect("Answer to the steering.")
-
-    child.sendline("never stop")
-    child.expect("never ending")
-    child.sendcontrol("c")
-    child.expect("cancelling the turn")
-    child.expect(r"cancelled \(user\)")
-
-    child.sendline("and now?")
-    child.expect("After cancel.")
-    child.sendline("/exit")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    assert order == sorted(order)
+    exits_cleanly(t)
 
 
-def test_commands_and_double_ctrl_c(tmp_path: Path) -> None:
-    child = spawn(tmp_path, [])
-    child.sendline("/help")
-    child.expect("/resume ID")
-    child.sendline("/nonsense")
-    child.expect("unknown command /nonsense")
-    child.sendline("/new")
-    child.expect("new session session-")
-    child.sendcontrol("c")
-    child.expect("Ctrl-C again to exit")
-    child.sendcontrol("c")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+def test_steering_mid_turn_is_queued_then_taken(chat: Chats) -> None:
+    slow = {
+        "parts": ["I am counting: " + " ".join(str(i) for i in range(120))],
+        "delay": 0.02,
+        "piece_chars": 2,
+    }
+    t, server = chat([slow, answer("Counting stopped, as you asked.")])
+    t.enter("count slowly")
+    t.wait_for("I am counting")  # streaming into the live area
+    t.enter("stop counting")
+    t.wait_for("⧗ queued: stop counting")
+    t.wait_for("Counting stopped, as you asked.").wait_for(at_prompt)
+    lines = t.lines()
+    assert lines.index("> stop counting") < lines.index("Counting stopped, as you asked.")
+    assert not any("queued" in line for line in t.display())
+    messages = server.requests()[1]["body"]["messages"]
+    assert messages[-1] == {"role": "user", "content": "stop counting"}
+    exits_cleanly(t)
 
 
-def test_resume_a_previous_session(tmp_path: Path) -> None:
-    child = spawn(tmp_path, ["Remembered."])
-    child.expect(">")
-    child.sendline("remember this")
-    child.expect("Remembered.")
-    child.sendline("/sessions")
-    child.expect(r"(session-[0-9a-f-]{36})")
-    session_id = child.match.group(1)
-    child.sendline("/exit")
-    child.expect(pexpect.EOF)
-
-    again = spawn(tmp_path, ["Welcome back."])
-    again.sendline(f"/resume {session_id}")
-    again.expect(f"resumed session {session_id}")
-    again.sendline("are you there?")
-    again.expect("Welcome back.")
-    again.sendline("/exit")
-    again.expect(pexpect.EOF)
-    again.close()
-    assert again.exitstatus == 0
+def test_ctrl_c_cancels_the_turn_and_keeps_what_was_shown(chat: Chats) -> None:
+    t, _ = chat([answer("Thinking out loud, and then", hang=True), answer("Back again.")])
+    t.enter("never stop")
+    t.wait_for("Thinking out loud, and then")  # all of it streamed; the model then stalls
+    t.ctrl("c")
+    t.wait_for("✗ cancelled (user)").wait_for(at_prompt)
+    lines = t.lines()
+    assert lines.index("Thinking out loud, and then") < lines.index("✗ cancelled (user)")
+    t.enter("and now?")
+    t.wait_for("Back again.")
+    exits_cleanly(t)
 
 
-def test_an_ask_is_answered_at_the_prompt(tmp_path: Path) -> None:
-    script = [
-        {"tool": "shout", "args": {"text": "once"}},
-        "Shouted once.",
-        {"tool": "shout", "args": {"text": "never"}},
-        "Not allowed, fine.",
+def test_ctrl_c_twice_at_an_idle_prompt_exits(chat: Chats) -> None:
+    t, _ = chat([])
+    t.ctrl("c")
+    t.wait_for("(Ctrl-C again to exit)").wait_for(at_prompt)
+    t.ctrl("c")
+    assert t.wait_exit() == 0
+
+
+def test_ctrl_c_between_two_prompts_counts_too(chat: Chats) -> None:
+    # A Ctrl-C typed while no prompt reads the keys arrives as SIGINT.
+    t, _ = chat([])
+    t.ctrl("c")
+    t.wait_for("(Ctrl-C again to exit)").wait_for(at_prompt)
+    t.child.kill(signal.SIGINT)
+    assert t.wait_exit() == 0
+
+
+def test_a_resize_mid_answer_leaves_no_fragments(chat: Chats) -> None:
+    words = " ".join(f"word{i}" for i in range(40))
+    text = f"First paragraph.\n\n{words}\n\nLast line."
+    t, _ = chat([{"parts": [text], "delay": 0.03, "piece_chars": 4}], cols=100)
+    t.enter("talk")
+    t.wait_for("First paragraph.")
+    t.resize(30, 60)
+    t.wait_for("Last line.").wait_for(at_prompt)
+    lines = t.lines()
+    assert lines.count("First paragraph.") == 1 and lines.count("Last line.") == 1
+    assert not any("writing…" in line or "thinking…" in line for line in lines)
+    assert all(len(line) <= 100 for line in lines)
+    rendered = " ".join(lines[lines.index("First paragraph.") + 1 : lines.index("Last line.")])
+    assert " ".join(rendered.split()) == words  # every word once, in order
+    exits_cleanly(t)
+
+
+def test_commands_help_new_and_unknown(chat: Chats) -> None:
+    t, _ = chat([])
+    t.enter("/help")
+    t.wait_for("/resume")
+    t.enter("/nonsense")
+    t.wait_for("unknown command /nonsense (/help lists them)")
+    t.enter("/new")
+    t.wait_for(lambda t: sum(line.startswith("new session ") for line in t.lines()) == 2)
+    exits_cleanly(t)
+
+
+def test_slash_commands_complete(chat: Chats) -> None:
+    t, _ = chat([])
+    t.type("/comp")
+    t.type("\t")
+    t.wait_for(lambda t: t.cursor_line().startswith("> /compact"))
+    t.enter()
+    t.wait_for("nothing to compact yet: the conversation is 0 messages")
+    exits_cleanly(t)
+
+
+def test_resume_reprints_the_last_turns_and_history_is_per_workspace(chat: Chats) -> None:
+    t, server = chat([answer("Noted: the code word is tulip."), answer("It was tulip.")])
+    t.enter("remember the code word tulip")
+    t.wait_for("Noted: the code word is tulip.").wait_for(at_prompt)
+    session_id = next(line for line in t.lines() if line.startswith("new session ")).split()[-1]
+    exits_cleanly(t)
+
+    again, _ = chat(server)
+    again.type("\x1b[A")  # Up: the input history of this workspace
+    again.wait_for(lambda t: t.cursor_line() == "> remember the code word tulip")
+    again.ctrl("u")
+    again.enter("/sessions")
+    again.wait_for(lambda t: any(session_id in line and "1 turn" in line for line in t.lines()))
+    again.enter(f"/resume {session_id.removeprefix('session-')[:8]}")
+    again.wait_for(f"resumed session {session_id}")
+    lines = again.lines()
+    at = lines.index(f"resumed session {session_id}")
+    assert lines[at + 1 : at + 3] == [
+        "> remember the code word tulip",
+        "Noted: the code word is tulip.",
     ]
-    child = spawn(tmp_path, script)
-    child.sendline("shout once")
-    child.expect("needs approval")
-    child.sendline("y")
-    child.expect("ONCE")  # the tool ran
-    child.expect("Shouted once.")
-    child.sendline("shout again")
-    child.expect("needs approval")
-    child.sendline("n")
-    child.expect("rejected")
-    child.expect("Not allowed, fine.")
-    child.sendline("/exit")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    again.enter("what was it?")
+    again.wait_for("It was tulip.")
+    exits_cleanly(again)
 
 
-def test_compact_command(tmp_path: Path) -> None:
-    child = spawn(tmp_path, ["A long first answer " * 20, "Summary: the user said hello."])
-    child.sendline("hello " * 40)
-    child.expect("A long first answer")
-    child.expect(">")
-    child.sendline("/compact")
-    child.expect("compacted")
-    child.sendline("/exit")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+def test_continue_and_yes(chat: Chats, tmp_path: Path) -> None:
+    run = {"tool_call": {"name": "bash", "arguments": {"command": "echo hi", "description": "x"}}}
+    t, server = chat([answer("First."), answer(run), answer("Ran it.")])
+    t.enter("start")
+    t.wait_for("First.")
+    exits_cleanly(t)
+    again, _ = chat(server, "-c", "--yes")
+    again.wait_for("--yes: every tool call is approved")
+    again.wait_for(lambda t: "> start" in t.lines() and "First." in t.lines())  # reprinted
+    again.enter("run it")
+    again.wait_for("Ran it.").wait_for(at_prompt)
+    assert not any("needs your approval" in line for line in again.lines())
+    exits_cleanly(again)
+
+
+def test_compact_an_ordinary_conversation(chat: Chats) -> None:
+    script = [{"parts": [f"Answer {i}: " + "details " * 100]} for i in range(3)]
+    t, server = chat([*script, "Summary: three questions about details."])
+    for i in range(3):
+        t.enter(f"question {i}")
+        t.wait_for(f"Answer {i}:").wait_for(at_prompt)
+    t.enter("/compact")
+    t.wait_for("⇣ compacted 5 earlier messages into a summary")
+    assert server.requests()[-1]["body"]["messages"][-1]["content"].startswith("Summarise")
+    exits_cleanly(t)
+
+
+def test_plain_prints_the_raw_text(chat: Chats) -> None:
+    t, _ = chat([answer("Some **bold** and `code`:\n\n- item")], "--plain")
+    t.enter("hi")
+    t.wait_for("- item").wait_for(at_prompt)
+    lines = t.lines()
+    at = lines.index("Some **bold** and `code`:")
+    assert lines[at + 1 : at + 3] == ["", "- item"]
+    exits_cleanly(t)

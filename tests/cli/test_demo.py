@@ -27,6 +27,9 @@ def test_demo_without_a_key_fixes_the_sample_with_a_scripted_model(tmp_path: Pat
     )
     assert result.returncode == 0, result.stderr
     assert "a scripted demo model is answering" in result.stderr
+    assert (
+        "The built-in sample runs its tools without asking, in a scratch folder." in result.stderr
+    )
     workspace = Path(re.search(r"workspace: (\S+)", result.stderr).group(1))  # type: ignore[union-attr]
     assert (workspace / "greeting.py").read_text() == 'message = "hello world"\nprint(message)\n'
     assert "hello world" in result.stderr  # the bash result
@@ -86,3 +89,21 @@ def test_run_whose_model_delegates_to_a_subagent(tmp_path: Path, loopback: str) 
     assert result.stdout.strip() == "The helper says: Paris."
     assert "Paris." in result.stderr  # the subagent tool's one-line result
     assert "sk-test" not in result.stdout + result.stderr
+
+
+def test_demo_with_your_folder_asks_nothing_silently(tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "greeting.py").write_text('message = "hello wrold"\nprint(message)\n')
+    result = subprocess.run(
+        [*DSH, "demo", "--cwd", str(mine)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean_env(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "changes to files and commands are denied without asking (add --yes" in result.stderr
+    assert "requires approval, but nothing can answer" in result.stderr
+    assert (mine / "greeting.py").read_text() == 'message = "hello wrold"\nprint(message)\n'
+    assert "runs its tools without asking" not in result.stderr

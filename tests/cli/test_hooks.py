@@ -179,7 +179,7 @@ def test_chat_asks_once_remembers_and_shows_the_hooks(tmp_path: Path) -> None:
     child.expect("guard.sh")
     child.sendline("tidy up")
     child.expect("PreToolUse hook blocked")
-    child.expect(r"allow\? \[y\]es once")  # the write asks; the blocked bash never did
+    child.expect(r"allow\? y once")  # the write asks; the blocked bash never did
     child.sendline("y")
     child.expect("Done.")
     child.sendline("/exit")

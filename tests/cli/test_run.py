@@ -141,10 +141,42 @@ def test_sessions_list_show_and_resume(tmp_path: Path) -> None:
     assert turns == [1, 2]
 
 
+def test_on_a_terminal_the_answer_is_rendered_markdown_and_no_spinner_stays(
+    tmp_path: Path,
+) -> None:
+    from .terminal import Terminal, answer, model_server
+
+    text = "# Result\n\nThe list:\n\n1. **one**\n2. `two`\n\n```sh\necho three\n```\n"
+    with model_server(tmp_path, [answer(text)]) as server:
+        env = cli_env(tmp_path, DEEPSEEK_BASE_URL=server.url, DEEPSEEK_API_KEY="sk-test")
+        env["TERM"] = "xterm-256color"
+        argv = [sys.executable, *DSH, "run", "--cwd", str(workspace(tmp_path)), "list"]
+        terminal = Terminal(argv, env=env, cwd=tmp_path, rows=30, cols=80)
+        try:
+            assert terminal.wait_exit() == 0
+            lines = [line for line in terminal.lines() if line.strip()]
+        finally:
+            terminal.close()
+    start = next(i for i, line in enumerate(lines) if "Result" in line)
+    assert [line.strip() for line in lines[start : start + 5]] == [
+        "Result",
+        "The list:",
+        "1 one",
+        "2 two",
+        "echo three",
+    ]
+    assert lines[-1].startswith("session session-") and lines[-1].endswith("· completed")
+    assert not any("thinking…" in line or "writing…" in line for line in lines)
+
+    plain = dsh(tmp_path, [text], "--plain", "x")  # piped: the raw text, whatever the flag
+    assert plain.stdout == text.rstrip("\n") + "\n"
+
+
 def test_a_retry_line_says_what_failed(tmp_path: Path) -> None:
     waited = "deepseek-official: no data for 60s while waiting for the response to start"
     result = dsh(tmp_path, [{"fail": "TIMEOUT", "message": waited}, "Recovered."], "hello")
     assert result.returncode == 0, result.stderr
     shown = " ".join(result.stderr.split())  # the console wraps long lines
-    assert f"↻ TIMEOUT: {waited}; retrying in" in shown
+    assert "↻ retry 1/5 in " in shown
+    assert f"s: {waited.removeprefix('deepseek-official: ')}" in shown
     assert result.stdout.strip() == "Recovered."

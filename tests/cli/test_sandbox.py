@@ -47,10 +47,11 @@ def test_config_show_prints_the_mode_and_whether_bubblewrap_works(tmp_path: Path
     result = run(["config", "show"], tmp_path)
     assert result.returncode == 0, result.stderr
     expected = "bubblewrap works here" if HAS_BWRAP else "every bash call will ask"
-    [line] = [line for line in result.stdout.splitlines() if line.startswith("# sandbox:")]
-    assert line.startswith("# sandbox: workspace-write") and expected in line
+    [line] = [line for line in result.stdout.splitlines() if line.startswith("sandbox:")]
+    assert line.split(":", 1)[1].strip().startswith("workspace-write") and expected in line
     assert "- id: sandbox\n  name: sandbox\n  config:\n    mode: workspace-write" in result.stdout
     missing = tmp_path / "missing.yml"
     missing.write_text("- id: sandbox\n  config: {mode: read-only, bwrap: /nonexistent/bwrap}\n")
     result = run(["config", "show", "--profile", str(missing)], tmp_path)
-    assert "# sandbox: read-only — bubblewrap not found ('/nonexistent/bwrap')" in result.stdout
+    shown = " ".join(result.stdout.split())
+    assert "sandbox: read-only — bubblewrap not found ('/nonexistent/bwrap')" in shown

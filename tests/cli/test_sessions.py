@@ -113,6 +113,10 @@ def test_a_corrupt_log_is_one_line_and_repair_keeps_the_valid_part(tmp_path: Pat
             f"(`dsh sessions repair {session_id}` keeps what is valid)\n"
         )
 
+    listed = dsh(tmp_path, "sessions", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert f"(a corrupt log: dsh sessions repair {session_id})" in listed.stdout
+
     repaired = dsh(tmp_path, "sessions", "repair", session_id)
     assert repaired.returncode == 0, repaired.stderr
     (side,) = log.parent.glob("session.rejected-*.jsonl")

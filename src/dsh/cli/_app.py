@@ -1,25 +1,28 @@
-"""The typer application behind `dsh`."""
+"""The `dsh` command table: each command parses its options and hands over to its module.
+Add a command here as one more decorated function (or `app.add_typer` for a group)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated
 
 import typer
 
 from .._version import __version__
+from ._errors import exit_with, run_app
 
 app = typer.Typer(
     name="dsh",
     help="dsh: an agent harness in which everything is a plugin.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
-config_app = typer.Typer(help="Inspect the plugin composition.", no_args_is_help=True)
+config_app = typer.Typer(help="Inspect the effective settings.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 sessions_app = typer.Typer(help="Persisted sessions.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
@@ -31,68 +34,49 @@ ProfileOption = Annotated[
     typer.Option(
         "--profile",
         "-p",
+        metavar="FILE",
         help="A profile YAML layered over the default (repeatable; ./dsh.yml is read if present).",
     ),
 ]
-
-
-def _version_callback(value: bool) -> None:
-    if value:
-        typer.echo(f"dsh {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", callback=_version_callback, is_eager=True, help="Print the version."
-        ),
-    ] = False,
-) -> None:
-    """dsh command line."""
-
-
-@config_app.command("show")
-def config_show(profile: ProfileOption = None) -> None:
-    """Print the resolved plugin rows (default profile, then each layer)."""
-    import yaml
-
-    from ..kernel import CompositionError, load_profile
-    from ..kernel._compose import prepare
-    from ._runtime import profile_files, sandbox_status
-
-    try:
-        resolved = load_profile(profile_files(profile))
-        prepare(resolved)
-        sandbox = sandbox_status(resolved)
-    except (CompositionError, ValueError) as exc:
-        typer.echo(f"dsh: {exc}", err=True)
-        raise typer.Exit(2) from None
-    typer.echo(f"# layers: {', '.join(resolved.sources) or '(none)'}")
-    if sandbox is not None:
-        typer.echo(f"# {sandbox}")
-    typer.echo(yaml.safe_dump(resolved.to_data(), sort_keys=False).rstrip() or "[]")
-
-
 ProviderOption = Annotated[
     str | None,
-    typer.Option("--provider", help="Model provider route (default: deepseek-official)."),
-]
-ModelOption = Annotated[str | None, typer.Option("--model", help="Model id.")]
-CwdOption = Annotated[
-    Path | None,
-    typer.Option("--cwd", help="The agent's workspace (default: the current directory)."),
-]
-TrustOption = Annotated[
-    bool,
     typer.Option(
-        "--trust-workspace",
-        "--trust-hooks",
-        help="Trust the workspace for this run: run the hooks and MCP servers its files define.",
+        "--provider", metavar="ROUTE", help="A route the profile mounts (with a bare --model id)."
     ),
 ]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        metavar="PROVIDER:MODEL",
+        help="deepseek:<id>, openai:<id> or <route>:<id>; a bare id is DeepSeek's "
+        "(default: $DSH_MODEL, else deepseek-v4-flash).",
+    ),
+]
+BaseUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        metavar="URL",
+        help="The server of a deepseek: or openai: model (any OpenAI-compatible server).",
+    ),
+]
+CwdOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--cwd", metavar="DIR", help="The agent's workspace (default: the current directory)."
+    ),
+]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")]
+ContinueOption = Annotated[
+    bool,
+    typer.Option("--continue", "-c", help="Continue the latest session of this workspace."),
+]
+PlainOption = Annotated[
+    bool, typer.Option("--plain", help="Print answers as raw text (no Markdown rendering).")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Raw JSON lines.")]
 
 
 class SandboxMode(StrEnum):
@@ -115,124 +99,173 @@ def _mode(value: SandboxMode | None) -> str | None:
     return None if value is None else value.value
 
 
-def _exit_with(coro: Any) -> NoReturn:
-    """Run a command coroutine; user-fixable problems print one line and exit 2."""
-    import asyncio
+TrustOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust-workspace",
+        "--trust-hooks",
+        help="Trust the workspace for this run: run the hooks and MCP servers its files define.",
+    ),
+]
 
-    from ..kernel import CompositionError
-    from ..persistence import PersistenceError
-    from ..workspace import SettingsError
-    from ._runtime import CliError
 
-    try:
-        code = asyncio.run(coro)
-    except (CliError, CompositionError, PersistenceError, SettingsError) as exc:
-        typer.echo(f"dsh: {exc}", err=True)
-        raise typer.Exit(2) from None
-    raise typer.Exit(code)
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"dsh {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version_callback, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option("--verbose", "-v", help="Log more, and show tracebacks of internal errors."),
+    ] = False,
+) -> None:
+    """dsh command line."""
+    from ._errors import configure_logging
+
+    configure_logging(verbose)
 
 
 @app.command("run")
 def run_command(
-    task: Annotated[str, typer.Argument(help="What the agent should do.")],
+    task: Annotated[str | None, typer.Argument(metavar="TASK", hidden=True)] = None,
     profile: ProfileOption = None,
-    provider: ProviderOption = None,
     model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    provider: ProviderOption = None,
     cwd: CwdOption = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")] = False,
+    yes: YesOption = False,
+    continue_: ContinueOption = False,
+    plain: PlainOption = False,
     json_: Annotated[
         bool, typer.Option("--json", help="Print one session event per line (for scripts).")
     ] = False,
     trust: TrustOption = False,
     sandbox: SandboxOption = None,
 ) -> None:
-    """Run an agent on one task; exit 0 when its turn completed."""
+    """Run an agent on TASK (`-`, or no TASK and a pipe: read it from stdin); exit 0 when
+    its turn completed."""
     from ._run import RunOptions, run_task
 
-    options = RunOptions(
-        task, profile, provider, model, cwd, yes, json_, trust=trust, sandbox=_mode(sandbox)
-    )
-    _exit_with(run_task(options))
-
-
-@app.command("demo")
-def demo_command(
-    task: Annotated[str | None, typer.Argument(help="The task (default: fix greeting.py).")] = None,
-    cwd: CwdOption = None,
-) -> None:
-    """The main job: an agent on a sample task in a scratch workspace (DeepSeek when
-    DEEPSEEK_API_KEY is set, else a scripted demo model over a loopback HTTP server)."""
-    from ._demo import run_demo
-
-    _exit_with(run_demo(task, cwd))
+    options = RunOptions(profile, model, base_url, provider, cwd, None, continue_, yes, plain)
+    options = dataclasses.replace(options, task=task, json=json_, trust=trust)
+    exit_with(run_task(dataclasses.replace(options, sandbox=_mode(sandbox))))
 
 
 @app.command("chat")
 def chat_command(
     profile: ProfileOption = None,
-    provider: ProviderOption = None,
     model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    provider: ProviderOption = None,
     cwd: CwdOption = None,
+    continue_: ContinueOption = False,
+    resume: Annotated[
+        str | None, typer.Option("--resume", "-r", metavar="ID", help="Resume this session.")
+    ] = None,
+    yes: YesOption = False,
+    plain: PlainOption = False,
     sandbox: SandboxOption = None,
 ) -> None:
     """Talk with an agent: Enter sends, Ctrl-C cancels the running turn, /help for more."""
     from ._chat import chat
+    from ._runtime import Options
 
-    _exit_with(chat(profile, provider, model, cwd, sandbox=_mode(sandbox)))
+    options = Options(profile, model, base_url, provider, cwd, resume, continue_, yes, plain)
+    exit_with(chat(dataclasses.replace(options, sandbox=_mode(sandbox))))
 
 
-JsonOption = Annotated[bool, typer.Option("--json", help="Raw JSON lines.")]
+@app.command("demo")
+def demo_command(
+    task: Annotated[str | None, typer.Argument(metavar="TASK", hidden=True)] = None,
+    cwd: CwdOption = None,
+    yes: YesOption = False,
+) -> None:
+    """The main job: an agent on a sample task (or your TASK) in a scratch workspace
+    (DeepSeek when DEEPSEEK_API_KEY is set, else a scripted demo model over a loopback HTTP
+    server). Only the sample runs its tools unasked; yours need --yes."""
+    from ._demo import run_demo
+
+    exit_with(run_demo(task, cwd, yes=yes))
+
+
+@config_app.command("show")
+def config_show(
+    profile: ProfileOption = None,
+    cwd: CwdOption = None,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+) -> None:
+    """Print the effective settings (secrets masked) and the plugin rows."""
+    from ._config import show_config
+
+    exit_with(show_config(profile, cwd, model, base_url))
 
 
 @sessions_app.command("list")
-def sessions_list(profile: ProfileOption = None, json_: JsonOption = False) -> None:
-    """List stored sessions, newest first."""
+def sessions_list(
+    profile: ProfileOption = None,
+    json_: JsonOption = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="How many.")] = 20,
+) -> None:
+    """List stored sessions, most recently active first."""
     from ._sessions import list_sessions
 
-    _exit_with(list_sessions(profile, json_))
+    exit_with(list_sessions(profile, json_, limit))
+
+
+SessionArgument = Annotated[str, typer.Argument(metavar="ID", hidden=True)]
 
 
 @sessions_app.command("show")
 def sessions_show(
-    session_id: Annotated[str, typer.Argument(help="The session id.")],
-    profile: ProfileOption = None,
-    json_: JsonOption = False,
+    session_id: SessionArgument, profile: ProfileOption = None, json_: JsonOption = False
 ) -> None:
-    """Print a session's transcript (`--json`: its header and raw events)."""
+    """Print the transcript of session ID (a unique prefix is enough; `--json`: its header
+    and raw events)."""
     from ._sessions import show_session
 
-    _exit_with(show_session(profile, session_id, json_))
+    exit_with(show_session(profile, session_id, json_))
 
 
 @sessions_app.command("repair")
-def sessions_repair(
-    session_id: Annotated[str, typer.Argument(help="The session id.")],
-    profile: ProfileOption = None,
-) -> None:
+def sessions_repair(session_id: SessionArgument, profile: ProfileOption = None) -> None:
     """Cut a corrupt log back to its valid part; the rest is moved to a file beside it."""
     from ._sessions import repair_session
 
-    _exit_with(repair_session(profile, session_id))
+    exit_with(repair_session(profile, session_id))
 
 
 @sessions_app.command("resume")
 def sessions_resume(
-    session_id: Annotated[str, typer.Argument(help="The session id.")],
-    task: Annotated[str | None, typer.Argument(help="A task to run (else: chat).")] = None,
+    session_id: SessionArgument,
+    task: Annotated[str | None, typer.Argument(metavar="TASK", hidden=True)] = None,
     profile: ProfileOption = None,
-    provider: ProviderOption = None,
     model: ModelOption = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")] = False,
+    base_url: BaseUrlOption = None,
+    provider: ProviderOption = None,
+    yes: YesOption = False,
     trust: TrustOption = False,
 ) -> None:
-    """Resume a session: run a task in it, or chat in it."""
-    from ._chat import chat
+    """Resume session ID (a unique prefix is enough): run TASK in it, or chat in it."""
     from ._run import RunOptions, run_task
 
+    options = RunOptions(
+        profile, model, base_url, provider, resume=session_id, yes=yes, trust=trust
+    )
     if task is None:
-        _exit_with(chat(profile, provider, model, None, resume=session_id))
-    options = RunOptions(task, profile, provider, model, None, yes, resume=session_id, trust=trust)
-    _exit_with(run_task(options))
+        from ._chat import chat
+
+        exit_with(chat(options))
+    exit_with(run_task(dataclasses.replace(options, task=task)))
 
 
 @hooks_app.command("list")
@@ -241,51 +274,66 @@ def hooks_list(profile: ProfileOption = None, cwd: CwdOption = None) -> None:
     it runs (a workspace's own hooks run once it is trusted)."""
     from ._hooks import list_hooks
 
-    _exit_with(list_hooks(profile, cwd))
+    exit_with(list_hooks(profile, cwd))
 
 
 @app.command("batch")
 def batch_command(
-    tasks: Annotated[Path, typer.Argument(help="A JSONL file: one task per line.")],
+    tasks: Annotated[Path, typer.Argument(metavar="TASKS", hidden=True)],
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="The results file (JSONL; a rerun resumes it).")
+        Path,
+        typer.Option(
+            "--out", "-o", metavar="FILE", help="The results file (JSONL; a rerun resumes it)."
+        ),
     ],
     concurrency: Annotated[
-        int, typer.Option("--concurrency", "-j", min=1, help="Tasks running at once.")
+        int,
+        typer.Option("--concurrency", "-j", min=1, metavar="N", help="Tasks running at once."),
     ] = 8,
     ray: Annotated[
         str | None,
         typer.Option(
             "--ray",
+            metavar="ADDRESS",
             help="Run on Ray actors: `--ray` alone starts a local Ray, `--ray ADDRESS` joins "
             "a cluster (auto, ray://host:10001). Needs a PostgreSQL store.",
         ),
     ] = None,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="Ray actors.")] = 2,
+    workers: Annotated[int, typer.Option("--workers", min=1, metavar="N", help="Ray actors.")] = 2,
     store: Annotated[
         str | None,
         typer.Option(
-            "--store", help="Session store: postgresql://…, sqlite:PATH or a folder (JSONL)."
+            "--store",
+            metavar="STORE",
+            help="Session store: postgresql://…, sqlite:PATH or a folder (JSONL).",
         ),
     ] = None,
     model: Annotated[
-        str | None, typer.Option("--model", help="provider:model for tasks that name none.")
+        str | None,
+        typer.Option(
+            "--model", metavar="PROVIDER:MODEL", help="The model of tasks that name none."
+        ),
     ] = None,
     profile: ProfileOption = None,
     cwd: CwdOption = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")] = False,
+    yes: YesOption = False,
     session_prefix: Annotated[
         str | None,
-        typer.Option("--session-prefix", help="Session ids are PREFIX + task id (default: OUT-)."),
+        typer.Option(
+            "--session-prefix",
+            metavar="PREFIX",
+            help="Session ids are PREFIX + task id (default: OUT-).",
+        ),
     ] = None,
 ) -> None:
-    """Run every task of TASKS.jsonl, each in its own session; results to --out."""
+    """Run every task of TASKS (a JSONL file, one task per line), each in its own session;
+    results to --out."""
     from ._batch import BatchOptions, run_batch
 
     options = BatchOptions(
         tasks, out, concurrency, ray, workers, store, model, profile, cwd, yes, session_prefix
     )
-    _exit_with(run_batch(options))
+    exit_with(run_batch(options))
 
 
 @app.command("jsonrpc")
@@ -296,13 +344,12 @@ def jsonrpc() -> None:
     serve_jsonrpc()
 
 
-def run(argv: list[str] | None = None) -> None:
+def run(argv: list[str]) -> None:
     # What reaches stdout may hold a lone surrogate (an old log) or a character the locale
     # cannot encode: it is escaped, never a crash mid-transcript (stderr does this already).
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="backslashreplace")
-    args = argv if argv is not None else sys.argv[1:]
-    app(args=_optional_value(args, "--ray", "local"), prog_name="dsh")
+    run_app(app, _optional_value(argv, "--ray", "local"))
 
 
 def _optional_value(args: list[str], option: str, default: str) -> list[str]:

@@ -7,13 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._runtime import (
-    CliError,
-    build_profile,
-    check_credentials,
-    profile_files,
-    resolve_route,
-)
+from ._runtime import CliError, build_profile, profile_files, resolve_route
 
 EXIT_OK = 0
 EXIT_SOME_FAILED = 1
@@ -50,7 +44,7 @@ async def run_batch(options: BatchOptions) -> int:
         raise CliError(str(exc)) from None
     model = options.model or os.environ.get("DSH_MODEL")
     if model is None:  # the profile's route: stop now, not once per task, without its key
-        check_credentials(resolve_route(build_profile(options.profile), None, None))
+        resolve_route(build_profile(options.profile))  # a missing key raises CliError
     executor: Executor | None = None
     if options.ray is not None:
         address = None if options.ray == LOCAL_RAY else options.ray

@@ -1,278 +1,380 @@
-"""`dsh chat`: an interactive session — follow-ups when idle, steering while a turn runs."""
+"""`dsh chat`: an interactive session — follow-ups when idle, steering while a turn runs,
+approvals answered at the prompt."""
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+import signal
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..agent import USER_CANCEL, AgentHandle
-from ..kernel import Context
+from ..agent import USER_CANCEL, Agent, AgentHandle
+from ..kernel import Context, Disposer
 from ..llm import clean_text
+from ..plugins.approval import APPROVAL, Approval, ApprovalRequest
+from ..plugins.compaction import COMPACTION, CompactionError
 from ..session import SESSION_EVENT, SessionEventPayload
-from ._render import TerminalRenderer, call_summary, describe_end
-from ._runtime import (
-    Route,
-    build_profile,
-    check_credentials,
-    create_agent,
-    resolve_route,
-    resume_agent,
-    start_runtime,
-)
+from ..tools import Decision
+from ..workspace import Trust
+from ._approve import REASK, REASON_PROMPT, Answer, approval_view, parse_answer, question
+from ._render import Renderer
+from ._runtime import CliError, Options, Route, failure_advice, prepare, start_runtime
+from ._screen import ChatScreen, history_file
+from ._sessions import open_agent, persistence_of, summaries
 
-if TYPE_CHECKING:
-    from rich.console import Console
-
+COMMANDS = {
+    "/help": "what the keys and commands do",
+    "/new": "start a new session",
+    "/resume": "resume a session: /resume ID (a unique prefix is enough)",
+    "/sessions": "this workspace's sessions, newest first",
+    "/compact": "summarise older turns to free the context",
+    "/hooks": "this session's hooks: where each comes from, whether it runs",
+    "/reasoning": "show the model's reasoning in full, or folded (toggles)",
+    "/exit": "quit",
+}
 HELP = (
-    "Enter sends (a follow-up when idle, steering while a turn runs). Ctrl-C cancels the "
-    "running turn; Ctrl-C at an idle prompt twice exits.\n"
-    "/new  a new session   /resume ID  resume a session   /sessions  list sessions\n"
-    "/compact  compact this session now   /hooks  this session's hooks   /exit  quit"
+    "Enter sends: a follow-up when idle, steering while a turn runs. Ctrl-C cancels the running "
+    "turn; Ctrl-C twice at an idle prompt (or Ctrl-D) quits. Up/down: earlier inputs."
 )
-ANSWERS = {"y": "once", "yes": "once", "a": "always", "always": "always", "n": "deny", "no": "deny"}
+RESUME_TURNS = 3
+"""How many of a resumed session's last turns are printed again."""
 
 
-@dataclass
-class ChatState:
-    ctx: Context
-    route: Route
-    cwd: Path
-    console: Console
-    handle: AgentHandle | None = None
-    question: asyncio.Future[str] | None = None
-    listeners: list[Any] = field(default_factory=list)
-    """The current session's listeners (replaced by /new and /resume)."""
-    answerer: Any = None
-    """The approval answerer: one for the whole chat."""
-
-
-async def chat(
-    profile: list[Path] | None,
-    provider: str | None,
-    model: str | None,
-    cwd: Path | None,
-    *,
-    resume: str | None = None,
-    sandbox: str | None = None,
-) -> int:
-    from prompt_toolkit import PromptSession
-    from prompt_toolkit.patch_stdout import patch_stdout
-    from rich.console import Console
-
-    built = build_profile(profile, sandbox=sandbox)
-    route = resolve_route(built, provider, model)
-    check_credentials(route)
-    console = Console(highlight=False, force_terminal=True)
-    session: PromptSession[str] = PromptSession()
-    workspace = (cwd or Path.cwd()).resolve()
-    if resume is None:
-        await _ask_trust(session, console, workspace)  # before boot: MCP servers start there
-    ctx = await start_runtime(built, route)
-    state = ChatState(ctx, route, workspace, console)
-    renderer = TerminalRenderer(console, console)
+async def chat(options: Options) -> int:
+    profile, route, cwd = prepare(options)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise CliError("dsh chat needs a terminal; for scripts and pipes use `dsh run`")
+    if options.resume is None and not options.latest:
+        await ask_trust(cwd)  # before the runtime starts: MCP servers start with it
+    ctx = await start_runtime(profile, route)
+    session = Chat(ctx, route, cwd, options)
     try:
-        await _switch(state, renderer, resume)
-        if state.handle is None:
-            return 2
-        _install_answerer(state)
-        console.print(
-            f"dsh chat · {route.provider}/{route.model} · /help for commands",
-            style="dim",
-            markup=False,
-        )
-        idle_interrupts = 0
-        with patch_stdout(raw=True):
-            while True:
-                try:
-                    text = await session.prompt_async(lambda: _prompt(state))
-                except KeyboardInterrupt:
-                    agent = state.handle.agent if state.handle else None
-                    if agent is not None and agent.status == "running":
-                        agent.cancel(USER_CANCEL)
-                        console.print("cancelling the turn…", style="yellow")
-                        idle_interrupts = 0
-                        continue
-                    idle_interrupts += 1
-                    if idle_interrupts >= 2:
-                        return 0
-                    console.print("(Ctrl-C again to exit)", style="dim")
-                    continue
-                except EOFError:
-                    return 0
-                idle_interrupts = 0
-                if not await _handle(state, renderer, clean_text(text.strip())):
-                    return 0
+        await session.open(options.resume, options.latest)
+        return await session.run()
     finally:
-        renderer.close()
-        if state.handle is not None:
-            await state.handle.dispose()
+        await session.close()
         await ctx.owner.dispose()
 
 
-def _prompt(state: ChatState) -> str:
-    if state.question is not None and not state.question.done():
-        return "allow? [y]es once / [a]lways / [n]o > "
-    agent = state.handle.agent if state.handle else None
-    return "steer > " if agent is not None and agent.status == "running" else "> "
+class Chat:
+    """One chat: the screen, the current agent, and a pending approval question."""
 
+    def __init__(self, ctx: Context, route: Route, cwd: Path, options: Options) -> None:
+        self.ctx = ctx
+        self.route = route
+        self.cwd = cwd
+        self.yes = options.yes
+        self.screen = ChatScreen(
+            markdown=not options.plain,
+            history=history_file(cwd),
+            commands=COMMANDS,
+            prompt=self._prompt,
+            idle_hint=f"{route.provider}/{route.model} · /help · Ctrl-C cancels · Ctrl-D quits",
+        )
+        self.renderer = Renderer(self.screen, markdown=not options.plain, echo_prompts=True)
+        self.handle: AgentHandle | None = None
+        self.question: Question | None = None
+        self.queued: dict[str, str] = {}
+        """Steering not yet in the log, by message id."""
+        self._listener: Disposer | None = None
+        self._answerer: Disposer | None = None
+        self._idle_interrupts = 0
 
-async def _handle(state: ChatState, renderer: TerminalRenderer, text: str) -> bool:
-    """Act on one input line; False to quit."""
-    if state.question is not None and not state.question.done():
-        state.question.set_result(ANSWERS.get(text.lower(), "deny"))
+    @property
+    def agent(self) -> Agent | None:
+        return self.handle.agent if self.handle is not None else None
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        from prompt_toolkit.patch_stdout import patch_stdout
+
+        if not self.yes:
+            self._install_answerer()
+        note = " · --yes: every tool call is approved" if self.yes else ""
+        self.screen.note(f"dsh chat · {self.route.provider}/{self.route.model}{note}", "dim")
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, self._ctrl_c)  # between two prompts
+        try:
+            with patch_stdout(raw=True):
+                while True:
+                    try:
+                        text = await self.screen.read()
+                    except KeyboardInterrupt:
+                        self._ctrl_c()
+                        continue
+                    except EOFError:
+                        return 0
+                    self._idle_interrupts = 0
+                    if not await self._handle(text):
+                        return 0
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+            await self.screen.drain()
+
+    def _ctrl_c(self) -> None:
+        """Ctrl-C (a key at the prompt, or SIGINT between two prompts): cancel the running
+        turn (and a question it asks); at an idle prompt, the second one quits."""
+        agent = self.agent
+        if agent is not None and agent.status == "running":
+            agent.cancel(USER_CANCEL)
+            self.screen.status("cancelling the turn…")
+            self._idle_interrupts = 0
+            return
+        self._idle_interrupts += 1
+        if self._idle_interrupts >= 2:
+            self.screen.stop()
+        else:
+            self.screen.note("(Ctrl-C again to exit)", "dim")
+
+    def _prompt(self) -> str:
+        if self.question is not None:
+            return self.question.prompt
+        agent = self.agent
+        return "steer » " if agent is not None and agent.status == "running" else "> "
+
+    async def _handle(self, text: str) -> bool:
+        """Act on one input line; False to quit."""
+        if self.question is not None:
+            self.question.answer(text, self.screen)
+            return True
+        text = clean_text(text.strip())  # a terminal's undecodable byte arrives as a surrogate
+        if not text:
+            return True
+        if text.startswith("/"):
+            return await self._command(text)
+        agent = self.agent
+        if agent is None:
+            return True
+        if agent.status == "running":
+            self.queued[agent.steer(text)] = text
+            self.screen.queued = list(self.queued.values())
+        else:
+            self.screen.status("thinking…")
+            agent.followup(text)
         return True
-    if not text:
-        return True
-    console = state.console
-    if text.startswith("/"):
+
+    async def _command(self, text: str) -> bool:
         command, _, argument = text.partition(" ")
+        argument = argument.strip()
         if command in ("/exit", "/quit"):
             return False
         if command == "/help":
-            console.print(HELP, markup=False)
+            self.screen.note(HELP)
+            for name, meaning in COMMANDS.items():
+                self.screen.note(f"  {name:<11} {meaning}")
         elif command == "/new":
-            await _switch(state, renderer, None)
+            await self._switch(None)
         elif command == "/resume":
-            if not argument.strip():
-                console.print("usage: /resume SESSION_ID", style="red")
+            if argument:
+                await self._switch(argument)
             else:
-                await _switch(state, renderer, argument.strip())
+                await self._list_sessions("usage: /resume ID — sessions of this workspace:")
         elif command == "/sessions":
-            await _list_sessions(state)
+            await self._list_sessions("sessions of this workspace, newest first:")
         elif command == "/compact":
-            await _compact(state)
+            await self._compact()
         elif command == "/hooks":
-            _show_hooks(state)
+            self._show_hooks()
+        elif command == "/reasoning":
+            self.renderer.reasoning = not self.renderer.reasoning
+            shown = "in full" if self.renderer.reasoning else "folded to one line"
+            self.screen.note(f"reasoning is now shown {shown}", "dim")
         else:
-            console.print(f"unknown command {command} (/help lists them)", style="red")
+            self.screen.note(f"unknown command {command} (/help lists them)", "red")
         return True
-    agent = state.handle.agent if state.handle else None
-    if agent is None:
-        return True
-    if agent.status == "running":
-        agent.steer(text)
-    else:
-        renderer.waiting()
-        agent.followup(text)
-    return True
 
+    # -- sessions ------------------------------------------------------------------------------
 
-async def _switch(state: ChatState, renderer: TerminalRenderer, session_id: str | None) -> None:
-    """Leave the current session (if any) and open a new or resumed one."""
-    from ._runtime import CliError
+    async def open(self, resume: str | None, latest: bool) -> None:
+        """The first session: new, resumed (`resume`), or the workspace's latest."""
+        handle = await open_agent(self.ctx, self.route, self.cwd, resume=resume, latest=latest)
+        await self._attach(handle, resumed=resume is not None or latest)
 
-    try:
-        if session_id is None:
-            handle = await create_agent(state.ctx, state.route, state.cwd)
-        else:
-            handle = await resume_agent(state.ctx, state.route, session_id)
-    except (CliError, RuntimeError) as exc:
-        state.console.print(str(exc), style="red", markup=False)
-        return
-    for listener in state.listeners:
-        listener()
-    state.listeners.clear()
-    if state.handle is not None:
-        await state.handle.dispose()
-    state.handle = handle
-    agent = handle.agent
-
-    def on_event(payload: SessionEventPayload) -> None:
-        if payload.session is agent.session:
-            renderer.event(payload.event)
-            if payload.event.type == "turn/end":
-                reason = payload.event.data["reason"]
-                if reason.get("kind") != "completed":
-                    state.console.print(describe_end(reason), style="red", markup=False)
-
-    state.listeners.append(state.ctx.on(SESSION_EVENT, on_event))
-    verb = "resumed" if session_id else "new"
-    state.console.print(f"{verb} session {agent.id}", style="dim", markup=False)
-
-
-def _install_answerer(state: ChatState) -> None:
-    approval = state.ctx.get("approval")
-    if approval is None:
-        return
-
-    async def answer(request: Any) -> str:
-        loop = asyncio.get_running_loop()
-        state.question = loop.create_future()
-        summary = call_summary(request.tool, _raw(request.arguments))
-        state.console.print(
-            f"? {summary} needs approval ({request.reason or 'policy'})",
-            style="bold yellow",
-            markup=False,
-        )
+    async def _switch(self, resume: str | None) -> None:
+        """Leave the current session for a new or a resumed one."""
         try:
-            return await state.question
+            handle = await open_agent(self.ctx, self.route, self.cwd, resume=resume)
+        except (CliError, RuntimeError) as exc:
+            self.screen.note(str(exc), "red")
+            return
+        await self._attach(handle, resumed=resume is not None)
+
+    async def _attach(self, handle: AgentHandle, *, resumed: bool) -> None:
+        if self._listener is not None:
+            self._listener()
+        if self.handle is not None:
+            await self.handle.dispose()
+        self.handle = handle
+        self.queued.clear()
+        self.screen.queued = []
+        agent = handle.agent
+        self.cwd = Path(agent.session.header.cwd or self.cwd)  # a resumed session's project
+        if resumed:
+            self.screen.note(f"resumed session {agent.id}", "dim")
+            self.renderer.replay(_last_turns(list(agent.session.events), RESUME_TURNS))
+        else:
+            self.screen.note(f"new session {agent.id}", "dim")
+        self._listener = self.ctx.on(SESSION_EVENT, self._on_event)
+
+    def _on_event(self, payload: SessionEventPayload) -> None:
+        agent = self.agent
+        if agent is None or payload.session is not agent.session:
+            return
+        event = payload.event
+        if event.type == "user/message" and self.queued.pop(event.data["id"], None) is not None:
+            self.screen.queued = list(self.queued.values())
+        self.renderer.event(event)
+        if event.type == "turn/end":
+            if self.queued and agent.status != "running":
+                self.queued.clear()
+                self.screen.queued = []
+            advice = failure_advice(event.data["reason"], self.route)
+            if advice:
+                self.screen.note(advice, "yellow")
+
+    async def _list_sessions(self, title: str) -> None:
+        try:
+            found = await summaries(persistence_of(self.ctx), cwd=self.cwd, limit=20)
+        except CliError as exc:
+            self.screen.note(str(exc), "red")
+            return
+        self.screen.note(title, "dim")
+        for summary in found:
+            self.screen.note("  " + summary.line())
+
+    def _show_hooks(self) -> None:
+        from ._hooks import hook_lines
+
+        service = self.ctx.get("hooks")
+        hooks = service.hooks_of(self.agent) if service is not None and self.agent else None
+        if hooks is None:
+            self.screen.note("hooks are not enabled (no hooks plugin in the profile)", "red")
+            return
+        for line in hook_lines(hooks):
+            self.screen.note(line)
+
+    async def _compact(self) -> None:
+        service = self.ctx.get(COMPACTION)
+        agent = self.agent
+        if service is None or agent is None:
+            self.screen.note("compaction is not available", "red")
+            return
+        if agent.status != "idle":
+            self.screen.note("wait for the turn to end before compacting", "red")
+            return
+        plan = service.manual_plan(agent)
+        if not plan.worth_it:
+            self.screen.note(plan.why_not(), "dim")
+            return
+        self.screen.status("compacting…")
+        try:
+            result = await service.compact_now(agent)
+        except CompactionError as exc:
+            self.screen.note(f"compaction failed: {exc}", "red")
+            return
         finally:
-            state.question = None
+            self.screen.status(None)
+        if result is None:
+            self.screen.note(service.manual_plan(agent).why_not(), "dim")
 
-    state.answerer = approval.set_answerer(answer)
+    # -- approvals -----------------------------------------------------------------------------
+
+    def _install_answerer(self) -> None:
+        approval = self.ctx.get(APPROVAL)
+        if approval is None:
+            return
+
+        async def answer(request: ApprovalRequest) -> Decision:
+            self.screen.status(None)
+            self.screen.note(f"? {request.tool} needs your approval", "bold yellow")
+            for line, style in approval_view(request.tool, request.arguments, self.cwd):
+                self.screen.note(line, style)
+            trusted = Trust().is_trusted(self.cwd)
+            self.question = Question(asyncio.get_running_loop().create_future(), trusted)
+            self.screen.live("")
+            try:
+                given = await self.question.future
+            finally:
+                self.question = None
+            if given.choice == "project":
+                self._allow_in_project(approval, request, trusted)
+            return given.decision()
+
+        self._answerer = approval.set_answerer(answer)
+
+    def _allow_in_project(
+        self, approval: Approval, request: ApprovalRequest, trusted: bool
+    ) -> None:
+        """Save the project rule; answering "always in this project" in a workspace not yet
+        trusted trusts it (the question said so), or the rule would never apply."""
+        if not trusted:
+            Trust().trust(self.cwd)
+        rule, path = approval.allow_in_project(self.cwd, request.tool, request.arguments)
+        also = "; this workspace is now trusted" if not trusted else ""
+        self.screen.note(f"  saved: allow {rule} in {path}{also}", "dim")
+
+    async def close(self) -> None:
+        if self._answerer is not None:
+            self._answerer()
+        if self._listener is not None:
+            self._listener()
+        self.renderer.close()
+        self.screen.close()
+        if self.handle is not None:
+            await self.handle.dispose()
 
 
-def _raw(arguments: Any) -> str:
-    import json
+class Question:
+    """An approval waiting for the person: answers are parsed, anything else asks again."""
 
-    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    def __init__(self, future: asyncio.Future[Answer], trusted: bool) -> None:
+        self.future = future
+        self.trusted = trusted
+        self.wants_reason = False
+
+    @property
+    def prompt(self) -> str:
+        return REASON_PROMPT if self.wants_reason else question(trusted=self.trusted)
+
+    def answer(self, text: str, screen: ChatScreen) -> None:
+        if self.future.done():
+            return
+        if self.wants_reason:
+            self.future.set_result(Answer("deny", text.strip() or None))
+            return
+        given = parse_answer(text)
+        if given is None:
+            screen.note(f"{text.strip()!r}: {REASK}", "yellow")
+        elif given.choice == "reason":
+            self.wants_reason = True
+        else:
+            self.future.set_result(given)
 
 
-async def _ask_trust(session: Any, console: Console, workspace: Path) -> None:
+async def ask_trust(workspace: Path) -> None:
     """Ask once whether to trust a workspace whose files would run something; remember yes."""
-    from ..workspace import Trust
+    from prompt_toolkit import PromptSession
+
     from ._hooks import TRUST_QUESTION, trust_note, untrusted_files
 
     files = untrusted_files(workspace)
     if not files:
         return
-    console.print(trust_note(workspace, files), style="yellow", markup=False)
+    print(trust_note(workspace, files))
     try:
-        answer = await session.prompt_async(TRUST_QUESTION)
+        answer = await PromptSession[str]().prompt_async(TRUST_QUESTION)
     except (KeyboardInterrupt, EOFError):
         answer = ""
     if answer.strip().lower() in ("y", "yes"):
         Trust().trust(workspace)
-        console.print(f"trusted {workspace}", style="dim", markup=False)
+        print(f"trusted {workspace}")
     else:
-        console.print("not trusted: its hooks and MCP servers stay off", style="dim")
+        print("not trusted: its hooks and MCP servers stay off")
 
 
-def _show_hooks(state: ChatState) -> None:
-    from ._hooks import hook_lines
-
-    service = state.ctx.get("hooks")
-    hooks = service.hooks_of(state.handle.agent) if service and state.handle else None
-    if hooks is None:
-        state.console.print("hooks are not enabled (no hooks plugin in the profile)", style="red")
-        return
-    for line in hook_lines(hooks):
-        state.console.print(line, markup=False, highlight=False)
-
-
-async def _list_sessions(state: ChatState) -> None:
-    persistence = state.ctx.get("session_persistence")
-    if persistence is None:
-        state.console.print("no session persistence is configured", style="red")
-        return
-    for header in await persistence.list():
-        state.console.print(f"{header.id}  {header.cwd or ''}", markup=False)
-
-
-async def _compact(state: ChatState) -> None:
-    service = state.ctx.get("compaction")
-    agent = state.handle.agent if state.handle else None
-    if service is None or agent is None:
-        state.console.print("compaction is not available", style="red")
-        return
-    if agent.status != "idle":
-        state.console.print("wait for the turn to end before compacting", style="red")
-        return
-    try:
-        result = await service.compact_now(agent)
-    except Exception as exc:
-        state.console.print(f"compaction failed: {exc}", style="red", markup=False)
-        return
-    state.console.print("nothing to compact" if result is None else "compacted", style="dim")
+def _last_turns(events: list[Any], count: int) -> list[Any]:
+    """The events of the last `count` turns (a resumed session's recent past)."""
+    starts = [i for i, e in enumerate(events) if e.type == "turn/start"]
+    return events[starts[-count] :] if len(starts) >= count else events

@@ -3,6 +3,7 @@ scripted model behind a real loopback HTTP server otherwise."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from pathlib import Path
@@ -13,6 +14,8 @@ from ._run import RunOptions, run_task
 if TYPE_CHECKING:
     from ..testing import Reply
 
+DEMO_MODEL = "deepseek:deepseek-v4-flash"
+"""The scripted demo plays DeepSeek's wire format, whatever DSH_MODEL says."""
 DEFAULT_TASK = "greeting.py prints the wrong words. Fix it and show that it works."
 SAMPLE = {
     "greeting.py": 'message = "hello wrold"\nprint(message)\n',
@@ -52,9 +55,27 @@ def demo_script() -> list[Reply]:
     ]
 
 
-async def run_demo(task: str | None, workspace: Path | None) -> int:
-    cwd = (workspace or scratch_workspace()).resolve()
-    options = RunOptions(task or DEFAULT_TASK, cwd=cwd, yes=True, banner=f"workspace: {cwd}")
+def _permissions(task: str | None, workspace: Path | None, yes: bool) -> tuple[bool, str]:
+    """Whether tool calls run unasked, and the sentence that says so. Only the built-in
+    script in its own scratch folder runs unattended; a task or folder of the user's
+    gets what `dsh run` gives (asks denied) unless `--yes`."""
+    if yes:
+        return True, "--yes: every tool call runs without asking."
+    if task is None and workspace is None:
+        return True, "The built-in sample runs its tools without asking, in a scratch folder."
+    return False, (
+        "Your task or folder: changes to files and commands are denied without asking "
+        "(add --yes to allow them, or use `dsh chat` to approve each one)."
+    )
+
+
+async def run_demo(task: str | None, workspace: Path | None, *, yes: bool = False) -> int:
+    from ._runtime import workspace_dir
+
+    approve, permission = _permissions(task, workspace, yes)
+    cwd = workspace_dir(workspace) if workspace is not None else scratch_workspace()
+    banner = f"{permission}\nworkspace: {cwd}"
+    options = RunOptions(cwd=cwd, yes=approve, task=task or DEFAULT_TASK, banner=banner)
     if os.environ.get("DEEPSEEK_API_KEY"):
         return await run_task(options)
     from ..testing import OpenAIServer
@@ -64,12 +85,8 @@ async def run_demo(task: str | None, workspace: Path | None) -> int:
         os.environ["DEEPSEEK_BASE_URL"] = server.base_url
         os.environ["DEEPSEEK_API_KEY"] = "demo-key-not-a-secret"
         try:
-            banner = f"{DEMO_BANNER}\nworkspace: {cwd}"
-            return await run_task(
-                RunOptions(
-                    options.task, cwd=cwd, yes=True, banner=banner, provider="deepseek-official"
-                )
-            )
+            banner = f"{DEMO_BANNER}\n{banner}"
+            return await run_task(dataclasses.replace(options, banner=banner, model=DEMO_MODEL))
         finally:
             for key, value in saved.items():
                 if value is None:

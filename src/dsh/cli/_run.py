@@ -3,30 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import signal
+import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-from ..agent import USER_CANCEL, Agent, run_prompt
+from ..agent import USER_CANCEL, Agent, RunResult, run_prompt
 from ..llm import clean_text
 from ..session import SESSION_EVENT, SessionEventPayload
+from ._format import describe_end
 from ._hooks import trust_note, untrusted_files
-from ._render import TerminalRenderer, describe_end
-from ._runtime import (
-    build_profile,
-    check_credentials,
-    create_agent,
-    resolve_route,
-    resume_agent,
-    start_runtime,
-)
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from ._render import Renderer, Surface
+from ._runtime import CliError, Options, Route, failure_advice, prepare, start_runtime
+from ._sessions import open_agent
 
 EXIT_OK = 0
 EXIT_TURN_FAILED = 1
@@ -34,70 +27,64 @@ EXIT_INTERRUPTED = 130
 
 
 @dataclass(frozen=True, slots=True)
-class RunOptions:
-    task: str
-    profile: list[Path] | None = None
-    provider: str | None = None
-    model: str | None = None
-    cwd: Path | None = None
-    yes: bool = False
+class RunOptions(Options):
+    task: str | None = None
     json: bool = False
-    resume: str | None = None
     banner: str | None = None
-    trust: bool = False
-    """`--trust-workspace`: run the workspace's hooks (and MCP servers) for this run."""
-    sandbox: str | None = None
+
+
+def read_task(task: str | None) -> str:
+    """The task: the argument, or standard input for `-` (or no argument and a pipe). An
+    argument with a pipe or file on stdin gets that text after it (`git diff | dsh run
+    "review this"`)."""
+    if task is not None and task != "-":
+        piped = sys.stdin.read().strip() if _piped() else ""
+        return f"{task}\n\n{piped}" if piped else task
+    if task is None and sys.stdin.isatty():
+        raise CliError("no task: pass it as an argument, or `-` to read it from standard input")
+    text = sys.stdin.read().strip()
+    if not text:
+        raise CliError("no task: standard input was empty")
+    return text
+
+
+def _piped() -> bool:
+    """Whether stdin is a pipe or a file (not a terminal, not /dev/null)."""
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
 
 
 async def run_task(options: RunOptions) -> int:
-    from rich.console import Console
-
-    out = Console(highlight=False)
-    err = Console(stderr=True, highlight=False)
-    profile = build_profile(
-        options.profile, yes=options.yes, trust_workspace=options.trust, sandbox=options.sandbox
-    )
-    route = resolve_route(profile, options.provider, options.model)
-    check_credentials(route)
-    cwd = (options.cwd or Path.cwd()).resolve()
-    untrusted = [] if options.trust or options.resume else untrusted_files(cwd)
-    if untrusted:
-        remedy = "pass --trust-workspace, or trust it once in dsh chat"
-        err.print(f"note: {trust_note(cwd, untrusted)}: {remedy}", style="yellow", markup=False)
+    # argv and stdin are surrogate-escaped: an undecodable byte (b"\xff") arrives as "\udcff".
+    task = clean_text(read_task(options.task))
+    profile, route, cwd = prepare(options)
+    resuming = options.resume is not None or options.latest
+    untrusted = [] if options.trust or resuming else untrusted_files(cwd)
     ctx = await start_runtime(profile, route)
     try:
-        if options.resume:
-            handle = await resume_agent(ctx, route, options.resume)
-        else:
-            handle = await create_agent(ctx, route, cwd)
+        handle = await open_agent(ctx, route, cwd, resume=options.resume, latest=options.latest)
         agent = handle.agent
-        renderer = TerminalRenderer(out, err)
-        if options.banner:
-            err.print(options.banner, style="bold yellow", markup=False)
-        ctx.on(SESSION_EVENT, _printer(agent, renderer, as_json=options.json))
-        with _Interrupts(agent, err) as interrupts:
-            try:
-                if not options.json:
-                    renderer.waiting()
-                # argv is surrogate-escaped: b"\xff" arrives as "\udcff"
-                result = await run_prompt(agent, clean_text(options.task))
-            except asyncio.CancelledError:
-                renderer.close()
-                err.print(f"interrupted · session {agent.id}", style="yellow")
-                return EXIT_INTERRUPTED
-        renderer.close()
-        outcome = describe_end(result.reason)
-        style = "green" if result.finish_reason == "completed" else "red"
-        err.print(f"session {agent.id} · {outcome}", style=style, markup=False, soft_wrap=True)
-        if result.finish_reason == "completed":
-            return EXIT_OK
-        return EXIT_INTERRUPTED if interrupts.count else EXIT_TURN_FAILED
+        with _surface(options) as surface:
+            renderer = Renderer(surface, markdown=_markdown(options), outcomes=False)
+            if untrusted:
+                remedy = "pass --trust-workspace, or trust it once in dsh chat"
+                surface.note(f"note: {trust_note(cwd, untrusted)}: {remedy}", "yellow")
+            if options.banner:
+                surface.note(options.banner, "bold yellow")
+            ctx.on(SESSION_EVENT, _printer(agent, renderer, as_json=options.json))
+            with _Interrupts(agent, surface):
+                result = await _until_done(run_prompt(agent, task))
+            renderer.close()
+        return _report(agent, result, route)
     finally:
         await ctx.owner.dispose()
 
 
 def _printer(
-    agent: Agent, renderer: TerminalRenderer, *, as_json: bool
+    agent: Agent, renderer: Renderer, *, as_json: bool
 ) -> Callable[[SessionEventPayload], None]:
     """The `session/event` listener that shows the agent's events (or prints them as JSON)."""
 
@@ -113,12 +100,20 @@ def _printer(
     return on_event
 
 
+async def _until_done(run: Awaitable[RunResult]) -> RunResult | None:
+    """The run's result, or None when the second Ctrl-C gave up waiting."""
+    try:
+        return await run
+    except asyncio.CancelledError:
+        return None
+
+
 class _Interrupts:
     """Ctrl-C while the task runs: the first cancels the turn, the second the whole run."""
 
-    def __init__(self, agent: Agent, err: Console) -> None:
+    def __init__(self, agent: Agent, surface: Surface) -> None:
         self.agent = agent
-        self.err = err
+        self.surface = surface
         self.count = 0
         self.main = asyncio.current_task()
         self.loop = asyncio.get_running_loop()
@@ -133,7 +128,49 @@ class _Interrupts:
     def interrupt(self) -> None:
         self.count += 1
         if self.count == 1:
-            self.err.print("\ncancelling the turn… (Ctrl-C again to quit)", style="yellow")
+            self.surface.note("cancelling the turn… (Ctrl-C again to quit)", "yellow")
             self.agent.cancel(USER_CANCEL)
         elif self.main is not None:
             self.main.cancel()
+
+
+def _report(agent: Agent, result: RunResult | None, route: Route) -> int:
+    from rich.console import Console
+
+    err = Console(stderr=True, highlight=False)
+    if result is None:
+        err.print(f"interrupted · session {agent.id}", style="yellow", markup=False)
+        return EXIT_INTERRUPTED
+    outcome = describe_end(result.reason)
+    ok = result.finish_reason == "completed"
+    err.print(
+        f"session {agent.id} · {outcome}",
+        style="green" if ok else "red",
+        markup=False,
+        soft_wrap=True,
+    )
+    advice = failure_advice(result.reason, route)
+    if advice:
+        err.print(advice, style="yellow", markup=False, soft_wrap=True)
+    if ok:
+        return EXIT_OK
+    cancelled = result.reason.get("kind") == "aborted"
+    return EXIT_INTERRUPTED if cancelled else EXIT_TURN_FAILED
+
+
+def _markdown(options: RunOptions) -> bool:
+    return not options.plain and sys.stdout.isatty()
+
+
+@contextlib.contextmanager
+def _surface(options: RunOptions) -> Iterator[Surface]:
+    """A terminal with a live area when stdout is one, else plain pipes."""
+    from ._surfaces import PipeSurface, TerminalSurface
+
+    if options.json or not sys.stdout.isatty():
+        yield PipeSurface()
+        return
+    from rich.console import Console
+
+    with TerminalSurface(Console(highlight=False), markdown=_markdown(options)) as surface:
+        yield surface

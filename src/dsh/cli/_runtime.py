@@ -1,4 +1,5 @@
-"""What the CLI commands share: the profile, the route, the runtime and its agents."""
+"""What the CLI commands share: the checks made before any model call, the profile, the
+route, the runtime and its agents."""
 
 from __future__ import annotations
 
@@ -9,16 +10,17 @@ from pathlib import Path
 
 from ..agent import AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
 from ..kernel import Context, Profile, boot, load_profile
+from ..llm import Json
+from ..llm.adapters import ModelRoute
 from ..persistence import CorruptLogError, PersistenceError
 from ..session import SessionMeta
 
 DEFAULT_PROVIDER = "deepseek-official"
 DEFAULT_MODEL = "deepseek-v4-flash"
-CREDENTIAL_ENV = {"deepseek-official": "DEEPSEEK_API_KEY"}
 
 
 class CliError(Exception):
-    """A problem the user can fix; printed without a traceback, exit code 2."""
+    """A problem the user can fix; printed as one line without a traceback, exit code 2."""
 
 
 def profile_files(extra: list[Path] | None) -> list[Path]:
@@ -53,11 +55,9 @@ def build_profile(
     return profile
 
 
-def sandbox_status(profile: Profile) -> str | None:
-    """`sandbox: <mode> (…)` for the profile's sandbox row, saying whether bubblewrap works
-    here; None without the row."""
-    import asyncio
-
+async def sandbox_status(profile: Profile) -> str | None:
+    """`<mode> (…)` for the profile's sandbox row, saying whether bubblewrap works here;
+    None without the row."""
     from ..plugins.sandbox import SandboxConfig, probe
 
     row = profile.row("sandbox")
@@ -65,39 +65,119 @@ def sandbox_status(profile: Profile) -> str | None:
         return None
     config = SandboxConfig.model_validate(dict(row.config or {}))
     if config.mode == "danger-full-access":
-        return "sandbox: danger-full-access (commands run unconfined)"
-    why = asyncio.run(probe(config.bwrap, network=config.network))
+        return "danger-full-access (commands run unconfined)"
+    why = await probe(config.bwrap, network=config.network)
     network = "network allowed" if config.network else "no network"
     if why is None:
-        return f"sandbox: {config.mode}, {network} (bubblewrap works here)"
-    return f"sandbox: {config.mode} — {why}: every bash call will ask for approval"
+        return f"{config.mode}, {network} (bubblewrap works here)"
+    return f"{config.mode} — {why}: every bash call will ask for approval"
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What `dsh run` and `dsh chat` share: the profile, the model, the workspace, the
+    session to continue, approval and rendering."""
+
+    profile: list[Path] | None = None
+    model: str | None = None
+    base_url: str | None = None
+    provider: str | None = None
+    cwd: Path | None = None
+    resume: str | None = None
+    latest: bool = False
+    """`--continue`: resume the latest session of the workspace."""
+    yes: bool = False
+    plain: bool = False
+    trust: bool = False
+    """`--trust-workspace`: run the workspace's hooks (and MCP servers) for this run."""
+    sandbox: str | None = None
+    """`--sandbox MODE`: the sandbox row's mode."""
+
+
+def prepare(options: Options) -> tuple[Profile, Route, Path]:
+    """What can be checked before anything starts: the workspace, the profile, the route
+    and its key."""
+    cwd = workspace_dir(options.cwd)
+    profile = build_profile(
+        options.profile, yes=options.yes, trust_workspace=options.trust, sandbox=options.sandbox
+    )
+    profile, route = resolve_route(profile, options.model, options.provider, options.base_url)
+    return profile, route, cwd
+
+
+def workspace_dir(cwd: Path | None) -> Path:
+    """`--cwd` (else the current directory), resolved; it must be an existing directory."""
+    path = (cwd or Path.cwd()).expanduser()
+    if not path.exists():
+        raise CliError(f"--cwd {path}: no such directory (create it, or pass an existing one)")
+    if not path.is_dir():
+        raise CliError(f"--cwd {path}: not a directory (pass the project's folder)")
+    return path.resolve()
+
+
+BASE_URL_ENV = {"deepseek-official": "DEEPSEEK_BASE_URL", "openai": "OPENAI_BASE_URL"}
+"""The variable each built-in route reads its URL from."""
 
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    provider: str
-    model: str
+    """The model route of a command, and where its URL was set (to say what to change)."""
+
+    route: ModelRoute
+    url_from: str | None = None
+
+    @property
+    def provider(self) -> str:
+        return self.route.provider
+
+    @property
+    def model(self) -> str:
+        return self.route.model
 
 
-def resolve_route(profile: Profile, provider: str | None, model: str | None) -> Route:
-    """`--provider/--model`, else `DSH_PROVIDER/DSH_MODEL`, else the agent-loop row's
-    defaults, else DeepSeek."""
-    loop = profile.row("agent-loop")
-    config = dict(loop.config or {}) if loop is not None else {}
-    return Route(
-        provider or os.environ.get("DSH_PROVIDER") or config.get("provider") or DEFAULT_PROVIDER,
-        model or os.environ.get("DSH_MODEL") or config.get("model") or DEFAULT_MODEL,
-    )
+def resolve_route(
+    profile: Profile,
+    model: str | None = None,
+    provider: str | None = None,
+    base_url: str | None = None,
+    *,
+    require_key: bool = True,
+) -> tuple[Profile, Route]:
+    """The route, and the profile that mounts it: `--model provider:model` (else
+    `DSH_MODEL`), `--provider` with a bare model id (else `DSH_PROVIDER`), else the
+    agent-loop row's route; `--base-url` overrides a built-in provider's URL. A route that
+    needs a key which is not set stops here, before any model call."""
+    from ..llm.adapters import RouteError, parse_model
 
-
-def check_credentials(route: Route) -> None:
-    env = CREDENTIAL_ENV.get(route.provider)
-    if env is not None and not os.environ.get(env):
+    spec = _model_string(profile, model or os.environ.get("DSH_MODEL"), provider)
+    try:
+        route = parse_model(spec, base_url=base_url)
+    except RouteError as exc:
+        raise CliError(str(exc)) from None
+    missing = route.missing_credential
+    if missing is not None and require_key:
         raise CliError(
-            f"no model configured: {route.provider} needs an API key. Set {env} "
-            f"(e.g. `export {env}=sk-…`), or choose another provider with --provider and a "
-            "profile that mounts it (see `dsh config show`)."
+            f"no API key for {route.provider}: set {missing} (e.g. `export {missing}=sk-…`), "
+            "or choose another model with --model provider:model (e.g. openai:qwen2.5-coder "
+            "with --base-url for a local server)"
         )
+    url_from = "--base-url" if base_url else BASE_URL_ENV.get(route.provider)
+    return route.apply(profile), Route(route, url_from)
+
+
+def _model_string(profile: Profile, model: str | None, provider: str | None) -> str:
+    provider = provider or os.environ.get("DSH_PROVIDER")
+    if model is not None and ":" in model:
+        if provider is not None:
+            raise CliError(f"--model {model} already names its provider: leave out --provider")
+        spec = model
+    else:
+        loop = profile.row("agent-loop")
+        config = dict(loop.config or {}) if loop is not None else {}
+        model_id = model or config.get("model") or DEFAULT_MODEL
+        spec = f"{provider or config.get('provider') or DEFAULT_PROVIDER}:{model_id}"
+    # The default profile names DeepSeek's route by its id; the model string says `deepseek:`.
+    return "deepseek:" + spec.partition(":")[2] if spec.startswith("deepseek-official:") else spec
 
 
 async def start_runtime(profile: Profile, route: Route) -> Context:
@@ -140,3 +220,23 @@ async def resume_agent(ctx: Context, route: Route, session_id: str) -> AgentHand
 def corrupt_log(exc: CorruptLogError, session_id: str) -> str:
     """The one line for a corrupt log: where and what, then what to do."""
     return f"{exc} (`dsh sessions repair {session_id}` keeps what is valid)"
+
+
+def failure_advice(reason: Json, route: Route) -> str | None:
+    """What to do about a turn that failed for a reason the user can fix: a refused key, or
+    a model server that cannot be reached."""
+    if not isinstance(reason, dict) or reason.get("kind") != "error":
+        return None
+    error = reason.get("error") or {}
+    code, message = error.get("code"), str(error.get("message", ""))
+    if code == "INVALID_CREDENTIAL":
+        key = route.route.api_key_env
+        if key is None:
+            return "→ the server wants an API key: set one for this route (api_key_env)"
+        return f"→ the server refused the API key: check {key}"
+    unreachable = ("connection refused", "unknown host", "connection timed out", "cannot connect")
+    if code in ("TRANSPORT", "TIMEOUT") and any(word in message for word in unreachable):
+        where = route.url_from or "the profile's base_url"
+        change = where if where == "--base-url" else f"{where} (or pass --base-url)"
+        return f"→ no model server answers there: check {change}, or start the server"
+    return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -56,6 +57,21 @@ def default_root(configured: str | None = None) -> Path:
     return Path(root).expanduser()
 
 
+def check_writable(folder: Path, what: str) -> None:
+    """Create `folder` if needed and prove a file can be written there, so an unusable
+    session root stops the start (one line naming it and what to do), never a turn."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise PersistenceError(
+            f"{what} {folder} is not a writable directory ({reason}): set {ROOT_ENV} "
+            "(or the persistence row's root) to a folder you can write"
+        ) from None
+
+
 def store_config(spec: str) -> dict[str, str]:
     """The persistence config of a store named by one string: a PostgreSQL URL
     (`postgresql://…` or `postgres://…`), `sqlite:PATH` (a database file), or a JSONL root
@@ -95,11 +111,14 @@ def open_backend(config: PersistenceConfig) -> SessionBackend:
         return PostgresBackend(config.url, pool_size=config.pool_size)
     if config.backend == "sqlite":
         path = Path(config.path).expanduser() if config.path else None
-        return SqliteBackend(path or default_root(config.root) / SQLITE_FILE)
+        path = path or default_root(config.root) / SQLITE_FILE
+        check_writable(path.parent, "the session database's folder")
+        return SqliteBackend(path)
     if config.compression == "zstd":
         from ._zstd import compress_frame
 
         compress_frame(b"")  # fail at start, with the install hint, if zstandard is missing
+    check_writable(default_root(config.root), "the session root")
     return JsonlBackend(default_root(config.root), compression=config.compression)
 
 

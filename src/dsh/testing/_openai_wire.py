@@ -134,9 +134,11 @@ class WireResponse:
         calls = 0
         for part in self.reply.parts:
             if isinstance(part, str):
-                out.extend(self.chunk({"content": p}) for p in _pieces(part))
+                out.extend(self.chunk({"content": p}) for p in self.reply.pieces(part))
             elif isinstance(part, Reasoning):
-                out.extend(self.chunk({"reasoning_content": p}) for p in _pieces(part.text))
+                out.extend(
+                    self.chunk({"reasoning_content": p}) for p in self.reply.pieces(part.text)
+                )
             elif isinstance(part, ToolCall):
                 call_id = part.id or next(self.call_ids)
                 start = {"index": calls, "id": call_id, "type": "function"}

@@ -169,6 +169,12 @@ class Reply:
     expect: Callable[[GenerateOptions], object] | None = None
     hang: bool = False
     replay_state: Json = None
+    piece_chars: int | None = None
+    """Stream text and reasoning in pieces of this many characters (token by token, with
+    `delay` before each) instead of three pieces."""
+
+    def pieces(self, text: str) -> list[str]:
+        return _pieces(text, size=self.piece_chars)
 
     def render(
         self, call_ids: Iterator[str]
@@ -191,11 +197,11 @@ class Reply:
                 continue
             if isinstance(part, str):
                 body.append(BlockStart(index, "text"))
-                body.extend(TextDelta(index, piece) for piece in _pieces(part))
+                body.extend(TextDelta(index, piece) for piece in self.pieces(part))
                 body.append(BlockEnd(index, TextBlock(part)))
             elif isinstance(part, Reasoning):
                 body.append(BlockStart(index, "reasoning"))
-                body.extend(ReasoningDelta(index, piece) for piece in _pieces(part.text))
+                body.extend(ReasoningDelta(index, piece) for piece in self.pieces(part.text))
                 body.append(BlockEnd(index, ReasoningBlock(part.text)))
             else:
                 has_calls = True
@@ -236,6 +242,7 @@ def reply(
     expect: Callable[[GenerateOptions], object] | None = None,
     hang: bool = False,
     replay_state: Json = None,
+    piece_chars: int | None = None,
 ) -> Reply:
     """One scripted response, streamed as realistic chunks.
 
@@ -247,6 +254,8 @@ def reply(
     - `expect(options)`: checks the request; raising (or returning False) records a mismatch
       reported by `assert_complete()` and fails the stream with code `SCRIPT_EXPECTATION`.
     - `hang`: after the body, stream nothing until the request signal fires.
+    - `piece_chars`: stream text and reasoning this many characters at a time (with
+      `delay`, a model typing token by token); default: three pieces per block.
     """
     for i, part in enumerate(parts):
         if isinstance(part, Failure | Crash) and i != len(parts) - 1:
@@ -257,12 +266,15 @@ def reply(
         raise ValueError(f"finish must be one of {', '.join(_FINISH_KINDS)}, not {finish!r}")
     if delay < 0:
         raise ValueError("delay must be >= 0")
-    return Reply(tuple(parts), usage, finish, delay, expect, hang, replay_state)
+    if piece_chars is not None and piece_chars < 1:
+        raise ValueError("piece_chars must be >= 1")
+    return Reply(tuple(parts), usage, finish, delay, expect, hang, replay_state, piece_chars)
 
 
-def _pieces(text: str, count: int = 3) -> list[str]:
-    """`text` in up to `count` consecutive non-empty pieces, like a streamed response."""
+def _pieces(text: str, count: int = 3, size: int | None = None) -> list[str]:
+    """`text` in up to `count` consecutive non-empty pieces (or pieces of `size`
+    characters), like a streamed response."""
     if not text:
         return []
-    size = -(-len(text) // count)
+    size = size or -(-len(text) // count)
     return [text[i : i + size] for i in range(0, len(text), size)]

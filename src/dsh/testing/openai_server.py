@@ -8,7 +8,7 @@ The first stdout line is the base URL (point `DEEPSEEK_BASE_URL` at it); the ser
 until SIGINT/SIGTERM. The script is a JSON list; each entry is a string (a text reply) or:
 
 - `{"parts": [PART, ...], "usage": {"inputTokens": …}, "finish": "max-tokens", "delay": 0.1,
-  "hang": true}` where a PART is a string (text), `{"reasoning": "…"}`,
+  "piece_chars": 4, "hang": true}` where a PART is a string (text), `{"reasoning": "…"}`,
   `{"tool_call": {"name": "read", "arguments": {…} | "raw", "id": "call_x"}}`,
   `{"failure": {"code": "RATE_LIMIT", "message": "…", "status": 429, "retry_after_ms": 500}}`
   or `{"crash": "reason"}`;
@@ -84,6 +84,7 @@ def _entry(raw: Any, where: str) -> ServerEntry:
         finish=raw.get("finish"),
         delay=float(raw.get("delay", 0.0)),
         hang=bool(raw.get("hang", False)),
+        piece_chars=raw.get("piece_chars"),
     )
 
 

@@ -188,6 +188,38 @@ def test_cut_never_splits_a_call_from_its_result() -> None:
     assert isinstance(Message, type)
 
 
+async def test_compact_now_works_on_an_ordinary_conversation(runtime: Runtime) -> None:
+    # A 1M window: 16 % of it (the pressure tail) would keep any chat whole.
+    model, agent = await setup(runtime, window=10**6)
+    for turn in range(20):
+        model.add(reply(f"answer {turn}: " + "words " * 40))
+        await run_prompt(agent, f"question {turn}: " + "more words " * 20)
+    service = runtime.ctx.require(COMPACTION)
+    plan = service.manual_plan(agent)
+    assert plan.messages == 40 and plan.summarised > 20
+    assert plan.retain_tokens == int(plan.tokens * 0.25)
+    model.add(reply("SUMMARY: twenty questions and answers about words."))
+    result = await service.compact_now(agent)
+    assert result is not None and len(result.shadowed_seqs) == plan.summarised
+    history = agent.session.derive_messages()
+    assert "<compacted-summary>" in history[0].text
+    assert history[-1].text.startswith("answer 19: ")
+
+
+async def test_a_short_session_is_not_worth_compacting_and_says_why(runtime: Runtime) -> None:
+    model, agent = await setup(runtime, window=10**6)
+    model.add(reply("Hello!"))
+    await run_prompt(agent, "hi")
+    plan = runtime.ctx.require(COMPACTION).manual_plan(agent)
+    assert not plan.worth_it
+    assert plan.why_not() == (
+        f"nothing to compact yet: the conversation is 2 messages, about {plan.tokens:,} tokens; "
+        f"/compact keeps the last 25% (about {plan.retain_tokens:,} tokens, at least the last "
+        "message) verbatim and summarises what is older once it holds 256 tokens or more "
+        f"(here: 1 message, about {plan.summarised_tokens} tokens)"
+    )
+
+
 async def test_compaction_starting_comes_before_the_bracket(runtime: Runtime) -> None:
     from dsh.plugins.compaction import COMPACTION_STARTING, CompactionStarting
 

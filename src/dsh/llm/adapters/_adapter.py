@@ -426,7 +426,10 @@ class HttpAdapter:
         if call.signal is not None and call.signal.aborted:
             return _aborted(call.signal)
         started = call.response is not None
-        failure = transport_failure(call.provider, exc, call.endpoint.idle_timeout_s, started)
+        endpoint = call.endpoint
+        failure = transport_failure(
+            call.provider, exc, endpoint.idle_timeout_s, started, endpoint.url
+        )
         return Finish(error_finish(failure))
 
 

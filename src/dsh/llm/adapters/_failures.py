@@ -163,10 +163,15 @@ def missing_credential(provider: str, env: str) -> LlmFailure:
 
 
 def transport_failure(
-    provider: str, exc: BaseException, idle_timeout_s: float, started: bool
+    provider: str,
+    exc: BaseException,
+    idle_timeout_s: float,
+    started: bool,
+    url: str | None = None,
 ) -> LlmFailure:
     """Classify an httpx exception (or any other I/O error); `started`: the response's
-    headers had arrived (a timeout then is a stalled stream, else an unanswered request)."""
+    headers had arrived (a timeout then is a stalled stream, else an unanswered request). A
+    failure to connect names the URL and the plain cause (`connection refused (http://…)`)."""
     import httpx
 
     name = type(exc).__name__
@@ -178,8 +183,27 @@ def transport_failure(
             "(idle timeout)",
             "TIMEOUT",
         )
+    where = f" ({url})" if url else ""
+    if isinstance(exc, httpx.ConnectTimeout):
+        return LlmFailure(f"{provider}: connection timed out{where}", "TIMEOUT")
     if isinstance(exc, httpx.TimeoutException):
         return LlmFailure(f"{provider}: {name}: {text}", "TIMEOUT")
+    if isinstance(exc, httpx.ConnectError):
+        return LlmFailure(f"{provider}: {_connect_cause(exc)}{where}", "TRANSPORT")
     if isinstance(exc, httpx.TransportError | OSError):
         return LlmFailure(f"{provider}: {name}: {text}", "TRANSPORT")
     return LlmFailure(f"{provider}: {name}: {text}", "UNKNOWN")
+
+
+def _connect_cause(exc: BaseException) -> str:
+    """What stopped a connection, in plain words, from the exception chain."""
+    import socket
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(seen, socket.gaierror):
+            return "unknown host"
+        seen = seen.__cause__ or seen.__context__
+    return f"cannot connect: {exc}"

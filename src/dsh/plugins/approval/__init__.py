@@ -1,7 +1,9 @@
 """Approval (`ctx.require(APPROVAL)`): a per-tool allow / ask / deny policy on
-`tools/pre-execute`, pluggable answerers for asks, and a durable record of every decision."""
+`tools/pre-execute`, the `permissions` of settings files, pluggable answerers for asks, and a
+durable record of every decision."""
 
 from ...tools import Decision
+from ._permissions import PermissionRule, ProjectPermissions, project_rule
 from ._plugin import ApprovalPlugin
 from ._policy import DEFAULT_POLICY, Action, ApprovalConfig, Rule, decide
 from ._service import APPROVAL, Answer, Answerer, Approval, ApprovalRequest
@@ -17,6 +19,9 @@ __all__ = [
     "ApprovalPlugin",
     "ApprovalRequest",
     "Decision",
+    "PermissionRule",
+    "ProjectPermissions",
     "Rule",
     "decide",
+    "project_rule",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 from ...kernel import Context, Next
@@ -32,6 +33,22 @@ def no_answerer(tool: str) -> str:
     )
 
 
+def _with_settings(approval: Approval, exec: ToolExecution) -> PreDecision:
+    """The policy's decision, with the `permissions` of the call's workspace settings: their
+    deny or ask always count; their allow lifts the policy's ask (never its deny)."""
+    policy = decide(approval.config, exec.name)
+    session = exec.session
+    cwd = session.header.cwd if session is not None else None
+    if not approval.config.settings or cwd is None:
+        return policy
+    said = approval.permissions.decide(exec.name, exec.arguments, Path(cwd))
+    if said is None or isinstance(said, Deny):
+        return said or policy
+    if isinstance(said, Ask):
+        return stricter(policy, said)
+    return said if isinstance(policy, Ask) else policy
+
+
 class ApprovalPlugin:
     """Provides the approval service under `dsh.tools.APPROVAL` and a global
     `tools/pre-execute` listener that makes the policy's decision."""
@@ -49,7 +66,7 @@ class ApprovalPlugin:
         ) -> PreDecision:
             if ctx.tools.get(exec.name, exec.agent) is None:
                 return await next()  # no such tool: dispatch reports it as UNKNOWN_TOOL
-            decision = stricter(decide(config, exec.name), await next())
+            decision = stricter(_with_settings(approval, exec), await next())
             if not isinstance(decision, Ask) or exec.agent is None:
                 return decision  # no agent: the pipeline's own "no agent" denial
             if approval.remembered(exec):

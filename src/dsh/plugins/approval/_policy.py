@@ -42,6 +42,9 @@ class ApprovalConfig(BaseModel):
     default_policy: list[Rule] = list(DEFAULT_POLICY)
     unmatched: Action = "ask"
     auto_approve: bool = False
+    settings: bool = True
+    """Also apply the `permissions` of the session workspace's settings files (Claude Code's
+    shape; a workspace's own files only once it is trusted)."""
 
     def rules(self) -> Sequence[Rule]:
         return (*self.policy, *self.default_policy)

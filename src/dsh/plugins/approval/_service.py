@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 
 from ...events import ApprovalAskedEvent, ApprovalDecidedEvent, append
@@ -18,6 +19,7 @@ from ...kernel import Aborted, CancelSignal, Disposer, ServiceKey
 from ...llm import Json
 from ...tools import APPROVAL as _APPROVAL
 from ...tools import ApprovalAnswer, Decision, ToolExecution
+from ._permissions import ProjectPermissions
 from ._policy import ApprovalConfig
 
 if TYPE_CHECKING:
@@ -50,12 +52,13 @@ Answerer: TypeAlias = Callable[[ApprovalRequest], Awaitable[Decision | Answer]]
 
 
 class _State:
-    __slots__ = ("always", "answerers", "config")
+    __slots__ = ("always", "answerers", "config", "permissions")
 
     def __init__(self, config: ApprovalConfig) -> None:
         self.config = config
         self.answerers: list[Answerer] = []
         self.always: dict[str, set[str]] = {}
+        self.permissions = ProjectPermissions()
 
 
 class Approval:
@@ -76,6 +79,18 @@ class Approval:
     @property
     def config(self) -> ApprovalConfig:
         return self._state.config
+
+    @property
+    def permissions(self) -> ProjectPermissions:
+        """The `permissions` of workspace settings files (read, and written by
+        `allow_in_project`)."""
+        return self._state.permissions
+
+    def allow_in_project(self, workspace: Path, tool: str, arguments: Json) -> tuple[str, Path]:
+        """Answer "always for this project": save an allow rule for this kind of call (the
+        exact command for bash, the tool otherwise) in `<workspace>/.dsh/settings.local.json`;
+        returns the rule and the file. It applies while the workspace is trusted."""
+        return self._state.permissions.allow_in_project(workspace, tool, arguments)
 
     @property
     def has_answerer(self) -> bool:

@@ -9,12 +9,13 @@ from ._compactor import (
 )
 from ._events import COMPACTION_STARTING, CompactionStarting, Trigger
 from ._meter import context_tokens, estimate_message, estimate_messages, estimate_text
-from ._plugin import COMPACTION, Compaction, CompactionConfig, CompactionPlugin
+from ._plugin import COMPACTION, Compaction, CompactionConfig, CompactionPlugin, ManualPlan
 
 __all__ = [
     "COMPACTION",
     "COMPACTION_STARTING",
     "INSTRUCTION",
+    "ManualPlan",
     "Compaction",
     "CompactionConfig",
     "CompactionError",

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...agent import AGENT_DISPOSED, PRE_STEP, REQUEST_ERROR, Agent, RequestError, Retry, StepPoint
 from ...kernel import AGENTS, CancelSignal, Context, Next, ServiceKey
-from ._compactor import CompactionError, CompactionResult, compact
+from ._compactor import CompactionError, CompactionResult, choose_cut, compact
 from ._events import Trigger
-from ._meter import context_tokens
+from ._meter import context_tokens, estimate_message
 
 _log = logging.getLogger("dsh.compaction")
 
@@ -24,6 +25,9 @@ class CompactionConfig(BaseModel):
     """The recent tail kept verbatim, as a share of the window…"""
     retain_tokens: int | None = Field(default=None, ge=0)
     """…or as a token count (wins when set)."""
+    manual_retain_ratio: float = Field(default=0.25, ge=0, lt=1)
+    """`compact_now` (`/compact`) keeps this share of the conversation verbatim (never more
+    than the above), so an ordinary conversation far from the window still compacts."""
     context_window: int | None = Field(default=None, gt=0)
     """The window when the model info has none; without either, pressure never triggers."""
     max_overflow_retries: int = Field(default=1, ge=0)
@@ -78,16 +82,41 @@ class Compaction:
             return None
         return await self.run(agent, "pressure", signal, turn, self.retain(window))
 
+    def manual_plan(self, agent: Agent) -> ManualPlan:
+        """What `compact_now` would do: the conversation's size and what it would keep."""
+        session = agent.session
+        sizes = [
+            estimate_message(m)
+            for m in (
+                session.derive_event_message(session.events[s]) for s in session.surface.nodes
+            )
+            if m is not None
+        ]
+        total = sum(sizes)
+        window = self.window(agent)
+        configured = self.config.retain_tokens is not None or window is not None
+        cap = self.retain(window) if configured else total
+        retain = min(cap, int(total * self.config.manual_retain_ratio))
+        head = choose_cut(session, retain) or []
+        shadowed = sum(sizes[: len(head)])  # the head is a prefix of the surface
+        return ManualPlan(
+            total, len(sizes), retain, self.config.manual_retain_ratio, len(head), shadowed
+        )
+
     async def compact_now(self, agent: Agent) -> CompactionResult | None:
         """Compact an idle agent as maintenance: its status stays idle, and prompts sent
-        meanwhile run afterwards."""
+        meanwhile run afterwards. The verbatim tail is sized from the conversation
+        (`manual_retain_ratio`); None when nothing is older than it. Ask `manual_plan(agent)`
+        first to skip conversations too short to be worth it (`worth_it`, `why_not()`)."""
         run_maintenance = getattr(agent, "run_maintenance", None)
         if run_maintenance is None:
             raise CompactionError(f"agent {agent.id} does not support maintenance tasks")
-        window = self.window(agent)
+        plan = self.manual_plan(agent)
+        if plan.summarised == 0:
+            return None
 
         async def task(signal: CancelSignal) -> CompactionResult | None:
-            return await self.run(agent, "manual", signal, None, self.retain(window))
+            return await self.run(agent, "manual", signal, None, plan.retain_tokens)
 
         result: CompactionResult | None = await run_maintenance(task)
         return result
@@ -119,6 +148,37 @@ class Compaction:
         if payload.agent.session.replace_generation > before:
             return Retry()
         return await nxt()
+
+
+MIN_SUMMARISED_TOKENS = 256
+"""Less than this is not worth a manual compaction (a summary of it rarely shrinks it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ManualPlan:
+    tokens: int
+    """The conversation (its messages, estimated)."""
+    messages: int
+    retain_tokens: int
+    retain_ratio: float
+    summarised: int
+    """Messages that would be summarised…"""
+    summarised_tokens: int
+    """…and their tokens (estimated)."""
+
+    @property
+    def worth_it(self) -> bool:
+        return self.summarised_tokens >= MIN_SUMMARISED_TOKENS
+
+    def why_not(self) -> str:
+        older = f"{self.summarised} message{'s' if self.summarised != 1 else ''}"
+        return (
+            f"nothing to compact yet: the conversation is {self.messages} messages, about "
+            f"{self.tokens:,} tokens; /compact keeps the last {self.retain_ratio:.0%} "
+            f"(about {self.retain_tokens:,} tokens, at least the last message) verbatim and "
+            f"summarises what is older once it holds {MIN_SUMMARISED_TOKENS} tokens or more "
+            f"(here: {older}, about {self.summarised_tokens} tokens)"
+        )
 
 
 COMPACTION: ServiceKey[Compaction] = ServiceKey("compaction")

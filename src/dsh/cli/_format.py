@@ -1,0 +1,128 @@
+"""How the transcript reads: one-line tool calls, tool results that keep their whitespace,
+turn outcomes, the usage line, and rich renderables turned into terminal lines."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from ..session import Usage
+
+PREVIEW = 80
+RESULT_LINES = 3
+RESULT_WIDTH = 160
+_NUMBERED = re.compile(r"^\d+: ")
+
+
+def preview(text: str, width: int = PREVIEW) -> str:
+    """`text` on one line (whitespace runs collapsed), cut to `width`."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def call_summary(name: str, raw_arguments: str) -> str:
+    """`name(key=value, …)` with long values shortened."""
+    try:
+        args = json.loads(raw_arguments) if raw_arguments.strip() else {}
+    except ValueError:
+        return f"{name}({preview(raw_arguments, 60)})"
+    if not isinstance(args, dict):
+        return f"{name}({preview(json.dumps(args), 60)})"
+    parts = [f"{k}={preview(json.dumps(v, ensure_ascii=False), 40)}" for k, v in args.items()]
+    return f"{name}({', '.join(parts)})"
+
+
+def result_summary(text: str, lines: int = RESULT_LINES, *, tool: str | None = None) -> list[str]:
+    """The first lines of a tool result as they are (indentation and inner spacing kept,
+    tabs expanded, long lines cut), and how many more were collapsed; a `read` result is
+    summarised by the lines it returned."""
+    if tool == "read":
+        numbered = sum(1 for row in text.splitlines() if _NUMBERED.match(row))
+        return [f"read {numbered} line{'s' if numbered != 1 else ''}"]
+    rows = text.rstrip("\n").splitlines() or [""]
+    shown = [_cut(row.expandtabs(4).rstrip(), RESULT_WIDTH) for row in rows[:lines]]
+    if len(rows) > lines:
+        shown.append(f"… ({len(rows) - lines} more lines)")
+    return shown
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def describe_end(reason: Any) -> str:
+    """One line for a `turn/end` reason."""
+    kind = reason.get("kind", "unknown")
+    if kind == "error":
+        error = reason.get("error", {})
+        return f"error: {error.get('code', 'UNKNOWN')}: {error.get('message', '')}"
+    if kind == "aborted":
+        cause = reason.get("reason", {})
+        return f"cancelled ({cause.get('kind', 'user')})"
+    return str(kind)
+
+
+def _tokens(count: int) -> str:
+    if count < 1000:
+        return str(count)
+    return f"{count / 1000:.1f}k" if count < 100_000 else f"{count // 1000}k"
+
+
+def usage_line(usage: Usage, cost: float | None = None) -> str | None:
+    """`↑ 12.3k in (85% cached) · ↓ 420 out · $0.0031`; cost only when a price is known.
+    None when the provider reported nothing."""
+    total_in = usage.total_input_tokens
+    if total_in == 0 and usage.output_tokens == 0:
+        return None
+    parts = [f"↑ {_tokens(total_in)} in"]
+    ratio = usage.cache_hit_ratio
+    if ratio is not None and usage.cache_read_tokens:
+        parts[0] += f" ({ratio:.0%} cached)"
+    parts.append(f"↓ {_tokens(usage.output_tokens)} out")
+    if cost is not None:
+        parts.append(f"${cost:.4f}")
+    return " · ".join(parts)
+
+
+def terminal_lines(renderable: RenderableType, width: int, *, color: bool) -> list[str]:
+    """`renderable` as terminal lines of at most `width` cells, with ANSI styles when
+    `color`, and without the padding rich adds to the right (so a narrower terminal later
+    does not wrap blank cells into extra lines)."""
+    from rich.console import Console
+    from rich.segment import Segment
+
+    console = Console(
+        width=max(20, width),
+        force_terminal=color,
+        no_color=not color,
+        color_system="256" if color else None,
+        highlight=False,
+    )
+    lines = console.render_lines(renderable, console.options, pad=False)
+    out = []
+    for line in lines:
+        segments = list(line)
+        while segments and not segments[-1].text.strip() and not _has_background(segments[-1]):
+            segments.pop()
+        if segments and not _has_background(segments[-1]):
+            last = segments[-1]
+            segments[-1] = Segment(last.text.rstrip(), last.style, last.control)
+        out.append("".join(_styled(s) if color else s.text for s in segments))
+    return out
+
+
+def _has_background(segment: Any) -> bool:
+    style = segment.style
+    return style is not None and style.bgcolor is not None
+
+
+def _styled(segment: Any) -> str:
+    from rich.color import ColorSystem
+
+    text: str = segment.text
+    style = segment.style
+    return style.render(text, color_system=ColorSystem.EIGHT_BIT) if style else text

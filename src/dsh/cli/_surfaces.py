@@ -1,0 +1,141 @@
+"""The surfaces of `dsh run` (and of `sessions show`): a terminal with a live area below
+the transcript, or plain pipes."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ._format import terminal_lines
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.live import Live
+
+
+def answer_renderable(text: str, *, markdown: bool) -> RenderableType:
+    """Final answer text as it is printed: Markdown (code highlighted) or the raw text."""
+    if markdown:
+        from rich.markdown import Markdown
+
+        return Markdown(text, code_theme="monokai", hyperlinks=False)
+    from rich.text import Text
+
+    return Text(text.rstrip("\n"))
+
+
+def answer_lines(text: str, width: int, *, markdown: bool, color: bool) -> list[str]:
+    """The terminal lines of a final answer part: a Markdown part is followed by one blank
+    line (the space between blocks), raw text is printed as it is."""
+    if not markdown:
+        return text.removesuffix("\n").split("\n")  # whole lines, blank ones included
+    lines = terminal_lines(answer_renderable(text, markdown=True), width, color=color)
+    while lines and not _visible(lines[0]):
+        lines.pop(0)
+    while lines and not _visible(lines[-1]):
+        lines.pop()
+    return [*lines, ""]
+
+
+def _visible(line: str) -> bool:
+    import re
+
+    return bool(re.sub(r"\x1b\[[0-9;]*m", "", line).strip())
+
+
+class PipeSurface:
+    """No terminal to update: answers to stdout as they become final, the transcript to
+    stderr, status only when it is worth a line (retries)."""
+
+    def __init__(self, out: TextIO | None = None, err: Console | None = None) -> None:
+        from rich.console import Console
+
+        self.out = out or sys.stdout
+        self.err = err or Console(stderr=True, highlight=False)
+
+    def answer(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+
+    def note(self, text: str, style: str = "") -> None:
+        self.err.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+
+    def live(self, text: str, style: str = "") -> None:
+        pass
+
+    def status(self, text: str | None, *, keep: bool = False) -> None:
+        if keep and text:
+            self.note(text, "yellow")
+
+
+class TerminalSurface:
+    """A terminal: the transcript scrolls, and below it a live area (the block being
+    written, dimmed) and a status line with a spinner, redrawn in place."""
+
+    def __init__(self, console: Console, *, markdown: bool) -> None:
+        self.console = console
+        self.markdown = markdown
+        self._live_text = ""
+        self._live_style = ""
+        self._status: str | None = None
+        self._display: Live | None = None
+
+    def __enter__(self) -> TerminalSurface:
+        from rich.live import Live
+
+        self._display = Live(
+            get_renderable=self._renderable,
+            console=self.console,
+            refresh_per_second=10,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        self._display.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._display is not None:
+            self._display.stop()
+            self._display = None
+
+    def _renderable(self) -> RenderableType:
+        from rich.console import Group
+        from rich.spinner import Spinner
+        from rich.text import Text
+
+        parts: list[Any] = []
+        if self._live_text:
+            parts.append(Text(self._live_text, style=self._live_style or "dim"))
+        if self._status:
+            parts.append(Spinner("dots", Text(self._status, style="yellow")))
+        return Group(*parts)
+
+    def _print(self, lines: list[str]) -> None:
+        from rich.text import Text
+
+        self.console.print(Text.from_ansi("\n".join(lines)), soft_wrap=True)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        if self._display is not None:
+            self._display.refresh()
+
+    def answer(self, text: str) -> None:
+        color = self.console.color_system is not None
+        width = self.console.width
+        self._print(answer_lines(text, width, markdown=self.markdown, color=color))
+
+    def note(self, text: str, style: str = "") -> None:
+        from rich.text import Text
+
+        color = self.console.color_system is not None
+        self._print(terminal_lines(Text(text, style=style), self.console.width, color=color))
+
+    def live(self, text: str, style: str = "") -> None:
+        self._live_text, self._live_style = text, style
+        self._refresh()
+
+    def status(self, text: str | None, *, keep: bool = False) -> None:
+        self._status = text
+        self._refresh()
