@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,7 @@ def _without(key: str) -> Callable[[dict[str, object]], object]:
     return lambda value: {k: v for k, v in value.items() if k != key}
 
 
-# (name, how the lines change, the expected message after the file name, events kept by repair)
+# (name, how the lines change, the message after the file name, events a repair keeps)
 CORRUPTIONS: list[tuple[str, Callable[[list[bytes]], None], str, int | None]] = [
     ("junk middle line", lambda ls: ls.__setitem__(5, b"junk"), "line 6: not JSON", 4),
     (
@@ -79,52 +80,53 @@ CORRUPTIONS: list[tuple[str, Callable[[list[bytes]], None], str, int | None]] = 
 ]
 
 
-def _corrupt(tmp_path: Path, change: Callable[[list[bytes]], None]) -> Path:
+@dataclass(frozen=True)
+class Corrupted:
+    path: Path
+    problem: str
+    """What the error says after the file name."""
+    kept: int | None
+    """Events a salvage keeps (None: nothing can be kept)."""
+
+
+@pytest.fixture(params=CORRUPTIONS, ids=[c[0] for c in CORRUPTIONS])
+def corrupted(tmp_path: Path, request: pytest.FixtureRequest) -> Corrupted:
+    """A stored two-turn log, then broken in one of the ways of CORRUPTIONS."""
+    _name, change, problem, kept = request.param
     backend = JsonlBackend(tmp_path)
     session = _stored(backend)
     path = backend.locate(session.header).path
     lines = path.read_bytes().split(b"\n")[:-1]
     change(lines)
     path.write_bytes(b"".join(line + b"\n" for line in lines))
-    return path
+    return Corrupted(path, problem, kept)
 
 
-@pytest.mark.parametrize(("name", "change", "problem", "kept"), CORRUPTIONS)
 async def test_a_corrupt_log_is_one_line_naming_file_line_and_problem(
-    tmp_path: Path,
-    name: str,
-    change: Callable[[list[bytes]], None],
-    problem: str,
-    kept: int | None,
+    tmp_path: Path, corrupted: Corrupted
 ) -> None:
-    path = _corrupt(tmp_path, change)
     stored = StoredSessions(JsonlBackend(tmp_path))
     for read in (stored.load, stored.prepare, stored.inspect):
         with pytest.raises(CorruptLogError) as info:
             await read(ID)
         message = str(info.value)
-        assert message.startswith(f"{path}: {problem}"), message
+        assert message.startswith(f"{corrupted.path}: {corrupted.problem}"), message
         assert "\n" not in message
 
 
-@pytest.mark.parametrize(("name", "change", "problem", "kept"), CORRUPTIONS)
 async def test_salvage_keeps_the_valid_prefix_and_moves_the_rest_aside(
-    tmp_path: Path,
-    name: str,
-    change: Callable[[list[bytes]], None],
-    problem: str,
-    kept: int | None,
+    tmp_path: Path, corrupted: Corrupted
 ) -> None:
-    path = _corrupt(tmp_path, change)
+    path = corrupted.path
     before = path.read_bytes()
     stored = StoredSessions(JsonlBackend(tmp_path))
-    if kept is None:  # nothing valid to keep: the log is left as it is
+    if corrupted.kept is None:  # nothing valid to keep: the log is left as it is
         with pytest.raises(CorruptLogError, match="nothing can be kept"):
             await stored.salvage(ID)
         assert path.read_bytes() == before
         return
     report = await stored.salvage(ID)
-    assert report.kept == kept
+    assert report.kept == corrupted.kept
     assert report.side_file is not None
     assert path.read_bytes() + report.side_file.read_bytes() == before  # nothing lost
     assert report.moved_bytes == report.side_file.stat().st_size
