@@ -39,6 +39,7 @@ DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
     # After approval: its tools/pre-execute listener is inner, so approval sees the hooks'
     # decision (an ask from a hook goes through the one approval service).
     {"id": "hooks", "name": "hooks"},
+    {"id": "mcp", "name": "mcp"},
     {"id": "jobs", "name": "jobs"},
     {"id": "subagents", "name": "subagents"},
     {"id": "compaction", "name": "compaction"},

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from .._version import __version__
-from ._errors import exit_with, run_app
+from ._errors import exit_with, exit_with_sync, run_app
 
 app = typer.Typer(
     name="dsh",
@@ -28,6 +28,10 @@ sessions_app = typer.Typer(help="Persisted sessions.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
 hooks_app = typer.Typer(help="Command hooks (Claude Code's dialect).", no_args_is_help=True)
 app.add_typer(hooks_app, name="hooks")
+mcp_app = typer.Typer(
+    help="MCP servers: their tools in every agent; dsh as one.", no_args_is_help=True
+)
+app.add_typer(mcp_app, name="mcp")
 
 ProfileOption = Annotated[
     list[Path] | None,
@@ -132,6 +136,7 @@ def _root(
     from ._errors import configure_logging
 
     configure_logging(verbose)
+
 
 
 @app.command("run")
@@ -275,6 +280,86 @@ def hooks_list(profile: ProfileOption = None, cwd: CwdOption = None) -> None:
     from ._hooks import list_hooks
 
     exit_with(list_hooks(profile, cwd))
+
+
+@mcp_app.command("list")
+def mcp_list(
+    profile: ProfileOption = None, cwd: CwdOption = None, json_: JsonOption = False
+) -> None:
+    """Start the configured servers and list them: transport, status, tools (or why not)."""
+    from ._mcp import list_servers
+
+    exit_with(list_servers(profile, cwd, json_))
+
+
+ScopeOption = Annotated[
+    str,
+    typer.Option("--scope", "-s", help="project (./.mcp.json) or user ($DSH_HOME/mcp.json)."),
+]
+
+
+@mcp_app.command("add")
+def mcp_add(
+    name: Annotated[str, typer.Argument(help="The server's name (its tools: mcp__NAME__*).")],
+    target: Annotated[
+        list[str], typer.Argument(help="COMMAND ARGS… after --, or the URL of an http/sse server.")
+    ],
+    transport: Annotated[
+        str, typer.Option("--transport", "-t", help="stdio, http or sse.")
+    ] = "stdio",
+    env: Annotated[
+        list[str] | None, typer.Option("--env", "-e", help="KEY=VALUE for a stdio server.")
+    ] = None,
+    header: Annotated[
+        list[str] | None, typer.Option("--header", "-H", help="'Name: value' for http/sse.")
+    ] = None,
+    scope: ScopeOption = "project",
+    cwd: CwdOption = None,
+) -> None:
+    """Add a server to .mcp.json: `dsh mcp add NAME -- CMD ARGS…` or
+    `dsh mcp add --transport http NAME URL --header 'K: V'`."""
+    from ._mcp import add_server
+
+    exit_with_sync(
+        lambda: add_server(
+            name,
+            target,
+            transport=transport,
+            env=env or [],
+            headers=header or [],
+            scope=scope,
+            cwd=cwd,
+        )
+    )
+
+
+@mcp_app.command("remove")
+def mcp_remove(
+    name: Annotated[str, typer.Argument(help="The server's name.")],
+    scope: Annotated[
+        str | None,
+        typer.Option("--scope", "-s", help="project or user (default: where it is found)."),
+    ] = None,
+    cwd: CwdOption = None,
+) -> None:
+    """Remove a server from .mcp.json (or the user's mcp.json)."""
+    from ._mcp import remove_server
+
+    exit_with_sync(lambda: remove_server(name, scope=scope, cwd=cwd))
+
+
+@mcp_app.command("serve")
+def mcp_serve(
+    profile: ProfileOption = None,
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    cwd: CwdOption = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")] = False,
+) -> None:
+    """dsh as an MCP server on stdio, with one tool: run_agent {prompt, cwd?, session_id?}."""
+    from ._mcp import serve
+
+    exit_with(serve(profile, provider, model, cwd, yes))
 
 
 @app.command("batch")

@@ -30,6 +30,7 @@ COMMANDS = {
     "/sessions": "this workspace's sessions, newest first",
     "/compact": "summarise older turns to free the context",
     "/hooks": "this session's hooks: where each comes from, whether it runs",
+    "/mcp": "MCP servers: their state and tools",
     "/reasoning": "show the model's reasoning in full, or folded (toggles)",
     "/exit": "quit",
 }
@@ -177,6 +178,8 @@ class Chat:
             await self._compact()
         elif command == "/hooks":
             self._show_hooks()
+        elif command == "/mcp":
+            self._show_mcp()
         elif command == "/reasoning":
             self.renderer.reasoning = not self.renderer.reasoning
             shown = "in full" if self.renderer.reasoning else "folded to one line"
@@ -253,6 +256,14 @@ class Chat:
             self.screen.note("hooks are not enabled (no hooks plugin in the profile)", "red")
             return
         for line in hook_lines(hooks):
+            self.screen.note(line)
+
+    def _show_mcp(self) -> None:
+        from ._mcp import describe_statuses
+
+        hub = self.ctx.get("mcp")
+        lines = ["MCP is not in the profile"] if hub is None else describe_statuses(hub.statuses())
+        for line in lines:
             self.screen.note(line)
 
     async def _compact(self) -> None:

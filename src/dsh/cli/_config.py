@@ -121,7 +121,7 @@ def _endpoints(item: Any) -> list[Any]:
 
 def _policy(config: Any) -> str:
     groups: dict[str, list[str]] = {}
-    for rule in config.rules():
+    for rule in (*config.policy, *config.default_policy):
         groups.setdefault(rule.action, []).append(rule.tool)
     parts = [f"{action} {', '.join(tools)}" for action, tools in groups.items()]
     parts.append(f"otherwise {config.unmatched}")

@@ -8,7 +8,7 @@ import asyncio
 import logging
 import os
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, NoReturn
 
 import typer
@@ -51,17 +51,34 @@ def configure_logging(verbose_flag: bool) -> None:
 def exit_with(coro: Coroutine[Any, Any, int]) -> NoReturn:
     """Run a command coroutine and exit with its code; a problem the user can fix prints
     one line and exits 2."""
+    exit_with_sync(lambda: asyncio.run(coro))
+
+
+def exit_with_sync(command: Callable[[], int]) -> NoReturn:
+    """Run a command and exit with its code; a problem the user can fix prints one line
+    and exits 2."""
     from ..kernel import CompositionError
     from ..persistence import PersistenceError
     from ..workspace import SettingsError
     from ._runtime import CliError
 
     try:
-        code = asyncio.run(coro)
+        code = command()
     except (CliError, CompositionError, PersistenceError, SettingsError) as exc:
-        typer.echo(f"dsh: {exc}", err=True)
+        typer.echo(f"dsh: {_settings_error(exc) or exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
     raise typer.Exit(code)
+
+
+def _settings_error(exc: BaseException) -> BaseException | None:
+    """A settings file behind a plugin's failure (it names the file and the key): that is
+    what the user has to fix, so it is what they see."""
+    from ..workspace import SettingsError
+
+    cause = exc.__cause__
+    while cause is not None and not isinstance(cause, SettingsError):
+        cause = cause.__cause__
+    return cause
 
 
 def run_app(app: typer.Typer, argv: list[str]) -> None:

@@ -6,14 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..workspace import load_settings
+from ..workspace import Trust, load_settings, read_json_object
 
 if TYPE_CHECKING:
     from ..kernel import Profile
     from ..plugins.hooks import HookEntry, HookSet
 
 TRUST_QUESTION = "Trust this workspace (hooks, MCP servers)? [y/N] "
-WORKSPACE_ROWS = ("hooks",)
+WORKSPACE_ROWS = ("hooks", "mcp")
 """Profile rows that read a workspace's files and take `trust_workspace` for one run."""
 GATED_KEYS = ("hooks",)
 """Settings keys that run something, so an untrusted workspace's value is worth a word."""
@@ -21,9 +21,13 @@ GATED_KEYS = ("hooks",)
 
 def untrusted_files(workspace: Path) -> list[Path]:
     """The workspace's files with something that runs only once it is trusted (none when
-    it is)."""
+    it is): settings files with hooks, and a `.mcp.json` with servers."""
     layers = load_settings(workspace).untrusted
-    return [layer.source.path for layer in layers if any(k in layer.data for k in GATED_KEYS)]
+    found = [layer.source.path for layer in layers if any(k in layer.data for k in GATED_KEYS)]
+    mcp_json = workspace / ".mcp.json"
+    if not Trust().is_trusted(workspace) and (read_json_object(mcp_json) or {}).get("mcpServers"):
+        found.append(mcp_json)
+    return found
 
 
 def trust_for_run(profile: Profile) -> Profile:

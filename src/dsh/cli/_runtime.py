@@ -39,7 +39,11 @@ def build_profile(
     yes: bool = False,
     trust_workspace: bool = False,
     sandbox: str | None = None,
+    workspace: Path | None = None,
 ) -> Profile:
+    """The layered profile; `yes` approves every ask, `trust_workspace` runs the
+    workspace's own files for this run, `sandbox` sets the sandbox row's mode, `workspace`
+    is where the mcp row reads `.mcp.json` (the agent's `--cwd`)."""
     profile = load_profile(profile_files(extra))
     if yes:
         profile = profile.with_config("approval", auto_approve=True)
@@ -52,6 +56,8 @@ def build_profile(
         if row is None or row.disabled:
             raise CliError("--sandbox needs the sandbox plugin: the profile has no `sandbox` row")
         profile = profile.with_config("sandbox", mode=sandbox)
+    if workspace is not None and profile.row("mcp") is not None:
+        profile = profile.with_config("mcp", workspace=str(workspace))
     return profile
 
 
@@ -99,7 +105,11 @@ def prepare(options: Options) -> tuple[Profile, Route, Path]:
     and its key."""
     cwd = workspace_dir(options.cwd)
     profile = build_profile(
-        options.profile, yes=options.yes, trust_workspace=options.trust, sandbox=options.sandbox
+        options.profile,
+        yes=options.yes,
+        trust_workspace=options.trust,
+        sandbox=options.sandbox,
+        workspace=cwd,
     )
     profile, route = resolve_route(profile, options.model, options.provider, options.base_url)
     return profile, route, cwd

@@ -6,6 +6,7 @@ from ._compose import (
     PluginRow,
     Profile,
     boot,
+    interpolate,
     load_profile,
     resolve_plugin,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "create_scope",
     "declared_events",
     "holds_secrets",
+    "interpolate",
     "load_profile",
     "read_secret",
     "redact_secrets",

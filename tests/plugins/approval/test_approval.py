@@ -17,6 +17,7 @@ from dsh.plugins.approval import (
     ApprovalConfig,
     ApprovalPlugin,
     ApprovalRequest,
+    Rule,
     decide,
 )
 from dsh.session import SESSION_DISPOSED, Session, SessionHeader
@@ -229,6 +230,23 @@ def test_user_rules_come_first_and_patterns_match() -> None:
     assert type(decide(config, "write")).__name__ == "Ask"  # the defaults still apply
     assert type(decide(config, "custom")).__name__ == "Allow"
     assert type(decide(ApprovalConfig(default_policy=[]), "read")).__name__ == "Ask"
+
+
+def test_plugin_defaults_come_after_user_rules_and_before_the_default_policy() -> None:
+    def mcp_defaults(tool: str) -> Rule | None:
+        return Rule(tool="mcp__*", action="allow") if tool.startswith("mcp__") else None
+
+    def claims_read(tool: str) -> Rule | None:
+        return Rule(tool="read", action="deny") if tool == "read" else None
+
+    config = ApprovalConfig.model_validate({"policy": [{"tool": "mcp__x__*", "action": "deny"}]})
+    defaults = (mcp_defaults, claims_read)
+    assert type(decide(config, "mcp__y__tool", defaults)).__name__ == "Allow"
+    assert decide(config, "mcp__x__tool", defaults) == Deny(
+        'tool "mcp__x__tool" is denied by the approval policy (rule "mcp__x__*")'
+    )
+    assert type(decide(config, "read", defaults)).__name__ == "Deny"  # before default_policy
+    assert type(decide(config, "bash", defaults)).__name__ == "Ask"
 
 
 async def test_bad_config_is_a_plugin_error() -> None:

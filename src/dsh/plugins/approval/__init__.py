@@ -5,7 +5,7 @@ durable record of every decision."""
 from ...tools import Decision
 from ._permissions import PermissionRule, ProjectPermissions, project_rule
 from ._plugin import ApprovalPlugin
-from ._policy import DEFAULT_POLICY, Action, ApprovalConfig, Rule, decide
+from ._policy import DEFAULT_POLICY, Action, ApprovalConfig, DefaultRules, Rule, decide
 from ._service import APPROVAL, Answer, Answerer, Approval, ApprovalRequest
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "ApprovalPlugin",
     "ApprovalRequest",
     "Decision",
+    "DefaultRules",
     "PermissionRule",
     "ProjectPermissions",
     "Rule",

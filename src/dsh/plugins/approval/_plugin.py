@@ -36,7 +36,7 @@ def no_answerer(tool: str) -> str:
 def _with_settings(approval: Approval, exec: ToolExecution) -> PreDecision:
     """The policy's decision, with the `permissions` of the call's workspace settings: their
     deny or ask always count; their allow lifts the policy's ask (never its deny)."""
-    policy = decide(approval.config, exec.name)
+    policy = decide(approval.config, exec.name, approval.default_rules)
     session = exec.session
     cwd = session.header.cwd if session is not None else None
     if not approval.config.settings or cwd is None:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Callable, Sequence
+from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
 from ...tools import Allow, Ask, Deny, PreDecision
 
-__all__ = ["DEFAULT_POLICY", "Action", "ApprovalConfig", "Rule", "decide"]
+__all__ = ["DEFAULT_POLICY", "Action", "ApprovalConfig", "DefaultRules", "Rule", "decide"]
 
 Action = Literal["allow", "ask", "deny"]
 
@@ -46,16 +46,28 @@ class ApprovalConfig(BaseModel):
     """Also apply the `permissions` of the session workspace's settings files (Claude Code's
     shape; a workspace's own files only once it is trusted)."""
 
-    def rules(self) -> Sequence[Rule]:
-        return (*self.policy, *self.default_policy)
+
+DefaultRules: TypeAlias = Callable[[str], "Rule | None"]
+"""A plugin's defaults for the tools it registers: the rule that applies to a tool name, or
+None when the name is not the plugin's (e.g. MCP: `mcp__github__*` asks)."""
 
 
-def decide(config: ApprovalConfig, tool: str) -> PreDecision:
-    """The policy's decision for a call of `tool`."""
-    for rule in config.rules():
-        if fnmatch.fnmatchcase(tool, rule.tool):
-            return _decision(rule.action, tool, f'rule "{rule.tool}"')
-    return _decision(config.unmatched, tool, "no rule matched")
+def decide(config: ApprovalConfig, tool: str, defaults: Sequence[DefaultRules] = ()) -> PreDecision:
+    """The policy's decision for a call of `tool`: the user's `policy`, then the plugins'
+    `defaults`, then `default_policy`, then `unmatched`."""
+    rule = _first_match(config.policy, tool)
+    for source in defaults if rule is None else ():
+        rule = source(tool)
+        if rule is not None:
+            break
+    rule = rule or _first_match(config.default_policy, tool)
+    if rule is None:
+        return _decision(config.unmatched, tool, "no rule matched")
+    return _decision(rule.action, tool, f'rule "{rule.tool}"')
+
+
+def _first_match(rules: Sequence[Rule], tool: str) -> Rule | None:
+    return next((rule for rule in rules if fnmatch.fnmatchcase(tool, rule.tool)), None)
 
 
 def _decision(action: Action, tool: str, why: str) -> PreDecision:

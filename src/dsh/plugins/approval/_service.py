@@ -20,7 +20,7 @@ from ...llm import Json
 from ...tools import APPROVAL as _APPROVAL
 from ...tools import ApprovalAnswer, Decision, ToolExecution
 from ._permissions import ProjectPermissions
-from ._policy import ApprovalConfig
+from ._policy import ApprovalConfig, DefaultRules
 
 if TYPE_CHECKING:
     from ...kernel import Context
@@ -52,13 +52,14 @@ Answerer: TypeAlias = Callable[[ApprovalRequest], Awaitable[Decision | Answer]]
 
 
 class _State:
-    __slots__ = ("always", "answerers", "config", "permissions")
+    __slots__ = ("always", "answerers", "config", "defaults", "permissions")
 
     def __init__(self, config: ApprovalConfig) -> None:
         self.config = config
         self.answerers: list[Answerer] = []
         self.always: dict[str, set[str]] = {}
         self.permissions = ProjectPermissions()
+        self.defaults: list[DefaultRules] = []
 
 
 class Approval:
@@ -110,6 +111,18 @@ class Approval:
                     return
 
         return self._ctx.owner.effect(remove)
+
+    @property
+    def default_rules(self) -> tuple[DefaultRules, ...]:
+        return tuple(self._state.defaults)
+
+    def add_default_rules(self, source: DefaultRules) -> Disposer:
+        """Defaults for the tools a plugin registers, checked after the user's `policy` and
+        before `default_policy` (so the user's rules, globs included, always win)."""
+        defaults = self._state.defaults
+        self._ctx.owner.check_active()
+        defaults.append(source)
+        return self._ctx.owner.effect(lambda: defaults.remove(source))
 
     def remembered(self, exec: ToolExecution) -> bool:
         """Whether the call's session answered `always` for this tool."""

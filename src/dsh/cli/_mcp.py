@@ -1,0 +1,172 @@
+"""`dsh mcp list | add | remove | serve`, and the server listing `/mcp` shows in chat."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..kernel import CancelSignal, Profile, boot
+from ..workspace import SettingsError, Trust, edit_json_file, read_json_object
+from ._runtime import CliError, build_profile
+
+if TYPE_CHECKING:
+    from ..plugins.mcp import ServerStatus
+
+NO_SERVERS = "no MCP servers configured (add one: dsh mcp add NAME -- COMMAND ARGS…)"
+
+
+def describe_statuses(statuses: Sequence[ServerStatus]) -> list[str]:
+    """One line per server (name, transport, state, source), then its tools or its error."""
+    if not statuses:
+        return [NO_SERVERS]
+    width = max(len(s.name) for s in statuses)
+    lines = []
+    for status in statuses:
+        scope = " (this agent)" if status.scoped else ""
+        lines.append(
+            f"{status.name:<{width}}  {status.transport:<5}  {status.state:<10}  "
+            f"{status.source}{scope}"
+        )
+        if status.error:
+            lines.append(f"  {status.error}")
+        elif status.tools:
+            lines.append(f"  {len(status.tools)} tools: {', '.join(status.tools)}")
+    return lines
+
+
+async def list_servers(profile: list[Path] | None, cwd: Path | None, as_json: bool) -> int:
+    """Start every configured server (as a run would), wait for each to settle, list them."""
+    from ..plugins.mcp import MCP
+
+    # The listing says what the plugin would log (skipped and crashed servers) itself.
+    logging.getLogger("dsh.mcp").setLevel(logging.ERROR)
+    workspace = (cwd or Path.cwd()).resolve()
+    built = build_profile(profile, workspace=workspace)
+    row = built.row("mcp")
+    if row is None or row.disabled:
+        raise CliError("the mcp plugin is not in the profile (see `dsh config show`)")
+    # Only what the plugin needs: listing starts no agent and writes no session.
+    ctx = await boot(Profile([r for r in built.rows if r.id in ("tools", "mcp")], built.sources))
+    try:
+        hub = ctx.require(MCP)
+        await hub.wait_started(None, CancelSignal())
+        statuses = hub.statuses()
+    finally:
+        await ctx.owner.dispose()
+    if as_json:
+        for status in statuses:
+            sys.stdout.write(json.dumps(dataclasses.asdict(status)) + "\n")
+    else:
+        print("\n".join(describe_statuses(statuses)))
+    return 0
+
+
+def add_server(
+    name: str,
+    target: list[str],
+    *,
+    transport: str,
+    env: list[str],
+    headers: list[str],
+    scope: str,
+    cwd: Path | None,
+) -> int:
+    """Add a server to the project's `.mcp.json` (or the user's `mcp.json`)."""
+    from ..plugins.mcp import parse_servers
+
+    path = _file(scope, cwd)
+    entry = _entry(transport, target, env, headers)
+    try:
+        parse_servers({name: entry}, f"dsh mcp add {name}", base=path.parent, env=None)
+        existing = (read_json_object(path) or {}).get("mcpServers") or {}
+    except SettingsError as exc:
+        raise CliError(str(exc)) from None
+    if name in existing:
+        raise CliError(f'{path} already has a server "{name}" (dsh mcp remove {name} first)')
+
+    def add(data: dict[str, Any]) -> None:
+        data.setdefault("mcpServers", {})[name] = entry
+
+    edit_json_file(path, add)
+    print(f'added {transport} server "{name}" to {path}')
+    if scope == "project" and not Trust().is_trusted(path.parent):
+        print(
+            "this workspace is not trusted yet: its servers start once you trust it "
+            "(dsh chat asks; dsh run --trust-workspace trusts it for one run)"
+        )
+    return 0
+
+
+def remove_server(name: str, *, scope: str | None, cwd: Path | None) -> int:
+    """Remove a server from the project's `.mcp.json`, else from the user's `mcp.json`."""
+    candidates = [_file(scope, cwd)] if scope else [_file("project", cwd), _file("user", cwd)]
+    for path in candidates:
+        try:
+            servers = (read_json_object(path) or {}).get("mcpServers") or {}
+        except SettingsError as exc:
+            raise CliError(str(exc)) from None
+        if name in servers:
+            edit_json_file(path, lambda data: data["mcpServers"].pop(name))
+            print(f'removed server "{name}" from {path}')
+            return 0
+    raise CliError(f'no MCP server "{name}" in {" or ".join(str(p) for p in candidates)}')
+
+
+def _file(scope: str, cwd: Path | None) -> Path:
+    from ..plugins.mcp import project_file, user_file
+
+    if scope == "user":
+        return user_file()
+    if scope == "project":
+        return project_file((cwd or Path.cwd()).resolve())
+    raise CliError(f'--scope must be "project" or "user", got {scope!r}')
+
+
+def _entry(transport: str, target: list[str], env: list[str], headers: list[str]) -> dict[str, Any]:
+    if not target:
+        raise CliError("give the server's command (after --) or its URL")
+    if transport == "stdio":
+        entry: dict[str, Any] = {"command": target[0], "args": target[1:]}
+        if env:
+            entry["env"] = _pairs(env, "=", "--env KEY=VALUE")
+        return entry
+    if transport not in ("http", "sse"):
+        raise CliError(f'--transport must be "stdio", "http" or "sse", got {transport!r}')
+    if len(target) != 1:
+        raise CliError(f"a {transport} server takes one URL, got {' '.join(target)!r}")
+    entry = {"type": transport, "url": target[0]}
+    if headers:
+        entry["headers"] = _pairs(headers, ":", "--header 'Name: value'")
+    return entry
+
+
+def _pairs(items: list[str], separator: str, usage: str) -> dict[str, str]:
+    pairs = {}
+    for item in items:
+        key, found, value = item.partition(separator)
+        if not found or not key.strip():
+            raise CliError(f"expected {usage}, got {item!r}")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+async def serve(
+    profile: list[Path] | None, provider: str | None, model: str | None, cwd: Path | None, yes: bool
+) -> int:
+    """`dsh mcp serve`: the runtime, serving `run_agent` on stdin/stdout."""
+    from ..plugins.mcp._serve import ServeOptions, serve_stdio
+    from ._runtime import resolve_route, start_runtime, workspace_dir
+
+    cwd = workspace_dir(cwd)
+    built, route = resolve_route(build_profile(profile, yes=yes, workspace=cwd), model, provider)
+    ctx = await start_runtime(built, route)
+    try:
+        await serve_stdio(ctx, ServeOptions(route.provider, route.model, cwd))
+    finally:
+        await ctx.owner.dispose()
+    return 0

@@ -1,0 +1,264 @@
+"""`McpHub` (`ctx.require(MCP)`): the process's MCP connections and where their tools are
+registered — globally, or in one agent's scope."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ...kernel import (
+    CancelSignal,
+    Context,
+    Disposer,
+    DuplicateEntryError,
+    EventSpec,
+    Mode,
+    ServiceKey,
+    scope_chain,
+)
+from ..approval import Rule
+from ._config import ServerSpec, Transport
+from ._connection import Connection, RestartPolicy, State
+from ._resources import LIST_RESOURCES, READ_RESOURCE, resource_tools
+from ._tools import mcp_tool_definitions, server_prefix, tool_names
+
+__all__ = ["MCP", "MCP_SERVER_STATUS", "HubOptions", "McpHub", "ServerStatus"]
+
+_log = logging.getLogger("dsh.mcp")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    """What `dsh mcp list` and `/mcp` show of one server. `state` is a connection state, or
+    `untrusted` for a workspace server skipped until the workspace is trusted."""
+
+    name: str
+    transport: Transport
+    source: str
+    target: str
+    state: State | Literal["untrusted"]
+    error: str | None = None
+    tools: tuple[str, ...] = ()
+    """The model-facing tool names."""
+    restarts: int = 0
+    scoped: bool = False
+    """Connected for one agent (`connect_servers` on its scoped context)."""
+
+
+MCP_SERVER_STATUS = EventSpec.declare(
+    "mcp/server-status",
+    Mode.EMIT,
+    ServerStatus,
+    scoped=False,
+    doc="an MCP server's state or tool list changed",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class HubOptions:
+    startup: Literal["boot", "first-use"] = "first-use"
+    startup_timeout_ms: float = 30_000
+    tool_timeout_ms: float | None = 600_000
+    restart: RestartPolicy = field(default_factory=RestartPolicy)
+    resource_tools: bool = True
+
+
+@dataclass(eq=False)
+class _Attachment:
+    """Servers connected through one context: their tools live in its layer."""
+
+    ctx: Context
+    connections: list[Connection]
+    registered: dict[Connection, tuple[tuple[object, ...], list[Disposer]]] = field(
+        default_factory=dict
+    )
+
+
+class McpHub:
+    """One `Connection` per distinct server in the process, shared by every context that
+    connects it, closed when the last one lets go (or the plugin unloads)."""
+
+    def __init__(self, ctx: Context, options: HubOptions) -> None:
+        self._ctx = ctx
+        self.options = options
+        self._connections: dict[tuple[object, ...], Connection] = {}
+        self._refs: dict[Connection, int] = {}
+        self._attachments: list[_Attachment] = []
+        self._untrusted: tuple[ServerSpec, ...] = ()
+        self._resource_tools: list[Disposer] = []
+
+    def connect(self, ctx: Context, specs: Sequence[ServerSpec]) -> Disposer:
+        """Make `specs`' tools visible through `ctx`: globally for a global context, to one
+        agent for its scoped context (`agent.ctx`). A server already connected elsewhere
+        shares its session. The returned disposer (owned by `ctx.owner`) disconnects."""
+        ctx.owner.check_active()
+        attachment = _Attachment(ctx, [self._acquire(spec) for spec in specs])
+        self._attachments.append(attachment)
+        for connection in attachment.connections:
+            self._sync(attachment, connection)
+            if self.options.startup == "boot":
+                connection.start()
+        return ctx.owner.effect(lambda: self._detach(attachment))
+
+    def note_untrusted(self, specs: Sequence[ServerSpec]) -> None:
+        """Workspace servers not started because the workspace is not trusted (listed)."""
+        self._untrusted = tuple(specs)
+
+    def statuses(self) -> list[ServerStatus]:
+        statuses = [self._status(c) for c in self.visible(None)]
+        for spec in self._untrusted:
+            statuses.append(
+                ServerStatus(
+                    spec.name,
+                    spec.transport,
+                    spec.source,
+                    spec.target,
+                    "untrusted",
+                    "not started: this workspace is not trusted (dsh chat asks; "
+                    "dsh run --trust-workspace trusts it for one run)",
+                )
+            )
+        return statuses
+
+    def visible(self, agent: object | None) -> list[Connection]:
+        """The connections an agent's tools come from (None: every connection)."""
+        chain = list(scope_chain(agent))
+        found: dict[Connection, None] = {}
+        for attachment in self._attachments:
+            scope = attachment.ctx.scope
+            if agent is None or scope is None or any(scope is key for key in chain):
+                found.update(dict.fromkeys(attachment.connections))
+        return list(found)
+
+    async def wait_started(
+        self, agent: object | None, signal: CancelSignal, timeout_ms: float | None = None
+    ) -> None:
+        """Start the servers `agent` uses (if not yet) and wait until each is ready or has
+        failed, at most `timeout_ms` (default: the startup timeout). Raises `Aborted` only
+        when `signal` fires."""
+        waiting = [c for c in self.visible(agent) if not c.settled]
+        if not waiting:
+            return
+        deadline = CancelSignal()
+        timeout = self.options.startup_timeout_ms if timeout_ms is None else timeout_ms
+        timer = asyncio.get_running_loop().call_later(timeout / 1000, deadline.abort, "timeout")
+        try:
+            fused = CancelSignal.any_of(signal, deadline)
+            await asyncio.gather(*(c.wait_settled(fused) for c in waiting), return_exceptions=True)
+        finally:
+            timer.cancel()
+        signal.raise_if_aborted()
+
+    def default_rule(self, tool: str) -> Rule | None:
+        """The approval default of an MCP tool: its server's `approval`, else ask. The
+        resource tools only read, and are allowed."""
+        if not tool.startswith("mcp"):
+            return None
+        if tool in (LIST_RESOURCES, READ_RESOURCE):
+            return Rule(tool=tool, action="allow")
+        for attachment in self._attachments:
+            for connection in attachment.connections:
+                prefix = server_prefix(connection.spec.name)
+                if tool.startswith(prefix):
+                    return Rule(tool=f"{prefix}*", action=connection.spec.approval or "ask")
+        return None
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _acquire(self, spec: ServerSpec) -> Connection:
+        connection = self._connections.get(spec.key)
+        if connection is None:
+            connection = Connection(
+                spec,
+                owner=self._ctx.owner,
+                startup_timeout_ms=self.options.startup_timeout_ms,
+                restart=self.options.restart,
+                on_change=self._changed,
+            )
+            self._connections[spec.key] = connection
+        self._refs[connection] = self._refs.get(connection, 0) + 1
+        return connection
+
+    async def _detach(self, attachment: _Attachment) -> None:
+        self._attachments.remove(attachment)
+        for _, disposers in attachment.registered.values():
+            for disposer in disposers:
+                disposer()
+        for connection in attachment.connections:
+            self._refs[connection] -= 1
+            if self._refs[connection] == 0:
+                del self._refs[connection]
+                del self._connections[connection.spec.key]
+                await connection.stop()
+        self._sync_resource_tools()
+
+    def _changed(self, connection: Connection) -> None:
+        for attachment in self._attachments:
+            if connection in attachment.connections:
+                self._sync(attachment, connection)
+        self._sync_resource_tools()
+        if self._ctx.owner.active:
+            self._ctx.emit(MCP_SERVER_STATUS, self._status(connection))
+
+    def _sync(self, attachment: _Attachment, connection: Connection) -> None:
+        """(Re-)register `connection`'s tools in `attachment`'s layer when they changed."""
+        tools = connection.tools
+        signature = tuple(tools)
+        previous = attachment.registered.get(connection)
+        if (previous is not None and previous[0] == signature) or not attachment.ctx.owner.active:
+            return
+        for disposer in previous[1] if previous else ():
+            disposer()
+        spec = connection.spec
+        timeout = spec.timeout_ms or self.options.tool_timeout_ms
+        disposers = []
+        for definition in mcp_tool_definitions(spec.name, tools, connection.call_tool, timeout):
+            try:
+                disposers.append(attachment.ctx.tools.register(definition))
+            except DuplicateEntryError as exc:
+                _log.warning('MCP server "%s": a tool was not registered: %s', spec.name, exc)
+        attachment.registered[connection] = (signature, disposers)
+
+    def _sync_resource_tools(self) -> None:
+        wanted = self.options.resource_tools and any(
+            c.has_resources and c.state in ("ready", "restarting")
+            for c in self._connections.values()
+        )
+        if wanted == bool(self._resource_tools) or not self._ctx.owner.active:
+            return
+        if wanted:
+            tools = resource_tools(self.visible)
+            self._resource_tools = [self._ctx.tools.register(t) for t in tools]
+        else:
+            for disposer in self._resource_tools:
+                disposer()
+            self._resource_tools = []
+
+    def _status(self, connection: Connection) -> ServerStatus:
+        """`scoped` when no global context connects it (it serves only some agents)."""
+        scoped = all(
+            a.ctx.scope is not None for a in self._attachments if connection in a.connections
+        )
+        return _status(connection, scoped)
+
+
+def _status(connection: Connection, scoped: bool) -> ServerStatus:
+    spec = connection.spec
+    names = tuple(tool_names(spec.name, connection.tools))
+    return ServerStatus(
+        spec.name,
+        spec.transport,
+        spec.source,
+        spec.target,
+        connection.state,
+        connection.error,
+        names,
+        connection.restarts,
+        scoped,
+    )
+
+
+MCP: ServiceKey[McpHub] = ServiceKey("mcp")

@@ -1,0 +1,115 @@
+"""`McpPlugin`: the configured MCP servers' tools in every agent."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...agent import PROMPT_SUBMIT, PromptDecision, PromptSubmit
+from ...kernel import TOOLS, Context, Disposer, Next
+from ..approval import APPROVAL
+from ._config import Servers, ServerSpec, load_servers
+from ._connection import RestartPolicy
+from ._hub import MCP, HubOptions, McpHub
+
+__all__ = ["McpConfig", "McpPlugin", "connect_servers"]
+
+_log = logging.getLogger("dsh.mcp")
+
+
+class McpConfig(BaseModel):
+    """The profile row's config: servers in `.mcp.json`'s shape, and how they run."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    mcp_servers: dict[str, Any] = Field(default_factory=dict, alias="mcpServers")
+    """Servers of the profile itself (they replace same-named servers of the files)."""
+    workspace: str | None = None
+    """Where `.mcp.json` is read (default: the current directory; `dsh run` passes --cwd)."""
+    trust_workspace: bool = False
+    """Run the workspace's servers without a recorded trust (`dsh run --trust-workspace`)."""
+    startup: Literal["boot", "first-use"] = "first-use"
+    """Start servers when an agent's first turn begins (commands that run no agent start
+    none), or as soon as the plugin loads."""
+    startup_timeout_ms: float = Field(default=30_000, gt=0)
+    """How long a server may take to start (and a turn waits for it) before it counts as failed."""
+    tool_timeout_ms: float | None = Field(default=600_000, gt=0)
+    """The per-call deadline of MCP tools (a server's `timeout` overrides it); None: none."""
+    max_restarts: int = Field(default=5, ge=0)
+    restart_backoff_ms: float = Field(default=500, ge=0)
+    resource_tools: bool = True
+    """Offer `mcp_list_resources` / `mcp_read_resource` while a server has resources."""
+
+    def hub_options(self) -> HubOptions:
+        return HubOptions(
+            startup=self.startup,
+            startup_timeout_ms=self.startup_timeout_ms,
+            tool_timeout_ms=self.tool_timeout_ms,
+            restart=RestartPolicy(
+                max_restarts=self.max_restarts, backoff_ms=self.restart_backoff_ms
+            ),
+            resource_tools=self.resource_tools,
+        )
+
+
+class McpPlugin:
+    """Provides `McpHub` under `MCP`, connects the configured servers globally, and makes a
+    turn wait (bounded) for the servers its agent uses to finish starting."""
+
+    name: ClassVar[str] = "mcp"
+    Config = McpConfig
+    inject: ClassVar[tuple[Any, ...]] = (TOOLS,)
+
+    @staticmethod
+    async def apply(ctx: Context, config: McpConfig) -> None:
+        workspace, servers = _configured(config)
+        hub = McpHub(ctx, config.hub_options())
+        ctx.provide(MCP, hub)
+        if servers.untrusted:
+            # Listed as `untrusted`; the CLI's trust note and question cover `.mcp.json`.
+            hub.note_untrusted(servers.untrusted)
+            names = ", ".join(spec.name for spec in servers.untrusted)
+            _log.info("%s/.mcp.json not trusted: not starting %s", workspace, names)
+        if servers.specs:
+            hub.connect(ctx, servers.specs)
+
+        async def before_turn(
+            payload: PromptSubmit, nxt: Next[PromptSubmit, PromptDecision]
+        ) -> PromptDecision:
+            await hub.wait_started(payload.agent, payload.signal)
+            return await nxt()
+
+        ctx.on(PROMPT_SUBMIT, before_turn)
+        await ctx.plugin(_ApprovalDefaults(hub), id="mcp:approval")
+
+
+def _configured(config: McpConfig) -> tuple[Path, Servers]:
+    workspace = Path(config.workspace or Path.cwd()).expanduser().resolve()
+    trusted = True if config.trust_workspace else None
+    return workspace, load_servers(workspace, config.mcp_servers, trusted=trusted)
+
+
+class _ApprovalDefaults:
+    """MCP tools' approval defaults, wherever the approval plugin sits in the profile."""
+
+    name: ClassVar[str] = "mcp:approval"
+    inject = (APPROVAL,)
+
+    def __init__(self, hub: McpHub) -> None:
+        self.hub = hub
+
+    def apply(self, ctx: Context, config: None) -> None:
+        ctx.require(APPROVAL).add_default_rules(self.hub.default_rule)
+
+
+def connect_servers(ctx: Context, servers: Sequence[ServerSpec]) -> Disposer:
+    """Connect `servers` for `ctx`'s scope: pass an agent's scoped context (`agent.ctx`, or
+    the `setup` context of `CreateAgentOptions`) to give only that agent (and its children)
+    their tools, as ACP's `session/new {mcpServers}` does. Sessions are shared with equal
+    servers already running. Disposing the result (or `ctx`'s owner) disconnects them.
+    Requires the `mcp` plugin (raises `ServiceUnavailableError` without it)."""
+    return ctx.require(MCP).connect(ctx, servers)

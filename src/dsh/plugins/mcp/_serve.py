@@ -1,0 +1,163 @@
+"""`dsh mcp serve`: dsh as an MCP server on stdio, with one tool, `run_agent`, so other MCP
+hosts can hand work to a dsh agent. A translator between MCP and `ctx.agents`: the agent,
+its loop, approval and session log are the ordinary ones."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context as RequestContext
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+
+from ..._version import __version__
+from ...agent import (
+    USER_CANCEL,
+    AgentHandle,
+    AgentOptions,
+    CreateAgentOptions,
+    ResumeAgentOptions,
+    run_prompt,
+    session_events,
+)
+from ...kernel import Context
+from ...llm import Json
+from ...session import SessionEvent, SessionMeta
+
+__all__ = ["RUN_AGENT_DESCRIPTION", "ServeOptions", "mcp_server", "serve_stdio"]
+
+RUN_AGENT_DESCRIPTION = (
+    "Run a dsh coding agent on a task and return its final answer. The agent works in `cwd` "
+    "(default: the server's working directory) with its own tools (files, shell, search). "
+    "Write a complete, self-contained prompt. The result names the session: pass it as "
+    "`session_id` to continue the same conversation."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    provider: str
+    model: str
+    cwd: Path
+
+
+def mcp_server(ctx: Context, options: ServeOptions) -> MCPServer:
+    """An `MCPServer` whose `run_agent` tool runs agents of `ctx` (a booted runtime)."""
+    server = MCPServer("dsh", version=__version__, instructions=RUN_AGENT_DESCRIPTION)
+    locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+    users: Counter[str] = Counter()
+
+    async def run_agent(
+        prompt: str,
+        request: RequestContext,
+        cwd: str | None = None,
+        session_id: str | None = None,
+    ) -> CallToolResult:
+        session_id = session_id or f"session-{uuid.uuid4()}"
+        # One request at a time per session: a retry right after a cancel waits for the
+        # cancelled run to wind down.
+        users[session_id] += 1
+        try:
+            async with locks[session_id]:
+                return await _run(ctx, options, prompt, request, cwd, session_id)
+        finally:
+            users[session_id] -= 1
+            if not users[session_id]:
+                del users[session_id], locks[session_id]
+
+    server.add_tool(run_agent, name="run_agent", description=RUN_AGENT_DESCRIPTION)
+    return server
+
+
+async def _run(
+    ctx: Context,
+    options: ServeOptions,
+    prompt: str,
+    request: RequestContext,
+    cwd: str | None,
+    session_id: str,
+) -> CallToolResult:
+    handle = await _open(ctx, options, cwd, session_id)
+    agent = handle.agent
+    events = session_events(agent)  # subscribed now: from this run's first event
+    progress = asyncio.ensure_future(_report_progress(events, request))
+    try:
+        result = await run_prompt(agent, prompt)
+        await progress  # every notification goes out before the result
+    finally:
+        # Also when the client cancelled the request (notifications/cancelled): the
+        # turn is cancelled and the session left consistent before the handler ends.
+        with anyio.CancelScope(shield=True):
+            progress.cancel()
+            if agent.status == "running":
+                agent.cancel(USER_CANCEL)
+                await agent.when_idle()
+            await handle.dispose()
+    completed = result.finish_reason == "completed"
+    text = result.text if completed or result.text else _ended(result.reason)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content={
+            "answer": result.text,
+            "sessionId": agent.id,
+            "finishReason": result.finish_reason,
+        },
+        is_error=not completed,
+    )
+
+
+def _ended(reason: Json) -> str:
+    error = reason.get("error") or {}
+    detail = f": {error.get('code')}: {error.get('message')}" if error else ""
+    return f"the run ended: {reason.get('kind', 'unknown')}{detail}"
+
+
+async def serve_stdio(ctx: Context, options: ServeOptions) -> None:
+    """Serve `run_agent` on stdin/stdout until the client closes stdin."""
+    await mcp_server(ctx, options).run_stdio_async()
+
+
+async def _open(
+    ctx: Context, options: ServeOptions, cwd: str | None, session_id: str
+) -> AgentHandle:
+    agent_options = AgentOptions(provider=options.provider, model=options.model)
+    resume = ResumeAgentOptions(session_id, agent_options=agent_options)
+    with contextlib.suppress(KeyError, LookupError, FileNotFoundError):
+        return await ctx.agents.resume(resume)  # else: a new session of that id
+    return await ctx.agents.create(
+        CreateAgentOptions(
+            session_id,
+            SessionMeta(cwd=_folder(cwd, options.cwd)),
+            agent_options=agent_options,
+        )
+    )
+
+
+def _folder(cwd: str | None, default: Path) -> str:
+    folder = Path(cwd).expanduser() if cwd else default
+    if not folder.is_absolute() or not folder.is_dir():
+        raise ToolError(f"cwd must be an existing absolute directory, got {cwd!r}")
+    return str(folder.resolve())
+
+
+async def _report_progress(events: AsyncIterator[SessionEvent], request: RequestContext) -> None:
+    """A progress notification per step and per tool call (when the client asked for them),
+    until the turn ends."""
+    steps = 0
+    async with contextlib.aclosing(events):  # type: ignore[type-var]
+        async for event in events:
+            if event.type == "turn/end":
+                return
+            if event.type == "step/start":
+                steps += 1
+                await request.report_progress(steps, message=f"step {steps}")
+            elif event.type == "tool/call":
+                await request.report_progress(steps, message=f"calling {event.data['name']}")

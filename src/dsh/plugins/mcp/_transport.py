@@ -1,0 +1,214 @@
+"""One MCP client session over stdio, streamable HTTP or SSE, on the official SDK.
+
+The only module that imports `mcp`; the connection imports it on first start, so
+`import dsh` and a profile without servers never pay for the SDK.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import anyio
+import mcp_types
+from mcp import Client, StdioServerParameters, stdio_client
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from ..._version import __version__
+from ...llm import Json
+from ._config import ServerSpec
+from ._tools import ConnectionLost, McpToolError
+
+__all__ = ["McpSession", "open_session"]
+
+_PAGES = 100
+"""At most this many pages of a listing (a server whose cursor never ends cannot hang us)."""
+
+
+class McpSession:
+    """A connected client session, speaking wire JSON (camelCase) to the connection."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    @property
+    def has_resources(self) -> bool:
+        return self._client.server_capabilities.resources is not None
+
+    async def tools(self) -> list[dict[str, Json]]:
+        found: list[dict[str, Json]] = []
+        cursor: str | None = None
+        for _ in range(_PAGES):
+            page = await _translated(self._client.list_tools(cursor=cursor, cache_mode="bypass"))
+            found.extend(_json(tool) for tool in page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return found
+
+    async def call(self, tool: str, arguments: Json) -> dict[str, Json]:
+        result = await _translated(self._client.call_tool(tool, arguments))
+        return _json(result)
+
+    async def resources(self) -> list[dict[str, Json]]:
+        found: list[dict[str, Json]] = []
+        cursor: str | None = None
+        for _ in range(_PAGES):
+            page = await _translated(
+                self._client.list_resources(cursor=cursor, cache_mode="bypass")
+            )
+            found.extend(_json(resource) for resource in page.resources)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return found
+
+    async def read(self, uri: str) -> list[dict[str, Json]]:
+        result = await _translated(self._client.read_resource(uri, cache_mode="bypass"))
+        return [_json(item) for item in result.contents]
+
+
+def _json(model: Any) -> dict[str, Json]:
+    data: dict[str, Json] = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data.pop("resultType", None)
+    return data
+
+
+async def _translated(call: Awaitable[Any]) -> Any:
+    """SDK failures as our errors: a closed connection, or one line the model can read."""
+    try:
+        return await call
+    except MCPError as exc:
+        if exc.code == mcp_types.CONNECTION_CLOSED:
+            raise ConnectionLost(exc.message) from None
+        raise McpToolError(f"{exc.message} (MCP error {exc.code})") from None
+    except ValidationError as exc:
+        raise McpToolError(f"the server sent an invalid result: {exc.errors()[0]['msg']}") from None
+
+
+@asynccontextmanager
+async def open_session(
+    spec: ServerSpec,
+    *,
+    on_tools_changed: Callable[[], None],
+    on_closed: Callable[[], None],
+    on_stderr: Callable[[str], None],
+) -> AsyncIterator[McpSession]:
+    """Connect to `spec` (spawning a stdio server) and initialize; leaving closes the
+    session and, for stdio, stops the server's whole process group."""
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            on_tools_changed()
+
+    client = Client(
+        _watched(_transport(spec, on_stderr), on_closed),
+        mode="legacy",  # the initialize handshake every server speaks
+        message_handler=on_message,
+        client_info=mcp_types.Implementation(name="dsh", version=__version__),
+        cache=None,
+    )
+    async with client:
+        yield McpSession(client)
+
+
+def _transport(spec: ServerSpec, on_stderr: Callable[[str], None]) -> Any:
+    if spec.transport == "stdio":
+        return _stdio(spec, on_stderr)
+    headers = dict(spec.headers) or None
+    assert spec.url is not None
+    if spec.transport == "sse":
+        return sse_client(spec.url, headers=headers)
+    return _http(spec.url, headers)
+
+
+@asynccontextmanager
+async def _http(url: str, headers: dict[str, str] | None) -> AsyncIterator[Any]:
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
+
+
+@asynccontextmanager
+async def _stdio(spec: ServerSpec, on_stderr: Callable[[str], None]) -> AsyncIterator[Any]:
+    """The SDK's stdio transport (its own process group, killed on exit), with the server's
+    stderr read line by line into `on_stderr` instead of inherited."""
+    assert spec.command is not None
+    params = StdioServerParameters(
+        command=spec.command, args=list(spec.args), env=dict(spec.env) or None, cwd=spec.cwd
+    )
+    read_fd, write_fd = os.pipe()
+    errlog = os.fdopen(write_fd, "w")
+    pump = asyncio.ensure_future(_pump(read_fd, on_stderr))
+    try:
+        async with stdio_client(params, errlog=errlog) as streams:
+            errlog.close()  # the child holds its own copy
+            yield streams
+    finally:
+        errlog.close()
+        # The last lines a crashing server wrote explain the crash: read them first.
+        with anyio.move_on_after(1.0, shield=True):
+            await asyncio.wait([pump])
+        pump.cancel()
+
+
+async def _pump(fd: int, on_line: Callable[[str], None]) -> None:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    pipe = os.fdopen(fd, "rb", buffering=0)
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    try:
+        while line := await reader.readline():
+            on_line(line.decode(errors="replace").rstrip())
+    finally:
+        transport.close()
+
+
+@asynccontextmanager
+async def _watched(
+    transport: AbstractAsyncContextManager[Any], on_closed: Callable[[], None]
+) -> AsyncIterator[Any]:
+    async with transport as (read, write):
+        yield _WatchedRead(read, on_closed), write
+
+
+class _WatchedRead:
+    """The transport's read stream, telling the connection when the server went away."""
+
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._on_end()
+            raise
+
+    def __aiter__(self) -> _WatchedRead:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedRead:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
