@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     )
     from .llm import Message, user_message
     from .plugins.approval import ApprovalRequest
-    from .session import SessionMeta, Usage
+    from .session import SessionMeta, Usage, session_usage
     from .tools import Decision, tool
 
 _LAZY = {
@@ -95,6 +95,7 @@ _LAZY = {
     "user_message": "dsh.llm",
     "SessionMeta": "dsh.session",
     "Usage": "dsh.session",
+    "session_usage": "dsh.session",
     "tool": "dsh.tools",
 }
 _SUBPACKAGES = frozenset({"events"})
@@ -147,6 +148,7 @@ __all__ = [
     "load_profile",
     "run_prompt",
     "session_events",
+    "session_usage",
     "tool",
     "user_message",
 ]

@@ -1,9 +1,15 @@
 """Built-in profiles: `CORE_ROWS` (the five services and the loop) and `DEFAULT_ROWS`
-(what `dsh` boots with no profile file: a working coding agent)."""
+(what `dsh` boots with no profile file: a working coding agent); `OTEL_ROW`, the tracing
+that `DSH_OTEL=1` or `--otel` adds."""
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .kernel import Profile
 
 CORE_ROWS: tuple[dict[str, Any], ...] = (
     {"id": "llm", "name": "llm"},
@@ -43,4 +49,29 @@ DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
     {"id": "jobs", "name": "jobs"},
     {"id": "subagents", "name": "subagents"},
     {"id": "compaction", "name": "compaction"},
+    {"id": "usage", "name": "usage"},
 )
+
+OTEL_ROW: dict[str, Any] = {"id": "otel", "name": "otel", "after": "sessions"}
+"""OpenTelemetry traces and metrics (extra `dsh[otel]`), configured by the `OTEL_*` variables.
+Right after the session store, so it is torn down after the loop: a turn cut short at exit
+is still traced."""
+
+_ON = ("1", "true", "yes", "on")
+
+
+def otel_requested(env: Mapping[str, str] = os.environ) -> bool:
+    """Whether `DSH_OTEL` asks for tracing (`1`, `true`, `yes`, `on`)."""
+    return env.get("DSH_OTEL", "").strip().lower() in _ON
+
+
+def default_rows(env: Mapping[str, str] = os.environ) -> tuple[dict[str, Any], ...]:
+    """What a profile starts from: `DEFAULT_ROWS`, and `OTEL_ROW` when `DSH_OTEL` is on."""
+    return (*DEFAULT_ROWS, OTEL_ROW) if otel_requested(env) else DEFAULT_ROWS
+
+
+def with_otel(profile: Profile, *, source: str = "--otel") -> Profile:
+    """`profile` with tracing on: its otel row enabled, or `OTEL_ROW` added."""
+    if profile.row("otel") is None:
+        return profile.layered([OTEL_ROW], source=source)
+    return profile.layered([{"id": "otel", "disabled": False}], source=source)

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from .support import DSH, cli_env, scripted_profile, workspace
 
 
@@ -83,6 +85,45 @@ def test_missing_deepseek_key_is_a_clear_message(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "DEEPSEEK_API_KEY" in result.stderr
+
+
+def test_a_usage_line_with_its_cost_follows_each_turn(tmp_path: Path) -> None:
+    prices = tmp_path / "prices.yml"
+    row = {"id": "usage", "config": {"prices": [{"route": "scripted/*", "input": 1.0,
+                                                 "output": 2.0, "cache_read": 0.5}]}}  # fmt: skip
+    prices.write_text(yaml.safe_dump([row]))
+    script = [{"tool": "shout", "args": {"text": "a"}, "usage": [600, 150, 9000]},
+              {"text": "Done.", "usage": [400, 50, 0]}]  # fmt: skip
+    result = dsh(tmp_path, script, "--profile", str(prices), "--yes", "shout a")
+    assert result.returncode == 0, result.stderr
+    # 10,000 in, 9,000 of them cached: 1,000 x $1 + 9,000 x $0.5 + 200 out x $2 per million.
+    assert "↑ 10.0k in (90% cached) · ↓ 200 out · $0.0059" in result.stderr
+    unpriced = dsh(tmp_path, [{"text": "Hi.", "usage": [10, 2, 0]}], "hi")
+    assert "↑ 10 in · ↓ 2 out\n" in unpriced.stderr  # no price for the route: no cost
+
+
+def test_sessions_show_and_stats_total_the_usage(tmp_path: Path) -> None:
+    for word in ("one", "two"):
+        run = dsh(tmp_path, [{"text": f"Noted {word}.", "usage": [1200, 30, 800]}], word)
+        assert run.returncode == 0, run.stderr
+    session_id = run.stderr.split("session ")[-1].split(" ")[0]
+    env = cli_env(tmp_path)
+    cli = [sys.executable, *DSH, "sessions"]
+    shown = subprocess.run(
+        [*cli, "show", session_id], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert "usage: 1 turn · 1 model request · 0 tool calls · " in shown.stdout
+    assert "↑ 2.0k in (40% cached) · ↓ 30 out" in shown.stdout
+    stats = subprocess.run(
+        [*cli, "stats", "--json"], capture_output=True, text=True, env=env, timeout=60
+    )
+    (row,) = [json.loads(line) for line in stats.stdout.splitlines()]
+    assert row["provider"] == "scripted" and row["model"] == "scripted"
+    assert (row["requests"], row["inputTokens"], row["cacheReadTokens"]) == (2, 2400, 1600)
+    assert row["outputTokens"] == 60 and row["costUsd"] is None  # no price for this route
+    text = subprocess.run([*cli, "stats"], capture_output=True, text=True, env=env, timeout=60)
+    assert f"{row['day']}  scripted/scripted" in text.stdout
+    assert text.stdout.splitlines()[-1].startswith("total")
 
 
 def test_sessions_list_show_and_resume(tmp_path: Path) -> None:

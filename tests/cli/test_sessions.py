@@ -116,6 +116,12 @@ def test_a_corrupt_log_is_one_line_and_repair_keeps_the_valid_part(tmp_path: Pat
     listed = dsh(tmp_path, "sessions", "list")
     assert listed.returncode == 0, listed.stderr
     assert f"(a corrupt log: dsh sessions repair {session_id})" in listed.stdout
+    stats = dsh(tmp_path, "sessions", "stats")  # the corrupt log is left out, and named
+    assert stats.returncode == 0, stats.stderr
+    assert stats.stderr.startswith(
+        f"dsh: left out: {log}: line 10: not UTF-8 (byte 0xff at column 16) "
+        f"(`dsh sessions repair {session_id}` keeps what is valid)\n"
+    )
 
     repaired = dsh(tmp_path, "sessions", "repair", session_id)
     assert repaired.returncode == 0, repaired.stderr

@@ -21,6 +21,7 @@ from dsh.llm import (
     TokenUsage,
     ToolCallBlock,
     ToolCallDelta,
+    chunk_from_json,
     user_message,
 )
 from dsh.llm.adapters import ChunkMapper, token_usage
@@ -45,6 +46,16 @@ async def test_reasoning_then_text_with_usage(harness: Harness) -> None:
     assert [e.index for e in ends] == [0, 1]
     # The reasoning block closes before the text block opens.
     assert call.chunks.index(ends[0]) < call.chunks.index(starts[1])
+
+
+async def test_the_finish_names_the_response_and_its_model(harness: Harness) -> None:
+    harness.server.add(reply("hi"))
+    await harness.mount()
+    finish = (await harness.call()).chunks[-1]
+    assert isinstance(finish, Finish)
+    assert finish.response_id is not None and finish.response_id.startswith("chatcmpl-")
+    assert finish.response_model == harness.bodies[-1]["model"]
+    assert chunk_from_json(finish.to_json()) == finish
 
 
 async def test_tool_calls_split_across_chunks(harness: Harness) -> None:
@@ -97,6 +108,8 @@ async def test_whole_completion_maps_like_a_stream(harness: Harness) -> None:
     ]
     assert call.assembler.usage == usage
     assert call.assembler.finish.kind == "tool-calls"
+    finish = call.chunks[-1]
+    assert isinstance(finish, Finish) and finish.response_id is not None
 
 
 def test_usage_buckets() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from dsh.kernel import Context
+from dsh.llm import TokenUsage
 from dsh.testing import ScriptedModel, failure, reply, tool_call
 from dsh.tools import tool
 
@@ -22,9 +23,18 @@ def _entry(item: Any) -> Any:
         return reply(item)
     if "fail" in item:
         return reply(failure(item["fail"], item.get("message")))
+    # `usage: [fresh input, output, cache hits]`, as the provider would report it.
+    fresh, output, hits = item.get("usage") or (0, 0, None)
+    usage = TokenUsage(fresh, output, hits) if "usage" in item else None
     if "tool" in item:
-        return reply(tool_call(item["tool"], item.get("args", {})), delay=item.get("delay", 0.0))
-    return reply(item.get("text", ""), delay=item.get("delay", 0.0), hang=item.get("hang", False))
+        call = tool_call(item["tool"], item.get("args", {}))
+        return reply(call, delay=item.get("delay", 0.0), usage=usage)
+    return reply(
+        item.get("text", ""),
+        delay=item.get("delay", 0.0),
+        hang=item.get("hang", False),
+        usage=usage,
+    )
 
 
 class ScriptedPlugin:

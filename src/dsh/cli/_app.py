@@ -103,6 +103,14 @@ def _mode(value: SandboxMode | None) -> str | None:
     return None if value is None else value.value
 
 
+OtelOption = Annotated[
+    bool,
+    typer.Option(
+        "--otel",
+        help="Send OpenTelemetry traces and metrics where the OTEL_* variables say "
+        "(also DSH_OTEL=1).",
+    ),
+]
 TrustOption = Annotated[
     bool,
     typer.Option(
@@ -155,13 +163,14 @@ def run_command(
     ] = False,
     trust: TrustOption = False,
     sandbox: SandboxOption = None,
+    otel: OtelOption = False,
 ) -> None:
     """Run an agent on TASK (`-`, or no TASK and a pipe: read it from stdin); exit 0 when
     its turn completed."""
     from ._run import RunOptions, run_task
 
     options = RunOptions(profile, model, base_url, provider, cwd, None, continue_, yes, plain)
-    options = dataclasses.replace(options, task=task, json=json_, trust=trust)
+    options = dataclasses.replace(options, task=task, json=json_, trust=trust, otel=otel)
     exit_with(run_task(dataclasses.replace(options, sandbox=_mode(sandbox))))
 
 
@@ -179,13 +188,14 @@ def chat_command(
     yes: YesOption = False,
     plain: PlainOption = False,
     sandbox: SandboxOption = None,
+    otel: OtelOption = False,
 ) -> None:
     """Talk with an agent: Enter sends, Ctrl-C cancels the running turn, /help for more."""
     from ._chat import chat
     from ._runtime import Options
 
     options = Options(profile, model, base_url, provider, cwd, resume, continue_, yes, plain)
-    exit_with(chat(dataclasses.replace(options, sandbox=_mode(sandbox))))
+    exit_with(chat(dataclasses.replace(options, sandbox=_mode(sandbox), otel=otel)))
 
 
 @app.command("demo")
@@ -249,6 +259,15 @@ def sessions_repair(session_id: SessionArgument, profile: ProfileOption = None) 
     exit_with(repair_session(profile, session_id))
 
 
+@sessions_app.command("stats")
+def sessions_stats(profile: ProfileOption = None, json_: JsonOption = False) -> None:
+    """Usage of every stored session by day (UTC) and model: requests, tool calls, tokens,
+    the share served from cache, and the cost by the profile's prices."""
+    from ._sessions import session_stats
+
+    exit_with(session_stats(profile, json_))
+
+
 @sessions_app.command("resume")
 def sessions_resume(
     session_id: SessionArgument,
@@ -259,12 +278,13 @@ def sessions_resume(
     provider: ProviderOption = None,
     yes: YesOption = False,
     trust: TrustOption = False,
+    otel: OtelOption = False,
 ) -> None:
     """Resume session ID (a unique prefix is enough): run TASK in it, or chat in it."""
     from ._run import RunOptions, run_task
 
     options = RunOptions(
-        profile, model, base_url, provider, resume=session_id, yes=yes, trust=trust
+        profile, model, base_url, provider, resume=session_id, yes=yes, trust=trust, otel=otel
     )
     if task is None:
         from ._chat import chat

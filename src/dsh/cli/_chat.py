@@ -19,7 +19,15 @@ from ..tools import Decision
 from ..workspace import Trust
 from ._approve import REASK, REASON_PROMPT, Answer, approval_view, parse_answer, question
 from ._render import Renderer
-from ._runtime import CliError, Options, Route, failure_advice, prepare, start_runtime
+from ._runtime import (
+    CliError,
+    Options,
+    Route,
+    failure_advice,
+    prepare,
+    start_runtime,
+    turn_cost,
+)
 from ._screen import ChatScreen, history_file
 from ._sessions import open_agent, persistence_of, summaries
 
@@ -73,7 +81,12 @@ class Chat:
             prompt=self._prompt,
             idle_hint=f"{route.provider}/{route.model} · /help · Ctrl-C cancels · Ctrl-D quits",
         )
-        self.renderer = Renderer(self.screen, markdown=not options.plain, echo_prompts=True)
+        self.renderer = Renderer(
+            self.screen,
+            markdown=not options.plain,
+            echo_prompts=True,
+            cost=turn_cost(ctx, route),
+        )
         self.handle: AgentHandle | None = None
         self.question: Question | None = None
         self.queued: dict[str, str] = {}

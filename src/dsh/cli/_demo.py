@@ -36,22 +36,33 @@ def scratch_workspace() -> Path:
 
 
 def demo_script() -> list[Reply]:
+    from ..llm import TokenUsage
     from ..testing import reply, tool_call
 
+    # Usage as DeepSeek reports it: after the first request, the prompt is served from cache.
     return [
-        reply("Let me look at the file first.", tool_call("read", {"file_path": "greeting.py"})),
+        reply(
+            "Let me look at the file first.",
+            tool_call("read", {"file_path": "greeting.py"}),
+            usage=TokenUsage(2112, 38),
+        ),
         reply(
             tool_call(
                 "edit",
                 {"file_path": "greeting.py", "old_string": "wrold", "new_string": "world"},
-            )
+            ),
+            usage=TokenUsage(96, 52, cache_read_tokens=2112),
         ),
         reply(
             tool_call(
                 "bash", {"command": "python3 greeting.py", "description": "Run the fixed script"}
-            )
+            ),
+            usage=TokenUsage(88, 41, cache_read_tokens=2240),
         ),
-        reply('Fixed the typo in greeting.py ("wrold" → "world"); it now prints "hello world".'),
+        reply(
+            'Fixed the typo in greeting.py ("wrold" → "world"); it now prints "hello world".',
+            usage=TokenUsage(71, 30, cache_read_tokens=2368),
+        ),
     ]
 
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 LIVE_LINES = 8
 """How much of the block being written the live area shows (its tail)."""
 REASONING_PREVIEW = 72
-USAGE_EVENTS = ("assistant/message", "tool/call")
+USAGE_EVENTS = ("assistant/message", "tool/call", "compaction/summary")
 """What `usage_of` reads."""
 
 

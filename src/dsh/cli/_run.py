@@ -18,7 +18,15 @@ from ..session import SESSION_EVENT, SessionEventPayload
 from ._format import describe_end
 from ._hooks import trust_note, untrusted_files
 from ._render import Renderer, Surface
-from ._runtime import CliError, Options, Route, failure_advice, prepare, start_runtime
+from ._runtime import (
+    CliError,
+    Options,
+    Route,
+    failure_advice,
+    prepare,
+    start_runtime,
+    turn_cost,
+)
 from ._sessions import open_agent
 
 EXIT_OK = 0
@@ -68,7 +76,8 @@ async def run_task(options: RunOptions) -> int:
         handle = await open_agent(ctx, route, cwd, resume=options.resume, latest=options.latest)
         agent = handle.agent
         with _surface(options) as surface:
-            renderer = Renderer(surface, markdown=_markdown(options), outcomes=False)
+            cost = turn_cost(ctx, route)
+            renderer = Renderer(surface, markdown=_markdown(options), outcomes=False, cost=cost)
             if untrusted:
                 remedy = "pass --trust-workspace, or trust it once in dsh chat"
                 surface.note(f"note: {trust_note(cwd, untrusted)}: {remedy}", "yellow")

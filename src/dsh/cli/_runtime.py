@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from ..kernel import Context, Profile, boot, load_profile
 from ..llm import Json
 from ..llm.adapters import ModelRoute
 from ..persistence import CorruptLogError, PersistenceError
-from ..session import SessionMeta
+from ..session import SessionMeta, Usage
 
 DEFAULT_PROVIDER = "deepseek-official"
 DEFAULT_MODEL = "deepseek-v4-flash"
@@ -40,11 +41,16 @@ def build_profile(
     trust_workspace: bool = False,
     sandbox: str | None = None,
     workspace: Path | None = None,
+    otel: bool = False,
 ) -> Profile:
     """The layered profile; `yes` approves every ask, `trust_workspace` runs the
     workspace's own files for this run, `sandbox` sets the sandbox row's mode, `workspace`
-    is where the mcp row reads `.mcp.json` (the agent's `--cwd`)."""
+    is where the mcp row reads `.mcp.json` (the agent's `--cwd`), `otel` adds tracing."""
     profile = load_profile(profile_files(extra))
+    if otel:
+        from ..profiles import with_otel
+
+        profile = with_otel(profile)
     if yes:
         profile = profile.with_config("approval", auto_approve=True)
     if trust_workspace:
@@ -98,6 +104,8 @@ class Options:
     """`--trust-workspace`: run the workspace's hooks (and MCP servers) for this run."""
     sandbox: str | None = None
     """`--sandbox MODE`: the sandbox row's mode."""
+    otel: bool = False
+    """`--otel`: OpenTelemetry traces and metrics (the otel row)."""
 
 
 def prepare(options: Options) -> tuple[Profile, Route, Path]:
@@ -110,6 +118,7 @@ def prepare(options: Options) -> tuple[Profile, Route, Path]:
         trust_workspace=options.trust,
         sandbox=options.sandbox,
         workspace=cwd,
+        otel=options.otel,
     )
     profile, route = resolve_route(profile, options.model, options.provider, options.base_url)
     return profile, route, cwd
@@ -188,6 +197,17 @@ def _model_string(profile: Profile, model: str | None, provider: str | None) -> 
         spec = f"{provider or config.get('provider') or DEFAULT_PROVIDER}:{model_id}"
     # The default profile names DeepSeek's route by its id; the model string says `deepseek:`.
     return "deepseek:" + spec.partition(":")[2] if spec.startswith("deepseek-official:") else spec
+
+
+def turn_cost(ctx: Context, route: Route) -> Callable[[Usage], float | None] | None:
+    """The cost of a turn's usage on `route` by the profile's prices (None: no usage row)."""
+    from ..plugins.usage import PRICES
+
+    prices = ctx.get(PRICES)
+    if prices is None:
+        return None
+    key = (route.provider, route.model)
+    return lambda usage: prices.cost({key: usage})
 
 
 async def start_runtime(profile: Profile, route: Route) -> Context:

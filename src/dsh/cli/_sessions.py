@@ -6,19 +6,23 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..agent import AgentHandle
 from ..kernel import Context, boot
 from ..llm import Message
 from ..persistence import CorruptLogError, UnknownSessionError
+from ..plugins.usage import PRICES
+from ..session import ModelRoute, SessionUsage, Usage, session_usage, usage_by
+from ._format import usage_line
 from ._render import Renderer
 from ._runtime import CliError, Route, build_profile, corrupt_log, create_agent, resume_agent
 
 if TYPE_CHECKING:
     from ..persistence import SessionPersistence
+    from ..plugins.usage import PriceTable
     from ..session import SessionEvent, SessionHeader
 
 TITLE_WIDTH = 60
@@ -170,6 +174,7 @@ async def show_session(profile: list[Path] | None, given: str, as_json: bool) ->
     try:
         session_id = await find_session(persistence, given)
         stored = await persistence.inspect(session_id)
+        prices = ctx.get(PRICES)
     except CorruptLogError as exc:
         raise CliError(corrupt_log(exc, given)) from None
     finally:
@@ -187,6 +192,7 @@ async def show_session(profile: list[Path] | None, given: str, as_json: bool) ->
     Renderer(surface, echo_prompts=True, markdown=False).replay(list(stored.events))
     if stored.repair:
         surface.note("(the log ends in an interrupted turn; resuming repairs it)", "dim")
+    surface.note(usage_summary(session_usage(stored.events), prices), "dim")
     return 0
 
 
@@ -205,3 +211,90 @@ async def repair_session(profile: list[Path] | None, given: str) -> int:
             f"{report.side_file}"
         )
     return 0
+
+
+def usage_summary(report: SessionUsage, prices: PriceTable | None) -> str:
+    """`usage: 2 turns · 5 model requests · 3 tool calls · 1m 04s · ↑ 12.3k in … · $0.0031`."""
+    total = report.total
+    parts = [
+        _count(len(report.turns), "turn"),
+        _count(total.requests, "model request"),
+        _count(total.tool_calls, "tool call"),
+        _duration(report.wall_ms),
+    ]
+    tokens = usage_line(total, prices.cost(report.by_model) if prices is not None else None)
+    if tokens is not None:
+        parts.append(tokens)
+    return "usage: " + " · ".join(parts)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _duration(ms: int) -> str:
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes}m {rest:02d}s" if minutes < 60 else f"{minutes // 60}h {minutes % 60:02d}m"
+
+
+def _day_and_route(event: SessionEvent, route: ModelRoute) -> tuple[str, ModelRoute]:
+    return datetime.fromtimestamp(event.time / 1000, UTC).strftime("%Y-%m-%d"), route
+
+
+async def session_stats(profile: list[Path] | None, as_json: bool) -> int:
+    """Totals of every stored session (subagents' included) by day (UTC) and model."""
+    ctx, persistence = await _booted(profile)
+    totals: dict[tuple[str, ModelRoute], Usage] = {}
+    try:
+        prices = ctx.get(PRICES)
+        for header in await persistence.list():
+            try:
+                events = await persistence.read_from(header.id, 0)
+            except CorruptLogError as exc:  # the others still count; say which was left out
+                print(f"dsh: left out: {corrupt_log(exc, header.id)}", file=sys.stderr)
+                continue
+            for key, usage in usage_by(events, _day_and_route).items():
+                totals[key] = totals.get(key, Usage()) + usage
+    finally:
+        await ctx.owner.dispose()
+    if not totals:
+        if not as_json:
+            print("no usage recorded yet", file=sys.stderr)
+        return 0
+    by_model: dict[ModelRoute, Usage] = {}
+    for (day, route), usage in sorted(totals.items()):
+        by_model[route] = by_model.get(route, Usage()) + usage
+        cost = prices.cost({route: usage}) if prices is not None else None
+        if as_json:
+            print(json.dumps(_stats_json(day, route, usage, cost)))
+        else:
+            print(_stats_row(day, "/".join(route).strip("/") or "-", usage, cost))
+    if not as_json:
+        total = sum(by_model.values(), Usage())
+        print(_stats_row("total", "", total, prices.cost(by_model) if prices else None))
+    return 0
+
+
+def _stats_row(day: str, model: str, usage: Usage, cost: float | None) -> str:
+    tokens = usage_line(usage, cost) or "no tokens reported"
+    calls = f"{_count(usage.requests, 'request')}, {_count(usage.tool_calls, 'tool call')}"
+    return f"{day:<10}  {model:<36}  {calls:<26}  {tokens}"
+
+
+def _stats_json(day: str, route: ModelRoute, usage: Usage, cost: float | None) -> dict[str, Any]:
+    return {
+        "day": day,
+        "provider": route[0],
+        "model": route[1],
+        "requests": usage.requests,
+        "toolCalls": usage.tool_calls,
+        "inputTokens": usage.input_tokens,
+        "cacheReadTokens": usage.cache_read_tokens,
+        "cacheWriteTokens": usage.cache_write_tokens,
+        "outputTokens": usage.output_tokens,
+        "reasoningTokens": usage.reasoning_tokens,
+        "costUsd": cost,
+    }

@@ -264,6 +264,10 @@ class FinishEvent(_ChunkEvent):
     chunk_class: ClassVar[Any] = Finish
     reason: FinishReason
     replay_state: Json = field(default=None, repr=False)
+    response_id: str | None = None
+    """What the provider called its response, when it said so."""
+    response_model: str | None = None
+    """The model that wrote the response, as the provider named it."""
 
 
 # -- requests ----------------------------------------------------------------------------------

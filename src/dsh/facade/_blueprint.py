@@ -14,7 +14,7 @@ from ..kernel import Profile, load_profile
 from ..llm import LlmAdapter
 from ..llm.adapters import parse_model
 from ..plugins.approval import Answerer, ApprovalRequest
-from ..profiles import DEFAULT_ROWS
+from ..profiles import DEFAULT_ROWS, OTEL_ROW, otel_requested
 from ..tools import ToolDefinition, tool
 from ._runtime import Blueprint, plugin_rows
 from ._stores import MemoryStore, Store
@@ -83,9 +83,11 @@ def blueprint(
 def _profile(
     profile: str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None, builtin_tools: bool
 ) -> Profile:
-    base = load_profile(base=FACADE_ROWS)
+    # `DSH_OTEL=1` adds tracing under the caller's rows, as it does for every entry point.
+    rows = (*FACADE_ROWS, OTEL_ROW) if otel_requested() else FACADE_ROWS
+    base = load_profile(base=rows)
     if isinstance(profile, str | os.PathLike):
-        base = load_profile([Path(profile)], base=FACADE_ROWS)
+        base = load_profile([Path(profile)], base=rows)
     elif profile is not None:
         base = base.layered(profile, source="<profile= rows>")
     on = [{"id": row, "disabled": False} for row in _CODING if base.row(row) is not None]

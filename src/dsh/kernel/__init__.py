@@ -49,6 +49,7 @@ from ._scope import (
 )
 from ._secrets import HELD, holds_secrets, read_secret, redact_secrets
 from ._signal import Aborted, CancelSignal
+from ._trace import TraceContext, current_trace, using_trace
 
 __all__ = [
     "AGENTS",
@@ -87,12 +88,14 @@ __all__ = [
     "SerialSpec",
     "ServiceKey",
     "ServiceUnavailableError",
+    "TraceContext",
     "WaterfallError",
     "WaterfallListener",
     "WaterfallSpec",
     "bind_scope_parent",
     "boot",
     "create_scope",
+    "current_trace",
     "declared_events",
     "holds_secrets",
     "interpolate",
@@ -101,4 +104,5 @@ __all__ = [
     "redact_secrets",
     "resolve_plugin",
     "scope_chain",
+    "using_trace",
 ]

@@ -95,9 +95,9 @@ class Profile:
 
 def default_layer() -> list[dict[str, Any]]:
     """The built-in default profile: it boots a working agent with no file at all."""
-    from ..profiles import DEFAULT_ROWS
+    from ..profiles import default_rows
 
-    return [dict(row) for row in DEFAULT_ROWS]
+    return [dict(row) for row in default_rows()]
 
 
 def parse_layer(text: str, source: str) -> list[_RowModel]:

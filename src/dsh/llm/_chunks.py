@@ -195,14 +195,23 @@ class UsageChunk:
 
 @dataclass(frozen=True, slots=True)
 class Finish:
+    """The end of a stream. `response_id` / `response_model` are what the provider called
+    its response and the model that wrote it, when it said so (for traces; never sent back)."""
+
     reason: FinishReason
     replay_state: Json = None
+    response_id: str | None = None
+    response_model: str | None = None
     type: Literal["finish"] = field(default="finish", init=False, repr=False)
 
     def to_json(self) -> dict[str, Json]:
         out: dict[str, Json] = {"type": "finish", "reason": self.reason.to_json()}
         if self.replay_state is not None:
             out["replayState"] = self.replay_state
+        if self.response_id is not None:
+            out["responseId"] = self.response_id
+        if self.response_model is not None:
+            out["responseModel"] = self.response_model
         return out
 
 
@@ -226,5 +235,10 @@ def chunk_from_json(data: Mapping[str, Json]) -> StreamChunk:
     if kind == "usage":
         return UsageChunk(TokenUsage.from_json(data["usage"]))
     if kind == "finish":
-        return Finish(FinishReason.from_json(data["reason"]), data.get("replayState"))
+        return Finish(
+            FinishReason.from_json(data["reason"]),
+            data.get("replayState"),
+            data.get("responseId"),
+            data.get("responseModel"),
+        )
     raise ValueError(f"unknown stream chunk type {kind!r}")

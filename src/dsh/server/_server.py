@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from ..agent import AGENT_STATUS, USER_CANCEL, AgentHandle, AgentOptions, StatusChange
 from ..agent import ResumeAgentOptions as _Resume
-from ..kernel import Context, resolve_plugin
+from ..kernel import Context, TraceContext, resolve_plugin, using_trace
 from ..llm import USER_SOURCE, Json, LlmError, Message, new_message_id
 from ..plugins.subagents import SUBAGENT_END, SubagentEnd
 from ..session import (
@@ -102,7 +102,11 @@ class JsonRpcServer:
         method = self.methods.get(request.method)
         if method is None:
             raise RpcError(METHOD_NOT_FOUND, f"method not found: {request.method}")
-        return await method(request.params)
+        # A W3C trace context in `params._meta`: the turns this request opens belong to it.
+        params = request.params
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        with using_trace(TraceContext.from_carrier(meta if isinstance(meta, dict) else None)):
+            return await method(params)
 
     # -- methods ---------------------------------------------------------------------------
 

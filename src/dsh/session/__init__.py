@@ -24,7 +24,16 @@ from ._registry import (
 from ._session import ReentrantAppendError, Session, Surface
 from ._store import DuplicateSessionError, SessionPlugin, SessionStore
 from ._turns import LastTurn, last_turn
-from ._usage import Usage, usage_of
+from ._usage import (
+    ModelRoute,
+    SessionUsage,
+    TurnUsage,
+    Usage,
+    session_usage,
+    usage_by,
+    usage_by_model,
+    usage_of,
+)
 
 __all__ = [
     "FORMAT_VERSION",
@@ -44,6 +53,7 @@ __all__ = [
     "InvalidEventError",
     "LastTurn",
     "LosslessJsonError",
+    "ModelRoute",
     "ReentrantAppendError",
     "ReplaceOp",
     "Session",
@@ -53,8 +63,10 @@ __all__ = [
     "SessionMeta",
     "SessionPlugin",
     "SessionStore",
+    "SessionUsage",
     "Surface",
     "SurfaceOp",
+    "TurnUsage",
     "UnknownEventTypeError",
     "Usage",
     "durable_event_types",
@@ -64,6 +76,9 @@ __all__ = [
     "import_events",
     "last_turn",
     "register_event_type",
+    "session_usage",
     "thaw_json",
+    "usage_by",
+    "usage_by_model",
     "usage_of",
 ]

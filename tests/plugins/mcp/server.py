@@ -107,6 +107,13 @@ def env_value(name: str) -> str:
 
 
 @server.tool()
+def traceparent(ctx: Context) -> str:
+    """The `traceparent` the call's `_meta` carried ("" without one)."""
+    meta = ctx.request_context.meta or {}
+    return str(meta.get("traceparent", ""))
+
+
+@server.tool()
 def pid() -> int:
     """The server's process id."""
     return os.getpid()

@@ -99,3 +99,21 @@ async def test_a_cancelled_request_cancels_the_agents_turn(
         assert [c.text for c in result.content] == ["Done after all."]
     ends = turn_ends(env, "s-1")
     assert ends[0]["kind"] == "aborted" and ends[1] == {"kind": "completed"}
+
+
+async def test_run_agent_continues_the_callers_trace(tmp_path: Path, env: dict[str, str]) -> None:
+    from tests.plugins.otel.support import receiving
+
+    parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    with receiving() as receiver:
+        traced = {**env, "DSH_OTEL": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}
+        traced |= {"OTEL_METRICS_EXPORTER": "none", "OTEL_BSP_SCHEDULE_DELAY": "10"}
+        client = await serve(tmp_path, traced, ["Traced."])
+        async with client:
+            result = await client.call_tool(
+                "run_agent", {"prompt": "hi"}, meta={"traceparent": parent}
+            )
+            assert not result.is_error
+            turn = await asyncio.to_thread(receiver.wait_for_span, "invoke_agent")
+    assert turn.trace_id.hex() == parent[3:35]
+    assert turn.parent_span_id.hex() == parent[36:52]

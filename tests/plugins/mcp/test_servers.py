@@ -66,6 +66,34 @@ async def test_remote_round_trip(
     assert (status.transport, status.state, status.target) == (transport, "ready", url)
 
 
+async def test_a_call_carries_the_trace_context_of_its_tool_span(
+    workspace: Path, runtime_factory: Any, http_server: tuple[str, str]
+) -> None:
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from dsh.kernel import TraceContext, using_trace
+    from dsh.plugins.otel import TELEMETRY, OtelPlugin
+
+    transport, url = http_server
+    rt = await runtime_factory(workspace, {"mcpServers": {"web": {"type": transport, "url": url}}})
+    quiet = {"traces_exporter": "none", "metrics_exporter": "none"}
+    await rt.ctx.plugin(OtelPlugin, quiet)
+    spans = InMemorySpanExporter()
+    rt.ctx.require(TELEMETRY).add_span_processor(SimpleSpanProcessor(spans))
+    agent = await rt.agent(workspace)
+    rt.model.add(reply(tool_call("mcp__web__traceparent")), reply("ok"))
+    caller = TraceContext("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+    with using_trace(caller):
+        agent.followup("which trace?")
+    await agent.when_idle()
+    (tool,) = [s for s in spans.get_finished_spans() if s.name.startswith("execute_tool")]
+    sent = result_text(results(agent)[0])
+    # The server saw the tool's span, in the caller's trace.
+    assert sent == TraceContext.of(tool.context.trace_id, tool.context.span_id).traceparent
+    assert sent[3:35] == caller.traceparent[3:35]
+
+
 async def test_results_map_to_content_blocks(workspace: Path, runtime_factory: Any) -> None:
     rt = await runtime_factory(workspace, {"mcpServers": {"t": stdio_server()}})
     agent = await rt.agent(workspace)

@@ -85,6 +85,8 @@ class ChunkMapper:
         "failure",
         "finish_reason",
         "provider",
+        "response_id",
+        "response_model",
         "secret",
         "usage",
     )
@@ -102,6 +104,8 @@ class ChunkMapper:
         self.finish_reason: str | None = None
         self.usage: TokenUsage | None = None
         self.failure: LlmFailure | None = None
+        self.response_id: str | None = None
+        self.response_model: str | None = None
 
     def feed_data(self, data: str, out: list[StreamChunk]) -> bool:
         """Fold one SSE data payload; True at `[DONE]` (the stream is complete)."""
@@ -123,6 +127,8 @@ class ChunkMapper:
         usage = event.get("usage")
         if isinstance(usage, Mapping):
             self.usage = token_usage(usage)
+        if self.response_id is None:
+            self._identify(event)
         choices = event.get("choices")
         if not choices:
             return
@@ -142,6 +148,14 @@ class ChunkMapper:
         reason = choice.get("finish_reason")
         if reason:
             self.finish_reason = reason
+
+    def _identify(self, event: Mapping[str, Any]) -> None:
+        """The response's id and model, as the first event that names them says."""
+        response_id, model = event.get("id"), event.get("model")
+        if isinstance(response_id, str) and response_id:
+            self.response_id = response_id
+        if isinstance(model, str) and model:
+            self.response_model = model
 
     def _close_text(self, out: list[StreamChunk]) -> None:
         if self._kind:
@@ -203,10 +217,10 @@ class ChunkMapper:
     def end(self, out: list[StreamChunk], *, complete: bool) -> None:
         """Close the response. `complete` is False when the stream ended without `[DONE]`."""
         if self.failure is not None:
-            out.append(Finish(error_finish(self.failure)))
+            out.append(self._finish(error_finish(self.failure)))
             return
         if not complete and self.finish_reason is None:
-            out.append(Finish(error_finish(closed_early(self.provider))))
+            out.append(self._finish(error_finish(closed_early(self.provider))))
             return
         self._close_text(out)
         for call in self._calls.values():
@@ -218,7 +232,10 @@ class ChunkMapper:
             out.append(BlockEnd(call.index, block))
         if self.usage is not None:
             out.append(UsageChunk(self.usage))
-        out.append(Finish(self._reason()))
+        out.append(self._finish(self._reason()))
+
+    def _finish(self, reason: FinishReason) -> Finish:
+        return Finish(reason, response_id=self.response_id, response_model=self.response_model)
 
     def _reason(self) -> FinishReason:
         reason = self.finish_reason

@@ -28,7 +28,7 @@ from ...agent import (
     run_prompt,
     session_events,
 )
-from ...kernel import Context
+from ...kernel import Context, TraceContext, using_trace
 from ...llm import Json
 from ...session import SessionEvent, SessionMeta
 
@@ -89,8 +89,11 @@ async def _run(
     agent = handle.agent
     events = session_events(agent)  # subscribed now: from this run's first event
     progress = asyncio.ensure_future(_report_progress(events, request))
+    meta = request.request_context.meta
     try:
-        result = await run_prompt(agent, prompt)
+        # The caller's trace context (`params._meta`): the run's turn belongs to its trace.
+        with using_trace(TraceContext.from_carrier(dict(meta) if meta else None)):
+            result = await run_prompt(agent, prompt)
         await progress  # every notification goes out before the result
     finally:
         # Also when the client cancelled the request (notifications/cancelled): the

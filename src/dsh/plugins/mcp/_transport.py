@@ -10,7 +10,7 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp_types
@@ -19,9 +19,11 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import RequestParamsMeta
 from pydantic import ValidationError
 
 from ..._version import __version__
+from ...kernel import current_trace
 from ...llm import Json
 from ._config import ServerSpec
 from ._tools import ConnectionLost, McpToolError
@@ -54,7 +56,10 @@ class McpSession:
         return found
 
     async def call(self, tool: str, arguments: Json) -> dict[str, Json]:
-        result = await _translated(self._client.call_tool(tool, arguments))
+        # The trace context of the calling tool's span, as MCP carries it (`params._meta`).
+        trace = current_trace()
+        meta = cast("RequestParamsMeta", trace.carrier()) if trace is not None else None
+        result = await _translated(self._client.call_tool(tool, arguments, meta=meta))
         return _json(result)
 
     async def resources(self) -> list[dict[str, Json]]:

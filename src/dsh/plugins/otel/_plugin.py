@@ -1,0 +1,59 @@
+"""`OtelPlugin`: OpenTelemetry GenAI traces and metrics of every agent (extra `dsh[otel]`).
+
+Nothing of OpenTelemetry is imported until the plugin starts; without the plugin in the
+profile the loop pays nothing at all."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from ...kernel import Context, ServiceKey
+
+if TYPE_CHECKING:
+    from ._telemetry import Telemetry
+
+__all__ = ["TELEMETRY", "OtelConfig", "OtelPlugin", "missing_extra"]
+
+TELEMETRY: ServiceKey[Telemetry] = ServiceKey("telemetry")
+
+
+class OtelConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    capture_content: bool | None = None
+    """Record messages, the system prompt and tool arguments/results (default:
+    `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`, else no). Credentials dsh holds
+    are masked either way."""
+    traces_exporter: str | None = None
+    """`otlp`, `console`, `none` or a comma-separated list (default: `OTEL_TRACES_EXPORTER`,
+    else `otlp`)."""
+    metrics_exporter: str | None = None
+    """The same for metrics (default: `OTEL_METRICS_EXPORTER`, else `otlp`)."""
+    service_name: str | None = None
+    """`service.name` (default: `OTEL_SERVICE_NAME`, else `dsh`)."""
+
+
+def missing_extra(exc: ImportError) -> RuntimeError:
+    return RuntimeError(
+        f"the otel plugin needs OpenTelemetry ({exc.name or exc}): pip install 'dsh[otel]'"
+    )
+
+
+class OtelPlugin:
+    """Traces every turn, model call and tool call, and records the GenAI client metrics;
+    provides `Telemetry` under `TELEMETRY`. `OTEL_SDK_DISABLED=true` turns it off."""
+
+    name: ClassVar[str] = "otel"
+    Config = OtelConfig
+
+    @staticmethod
+    def apply(ctx: Context, config: OtelConfig) -> None:
+        if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+            return
+        try:
+            from ._telemetry import start
+        except ImportError as exc:
+            raise missing_extra(exc) from None
+        ctx.provide(TELEMETRY, start(ctx, config))

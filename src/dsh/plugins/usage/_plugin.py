@@ -1,0 +1,33 @@
+"""`UsagePlugin`: the price table of the profile, for whoever shows what a session cost."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...kernel import Context, ServiceKey
+from ._prices import DEFAULT_PRICES, Price, PriceTable
+
+__all__ = ["PRICES", "UsageConfig", "UsagePlugin"]
+
+PRICES: ServiceKey[PriceTable] = ServiceKey("prices")
+
+
+class UsageConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    prices: list[Price] = Field(default_factory=list)
+    """Checked first, in order."""
+    default_prices: list[Price] = Field(default_factory=lambda: list(DEFAULT_PRICES))
+    """Checked after `prices`: DeepSeek's published prices; `[]` removes them."""
+
+
+class UsagePlugin:
+    """Provides the `PriceTable` under `PRICES`."""
+
+    name: ClassVar[str] = "usage"
+    Config = UsageConfig
+
+    @staticmethod
+    def apply(ctx: Context, config: UsageConfig) -> None:
+        ctx.provide(PRICES, PriceTable([*config.prices, *config.default_prices]))
