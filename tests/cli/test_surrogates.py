@@ -14,6 +14,7 @@ from dsh.persistence._codec import records_of
 from dsh.session import Session, SessionHeader
 
 from .support import DSH, loopback_env, loopback_model, recorded_bodies, workspace
+from .terminal import Chats, answer, at_prompt, exits_cleanly
 
 HALF = "half \ud83d emoji"  # the model's `"content":"half \ud83d emoji"`
 # An emoji whose UTF-16 halves arrive in two stream events ("…\ud83d" then "\ude00…").
@@ -82,6 +83,8 @@ def test_a_task_with_an_undecodable_byte_is_cleaned(tmp_path: Path) -> None:
         result = dsh(tmp_path, url, "run", "--cwd", ws, "caf\udcff")
         assert result.returncode == 0, result.stderr
         assert recorded_bodies(record)[0]["messages"][-1]["content"] == "caf\ufffd"
+    (prompt,) = [e for e in stored_log(tmp_path) if e.get("type") == "user/message"]
+    assert prompt["data"]["content"] == [{"type": "text", "text": "caf\ufffd"}]  # stored clean
 
 
 def test_a_stored_lone_surrogate_resumes(tmp_path: Path) -> None:
@@ -103,3 +106,13 @@ def test_a_stored_lone_surrogate_resumes(tmp_path: Path) -> None:
     assert json.loads(raw.stdout.splitlines()[1])["data"]["content"][0]["text"] == "old \ud83d"
     assert resumed.returncode == 0, resumed.stderr
     assert bodies[0]["messages"][1] == {"role": "user", "content": "old \ufffd"}
+
+
+def test_an_undecodable_byte_typed_in_chat_is_cleaned(chat: Chats, tmp_path: Path) -> None:
+    t, server = chat([answer("Noted.")])
+    t.child.send(b"caf\xff\r")  # the terminal hands the byte over surrogate-escaped
+    t.wait_for("Noted.").wait_for(at_prompt)
+    assert server.requests()[0]["body"]["messages"][-1]["content"] == "caf\ufffd"
+    (prompt,) = [e for e in stored_log(tmp_path) if e.get("type") == "user/message"]
+    assert prompt["data"]["content"] == [{"type": "text", "text": "caf\ufffd"}]  # stored clean
+    exits_cleanly(t)
