@@ -136,6 +136,28 @@ async def test_salvage_keeps_the_valid_prefix_and_moves_the_rest_aside(
     assert again.side_file is None and again.moved == 0  # intact: nothing to do
 
 
+async def test_an_event_the_session_cannot_replay_is_cut_with_what_follows(
+    tmp_path: Path,
+) -> None:
+    """A well-formed row whose event breaks the session's rules (a tool result without its
+    message) can still be shown, but not resumed; a repair keeps the events before it."""
+    backend = JsonlBackend(tmp_path)
+    path = backend.locate(_stored(backend).header).path
+    lines = path.read_bytes().split(b"\n")[:-1]
+    _edit(lines, 7, lambda event: {**event, "data": {}})
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    stored = StoredSessions(JsonlBackend(tmp_path))
+    assert len((await stored.inspect(ID)).events) == len(lines) - 1
+    with pytest.raises(CorruptLogError, match=rf"^{path}: event 5 \(tool/result\): no message"):
+        await stored.prepare(ID)
+    report = await stored.salvage(ID)
+    assert report.kept == 5 and report.moved == len(lines) - 1 - 5
+    repaired = StoredSessions(JsonlBackend(tmp_path))
+    log = await repaired.inspect(ID)  # the five kept, then the closers of their open turn
+    assert len(log.events) == 5 + len(log.repair) and log.repair
+    await repaired.prepare(ID)  # resumable again
+
+
 async def test_sqlite_corruption_and_salvage(tmp_path: Path) -> None:
     database = tmp_path / "sessions.sqlite3"
     _stored(SqliteBackend(database))
