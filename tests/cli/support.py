@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import os
-import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,29 +54,3 @@ def workspace(tmp_path: Path) -> Path:
     path = tmp_path / "ws"
     path.mkdir(exist_ok=True)
     return path
-
-
-@contextlib.contextmanager
-def loopback_model(tmp_path: Path, script: list[Any]) -> Iterator[tuple[str, Path]]:
-    """`python -m dsh.testing.openai_server` playing `script`: its base URL, and the file
-    where it records each request (one JSON line per request)."""
-    path = tmp_path / "model-script.json"
-    path.write_text(json.dumps(script))
-    record = tmp_path / "requests.jsonl"
-    command = [sys.executable, "-m", "dsh.testing.openai_server", "--script", str(path)]
-    server = subprocess.Popen(
-        [*command, "--record", str(record)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=cli_env(tmp_path),
-    )
-    try:
-        assert server.stdout is not None
-        yield server.stdout.readline().strip(), record
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-
-
-def recorded_bodies(record: Path) -> list[Any]:
-    return [json.loads(line)["body"] for line in record.read_text().splitlines()]

@@ -13,8 +13,8 @@ from dsh.persistence import JsonlBackend
 from dsh.persistence._codec import records_of
 from dsh.session import Session, SessionHeader
 
-from .support import DSH, loopback_env, loopback_model, recorded_bodies, workspace
-from .terminal import Chats, answer, at_prompt, exits_cleanly
+from .support import DSH, loopback_env, workspace
+from .terminal import Chats, ModelServer, answer, at_prompt, exits_cleanly, model_server
 
 HALF = "half \ud83d emoji"  # the model's `"content":"half \ud83d emoji"`
 # An emoji whose UTF-16 halves arrive in two stream events ("…\ud83d" then "\ude00…").
@@ -33,6 +33,10 @@ def dsh(tmp_path: Path, url: str, *args: str) -> subprocess.CompletedProcess[str
     )
 
 
+def bodies(server: ModelServer) -> list[Any]:
+    return [request["body"] for request in server.requests()]
+
+
 def stored_log(tmp_path: Path) -> list[dict[str, Any]]:
     (path,) = (tmp_path / "sessions").rglob("session.jsonl")
     return [json.loads(line) for line in path.read_bytes().decode("utf-8").splitlines()]
@@ -42,30 +46,30 @@ def test_a_lone_surrogate_from_the_model_and_a_tool_path(tmp_path: Path) -> None
     arguments = {"file_path": "bad\udcffname.txt", "content": "x"}  # the model's `\udcff`
     write = {"tool_call": {"name": "write", "arguments": arguments}}
     script = [{"parts": [write]}, HALF, "Again fine."]
-    with loopback_model(tmp_path, script) as (url, record):
+    with model_server(tmp_path, script) as server:
         ws = str(workspace(tmp_path))
-        first = dsh(tmp_path, url, "run", "--yes", "--cwd", ws, "write a file")
+        first = dsh(tmp_path, server.url, "run", "--yes", "--cwd", ws, "write a file")
         assert first.returncode == 0, first.stderr
         assert "half \ufffd emoji" in first.stdout
         assert (workspace(tmp_path) / "bad\ufffdname.txt").read_text() == "x"
         session_id = first.stderr.split("session ")[-1].split(" ")[0]
         # The stored answer does not poison the session: it resumes, and the next request
         # carries the cleaned text.
-        second = dsh(tmp_path, url, "sessions", "resume", session_id, "--yes", "and now?")
+        second = dsh(tmp_path, server.url, "sessions", "resume", session_id, "--yes", "and now?")
         assert second.returncode == 0, second.stderr
         assert second.stdout.strip() == "Again fine."
-        bodies = recorded_bodies(record)
-    assert len(bodies) == 3
-    history = json.dumps(bodies[2]["messages"], ensure_ascii=False)
+        sent = bodies(server)
+    assert len(sent) == 3
+    history = json.dumps(sent[2]["messages"], ensure_ascii=False)
     assert "half \ufffd emoji" in history and "bad\ufffdname.txt" in history
     assert all(json.dumps(e, ensure_ascii=False).encode() for e in stored_log(tmp_path))
 
 
 def test_an_emoji_split_across_two_stream_events_is_joined(tmp_path: Path) -> None:
-    with loopback_model(tmp_path, [SPLIT, SPLIT]) as (url, _):
+    with model_server(tmp_path, [SPLIT, SPLIT]) as server:
         ws = str(workspace(tmp_path))
-        shown = dsh(tmp_path, url, "run", "--cwd", ws, "hi")
-        scripted = dsh(tmp_path, url, "run", "--json", "--cwd", ws, "hi")
+        shown = dsh(tmp_path, server.url, "run", "--cwd", ws, "hi")
+        scripted = dsh(tmp_path, server.url, "run", "--json", "--cwd", ws, "hi")
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.strip() == "abc😀d"
     assert scripted.returncode == 0, scripted.stderr
@@ -77,12 +81,12 @@ def test_an_emoji_split_across_two_stream_events_is_joined(tmp_path: Path) -> No
 
 
 def test_a_task_with_an_undecodable_byte_is_cleaned(tmp_path: Path) -> None:
-    with loopback_model(tmp_path, ["ok"]) as (url, record):
+    with model_server(tmp_path, ["ok"]) as server:
         ws = str(workspace(tmp_path))
         # argv reaches Python surrogate-escaped: b"\xff" is "\udcff".
-        result = dsh(tmp_path, url, "run", "--cwd", ws, "caf\udcff")
+        result = dsh(tmp_path, server.url, "run", "--cwd", ws, "caf\udcff")
         assert result.returncode == 0, result.stderr
-        assert recorded_bodies(record)[0]["messages"][-1]["content"] == "caf\ufffd"
+        assert bodies(server)[0]["messages"][-1]["content"] == "caf\ufffd"
     (prompt,) = [e for e in stored_log(tmp_path) if e.get("type") == "user/message"]
     assert prompt["data"]["content"] == [{"type": "text", "text": "caf\ufffd"}]  # stored clean
 
@@ -95,24 +99,24 @@ def test_a_stored_lone_surrogate_resumes(tmp_path: Path) -> None:
     message = {"id": "m1", "role": "user", "content": [{"type": "text", "text": "old \ud83d"}]}
     session.append("user/message", {**message, "source": {"kind": "user"}}, surface_op="append")
     JsonlBackend(tmp_path / "sessions").create(header, records_of(session.events), durable=True)
-    with loopback_model(tmp_path, ["resumed"]) as (url, record):
-        shown = dsh(tmp_path, url, "sessions", "show", "session-old")
-        raw = dsh(tmp_path, url, "sessions", "show", "--json", "session-old")
-        resumed = dsh(tmp_path, url, "sessions", "resume", "session-old", "go on")
-        bodies = recorded_bodies(record)
+    with model_server(tmp_path, ["resumed"]) as server:
+        shown = dsh(tmp_path, server.url, "sessions", "show", "session-old")
+        raw = dsh(tmp_path, server.url, "sessions", "show", "--json", "session-old")
+        resumed = dsh(tmp_path, server.url, "sessions", "resume", "session-old", "go on")
+        sent = bodies(server)
     assert shown.returncode == 0, shown.stderr
     assert "> old \\ud83d" in shown.stdout
     assert raw.returncode == 0, raw.stderr
     assert json.loads(raw.stdout.splitlines()[1])["data"]["content"][0]["text"] == "old \ud83d"
     assert resumed.returncode == 0, resumed.stderr
-    assert bodies[0]["messages"][1] == {"role": "user", "content": "old \ufffd"}
+    assert sent[0]["messages"][1] == {"role": "user", "content": "old \ufffd"}
 
 
 def test_an_undecodable_byte_typed_in_chat_is_cleaned(chat: Chats, tmp_path: Path) -> None:
     t, server = chat([answer("Noted.")])
     t.child.send(b"caf\xff\r")  # the terminal hands the byte over surrogate-escaped
     t.wait_for("Noted.").wait_for(at_prompt)
-    assert server.requests()[0]["body"]["messages"][-1]["content"] == "caf\ufffd"
+    assert bodies(server)[0]["messages"][-1]["content"] == "caf\ufffd"
     (prompt,) = [e for e in stored_log(tmp_path) if e.get("type") == "user/message"]
     assert prompt["data"]["content"] == [{"type": "text", "text": "caf\ufffd"}]  # stored clean
     exits_cleanly(t)
