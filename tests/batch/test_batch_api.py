@@ -17,6 +17,7 @@ from dsh.kernel import read_secret
 from dsh.llm import assistant_message, user_message
 from dsh.session import Session
 from tests.cli.support import DSH, loopback_env
+from tests.persistence.claim_child import run_until_claimed
 
 from .support import model_server
 
@@ -136,3 +137,22 @@ def test_ray_actors_get_the_credentials_this_process_holds(
     assert env["DEEPSEEK_API_KEY"] == "sk-forwarded-key"
     assert env["DSH_SESSION_STORE"] == "postgresql://db/x"
     assert "UNRELATED" not in env
+
+
+async def test_a_prompt_a_crash_took_back_runs_once_on_the_rerun(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "t0", "prompt": "task t0: say done"}) + "\n")
+    root, out = tmp_path / "sessions", tmp_path / "out.jsonl"
+    key = {"DEEPSEEK_API_KEY": "sk-loopback", "DEEPSEEK_BASE_URL": "http://127.0.0.1:9"}
+    # The worker dies after its turn claimed the prompt, before the prompt was logged.
+    await run_until_claimed("batch", str(root), str(tasks), str(out), **key)
+    async with model_server(steps=0) as server:
+        monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
+        monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-loopback")
+        (result,) = await run_async(read_tasks(tasks), store=str(root), out=out)
+    assert (result.finish_reason, result.final_answer) == ("completed", "done t0")
+    (request,) = server.requests
+    users = [m["content"] for m in request.body["messages"] if m["role"] == "user"]
+    assert users == ["task t0: say done"]  # once, and no "continue" message

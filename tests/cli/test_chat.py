@@ -128,13 +128,27 @@ def test_ctrl_c_twice_at_an_idle_prompt_exits(chat: Chats) -> None:
     assert t.wait_exit() == 0
 
 
-def test_ctrl_c_between_two_prompts_counts_too(chat: Chats) -> None:
-    # A Ctrl-C typed while no prompt reads the keys arrives as SIGINT.
+def test_ctrl_c_as_sigint_at_the_prompt_counts_too(chat: Chats) -> None:
+    # A Ctrl-C typed while the prompt prints a note (the terminal is cooked then) is SIGINT.
     t, _ = chat([])
     t.ctrl("c")
     t.wait_for("(Ctrl-C again to exit)").wait_for(at_prompt)
     t.child.kill(signal.SIGINT)
     assert t.wait_exit() == 0
+
+
+def test_ctrl_c_between_two_prompts_counts_too(chat: Chats) -> None:
+    # While /compact waits for the model no prompt reads the keys: Ctrl-C arrives as SIGINT,
+    # after prompts have come and gone.
+    script = [{"parts": [f"Answer {i}: " + "details " * 100]} for i in range(3)]
+    t, server = chat([*script, {"parts": ["Summary"], "hang": True}])
+    for i in range(3):
+        t.enter(f"question {i}")
+        t.wait_for(f"Answer {i}:").wait_for(at_prompt)
+    t.enter("/compact")
+    t.wait_for(lambda _: len(server.requests()) == 4)  # the summary request: it stalls
+    t.child.kill(signal.SIGINT)
+    t.wait_for("(Ctrl-C again to exit)")
 
 
 def test_a_resize_mid_answer_leaves_no_fragments(chat: Chats) -> None:

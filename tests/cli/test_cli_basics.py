@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import dsh
+from dsh.workspace import Trust
 
 DSH = [sys.executable, "-c", "from dsh.cli import main; main()"]
 
@@ -27,6 +28,7 @@ def test_config_show_layers_local_and_explicit_profiles(tmp_path: Path) -> None:
     )
     other = tmp_path / "other.yml"
     other.write_text("- id: extra\n  disabled: true\n")
+    Trust().trust(tmp_path)  # ./dsh.yml is read in a trusted folder only
     result = run(["config", "show", "--profile", str(other)], tmp_path)
     assert result.returncode == 0, result.stderr
     assert "# layers:" in result.stdout

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +86,41 @@ async def test_the_coding_tools_come_only_when_asked(tmp_path: Path) -> None:
         await agent.run("hi")
     names = {t.name for t in coding.requests[0].tools}
     assert {"bash", "read", "write", "edit"} <= names
+
+
+def users_settings(mark: Path) -> None:
+    """A user's own terminal-agent settings: a hook on every prompt, a deny rule."""
+    hook = {"hooks": [{"type": "command", "command": f"touch {mark}"}]}
+    settings = {"hooks": {"UserPromptSubmit": [hook]}, "permissions": {"deny": ["word_count"]}}
+    folder = Path.home() / ".claude"  # the test's own HOME (tests/conftest.py)
+    folder.mkdir(exist_ok=True)
+    (folder / "settings.json").write_text(json.dumps(settings))
+
+
+async def test_a_library_agent_ignores_the_users_settings_files(tmp_path: Path) -> None:
+    mark = tmp_path / "hook-ran"
+    users_settings(mark)
+    call = tool_call("word_count", {"text": "a b"})
+    async with dsh.Agent(model(call), tools=[word_count], cwd=tmp_path) as agent:
+        result = await agent.run("count")
+    assert tool_text(result) == "2" and not mark.exists()
+
+    hermetic = [{"id": "approval", "config": {"policy": []}}]  # its own rows: still hermetic
+    async with dsh.Agent(model(call), tools=[word_count], profile=hermetic, cwd=tmp_path) as agent:
+        result = await agent.run("count")
+    assert tool_text(result) == "2" and not mark.exists()
+
+    opted = dsh.Agent(model(call), tools=[word_count], settings_files=True, cwd=tmp_path)
+    async with opted:
+        result = await opted.run("count")
+    assert "denied" in tool_text(result) and mark.exists()
+
+
+def test_the_programs_own_rows_decide_about_settings_files() -> None:
+    def settings(agent: dsh.Agent[Any], row: str) -> object:
+        return (agent.profile.row(row).config or {}).get("settings")  # type: ignore[union-attr]
+
+    default = dsh.Agent(ScriptedModel())
+    assert settings(default, "hooks") is False and settings(default, "approval") is False
+    rows = [{"id": "hooks", "config": {"settings": True}}]
+    assert settings(dsh.Agent(ScriptedModel(), profile=rows), "hooks") is True

@@ -142,6 +142,31 @@ async def test_events_arriving_during_a_write_form_the_next_batch(world: _World)
     assert world.spy.batches == [[0, 1], [2, 3, 4]]
 
 
+async def test_a_write_cancelled_while_its_thread_stores_counts_as_written(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # What an event loop's teardown does to a write in flight: its task is cancelled, but
+    # the thread goes on and stores the batch, so the batch must not be written again.
+    world, service = await _world(tmp_path, window_ms=20)
+    world.spy.hold = threading.Event()
+    session = world.store.create("s-torn-down")
+    _todos(session, 3)
+    await asyncio.to_thread(world.spy.holding.wait, 10)  # the thread is inside the write
+    write = service.coordinator._writers["s-torn-down"].active
+    assert write is not None
+    write.cancel()
+    world.spy.hold.set()
+    await asyncio.wait([write])
+    assert write.cancelled()
+    assert world.stored("s-torn-down") == 3
+    _todos(session, 1)
+    await world.store.flush(session)  # only the new event: no retry of the stored batch
+    assert world.spy.batches == [[0, 1, 2], [3]]
+    assert world.stored("s-torn-down") == 4
+    assert "write failed" not in caplog.text
+    await world.ctx.owner.dispose()
+
+
 async def test_a_failed_write_is_retried_at_the_next_event(world: _World) -> None:
     session = world.store.create("s-retry")
     _todos(session, 2)

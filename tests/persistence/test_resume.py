@@ -125,11 +125,13 @@ async def test_resumed_inbox_keeps_pending_work_until_woken(
     tmp_path: Path, runtimes: RuntimeFactory
 ) -> None:
     first = await runtimes(tmp_path)
-    first.model.add(reply("one", hang=True))
+    streaming = asyncio.Event()
+    first.model.add(reply("one", hang=True, expect=lambda _: streaming.set() or True))
     agent = await first.agent("session-inbox")
     agent.followup("first")
     agent.followup("queued while busy")
     assert [m.text for m in agent.inbox.next_turn] == ["queued while busy"]
+    await streaming.wait()  # "first" is in the history: the model was called with it
     await first.ctx.sessions.flush(agent.session)
     # A crash: the process dies with the first turn open and the second prompt queued.
     await first.persistence.coordinator.close()

@@ -34,6 +34,7 @@ def _entry(item: Any) -> Any:
         delay=item.get("delay", 0.0),
         hang=item.get("hang", False),
         usage=usage,
+        piece_chars=item.get("piece_chars"),
     )
 
 

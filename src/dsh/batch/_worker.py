@@ -94,10 +94,13 @@ class BatchWorker:
             handle = await ctx.agents.create(CreateAgentOptions(session_id, meta, None, options))
         else:
             handle = await ctx.agents.resume(ResumeAgentOptions(session_id, options))
-        prompt = task.prompt if progress == "new" else CONTINUE_PROMPT
+        agent = handle.agent
         try:
-            await run_prompt(handle.agent, prompt)
-            events = tuple(handle.agent.session.events)
+            if agent.wake():  # what a crash put back in the inbox (the prompt) runs first
+                await agent.when_idle()
+            else:
+                await run_prompt(agent, task.prompt if progress == "new" else CONTINUE_PROMPT)
+            events = tuple(agent.session.events)
         finally:
             await handle.dispose()
         return result_of(task.id, session_id, events)
@@ -157,9 +160,9 @@ async def _stored_events(ctx: Context, session_id: str) -> Sequence[SessionEvent
 
 
 def progress_of(events: Sequence[SessionEvent] | None) -> Progress:
-    """`new` (the prompt never reached the model's history: no session, or a crash between
-    opening the turn and entering the prompt), `unfinished` (its last turn was interrupted:
-    a crash, or the runtime was disposed), or `finished`."""
+    """`new` (the prompt never reached the model's history: no session, a prompt that a
+    crash put back in the inbox, or one that never durably reached it), `unfinished` (its
+    last turn was interrupted: a crash, or the runtime was disposed), or `finished`."""
     events = events or ()
     if not any(e.type == "user/message" and _from_user(e) for e in events):
         return "new"

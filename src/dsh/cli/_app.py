@@ -39,7 +39,10 @@ ProfileOption = Annotated[
         "--profile",
         "-p",
         metavar="FILE",
-        help="A profile YAML layered over the default (repeatable; ./dsh.yml is read if present).",
+        help=(
+            "A profile YAML layered over the default (repeatable; ./dsh.yml is read if "
+            "its folder is trusted)."
+        ),
     ),
 ]
 ProviderOption = Annotated[
@@ -441,12 +444,70 @@ def batch_command(
     exit_with(run_batch(options))
 
 
+@app.command("web")
+def web_command(
+    cwd: CwdOption = None,
+    port: Annotated[
+        int,
+        typer.Option("--port", min=0, max=65535, metavar="N", help="The port (0: a free one)."),
+    ] = 8765,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            metavar="ADDR",
+            help="The address to listen on; another than this machine's needs --token-file.",
+        ),
+    ] = "127.0.0.1",
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-file", metavar="FILE", help="A file (mode 600) holding the access token."
+        ),
+    ] = None,
+    no_open: Annotated[bool, typer.Option("--no-open", help="Do not open a browser.")] = False,
+    profile: ProfileOption = None,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    provider: ProviderOption = None,
+) -> None:
+    """Chat and browse sessions in the browser; prints the URL (it carries the access token)."""
+    from ._runtime import Options
+    from ._web import WebOptions, run_web
+
+    options = Options(profile, model, base_url, provider, cwd)
+    exit_with(run_web(WebOptions(options, port, host, token_file, no_open)))
+
+
 @app.command("jsonrpc")
 def jsonrpc() -> None:
     """Serve the JSON-RPC SDK protocol on stdin/stdout (logs go to stderr)."""
     from ..server import main as serve_jsonrpc
 
     serve_jsonrpc()
+
+
+@app.command("acp")
+def acp_command(
+    profile: ProfileOption = None,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    provider: ProviderOption = None,
+    max_turn_requests: Annotated[
+        int | None,
+        typer.Option(
+            "--max-turn-requests",
+            min=1,
+            metavar="N",
+            help="Model requests a prompt may make before it stops (max_turn_requests).",
+        ),
+    ] = None,
+) -> None:
+    """Serve the Agent Client Protocol on stdin/stdout, for editors such as Zed (logs go
+    to stderr)."""
+    from ._acp import serve_acp
+
+    exit_with(serve_acp(profile, model, base_url, provider, max_turn_requests))
 
 
 def run(argv: list[str]) -> None:

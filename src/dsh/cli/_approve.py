@@ -4,13 +4,13 @@ answers, where anything unexpected asks again."""
 
 from __future__ import annotations
 
-import difflib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from ..tools import Decision
+from ..tools.builtin import FileChange, file_change
 
 DIFF_LINES = 80
 NEW_FILE_LINES = 20
@@ -111,22 +111,16 @@ def _file_change(tool: str, args: dict[str, Any], cwd: Path) -> list[Line]:
         before: str | None = target.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         before = None
-    if tool == "write":
-        after = str(args.get("content", ""))
-        if before is None:
-            return _new_file(args["file_path"], after)
-    else:
-        old, new = str(args.get("old_string", "")), str(args.get("new_string", ""))
-        if before is None or old not in before:
-            note = "not readable" if before is None else "old_string not found"
-            lines = _diff(old, new, args["file_path"])
-            return [(f"  ({note}: the replaced text only)", "dim"), *lines]
-        after = (
-            before.replace(old, new)
-            if args.get("replace_all") is True
-            else before.replace(old, new, 1)
-        )
-    return _diff(before, after, args["file_path"])
+    change = file_change(tool, args, before)
+    if change is None:
+        return [(f"  {key}: {_value(value)}", "") for key, value in args.items()]
+    if change.created:
+        return _new_file(change.path, change.after)
+    lines = _diff(change)
+    if not change.complete:
+        note = "not readable" if before is None else "old_string not found"
+        return [(f"  ({note}: the replaced text only)", "dim"), *lines]
+    return lines
 
 
 def _new_file(name: str, content: str) -> list[Line]:
@@ -138,12 +132,8 @@ def _new_file(name: str, content: str) -> list[Line]:
     return lines
 
 
-def _diff(before: str, after: str, name: str) -> list[Line]:
-    rows = list(
-        difflib.unified_diff(
-            before.splitlines(), after.splitlines(), f"a/{name}", f"b/{name}", lineterm=""
-        )
-    )
+def _diff(change: FileChange) -> list[Line]:
+    rows = change.unified()
     lines = [(row, _diff_style(row)) for row in rows[:DIFF_LINES]]
     if len(rows) > DIFF_LINES:
         lines.append((f"  … ({len(rows) - DIFF_LINES} more diff lines)", "dim"))

@@ -7,7 +7,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._runtime import CliError, build_profile, profile_files, resolve_route
+from ..kernel import load_profile
+from ._runtime import CliError, profile_files, resolve_route
 
 EXIT_OK = 0
 EXIT_SOME_FAILED = 1
@@ -43,8 +44,9 @@ async def run_batch(options: BatchOptions) -> int:
     except BatchError as exc:
         raise CliError(str(exc)) from None
     model = options.model or os.environ.get("DSH_MODEL")
+    profiles = profile_files(options.profile)
     if model is None:  # the profile's route: stop now, not once per task, without its key
-        resolve_route(build_profile(options.profile))  # a missing key raises CliError
+        resolve_route(load_profile(profiles))  # a missing key raises CliError
     executor: Executor | None = None
     if options.ray is not None:
         address = None if options.ray == LOCAL_RAY else options.ray
@@ -74,7 +76,7 @@ async def run_batch(options: BatchOptions) -> int:
                 out=options.out,
                 concurrency=options.concurrency,
                 model=model,
-                profiles=profile_files(options.profile),
+                profiles=profiles,
                 cwd=(options.cwd or Path.cwd()).resolve(),
                 yes=options.yes,
                 session_prefix=options.session_prefix,

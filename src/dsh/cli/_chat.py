@@ -27,9 +27,10 @@ from ._runtime import (
     prepare,
     start_runtime,
     turn_cost,
+    workspace_dir,
 )
 from ._screen import ChatScreen, history_file
-from ._sessions import open_agent, persistence_of, summaries
+from ._sessions import open_agent, persistence_of, summaries, summary_line
 
 COMMANDS = {
     "/help": "what the keys and commands do",
@@ -51,11 +52,12 @@ RESUME_TURNS = 3
 
 
 async def chat(options: Options) -> int:
-    profile, route, cwd = prepare(options)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CliError("dsh chat needs a terminal; for scripts and pipes use `dsh run`")
     if options.resume is None and not options.latest:
-        await ask_trust(cwd)  # before the runtime starts: MCP servers start with it
+        # Before the profile is read (./dsh.yml) and the runtime starts (MCP servers).
+        await ask_trust(workspace_dir(options.cwd))
+    profile, route, cwd = prepare(options)
     ctx = await start_runtime(profile, route)
     session = Chat(ctx, route, cwd, options)
     try:
@@ -109,7 +111,7 @@ class Chat:
         note = " · --yes: every tool call is approved" if self.yes else ""
         self.screen.note(f"dsh chat · {self.route.provider}/{self.route.model}{note}", "dim")
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGINT, self._ctrl_c)  # between two prompts
+        loop.add_signal_handler(signal.SIGINT, self._ctrl_c)  # a Ctrl-C no prompt read
         try:
             with patch_stdout(raw=True):
                 while True:
@@ -258,7 +260,7 @@ class Chat:
             return
         self.screen.note(title, "dim")
         for summary in found:
-            self.screen.note("  " + summary.line())
+            self.screen.note("  " + summary_line(summary))
 
     def _show_hooks(self) -> None:
         from ._hooks import hook_lines
@@ -381,9 +383,10 @@ async def ask_trust(workspace: Path) -> None:
     """Ask once whether to trust a workspace whose files would run something; remember yes."""
     from prompt_toolkit import PromptSession
 
-    from ._hooks import TRUST_QUESTION, trust_note, untrusted_files
+    from ._hooks import TRUST_QUESTION, trust_note, untrusted_files, untrusted_local_profile
 
-    files = untrusted_files(workspace)
+    local = untrusted_local_profile()
+    files = untrusted_files(workspace) + ([local] if local is not None else [])
     if not files:
         return
     print(trust_note(workspace, files))
@@ -392,8 +395,11 @@ async def ask_trust(workspace: Path) -> None:
     except (KeyboardInterrupt, EOFError):
         answer = ""
     if answer.strip().lower() in ("y", "yes"):
-        Trust().trust(workspace)
-        print(f"trusted {workspace}")
+        trust = Trust()
+        for folder in [workspace, *([local.parent] if local is not None else [])]:
+            if not trust.is_trusted(folder):
+                trust.trust(folder)
+                print(f"trusted {folder}")
     else:
         print("not trusted: its hooks and MCP servers stay off")
 

@@ -30,6 +30,25 @@ def untrusted_files(workspace: Path) -> list[Path]:
     return found
 
 
+LOCAL_PROFILE = Path("dsh.yml")
+"""The current folder's profile layer: read once that folder is trusted."""
+
+
+def untrusted_local_profile() -> Path | None:
+    """`./dsh.yml` (absolute) when it exists in a folder that is not trusted."""
+    local = LOCAL_PROFILE.absolute()
+    if local.is_file() and not Trust().is_trusted(local.parent):
+        return local
+    return None
+
+
+def local_profile_note() -> str:
+    return (
+        f"{LOCAL_PROFILE} is not read: this folder is not trusted (trust it in dsh chat, "
+        f"pass --trust-workspace to dsh run, or name the file: --profile {LOCAL_PROFILE})"
+    )
+
+
 def trust_for_run(profile: Profile) -> Profile:
     """`--trust-workspace`: this run treats the workspace as trusted (nothing is recorded)."""
     for row in WORKSPACE_ROWS:

@@ -4,6 +4,7 @@ route, the runtime and its agents."""
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,14 +25,20 @@ class CliError(Exception):
     """A problem the user can fix; printed as one line without a traceback, exit code 2."""
 
 
-def profile_files(extra: list[Path] | None) -> list[Path]:
-    """`./dsh.yml` when present, then each `--profile` file, in order."""
-    files: list[Path] = []
-    local = Path("dsh.yml")
-    if local.is_file():
-        files.append(local)
-    files.extend(extra or [])
-    return files
+def profile_files(extra: list[Path] | None, *, trust_workspace: bool = False) -> list[Path]:
+    """`./dsh.yml` when present and its folder is trusted (or `--trust-workspace` trusts it
+    for this run), then each `--profile` file, in order. A profile mounts plugins and sets
+    policies, so a cloned repository's `dsh.yml` waits for trust like its settings files;
+    skipped, it gets a one-line note. Named with `--profile`, it is the user's own choice."""
+    from ._hooks import LOCAL_PROFILE, local_profile_note, untrusted_local_profile
+
+    extra = list(extra or [])
+    if not LOCAL_PROFILE.is_file() or LOCAL_PROFILE.resolve() in [p.resolve() for p in extra]:
+        return extra
+    if not trust_workspace and untrusted_local_profile() is not None:
+        print(f"dsh: note: {local_profile_note()}", file=sys.stderr)
+        return extra
+    return [LOCAL_PROFILE.absolute(), *extra]
 
 
 def build_profile(
@@ -46,7 +53,7 @@ def build_profile(
     """The layered profile; `yes` approves every ask, `trust_workspace` runs the
     workspace's own files for this run, `sandbox` sets the sandbox row's mode, `workspace`
     is where the mcp row reads `.mcp.json` (the agent's `--cwd`), `otel` adds tracing."""
-    profile = load_profile(profile_files(extra))
+    profile = load_profile(profile_files(extra, trust_workspace=trust_workspace))
     if otel:
         from ..profiles import with_otel
 

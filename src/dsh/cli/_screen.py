@@ -154,8 +154,8 @@ class ChatScreen:
     # -- the prompt --------------------------------------------------------------------------
 
     async def read(self) -> str:
-        """One line from the user (KeyboardInterrupt on Ctrl-C, EOFError on Ctrl-D or once
-        `stop()` was called)."""
+        """One line from the user (KeyboardInterrupt on the Ctrl-C key, EOFError on Ctrl-D or
+        once `stop()` was called); SIGINT is left to the caller's handler."""
         await self.drain()
         if self._stopped:
             raise EOFError
@@ -165,7 +165,9 @@ class ChatScreen:
             async for _ in self.session.history.load():
                 pass
             self._history_read = True
-        return await self.session.prompt_async(self._message)
+        # The caller's SIGINT handler stays the only one: prompt_toolkit's own would remove
+        # it when the prompt ends, and a Ctrl-C between two prompts would then be lost.
+        return await self.session.prompt_async(self._message, handle_sigint=False)
 
     def stop(self) -> None:
         """End the current `read()` (or the next one) with EOFError."""

@@ -5,17 +5,23 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..agent import AgentHandle
 from ..kernel import Context, boot
-from ..llm import Message
 from ..persistence import CorruptLogError, UnknownSessionError
 from ..plugins.usage import PRICES
-from ..session import ModelRoute, SessionUsage, Usage, session_usage, usage_by
+from ..session import (
+    ModelRoute,
+    SessionSummary,
+    SessionUsage,
+    Usage,
+    session_usage,
+    summary_of,
+    usage_by,
+)
 from ._format import usage_line
 from ._render import Renderer
 from ._runtime import CliError, Route, build_profile, corrupt_log, create_agent, resume_agent
@@ -23,7 +29,7 @@ from ._runtime import CliError, Route, build_profile, corrupt_log, create_agent,
 if TYPE_CHECKING:
     from ..persistence import SessionPersistence
     from ..plugins.usage import PriceTable
-    from ..session import SessionEvent, SessionHeader
+    from ..session import SessionEvent
 
 TITLE_WIDTH = 60
 LIST_LIMIT = 20
@@ -38,34 +44,14 @@ def persistence_of(ctx: Context) -> SessionPersistence:
     return persistence
 
 
-@dataclass(frozen=True, slots=True)
-class SessionSummary:
-    """One line of `dsh sessions list`."""
-
-    id: str
-    cwd: str | None
-    updated_at: int
-    """Epoch ms of the last event (the creation time for an empty log)."""
-    title: str
-    turns: int
-
-    def line(self) -> str:
-        when = datetime.fromtimestamp(self.updated_at / 1000).strftime("%Y-%m-%d %H:%M")
-        turns = f"{self.turns} turn{'s' if self.turns != 1 else ''}"
-        return f"{self.id}  {when}  {turns:>8}  {self.title or '(no prompt)'}"
-
-
-def summarise(header: SessionHeader, events: list[SessionEvent]) -> SessionSummary:
-    title = ""
-    for event in events:
-        if event.type == "user/message" and event.data["source"].get("kind") == "user":
-            title = " ".join(Message.from_json(event.data).text.split())
-            break
+def summary_line(summary: SessionSummary) -> str:
+    """One line of `dsh sessions list`: id, last activity, turns, title."""
+    when = datetime.fromtimestamp(summary.updated_at / 1000).strftime("%Y-%m-%d %H:%M")
+    turns = f"{summary.turns} turn{'s' if summary.turns != 1 else ''}"
+    title = summary.title or "(no prompt)"
     if len(title) > TITLE_WIDTH:
         title = title[: TITLE_WIDTH - 1] + "…"
-    turns = sum(1 for e in events if e.type == "turn/start")
-    updated = events[-1].time if events else header.created_at
-    return SessionSummary(header.id, header.cwd, updated, title, turns)
+    return f"{summary.id}  {when}  {turns:>8}  {title}"
 
 
 async def summaries(
@@ -84,10 +70,11 @@ async def summaries(
         try:
             stored = await persistence.inspect(header.id)
         except CorruptLogError:  # listed, not read: `show` says what is wrong
-            title = f"(a corrupt log: dsh sessions repair {header.id})"
-            found.append(SessionSummary(header.id, header.cwd, header.created_at, title, 0))
+            title = "(a corrupt log: `dsh sessions repair` it)"  # fits the title column
+            created = header.created_at
+            found.append(SessionSummary(header.id, header.cwd, created, created, title, 0))
             continue
-        found.append(summarise(header, list(stored.events)))
+        found.append(summary_of(header, stored.events))
     found.sort(key=lambda s: s.updated_at, reverse=True)
     return found
 
@@ -161,7 +148,7 @@ async def list_sessions(profile: list[Path] | None, as_json: bool, limit: int) -
             row |= {"title": summary.title, "turns": summary.turns}
             print(json.dumps(row, ensure_ascii=False))
         else:
-            print(summary.line())
+            print(summary_line(summary))
     if not found and not as_json:
         print("no sessions yet", file=sys.stderr)
     return 0
@@ -187,8 +174,8 @@ async def show_session(profile: list[Path] | None, given: str, as_json: bool) ->
     from rich.console import Console
 
     surface = PipeSurface(err=Console(highlight=False))
-    summary = summarise(stored.header, list(stored.events))
-    surface.note(f"{summary.line()}  ({stored.header.cwd or '-'})", "bold")
+    summary = summary_of(stored.header, stored.events)
+    surface.note(f"{summary_line(summary)}  ({stored.header.cwd or '-'})", "bold")
     Renderer(surface, echo_prompts=True, markdown=False).replay(list(stored.events))
     if stored.repair:
         surface.note("(the log ends in an interrupted turn; resuming repairs it)", "dim")

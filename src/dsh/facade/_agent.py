@@ -48,7 +48,9 @@ class Agent(Generic[OutputT]):
     writes and commands ask through `approval=` (policy rows, or a callback
     `async def approve(request) -> dsh.Decision`). Each run gets a new session unless
     `session=` names one (an existing one continues); sessions live in memory unless
-    `store=` is `dsh.JsonlStore(path)` or `dsh.SqliteStore(path)`.
+    `store=` is `dsh.JsonlStore(path)` or `dsh.SqliteStore(path)`. The agent is hermetic:
+    the hooks and permissions of the user's settings files (`~/.dsh`, `~/.claude`) apply
+    only with `settings_files=True`.
 
     The agent boots its runtime on first use in the running event loop and keeps it until
     `await agent.aclose()` (or `async with agent:`); `run_sync` boots and closes one itself.
@@ -70,6 +72,7 @@ class Agent(Generic[OutputT]):
         profile: str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None = None,
         plugins: Sequence[Any] = (),
         cwd: str | os.PathLike[str] | None = None,
+        settings_files: bool = False,
     ) -> None:
         from ._blueprint import blueprint
 
@@ -90,6 +93,7 @@ class Agent(Generic[OutputT]):
             plugins=plugins,
             cwd=Path(cwd or os.getcwd()).resolve(),
             trusted_extra=(FINAL_RESULT,) if output_type is not None else (),
+            settings_files=settings_files,
         )
         self._runtime: Runtime | None = None
         self._starting: asyncio.Future[Runtime] | None = None

@@ -19,7 +19,7 @@ from ..tools import ToolDefinition, tool
 from ._runtime import Blueprint, plugin_rows
 from ._stores import MemoryStore, Store
 
-__all__ = ["FACADE_ROWS", "blueprint"]
+__all__ = ["FACADE_ROWS", "SETTINGS_ROWS", "blueprint"]
 
 _CODING = ("builtin-tools", "web-fetch", "jobs", "subagents")
 """Rows that give the model tools of its own: on with `builtin_tools=True`."""
@@ -30,6 +30,10 @@ FACADE_ROWS: tuple[dict[str, Any], ...] = tuple(
     if row["id"] != "persistence"  # the agent mounts its own store
 )
 """The default profile as a library agent starts from."""
+
+SETTINGS_ROWS = ("hooks", "approval")
+"""Rows that read the user's settings files (`~/.dsh`, `~/.claude`, a trusted workspace's)
+when their `settings` key is on: off for a library agent unless it opts in."""
 
 
 def blueprint(
@@ -45,8 +49,9 @@ def blueprint(
     plugins: Sequence[Any],
     cwd: Path,
     trusted_extra: Sequence[str],
+    settings_files: bool,
 ) -> Blueprint:
-    rows = _profile(profile, builtin_tools)
+    rows = _settings_files(_profile(profile, builtin_tools), settings_files)
     adapter: LlmAdapter | None = None
     if is_adapter(model):
         adapter = model  # type: ignore[assignment]
@@ -96,6 +101,17 @@ def _profile(
     if base.row("persistence") is not None:
         base = base.layered([{"id": "persistence", "disabled": True}], source="<store=>")
     return base
+
+
+def _settings_files(profile: Profile, on: bool) -> Profile:
+    """A library agent is hermetic: the hooks and permissions its user configured for their
+    own terminal agent do not reach it unless it says so, by `settings_files=True` or a
+    `settings` key in its own rows."""
+    for id in SETTINGS_ROWS:
+        row = profile.row(id)
+        if row is not None and "settings" not in (row.config or {}):
+            profile = profile.with_config(id, settings=on)
+    return profile
 
 
 def _approval(profile: Profile, policy: list[Mapping[str, str]], trusted: list[str]) -> Profile:

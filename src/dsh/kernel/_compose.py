@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import re
@@ -231,10 +232,23 @@ def resolve_plugin(name: str) -> object:
             except AttributeError:
                 raise LookupError(f"module {module_name!r} has no attribute {attr!r}") from None
         return target
-    matches = metadata.entry_points(group=ENTRY_POINT_GROUP, name=name)
-    for ep in matches:
-        return ep.load()
+    entry = _entry_points().get(name)
+    if entry is None:  # installed since the last scan?
+        _entry_points.cache_clear()
+        entry = _entry_points().get(name)
+    if entry is not None:
+        return entry.load()
     raise LookupError(f"unknown plugin {name!r} (no {ENTRY_POINT_GROUP} entry point by that name)")
+
+
+@functools.cache
+def _entry_points() -> dict[str, metadata.EntryPoint]:
+    """The `dsh.plugins` group by name (the first of a name wins), scanned once: each scan
+    reads the metadata of every installed distribution, and a profile names ~20 plugins."""
+    found: dict[str, metadata.EntryPoint] = {}
+    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(entry.name, entry)
+    return found
 
 
 @dataclass(frozen=True, slots=True)

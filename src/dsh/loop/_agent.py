@@ -156,6 +156,14 @@ class ReactLoopAgent:
         if activity is not None:
             activity.signal.abort(cause)
 
+    def wake(self) -> bool:
+        """Start a turn for pending work no send woke (what a resume restored: a resumed
+        agent is not woken by itself). False when busy, disposed, or nothing is pending."""
+        if self._activity is not None or self._disposed or not self.inbox.has_pending:
+            return False
+        self._wake()
+        return True
+
     def discard_pending(self) -> None:
         for target, message in self.inbox.clear():
             placement: Placement = "queued" if target == "next-turn" else "steering"

@@ -10,7 +10,6 @@ next event or flush, which surfaces the failure. `session/disposed` drains one l
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import weakref
 from dataclasses import dataclass
@@ -233,14 +232,18 @@ class WriteCoordinator:
     async def _write(self, writer: _Writer, durable: bool) -> None:
         session_id = writer.session.id
         batch, writer.pending = writer.pending, []
+        cancelled = False
         try:
             if batch:
-                try:
-                    await asyncio.to_thread(self._store, writer, batch, durable)
-                    writer.materialized = True
-                except BaseException:
+                thread = asyncio.ensure_future(
+                    asyncio.to_thread(self._store, writer, batch, durable)
+                )
+                cancelled = await _outlive(thread)
+                failure = thread.exception()
+                if failure is not None:
                     writer.pending[:0] = batch  # kept, in order, for the retry
-                    raise
+                    raise failure
+                writer.materialized = True
                 writer.cursor = batch[-1].seq + 1
                 writer.unsynced = not durable
             elif durable and writer.unsynced:
@@ -259,6 +262,8 @@ class WriteCoordinator:
                 self._arm(writer)
         if batch and self._ctx is not None:
             self._ctx.emit(PERSISTENCE_WRITTEN, Written(session_id, writer.cursor - 1, durable))
+        if cancelled:
+            raise asyncio.CancelledError
 
     def _store(self, writer: _Writer, batch: list[SessionEvent], durable: bool) -> None:
         records = records_of(batch)  # encoded here, in the worker thread, off the loop
@@ -278,8 +283,7 @@ class WriteCoordinator:
             while True:
                 active = writer.active
                 if active is not None:
-                    with contextlib.suppress(Exception):  # its batch is pending: retried
-                        await asyncio.shield(active)
+                    await asyncio.wait([active])  # a failed one left its batch pending
                     continue
                 if not writer.pending and not writer.unsynced:
                     return
@@ -316,6 +320,19 @@ class WriteCoordinator:
                 prepared.release.detach()
             _give_up(prepared.lease)
         self._prepared.clear()
+
+
+async def _outlive(thread: asyncio.Future[None]) -> bool:
+    """Wait for a worker thread's future to be done, even through cancellations of this
+    task: the thread cannot be stopped, so what it did (a batch stored, or not) is what
+    happened and must be counted. Whether this task was cancelled meanwhile."""
+    cancelled = False
+    while not thread.done():
+        try:
+            await asyncio.wait([thread])
+        except asyncio.CancelledError:
+            cancelled = True
+    return cancelled
 
 
 def _live_writer(key: tuple[str, str]) -> bool:

@@ -2,7 +2,10 @@
 
 The stored events are never changed; the closers are appended after them: a `tool/result`
 for every tool call of the open step that has none, then `step/end` if a step is open, then
-`turn/end {reason: {kind: interrupted}}`. They carry the time of the last stored event.
+`turn/end {reason: {kind: interrupted}}`. Then a message the turn claimed from the inbox but
+never logged as a `user/message` (a crash between the claim and the step that enters it)
+goes back to the front of its queue with an `agent/inbox/spliced`, so the resumed inbox
+holds it again. They carry the time of the last stored event.
 """
 
 from __future__ import annotations
@@ -67,8 +70,9 @@ class _Call:
     """The seq of its `tool/call`."""
 
 
-def repair_closers(events: Sequence[SessionEvent]) -> Repair:
-    """The closers that balance `events` (empty when the last turn is closed)."""
+def repair_closers(events: Sequence[SessionEvent], seed_length: int = 0) -> Repair:
+    """The closers that balance `events` (empty when the last turn is closed); the inbox is
+    projected from `seed_length` on, as the agent's own (`SessionHeader.seed_length`)."""
     open_turn = last_turn(events)
     if open_turn is None or open_turn.closed:
         return Repair()
@@ -99,7 +103,36 @@ def repair_closers(events: Sequence[SessionEvent]) -> Repair:
         closers.append(_plain("step/end", seq, time, {"turn": turn, "step": step}))
         seq += 1
     closers.append(_plain("turn/end", seq, time, {"turn": turn, "reason": {"kind": "interrupted"}}))
+    for target, messages in _unlogged_claims(events, start, seed_length).items():
+        seq += 1
+        data = {"target": target, "start": 0, "inserted": messages}
+        closers.append(_plain("agent/inbox/spliced", seq, time, data))
     return Repair(tuple(e for e, _ in closers), tuple(r for _, r in closers))
+
+
+def _unlogged_claims(
+    events: Sequence[SessionEvent], turn_start: int, seed_length: int
+) -> dict[str, list[Any]]:
+    """The messages the turn opened at `turn_start` claimed from the inbox and never logged,
+    by queue, oldest first. The inbox is replayed from its splices to know what a claim
+    (a removal without `outcome: canceled`) took."""
+    queues: dict[str, list[Any]] = {"next-turn": [], "next-step": []}
+    claimed: dict[str, tuple[str, Any]] = {}
+    for index in range(seed_length, len(events)):
+        kind, data = events[index].type, events[index].data
+        if kind == "user/message":
+            claimed.pop(str(data.get("id")), None)
+        elif kind == "agent/inbox/spliced" and data.get("target") in queues:
+            items = queues[data["target"]]
+            start, count = data.get("start", 0), data.get("removedCount", 0)
+            removed = items[start : start + count]
+            items[start : start + count] = list(data.get("inserted") or ())
+            if index > turn_start and data.get("outcome") != "canceled":
+                claimed.update((str(m.get("id")), (data["target"], m)) for m in removed)
+    restored: dict[str, list[Any]] = {}
+    for target, message in claimed.values():
+        restored.setdefault(target, []).append(message)
+    return restored
 
 
 def _requested_calls(data: Mapping[str, Any]) -> list[str]:

@@ -263,7 +263,7 @@ class StoredSessions:
             raise corrupt(session_id, raw, exc) from None
         if header.id != session_id:
             raise corrupt(session_id, raw, ValueError(f"the header names {header.id!r}"))
-        repair = repair_closers(events)
+        repair = repair_closers(events, header.seed_length or 0)
         if repair and commit:
             if len(events) != raw.next_seq:
                 raise PersistenceError(

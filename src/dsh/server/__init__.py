@@ -2,6 +2,17 @@
 
 from ._protocol import RpcError
 from ._server import SERVER_INFO, JsonRpcServer
-from ._stdio import PROFILE_ENV, main, serve
+from ._stdio import PROFILE_ENV, FrameOutput, Line, Overlong, line_queue, main, serve
 
-__all__ = ["PROFILE_ENV", "SERVER_INFO", "JsonRpcServer", "RpcError", "main", "serve"]
+__all__ = [
+    "PROFILE_ENV",
+    "SERVER_INFO",
+    "FrameOutput",
+    "JsonRpcServer",
+    "Line",
+    "Overlong",
+    "RpcError",
+    "line_queue",
+    "main",
+    "serve",
+]

@@ -37,17 +37,30 @@ def profile_files() -> list[Path]:
     return [Path(p) for p in raw.split(os.pathsep) if p]
 
 
-class _Output:
-    """Writes frames whole; a closed stdout ends the server instead of crashing it."""
+class FrameOutput:
+    """Writes JSON-RPC frames whole, one line each; a closed stdout sets `closed` instead of
+    raising (the ACP agent writes its frames through it too).
+
+    Frames sent in one pass of the event loop (a burst of stream deltas, a response and its
+    notifications) go out in one write at the end of that pass: the same frames, in order,
+    with one system call and one wake-up of the reader instead of one per frame."""
 
     def __init__(self, stream: BinaryIO) -> None:
         self.stream = stream
         self.closed = asyncio.Event()
+        self._pending: list[bytes] = []
 
     def send(self, frame: dict[str, Json]) -> None:
         if self.closed.is_set():
             return
-        data = encode(frame)
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._pending.append(encode(frame))
+
+    def flush(self) -> None:
+        data, self._pending = b"".join(self._pending), []
+        if not data or self.closed.is_set():
+            return
         try:
             self.stream.write(data)
             self.stream.flush()
@@ -68,6 +81,10 @@ class Overlong:
     head: bytes
     tail: bytes
     size: int
+
+    def answer(self) -> dict[str, Json]:
+        """The error frame that answers it (with its id, when the head or tail shows it)."""
+        return too_large(self.head, self.tail, self.size, MAX_LINE)
 
 
 class LineSplitter:
@@ -131,9 +148,10 @@ def _read_lines(
     loop.call_soon_threadsafe(queue.put_nowait, None)
 
 
-async def _line_queue(stream: BinaryIO, owner: Owner) -> asyncio.Queue[Line]:
-    """Lines of `stream` as they arrive, then None. Pipes and terminals are read by the event
-    loop; anything else (a regular file) by a thread that ends at end of file."""
+async def line_queue(stream: BinaryIO, owner: Owner) -> asyncio.Queue[Line]:
+    """Lines of `stream` as they arrive (an `Overlong` for a line over `MAX_LINE`), then
+    None. Pipes and terminals are read by the event loop; anything else (a regular file) by
+    a thread that ends at end of file."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[Line] = asyncio.Queue()
     try:
@@ -162,13 +180,13 @@ async def serve(
     profiles: Sequence[Path] | None = None,
 ) -> int:
     """Run the JSON-RPC runtime until `shutdown` or the end of stdin; returns the exit code."""
-    output = _Output(stdout or sys.stdout.buffer)
+    output = FrameOutput(stdout or sys.stdout.buffer)
     profile = load_profile(profile_files() if profiles is None else profiles)
     # No person is on the other end of the wire to answer approval asks: the policy's
     # allow and deny rules still hold, and its asks are approved.
     ctx = await boot(profile.with_config("approval", auto_approve=True))
     server = JsonRpcServer(ctx, output.send)
-    queue = await _line_queue(stdin or sys.stdin.buffer, ctx.owner)
+    queue = await line_queue(stdin or sys.stdin.buffer, ctx.owner)
     tasks: set[asyncio.Task[None]] = set()
     try:
         while not output.closed.is_set():
@@ -176,7 +194,7 @@ async def serve(
             if line is None:
                 break
             if isinstance(line, Overlong):
-                output.send(too_large(line.head, line.tail, line.size, MAX_LINE))
+                output.send(line.answer())
                 continue
             frame = parse(line)
             if frame is None:
@@ -195,10 +213,11 @@ async def serve(
         await asyncio.gather(*tasks, return_exceptions=True)
         await server.shutdown()
         await ctx.owner.dispose()
+        output.flush()
     return 0
 
 
-async def _answer(server: JsonRpcServer, request: Request, output: _Output) -> None:
+async def _answer(server: JsonRpcServer, request: Request, output: FrameOutput) -> None:
     try:
         result = await server.call(request)
     except RpcError as exc:

@@ -23,6 +23,7 @@ from ._registry import (
 )
 from ._session import ReentrantAppendError, Session, Surface
 from ._store import DuplicateSessionError, SessionPlugin, SessionStore
+from ._summary import SessionSummary, summary_of
 from ._turns import LastTurn, last_turn
 from ._usage import (
     ModelRoute,
@@ -63,6 +64,7 @@ __all__ = [
     "SessionMeta",
     "SessionPlugin",
     "SessionStore",
+    "SessionSummary",
     "SessionUsage",
     "Surface",
     "SurfaceOp",
@@ -77,6 +79,7 @@ __all__ = [
     "last_turn",
     "register_event_type",
     "session_usage",
+    "summary_of",
     "thaw_json",
     "usage_by",
     "usage_by_model",

@@ -13,11 +13,13 @@ from ._registry import Guard
 from ._runtime import ExecutionMode, ToolRuntime
 from ._schema import JsonSchemaError, check_schema, validate_value
 from ._seams import (
+    EDITOR_FILES,
     SANDBOX,
     SANDBOX_MODES,
     SPILLS,
     CommandSandbox,
     Confinement,
+    EditorFiles,
     SandboxMode,
     SpillStore,
     SpillWriter,
@@ -59,6 +61,7 @@ from ._types import (
 
 __all__ = [
     "APPROVAL",
+    "EDITOR_FILES",
     "RESERVED_TOOL_NAMES",
     "SANDBOX",
     "SANDBOX_MODES",
@@ -78,6 +81,7 @@ __all__ = [
     "Confinement",
     "Decision",
     "Deny",
+    "EditorFiles",
     "ExecutionMode",
     "Guard",
     "JsonSchemaError",

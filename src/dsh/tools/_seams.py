@@ -1,7 +1,8 @@
-"""Two seams the built-in tools consume and plugins provide: the command sandbox (`SANDBOX`,
-provided by `dsh.plugins.sandbox`) and the spill store for oversized output (`SPILLS`,
-provided by `dsh.plugins.spill`). Tools look them up at call time; without a provider they
-run unconfined and cannot spill."""
+"""Seams the built-in tools consume and plugins provide: the command sandbox (`SANDBOX`,
+provided by `dsh.plugins.sandbox`), the spill store for oversized output (`SPILLS`,
+provided by `dsh.plugins.spill`) and an editor's files (`EDITOR_FILES`, provided by the ACP
+agent, `dsh.acp`). Tools look them up at call time; without a provider they run unconfined,
+cannot spill, and read and write the local disk."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from ..kernel import ServiceKey
 from ._types import ToolExecution
 
 __all__ = [
+    "EDITOR_FILES",
     "SANDBOX",
     "SANDBOX_MODES",
     "SPILLS",
     "CommandSandbox",
     "Confinement",
+    "EditorFiles",
     "SandboxMode",
     "SpillStore",
     "SpillWriter",
@@ -81,5 +84,25 @@ class SpillStore(Protocol):
         ...
 
 
+class EditorFiles(Protocol):
+    """Text files as an editor holds them, unsaved changes included: `read`, `write` and
+    `edit` go through it, instead of the local disk, for the calls it serves."""
+
+    def serves(self, exec: ToolExecution) -> bool:
+        """Whether this call's files are the editor's (its session is driven by one)."""
+        ...
+
+    async def read_text(self, exec: ToolExecution, path: str) -> str:
+        """The text of `path` (absolute); `FileNotFoundError` when there is no such file,
+        `OSError` when the editor cannot read it."""
+        ...
+
+    async def write_text(self, exec: ToolExecution, path: str, text: str) -> None:
+        """Make `text` the content of `path` (absolute), creating it if needed; `OSError`
+        when the editor cannot."""
+        ...
+
+
 SANDBOX: ServiceKey[CommandSandbox] = ServiceKey("sandbox")
 SPILLS: ServiceKey[SpillStore] = ServiceKey("spills")
+EDITOR_FILES: ServiceKey[EditorFiles] = ServiceKey("editor_files")

@@ -1,8 +1,10 @@
-"""The checkpoint policy: flush before model calls, tool bodies and pre-steps; fail closed."""
+"""The checkpoint policy: flush before model calls and tool bodies (the step boundary once);
+fail closed."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,7 +35,8 @@ async def test_everything_is_stored_before_each_model_call_and_tool_body(
     tmp_path: Path, runtimes: RuntimeFactory
 ) -> None:
     runtime = await runtimes(tmp_path, window_ms=WINDOW)
-    seen: dict[str, list[tuple[int, int]]] = {"model": [], "tool": [], "pre-step": []}
+    seen: dict[str, list[tuple[int, int]]] = {"model": [], "tool": []}
+    pre_steps: list[tuple[int, int]] = []
     agent_box: list[Any] = []
 
     def at_model(options: GenerateOptions) -> bool:
@@ -50,19 +53,59 @@ async def test_everything_is_stored_before_each_model_call_and_tool_body(
 
     def at_pre_step(point: StepPoint) -> None:
         session = point.agent.session
-        seen["pre-step"].append((_stored(tmp_path, session.id), session.seq))
+        pre_steps.append((_stored(tmp_path, session.id), session.seq))
 
     runtime.ctx.tools.register(probe)
-    runtime.ctx.on(PRE_STEP, at_pre_step, global_=True)  # after the checkpoint's listener
+    runtime.ctx.on(PRE_STEP, at_pre_step, global_=True)
     runtime.model.add(reply(tool_call("probe"), expect=at_model), reply("done", expect=at_model))
     agent = await runtime.agent("session-checkpoints")
     agent_box.append(agent)
     agent.followup("go")
     await agent.when_idle()
-    assert len(seen["model"]) == 2 and len(seen["tool"]) == 1 and len(seen["pre-step"]) == 2
+    assert len(seen["model"]) == 2 and len(seen["tool"]) == 1
     for point, observations in seen.items():
         for stored, live in observations:
             assert stored == live, f"{point}: {stored} of {live} events stored"
+    # The step boundary is committed once, before the model call: at the second pre-step
+    # the first step's tool result is not written yet.
+    stored, live = pre_steps[1]
+    assert stored < live
+
+
+async def _fsyncs_for(
+    steps: int, tmp_path: Path, runtimes: RuntimeFactory, monkeypatch: pytest.MonkeyPatch
+) -> int:
+    runtime = await runtimes(tmp_path / str(steps), window_ms=WINDOW)
+    fsync = os.fsync
+    calls: list[int] = []
+
+    def counting(fd: int) -> None:
+        calls.append(fd)
+        fsync(fd)
+
+    @tool
+    def noop() -> str:
+        """Do nothing."""
+        return "ok"
+
+    runtime.ctx.tools.register(noop)
+    runtime.model.add(*[reply(tool_call("noop")) for _ in range(steps)], reply("done"))
+    agent = await runtime.agent(f"session-fsyncs-{steps}")
+    monkeypatch.setattr(os, "fsync", counting)
+    agent.followup("go")
+    await agent.when_idle()
+    monkeypatch.setattr(os, "fsync", fsync)
+    return len(calls)
+
+
+async def test_a_tool_step_costs_two_fsyncs(
+    tmp_path: Path, runtimes: RuntimeFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cheap invariant the benchmarks rely on: each further step with one tool call adds
+    two durable flushes (before its model call, before its tool body), one fsync each."""
+    few = await _fsyncs_for(2, tmp_path, runtimes, monkeypatch)
+    more = await _fsyncs_for(6, tmp_path, runtimes, monkeypatch)
+    assert (more - few) / 4 == 2
 
 
 class _Broken:
@@ -95,7 +138,7 @@ async def _runtime_on(ctx: Context, runtime: Runtime, backend: Any) -> None:
     await ctx.plugin(CheckpointPlugin)
 
 
-@pytest.mark.parametrize("breaks_before", ["pre-step", "model-call"])
+@pytest.mark.parametrize("breaks_before", ["the-turn", "the-model-call"])
 async def test_a_failed_flush_fails_closed_before_the_model_call(
     breaks_before: str, tmp_path: Path, runtimes: RuntimeFactory
 ) -> None:
@@ -104,12 +147,12 @@ async def test_a_failed_flush_fails_closed_before_the_model_call(
     await _runtime_on(runtime.ctx, runtime, backend)
     runtime.model.add(reply("never sent"))
     agent = await runtime.agent("session-broken")
-    if breaks_before == "pre-step":
+    if breaks_before == "the-turn":
         backend.broken = True
     else:
 
         def break_store(point: StepPoint) -> None:
-            backend.broken = True  # after the pre-step checkpoint
+            backend.broken = True  # at pre-step, before the model call's checkpoint
 
         runtime.ctx.on(PRE_STEP, break_store, global_=True)
     agent.followup("go")
@@ -150,7 +193,7 @@ async def test_a_failed_flush_fails_closed_before_the_tool_body(
     (block,) = Message.from_json(result.data["message"]).content
     assert isinstance(block, ToolResultBlock) and block.is_error
     assert text_of(block.content) == "Error: read-only file system (simulated)"
-    # The next checkpoint (pre-step) fails too: the turn ends in error.
+    # The next checkpoint (the model call) fails too: the turn ends in error.
     assert agent.session.events[-1].data["reason"]["kind"] == "error"
     assert runtime.model.remaining == 1
     backend.broken = False

@@ -16,26 +16,7 @@ from dsh.plugins.sandbox import probe
 from dsh.tools.builtin._process import REAPER_ENV
 from tests.cli.support import DSH, cli_env, scripted_profile, workspace
 
-from .test_bash import gone, wait_for_pid
-
-BOUND_S = 30
-"""Only keeps a failing run from hanging the suite; nothing is timed against it."""
-
-
-async def _exited(pid: int) -> None:
-    """Return once `pid` has exited (its pidfd becomes readable then)."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    loop = asyncio.get_running_loop()
-    done = loop.create_future()
-    loop.add_reader(fd, lambda: done.done() or done.set_result(None))
-    try:
-        await done
-    finally:
-        loop.remove_reader(fd)
-        os.close(fd)
+from .test_bash import BOUND_S, gone, killed, wait_for_pid
 
 
 def host_pid(argv: list[str]) -> int | None:
@@ -94,10 +75,11 @@ async def test_a_sigkilled_dsh_takes_its_bash_command_along(tmp_path: Path, mode
         assert any(e.startswith(REAPER_ENV + "=") for e in environ_of(sleeper))
         dsh.send_signal(signal.SIGKILL)
         await asyncio.wait_for(dsh.wait(), BOUND_S)
-        await asyncio.wait_for(_exited(sleeper), BOUND_S)
+        await killed(sleeper)
     finally:
         with contextlib.suppress(ProcessLookupError):
             dsh.kill()
         await dsh.wait()
         if sleeper is not None and not gone(sleeper):
-            os.kill(sleeper, signal.SIGKILL)  # a failed run leaves nothing behind
+            with contextlib.suppress(ProcessLookupError):  # it may exit meanwhile
+                os.kill(sleeper, signal.SIGKILL)  # a failed run leaves nothing behind

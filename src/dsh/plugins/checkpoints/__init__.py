@@ -1,4 +1,4 @@
-"""The checkpoint policy: flush sessions before model calls, tool bodies and pre-steps."""
+"""The checkpoint policy: flush sessions before model calls and tool bodies."""
 
 from ._plugin import CheckpointPlugin, Checkpoints
 

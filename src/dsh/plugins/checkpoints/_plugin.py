@@ -1,12 +1,16 @@
-"""The checkpoint policy: flush a live session before each model call, each top-level tool
-body and each pre-step. A failed flush fails closed."""
+"""The checkpoint policy: flush a live session before each model call and each top-level
+tool body. A failed flush fails closed.
+
+The step boundary is committed once (group commit): the previous step's results and the new
+step's opening are made durable together before the model call, not also at `agent/pre-step`,
+since nothing outside the process acts between the two (a pre-step listener's own model call,
+such as compaction's, carries the session id and so flushes first)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ...agent import PRE_STEP, StepPoint
 from ...kernel import SESSIONS, Context, Next
 from ...llm import LLM_STREAM, GenerateOptions, StreamChunk
 from ...tools import TOOLS_EXECUTE, ToolExecution, ToolResult
@@ -18,7 +22,7 @@ __all__ = ["CheckpointPlugin", "Checkpoints"]
 
 
 class Checkpoints:
-    """The three checkpoints, over one session store. Each flush is `SessionStore.flush`
+    """The two checkpoints, over one session store. Each flush is `SessionStore.flush`
     (the `session/flush` barrier); it raises when persistence could not write."""
 
     __slots__ = ("flushes", "sessions")
@@ -51,9 +55,6 @@ class Checkpoints:
         # ABORTED_BEFORE_DISPATCH for an aborted signal.
         return await next()
 
-    async def at_pre_step(self, point: StepPoint) -> None:
-        await self.flush(point.agent.session)
-
 
 class CheckpointPlugin:
     """Durability checkpoints on the loop's seams (zero config)."""
@@ -66,4 +67,3 @@ class CheckpointPlugin:
         checkpoints = Checkpoints(ctx.sessions)
         ctx.on(LLM_STREAM, checkpoints.before_model_call, global_=True)
         ctx.on(TOOLS_EXECUTE, checkpoints.before_tool_body, global_=True)
-        ctx.on(PRE_STEP, checkpoints.at_pre_step, global_=True)

@@ -19,6 +19,7 @@ from ._runtime import (
     ToolFilter,
 )
 from ._setup import STRUCTURED_TOOL
+from ._tools import subagent_tool
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -41,4 +42,5 @@ __all__ = [
     "SubagentsPlugin",
     "ToolFilter",
     "completed_prefix",
+    "subagent_tool",
 ]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from ...agent import PARENT_CANCEL, Agent, AgentHandle, AgentOptions, CreateAgentOptions
+from ...agent import PARENT_CANCEL, Agent, AgentOptions, CreateAgentOptions
 from ...kernel import CancelSignal, Context, Disposer, EventSpec, Mode, ServiceKey
 from ...llm import ContentBlock, HarnessError, Json, Message, TextBlock, user_message
 from ...session import SessionEvent, SessionMeta
@@ -66,16 +66,18 @@ class SubagentResult:
 
 @dataclass(slots=True, eq=False)
 class SubagentRun:
-    """A started child. `result` settles when the child is idle again; always `dispose()`."""
+    """A started child. `result` settles when the child is done; always `dispose()`."""
 
     id: str
     provider: str
-    agent: Agent
-    handle: AgentHandle
+    agent: Agent | None
+    """The child agent; None for a child in another process (an ACP agent)."""
     result: asyncio.Future[SubagentResult] = field(repr=False)
+    close: Callable[[], Awaitable[None]] = field(repr=False)
+    """Ends the child (an in-process child's `AgentHandle.dispose`)."""
 
     async def dispose(self) -> None:
-        await self.handle.dispose()
+        await self.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +189,7 @@ class SubagentRuntime:
         )
         child = handle.agent
         result: asyncio.Future[SubagentResult] = asyncio.get_running_loop().create_future()
-        run = SubagentRun(run_id, provider, child, handle, result)
+        run = SubagentRun(run_id, provider, child, result, handle.dispose)
         start = SubagentStart(parent, run_id, provider, child.id)
         self._ctx.bus.emit(SUBAGENT_START, start, parent)
         first_live = child.session.seq

@@ -152,11 +152,13 @@ def subagent_tool(
     max_depth: int,
     *,
     background: bool = False,
+    description: str | None = None,
 ) -> ToolDefinition:
-    """The `subagent` / `subagent_fork` tool named `name`, delegating to `provider`. With
-    `background`, it offers `run_in_background` (a job of the jobs service)."""
+    """The `subagent` / `subagent_fork` tool named `name`, delegating to `provider` (the
+    description of `spawn` or `fork`, unless given). With `background`, it offers
+    `run_in_background` (a job of the jobs service)."""
     parameters = PARAMETERS
-    description = DESCRIPTIONS[provider]
+    description = description or DESCRIPTIONS[provider]
     if background:
         properties = dict(PARAMETERS["properties"])
         parameters = {

@@ -2,6 +2,7 @@
 confined to the session's workspace, with the reference runtime's names and renderings."""
 
 from ._bash import BashConfig, BashToolPlugin, bash_tool
+from ._change import FileChange, file_change
 from ._files import EditToolPlugin, FilesConfig, WriteToolPlugin, edit_tool, write_tool
 from ._observations import (
     FS_OBSERVATIONS,
@@ -9,6 +10,7 @@ from ._observations import (
     FileVersion,
     FsError,
     FsObservationsPlugin,
+    TextVersion,
 )
 from ._plugin import BuiltinToolsConfig, BuiltinToolsPlugin
 from ._process import ProcessResult, run_process, signal_name
@@ -31,6 +33,7 @@ __all__ = [
     "BuiltinToolsConfig",
     "BuiltinToolsPlugin",
     "EditToolPlugin",
+    "FileChange",
     "FileObservations",
     "FileVersion",
     "FilesConfig",
@@ -45,6 +48,7 @@ __all__ = [
     "ResolvedPath",
     "SearchConfig",
     "SearchError",
+    "TextVersion",
     "TodoConfig",
     "TodoWriteToolPlugin",
     "Workspace",
@@ -52,6 +56,7 @@ __all__ = [
     "WriteToolPlugin",
     "bash_tool",
     "edit_tool",
+    "file_change",
     "glob_tool",
     "grep_tool",
     "read_tool",

@@ -17,11 +17,22 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ...kernel import Context
 from ...llm import Json
+from .._seams import EditorFiles
 from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
 from ._args import ArgumentError, required_text, schema
-from ._observations import OBSERVED, UNSEEN, FileObservations, FileVersion, FsError, observed
+from ._editor import editor_for, editor_text, editor_write
+from ._observations import (
+    FS_OBSERVATIONS,
+    OBSERVED,
+    FileObservations,
+    FileVersion,
+    FsError,
+    TextVersion,
+    Version,
+)
 from ._read import sniff_text
 from ._workspace import ResolvedPath, Workspace, WorkspaceConfig
 
@@ -111,18 +122,27 @@ def _atomic_write(real: str, data: bytes, mode: int, *, create: bool) -> os.stat
     return os.stat(real)
 
 
-def _check_version(
-    where: ResolvedPath, st: os.stat_result | None, seen: FileVersion, verb: str
-) -> None:
-    if st is None:
+def _check_version(where: ResolvedPath, current: Version | None, seen: Version, verb: str) -> None:
+    if current is None:
         raise FsError(
             f'cannot {verb} "{where.display}": file no longer exists{STALE}', "FS_STALE_VERSION"
         )
-    if FileVersion.of(st) != seen:
+    if current != seen:
         raise FsError(
             f'cannot {verb} "{where.display}": file changed since it was read{STALE}',
             "FS_STALE_VERSION",
         )
+
+
+def _overwrite_refused(where: ResolvedPath) -> FsError:
+    return FsError(
+        f'cannot overwrite existing "{where.display}" without reading it first{UNREAD}',
+        "FS_NOT_OBSERVED",
+    )
+
+
+def _version(st: os.stat_result | None) -> FileVersion | None:
+    return None if st is None else FileVersion.of(st)
 
 
 def _write(
@@ -130,13 +150,9 @@ def _write(
 ) -> Json:
     seen = observations.get(run, where.real)
     st = _stat(where, "write")
-    overwrite = FsError(
-        f'cannot overwrite existing "{where.display}" without reading it first{UNREAD}',
-        "FS_NOT_OBSERVED",
-    )
     before: str | None = None
-    if isinstance(seen, FileVersion):
-        _check_version(where, st, seen, "write")
+    if isinstance(seen, FileVersion | TextVersion):
+        _check_version(where, _version(st), seen, "write")
         assert st is not None
         with open(where.real, "rb") as file:
             before = file.read().decode("utf-8", "replace")
@@ -145,20 +161,40 @@ def _write(
         )
     else:
         if st is not None:
-            raise overwrite
+            raise _overwrite_refused(where)
         try:
             written = _atomic_write(
                 where.real, content.encode("utf-8"), _NEW_FILE_MODE, create=True
             )
         except FileExistsError:
-            raise overwrite from None
+            raise _overwrite_refused(where) from None
     observations.record(run, where.real, FileVersion.of(written))
-    return {
-        "path": where.display,
-        "operation": "create" if before is None else "update",
-        "before": before,
-        "after": content,
-    }
+    return _written(where, before, content)
+
+
+def _written(where: ResolvedPath, before: str | None, after: str) -> Json:
+    operation = "create" if before is None else "update"
+    return {"path": where.display, "operation": operation, "before": before, "after": after}
+
+
+async def _write_through(
+    editor: EditorFiles,
+    observations: FileObservations,
+    run: ToolRunContext,
+    where: ResolvedPath,
+    content: str,
+) -> Json:
+    """`write` of a file the editor holds: the same checks, against the editor's text."""
+    seen = observations.get(run, where.real)
+    before = await editor_text(editor, run, where, "write")
+    current = None if before is None else TextVersion.of(before)
+    if isinstance(seen, FileVersion | TextVersion):
+        _check_version(where, current, seen, "write")
+    elif before is not None:
+        raise _overwrite_refused(where)
+    await editor_write(editor, run, where, content, "write")
+    observations.record(run, where.real, TextVersion.of(content))
+    return _written(where, before, content)
 
 
 WRITE_PARAMETERS = schema(
@@ -184,16 +220,21 @@ EDIT_PARAMETERS = schema(
 
 @dataclass(frozen=True, slots=True)
 class FileChanges:
-    """The bodies of `write` and `edit`: the workspace they may touch and what was read."""
+    """The bodies of `write` and `edit`: the workspace they may touch, what was read, and
+    where an editor's files are served (`services`)."""
 
     observations: FileObservations
     workspace: Workspace
+    services: Context | None = None
 
     async def write(self, args: Mapping[str, Json], run: ToolRunContext) -> Json:
         path = required_text(args, "file_path", "file_path must be a non-empty string")
         content = args["content"]
         assert isinstance(content, str)  # the schema says so
         where = self.workspace.resolve(run, path)
+        editor = editor_for(self.services, run)
+        if editor is not None:
+            return await _write_through(editor, self.observations, run, where, content)
         return await asyncio.to_thread(_write, self.observations, run, where, content)
 
     async def edit(self, args: Mapping[str, Json], run: ToolRunContext) -> Json:
@@ -205,20 +246,21 @@ class FileChanges:
         if old == new:
             raise ArgumentError("old_string and new_string must differ")
         where = self.workspace.resolve(run, path)
-        return await asyncio.to_thread(
-            _edit,
-            self.observations,
-            run,
-            where,
-            old,
-            new,
-            replace_all=args.get("replace_all") is True,
-        )
+        change = _Replacement(old, new, args.get("replace_all") is True)
+        editor = editor_for(self.services, run)
+        if editor is not None:
+            return await _edit_through(editor, self.observations, run, where, change)
+        return await asyncio.to_thread(_edit, self.observations, run, where, change)
 
 
-def write_tool(observations: FileObservations, config: FilesConfig | None = None) -> ToolDefinition:
-    """The `write` tool definition."""
-    changes = FileChanges(observations, (config or FilesConfig()).workspace())
+def write_tool(
+    observations: FileObservations,
+    config: FilesConfig | None = None,
+    services: Context | None = None,
+) -> ToolDefinition:
+    """The `write` tool definition. With `services`, it writes through an editor
+    (`EDITOR_FILES`) for the calls one serves."""
+    changes = FileChanges(observations, (config or FilesConfig()).workspace(), services)
     return ToolDefinition(
         "write", WRITE_DESCRIPTION, WRITE_PARAMETERS, changes.write, render=render_write
     )
@@ -229,24 +271,53 @@ def render_write(args: Json, value: Mapping[str, Json]) -> str:
     return f"<path>{value['path']}</path>\n<type>file</type>\n<content>\n{done}\n</content>"
 
 
+@dataclass(frozen=True, slots=True)
+class _Replacement:
+    old: str
+    new: str
+    replace_all: bool
+
+    def apply(self, before: str, display: str) -> str:
+        """`before` with the replacement made; line endings normalized for matching, the
+        file's dominant style kept."""
+        crlf = before.count("\r\n")
+        text = before.replace("\r\n", "\n") if crlf else before
+        old, new = self.old.replace("\r\n", "\n"), self.new.replace("\r\n", "\n")
+        found = text.count(old)
+        if found == 0:
+            raise FsError(f'old_string was not found in "{display}"', "FS_EDIT_NOT_FOUND")
+        if found > 1 and not self.replace_all:
+            raise FsError(
+                f'old_string matched {found} times in "{display}"; provide a more specific '
+                "old_string or set replace_all to true",
+                "FS_AMBIGUOUS_EDIT",
+            )
+        after = text.replace(old, new) if self.replace_all else text.replace(old, new, 1)
+        if crlf > text.count("\n") - crlf:  # CRLF was the dominant style: restore it
+            after = after.replace("\n", "\r\n")
+        return after
+
+
+def _observed_for_edit(
+    observations: FileObservations, run: ToolRunContext, where: ResolvedPath
+) -> Version:
+    seen = observations.get(run, where.real)
+    if not isinstance(seen, FileVersion | TextVersion):  # never read, or seen absent
+        raise FsError(f'edit requires reading "{where.display}" first{UNREAD}', "FS_NOT_OBSERVED")
+    return seen
+
+
 def _edit(
     observations: FileObservations,
     run: ToolRunContext,
     where: ResolvedPath,
-    old: str,
-    new: str,
-    *,
-    replace_all: bool,
+    change: _Replacement,
 ) -> Json:
     display = where.display
     st = _stat(where, "edit")
     if st is None:
         raise FsError(f'cannot edit "{display}": not found', "FS_NOT_FOUND")
-    seen = observations.get(run, where.real)
-    if seen is UNSEEN or seen is None:
-        raise FsError(f'edit requires reading "{display}" first{UNREAD}', "FS_NOT_OBSERVED")
-    assert isinstance(seen, FileVersion)
-    _check_version(where, st, seen, "edit")
+    _check_version(where, FileVersion.of(st), _observed_for_edit(observations, run, where), "edit")
     with open(where.real, "rb") as file:
         data = file.read()
     sniff_text(data, display, "edit")
@@ -254,21 +325,7 @@ def _edit(
         before = data.decode("utf-8")
     except UnicodeDecodeError:
         raise FsError(f'cannot edit "{display}": invalid UTF-8 text', "FS_NOT_TEXT") from None
-    crlf = before.count("\r\n")
-    text = before.replace("\r\n", "\n") if crlf else before
-    old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
-    found = text.count(old)
-    if found == 0:
-        raise FsError(f'old_string was not found in "{display}"', "FS_EDIT_NOT_FOUND")
-    if found > 1 and not replace_all:
-        raise FsError(
-            f'old_string matched {found} times in "{display}"; provide a more specific '
-            "old_string or set replace_all to true",
-            "FS_AMBIGUOUS_EDIT",
-        )
-    after = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    if crlf > text.count("\n") - crlf:  # CRLF was the dominant style: restore it
-        after = after.replace("\n", "\r\n")
+    after = change.apply(before, display)
     written = _atomic_write(
         where.real, after.encode("utf-8"), stat.S_IMODE(st.st_mode), create=False
     )
@@ -276,9 +333,33 @@ def _edit(
     return {"path": display, "before": before, "after": after}
 
 
-def edit_tool(observations: FileObservations, config: FilesConfig | None = None) -> ToolDefinition:
-    """The `edit` tool definition."""
-    changes = FileChanges(observations, (config or FilesConfig()).workspace())
+async def _edit_through(
+    editor: EditorFiles,
+    observations: FileObservations,
+    run: ToolRunContext,
+    where: ResolvedPath,
+    change: _Replacement,
+) -> Json:
+    """`edit` of a file the editor holds: its text there is what is changed."""
+    before = await editor_text(editor, run, where, "edit")
+    if before is None:
+        raise FsError(f'cannot edit "{where.display}": not found', "FS_NOT_FOUND")
+    seen = _observed_for_edit(observations, run, where)
+    _check_version(where, TextVersion.of(before), seen, "edit")
+    after = change.apply(before, where.display)
+    await editor_write(editor, run, where, after, "edit")
+    observations.record(run, where.real, TextVersion.of(after))
+    return {"path": where.display, "before": before, "after": after}
+
+
+def edit_tool(
+    observations: FileObservations,
+    config: FilesConfig | None = None,
+    services: Context | None = None,
+) -> ToolDefinition:
+    """The `edit` tool definition. With `services`, it edits through an editor
+    (`EDITOR_FILES`) for the calls one serves."""
+    changes = FileChanges(observations, (config or FilesConfig()).workspace(), services)
     return ToolDefinition(
         "edit", EDIT_DESCRIPTION, EDIT_PARAMETERS, changes.edit, render=render_edit
     )
@@ -295,12 +376,16 @@ def render_edit(args: Mapping[str, Json], value: Mapping[str, Json]) -> str:
 
 def _file_tool_plugin(
     name: str,
-    factory: Callable[[FileObservations, FilesConfig], ToolDefinition],
+    factory: Callable[[FileObservations, FilesConfig, Context], ToolDefinition],
     order: float,
     text: str,
 ) -> ToolPlugin[FilesConfig]:
     return ToolPlugin(
-        name, observed(factory), config=FilesConfig, inject=OBSERVED, guidance=(order, text)
+        name,
+        lambda ctx, c: factory(ctx.require(FS_OBSERVATIONS), c, ctx),
+        config=FilesConfig,
+        inject=OBSERVED,
+        guidance=(order, text),
     )
 
 

@@ -1,21 +1,22 @@
 """Read-before-write: which file versions each session has seen (`fs_observations`).
 
 `read`, `write` and `edit` record what they saw (present at a version, or absent); `write`
-may replace and `edit` may change only a file the session saw at its current version. A
-version is (mtime in ns, size, inode): a rename-replace, an append or a touch all change it.
+may replace and `edit` may change only a file the session saw at its current version. On
+disk a version is (mtime in ns, size, inode): a rename-replace, an append or a touch all
+change it. A file seen through an editor (`EDITOR_FILES`) has its text's digest instead.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, Final, TypeVar
+from typing import ClassVar, Final, TypeAlias
 
 from ...kernel import Context, ServiceKey
 from ...llm import HarnessError
 from ...session import SESSION_DISPOSED, Session
-from .._types import ToolDefinition, ToolExecution
+from .._types import ToolExecution
 
 __all__ = [
     "FS_OBSERVATIONS",
@@ -25,10 +26,9 @@ __all__ = [
     "FsError",
     "FsObservationsPlugin",
     "OBSERVED",
-    "observed",
+    "TextVersion",
+    "Version",
 ]
-
-C = TypeVar("C")
 
 
 class FsError(HarnessError):
@@ -44,6 +44,20 @@ class FileVersion:
     @staticmethod
     def of(st: os.stat_result) -> FileVersion:
         return FileVersion(st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+@dataclass(frozen=True, slots=True)
+class TextVersion:
+    """The version of a file read through an editor: a digest of its text."""
+
+    sha256: str
+
+    @staticmethod
+    def of(text: str) -> TextVersion:
+        return TextVersion(hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
+
+
+Version: TypeAlias = FileVersion | TextVersion
 
 
 class _Unseen:
@@ -64,17 +78,17 @@ class FileObservations:
     __slots__ = ("_seen",)
 
     def __init__(self) -> None:
-        self._seen: dict[str | None, dict[str, FileVersion | None]] = {}
+        self._seen: dict[str | None, dict[str, Version | None]] = {}
 
     @staticmethod
     def key(run: ToolExecution) -> str | None:
         session = run.session
         return session.id if session is not None else None
 
-    def record(self, run: ToolExecution, real: str, version: FileVersion | None) -> None:
+    def record(self, run: ToolExecution, real: str, version: Version | None) -> None:
         self._seen.setdefault(self.key(run), {})[real] = version
 
-    def get(self, run: ToolExecution, real: str) -> FileVersion | _Unseen | None:
+    def get(self, run: ToolExecution, real: str) -> Version | _Unseen | None:
         return self._seen.get(self.key(run), {}).get(real, UNSEEN)
 
     def forget(self, session_id: str | None) -> None:
@@ -86,7 +100,7 @@ class FileObservations:
 
 FS_OBSERVATIONS: ServiceKey[FileObservations] = ServiceKey("fs_observations")
 OBSERVED = (FS_OBSERVATIONS,)
-"""What the plugin of a tool built with `observed(...)` injects."""
+"""What the plugins of `read`, `write` and `edit` inject."""
 
 
 class FsObservationsPlugin:
@@ -103,15 +117,3 @@ class FsObservationsPlugin:
             observations.forget(session.id)
 
         ctx.on(SESSION_DISPOSED, disposed)
-
-
-def observed(
-    factory: Callable[[FileObservations, C], ToolDefinition],
-) -> Callable[[Context, C], ToolDefinition]:
-    """The `ToolPlugin` tools function of a tool built on the file observations (its plugin
-    injects `FS_OBSERVATIONS`)."""
-
-    def build(ctx: Context, config: C) -> ToolDefinition:
-        return factory(ctx.require(FS_OBSERVATIONS), config)
-
-    return build

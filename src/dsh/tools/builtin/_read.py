@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import io
 import os
 import stat
 from collections.abc import Mapping
@@ -11,12 +12,21 @@ from typing import BinaryIO
 
 from ...kernel import Context
 from ...llm import Json
-from .._seams import SPILLS
+from .._seams import SPILLS, EditorFiles
 from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
 from ._args import ArgumentError, always, optional_int, required_text, schema
+from ._editor import editor_for, editor_text
 from ._lines import line_blocks
-from ._observations import FS_OBSERVATIONS, OBSERVED, FileObservations, FileVersion, FsError
+from ._observations import (
+    FS_OBSERVATIONS,
+    OBSERVED,
+    FileObservations,
+    FileVersion,
+    FsError,
+    TextVersion,
+    Version,
+)
 from ._workspace import (
     OutsideWorkspaceError,
     ResolvedPath,
@@ -85,15 +95,31 @@ def _window(where: ResolvedPath, offset: int, limit: int) -> tuple[Json, FileVer
         raise FsError(f'cannot read "{display}": not found', "FS_NOT_FOUND") from None
     with file:
         st = os.fstat(file.fileno())
-        sniff_text(file.read(SNIFF_BYTES + 1), display, "read")
-        file.seek(0)
-        lines, total = _scan(file, offset, offset + limit - 1)
+        value = _numbered(file, display, offset, limit)
+    return value, FileVersion.of(st)
+
+
+def _numbered(file: BinaryIO, display: str, offset: int, limit: int) -> Json:
+    """The value of a `read` of `file`: its numbered window and its total line count."""
+    sniff_text(file.read(SNIFF_BYTES + 1), display, "read")
+    file.seek(0)
+    lines, total = _scan(file, offset, offset + limit - 1)
     if offset > total and not (total == 0 and offset == 1):
         raise FsError(
             f'offset {offset} is out of range for "{display}" ({total} lines)', "FS_OUT_OF_RANGE"
         )
-    value: Json = {"path": display, "offset": offset, "lines": lines, "totalLines": total}
-    return value, FileVersion.of(st)
+    return {"path": display, "offset": offset, "lines": lines, "totalLines": total}
+
+
+async def _editor_window(
+    editor: EditorFiles, run: ToolRunContext, where: ResolvedPath, offset: int, limit: int
+) -> tuple[Json, Version]:
+    """The window of the file as the editor holds it (unsaved changes included)."""
+    text = await editor_text(editor, run, where, "read")
+    if text is None:
+        raise FsError(f'cannot read "{where.display}": not found', "FS_NOT_FOUND")
+    data = io.BytesIO(text.encode("utf-8", "surrogateescape"))
+    return _numbered(data, where.display, offset, limit), TextVersion.of(text)
 
 
 def _scan(file: BinaryIO, first: int, last: int) -> tuple[list[Json], int]:
@@ -140,7 +166,8 @@ def read_tool(
     services: Context | None = None,
 ) -> ToolDefinition:
     """The `read` tool definition. With `services`, it also reads the spill files of its
-    spill store (`SPILLS`), wherever they are."""
+    spill store (`SPILLS`), wherever they are, and reads through an editor (`EDITOR_FILES`)
+    for the calls one serves."""
     workspace = (config or ReadConfig()).workspace()
     return ToolDefinition(
         "read",
@@ -165,12 +192,18 @@ async def read_file(
     limit = optional_int(args, "limit", "limit must be a positive integer") or MAX_LINES
     if limit > MAX_LINES:
         raise ArgumentError(f"limit must be less than or equal to {MAX_LINES}")
+    editor = editor_for(services, run)
     try:
         where = workspace.resolve(run, path)
     except OutsideWorkspaceError as error:
         where = await _spilled(services, run, path, error)
+        editor = None  # spill files are dsh's own, on its disk
+    version: Version
     try:
-        value, version = await asyncio.to_thread(_window, where, offset, limit)
+        if editor is not None:
+            value, version = await _editor_window(editor, run, where, offset, limit)
+        else:
+            value, version = await asyncio.to_thread(_window, where, offset, limit)
     except FsError as exc:
         if exc.code == "FS_NOT_FOUND":
             observations.record(run, where.real, None)

@@ -1,0 +1,110 @@
+"""`dsh web`: the web UI for a workspace, on this machine by default."""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+import socket
+import sys
+import webbrowser
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..agent import AgentOptions
+from ._hooks import trust_note, untrusted_files
+from ._runtime import CliError, Options, prepare, start_runtime
+
+MIN_TOKEN = 16
+EXTRA = "dsh web needs the web extra: pip install 'dsh[web]'"
+
+
+@dataclass(frozen=True, slots=True)
+class WebOptions:
+    model: Options
+    """The profile, model route and workspace, as for `dsh chat`."""
+    port: int
+    host: str
+    token_file: Path | None
+    no_open: bool
+
+
+async def run_web(options: WebOptions) -> int:
+    try:
+        from ..web import LOOPBACK_HOSTS, WebConfig, WebUI, bind, serve
+    except ImportError:
+        raise CliError(EXTRA) from None
+    loopback = options.host in LOOPBACK_HOSTS
+    token = _token(options, loopback)
+    profile, route, workspace = prepare(options.model)
+    try:
+        sock = bind(options.host, options.port)
+    except OSError as exc:
+        where = f"{options.host}:{options.port}"
+        raise CliError(f"cannot listen on {where}: {exc.strerror or exc} (try --port 0)") from None
+    hosts = LOOPBACK_HOSTS if loopback else _hosts(options.host)
+    config = WebConfig(workspace, AgentOptions(route.provider, route.model), token, hosts)
+    untrusted = untrusted_files(workspace)
+    if untrusted:
+        note = trust_note(workspace, untrusted)
+        print(f"note: {note}: trust it once in dsh chat", file=sys.stderr)
+    ctx = await start_runtime(profile, route)
+    try:
+        web = WebUI(ctx, config)
+        url = f"http://{_url_host(options.host)}:{sock.getsockname()[1]}/?token={token}"
+        if not loopback:
+            print(
+                f"dsh web: listening on {options.host}: anyone with the token can run "
+                "commands in this workspace",
+                file=sys.stderr,
+            )
+        print(f"dsh web: {url}", flush=True)
+        if not options.no_open:
+            webbrowser.open(url)
+        await serve(web, sock)
+    finally:
+        await ctx.owner.dispose()
+    return 0
+
+
+def _token(options: WebOptions, loopback: bool) -> str:
+    """A fresh token on this machine; from `--token-file` (required for another address)."""
+    path = options.token_file
+    if path is None:
+        if not loopback:
+            raise CliError(
+                f"--host {options.host} makes the agent reachable from other machines: pass "
+                "--token-file FILE too (a file only you can read, holding the access token)"
+            )
+        return secrets.token_urlsafe(24)
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+        mode = path.stat().st_mode
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"--token-file {path}: cannot read it ({exc})") from None
+    if mode & 0o077:
+        raise CliError(f"--token-file {path} is readable by others: chmod 600 {path}")
+    if len(token) < MIN_TOKEN or any(c.isspace() for c in token):
+        raise CliError(f"--token-file {path}: the token must be {MIN_TOKEN}+ characters, no spaces")
+    return token
+
+
+def _hosts(host: str) -> frozenset[str] | None:
+    """The `Host` names a server bound to `host` answers: None (any) for every address."""
+    if _wildcard(host):
+        return None
+    from ..web import LOOPBACK_HOSTS
+
+    return LOOPBACK_HOSTS | {host.lower()}
+
+
+def _wildcard(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
+def _url_host(host: str) -> str:
+    if _wildcard(host):
+        return socket.gethostname()
+    return f"[{host}]" if ":" in host else host

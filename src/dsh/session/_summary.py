@@ -1,0 +1,55 @@
+"""A session at a glance, as a projection of its log: its title, turns and last activity."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from ..llm import Message
+from ._envelope import SessionEvent
+from ._header import SessionHeader
+
+__all__ = ["SessionSummary", "summary_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """What a list of sessions shows of one (`dsh sessions list`, the web UI)."""
+
+    id: str
+    cwd: str | None
+    created_at: int
+    updated_at: int
+    """Epoch ms of the last event (the creation time for an empty log)."""
+    title: str
+    """The latest `session/title`, else the first prompt (a queued one counts), on one line;
+    '' before either."""
+    turns: int
+
+
+def summary_of(header: SessionHeader, events: Iterable[SessionEvent]) -> SessionSummary:
+    """The summary of the session whose log is `header` and `events`."""
+    prompt = title = ""
+    turns = 0
+    updated = header.created_at
+    for event in events:
+        updated = event.time
+        if event.type == "turn/start":
+            turns += 1
+        elif event.type == "session/title" and isinstance(event.data.get("title"), str):
+            title = event.data["title"]
+        elif not prompt and event.type == "user/message":
+            prompt = _prompt([event.data])
+        elif not prompt and event.type == "agent/inbox/spliced":
+            prompt = _prompt(event.data.get("inserted") or ())
+    one_line = " ".join((title or prompt).split())
+    return SessionSummary(header.id, header.cwd, header.created_at, updated, one_line, turns)
+
+
+def _prompt(messages: Iterable[Mapping[str, object]]) -> str:
+    """The text of the first of `messages` a person wrote (source kind `user`)."""
+    for raw in messages:
+        source = raw.get("source")
+        if isinstance(source, Mapping) and source.get("kind") == "user":
+            return Message.from_json(raw).text
+    return ""

@@ -1,0 +1,27 @@
+"""The web UI (`dsh web`): chat with live tool activity, approvals in the browser and a
+session browser, served by Starlette + uvicorn (the `dsh[web]` extra) from a static page
+shipped in this package. An entry point: it translates HTTP to `ctx.agents`, the session
+log (as `dsh.events`) and the approval answerer."""
+
+try:
+    import starlette  # noqa: F401
+    import uvicorn  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the installation
+    raise ImportError("the web UI needs the web extra: pip install 'dsh[web]'") from exc
+
+from ._app import WebConfig, WebUI
+from ._diff import FileSnapshots
+from ._guard import LOOPBACK_HOSTS
+from ._render import LogView, page_event
+from ._serve import bind, serve
+
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "FileSnapshots",
+    "LogView",
+    "WebConfig",
+    "WebUI",
+    "bind",
+    "page_event",
+    "serve",
+]

@@ -1,0 +1,219 @@
+"""`WebUI`: the ASGI app over a booted runtime — the page, the session list, each session's
+event stream, and the commands the page posts (prompts, steering, cancel, approvals,
+resume, fork)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
+
+from ..agent import USER_CANCEL, Agent, AgentOptions
+from ..kernel import Context
+from ..persistence import (
+    SESSION_PERSISTENCE,
+    SessionLockedError,
+    StoredLog,
+    UnknownSessionError,
+)
+from ..plugins.approval import APPROVAL
+from ..session import ForkError
+from ..tools import Decision
+from ._diff import FileSnapshots
+from ._guard import LOOPBACK_HOSTS, Guard
+from ._live import LiveSessions, Questions
+from ._sessions import session_list
+from ._stream import session_stream
+
+__all__ = ["WebConfig", "WebUI"]
+
+STATIC = Path(__file__).parent / "static"
+ANSWERS = ("once", "always", "deny")
+
+
+@dataclass(frozen=True, slots=True)
+class WebConfig:
+    cwd: Path
+    """The workspace of new sessions; the session list shows its sessions by default."""
+    agent_options: AgentOptions
+    """The route (provider, model) of the agents the UI opens."""
+    token: str
+    """The access token every request must carry."""
+    hosts: frozenset[str] | None = LOOPBACK_HOSTS
+    """The `Host` names accepted (None: any, for a server bound to every address)."""
+
+
+class WebUI:
+    """The web UI of a runtime: `app` is the ASGI application. The agents it opens, its
+    approval answerer and its listeners belong to a child of `ctx`, disposed by `aclose()`
+    (or at the end of `async with`)."""
+
+    def __init__(self, ctx: Context, config: WebConfig) -> None:
+        self.config = config
+        self.ctx = ctx.child("web")
+        self.live = LiveSessions(self.ctx, config.agent_options, config.cwd)
+        self.questions = Questions()
+        self.snapshots = FileSnapshots()
+        self.snapshots.attach(self.ctx)
+        approval = self.ctx.get(APPROVAL)
+        if approval is not None:
+            approval.set_answerer(self.questions.ask)
+        routes = _Routes(self)
+        self.app: ASGIApp = Starlette(
+            routes=routes.table(),
+            middleware=[Middleware(Guard, token=config.token, hosts=config.hosts)],
+        )
+
+    async def aclose(self) -> None:
+        """End the event streams, dispose the agents this UI opened and its listeners."""
+        self.live.close()
+        await self.ctx.owner.dispose()
+
+    async def __aenter__(self) -> WebUI:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _Routes:
+    """The HTTP surface; each handler translates to `ctx.agents`, the log or the answerer."""
+
+    def __init__(self, web: WebUI) -> None:
+        self.web = web
+        self.live = web.live
+
+    def table(self) -> list[Route | Mount]:
+        post = ["POST"]
+        return [
+            Route("/", self.index),
+            Route("/api/sessions", self.sessions),
+            Route("/api/sessions", self.new, methods=post),
+            Route("/api/sessions/{id}/events", self.events),
+            Route("/api/sessions/{id}/messages", self.message, methods=post),
+            Route("/api/sessions/{id}/resume", self.resume, methods=post),
+            Route("/api/sessions/{id}/cancel", self.cancel, methods=post),
+            Route("/api/sessions/{id}/fork", self.fork, methods=post),
+            Route("/api/sessions/{id}/approvals/{call}", self.approve, methods=post),
+            Mount("/static", StaticFiles(directory=STATIC)),
+        ]
+
+    async def index(self, request: Request) -> Response:
+        return FileResponse(STATIC / "index.html")
+
+    async def sessions(self, request: Request) -> Response:
+        every = request.query_params.get("all") == "1"
+        cwd = None if every else str(self.web.config.cwd)
+        persistence = self.web.ctx.get(SESSION_PERSISTENCE)
+        found = await session_list(persistence, [a.session for a in self.live.agents()], cwd=cwd)
+        return JSONResponse({"cwd": str(self.web.config.cwd), "sessions": found})
+
+    async def new(self, request: Request) -> Response:
+        body = await _body(request)
+        agent = await self.live.create()
+        text = body.get("text")
+        message_id = agent.followup(text) if isinstance(text, str) and text.strip() else None
+        return JSONResponse({"session_id": agent.id, "message_id": message_id})
+
+    async def events(self, request: Request) -> Response:
+        session_id = request.path_params["id"]
+        after = _last_seq(request)
+        source: Agent | StoredLog | None = self.live.get(session_id)
+        if source is None:
+            try:
+                source = await self.live.stored(session_id)
+            except (UnknownSessionError, LookupError):
+                return _error(404, f"no session {session_id!r}")
+        stream = session_stream(self.live, self.web.snapshots, session_id, after, source)
+        headers = {"x-accel-buffering": "no"}
+        return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
+
+    async def message(self, request: Request) -> Response:
+        text = (await _body(request)).get("text")
+        if not isinstance(text, str) or not text.strip():
+            return _error(400, "the message is empty")
+        agent = await self._agent(request)
+        if isinstance(agent, Response):
+            return agent
+        steering = agent.accepts_next_step  # joins the running turn at its next step
+        message_id = agent.steer(text) if steering else agent.followup(text)
+        placement = "steering" if steering else "queued"
+        return JSONResponse({"message_id": message_id, "placement": placement})
+
+    async def resume(self, request: Request) -> Response:
+        agent = await self._agent(request)
+        if isinstance(agent, Response):
+            return agent
+        return JSONResponse({"session_id": agent.id})
+
+    async def cancel(self, request: Request) -> Response:
+        agent = self.live.get(request.path_params["id"])
+        if agent is None:
+            return _error(409, "this session is not open here")
+        agent.cancel(USER_CANCEL)
+        return JSONResponse({})
+
+    async def fork(self, request: Request) -> Response:
+        seq = (await _body(request)).get("seq")
+        if not isinstance(seq, int):
+            return _error(400, "fork needs the seq of a prompt")
+        try:
+            child, prompt = await self.live.fork(request.path_params["id"], seq)
+        except (UnknownSessionError, LookupError):
+            return _error(404, f"no session {request.path_params['id']!r}")
+        except ForkError as exc:
+            return _error(409, str(exc))
+        return JSONResponse({"session_id": child.id, "prompt": prompt})
+
+    async def approve(self, request: Request) -> Response:
+        body = await _body(request)
+        answer, reason = body.get("answer"), body.get("reason")
+        if answer not in ANSWERS:
+            return _error(400, "answer once, always or deny")
+        text = reason.strip() if isinstance(reason, str) and reason.strip() else None
+        decision = Decision(answer, text if answer == "deny" else None)
+        agent = self.live.get(request.path_params["id"])
+        if agent is None or not self.web.questions.answer(
+            agent, request.path_params["call"], decision
+        ):
+            return _error(409, "no approval is waiting for this call")
+        return JSONResponse({})
+
+    async def _agent(self, request: Request) -> Agent | Response:
+        """The session's live agent, resumed when it is not open yet."""
+        session_id = request.path_params["id"]
+        try:
+            return await self.live.open(session_id)
+        except (UnknownSessionError, LookupError):
+            return _error(404, f"no session {session_id!r}")
+        except (SessionLockedError, RuntimeError) as exc:
+            return _error(409, str(exc))
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _last_seq(request: Request) -> int:
+    """`Last-Event-ID` (a reconnecting browser), else `?after=`, else -1 (from the start)."""
+    raw = request.headers.get("last-event-id") or request.query_params.get("after") or "-1"
+    try:
+        return max(-1, int(raw))
+    except ValueError:
+        return -1
+
+
+def _error(status: int, message: str) -> Response:
+    return JSONResponse({"error": message}, status)

@@ -1,0 +1,82 @@
+"""Serving the web UI with uvicorn on a socket bound beforehand (so the port, and any
+problem with it, is known before the URL is printed)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+
+import uvicorn
+
+from ._app import WebUI
+
+__all__ = ["bind", "serve"]
+
+GRACE_SECONDS = 3
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on `host:port` (0: a free port); raises `OSError`."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)  # connections wait in the backlog until uvicorn serves
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, web: WebUI) -> None:
+        super().__init__(config)
+        self.web = web
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield  # `serve` handles SIGINT and SIGTERM itself, without re-raising them after
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Open event streams would keep their connections (and uvicorn) waiting: end them,
+        # and the agents, first.
+        await self.web.aclose()
+        await super().shutdown(sockets)
+
+
+async def serve(web: WebUI, sock: socket.socket, *, stop: asyncio.Event | None = None) -> None:
+    """Serve `web.app` on `sock` until `stop` is set (or, without `stop`, until SIGINT or
+    SIGTERM), then close `web` and the socket."""
+    config = uvicorn.Config(
+        web.app,
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=GRACE_SECONDS,
+    )
+    server = _Server(config, web)
+    loop = asyncio.get_running_loop()
+
+    def exit_now() -> None:
+        server.should_exit = True
+
+    handled = stop is None and threading.current_thread() is threading.main_thread()
+    for sig in (signal.SIGINT, signal.SIGTERM) if handled else ():
+        loop.add_signal_handler(sig, exit_now)
+    watcher = None if stop is None else asyncio.ensure_future(stop.wait())
+    if watcher is not None:
+        watcher.add_done_callback(lambda _: exit_now())
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+        for sig in (signal.SIGINT, signal.SIGTERM) if handled else ():
+            loop.remove_signal_handler(sig)
+        sock.close()
+        await web.aclose()

@@ -1,0 +1,73 @@
+"""One session's events as Server-Sent Events: the log after a seq, then what is appended.
+
+Each drawn event is one message whose `id` is its seq, so a browser that reconnects sends
+`Last-Event-ID` and gets exactly what follows it. A session that is not open here streams its
+stored log, then waits until it is opened (resumed from another tab) and goes on live.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from typing import cast
+
+from ..agent import Agent, session_events
+from ..events import typed
+from ..llm import Json
+from ..persistence import StoredLog
+from ..session import SessionEvent
+from ._diff import FileSnapshots
+from ._live import LiveSessions
+from ._render import LogView, page_event
+
+__all__ = ["RETRY_MS", "session_stream"]
+
+RETRY_MS = 1000
+"""How long a browser waits before it reconnects."""
+
+
+async def session_stream(
+    live: LiveSessions,
+    snapshots: FileSnapshots,
+    session_id: str,
+    after: int,
+    source: Agent | StoredLog,
+) -> AsyncIterator[str]:
+    """The stream of `session_id` from seq `after + 1`: from the live agent, or from the
+    stored log and then live once the session is opened here."""
+    yield f"retry: {RETRY_MS}\n\n"
+    if isinstance(source, StoredLog):
+        yield _state(live=False)
+        view = LogView(session_id, source.events, snapshots)
+        for event in source.events[after + 1 :]:
+            if message := _message(event, view):
+                yield message
+        after = max(after, len(source.events) - 1)
+        agent = await live.wait_open(session_id)
+        if agent is None:
+            return  # the UI is closing
+    else:
+        agent = source
+    yield _state(live=True)
+    view = LogView(session_id, agent.session.events, snapshots)
+    # An async generator: closed here when the client goes away, not when it is collected.
+    appended = session_events(agent, from_seq=after + 1)
+    async with aclosing(cast(AsyncGenerator[SessionEvent, None], appended)) as events:
+        async for event in events:
+            if event.seq > after and (message := _message(event, view)):
+                yield message
+
+
+def _message(event: SessionEvent, view: LogView) -> str:
+    drawn = page_event(typed(event), view)
+    return "" if drawn is None else f"id: {event.seq}\ndata: {_json(drawn)}\n\n"
+
+
+def _state(*, live: bool) -> str:
+    """A message without an id: the browser's last event id stays the last seq."""
+    return f"event: state\ndata: {_json({'live': live})}\n\n"
+
+
+def _json(value: Json) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

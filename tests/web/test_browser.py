@@ -1,0 +1,230 @@
+"""The page in a real Chromium (Debian's, driven by Playwright) against a real server: what a
+person sees and clicks. A failing test saves a screenshot (see `SCREENSHOTS`)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Page, expect
+
+from dsh.llm import TokenUsage
+from dsh.testing import hold, reasoning, reply, tool_call
+from dsh.web import bind, serve
+from tests.cli.support import cli_env, run_dsh, scripted_profile
+from tests.conftest import REPO
+
+from .browser import CHROMIUM, chromium
+from .support import TOKEN, Site
+
+SCREENSHOTS = Path(os.environ.get("DSH_TEST_ARTIFACTS", REPO / ".test-artifacts")) / "web"
+WAIT_MS = 30_000
+"""How long an expectation waits (the machine may be busy; a passing test waits far less)."""
+
+expect.set_options(timeout=WAIT_MS)
+
+
+@pytest.fixture
+async def served(site: Site) -> AsyncIterator[str]:
+    """The site's web UI served by uvicorn on a free port of 127.0.0.1."""
+    sock = bind("127.0.0.1", 0)
+    stop = asyncio.Event()
+    server = asyncio.create_task(serve(site.web, sock, stop=stop))
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    stop.set()
+    await server
+
+
+@pytest.fixture
+async def page(request: pytest.FixtureRequest, served: str) -> AsyncIterator[Page]:
+    if not await asyncio.to_thread(CHROMIUM.exists):
+        pytest.skip(f"no Chromium at {CHROMIUM} (.ci/run installs Debian's chromium package)")
+    errors: list[str] = []
+    async with chromium() as browser:
+        context = await browser.new_context(viewport={"width": 1200, "height": 900})
+        context.set_default_timeout(WAIT_MS)
+        page = await context.new_page()
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        yield page
+        report = getattr(request.node, "report_call", None)
+        if report is not None and report.failed:
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            shot = SCREENSHOTS / f"{request.node.name}.png"
+            await page.screenshot(path=str(shot), full_page=True)
+            print(f"screenshot of the failing page: {shot}")
+    assert errors == [], errors
+
+
+async def login(page: Page, served: str) -> None:
+    await page.goto(f"{served}/?token={TOKEN}")
+    await expect(page.get_by_role("textbox", name="Message")).to_be_editable()
+
+
+async def send(page: Page, text: str) -> None:
+    await page.get_by_role("textbox", name="Message").fill(text)
+    await page.get_by_role("button", name="Send").click()
+
+
+async def test_an_answer_streams_and_a_tool_card_shows_its_result(
+    site: Site, page: Page, served: str
+) -> None:
+    (site.workspace / "notes.txt").write_text("the meeting is at noon\n")
+    held = hold()
+    site.model.add(
+        reply(reasoning("The notes will say."), tool_call("read", {"file_path": "notes.txt"})),
+        reply("The meeting is ", held, "at **noon**.", usage=TokenUsage(1200, 30)),
+    )
+    await login(page, served)
+    await send(page, "When is the meeting?")
+    log = page.get_by_role("log")
+    card = log.locator("article.tool")
+    await expect(card).to_contain_text("read")
+    await expect(card).to_contain_text("the meeting is at noon")
+    await expect(log.locator(".answer")).to_have_text("The meeting is")  # streamed so far
+    await expect(page.get_by_role("button", name="Cancel")).to_be_visible()
+    held.release()
+    await expect(log.locator(".answer strong")).to_have_text("noon")  # Markdown
+    await expect(log.locator(".turn-end")).to_contain_text("completed")
+    await expect(log.locator(".turn-end")).to_contain_text("↑ 1.2k in")
+    await expect(page.get_by_role("button", name="Cancel")).to_be_hidden()
+    reasoning_box = log.locator("details.reasoning")
+    await expect(reasoning_box).to_contain_text("Reasoning")
+    assert await reasoning_box.get_attribute("open") is None  # folded
+
+
+async def test_changes_are_approved_or_denied_in_the_page(
+    site: Site, page: Page, served: str
+) -> None:
+    target = site.workspace / "greeting.py"
+    target.write_text("print('hi')\n")
+    site.model.add(
+        reply(tool_call("write", {"file_path": "other.py", "content": "print('hello')\n"})),
+        reply(tool_call("read", {"file_path": "greeting.py"})),
+        reply(
+            tool_call(
+                "edit", {"file_path": "greeting.py", "old_string": "hi", "new_string": "hello"}
+            )
+        ),
+        reply(tool_call("write", {"file_path": "CHANGES.md", "content": "- say hello\n"})),
+        reply("Changed the greeting."),
+    )
+    await login(page, served)
+    await send(page, "Greet with hello")
+    log = page.get_by_role("log")
+
+    write = log.locator("article.tool", has_text="other.py")
+    await expect(write.locator(".diff")).to_contain_text("+print('hello')")
+    await expect(page.get_by_role("status")).to_have_text("waiting for approval")
+    await write.get_by_role("textbox", name="Reason").fill("edit greeting.py instead")
+    await write.get_by_role("button", name="Deny").click()
+    await expect(write).to_contain_text("denied: edit greeting.py instead")
+    await expect(write.locator(".output")).to_contain_text("the user rejected tool")
+
+    edit = log.locator("article.tool", has=page.locator(".tool-name", has_text="edit"))
+    await expect(edit.locator(".diff")).to_contain_text("-print('hi')")
+    await expect(edit.locator(".diff")).to_contain_text("+print('hello')")
+    await edit.get_by_role("button", name="Allow", exact=True).click()
+    await expect(edit).to_contain_text("allowed once")
+
+    changes = log.locator("article.tool", has_text="CHANGES.md")
+    await expect(changes.locator(".diff")).to_contain_text("+- say hello")
+    await changes.get_by_role("button", name="Allow for this session").click()
+    await expect(changes).to_contain_text("allowed for this session")
+    await expect(log).to_contain_text("Changed the greeting.")
+    assert target.read_text() == "print('hello')\n"
+    assert (site.workspace / "CHANGES.md").read_text() == "- say hello\n"
+    assert not (site.workspace / "other.py").exists()
+
+
+async def test_a_reload_in_the_middle_of_a_turn_loses_and_repeats_nothing(
+    site: Site, page: Page, served: str
+) -> None:
+    held = hold()
+    site.model.add(reply("Alpha beta ", held, "gamma delta."))
+    await login(page, served)
+    await send(page, "Say four words")
+    log = page.get_by_role("log")
+    answer = log.locator(".step")
+    await expect(answer).to_have_text("Alpha beta", use_inner_text=True)
+    await held.reached()
+
+    await page.reload()  # the address keeps the session
+    await expect(answer).to_have_text("Alpha beta", use_inner_text=True)
+    held.release()
+    await expect(answer).to_have_text("Alpha beta gamma delta.", use_inner_text=True)
+    await expect(log.locator(".turn-end")).to_have_count(1)
+    text = await log.inner_text()
+    assert [text.count(s) for s in ("Say four words", "Alpha beta", "gamma delta.")] == [1, 1, 1]
+
+
+async def test_steering_while_it_runs_then_cancel(site: Site, page: Page, served: str) -> None:
+    held = hold()
+    site.model.add(reply("Working on it", held, "…"))
+    await login(page, served)
+    await send(page, "Start a long job")
+    await held.reached()
+    await send(page, "Also check the tests")  # joins the running turn at its next step
+    await expect(page.get_by_label("Waiting messages")).to_contain_text(
+        "steering: Also check the tests"
+    )
+    await page.get_by_role("button", name="Cancel").click()
+    log = page.get_by_role("log")
+    await expect(log.locator(".turn-end")).to_contain_text("cancelled: user")
+    await expect(page.get_by_label("Waiting messages")).to_be_empty()
+
+
+async def test_sessions_made_by_dsh_run_are_listed_and_shown(
+    site: Site, page: Page, served: str, session_root: Path, tmp_path: Path
+) -> None:
+    denied = await page.goto(served)
+    assert denied is not None and denied.status == 401
+
+    profile = scripted_profile(tmp_path, ["The build is green."])
+    env = cli_env(tmp_path, DSH_SESSION_ROOT=str(session_root))
+    args = ["--profile", str(profile), "--provider", "scripted", "--model", "scripted"]
+    code, _, err = await run_dsh(
+        env, "run", "Is the build green?", "--cwd", str(site.workspace), *args
+    )
+    assert code == 0, err
+
+    await login(page, served)
+    sessions = page.get_by_role("navigation", name="Sessions")
+    entry = sessions.get_by_role("button", name="Is the build green?")
+    await expect(entry).to_contain_text("1 turn")
+    await entry.click()
+    log = page.get_by_role("log")
+    await expect(log.locator(".answer")).to_have_text("The build is green.")
+    await expect(page.get_by_role("status")).to_contain_text("stored session")
+    await expect(page.get_by_role("heading", level=1)).to_have_text("Is the build green?")
+
+
+async def test_fork_from_a_prompt_then_a_new_session(site: Site, page: Page, served: str) -> None:
+    site.model.add("One.", "Two.", "Two, differently.")
+    await login(page, served)
+    await send(page, "First")
+    log = page.get_by_role("log")
+    await expect(log.locator(".turn-end")).to_have_count(1)
+    await send(page, "Second")
+    await expect(log.locator(".turn-end")).to_have_count(2)
+    parent = page.url
+
+    second = log.locator(".msg.user", has_text="Second")
+    await second.get_by_role("button", name="Fork").click()
+    await expect(page).not_to_have_url(parent)
+    box = page.get_by_role("textbox", name="Message")
+    await expect(box).to_have_value("Second")  # to edit and send again
+    await expect(log).to_contain_text("One.")  # the turns before the prompt
+    await expect(log).not_to_contain_text("Two.")
+    await box.fill("Second, but differently")
+    await page.get_by_role("button", name="Send").click()
+    await expect(log).to_contain_text("Two, differently.")
+    sessions = page.get_by_role("navigation", name="Sessions").get_by_role("button")
+    await expect(sessions).to_have_count(2)
+
+    await page.get_by_role("button", name="New session").click()
+    await expect(page.get_by_role("heading", level=1)).to_have_text("New session")
+    await expect(log).to_be_empty()
+    await expect(box).to_be_focused()

@@ -1,0 +1,188 @@
+"""The web UI over HTTP (httpx's ASGI transport): the token, Host and Origin checks, and the
+commands the page posts — prompts, steering, cancel, approvals, resume, fork."""
+
+from __future__ import annotations
+
+import asyncio
+
+from dsh.agent import AgentOptions, CreateAgentOptions
+from dsh.llm import TokenUsage
+from dsh.session import SessionMeta
+from dsh.testing import hold, reply, tool_call, until
+
+from .support import TOKEN, Site
+
+
+async def test_every_request_needs_the_token(site: Site) -> None:
+    async with site.client(token=False) as client:
+        for path in ("/", "/static/app.js", "/api/sessions", "/api/sessions/x/events"):
+            response = await client.get(path)
+            assert response.status_code == 401, path
+            assert "open the URL `dsh web` printed" in response.text
+        assert (await client.get("/?token=wrong")).status_code == 401
+        assert (await client.post("/api/sessions", json={})).status_code == 401
+
+        login = await client.get(f"/?token={TOKEN}&x=1")
+        assert login.status_code == 303
+        assert login.headers["location"] == "/?x=1"  # the token leaves the address bar
+        cookie = login.headers["set-cookie"]
+        assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
+
+        page = await client.get("/")  # the cookie now comes along
+        assert page.status_code == 200
+        assert 'role="log"' in page.text and 'aria-label="Message"' in page.text
+        assert "default-src 'self'" in page.headers["content-security-policy"]
+        script = await client.get("/static/app.js")
+        assert script.status_code == 200 and "EventSource" in script.text
+
+
+async def test_host_and_origin_are_checked(site: Site) -> None:
+    async with site.client() as client:
+        rebound = await client.get("/", headers={"host": "evil.example:8765"})
+        assert rebound.status_code == 403
+        assert (await client.get("/", headers={"host": "localhost:8765"})).status_code == 200
+
+        cross = await client.post(
+            "/api/sessions", json={}, headers={"origin": "http://evil.example"}
+        )
+        assert cross.status_code == 403
+        form = await client.post("/api/sessions", content=b"text=hi")
+        assert form.status_code == 415  # not JSON: what a plain cross-site form sends
+        assert (await client.options("/api/sessions")).status_code == 405
+        assert site.web.live.agents() == []
+
+        same = await client.post(
+            "/api/sessions", json={}, headers={"origin": "http://127.0.0.1:8765"}
+        )
+        assert same.status_code == 200 and same.json()["message_id"] is None
+
+
+async def test_a_prompt_starts_a_session_and_runs(site: Site) -> None:
+    site.model.add(reply("Hello **there**", usage=TokenUsage(120, 8, cache_read_tokens=100)))
+    async with site.client() as client:
+        agent = await site.start("Say hello")
+        assert agent.session.header.cwd == str(site.workspace)
+        end = await until(agent, "turn/end")
+        assert end.data["reason"]["kind"] == "completed"
+
+        listed = (await client.get("/api/sessions")).json()
+        assert listed["cwd"] == str(site.workspace)
+        (summary,) = listed["sessions"]
+        assert summary | {"updated_at": 0, "created_at": 0} == {
+            "id": agent.id,
+            "title": "Say hello",
+            "cwd": str(site.workspace),
+            "created_at": 0,
+            "updated_at": 0,
+            "turns": 1,
+            "live": True,
+        }
+
+
+async def test_steering_while_running_then_cancel(site: Site) -> None:
+    held = hold()
+    site.model.add(reply("working", held, "never sent"))
+    async with site.client() as client:
+        agent = await site.start("Start")
+        await held.reached()
+        path = f"/api/sessions/{agent.id}"
+        steered = (await client.post(f"{path}/messages", json={"text": "also this"})).json()
+        assert steered["placement"] == "steering"
+        assert (await client.post(f"{path}/messages", json={"text": " "})).status_code == 400
+        assert (await client.post(f"{path}/cancel", json={})).status_code == 200
+        end = await until(agent, "turn/end")
+        assert end.data["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
+
+        site.model.add(reply("back"))
+        queued = (await client.post(f"{path}/messages", json={"text": "again"})).json()
+        assert queued["placement"] == "queued"
+        await until(agent, lambda e: e.type == "turn/end" and e.data["turn"] == 2)
+
+
+async def test_approvals_are_answered_from_the_page(site: Site) -> None:
+    target = site.workspace / "notes.txt"
+    write = {"file_path": "notes.txt", "content": "first\n"}
+    site.model.add(
+        reply(tool_call("write", write)),
+        reply(tool_call("write", write)),
+        reply(tool_call("write", {"file_path": "notes.txt", "content": "second\n"})),
+        reply("done"),
+    )
+    async with site.client() as client:
+        agent = await site.start("Write notes")
+        path = f"/api/sessions/{agent.id}/approvals"
+
+        await until(agent, "approval/asked")
+        no = {"answer": "deny", "reason": "not in this folder"}
+        assert (await client.post(f"{path}/call_1", json=no)).status_code == 200
+        assert (await client.post(f"{path}/call_1", json=no)).status_code == 409
+        rejected = await until(agent, "tool/result")
+        assert "the user rejected tool" in str(rejected.data)
+        assert "not in this folder" in str(rejected.data)
+        assert not target.exists()
+
+        await until(agent, lambda e: e.type == "approval/asked" and e.data["callId"] == "call_2")
+        bad = await client.post(f"{path}/call_2", json={"answer": "maybe"})
+        assert bad.status_code == 400
+        always = await client.post(f"{path}/call_2", json={"answer": "always"})
+        assert always.status_code == 200
+
+        await until(agent, "turn/end")  # the third write asked nobody: allowed for the session
+        assert target.read_text() == "second\n"
+        asked = [e for e in agent.session.events if e.type == "approval/asked"]
+        assert len(asked) == 2
+
+
+async def test_a_stored_session_resumes_and_forks(site: Site) -> None:
+    site.model.add(reply("one"), reply("two"))
+    options = CreateAgentOptions(
+        "session-stored",
+        SessionMeta(cwd=str(site.workspace)),
+        agent_options=AgentOptions("scripted", "scripted"),
+    )
+    async with site.ctx.agents.create(options) as handle:
+        agent = handle.agent
+        for prompt in ("First question", "Second question"):
+            agent.followup(prompt)
+            await agent.when_idle()
+        prompts = [
+            e.seq
+            for e in agent.session.events
+            if e.type == "user/message" and e.data["source"]["kind"] == "user"
+        ]
+    async with site.client() as client:
+        listed = (await client.get("/api/sessions")).json()["sessions"]
+        assert [(s["id"], s["turns"], s["live"]) for s in listed] == [("session-stored", 2, False)]
+
+        forked = await client.post("/api/sessions/session-stored/fork", json={"seq": prompts[1]})
+        assert forked.json()["prompt"] == "Second question"
+        child = site.agent(forked.json()["session_id"])
+        assert child.session.header.parent_session == "session-stored"
+        assert [e.type for e in child.session.events].count("turn/start") == 1
+        first = await client.post("/api/sessions/session-stored/fork", json={"seq": prompts[0]})
+        assert site.agent(first.json()["session_id"]).session.header.parent_session is None
+        wrong = await client.post("/api/sessions/session-stored/fork", json={"seq": 0})
+        assert wrong.status_code == 409
+
+        resumed = await client.post("/api/sessions/session-stored/resume", json={})
+        assert resumed.json() == {"session_id": "session-stored"}
+        assert site.web.live.get("session-stored") is not None
+        unknown = await client.post("/api/sessions/session-nope/resume", json={})
+        assert unknown.status_code == 404
+        assert (await client.get("/api/sessions/session-nope/events")).status_code == 404
+
+
+async def test_the_list_shows_this_workspace_unless_all(site: Site) -> None:
+    site.model.add(reply("elsewhere"))
+    options = CreateAgentOptions(
+        "session-elsewhere",
+        SessionMeta(cwd=str(site.workspace.parent)),
+        agent_options=AgentOptions("scripted", "scripted"),
+    )
+    async with site.ctx.agents.create(options) as handle:
+        handle.agent.followup("Somewhere else")
+        await asyncio.wait_for(handle.agent.when_idle(), 60)
+    async with site.client() as client:
+        assert (await client.get("/api/sessions")).json()["sessions"] == []
+        every = (await client.get("/api/sessions?all=1")).json()["sessions"]
+        assert [s["title"] for s in every] == ["Somewhere else"]

@@ -1,0 +1,77 @@
+"""What the page is sent: typed events drawn as JSON — every event of every recorded log,
+the reference runtime's newer (v4) logs too — and an edit's diff from the file as it was."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dsh.events import typed
+from dsh.persistence._codec import parse_lines, unpack_rows
+from dsh.session import SessionEvent
+from dsh.testing import reply, tool_call, until
+from dsh.web import LogView, page_event
+from tests.conftest import FIXTURES
+
+from .support import Site
+
+LOGS = sorted(
+    p
+    for folder in ("ts-logs", "jsonrpc-checkout", "jsonrpc")
+    for p in (FIXTURES / folder).rglob("session*.jsonl")
+)
+
+
+def events_of(path: Path) -> list[SessionEvent]:
+    parsed = parse_lines(path.read_bytes(), str(path))
+    return [SessionEvent.from_json(row) for row in unpack_rows(parsed.values[1:], str(path))]
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_every_recorded_event_draws(path: Path) -> None:
+    events = events_of(path)
+    view = LogView("session", events)
+    drawn = [d for d in (page_event(typed(e), view) for e in events) if d is not None]
+    types = {d["type"] for d in drawn}
+    assert {"UserMessageEvent", "TurnStartEvent"} <= types
+    assert [d["seq"] for d in drawn] == sorted({d["seq"] for d in drawn})
+    titles = [e.data["title"] for e in events if e.type == "session/title"]
+    assert [d["title"] for d in drawn if d.get("log_type") == "session/title"] == titles
+
+
+def test_v4_logs_draw_their_answers_without_chunks() -> None:
+    (path, *_) = sorted((FIXTURES / "jsonrpc" / "two-tools").rglob("session*.jsonl"))
+    events = events_of(path)
+    drawn = [page_event(typed(e), LogView("s", events)) for e in events]
+    answers = [d for d in drawn if d and d["type"] == "AssistantMessageEvent" and d["blocks"]]
+    assert answers[-1]["blocks"][-1]["text"].startswith("Done after")
+    ends = [d for d in drawn if d and d["type"] == "TurnEndEvent"]
+    assert ends[-1]["usage"]["requests"] >= 1 and ends[-1]["usage"]["input_tokens"] > 0
+
+
+async def test_a_write_is_drawn_with_the_file_as_it_was(site: Site) -> None:
+    (site.workspace / "greet.py").write_text("print('hi')\n")
+    site.model.add(
+        reply(tool_call("read", {"file_path": "greet.py"})),
+        reply(
+            tool_call("edit", {"file_path": "greet.py", "old_string": "hi", "new_string": "hello"})
+        ),
+        reply("Done."),
+    )
+    async with site.client() as client:
+        agent = await site.start("Say hello")
+        asked = await until(agent, "approval/asked")
+        call_id = asked.data["callId"]
+        answer = await client.post(
+            f"/api/sessions/{agent.id}/approvals/{call_id}", json={"answer": "once"}
+        )
+        assert answer.status_code == 200
+    await until(agent, "turn/end")
+    assert (site.workspace / "greet.py").read_text() == "print('hello')\n"
+    call = next(
+        e for e in agent.session.events if e.type == "tool/call" and e.data["name"] == "edit"
+    )
+    drawn = page_event(typed(call), LogView(agent.id, agent.session.events, site.web.snapshots))
+    assert drawn is not None and drawn["diff_complete"] is True
+    assert drawn["diff"][-2:] == ["-print('hi')", "+print('hello')"]
