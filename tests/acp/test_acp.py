@@ -305,6 +305,9 @@ async def test_bad_frames_get_protocol_errors_and_the_process_lives_on(tmp_path:
             5,
             -32602,
         ),
+        (b"[" * 100_000, None, -32700),  # deeper than the parser goes
+        # Longer than a line is ever read whole: answered from its head.
+        (b'{"jsonrpc":"2.0","id":6,"method":"x","params":"' + b"x" * (70 << 20) + b'"}', 6, -32600),
     ]
     for frame, id, code in exchanges:
         process.stdin.write(frame + b"\n")

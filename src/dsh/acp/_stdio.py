@@ -33,7 +33,7 @@ def read_frame(line: bytes) -> tuple[dict[str, Any] | None, dict[str, Any] | Non
         return None, None
     try:
         frame = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser goes
         return None, _error(PARSE_ERROR, "parse error: a frame is one JSON object per line")
     if not isinstance(frame, dict):
         return None, _error(INVALID_REQUEST, "invalid request: a frame is a JSON object")
