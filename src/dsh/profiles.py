@@ -45,10 +45,17 @@ DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
     # After approval: its tools/pre-execute listener is inner, so approval sees the hooks'
     # decision (an ask from a hook goes through the one approval service).
     {"id": "hooks", "name": "hooks"},
+    # Inner to approval too: its denials and the plan's ask pass through the one policy.
+    {"id": "plan-mode", "name": "plan_mode"},
     {"id": "mcp", "name": "mcp"},
     {"id": "jobs", "name": "jobs"},
     {"id": "subagents", "name": "subagents"},
     {"id": "compaction", "name": "compaction"},
+    {"id": "pruner", "name": "pruner"},
+    {"id": "instructions", "name": "instructions"},
+    {"id": "skills", "name": "skills"},
+    {"id": "session-title", "name": "session_title"},
+    {"id": "ask-user", "name": "ask_user"},
     {"id": "usage", "name": "usage"},
 )
 

@@ -140,15 +140,15 @@ def test_a_corrupt_log_is_one_line_and_repair_keeps_the_valid_part(tmp_path: Pat
 
 
 def test_an_unknown_log_version_is_refused_and_not_repaired(tmp_path: Path) -> None:
-    root = tmp_path / "sessions" / "--w--" / "session-v4"
+    root = tmp_path / "sessions" / "--w--" / "session-v7"
     root.mkdir(parents=True)
     log = root / "session.jsonl"
-    header = {"type": "session", "version": 4, "id": "session-v4", "createdAt": 1, "cwd": "/w"}
+    header = {"type": "session", "version": 7, "id": "session-v7", "createdAt": 1, "cwd": "/w"}
     log.write_text(json.dumps(header) + "\n")
-    shown = dsh(tmp_path, "sessions", "show", "session-v4")
+    shown = dsh(tmp_path, "sessions", "show", "session-v7")
     assert shown.returncode == 2
-    assert shown.stderr.startswith(f"dsh: {log}: line 1: unsupported session format version 4 ")
+    assert shown.stderr.startswith(f"dsh: {log}: line 1: unsupported session format version 7 ")
     assert shown.stderr.count("\n") == 1
-    repaired = dsh(tmp_path, "sessions", "repair", "session-v4")
+    repaired = dsh(tmp_path, "sessions", "repair", "session-v7")
     assert repaired.returncode == 2 and "nothing can be kept" in repaired.stderr
     assert log.read_text() == json.dumps(header) + "\n"

@@ -8,6 +8,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -24,11 +25,11 @@ from dsh.session import Session, SessionHeader
 ID = "s-corrupt"
 
 
-def _stored(backend: JsonlBackend | SqliteBackend) -> Session:
-    session = Session.create(ID, header=SessionHeader(ID, 1, cwd="/w/p"))
+def _stored(backend: JsonlBackend | SqliteBackend, version: int = 0) -> Session:
+    session = Session.create(ID, header=SessionHeader(ID, 1, cwd="/w/p", version=version))
     closed_turn(session, 1)
     closed_turn(session, 2)
-    backend.create(session.header, records_of(session.events), durable=True)
+    backend.create(session.header, records_of(session.events, session.header), durable=True)
     return session
 
 
@@ -52,8 +53,8 @@ CORRUPTIONS: list[tuple[str, Callable[[list[bytes]], None], str, int | None]] = 
     ),
     (
         "unknown header version",
-        lambda ls: _edit(ls, 1, lambda h: {**h, "version": 4}),
-        "line 1: unsupported session format version 4",
+        lambda ls: _edit(ls, 1, lambda h: {**h, "version": 7}),
+        "line 1: unsupported session format version 7 (this runtime reads 0 and 4)",
         None,
     ),
     ("duplicate seq", lambda ls: ls.insert(5, ls[4]), "line 6: seq 3 again (expected 4)", 4),
@@ -89,12 +90,18 @@ class Corrupted:
     """Events a salvage keeps (None: nothing can be kept)."""
 
 
+@pytest.fixture(params=[0, 4], ids=["format-0", "format-4"])
+def version(request: pytest.FixtureRequest) -> int:
+    """The session format of the stored log (4: the reference runtime's)."""
+    return cast(int, request.param)
+
+
 @pytest.fixture(params=CORRUPTIONS, ids=[c[0] for c in CORRUPTIONS])
-def corrupted(tmp_path: Path, request: pytest.FixtureRequest) -> Corrupted:
+def corrupted(tmp_path: Path, version: int, request: pytest.FixtureRequest) -> Corrupted:
     """A stored two-turn log, then broken in one of the ways of CORRUPTIONS."""
     _name, change, problem, kept = request.param
     backend = JsonlBackend(tmp_path)
-    session = _stored(backend)
+    session = _stored(backend, version)
     path = backend.locate(session.header).path
     lines = path.read_bytes().split(b"\n")[:-1]
     change(lines)

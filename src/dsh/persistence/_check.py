@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..session import Session, SessionHeader, import_events
+from ..session import Session, import_events
 from ._backend import RawLog
+from ._codec import decode_header, decode_rows
 from ._types import CorruptLogError
 
 __all__ = ["corrupt", "first_problem", "valid_prefix"]
@@ -28,7 +29,7 @@ class Problem:
 def first_problem(session_id: str, raw: RawLog) -> Problem | None:
     """The first structural problem of a whole log: its header, then each row in order."""
     try:
-        header = SessionHeader.from_json(raw.header)
+        header = decode_header(raw.header, raw.rows)
     except ValueError as exc:
         return Problem(-1, f"{raw.where(-1)}: {exc}")
     if header.id != session_id:
@@ -72,12 +73,13 @@ def valid_prefix(session_id: str, raw: RawLog) -> int:
     problem = first_problem(session_id, raw)
     if problem is not None and problem.index < 0:
         raise CorruptLogError(f"{problem.message}: nothing can be kept")
-    header = SessionHeader.from_json(raw.header)
-    limit = len(raw.rows) if problem is None else problem.index
+    header = decode_header(raw.header, raw.rows)
+    rows = decode_rows(raw.header, raw.rows)
+    limit = len(rows) if problem is None else problem.index
 
     def loads(count: int) -> bool:
         try:
-            events = import_events(raw.rows[:count], session_id)
+            events = import_events(rows[:count], session_id)
             Session.create(session_id, seed=events, header=header)
         except ValueError:
             return False

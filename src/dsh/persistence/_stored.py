@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, cast
 from ..session import ForkSeed, Session, SessionEvent, SessionHeader, fork_seed, import_events
 from ._backend import RawLog, SessionBackend
 from ._check import corrupt, valid_prefix
-from ._codec import records_of
+from ._codec import decode_header, decode_rows, records_of
 from ._coordinator import WriteCoordinator
 from ._lease import WriterHold
 from ._repair import repair_closers
@@ -94,9 +94,10 @@ class StoredSessions:
                 raise TypeError(f"append() takes SessionEvents, got {type(event).__name__}")
 
         def write() -> None:
-            records = records_of(events)
             with self._writing(session_id), _commit_lock(self.backend.store_id, session_id):
-                self.backend.append(session_id, records, durable=True)
+                stored = self.backend.read(session_id, from_seq=events[0].seq if events else 0)
+                header = _header(session_id, stored)
+                self.backend.append(session_id, records_of(events, header), durable=True)
 
         await asyncio.to_thread(write)
 
@@ -201,7 +202,7 @@ class StoredSessions:
             with _bulk_load():
                 raw = self.backend.read(session_id, from_seq=from_seq)
                 try:
-                    return import_events(raw.rows, session_id)
+                    return import_events(decode_rows(raw.header, raw.rows), session_id)
                 except ValueError as exc:
                     raise CorruptLogError(f"{raw.source}: {exc}") from None
 
@@ -213,7 +214,7 @@ class StoredSessions:
         headers: builtins.list[SessionHeader] = []
         for item in raw:
             try:
-                headers.append(SessionHeader.from_json(item))
+                headers.append(decode_header(item))
             except ValueError as exc:
                 _log.warning("skipping an unreadable session header %r: %s", item.get("id"), exc)
         return headers
@@ -256,14 +257,12 @@ class StoredSessions:
 
     def _read_locked(self, session_id: str, *, commit: bool) -> tuple[StoredLog, RawLog]:
         raw = self.backend.read(session_id, truncate_torn=commit)
+        header = _header(session_id, raw)
         try:
-            header = SessionHeader.from_json(raw.header)
-            events = import_events(raw.rows, session_id)
+            events = import_events(decode_rows(raw.header, raw.rows), session_id)
         except ValueError as exc:
             raise corrupt(session_id, raw, exc) from None
-        if header.id != session_id:
-            raise corrupt(session_id, raw, ValueError(f"the header names {header.id!r}"))
-        repair = repair_closers(events, header.seed_length or 0)
+        repair = repair_closers(events, header)
         if repair and commit:
             if len(events) != raw.next_seq:
                 raise PersistenceError(
@@ -277,6 +276,18 @@ class StoredSessions:
     def _refuse_live(self, session_id: str, action: str) -> None:
         if self.coordinator.is_live(session_id):
             raise SessionLiveError(f"session {session_id!r} is live in this process: not {action}")
+
+
+def _header(session_id: str, raw: RawLog) -> SessionHeader:
+    """The log's header; a `CorruptLogError` naming the file and the problem when it cannot
+    be read or names another session."""
+    try:
+        header = decode_header(raw.header, raw.rows)
+    except ValueError as exc:
+        raise corrupt(session_id, raw, exc) from None
+    if header.id != session_id:
+        raise corrupt(session_id, raw, ValueError(f"the header names {header.id!r}"))
+    return header
 
 
 # One lock per (store, session id) in this process, held (in worker threads) while a seam

@@ -50,6 +50,19 @@ class Request:
         return self.id is None
 
 
+@dataclass(frozen=True, slots=True)
+class Response:
+    """The client's answer to a request the server sent (`session/ask-user-question`)."""
+
+    id: Json
+    result: Json = None
+    error: Json = None
+
+
+def request(id: str, method: str, params: Json) -> dict[str, Json]:
+    return {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
+
+
 def encode(frame: dict[str, Json]) -> bytes:
     """One frame, as the reference writes it: compact, UTF-8, newline-terminated (a lone
     surrogate as its `\\uXXXX` escape, as JavaScript's `JSON.stringify` writes it)."""
@@ -71,9 +84,9 @@ def notification(method: str, params: Json) -> dict[str, Json]:
     return {"jsonrpc": "2.0", "method": method, "params": params}
 
 
-def parse(line: bytes) -> Request | dict[str, Json] | None:
-    """A request, or an error frame to send back, or None (a blank line, or a response
-    from the client). Never raises: every other line gets an answer."""
+def parse(line: bytes) -> Request | Response | dict[str, Json] | None:
+    """A request, a response to one of ours, an error frame to send back, or None (a blank
+    line). Never raises: every other line gets an answer."""
     text = line.decode("utf-8", "replace").strip()
     if not text:
         return None
@@ -86,8 +99,8 @@ def parse(line: bytes) -> Request | dict[str, Json] | None:
     id = frame.get("id")
     valid_id = id is None or (isinstance(id, str | int) and not isinstance(id, bool))
     if "method" not in frame:
-        if valid_id and ("result" in frame or "error" in frame):
-            return None  # a response from the client: nothing to do with it
+        if id is not None and valid_id and ("result" in frame or "error" in frame):
+            return Response(id, frame.get("result"), frame.get("error"))
         return error(id if valid_id else None, INVALID_REQUEST, "invalid request: no method")
     method = frame["method"]
     if not isinstance(method, str) or not valid_id:
@@ -117,6 +130,14 @@ def too_large(head: bytes, tail: bytes, size: int, limit: int) -> dict[str, Json
     return error(id, INVALID_REQUEST, message)
 
 
+class InitializeCapabilities(BaseModel):
+    """What the client can do beyond the reference protocol."""
+
+    model_config = ConfigDict(extra="ignore")
+    ask_user_question: bool = Field(default=False, alias="askUserQuestion")
+    """It answers `session/ask-user-question` requests (a person is at hand)."""
+
+
 class InitializeParams(BaseModel):
     model_config = ConfigDict(extra="ignore")
     cwd: str
@@ -124,6 +145,7 @@ class InitializeParams(BaseModel):
     model: str
     max_tokens: int | None = Field(default=None, alias="maxTokens")
     reasoning_effort: str | None = Field(default=None, alias="reasoningEffort")
+    capabilities: InitializeCapabilities = Field(default_factory=InitializeCapabilities)
 
     @field_validator("cwd")
     @classmethod
