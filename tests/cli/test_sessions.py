@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from .support import DSH, cli_env, scripted_profile, workspace
+from .support import run_cli as dsh
 
 SCRIPTED = ["--provider", "scripted", "--model", "scripted"]
 
@@ -25,17 +26,6 @@ def profile(tmp_path: Path, name: str, script: list[Any], backend: str) -> Path:
     rows.append({"id": "persistence", "config": {"backend": backend}})
     path.write_text(yaml.safe_dump(rows))
     return path
-
-
-def dsh(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, *DSH, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=cli_env(tmp_path),
-        cwd=tmp_path,
-    )
 
 
 def stored_seqs(tmp_path: Path, session_id: str, profile: Path) -> list[int]:

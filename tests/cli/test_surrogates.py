@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ from dsh.persistence import JsonlBackend
 from dsh.persistence._codec import records_of
 from dsh.session import Session, SessionHeader
 
-from .support import DSH, loopback_env, workspace
+from .support import run_cli, workspace
 from .terminal import Chats, ModelServer, answer, at_prompt, exits_cleanly, model_server
 
 HALF = "half \ud83d emoji"  # the model's `"content":"half \ud83d emoji"`
@@ -22,15 +21,7 @@ SPLIT = {"parts": ["abc\ud83d", "\ude00d"]}
 
 
 def dsh(tmp_path: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, *DSH, *args],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=120,
-        env=loopback_env(tmp_path, url),
-        cwd=tmp_path,
-    )
+    return run_cli(tmp_path, *args, env={"DEEPSEEK_BASE_URL": url, "DEEPSEEK_API_KEY": "sk-test"})
 
 
 def bodies(server: ModelServer) -> list[Any]:
