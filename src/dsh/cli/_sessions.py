@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agent import AgentHandle
 from ..kernel import Context, boot
-from ..persistence import CorruptLogError, UnknownSessionError
+from ..persistence import CorruptLogError, UnknownSessionError, stored_summaries
 from ..plugins.usage import PRICES
 from ..session import (
     ModelRoute,
@@ -57,26 +57,8 @@ def summary_line(summary: SessionSummary) -> str:
 async def summaries(
     persistence: SessionPersistence, *, cwd: Path | None = None, limit: int | None = None
 ) -> list[SessionSummary]:
-    """The user's own sessions (subagents' are left out), most recently active first;
-    only those of `cwd` when given."""
-    headers = [
-        h
-        for h in await persistence.list()
-        if h.origin != "subagent" and (cwd is None or h.cwd == str(cwd))
-    ]
-    headers.sort(key=lambda h: h.created_at, reverse=True)
-    found = []
-    for header in headers[:limit] if limit else headers:
-        try:
-            stored = await persistence.inspect(header.id)
-        except CorruptLogError:  # listed, not read: `show` says what is wrong
-            title = "(a corrupt log: `dsh sessions repair` it)"  # fits the title column
-            created = header.created_at
-            found.append(SessionSummary(header.id, header.cwd, created, created, title, 0))
-            continue
-        found.append(summary_of(header, stored.events))
-    found.sort(key=lambda s: s.updated_at, reverse=True)
-    return found
+    """The user's own sessions, most recently active first; only those of `cwd` when given."""
+    return await stored_summaries(persistence, cwd=None if cwd is None else str(cwd), limit=limit)
 
 
 async def find_session(persistence: SessionPersistence, given: str) -> str:

@@ -25,6 +25,7 @@ from ._repair import (
 from ._spill import BlobStore, CachedSpills, FolderSpills, SpillArea
 from ._sqlite import SqliteBackend
 from ._stored import StoredSessions
+from ._summaries import CORRUPT_TITLE, stored_summaries
 from ._types import (
     SESSION_PERSISTENCE,
     CorruptLogError,
@@ -44,6 +45,7 @@ from ._types import (
 )
 
 __all__ = [
+    "CORRUPT_TITLE",
     "NOT_STARTED_TEXT",
     "OUTCOME_UNKNOWN_TEXT",
     "PERSISTENCE_WRITTEN",
@@ -88,4 +90,5 @@ __all__ = [
     "project_dir_name",
     "repair_closers",
     "store_config",
+    "stored_summaries",
 ]
