@@ -16,6 +16,7 @@ from dsh.testing import hold, reasoning, reply, tool_call
 from dsh.web import bind, serve
 from tests.cli.support import cli_env, run_dsh, scripted_profile
 from tests.conftest import REPO
+from tests.questions import CHECKS, DATABASE
 
 from .browser import CHROMIUM, chromium
 from .support import TOKEN, Site
@@ -233,19 +234,9 @@ async def test_fork_from_a_prompt_then_a_new_session(site: Site, page: Page, ser
 async def test_the_models_questions_are_answered_in_the_page_after_a_reload(
     site: Site, page: Page, served: str
 ) -> None:
-    database = {
-        "question": "Which database?",
-        "header": "Database",
-        "options": [{"label": "PostgreSQL", "description": "a server"}, {"label": "SQLite"}],
-    }
-    checks = {
-        "question": "Which checks?",
-        "options": [{"label": "lint"}, {"label": "types"}, {"label": "tests"}],
-        "multi_select": True,
-    }
     site.model.add(
-        reply(tool_call("ask_user_question", {"questions": [database]})),
-        reply(tool_call("ask_user_question", {"questions": [checks, {"question": "Port?"}]})),
+        reply(tool_call("ask_user_question", {"questions": [DATABASE]})),
+        reply(tool_call("ask_user_question", {"questions": [CHECKS, {"question": "Port?"}]})),
         reply("Set up with SQLite."),
     )
     await login(page, served)

@@ -13,6 +13,7 @@ from dsh.persistence import CORRUPT_TITLE, SESSION_PERSISTENCE
 from dsh.plugins.ask_user import DECLINED
 from dsh.session import SessionEvent, SessionMeta
 from dsh.testing import hold, reply, tool_call, until
+from tests.questions import CHECKS, DATABASE
 
 from .support import TOKEN, Site
 
@@ -137,21 +138,7 @@ async def test_approvals_are_answered_from_the_page(site: Site) -> None:
         assert len(asked) == 2
 
 
-ASK = {
-    "questions": [
-        {
-            "question": "Which database?",
-            "header": "Database",
-            "options": [{"label": "PostgreSQL", "description": "a server"}, {"label": "SQLite"}],
-        },
-        {
-            "question": "Which checks?",
-            "options": [{"label": "lint"}, {"label": "types"}],
-            "multi_select": True,
-        },
-        {"question": "Anything else?"},
-    ]
-}
+ASK = {"questions": [DATABASE, CHECKS, {"question": "Anything else?"}]}
 
 
 async def test_the_models_questions_are_answered_from_the_page(site: Site) -> None:
