@@ -167,6 +167,20 @@ async def test_approval_service_receives_the_execution_and_reason(ctx: Context) 
     assert exec.agent is agent and exec.name == "t" and reason == "writes files"
 
 
+async def test_nobody_is_asked_about_arguments_the_tool_would_refuse(ctx: Context) -> None:
+    approval = FakeApproval(Decision.once())
+    ctx.provide(APPROVAL, approval)
+    ctx.tools.register(define())
+
+    async def gate(exec: ToolExecution, next: Next[ToolExecution, PreDecision]) -> PreDecision:
+        return Ask("writes files")
+
+    ctx.on(TOOLS_PRE_EXECUTE, gate)
+    result = await ctx.tools.execute(call(args={"x": "two"}, agent=Agent()))
+    assert isinstance(result, ToolFailure) and result.error.code == "INVALID_ARGS"
+    assert approval.asked == []
+
+
 async def test_an_approval_cancelled_by_the_signal_is_aborted_before_dispatch(
     ctx: Context, signal: CancelSignal
 ) -> None:

@@ -146,6 +146,9 @@ async def prepare(
         elif isinstance(decision, Deny):
             reason = decision.reason
         elif isinstance(decision, Ask):
+            unfit = _unfit_arguments(table, exec)
+            if unfit is not None:  # nobody is asked about a call that cannot run
+                return Prepared(exec, "post-result", error_result(unfit))
             asked = True
             reason = await _ask(ctx, exec, decision)
             if reason is None:
@@ -162,6 +165,15 @@ async def prepare(
     if reason is not None:
         return Prepared(exec, "post-result", failure(reason))
     return Prepared(exec, "dispatch")
+
+
+def _unfit_arguments(table: ToolTable, exec: ToolExecution) -> ToolArgsError | None:
+    """The error the body's own check would give the call's arguments, if any."""
+    definition = table.get(exec.name, exec.agent)
+    if definition is None:
+        return None  # dispatch answers UNKNOWN_TOOL (a wrapper may still serve the name)
+    violations = validate_value(definition.parameters, exec.arguments, "")
+    return ToolArgsError(violations) if violations else None
 
 
 async def _ask(ctx: Context, exec: ToolExecution, ask: Ask) -> str | None:
