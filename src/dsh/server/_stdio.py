@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from .._process import lighten_imports
 from ..kernel import Owner, boot, load_profile
 from ..llm import Json
 from ._protocol import INTERNAL_ERROR, Request, RpcError, encode, error, parse, response
@@ -154,6 +155,7 @@ async def _answer(server: JsonRpcServer, request: Request, output: FrameOutput) 
 
 def main() -> None:
     """Entry point of `dsh-jsonrpc-agent` and `dsh jsonrpc`: logs go to stderr only."""
+    lighten_imports()
     logging.basicConfig(
         stream=sys.stderr,
         level=os.environ.get("DSH_LOG_LEVEL", "WARNING").upper(),
