@@ -13,8 +13,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..kernel import Context
 from ._backend import SessionBackend
 from ._jsonl import JsonlBackend
-from ._postgres import PostgresBackend
-from ._sqlite import SqliteBackend
 from ._stored import StoredSessions
 from ._types import SESSION_PERSISTENCE, PersistenceError
 
@@ -108,11 +106,15 @@ def open_backend(config: PersistenceConfig) -> SessionBackend:
             raise PersistenceError(
                 "the postgres backend needs a url (the row's `url`, or DSH_SESSION_STORE)"
             )
+        from ._postgres import PostgresBackend
+
         return PostgresBackend(config.url, pool_size=config.pool_size)
     if config.backend == "sqlite":
         path = Path(config.path).expanduser() if config.path else None
         path = path or default_root(config.root) / SQLITE_FILE
         check_writable(path.parent, "the session database's folder")
+        from ._sqlite import SqliteBackend
+
         return SqliteBackend(path)
     if config.compression == "zstd":
         from ._zstd import compress_frame
@@ -143,5 +145,8 @@ class PersistencePlugin:
 
     @staticmethod
     async def apply(ctx: Context, config: PersistenceConfig) -> None:
-        backend = await asyncio.to_thread(open_backend, config)  # it may connect to a server
+        if resolve_config(config).backend == "postgres":  # it connects to a server
+            backend = await asyncio.to_thread(open_backend, config)
+        else:  # a folder probe: no thread to start and wait for
+            backend = open_backend(config)
         mount_persistence(ctx, backend, batch_window_ms=config.batch_window_ms)
