@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[all,test,dev]'
+	$(BIN)/python -m pip install -q -e '.[all,test,dev,interop]'
 	touch $(STAMP)
 
 # The main job: an agent on a sample task in a scratch workspace. With DEEPSEEK_API_KEY set

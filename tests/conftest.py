@@ -26,17 +26,26 @@ FIXTURES = REPO / "tests" / "fixtures"
 README): a user's clone has nothing beside it."""
 
 
+def home_and_workspace(base: Path) -> tuple[Path, Path]:
+    """`base/home` (a `DSH_HOME`, not created) and the workspace `base/ws` holding the
+    fixtures' `hello.txt`, as the reference's recorded runs had it."""
+    ws = base / "ws"
+    ws.mkdir()
+    (ws / "hello.txt").write_text("hello\nfrom the\nbenchmark\n")
+    return base / "home", ws
+
+
 @dataclass
 class Runtime:
     ctx: Context
     model: ScriptedModel
     handles: list[AgentHandle] = field(default_factory=list)
 
-    async def agent(self, **options: Any) -> ReactLoopAgent:
+    async def agent(self, cwd: str = "/tmp/dsh-conformance", **options: Any) -> ReactLoopAgent:
         handle = await self.ctx.agents.create(
             CreateAgentOptions(
                 session_id=f"session-{next(_ids)}",
-                meta=SessionMeta(cwd="/tmp/dsh-conformance"),
+                meta=SessionMeta(cwd=cwd),
                 agent_options=AgentOptions(
                     **{"provider": "scripted", "model": "scripted", **options}
                 ),

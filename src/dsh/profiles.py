@@ -45,6 +45,13 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "sandbox": "dsh.plugins.sandbox:SandboxPlugin",
     "spill": "dsh.plugins.spill:SpillPlugin",
     "tool_web_fetch": "dsh.plugins.web_fetch:WebFetchPlugin",
+    "instructions": "dsh.plugins.instructions:InstructionsPlugin",
+    "skills": "dsh.plugins.skills:SkillsPlugin",
+    "session_title": "dsh.plugins.session_title:SessionTitlePlugin",
+    "session_title_llm": "dsh.plugins.session_title:LlmTitlePlugin",
+    "pruner": "dsh.plugins.pruner:PrunerPlugin",
+    "ask_user": "dsh.plugins.ask_user:AskUserPlugin",
+    "plan_mode": "dsh.plugins.plan_mode:PlanModePlugin",
     "usage": "dsh.plugins.usage:UsagePlugin",
     "otel": "dsh.plugins.otel:OtelPlugin",
     "acp_subagents": "dsh.acp:AcpSubagentsPlugin",
@@ -87,10 +94,17 @@ DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
     # After approval: its tools/pre-execute listener is inner, so approval sees the hooks'
     # decision (an ask from a hook goes through the one approval service).
     {"id": "hooks", "name": "hooks"},
+    # Inner to approval too: its denials and the plan's ask pass through the one policy.
+    {"id": "plan-mode", "name": "plan_mode"},
     {"id": "mcp", "name": "mcp"},
     {"id": "jobs", "name": "jobs"},
     {"id": "subagents", "name": "subagents"},
     {"id": "compaction", "name": "compaction"},
+    {"id": "pruner", "name": "pruner"},
+    {"id": "instructions", "name": "instructions"},
+    {"id": "skills", "name": "skills"},
+    {"id": "session-title", "name": "session_title"},
+    {"id": "ask-user", "name": "ask_user"},
     {"id": "usage", "name": "usage"},
 )
 

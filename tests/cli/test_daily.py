@@ -148,7 +148,7 @@ def test_config_show_prints_effective_settings_with_secrets_masked(tmp_path: Pat
     assert settings["endpoint"].strip() == "http://127.0.0.1:8000/v1/chat/completions"
     assert settings["timeouts"].strip() == "connect 10 s, idle 60 s"
     assert settings["compaction"].strip().startswith("at 70% of the context window")
-    assert settings["approval"].strip().startswith("allow read, glob, grep, todo_write; ask ")
+    assert settings["approval"].strip().startswith("allow read, glob, grep, todo_write, skill, ")
 
 
 def test_tool_results_keep_their_whitespace(tmp_path: Path) -> None:

@@ -1,6 +1,10 @@
-"""The child of the claimed-prompt crash tests: an agent that stops at its first pre-step
-checkpoint, when the turn's claim of the prompt is on disk and the step that logs the prompt
-as a `user/message` is not. It prints `claimed` there and waits to be killed.
+"""The child of the claimed-prompt crash tests: an agent that stops at its first pre-step,
+when the turn's claim of the prompt is on disk and the step that logs the prompt as a
+`user/message` is not. It prints `claimed` there and waits to be killed.
+
+The checkpoints commit a step boundary once, before the model call; a pre-step listener
+with its own model call (compaction's) flushes the claim earlier. The pause listener
+flushes as such a call would, which opens the window this test needs.
 
 A test runs it with `run_until_claimed(*args)`: `agent ROOT SESSION_ID PROMPT` (an agent
 on a JSONL root), or `batch ROOT TASKS OUT` (`dsh.batch.run_async` with the pause profile).
@@ -20,14 +24,15 @@ PAUSE_ROW = {"id": "pause-at-pre-step", "name": "tests.persistence.claim_child:P
 
 
 class PauseAtPreStep:
-    """Listens at `agent/pre-step` after the checkpoint plugin (later rows register later),
-    so the claim is durable when it says `claimed`; then it never returns."""
+    """Listens at `agent/pre-step`, flushes the session as a compaction model call would
+    (so the claim is durable when it says `claimed`), then never returns."""
 
     name = "pause-at-pre-step"
 
     @staticmethod
     def apply(ctx: Context, config: None) -> None:
         async def pause(point: StepPoint) -> None:
+            await ctx.sessions.flush(point.agent.session)
             print("claimed", flush=True)
             await asyncio.Event().wait()
 

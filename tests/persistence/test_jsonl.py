@@ -68,9 +68,12 @@ def test_the_root_comes_from_config_then_environment(
     assert default_root() == tmp_path / "env"
     assert default_root(str(tmp_path / "cfg")) == tmp_path / "cfg"
     monkeypatch.delenv("DSH_SESSION_ROOT")
+    monkeypatch.delenv("DSH_HOME", raising=False)
     assert default_root() == Path("~/.dsh/sessions").expanduser()
-    backend = open_backend(PersistenceConfig(backend="sqlite", root=str(tmp_path)))
-    assert backend.locate(HEADER).path == tmp_path / "sessions.sqlite3"
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "home"))
+    assert default_root() == tmp_path / "home" / "sessions"
+    backend, version = open_backend(PersistenceConfig(backend="sqlite", root=str(tmp_path)))
+    assert backend.locate(HEADER).path == tmp_path / "sessions.sqlite3" and version == 0
     backend.close()
 
 

@@ -16,6 +16,7 @@ class ScriptConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     provider: str = "scripted"
     script: list[Any] = []
+    context_window: int | None = None
 
 
 def _entry(item: Any) -> Any:
@@ -44,7 +45,9 @@ class ScriptedPlugin:
 
     @staticmethod
     def apply(ctx: Context, config: ScriptConfig) -> None:
-        model = ScriptedModel([_entry(item) for item in config.script])
+        model = ScriptedModel(
+            [_entry(item) for item in config.script], context_window=config.context_window
+        )
         ctx.owner.effect(model.install(ctx, provider=config.provider))
 
         @tool

@@ -40,6 +40,11 @@ def sample_data(kind: str) -> dict[str, Any]:
         return {**assistant("hello", id="a1"), "usage": {"inputTokens": 3, "outputTokens": 1}}
     if kind == "tool/result":
         return {**tool_result("c1", "ok", id="r1"), "meta": {"path": "x", "lines": [1, 2]}}
+    if kind in ("system/message", "developer/message"):
+        role = kind.split("/")[0]
+        source = {"kind": "system-prompt" if role == "system" else "tool-registry"}
+        message = {"role": role, "content": [{"type": "text", "text": "x"}], "source": source}
+        return {"turn": 1, "step": 1, "message": {**message, "id": f"{role[0]}1"}}
     if kind == "turn/end":
         return {"turn": 1, "reason": {"kind": "error", "error": {"message": "boom", "code": "X"}}}
     if kind == "assistant/chunk":

@@ -4,6 +4,7 @@ import pytest
 
 from dsh.llm import AdapterDefaults, LlmCallConfig, ToolSchema
 from dsh.session import (
+    SURFACE_TYPES,
     EpochHeader,
     EventKind,
     FrozenDict,
@@ -57,7 +58,7 @@ def test_every_durable_type_round_trips_through_json_unchanged(kind: str) -> Non
         session.append(
             "tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "t", "arguments": "{}"}
         )
-    surface = kind in ("user/message", "assistant/message", "tool/result")
+    surface = kind in SURFACE_TYPES
     sources = [session.seq - 1] if kind == "tool/result" else None
     event = session.append(
         kind,
@@ -179,7 +180,7 @@ def test_header_key_order_with_every_field_and_extras() -> None:
 @pytest.mark.parametrize(
     "raw",
     [
-        {"type": "session", "version": 4, "id": "s", "createdAt": 1},
+        {"type": "session", "version": 3, "id": "s", "createdAt": 1},
         {"type": "event", "version": 0, "id": "s", "createdAt": 1},
         {"type": "session", "version": 0, "createdAt": 1},
         {"type": "session", "version": 0, "id": "s", "createdAt": "now"},

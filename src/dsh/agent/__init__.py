@@ -39,6 +39,7 @@ from ._events import (
 from ._inbox import Inbox
 from ._initiator import InitiatorScope, InitiatorScopeError
 from ._llm_target import AgentLlmTarget, assemble_context_for, install_agent_llm_target
+from ._notices import Notices
 from ._registry import AgentEvents, AgentRegistry, AgentRegistryError, AgentsPlugin, agent_events
 from ._run import RunResult, run_prompt, session_events
 from ._types import (
@@ -102,6 +103,7 @@ __all__ = [
     "InboxChange",
     "InitiatorScope",
     "InitiatorScopeError",
+    "Notices",
     "Placement",
     "PromptDecision",
     "PromptSubmit",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar, overload
 
@@ -115,6 +115,20 @@ class RunResult(Generic[OutputT]):
                 return event.data["reason"]
         return {}
 
+    @staticmethod
+    def of_events(events: Sequence[SessionEvent], session_id: str) -> RunResult[str]:
+        """The result of the run that wrote `events` (its last answer and turn end)."""
+        text = ""
+        finish: str | None = None
+        error: Json = None
+        for event in events:
+            if event.type == "assistant/message":
+                text = text_of(Message.from_json(event.data["message"]).content)
+            elif event.type == "turn/end":
+                finish = event.data["reason"]["kind"]
+                error = event.data["reason"].get("error")
+        return RunResult(text, text, finish, tuple(events), session_id, error)
+
     @property
     def usage(self) -> Usage:
         """Tokens, model requests and tool calls of the run, summed from its events."""
@@ -147,14 +161,4 @@ async def run_prompt(agent: Agent, prompt: UserMessage | str) -> RunResult[str]:
         ),
         0,
     )
-    events = events[receipt:]
-    text = ""
-    finish: str | None = None
-    error: Json = None
-    for event in events:
-        if event.type == "assistant/message":
-            text = text_of(Message.from_json(event.data["message"]).content)
-        elif event.type == "turn/end":
-            finish = event.data["reason"]["kind"]
-            error = event.data["reason"].get("error")
-    return RunResult(text, text, finish, events, session.id, error)
+    return RunResult.of_events(events[receipt:], session.id)

@@ -147,7 +147,6 @@ def _root(
     configure_logging(verbose)
 
 
-
 @app.command("run")
 def run_command(
     task: Annotated[str | None, typer.Argument(metavar="TASK", hidden=True)] = None,
@@ -164,6 +163,14 @@ def run_command(
     ] = False,
     trust: TrustOption = False,
     sandbox: SandboxOption = None,
+    plan: Annotated[
+        bool,
+        typer.Option(
+            "--plan",
+            help="Plan first: only reading tools run until a plan is approved (--yes "
+            "approves it; without, the plan is the answer).",
+        ),
+    ] = False,
     otel: OtelOption = False,
 ) -> None:
     """Run an agent on TASK (`-`, or no TASK and a pipe: read it from stdin); exit 0 when
@@ -171,7 +178,7 @@ def run_command(
     from ._run import RunOptions, run_task
 
     options = RunOptions(profile, model, base_url, provider, cwd, None, continue_, yes, plain)
-    options = dataclasses.replace(options, task=task, json=json_, trust=trust, otel=otel)
+    options = dataclasses.replace(options, task=task, json=json_, trust=trust, plan=plan, otel=otel)
     exit_with(run_task(dataclasses.replace(options, sandbox=_mode(sandbox))))
 
 
@@ -474,7 +481,7 @@ def jsonrpc() -> None:
     """Serve the JSON-RPC SDK protocol on stdin/stdout (logs go to stderr)."""
     from ..server import main as serve_jsonrpc
 
-    serve_jsonrpc()
+    serve_jsonrpc([])
 
 
 @app.command("acp")

@@ -76,6 +76,8 @@ def parse_answer(text: str) -> Answer | None:
 def approval_view(tool: str, arguments: Any, cwd: Path) -> list[Line]:
     """What is about to happen, in full, for a person to judge."""
     args = _arguments(arguments)
+    if tool == "exit_plan_mode" and isinstance(args.get("plan"), str):
+        return [(f"  {row}", "") for row in args["plan"].splitlines()]
     if tool in ("edit", "write") and isinstance(args.get("file_path"), str):
         return _file_change(tool, args, cwd)
     if tool == "bash" and isinstance(args.get("command"), str):

@@ -12,11 +12,15 @@ from typing import Any
 from ..agent import USER_CANCEL, Agent, AgentHandle
 from ..kernel import Context, Disposer
 from ..plugins.approval import APPROVAL, Approval, ApprovalRequest
+from ..plugins.ask_user import QUESTIONS, QuestionRequest
+from ..plugins.ask_user import Answer as AskUserAnswer
 from ..plugins.compaction import COMPACTION, CompactionError
+from ..plugins.plan_mode import PLAN_MODE
 from ..session import SESSION_EVENT, SessionEventPayload
 from ..tools import Decision
 from ..workspace import Trust
 from ._approve import REASK, REASON_PROMPT, Answer, approval_view, parse_answer, question
+from ._questions import Asked
 from ._render import Renderer
 from ._runtime import (
     CliError,
@@ -38,6 +42,7 @@ COMMANDS = {
     "/sessions": "this workspace's sessions, newest first",
     "/compact": "summarise older turns to free the context",
     "/hooks": "this session's hooks: where each comes from, whether it runs",
+    "/plan": "plan first: only reading tools run until you approve a plan (/plan off leaves)",
     "/mcp": "MCP servers: their state and tools",
     "/reasoning": "show the model's reasoning in full, or folded (toggles)",
     "/exit": "quit",
@@ -89,11 +94,13 @@ class Chat:
             cost=turn_cost(ctx, route),
         )
         self.handle: AgentHandle | None = None
-        self.question: Question | None = None
+        self.question: Question | Asked | None = None
+        """What the prompt is answering: an approval, or the model's questions."""
         self.queued: dict[str, str] = {}
         """Steering not yet in the log, by message id."""
         self._listener: Disposer | None = None
         self._answerer: Disposer | None = None
+        self._asker: Disposer | None = None
         self._idle_interrupts = 0
 
     @property
@@ -107,6 +114,9 @@ class Chat:
 
         if not self.yes:
             self._install_answerer()
+        questions = self.ctx.get(QUESTIONS)
+        if questions is not None:  # a person is here, --yes or not
+            self._asker = questions.set_answerer(self._ask)
         note = " · --yes: every tool call is approved" if self.yes else ""
         self.screen.note(f"dsh chat · {self.route.provider}/{self.route.model}{note}", "dim")
         loop = asyncio.get_running_loop()
@@ -147,7 +157,11 @@ class Chat:
         if self.question is not None:
             return self.question.prompt
         agent = self.agent
-        return "steer » " if agent is not None and agent.status == "running" else "> "
+        if agent is not None and agent.status == "running":
+            return "steer » "
+        plan_mode = self.ctx.get(PLAN_MODE)
+        planning = agent is not None and plan_mode is not None and plan_mode.active(agent.session)
+        return "plan > " if planning else "> "
 
     async def _handle(self, text: str) -> bool:
         """Act on one input line; False to quit."""
@@ -192,6 +206,8 @@ class Chat:
             await self._compact()
         elif command == "/hooks":
             self._show_hooks()
+        elif command == "/plan":
+            self._plan(argument)
         elif command == "/mcp":
             self._show_mcp()
         elif command == "/reasoning":
@@ -304,7 +320,35 @@ class Chat:
         if result is None:
             self.screen.note(service.manual_plan(agent).why_not(), "dim")
 
+    def _plan(self, argument: str) -> None:
+        plan_mode = self.ctx.get(PLAN_MODE)
+        agent = self.agent
+        if plan_mode is None or agent is None:
+            self.screen.note(
+                "plan mode is not available (no plan_mode plugin in the profile)", "red"
+            )
+            return
+        if argument not in ("", "on", "off"):
+            self.screen.note("usage: /plan (on) or /plan off", "red")
+            return
+        active = argument != "off"
+        if not plan_mode.set(agent, active):
+            self.screen.note(f"plan mode is already {'on' if active else 'off'}", "dim")
+        elif active:
+            self.screen.note("the agent plans first: it reads, then asks you to approve", "dim")
+
     # -- approvals -----------------------------------------------------------------------------
+
+    async def _ask(self, request: QuestionRequest) -> list[AskUserAnswer]:
+        """The model's questions, answered at the prompt (Ctrl-C cancels the turn)."""
+        self.screen.status(None)
+        future: asyncio.Future[list[AskUserAnswer]] = asyncio.get_running_loop().create_future()
+        self.question = Asked(request.questions, future, self.screen)
+        self.screen.live("")
+        try:
+            return await future
+        finally:
+            self.question = None
 
     def _install_answerer(self) -> None:
         approval = self.ctx.get(APPROVAL)
@@ -313,7 +357,10 @@ class Chat:
 
         async def answer(request: ApprovalRequest) -> Decision:
             self.screen.status(None)
-            self.screen.note(f"? {request.tool} needs your approval", "bold yellow")
+            if request.tool == "exit_plan_mode":  # r: no, with feedback the model reads
+                self.screen.note("? the agent's plan: approve it to leave plan mode", "bold yellow")
+            else:
+                self.screen.note(f"? {request.tool} needs your approval", "bold yellow")
             for line, style in approval_view(request.tool, request.arguments, self.cwd):
                 self.screen.note(line, style)
             trusted = Trust().is_trusted(self.cwd)
@@ -341,8 +388,9 @@ class Chat:
         self.screen.note(f"  saved: allow {rule} in {path}{also}", "dim")
 
     async def close(self) -> None:
-        if self._answerer is not None:
-            self._answerer()
+        for registration in (self._answerer, self._asker):
+            if registration is not None:
+                registration()
         if self._listener is not None:
             self._listener()
         self.renderer.close()

@@ -91,8 +91,14 @@ class Renderer:
 
     def _user_message(self, event: SessionEvent) -> None:
         message = Message.from_json(event.data)
-        if self.echo_prompts and message.source.get("kind") == "user":
+        source = message.source
+        if self.echo_prompts and source.get("kind") == "user":
             self.surface.note(f"> {message.text}", "bold")
+        elif source.get("kind") == "plugin" and source.get("form") == "notice":
+            # Background work reporting (a subagent's answer, a job's end): the agent may
+            # start a turn on it with nobody typing, so the person sees why.
+            first = message.text.strip().split("\n", 1)[0].rstrip(":")
+            self.surface.note(f"◆ {first}", "blue")
 
     def _turn_start(self, event: SessionEvent) -> None:
         self._turn = []
@@ -187,6 +193,8 @@ class Renderer:
             self.surface.note("  ✗ denied" + (f": {reason}" if reason else ""), "red")
 
     def _tool_result(self, event: SessionEvent) -> None:
+        if event.surface_op != "append":
+            return  # a pruned copy of an old result (compaction/prune says so)
         block: Any = Message.from_json(event.data["message"]).content[0]
         text = text_of(getattr(block, "content", ()))
         failed = bool(getattr(block, "is_error", False))
@@ -228,6 +236,14 @@ class Renderer:
     def _compaction_summary(self, event: SessionEvent) -> None:
         count = len(event.data.get("shadowedSeqs", ()))
         self.surface.note(f"⇣ compacted {count} earlier messages into a summary", "dim")
+
+    def _compaction_prune(self, event: SessionEvent) -> None:
+        count = len(event.data.get("shadowedSeqs", ()))
+        self.surface.note(f"⇣ pruned {count} old tool result{'s' if count != 1 else ''}", "dim")
+
+    def _plan_mode(self, event: SessionEvent) -> None:
+        active = event.data.get("active")
+        self.surface.note("◇ plan mode on" if active else "◇ plan mode off", "magenta")
 
     def _turn_end(self, event: SessionEvent) -> None:
         self._close_blocks()

@@ -11,8 +11,12 @@ import stat
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from ..agent import USER_CANCEL, Agent, RunResult, run_prompt
+from ..kernel import Context
+from ..plugins.plan_mode import PLAN_MODE
+from ..plugins.subagents import SUBAGENTS, SubagentRuntime
 from ..session import SESSION_EVENT, SessionEventPayload
 from ._format import describe_end
 from ._hooks import trust_note, untrusted_files
@@ -38,6 +42,8 @@ class RunOptions(Options):
     task: str | None = None
     json: bool = False
     banner: str | None = None
+    plan: bool = False
+    """`--plan`: start in plan mode (only reading tools run until a plan is approved)."""
 
 
 def read_task(task: str | None) -> str:
@@ -82,12 +88,50 @@ async def run_task(options: RunOptions) -> int:
             if options.banner:
                 surface.note(options.banner, "bold yellow")
             ctx.on(SESSION_EVENT, _printer(agent, renderer, as_json=options.json))
-            with _Interrupts(agent, surface):
+            if options.plan:
+                _plan_first(ctx, agent)
+            with _Interrupts(agent, surface) as interrupts:
                 result = await _until_done(run_prompt(agent, task))
+                if result is not None:
+                    result = await _until_done(_with_helpers(agent, result, interrupts.first))
             renderer.close()
         return _report(agent, result, route)
     finally:
         await ctx.owner.dispose()
+
+
+def _plan_first(ctx: Context, agent: Agent) -> None:
+    plan_mode = ctx.get(PLAN_MODE)
+    if plan_mode is None:
+        raise CliError("--plan needs the plan_mode plugin (its row is off in this profile)")
+    plan_mode.set(agent, True)
+
+
+async def _with_helpers(
+    agent: Agent, result: RunResult, interrupted: asyncio.Event
+) -> RunResult | None:
+    """The run once the subagents the task left working in the background are done: each
+    answer reaches the agent as a notice and may wake it for another turn, whose end is
+    then the run's. None when Ctrl-C stopped the wait (the helpers go with the runtime)."""
+    subagents = agent.ctx.get(SUBAGENTS)
+    if interrupted.is_set() or subagents is None or not _working(subagents, agent):
+        return result
+    start = result.events[0].seq if result.events else agent.session.seq
+    stop: asyncio.Future[Any] = asyncio.ensure_future(interrupted.wait())
+    try:
+        while working := _working(subagents, agent):
+            await asyncio.wait([*working, stop], return_when=asyncio.FIRST_COMPLETED)
+            if stop.done():
+                return None
+            await agent.when_idle()  # the turn a notice woke, if any
+    finally:
+        stop.cancel()
+    return RunResult.of_events(agent.session.events[start:], agent.id)
+
+
+def _working(subagents: SubagentRuntime, agent: Agent) -> list[asyncio.Future[Any]]:
+    """The pending results of `agent`'s background subagents that are working."""
+    return [child.result for child in subagents.children(agent) if child.active]
 
 
 def _printer(
@@ -107,7 +151,7 @@ def _printer(
     return on_event
 
 
-async def _until_done(run: Awaitable[RunResult]) -> RunResult | None:
+async def _until_done(run: Awaitable[RunResult | None]) -> RunResult | None:
     """The run's result, or None when the second Ctrl-C gave up waiting."""
     try:
         return await run
@@ -122,6 +166,8 @@ class _Interrupts:
         self.agent = agent
         self.surface = surface
         self.count = 0
+        self.first = asyncio.Event()
+        """Set by the first Ctrl-C."""
         self.main = asyncio.current_task()
         self.loop = asyncio.get_running_loop()
 
@@ -135,6 +181,7 @@ class _Interrupts:
     def interrupt(self) -> None:
         self.count += 1
         if self.count == 1:
+            self.first.set()
             self.surface.note("cancelling the turn… (Ctrl-C again to quit)", "yellow")
             self.agent.cancel(USER_CANCEL)
         elif self.main is not None:

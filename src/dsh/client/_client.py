@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import os
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..llm import Json
 
@@ -21,6 +22,12 @@ if TYPE_CHECKING:
 DEFAULT_COMMAND: tuple[str, ...] = (sys.executable, "-m", "dsh.server")
 _EXITED: dict[str, Json] = {"method": "<runtime exited>"}
 """Put on every subscriber's queue when the runtime's stdout closes."""
+
+
+QuestionHandler: TypeAlias = Callable[[dict[str, Json]], Awaitable[Json] | Json]
+"""Gets `{sessionId, callId, questions: [{question, header, options: [{label, description}],
+multiSelect}]}`; returns `{answers: [{selected: [label, ...], text}]}`, one per question, or
+`{answers: None}` when the person declines."""
 
 
 class HarnessRpcError(Exception):
@@ -60,6 +67,7 @@ class AsyncHarness:
         max_tokens: int | None = None,
         command: Sequence[str] = DEFAULT_COMMAND,
         env: Mapping[str, str] | None = None,
+        answer_questions: QuestionHandler | None = None,
     ) -> None:
         self.provider = provider
         self.model = model
@@ -67,6 +75,10 @@ class AsyncHarness:
         self.max_tokens = max_tokens
         self.command = tuple(command)
         self.env = dict(os.environ if env is None else env)
+        self.answer_questions = answer_questions
+        """Answers the model's questions (`session/ask-user-question`); without it the
+        runtime tells the model nobody can answer."""
+        self._answering: set[asyncio.Task[None]] = set()
         self._process: asyncio.subprocess.Process | None = None
         self._pending: dict[str, asyncio.Future[Json]] = {}
         self._subscribers: list[asyncio.Queue[dict[str, Json]]] = []
@@ -98,6 +110,8 @@ class AsyncHarness:
         params: dict[str, Json] = {"cwd": self.cwd, "provider": self.provider, "model": self.model}
         if self.max_tokens is not None:
             params["maxTokens"] = self.max_tokens
+        if self.answer_questions is not None:
+            params["capabilities"] = {"askUserQuestion": True}
         await self.request("initialize", params)
 
     async def _drain_stderr(self) -> None:
@@ -117,6 +131,11 @@ class AsyncHarness:
                     continue
                 if self.trace is not None:
                     self.trace.append(frame)
+                if "method" in frame and "id" in frame:
+                    task = asyncio.ensure_future(self._answer(frame))
+                    self._answering.add(task)
+                    task.add_done_callback(self._answering.discard)
+                    continue
                 if "method" in frame:
                     for queue in self._subscribers:
                         queue.put_nowait(frame)
@@ -138,20 +157,42 @@ class AsyncHarness:
             for queue in self._subscribers:
                 queue.put_nowait(_EXITED)
 
-    async def request(self, method: str, params: Json = None) -> Json:
+    async def _answer(self, frame: dict[str, Json]) -> None:
+        """Answer a request of the runtime (only `session/ask-user-question` is known)."""
+        reply: dict[str, Json] = {"jsonrpc": "2.0", "id": frame["id"]}
+        handler = self.answer_questions
+        if frame["method"] != "session/ask-user-question" or handler is None:
+            reply["error"] = {"code": -32601, "message": f"method not found: {frame['method']}"}
+        else:
+            try:
+                answered = handler(frame.get("params") or {})
+                reply["result"] = await answered if inspect.isawaitable(answered) else answered
+            except Exception as exc:
+                reply["error"] = {"code": -32603, "message": str(exc) or type(exc).__name__}
+        with contextlib.suppress(ConnectionError, OSError):
+            await self._write(reply)
+
+    async def _write(self, frame: dict[str, Json]) -> None:
         process = self._process
         if process is None or process.stdin is None:
             raise ConnectionError("the runtime is not running")
+        if self.trace is not None:
+            self.trace.append(frame)
+        process.stdin.write(json.dumps(frame, separators=(",", ":")).encode() + b"\n")
+        await process.stdin.drain()
+
+    async def request(self, method: str, params: Json = None) -> Json:
         id = str(uuid.uuid4())
         frame: dict[str, Json] = {"jsonrpc": "2.0", "id": id, "method": method}
         if params is not None:
             frame["params"] = params
         future: asyncio.Future[Json] = asyncio.get_running_loop().create_future()
         self._pending[id] = future
-        if self.trace is not None:
-            self.trace.append(frame)
-        process.stdin.write(json.dumps(frame, separators=(",", ":")).encode() + b"\n")
-        await process.stdin.drain()
+        try:
+            await self._write(frame)
+        except BaseException:
+            self._pending.pop(id, None)
+            raise
         return await future
 
     def subscribe(self) -> asyncio.Queue[dict[str, Json]]:
@@ -209,7 +250,7 @@ class AsyncHarness:
         except TimeoutError:
             process.kill()
             await process.wait()
-        for task in (self._reader, self._stderr):
+        for task in (self._reader, self._stderr, *self._answering):
             if task is not None:
                 await asyncio.gather(task, return_exceptions=True)
 

@@ -359,10 +359,13 @@ class CompactionEndEvent(Event):
 
 @event_class
 class CompactionPruneEvent(Event):
+    """Old tool results (`shadowed_seqs`) replaced by pruned copies (the pruner plugin)."""
+
     type: ClassVar[str] = "compaction/prune"
     shadowed_range: SeqRange = key(codec=RANGE)
     shadowed_seqs: tuple[int, ...] = key(codec=SEQS)
     shadowed_token_count: int = key()
+    trigger: str | None = key(default=None)
 
 
 @event_class
@@ -456,6 +459,25 @@ class ApprovalDecidedEvent(Event):
     reason: str | None = key(default=None)
 
 
+@event_class
+class SessionTitleEvent(Event):
+    """The session's title (the latest one counts): `source` is `{kind: fallback}` (the first
+    prompt's words) or `{kind: provider, provider, model: {provider, model}}` (a model's)."""
+
+    type: ClassVar[str] = "session/title"
+    title: str = key()
+    message_seqs: tuple[int, ...] = key(codec=SEQS)
+    source: Json = key()
+
+
+@event_class
+class PlanModeEvent(Event):
+    """Plan mode turned on or off (only reading tools run while it is on)."""
+
+    type: ClassVar[str] = "plan/mode"
+    active: bool = key()
+
+
 # -- everything else ---------------------------------------------------------------------------
 
 
@@ -512,6 +534,8 @@ TypedEvent: TypeAlias = (
     | SubagentDescriptorEvent
     | ApprovalAskedEvent
     | ApprovalDecidedEvent
+    | SessionTitleEvent
+    | PlanModeEvent
     | OtherEvent
 )
 """Every typed event; `match` on it and close with `assert_never`."""

@@ -21,8 +21,12 @@ from ._stores import MemoryStore, Store
 
 __all__ = ["FACADE_ROWS", "SETTINGS_ROWS", "blueprint"]
 
-_CODING = ("builtin-tools", "web-fetch", "jobs", "subagents")
-"""Rows that give the model tools of its own: on with `builtin_tools=True`."""
+_CODING = (
+    *("builtin-tools", "web-fetch", "jobs", "subagents"),
+    *("instructions", "skills", "ask-user", "plan-mode"),
+)
+"""Rows that make a coding agent — tools of its own, the workspace's AGENTS.md and skills:
+on with `builtin_tools=True`."""
 
 FACADE_ROWS: tuple[dict[str, Any], ...] = tuple(
     {**row, "disabled": True} if row["id"] in _CODING else dict(row)

@@ -52,6 +52,8 @@ class TokenUsage:
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
     reasoning_tokens: int | None = None
+    total_tokens: int | None = None
+    """A total the log states (the reference runtime 0.2.1 writes one); kept, not computed."""
 
     def to_json(self) -> dict[str, Json]:
         out: dict[str, Json] = {
@@ -64,6 +66,8 @@ class TokenUsage:
             out["cacheWriteTokens"] = self.cache_write_tokens
         if self.reasoning_tokens is not None:
             out["reasoningTokens"] = self.reasoning_tokens
+        if self.total_tokens is not None:
+            out["totalTokens"] = self.total_tokens
         return out
 
     @staticmethod
@@ -74,6 +78,7 @@ class TokenUsage:
             cache_read_tokens=data.get("cacheReadTokens"),
             cache_write_tokens=data.get("cacheWriteTokens"),
             reasoning_tokens=data.get("reasoningTokens"),
+            total_tokens=data.get("totalTokens"),
         )
 
     @property

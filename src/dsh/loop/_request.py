@@ -14,8 +14,9 @@ from ..llm import (
     LlmCallConfig,
     LlmError,
     PreparedCall,
+    new_message_id,
 )
-from ..session import EpochHeader
+from ..session import EpochHeader, ReplaceOp, SurfaceOp
 
 if TYPE_CHECKING:
     from ..prompt import PromptAssembly
@@ -46,7 +47,8 @@ class RequestBuilder:
         header = EpochHeader(
             config=config,
             adapter_defaults=prepared.adapter_defaults if prepared else AdapterDefaults(),
-            system=system or None,
+            # Format 4 logs the system prompt as a `system/message` instead.
+            system=None if self._session.header.system_on_surface else system or None,
             tools=tuple(assembly.tools),
         )
         self._log_header(header, previous)
@@ -113,6 +115,32 @@ class RequestBuilder:
         ):
             effort = previous.config.reasoning_effort
         return LlmCallConfig(provider, model, effort, max_tokens=options.max_tokens)
+
+    def log_system_prompt(self, turn: int, step: int, system: str) -> None:
+        """Format 4 (`SessionHeader.system_on_surface`): the system prompt is the first
+        surface node, a `system/message` logged before the step's messages, and replaced
+        when the prompt changes."""
+        session = self._session
+        if not session.header.system_on_surface or not system:
+            return
+        head = session.surface_head()
+        if head is not None and head.type == "system/message":
+            if session.system_prompt() == system:
+                return
+            op: SurfaceOp = ReplaceOp(head.seq, head.seq)
+            sources: list[int] | None = [head.seq]
+        elif head is None:
+            op, sources = "append", None
+        else:
+            return  # a surface that starts elsewhere (a fork of a format-0 log) cannot get one
+        message = {
+            "role": "system",
+            "content": [{"type": "text", "text": system}],
+            "source": {"kind": "system-prompt"},
+            "id": new_message_id(),
+        }
+        data = {"turn": turn, "step": step, "message": message}
+        session.append("system/message", data, surface_op=op, source_event_seqs=sources)
 
     def _log_header(self, header: EpochHeader, previous: EpochHeader | None) -> None:
         """`request/header`: `initial` (or `resume`) first, then only on a `change`."""

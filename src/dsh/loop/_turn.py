@@ -175,10 +175,12 @@ class TurnRunner:
             self._session.append("step/start", {"turn": activity.turn, "step": step})
             activity.step = step
             try:
+                system = render_prompt(assembly)
+                self._requests.log_system_prompt(activity.turn, step, system)
                 for message in messages:
                     self._session.append("user/message", message.to_json(), surface_op="append")
                     self._projection.committed(message, self._session.seq - 1)
-                outcome = await self._step(activity, assembly)
+                outcome = await self._step(activity, assembly, system)
                 if ends != "max-tokens":
                     ends = outcome  # max-tokens is sticky within the turn
             finally:
@@ -222,10 +224,9 @@ class TurnRunner:
 
     # -- one step ------------------------------------------------------------------------------
 
-    async def _step(self, activity: Activity, assembly: PromptAssembly) -> StepOutcome:
+    async def _step(self, activity: Activity, assembly: PromptAssembly, system: str) -> StepOutcome:
         """Call the model (again while `agent/request-error` says retry), commit its message,
         run its tool calls; the step's outcome."""
-        system = render_prompt(assembly)
         while True:
             request, prepared = await self._requests.build(activity, assembly, system)
             assembler, seqs = await self._stream(activity, request, prepared)

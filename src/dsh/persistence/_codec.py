@@ -9,10 +9,14 @@ from typing import Any
 
 from ..session import SessionEvent, SessionHeader
 from ._types import CorruptLogError, Record
+from ._v4 import VERSION as V4
+from ._v4 import lift_header, lift_rows, lower_event, lower_header
 
 __all__ = [
     "PACKED_TYPES",
     "ParsedLines",
+    "decode_header",
+    "decode_rows",
     "encode_header",
     "encode_lines",
     "encode_text",
@@ -33,13 +37,30 @@ def encode_text(value: Any) -> str:
     return _dumps(value)
 
 
-def records_of(events: Iterable[SessionEvent]) -> list[Record]:
-    """Each event's log line: `SessionEvent.to_json()` as compact JSON."""
+def records_of(events: Iterable[SessionEvent], header: SessionHeader | None = None) -> list[Record]:
+    """Each event's log line in the format of `header` (default: format 0, where the line
+    is `SessionEvent.to_json()`), as compact JSON."""
+    if header is not None and header.version == V4:
+        return [Record(e.seq, e.type, e.time, _dumps(lower_event(e, header))) for e in events]
     return [Record(e.seq, e.type, e.time, _dumps(e.to_json())) for e in events]
 
 
 def encode_header(header: SessionHeader) -> str:
-    return _dumps(header.to_json())
+    """The header line of `header`'s format."""
+    return _dumps(lower_header(header) if header.version == V4 else header.to_json())
+
+
+def decode_header(raw: Mapping[str, Any], rows: Sequence[Any] | None = None) -> SessionHeader:
+    """A stored header line as a `SessionHeader` (`rows`: the log's event lines, which say
+    where a format-4 fork's inherited prefix ends). Raises ValueError."""
+    if raw.get("version") == V4:
+        raw = lift_header(raw, rows)
+    return SessionHeader.from_json(raw)
+
+
+def decode_rows(header: Mapping[str, Any], rows: Sequence[Any]) -> Sequence[Any]:
+    """Stored event lines as this runtime's event lines (`import_events` reads them)."""
+    return lift_rows(rows) if header.get("version") == V4 else rows
 
 
 def encode_lines(texts: Sequence[str]) -> bytes:

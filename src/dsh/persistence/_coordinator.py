@@ -262,7 +262,8 @@ class WriteCoordinator:
             raise asyncio.CancelledError
 
     def _store(self, writer: _Writer, batch: list[SessionEvent], durable: bool) -> None:
-        records = records_of(batch)  # encoded here, in the worker thread, off the loop
+        # Encoded here, in the worker thread, off the loop, in the session's log format.
+        records = records_of(batch, writer.session.header)
         if writer.materialized:
             self.backend.append(writer.session.id, records, durable=durable)
         else:

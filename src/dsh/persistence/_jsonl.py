@@ -1,9 +1,15 @@
-"""The JSONL backend: `<root>/--<cwd>--/<id>/session.jsonl` (SPEC §3.8), append-only."""
+"""The JSONL backend: `<root>/--<cwd>--/<id>/session.jsonl` (SPEC §3.8), append-only.
+
+A session folder holds one log per format generation, as the reference runtime names them:
+`session.jsonl` (format 0) and `session.v4.jsonl` (format 4), each `.zstd` when compressed;
+the newest generation is the session's log.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
@@ -25,26 +31,115 @@ from ._types import (
 )
 from ._zstd import compress_frame, decode_frames
 
-__all__ = ["JsonlBackend", "project_dir_name"]
+__all__ = ["JsonlBackend", "RootContents", "log_name", "project_dir_name", "scan_root"]
 
-PLAIN = "session.jsonl"
-ZSTD = "session.jsonl.zstd"
 NO_CWD = "_no-cwd"
+_LOG = re.compile(r"^session(?:\.v([1-9][0-9]*))?\.jsonl(\.zstd)?$")
+_SAFE = re.compile(r"[A-Za-z0-9._-]")
 
 Compression = Literal["none", "zstd"]
 
 
-def project_dir_name(cwd: str | None) -> str:
-    """`/workspace/fx/ws` → `--workspace-fx-ws--`; `_no-cwd` when there is none."""
+def log_name(version: int, compression: Compression) -> str:
+    """`session.jsonl` (format 0) or `session.v<N>.jsonl`, `.zstd` when compressed."""
+    stem = "session.jsonl" if version == 0 else f"session.v{version}.jsonl"
+    return stem + ".zstd" if compression == "zstd" else stem
+
+
+def _generation(name: str) -> tuple[int, Compression] | None:
+    match = _LOG.match(name)
+    if match is None:
+        return None
+    return int(match.group(1) or 0), "zstd" if match.group(2) else "none"
+
+
+def project_dir_name(cwd: str | None, version: int = 0) -> str:
+    """`/workspace/fx/ws` → `--workspace-fx-ws--`; `_no-cwd` when there is none. Format 4
+    names it as the reference runtime 0.2.1 does: a run of separators is one `-`, other
+    characters outside `[A-Za-z0-9._-]` are `~XXXX`."""
     if not cwd:
         return NO_CWD
+    if version >= 4:
+        key = re.sub(r"[/\\:]+", "-", cwd)
+        key = "".join(c if c == "-" or _SAFE.fullmatch(c) else _unit_escape(c) for c in key)
+        return "--" + (key.lstrip("-") or "root")[:251] + "--"
     normalized = cwd.replace("\\", "/").strip("/")
     return "--" + normalized.replace("/", "-").replace(":", "-") + "--"
 
 
-def _escape_id(session_id: str) -> str:
+def _escape_id(session_id: str, version: int = 0) -> str:
+    if version >= 4:  # the reference's injective `~XXXX` escape of UTF-16 code units
+        if session_id in (".", ".."):
+            return session_id.replace(".", "~002E")
+        return "".join(c if _SAFE.fullmatch(c) else _unit_escape(c) for c in session_id)
     escaped = quote(session_id, safe="")
     return escaped if escaped not in (".", "..") else escaped.replace(".", "%2E")
+
+
+def _unit_escape(char: str) -> str:
+    units = char.encode("utf-16-be", "surrogatepass")
+    return "".join(f"~{units[i] << 8 | units[i + 1]:04X}" for i in range(0, len(units), 2))
+
+
+@dataclass(frozen=True, slots=True)
+class RootContents:
+    """What the logs under a root are: each (format version, compression) found."""
+
+    kinds: frozenset[tuple[int, Compression]]
+
+    @property
+    def versions(self) -> frozenset[int]:
+        return frozenset(version for version, _ in self.kinds)
+
+    def compression(self, version: int) -> Compression | None:
+        """The one compression of the root's logs of format `version` (None: none or both)."""
+        found = {compression for v, compression in self.kinds if v == version}
+        return found.pop() if len(found) == 1 else None
+
+
+def scan_root(root: Path) -> RootContents:
+    """The formats and compressions of the logs under `root` (one directory listing per
+    session folder)."""
+    kinds: set[tuple[int, Compression]] = set()
+    for session_dir in _session_dirs(root):
+        for name in _names(session_dir):
+            found = _generation(name)
+            if found is not None:
+                kinds.add(found)
+    return RootContents(frozenset(kinds))
+
+
+def _session_dirs(root: Path) -> list[Path]:
+    if not root.is_dir():
+        return []
+    return [
+        session_dir
+        for project in sorted(root.iterdir())
+        if project.is_dir()
+        for session_dir in sorted(project.iterdir())
+        if session_dir.is_dir()
+    ]
+
+
+def _names(folder: Path) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+def _newest_log(session_dir: Path) -> Path | None:
+    """The session's log: its newest format generation (plain before zstd in a tie)."""
+    best: tuple[int, int] | None = None
+    found: Path | None = None
+    for name in _names(session_dir):
+        generation = _generation(name)
+        if generation is None:
+            continue
+        rank = (generation[0], generation[1] == "none")
+        if (best is None or rank > best) and (session_dir / name).is_file():
+            best, found = rank, session_dir / name
+    return found
 
 
 @dataclass(slots=True)
@@ -79,17 +174,19 @@ class JsonlBackend:
     # -- paths -----------------------------------------------------------------------------
 
     def locate(self, header: SessionHeader) -> SessionLocation:
-        name = ZSTD if self.compression == "zstd" else PLAIN
-        path = self.root / project_dir_name(header.cwd) / _escape_id(header.id) / name
-        return SessionLocation(self.name, path)
+        version = header.version
+        folder = self.root / project_dir_name(header.cwd, version) / _escape_id(header.id, version)
+        return SessionLocation(self.name, folder / log_name(version, self.compression))
 
     def _find(self, session_id: str, *, refresh: bool = False) -> Path | None:
         with self._lock:
             known = self._known.get(session_id)
         if known is not None and known.path.exists():
             return known.path
-        path = self._indexed(refresh).get(_escape_id(session_id))
-        if path is None or not path.is_file():
+        index = self._indexed(refresh)
+        folder = index.get(_escape_id(session_id)) or index.get(_escape_id(session_id, 4))
+        path = None if folder is None else _newest_log(folder)
+        if path is None:
             return None
         with self._lock:
             self._known[session_id] = _Known(path, None)
@@ -100,14 +197,8 @@ class JsonlBackend:
             if self._index is not None and not refresh:
                 return self._index
         index: dict[str, Path] = {}
-        if self.root.is_dir():
-            for project in sorted(self.root.iterdir()):
-                if not project.is_dir():
-                    continue
-                for session_dir in project.iterdir():
-                    for name in (PLAIN, ZSTD):
-                        if (session_dir / name).is_file():
-                            index.setdefault(session_dir.name, session_dir / name)
+        for session_dir in _session_dirs(self.root):
+            index.setdefault(session_dir.name, session_dir)
         with self._lock:
             if self._index is None or refresh:
                 self._index = index
@@ -134,10 +225,11 @@ class JsonlBackend:
             raise SessionExistsError(f"session {header.id!r} is already stored")
         check_contiguous(header.id, records, 0)
         path = self.locate(header).path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # A format-4 session folder is private, as the reference runtime makes it.
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700 if header.version else 0o777)
         head = encode_lines([encode_header(header)])
         body = encode_lines([r.text for r in records])
-        if path.name == ZSTD:
+        if path.name.endswith(".zstd"):
             data = compress_frame(head) + (compress_frame(body) if body else b"")
         else:
             data = head + body
@@ -158,7 +250,7 @@ class JsonlBackend:
         with self._lock:
             self._known[header.id] = _Known(path, len(records))
             if self._index is not None:
-                self._index[_escape_id(header.id)] = path
+                self._index[path.parent.name] = path.parent
 
     def append(self, session_id: str, records: Sequence[Record], *, durable: bool) -> None:
         path = self._require(session_id)
@@ -167,7 +259,7 @@ class JsonlBackend:
         if not records:
             return
         data = encode_lines([r.text for r in records])
-        if path.name == ZSTD:
+        if path.name.endswith(".zstd"):
             data = compress_frame(data)
         # Unbuffered: when a write fails, nothing is left in a buffer to land after the cut.
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
@@ -203,7 +295,7 @@ class JsonlBackend:
         path = self._require(session_id)
         data = path.read_bytes()
         where = str(path)
-        if path.name == ZSTD:
+        if path.name.endswith(".zstd"):
             lines, valid = decode_frames(data, where)
             parsed = parse_lines(lines, where)
             if parsed.torn:
@@ -231,16 +323,12 @@ class JsonlBackend:
         return log
 
     def headers(self) -> list[Mapping[str, Any]]:
-        if not self.root.is_dir():
-            return []
         found: list[Mapping[str, Any]] = []
-        for project in sorted(self.root.iterdir()):
-            if not project.is_dir():
-                continue
-            for session_dir in sorted(project.iterdir()):
-                header = _read_header(session_dir)
-                if header is not None:
-                    found.append(header)
+        for session_dir in _session_dirs(self.root):
+            path = _newest_log(session_dir)
+            header = None if path is None else _read_header(path)
+            if header is not None:
+                found.append(header)
         found.sort(key=lambda h: (h.get("createdAt", 0), h.get("id", "")))
         return found
 
@@ -249,26 +337,22 @@ class JsonlBackend:
             self._known.clear()
 
 
-def _read_header(session_dir: Path) -> Mapping[str, Any] | None:
+def _read_header(path: Path) -> Mapping[str, Any] | None:
     """The header of a log that has events (None for header-only or unreadable logs)."""
-    for name in (PLAIN, ZSTD):
-        path = session_dir / name
-        if not path.is_file():
-            continue
-        try:
-            if name == ZSTD:
-                text, _ = decode_frames(path.read_bytes(), str(path))
-            else:
-                with open(path, "rb") as file:
-                    text = file.readline()
-                    text += file.read(1)  # one byte past the header says there are events
-            parsed = parse_lines(text, str(path))
-        except Exception:
-            return None
-        values = parsed.values
-        has_events = len(values) > 1 or parsed.torn > 0
-        if values and isinstance(values[0], dict) and values[0].get("type") == "session":
-            return values[0] if has_events else None
+    try:
+        if path.name.endswith(".zstd"):
+            text, _ = decode_frames(path.read_bytes(), str(path))
+        else:
+            with open(path, "rb") as file:
+                text = file.readline()
+                text += file.read(1)  # one byte past the header says there are events
+        parsed = parse_lines(text, str(path))
+    except Exception:
+        return None
+    values = parsed.values
+    has_events = len(values) > 1 or parsed.torn > 0
+    if values and isinstance(values[0], dict) and values[0].get("type") == "session":
+        return values[0] if has_events else None
     return None
 
 

@@ -10,9 +10,10 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..kernel import Context
+from ..kernel import SESSIONS, Context
+from ..workspace import dsh_home
 from ._backend import SessionBackend
-from ._jsonl import JsonlBackend
+from ._jsonl import Compression, JsonlBackend, scan_root
 from ._stored import StoredSessions
 from ._types import SESSION_PERSISTENCE, PersistenceError
 
@@ -21,6 +22,7 @@ __all__ = [
     "PersistencePlugin",
     "default_root",
     "mount_persistence",
+    "reference_home",
     "store_config",
 ]
 
@@ -36,23 +38,39 @@ class PersistenceConfig(BaseModel):
     `jsonl`."""
     root: str | None = None
     """The sessions root (JSONL), or the directory of `sessions.sqlite3` (SQLite).
-    Default: `$DSH_SESSION_ROOT`, else `~/.dsh/sessions`."""
+    Default: `$DSH_SESSION_ROOT`, else `$DSH_HOME/sessions` (`~/.dsh/sessions`)."""
+    format: Literal["auto", "v0", "v4"] = "auto"
+    """The format of new session logs: `v0` (the reference runtime 0.1.1's) or `v4` (0.2.1's,
+    which that runtime resumes). `auto`: v4 when the JSONL root already holds format-4 logs
+    or is the sessions folder of a `$DSH_HOME` the reference runtime uses, else v0."""
     path: str | None = None
     """SQLite only: the database file (overrides `root`)."""
     url: str | None = None
     """PostgreSQL only: the connection URL (`postgresql://user@host:port/db`)."""
     pool_size: int = Field(default=4, ge=1)
     """PostgreSQL only: connections for reads and writes (one more holds the leases)."""
-    compression: Literal["none", "zstd"] = "none"
-    """JSONL only: the encoding of new logs (`zstd` needs the `zstandard` package)."""
+    compression: Literal["auto", "none", "zstd"] = "auto"
+    """JSONL only: the encoding of new logs (`zstd` needs the `zstandard` package). `auto`:
+    the one the root's logs of the same format use, else zstd for format 4 (the reference's
+    default: it refuses a root that mixes both), else none."""
     batch_window_ms: float = Field(default=200.0, ge=0)
     """How long the first pending event waits for company before its batch is written."""
 
 
 def default_root(configured: str | None = None) -> Path:
-    """`configured`, else `$DSH_SESSION_ROOT`, else `~/.dsh/sessions` (user-expanded)."""
-    root = configured or os.environ.get(ROOT_ENV) or "~/.dsh/sessions"
-    return Path(root).expanduser()
+    """`configured`, else `$DSH_SESSION_ROOT`, else `$DSH_HOME/sessions` (`~/.dsh/sessions`
+    without `DSH_HOME`), user-expanded."""
+    root = configured or os.environ.get(ROOT_ENV)
+    return Path(root).expanduser() if root else dsh_home() / "sessions"
+
+
+def reference_home(home: Path) -> bool:
+    """Whether the reference runtime uses `home` as its `DSH_HOME` (its profile or state
+    files are there)."""
+    if (home / "storages").is_dir() or (home / "cordis.patch.yml").is_file():
+        return True
+    profiles = home / "profiles"
+    return profiles.is_dir() and any(profiles.glob("*/cordis.yml"))
 
 
 def check_writable(folder: Path, what: str) -> None:
@@ -99,8 +117,10 @@ def resolve_config(config: PersistenceConfig) -> PersistenceConfig:
     return config.model_copy(update={"backend": "jsonl"})
 
 
-def open_backend(config: PersistenceConfig) -> SessionBackend:
+def open_backend(config: PersistenceConfig) -> tuple[SessionBackend, int]:
+    """The backend of `config`, and the format version of the new logs it will hold."""
     config = resolve_config(config)
+    version = 4 if config.format == "v4" else 0
     if config.backend == "postgres":
         if not config.url:
             raise PersistenceError(
@@ -108,31 +128,51 @@ def open_backend(config: PersistenceConfig) -> SessionBackend:
             )
         from ._postgres import PostgresBackend
 
-        return PostgresBackend(config.url, pool_size=config.pool_size)
+        return PostgresBackend(config.url, pool_size=config.pool_size), version
     if config.backend == "sqlite":
         path = Path(config.path).expanduser() if config.path else None
         path = path or default_root(config.root) / SQLITE_FILE
         check_writable(path.parent, "the session database's folder")
         from ._sqlite import SqliteBackend
 
-        return SqliteBackend(path)
-    if config.compression == "zstd":
+        return SqliteBackend(path), version
+    root = default_root(config.root)
+    check_writable(root, "the session root")
+    contents = scan_root(root)
+    if config.format == "auto" and (
+        4 in contents.versions or (root == dsh_home() / "sessions" and reference_home(dsh_home()))
+    ):
+        version = 4
+    compression: Compression
+    if config.compression != "auto":
+        compression = config.compression
+    else:
+        # Follow the root's logs of this format: the reference refuses a root whose logs it
+        # shares in both encodings. Its default is zstd.
+        compression = contents.compression(version) or ("zstd" if version == 4 else "none")
+    if compression == "zstd":
         from ._zstd import compress_frame
 
         compress_frame(b"")  # fail at start, with the install hint, if zstandard is missing
-    check_writable(default_root(config.root), "the session root")
-    return JsonlBackend(default_root(config.root), compression=config.compression)
+    return JsonlBackend(root, compression=compression), version
 
 
 def mount_persistence(
-    ctx: Context, backend: SessionBackend, *, batch_window_ms: float = 200.0
+    ctx: Context,
+    backend: SessionBackend,
+    *,
+    batch_window_ms: float = 200.0,
+    format_version: int = 0,
 ) -> StoredSessions:
     """Provide `ctx.session_persistence` over `backend` and persist every session published
     in `ctx`'s tree, until `ctx`'s owner is disposed (then: a last drain, then
-    `backend.close()`). Use it to mount a backend of your own."""
+    `backend.close()`). New sessions get log format `format_version` (0 or 4) meanwhile.
+    Use it to mount a backend of your own."""
     service = StoredSessions(backend, batch_window_ms=batch_window_ms)
     ctx.owner.effect(backend.close)  # effects run LIFO: closed after the last drain
     service.attach(ctx)
+    if format_version:
+        ctx.owner.effect(ctx.require(SESSIONS).use_format(format_version))
     ctx.provide(SESSION_PERSISTENCE, service)
     return service
 
@@ -145,8 +185,8 @@ class PersistencePlugin:
 
     @staticmethod
     async def apply(ctx: Context, config: PersistenceConfig) -> None:
-        if resolve_config(config).backend == "postgres":  # it connects to a server
-            backend = await asyncio.to_thread(open_backend, config)
-        else:  # a folder probe: no thread to start and wait for
-            backend = open_backend(config)
-        mount_persistence(ctx, backend, batch_window_ms=config.batch_window_ms)
+        # It may connect to a server, or look at the root's logs.
+        backend, version = await asyncio.to_thread(open_backend, config)
+        mount_persistence(
+            ctx, backend, batch_window_ms=config.batch_window_ms, format_version=version
+        )

@@ -5,7 +5,9 @@ for every tool call of the open step that has none, then `step/end` if a step is
 `turn/end {reason: {kind: interrupted}}`. Then a message the turn claimed from the inbox but
 never logged as a `user/message` (a crash between the claim and the step that enters it)
 goes back to the front of its queue with an `agent/inbox/spliced`, so the resumed inbox
-holds it again. They carry the time of the last stored event.
+holds it again. They carry the time of the last stored event, and their lines are written in
+the log's format (format 4 words a call that never started as the reference runtime 0.2.1
+does, and cites no event for it).
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..session import SessionEvent, last_turn
-from ._codec import encode_text
+from ..session import SessionEvent, SessionHeader, last_turn
+from ._codec import encode_text, records_of
 from ._types import Record
+from ._v4 import NOT_STARTED_TEXT_V4
+from ._v4 import VERSION as V4
 
 __all__ = [
     "OUTCOME_UNKNOWN_TEXT",
@@ -70,9 +74,10 @@ class _Call:
     """The seq of its `tool/call`."""
 
 
-def repair_closers(events: Sequence[SessionEvent], seed_length: int = 0) -> Repair:
-    """The closers that balance `events` (empty when the last turn is closed); the inbox is
-    projected from `seed_length` on, as the agent's own (`SessionHeader.seed_length`)."""
+def repair_closers(events: Sequence[SessionEvent], header: SessionHeader | None = None) -> Repair:
+    """The closers that balance `events` (empty when the last turn is closed), as lines of
+    `header`'s format (default: format 0); the inbox is projected from its `seed_length` on,
+    as the agent's own."""
     open_turn = last_turn(events)
     if open_turn is None or open_turn.closed:
         return Repair()
@@ -95,18 +100,23 @@ def repair_closers(events: Sequence[SessionEvent], seed_length: int = 0) -> Repa
             pending.pop(_answered_call(data) or "", None)
     last = events[-1]
     seq, time = last.seq + 1, last.time
+    v4 = header is not None and header.version == V4
     closers: list[tuple[SessionEvent, Record]] = []
     for call in pending.values():
-        closers.append(_tool_result(turn, step, call, seq, time))
+        closers.append(_tool_result(turn, step, call, seq, time, v4=v4))
         seq += 1
+    plain: list[SessionEvent] = []
     if step is not None:
-        closers.append(_plain("step/end", seq, time, {"turn": turn, "step": step}))
+        plain.append(SessionEvent("step/end", seq, time, {"turn": turn, "step": step}))
         seq += 1
-    closers.append(_plain("turn/end", seq, time, {"turn": turn, "reason": {"kind": "interrupted"}}))
+    ended = {"turn": turn, "reason": {"kind": "interrupted"}}
+    plain.append(SessionEvent("turn/end", seq, time, ended))
+    seed_length = (header.seed_length or 0) if header is not None else 0
     for target, messages in _unlogged_claims(events, start, seed_length).items():
         seq += 1
         data = {"target": target, "start": 0, "inserted": messages}
-        closers.append(_plain("agent/inbox/spliced", seq, time, data))
+        plain.append(SessionEvent("agent/inbox/spliced", seq, time, data))
+    closers.extend(zip(plain, records_of(plain, header), strict=True))
     return Repair(tuple(e for e, _ in closers), tuple(r for _, r in closers))
 
 
@@ -158,43 +168,41 @@ def _answered_call(data: Mapping[str, Any]) -> str | None:
 
 
 def _tool_result(
-    turn: Any, step: Any, call: _Call, seq: int, time: int
+    turn: Any, step: Any, call: _Call, seq: int, time: int, *, v4: bool
 ) -> tuple[SessionEvent, Record]:
-    code = TOOL_OUTCOME_UNKNOWN if call.started_at is not None else TOOL_NOT_STARTED
+    started = call.started_at is not None
+    code = TOOL_OUTCOME_UNKNOWN if started else TOOL_NOT_STARTED
     name, text = _ERRORS[code]
-    # Key order as the reference runtime writes its repair (message: id, role, source,
-    # content; envelope: surfaceOp before sourceEventSeqs).
-    data = {
-        "turn": turn,
-        "step": step,
-        "message": {
-            "id": f"interrupted-tool-result-{call.id}-{seq}",
-            "role": "user",
-            "source": {"kind": "tool", "callId": call.id},
-            "content": [
-                {
-                    "type": "tool-result",
-                    "toolCallId": call.id,
-                    "isError": True,
-                    "content": [{"type": "text", "text": text}],
-                }
-            ],
-        },
-        "error": {"name": name, "code": code},
-    }
-    source = call.started_at if call.started_at is not None else call.requested_at
-    event = SessionEvent("tool/result", seq, time, data, "append", (source,))
-    line = {
-        "type": "tool/result",
-        "seq": seq,
-        "time": time,
-        "data": event.data,
-        "surfaceOp": "append",
-        "sourceEventSeqs": [source],
-    }
+    if v4 and not started:
+        text = NOT_STARTED_TEXT_V4
+    message_id = f"interrupted-tool-result-{call.id}-{seq}"
+    source = {"kind": "tool", "callId": call.id}
+    content = [{"type": "text", "text": text}]
+    error = {"name": name, "code": code}
+    # Key order as the reference runtime writes its repair (format 0 message: id, role,
+    # source, content; format 4: id, role, toolCallId, isError, source, content; envelope:
+    # surfaceOp before sourceEventSeqs).
+    block = {"type": "tool-result", "toolCallId": call.id, "isError": True, "content": content}
+    message: dict[str, Any] = {"id": message_id, "role": "user", "source": source}
+    message["content"] = [block]
+    data = {"turn": turn, "step": step, "message": message, "error": error}
+    cited = call.started_at if call.started_at is not None else call.requested_at
+    # Format 4 cites nothing for a call that never started (the reference refuses a citation).
+    seqs = (cited,) if started or not v4 else None
+    event = SessionEvent("tool/result", seq, time, data, "append", seqs)
+    stored = data
+    if v4:
+        message = {
+            "id": message_id,
+            "role": "tool",
+            "toolCallId": call.id,
+            "isError": True,
+            "source": source,
+            "content": content,
+        }
+        stored = {**data, "message": message}
+    line: dict[str, Any] = {"type": "tool/result", "seq": seq, "time": time, "data": stored}
+    line["surfaceOp"] = "append"
+    if seqs is not None:
+        line["sourceEventSeqs"] = list(seqs)
     return event, Record(seq, "tool/result", time, encode_text(line))
-
-
-def _plain(kind: str, seq: int, time: int, data: dict[str, Any]) -> tuple[SessionEvent, Record]:
-    event = SessionEvent(kind, seq, time, data)
-    return event, Record(seq, kind, time, encode_text(event.to_json()))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..session import ForkSeed, Session, SessionEvent, SessionHeader, fork_seed, import_events
 from ._backend import RawLog, SessionBackend
-from ._codec import records_of
+from ._codec import decode_header, decode_rows, records_of
 from ._coordinator import WriteCoordinator
 from ._repair import repair_closers
 from ._spill import BlobStore, CachedSpills, SpillArea
@@ -84,9 +84,10 @@ class StoredSessions:
                 raise TypeError(f"append() takes SessionEvents, got {type(event).__name__}")
 
         def write() -> None:
-            records = records_of(events)
             with _commit_lock(self.backend.store_id, session_id):
-                self.backend.append(session_id, records, durable=True)
+                stored = self.backend.read(session_id, from_seq=events[0].seq if events else 0)
+                header = _header(session_id, stored)
+                self.backend.append(session_id, records_of(events, header), durable=True)
 
         await asyncio.to_thread(write)
 
@@ -159,7 +160,7 @@ class StoredSessions:
         def read() -> builtins.list[SessionEvent]:
             with _bulk_load():
                 raw = self.backend.read(session_id, from_seq=from_seq)
-                return import_events(raw.rows, session_id)
+                return import_events(decode_rows(raw.header, raw.rows), session_id)
 
         return await asyncio.to_thread(read)
 
@@ -169,7 +170,7 @@ class StoredSessions:
         headers: builtins.list[SessionHeader] = []
         for item in raw:
             try:
-                headers.append(SessionHeader.from_json(item))
+                headers.append(decode_header(item))
             except ValueError as exc:
                 _log.warning("skipping an unreadable session header %r: %s", item.get("id"), exc)
         return headers
@@ -196,14 +197,9 @@ class StoredSessions:
 
     def _read_locked(self, session_id: str, *, commit: bool) -> tuple[StoredLog, RawLog]:
         raw = self.backend.read(session_id, truncate_torn=commit)
-        try:
-            header = SessionHeader.from_json(raw.header)
-        except ValueError as exc:
-            raise CorruptLogError(f"session {session_id!r}: {exc}") from None
-        if header.id != session_id:
-            raise CorruptLogError(f"session {session_id!r}: its header names {header.id!r}")
-        events = import_events(raw.rows, session_id)
-        repair = repair_closers(events, header.seed_length or 0)
+        header = _header(session_id, raw)
+        events = import_events(decode_rows(raw.header, raw.rows), session_id)
+        repair = repair_closers(events, header)
         if repair and commit:
             if len(events) != raw.next_seq:
                 raise PersistenceError(
@@ -217,6 +213,16 @@ class StoredSessions:
     def _refuse_live(self, session_id: str, action: str) -> None:
         if self.coordinator.is_live(session_id):
             raise SessionLiveError(f"session {session_id!r} is live in this process: not {action}")
+
+
+def _header(session_id: str, raw: RawLog) -> SessionHeader:
+    try:
+        header = decode_header(raw.header, raw.rows)
+    except ValueError as exc:
+        raise CorruptLogError(f"session {session_id!r}: {exc}") from None
+    if header.id != session_id:
+        raise CorruptLogError(f"session {session_id!r}: its header names {header.id!r}")
+    return header
 
 
 # One lock per (store, session id) in this process, held (in worker threads) while a seam

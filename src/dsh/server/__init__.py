@@ -1,8 +1,9 @@
 """The JSON-RPC stdio runtime, wire-compatible with the reference SDK protocol."""
 
+from ._launch import PROFILE_ENV
 from ._protocol import RpcError
 from ._server import SERVER_INFO, JsonRpcServer
-from ._stdio import PROFILE_ENV, FrameOutput, line_queue, main, serve
+from ._stdio import FrameOutput, line_queue, main, serve
 
 __all__ = [
     "PROFILE_ENV",

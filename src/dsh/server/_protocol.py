@@ -42,6 +42,19 @@ class Request:
         return self.id is None
 
 
+@dataclass(frozen=True, slots=True)
+class Response:
+    """The client's answer to a request the server sent (`session/ask-user-question`)."""
+
+    id: Json
+    result: Json = None
+    error: Json = None
+
+
+def request(id: str, method: str, params: Json) -> dict[str, Json]:
+    return {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
+
+
 def encode(frame: dict[str, Json]) -> bytes:
     """One frame, as the reference writes it: compact, UTF-8, newline-terminated."""
     return json.dumps(frame, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
@@ -62,8 +75,9 @@ def notification(method: str, params: Json) -> dict[str, Json]:
     return {"jsonrpc": "2.0", "method": method, "params": params}
 
 
-def parse(line: bytes) -> Request | dict[str, Json] | None:
-    """A request, or an error frame to send back, or None (a line to ignore)."""
+def parse(line: bytes) -> Request | Response | dict[str, Json] | None:
+    """A request, a response to one of ours, an error frame to send back, or None (a line to
+    ignore)."""
     text = line.decode("utf-8", "replace").strip()
     if not text:
         return None
@@ -78,11 +92,21 @@ def parse(line: bytes) -> Request | dict[str, Json] | None:
         return None
     id = frame.get("id")
     if "method" not in frame:
-        return None  # a response from the client: nothing to do with it
+        if id is None:
+            return None
+        return Response(id, frame.get("result"), frame.get("error"))
     method = frame["method"]
     if not isinstance(method, str) or (id is not None and not isinstance(id, str | int)):
         return error(id if isinstance(id, str | int) else None, INVALID_REQUEST, "invalid request")
     return Request(method, frame.get("params"), id)
+
+
+class InitializeCapabilities(BaseModel):
+    """What the client can do beyond the reference protocol."""
+
+    model_config = ConfigDict(extra="ignore")
+    ask_user_question: bool = Field(default=False, alias="askUserQuestion")
+    """It answers `session/ask-user-question` requests (a person is at hand)."""
 
 
 class InitializeParams(BaseModel):
@@ -92,6 +116,7 @@ class InitializeParams(BaseModel):
     model: str
     max_tokens: int | None = Field(default=None, alias="maxTokens")
     reasoning_effort: str | None = Field(default=None, alias="reasoningEffort")
+    capabilities: InitializeCapabilities = Field(default_factory=InitializeCapabilities)
 
     @field_validator("cwd")
     @classmethod

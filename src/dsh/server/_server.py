@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -11,8 +12,9 @@ from pydantic import ValidationError
 
 from ..agent import AGENT_STATUS, USER_CANCEL, AgentHandle, AgentOptions, StatusChange
 from ..agent import ResumeAgentOptions as _Resume
-from ..kernel import Context, TraceContext, resolve_plugin, using_trace
+from ..kernel import Context, Disposer, TraceContext, resolve_plugin, using_trace
 from ..llm import USER_SOURCE, Json, LlmError, Message, blocks_from_json, new_message_id
+from ..plugins.ask_user import QUESTIONS, Answer, QuestionError, QuestionRequest
 from ..plugins.subagents import SUBAGENT_END, SubagentEnd
 from ..session import (
     SESSION_CREATED,
@@ -27,11 +29,13 @@ from ._protocol import (
     InitializeParams,
     PromptParams,
     Request,
+    Response,
     RpcError,
     SessionParams,
     notification,
     params_error,
 )
+from ._protocol import request as request_frame
 
 _log = logging.getLogger("dsh.server")
 
@@ -54,6 +58,10 @@ class JsonRpcServer:
         self.handles: dict[str, AgentHandle] = {}
         self.creating: dict[str, asyncio.Future[AgentHandle]] = {}
         self.shutting_down = False
+        self.asking: dict[str, asyncio.Future[Json]] = {}
+        """Requests sent to the client, by id, until it answers."""
+        self.ids = itertools.count(1)
+        self.answering: Disposer | None = None
         self.methods: dict[str, Callable[[Json], Awaitable[Json]]] = {
             "initialize": self.initialize,
             "session/prompt": self.prompt,
@@ -122,6 +130,9 @@ class JsonRpcServer:
         await self.ctx.settled()
         await self._ensure_adapter(parsed.provider)
         self.cwd = parsed.cwd
+        questions = self.ctx.get(QUESTIONS)
+        if parsed.capabilities.ask_user_question and questions and self.answering is None:
+            self.answering = questions.set_answerer(self.ask_client)
         self.options = AgentOptions(
             provider=parsed.provider,
             model=parsed.model,
@@ -211,9 +222,52 @@ class JsonRpcServer:
         handle.agent.cancel(USER_CANCEL)
         return {}
 
+    # -- requests to the client -------------------------------------------------------------
+
+    async def ask_client(self, request: QuestionRequest) -> list[Answer] | None:
+        """The questions answerer of a client that declared `askUserQuestion`: a
+        `session/ask-user-question` request; `{answers: null}` means declined."""
+        params: dict[str, Json] = {
+            "sessionId": request.session_id,
+            "callId": request.call_id,
+            "questions": [q.to_json() for q in request.questions],
+        }
+        result = await self.request_client("session/ask-user-question", params)
+        answers = result.get("answers") if isinstance(result, dict) else None
+        if answers is None:
+            return None
+        if not isinstance(answers, list) or not all(isinstance(a, dict) for a in answers):
+            raise QuestionError("the client's answer is not {answers: [{selected, text}, ...]}")
+        return [Answer.from_json(a) for a in answers]
+
+    async def request_client(self, method: str, params: Json) -> Json:
+        """Send the client a request and wait for its response (an error raises)."""
+        id = f"dsh-{next(self.ids)}"
+        future: asyncio.Future[Json] = asyncio.get_running_loop().create_future()
+        self.asking[id] = future
+        try:
+            self.send(request_frame(id, method, params))
+            return await future
+        finally:
+            self.asking.pop(id, None)
+
+    def received(self, response: Response) -> None:
+        """A response to one of our requests (a late or unknown one is dropped)."""
+        future = self.asking.get(response.id) if isinstance(response.id, str) else None
+        if future is None or future.done():
+            return
+        if isinstance(response.error, dict):
+            message = str(response.error.get("message") or "the client failed")
+            future.set_exception(QuestionError(f"the client answered with an error: {message}"))
+        else:
+            future.set_result(response.result)
+
     async def shutdown(self, params: Json = None) -> Json:
         """Dispose every agent this server created (idempotent)."""
         self.shutting_down = True
+        for future in self.asking.values():
+            if not future.done():  # nobody will answer any more
+                future.set_exception(QuestionError("the client is gone"))
         handles = list(self.handles.values())
         self.handles.clear()
         await asyncio.gather(*(h.dispose() for h in handles), return_exceptions=True)

@@ -12,20 +12,22 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .._process import lighten_imports
-from ..kernel import Owner, boot, load_profile
+from ..kernel import CompositionError, Owner, Profile, boot, load_profile
 from ..llm import Json
-from ._protocol import INTERNAL_ERROR, Request, RpcError, encode, error, parse, response
+from ._launch import Launch, LaunchError, compose, parse_args, profile_files
+from ._protocol import (
+    INTERNAL_ERROR,
+    Request,
+    Response,
+    RpcError,
+    encode,
+    error,
+    parse,
+    response,
+)
 from ._server import JsonRpcServer, describe_error
 
 _log = logging.getLogger("dsh.server")
-
-PROFILE_ENV = "DSH_PROFILE"
-"""Profile files layered over the default profile, separated by the OS path separator."""
-
-
-def profile_files() -> list[Path]:
-    raw = os.environ.get(PROFILE_ENV, "")
-    return [Path(p) for p in raw.split(os.pathsep) if p]
 
 
 class FrameOutput:
@@ -101,10 +103,15 @@ async def serve(
     stdin: BinaryIO | None = None,
     stdout: BinaryIO | None = None,
     profiles: Sequence[Path] | None = None,
+    *,
+    profile: Profile | None = None,
 ) -> int:
-    """Run the JSON-RPC runtime until `shutdown` or the end of stdin; returns the exit code."""
+    """Run the JSON-RPC runtime until `shutdown` or the end of stdin; returns the exit code.
+    The composition is `profile`, else the default profile with `profiles` (default: the
+    `DSH_PROFILE` files) layered over it."""
     output = FrameOutput(stdout or sys.stdout.buffer)
-    profile = load_profile(profile_files() if profiles is None else profiles)
+    if profile is None:
+        profile = load_profile(profile_files() if profiles is None else profiles)
     # No person is on the other end of the wire to answer approval asks: the policy's
     # allow and deny rules still hold, and its asks are approved.
     ctx = await boot(profile.with_config("approval", auto_approve=True))
@@ -118,6 +125,9 @@ async def serve(
                 break
             frame = parse(line)
             if frame is None:
+                continue
+            if isinstance(frame, Response):
+                server.received(frame)
                 continue
             if not isinstance(frame, Request):
                 output.send(frame)
@@ -153,12 +163,19 @@ async def _answer(server: JsonRpcServer, request: Request, output: FrameOutput) 
         output.send(response(request.id, result))
 
 
-def main() -> None:
-    """Entry point of `dsh-jsonrpc-agent` and `dsh jsonrpc`: logs go to stderr only."""
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of `dsh-jsonrpc-agent` and `dsh jsonrpc`: logs go to stderr only.
+    Arguments: the reference SDK's launch flags (`--profile NAME`, `--patch FILE`)."""
     lighten_imports()
     logging.basicConfig(
         stream=sys.stderr,
         level=os.environ.get("DSH_LOG_LEVEL", "WARNING").upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    sys.exit(asyncio.run(serve()))
+    try:
+        launch: Launch = parse_args(sys.argv[1:] if argv is None else argv)
+        profile = compose(launch, lambda line: print(line, file=sys.stderr))
+    except (LaunchError, CompositionError) as exc:
+        print(f"dsh-jsonrpc-agent: {exc}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(asyncio.run(serve(profile=profile)))

@@ -9,7 +9,7 @@ from ._events import (
     SessionEventPayload,
 )
 from ._fork import ForkError, ForkSeed, fork_seed
-from ._header import FORMAT_VERSION, EpochHeader, SessionHeader, SessionMeta
+from ._header import FORMAT_VERSION, FORMAT_VERSIONS, EpochHeader, SessionHeader, SessionMeta
 from ._history import History
 from ._import import import_events
 from ._json import FrozenDict, FrozenList, LosslessJsonError, freeze_json, thaw_json
@@ -38,6 +38,7 @@ from ._usage import (
 
 __all__ = [
     "FORMAT_VERSION",
+    "FORMAT_VERSIONS",
     "SESSION_CREATED",
     "SESSION_DISPOSED",
     "SESSION_EVENT",

@@ -10,9 +10,13 @@ from typing import Any, Literal
 from ..llm import AdapterDefaults, LlmCallConfig, ToolSchema
 from ._json import Json, freeze_json
 
-__all__ = ["FORMAT_VERSION", "EpochHeader", "SessionHeader", "SessionMeta"]
+__all__ = ["FORMAT_VERSION", "FORMAT_VERSIONS", "EpochHeader", "SessionHeader", "SessionMeta"]
 
 FORMAT_VERSION = 0
+"""The log format of the reference runtime 0.1.1 (SPEC §4.2): new sessions by default."""
+FORMAT_VERSIONS = frozenset({0, 4})
+"""The formats a log may have: 0, and 4 (the reference runtime 0.2.1's), whose lines the
+persistence package translates (a `SessionHeader` of either holds this runtime's events)."""
 
 _HEADER_KEYS = (
     "type",
@@ -64,6 +68,12 @@ class SessionHeader:
     version: int = FORMAT_VERSION
     extra: Mapping[str, Json] = field(default_factory=dict)
 
+    @property
+    def system_on_surface(self) -> bool:
+        """Whether the system prompt is logged as the first surface node (`system/message`,
+        replaced when it changes) instead of in `request/header`: format 4."""
+        return self.version >= 4
+
     def to_json(self) -> dict[str, Json]:
         out: dict[str, Json] = {
             "type": "session",
@@ -87,11 +97,12 @@ class SessionHeader:
 
     @staticmethod
     def from_json(raw: Mapping[str, Json]) -> SessionHeader:
-        """Validate a header line. Only format version 0 is read."""
+        """Validate a header line (format 0, or a format-4 header as persistence reads it)."""
         if not isinstance(raw, Mapping) or raw.get("type") != "session":
             raise ValueError("not a session header (expected type 'session')")
-        if raw.get("version") != FORMAT_VERSION:
-            raise ValueError(f"unsupported session format version {raw.get('version')!r}")
+        version = raw.get("version")
+        if type(version) is not int or version not in FORMAT_VERSIONS:
+            raise ValueError(f"unsupported session format version {version!r}")
         values: dict[str, Any] = {
             "id": _get(raw, "id", str),
             "created_at": _get(raw, "createdAt", int),
@@ -101,6 +112,7 @@ class SessionHeader:
             "origin": _get(raw, "origin", str, optional=True),
             "delegation_depth": _get(raw, "delegationDepth", int, optional=True) or 0,
             "agent_preset": _get(raw, "agentPreset", str, optional=True),
+            "version": version,
         }
         extra = {k: v for k, v in raw.items() if k not in _HEADER_KEYS}
         return SessionHeader(**values, extra=freeze_json(extra, "header"))

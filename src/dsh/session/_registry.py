@@ -31,7 +31,12 @@ class UnknownEventTypeError(InvalidEventError):
     """An event type nobody registered, on an envelope not marked `ignorable`."""
 
 
-SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
+SURFACE_TYPES = frozenset(
+    {"user/message", "assistant/message", "tool/result", "system/message", "developer/message"}
+)
+"""The event types that are surface nodes. `system/message` (the system prompt, the first
+node of a format-4 log) and `developer/message` (the reference runtime's tool announcements)
+are nodes that contribute no history message: the loop sends its own system prompt and tools."""
 
 _CORE_LOG = (
     "turn/start",
@@ -75,6 +80,23 @@ _PERIPHERAL = (
     "agent-preset/selected",
     "team/*",
     "tool-workflow/*",
+    # The rest of the vocabulary of the reference runtime's session format 4 (0.2.1).
+    "session-log-deepseek/delivery-accepted",
+    "job/registered",
+    "job/settled",
+    "assistant/attempt",
+    "deliverables/presented",
+    "feedback/message-delete",
+    "feedback/message-put",
+    "image/offload",
+    "model/selection",
+    "subagent/catalog",
+    "subagent/model-selection-policy",
+    "tool/ptc-dispatch-start",
+    "tool/ptc-dispatch",
+    "web/deepseek-search-llm-request",
+    "working-directory/change",
+    "workspace/changes",
 )
 
 _known: dict[str, EventKind] = {

@@ -198,6 +198,10 @@ class Session:
             surface = self._surface = Surface(tuple(self._nodes), self._replace_generation)
         return surface
 
+    def surface_head(self) -> SessionEvent | None:
+        """The event of the first surface node (None while the surface is empty)."""
+        return self._events[self._nodes[0]] if self._nodes else None
+
     @property
     def replace_generation(self) -> int:
         """How many surface replacements this session has seen (cheaper than `surface`)."""
@@ -221,6 +225,18 @@ class Session:
             cached = self._epoch = (event, EpochHeader.from_json(header))
         return cached[1]
 
+    def system_prompt(self) -> str | None:
+        """The system prompt the log says requests carry: the latest `request/header`'s
+        `system`, or (`header.system_on_surface`: format 4) the text of the `system/message`
+        at the head of the surface."""
+        if not self._header.system_on_surface:
+            header = self.request_header()
+            return None if header is None else header.system
+        head = self.surface_head()
+        if head is None or head.type != "system/message":
+            return None
+        return Message.from_json(head.data["message"]).text or None
+
     def request_context(self) -> Mapping[str, Json] | None:
         """The latest `request/context` data (`{provider, model, contextWindow?}`), or None."""
         event = self._latest.get("request/context")
@@ -230,8 +246,9 @@ class Session:
         """The model history: the messages of the surface nodes, in order.
 
         `user/message` gives the stored message; `assistant/message` its message unless the
-        content is empty; `tool/result` its message. Cached: a surface append extends the
-        cache, a replace rebuilds it.
+        content is empty; `tool/result` its message; `system/message` and
+        `developer/message` nothing. Cached: a surface append extends the cache, a replace
+        rebuilds it.
         """
         return History(self._derived, replay_providers=self._replay)
 
@@ -400,7 +417,16 @@ def _where(kind: str, seq: int) -> str:
     return f"event {seq} ({kind})"
 
 
-_ROLES = {"user/message": "user", "assistant/message": "assistant", "tool/result": "user"}
+_ROLES = {
+    "user/message": "user",
+    "assistant/message": "assistant",
+    "tool/result": "user",
+    "system/message": "system",
+    "developer/message": "developer",
+}
+_NO_HISTORY = frozenset({"system/message", "developer/message"})
+"""Surface nodes whose message stays out of the derived history (the loop sends its own
+system prompt and tools)."""
 
 
 def _surface_message(kind: str, data: Mapping[str, Json], where: str) -> Message | None:
@@ -420,6 +446,8 @@ def _surface_message(kind: str, data: Mapping[str, Json], where: str) -> Message
         raise InvalidEventError(f"{where}: the message needs a source with a kind")
     if not isinstance(raw.get("content"), list):
         raise InvalidEventError(f"{where}: the message content must be a list of blocks")
+    if kind in _NO_HISTORY:
+        return None
     try:
         message = Message.from_json(raw)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

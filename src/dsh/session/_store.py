@@ -17,7 +17,7 @@ from ._events import (
     SessionEventPayload,
 )
 from ._fork import fork_seed
-from ._header import SessionHeader, SessionMeta
+from ._header import FORMAT_VERSION, FORMAT_VERSIONS, SessionHeader, SessionMeta
 from ._session import Session, _now
 
 if TYPE_CHECKING:
@@ -59,11 +59,12 @@ class _Entry(Publication):
 
 
 class _StoreState:
-    __slots__ = ("entries",)
+    __slots__ = ("entries", "format_version")
 
     def __init__(self) -> None:
         self.entries: dict[str, _Entry] = {}
         """Live sessions by id, in the order they were entered."""
+        self.format_version = FORMAT_VERSION
 
 
 class SessionStore:
@@ -100,6 +101,25 @@ class SessionStore:
     def list(self) -> builtins.list[Session]:
         """Live sessions in creation order."""
         return [entry.session for entry in self._state.entries.values()]
+
+    @property
+    def format_version(self) -> int:
+        """The log format of new sessions (`SessionHeader.version`): 0 unless a persistence
+        that writes format-4 logs said otherwise (`use_format`)."""
+        return self._state.format_version
+
+    def use_format(self, version: int) -> Disposer:
+        """New sessions get log format `version` (0 or 4) until the returned disposer runs.
+        Persistence calls it: the format is the one of the logs it writes."""
+        if version not in FORMAT_VERSIONS:
+            raise ValueError(f"unknown session format version {version!r}")
+        state = self._state
+        previous, state.format_version = state.format_version, version
+
+        def restore() -> None:
+            state.format_version = previous
+
+        return Disposer(None, restore)
 
     # -- creation and publication ----------------------------------------------------------
 
@@ -146,6 +166,7 @@ class SessionStore:
             origin=meta.origin,
             delegation_depth=meta.delegation_depth,
             agent_preset=meta.agent_preset,
+            version=self._state.format_version,
         )
         return Session(header, seed)
 

@@ -1,5 +1,6 @@
 """The tool registry and its guarded execution pipeline (`ctx.tools`)."""
 
+from ._answerers import Answerers
 from ._decorator import fit_schema, pydantic_violations, tool
 from ._events import (
     TOOLS_CHANGE,
@@ -73,6 +74,7 @@ __all__ = [
     "TOOLS_RESULT",
     "Accept",
     "Allow",
+    "Answerers",
     "ApprovalAnswer",
     "ApprovalService",
     "Ask",

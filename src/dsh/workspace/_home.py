@@ -9,7 +9,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SettingsError", "dsh_home", "edit_json_file", "read_json_object"]
+__all__ = [
+    "SettingsError",
+    "agent_workspace",
+    "dsh_home",
+    "edit_json_file",
+    "project_folders",
+    "read_json_object",
+]
 
 
 class SettingsError(ValueError):
@@ -20,6 +27,23 @@ def dsh_home() -> Path:
     """`$DSH_HOME` when set, else `~/.dsh` (not created here)."""
     home = os.environ.get("DSH_HOME")
     return Path(home).expanduser() if home else Path.home() / ".dsh"
+
+
+def agent_workspace(agent: object) -> Path:
+    """The workspace of an agent: its session's `cwd`, else the process's working directory."""
+    session = getattr(agent, "session", None)
+    cwd = getattr(getattr(session, "header", None), "cwd", None)
+    return Path(cwd) if cwd else Path(os.getcwd())
+
+
+def project_folders(workspace: Path) -> list[Path]:
+    """The folders from the repository root (the nearest one at or above `workspace` that
+    holds `.git`) down to `workspace`; outside a repository, `workspace` alone."""
+    chain = [workspace, *workspace.parents]
+    for depth, folder in enumerate(chain):
+        if os.path.lexists(folder / ".git"):
+            return chain[depth::-1]
+    return [workspace]
 
 
 def read_json_object(path: Path) -> dict[str, Any] | None:

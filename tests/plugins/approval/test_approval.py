@@ -200,20 +200,28 @@ def test_default_policy() -> None:
     config = ApprovalConfig()
     kinds = {
         name: type(decide(config, name)).__name__
-        for name in ("read", "glob", "grep", "todo_write", "write", "edit", "bash", "web_fetch")
+        for name in (
+            *("read", "glob", "grep", "todo_write", "skill", "ask_user_question"),
+            *("list_agents", "interrupt_agent"),
+            *("write", "edit", "bash", "web_fetch"),
+        )
     }
     assert kinds == {
         "read": "Allow",
         "glob": "Allow",
         "grep": "Allow",
         "todo_write": "Allow",
+        "skill": "Allow",
+        "ask_user_question": "Allow",
+        "list_agents": "Allow",
+        "interrupt_agent": "Allow",
         "write": "Ask",
         "edit": "Ask",
         "bash": "Ask",
         "web_fetch": "Ask",
     }
     assert decide(config, "web_fetch") == Ask("approval policy: no rule matched")
-    assert len(DEFAULT_POLICY) == 7
+    assert len(DEFAULT_POLICY) == 11
 
 
 def test_user_rules_come_first_and_patterns_match() -> None:

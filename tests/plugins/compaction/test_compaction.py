@@ -238,3 +238,25 @@ async def test_compaction_starting_comes_before_the_bracket(runtime: Runtime) ->
     [(trigger, turn, logged)] = seen
     assert (trigger, turn) == ("manual", None)
     assert agent.session.events[logged].type == "compaction/start"
+
+
+async def test_a_format_4_session_keeps_its_system_message_and_summarises_with_it(
+    runtime: Runtime,
+) -> None:
+    runtime.ctx.sessions.use_format(4)  # the system prompt is logged as the surface's head
+    model, agent = await setup(runtime, window=10**6, retain_tokens=0)
+    model.add(reply(LONG), reply(LONG))
+    await run_prompt(agent, f"one {LONG}")
+    await run_prompt(agent, f"two {LONG}")
+    system = agent.session.system_prompt()
+    assert system and agent.session.request_header().system is None  # type: ignore[union-attr]
+    model.add(reply("SUMMARY of one and two"), reply("after compaction"))
+    assert await runtime.ctx.require(COMPACTION).compact_now(agent) is not None
+    (summarising,) = [r for r in model.requests if r.purpose == "compaction"]
+    assert summarising.system == system
+    head = agent.session.surface_head()
+    assert head is not None and head.type == "system/message"
+    assert "<compacted-summary>" in agent.session.derive_messages()[0].text
+    await run_prompt(agent, "three")
+    assert model.requests[-1].system == system
+    assert not runtime.violations

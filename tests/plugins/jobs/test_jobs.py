@@ -228,7 +228,7 @@ async def test_unloading_the_plugin_cancels_jobs(runtime: Runtime) -> None:
 
 async def test_background_subagent_result_read_with_job_output(runtime: Runtime) -> None:
     await mount(runtime)
-    await runtime.ctx.plugin(SubagentsPlugin, {})
+    await runtime.ctx.plugin(SubagentsPlugin, {"background_mode": "job"})
     parent_script = iter(
         [
             reply(
@@ -262,7 +262,7 @@ async def test_background_subagent_result_read_with_job_output(runtime: Runtime)
 
 
 async def test_background_refused_without_jobs(runtime: Runtime) -> None:
-    await runtime.ctx.plugin(SubagentsPlugin, {})
+    await runtime.ctx.plugin(SubagentsPlugin, {"background_mode": "job"})
     agent = await runtime.agent()
     refused = await call(
         runtime, agent, "subagent", {"description": "d", "prompt": "p", "run_in_background": True}

@@ -336,6 +336,22 @@ async def test_content_is_recorded_when_asked_with_credentials_masked(
         await rt.ctx.owner.dispose()
 
 
+async def test_a_format_4_session_records_the_system_prompt_it_logs_as_a_message() -> None:
+    rt = await traced_runtime(config={"capture_content": True})
+    try:
+        rt.ctx.sessions.use_format(4)  # the system prompt is a `system/message`, not a header's
+        rt.model.add(reply("Hi."))
+        agent = await rt.agent()
+        await run_prompt(agent, "hello")
+        (chat,) = rt.named("chat")
+        (instructions,) = json.loads(attrs(chat)["gen_ai.system_instructions"])
+        assert instructions["content"] == agent.session.system_prompt()
+    finally:
+        for handle in rt.handles:
+            await handle.dispose()
+        await rt.ctx.owner.dispose()
+
+
 async def test_an_idle_compaction_is_a_model_call_of_its_own(traced: Traced) -> None:
     await traced.ctx.plugin(CompactionPlugin, {"retain_tokens": 0})
     long = "lorem ipsum dolor sit amet " * 60

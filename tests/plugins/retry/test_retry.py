@@ -76,7 +76,7 @@ async def test_rate_limits_are_retried_with_durable_records(runtime: Runtime) ->
     assert [(s["retryId"], s["retry"]) for s in started] == [
         (r["retryId"], r["retry"]) for r in retries
     ]
-    assert len({r["retryId"] for r in retries}) == 2
+    assert len({r["retryId"] for r in retries}) == 1  # one id per chain (the reference's rule)
     order = [e.type for e in agent.session.events if e.type.startswith("llm/")]
     assert order == ["llm/retry", "llm/retry-started"] * 2
 

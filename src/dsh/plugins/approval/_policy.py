@@ -25,10 +25,17 @@ class Rule(BaseModel):
 
 
 DEFAULT_POLICY: tuple[Rule, ...] = (
-    *(Rule(tool=name, action="allow") for name in ("read", "glob", "grep", "todo_write")),
+    *(
+        Rule(tool=name, action="allow")
+        for name in (
+            *("read", "glob", "grep", "todo_write", "skill", "ask_user_question"),
+            *("list_agents", "interrupt_agent"),
+        )
+    ),
     *(Rule(tool=name, action="ask") for name in ("write", "edit", "bash")),
 )
-"""Reads, searches and the todo list run; changes to files and commands ask."""
+"""Reads, searches, the todo list, skills, questions to the user, and looking at or stopping
+background subagents run; changes to files, commands and new work for subagents ask."""
 
 
 class ApprovalConfig(BaseModel):

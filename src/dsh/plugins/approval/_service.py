@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 from ...kernel import Aborted, CancelSignal, Disposer, ServiceKey
 from ...llm import Json
 from ...tools import APPROVAL as _APPROVAL
-from ...tools import ApprovalAnswer, Decision, ToolExecution
+from ...tools import Answerers, ApprovalAnswer, Decision, ToolExecution
 from ._permissions import ProjectPermissions
 from ._policy import ApprovalConfig, DefaultRules
 
@@ -55,7 +55,7 @@ class _State:
 
     def __init__(self, config: ApprovalConfig) -> None:
         self.config = config
-        self.answerers: list[Answerer] = []
+        self.answerers: Answerers[Answerer] = Answerers()
         self.always: dict[str, set[str]] = {}
         self.permissions = ProjectPermissions()
         self.defaults: list[DefaultRules] = []
@@ -94,22 +94,11 @@ class Approval:
 
     @property
     def has_answerer(self) -> bool:
-        return bool(self._state.answerers)
+        return self._state.answerers.current is not None
 
     def set_answerer(self, answerer: Answerer) -> Disposer:
         """Route asks to `answerer` until the returned disposer runs (the latest wins)."""
-        answerers = self._state.answerers
-        self._ctx.owner.check_active()
-        entry = answerer  # identity of this registration, even if registered twice
-        answerers.append(entry)
-
-        def remove() -> None:
-            for i in range(len(answerers) - 1, -1, -1):
-                if answerers[i] is entry:
-                    del answerers[i]
-                    return
-
-        return self._ctx.owner.effect(remove)
+        return self._state.answerers.add(answerer, self._ctx.owner)
 
     @property
     def default_rules(self) -> tuple[DefaultRules, ...]:
@@ -172,7 +161,7 @@ class Approval:
         if self.remembered(exec):
             return _ALWAYS
         state = self._state
-        if state.config.auto_approve and not state.answerers:
+        if state.config.auto_approve and not self.has_answerer:
             return _ONCE  # approved by configuration: nobody was asked, nothing to log
         self.record_asked(exec, reason)
         decision, via = await self._answer(exec, reason)
@@ -183,7 +172,8 @@ class Approval:
         state = self._state
         if exec.signal.aborted:
             return _DENY, "cancelled"
-        if not state.answerers:
+        answerer = state.answerers.current
+        if answerer is None:
             return _DENY, "no-answerer"
         session = exec.session
         request = ApprovalRequest(
@@ -197,7 +187,7 @@ class Approval:
         )
         try:
             # Cancelling the prompt, not the turn: the turn's own cancellation stays cooperative.
-            answer = await exec.signal.race(state.answerers[-1](request))
+            answer = await exec.signal.race(answerer(request))
         except Aborted:
             return _DENY, "cancelled"
         except Exception:

@@ -7,7 +7,7 @@ from ._compactor import (
     choose_cut,
     compact,
 )
-from ._events import COMPACTION_STARTING, CompactionStarting, Trigger
+from ._events import COMPACTION_STARTING, CompactionStarting, Reducer, Reduction, Trigger
 from ._meter import context_tokens, estimate_message, estimate_messages, estimate_text
 from ._plugin import COMPACTION, Compaction, CompactionConfig, CompactionPlugin, ManualPlan
 
@@ -22,6 +22,8 @@ __all__ = [
     "CompactionPlugin",
     "CompactionResult",
     "CompactionStarting",
+    "Reducer",
+    "Reduction",
     "Trigger",
     "choose_cut",
     "compact",

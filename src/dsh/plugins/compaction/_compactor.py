@@ -52,9 +52,12 @@ class CompactionResult:
 
 def choose_cut(session: Session, retain_tokens: int) -> list[int] | None:
     """The surface nodes to shadow: the longest head leaving at least `retain_tokens` in the
-    tail (at least the last node), never ending between a tool call and its result."""
+    tail (at least the last node), never ending between a tool call and its result. A
+    leading `system/message` (format 4's logged system prompt) stays the head."""
     nodes = list(session.surface.nodes)
     events = session.events
+    if nodes and events[nodes[0]].type == "system/message":
+        nodes = nodes[1:]
     if len(nodes) < 2:
         return None
     kept = 0
@@ -156,7 +159,7 @@ async def _summarise(
         provider=provider,
         model=model,
         messages=(*shadowed, user_message(INSTRUCTION, plugin_source(PLUGIN_ID))),
-        system=header.system if header else None,
+        system=session.system_prompt(),
         tools=header.tools if header else (),
         max_tokens=config.summary_max_tokens,
         signal=signal,

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from ...kernel import CancelSignal, EventSpec, Mode, SerialSpec
 
 if TYPE_CHECKING:
     from ...agent import Agent
 
-__all__ = ["COMPACTION_STARTING", "CompactionStarting", "Trigger"]
+__all__ = ["COMPACTION_STARTING", "CompactionStarting", "Reducer", "Reduction", "Trigger"]
 
 Trigger = Literal["pressure", "context-overflow", "manual"]
 
@@ -23,6 +24,23 @@ class CompactionStarting:
     trigger: Trigger
     turn: int | None
     signal: CancelSignal
+
+
+@dataclass(frozen=True, slots=True)
+class Reduction:
+    """What a reducer is asked to shrink: `agent`'s history, keeping the recent
+    `retain_tokens` (0 on overflow: as much as it can)."""
+
+    agent: Agent
+    trigger: Trigger
+    turn: int | None
+    signal: CancelSignal
+    retain_tokens: int
+
+
+Reducer: TypeAlias = Callable[[Reduction], Awaitable[bool]]
+"""A model-free pass a compaction runs before it summarises; True when it changed the
+surface (the tool-result pruner)."""
 
 
 COMPACTION_STARTING: SerialSpec[CompactionStarting, None] = EventSpec.declare(

@@ -84,5 +84,5 @@ def context_tokens(session: Session) -> int:
             + estimate_messages(m for m in later if m is not None)
         )
     header = session.request_header()
-    prompt = estimate_prompt(header.system, header.tools) if header else 0
+    prompt = estimate_prompt(session.system_prompt(), header.tools) if header else 0
     return prompt + estimate_messages(session.derive_messages())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -11,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...agent import AGENT_DISPOSED, PRE_STEP, REQUEST_ERROR, Agent, RequestError, Retry, StepPoint
 from ...kernel import AGENTS, CancelSignal, Context, Next, ServiceKey
 from ._compactor import CompactionError, CompactionResult, choose_cut, compact
-from ._events import Trigger
+from ._events import Reducer, Reduction, Trigger
 from ._meter import context_tokens, estimate_message
 
 _log = logging.getLogger("dsh.compaction")
@@ -45,6 +46,13 @@ class Compaction:
         self._running: set[str] = set()
         self._overflow_retries: dict[str, tuple[int, int, int]] = {}
         """Per agent: (turn, step, retries used) of its latest overflow."""
+        self._reducers: list[Reducer] = []
+
+    def add_reducer(self, reducer: Reducer) -> Callable[[], None]:
+        """Run `reducer` before every summary, in registration order; returns its removal
+        (hand it to the registering plugin's `owner.effect`)."""
+        self._reducers.append(reducer)
+        return lambda: self._reducers.remove(reducer)
 
     def window(self, agent: Agent) -> int | None:
         context = agent.session.request_context()
@@ -63,11 +71,18 @@ class Compaction:
         signal: CancelSignal,
         turn: int | None,
         retain_tokens: int,
+        threshold: int | None = None,
     ) -> CompactionResult | None:
+        """One compaction: the reducers, then — unless they brought the context under
+        `threshold` — a summary. None when nothing was summarised."""
         if agent.id in self._running:
             return None
         self._running.add(agent.id)
         try:
+            reduction = Reduction(agent, trigger, turn, signal, retain_tokens)
+            reduced = any([await reducer(reduction) for reducer in list(self._reducers)])
+            if reduced and threshold is not None and context_tokens(agent.session) < threshold:
+                return None  # no model call needed
             return await compact(agent, self.config, trigger, signal, turn, retain_tokens)
         finally:
             self._running.discard(agent.id)
@@ -78,9 +93,10 @@ class Compaction:
         window = self.window(agent)
         if window is None:
             return None
-        if context_tokens(agent.session) < int(window * self.config.threshold_ratio):
+        threshold = int(window * self.config.threshold_ratio)
+        if context_tokens(agent.session) < threshold:
             return None
-        return await self.run(agent, "pressure", signal, turn, self.retain(window))
+        return await self.run(agent, "pressure", signal, turn, self.retain(window), threshold)
 
     def manual_plan(self, agent: Agent) -> ManualPlan:
         """What `compact_now` would do: the conversation's size and what it would keep."""

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...kernel import CancelSignal, ServiceKey
 from ...llm import Json, UserMessage, plugin_source, user_message
 from ...session import Session
+from ...workspace import agent_workspace
 from ._codec import HookOutcome, decode
 from ._config import HookEntry, HooksConfig, HookSet, Point, load_hooks
 from ._runner import HookRun, run_hook
@@ -61,10 +60,9 @@ class HookBridge:
     def attach(self, agent: Agent) -> None:
         """Load the hooks of the agent's workspace (a bad settings file raises
         `SettingsError`, which vetoes the agent's creation)."""
-        header = agent.session.header
-        workspace = Path(header.cwd) if header.cwd else Path(os.getcwd())
-        hooks = load_hooks(workspace, self.config)
-        self.agents[agent.id] = AgentHooks(agent, hooks, header.origin == "subagent")
+        hooks = load_hooks(agent_workspace(agent), self.config)
+        subagent = agent.session.header.origin == "subagent"
+        self.agents[agent.id] = AgentHooks(agent, hooks, subagent)
 
     def hooks_of(self, agent: object) -> HookSet | None:
         """The hooks loaded for `agent` when it was created (a snapshot, as in Claude Code)."""

@@ -52,6 +52,10 @@ CLAUDE_TOOL_NAMES: dict[str, str] = {
     "todo_write": "TodoWrite",
     "subagent": "Task",
     "subagent_fork": "Task",
+    "web_fetch": "WebFetch",
+    "skill": "Skill",
+    "ask_user_question": "AskUserQuestion",
+    "exit_plan_mode": "ExitPlanMode",
 }
 """Claude Code's names of the built-in tools: hooks see these, and matchers match either."""
 

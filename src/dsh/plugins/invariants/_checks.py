@@ -57,6 +57,10 @@ def check_event(state: LogState, event: SessionEvent) -> list[str]:
             problems.append(f"step {data['step']} ended with tool call {call_id} unanswered")
         state.open_calls.clear()
         state.step = None
+    elif kind == "tool/result" and event.surface_op not in (None, "append"):
+        # A pruned copy of an earlier result (compaction): it cites the result it replaces.
+        if event.source_event_seqs is None or len(event.source_event_seqs) != 1:
+            problems.append(f"tool/result replacement at seq {event.seq} cites no result")
     elif kind in STEP_EVENTS:
         if state.step is None:
             problems.append(f"{kind} at seq {event.seq} outside a step")

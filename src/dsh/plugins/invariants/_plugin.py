@@ -115,8 +115,8 @@ def reconstruct(session: Session, options: GenerateOptions) -> list[str]:
     problems: list[str] = []
     if options.call_config != header.config:
         problems.append(f"request config {options.call_config} differs from the logged header")
-    if (options.system or None) != header.system:
-        problems.append("request system prompt differs from the logged header")
+    if (options.system or None) != session.system_prompt():
+        problems.append("request system prompt differs from the logged one")
     if tuple(options.tools) != tuple(header.tools):
         problems.append("request tools differ from the logged header")
     derived = session.derive_messages()

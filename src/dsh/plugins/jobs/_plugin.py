@@ -7,8 +7,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...agent import AGENT_DISPOSED, PROMPT_SUBMIT, AgentEvent, PromptDecision, PromptSubmit
-from ...kernel import AGENTS, TOOLS, Context, Next
+from ...agent import AGENT_DISPOSED, PROMPT_SUBMIT, AgentEvent, Notices
+from ...kernel import AGENTS, TOOLS, Context
 from ...llm import plugin_source, user_message
 from ...tools import ToolPlugin
 from ._service import DEFAULT_MAX_ACTIVE, JOB_END, JOBS, Job, JobService, _State
@@ -51,7 +51,7 @@ class JobsPlugin:
     async def apply(ctx: Context, config: JobsConfig) -> None:
         service = JobService(_State(ctx, config.max_active))
         ctx.provide(JOBS, service)
-        wakes: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        notices = Notices(config.max_wakes)
         gone: weakref.WeakSet[Any] = weakref.WeakSet()
 
         def finished(job: Job) -> None:
@@ -64,20 +64,7 @@ class JobsPlugin:
             notice = user_message(
                 notice_text(job), plugin_source(PLUGIN_ID, "notice", summary=job.id)
             )
-            if owner.accepts_next_step:
-                owner.inject(notice)
-            elif wakes.get(owner, 0) < config.max_wakes:
-                wakes[owner] = wakes.get(owner, 0) + 1
-                owner.followup(notice)
-            else:
-                owner.send(notice, "next-turn", wakeup=False)  # waits for the next turn
-
-        async def prompt(
-            payload: PromptSubmit, nxt: Next[PromptSubmit, PromptDecision]
-        ) -> PromptDecision:
-            if payload.message.source.get("kind") == "user":
-                wakes.pop(payload.agent, None)
-            return await nxt()
+            notices.deliver(owner, notice)
 
         def disposed(payload: AgentEvent) -> None:
             gone.add(payload.agent)
@@ -85,7 +72,7 @@ class JobsPlugin:
             service.forget(payload.agent)
 
         ctx.on(JOB_END, finished)
-        ctx.on(PROMPT_SUBMIT, prompt)
+        ctx.on(PROMPT_SUBMIT, notices.prompt_submitted)
         ctx.on(AGENT_DISPOSED, disposed)
         if config.tools:
             tools = ToolPlugin(

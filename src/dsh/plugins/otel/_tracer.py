@@ -521,9 +521,9 @@ def _capture_chat(
     if history is not None:
         attributes["gen_ai.input.messages"] = messages_json(history)
     attributes["gen_ai.output.messages"] = messages_json([message], finish)
-    header = session.request_header()
-    if header is not None and header.system:
-        attributes["gen_ai.system_instructions"] = system_json(header.system)
+    system = session.system_prompt()  # format 4 logs it as a `system/message`
+    if system:
+        attributes["gen_ai.system_instructions"] = system_json(system)
 
 
 def _turn_error(kind: str, reason: Mapping[str, Any] | None) -> str | None:

@@ -72,7 +72,9 @@ class Retrier:
     def __init__(self, overrides: RetryOverrides, rng: random.Random | None = None) -> None:
         self.overrides = overrides
         self.rng = rng or random.Random()
-        self._counts: dict[str, tuple[int, int, int]] = {}  # agent id -> (turn, step, retries)
+        # agent id -> (turn, step, retries, retry id): one retry id per chain of retries of a
+        # step, as the reference runtime requires of the logs it reads.
+        self._counts: dict[str, tuple[int, int, int, str]] = {}
 
     async def on_request_error(
         self, payload: RequestError, next: Next[RequestError, Retry | None]
@@ -86,16 +88,15 @@ class Retrier:
             if downstream is not None:
                 return downstream
         agent = payload.agent
-        turn, step, done = self._counts.get(agent.id, (0, 0, 0))
+        turn, step, done, retry_id = self._counts.get(agent.id, (0, 0, 0, ""))
         if (turn, step) != (payload.turn, payload.step):
-            done = 0
+            done, retry_id = 0, f"retry-{uuid.uuid4().hex}"
         failure = payload.failure
         if not policy.allows(failure.code, done):
             return None if policy.mode == "always" else await next()
         retry = done + 1
-        self._counts[agent.id] = (payload.turn, payload.step, retry)
+        self._counts[agent.id] = (payload.turn, payload.step, retry, retry_id)
         delay = backoff_ms(policy, done, failure.provider_retry_after_ms, self.rng)
-        retry_id = f"retry-{uuid.uuid4().hex}"
         # The typed events load on the first retry: the catalog is a tenth of the boot.
         from ...events import RetryEvent, RetryStartedEvent, append
 

@@ -1,5 +1,6 @@
 """Subagents: `ctx.subagents`, in-process `spawn` / `fork` providers, the `subagent` tools."""
 
+from ._control import CONTROL_TOOLS, NOTICE_PLUGIN, interrupt_agent, list_agents, send_message
 from ._plugin import SubagentsConfig, SubagentsPlugin
 from ._providers import ForkProvider, SpawnProvider, completed_prefix
 from ._runtime import (
@@ -22,7 +23,9 @@ from ._setup import STRUCTURED_TOOL
 from ._tools import subagent_tool
 
 __all__ = [
+    "CONTROL_TOOLS",
     "DEFAULT_MAX_DEPTH",
+    "NOTICE_PLUGIN",
     "STRUCTURED_TOOL",
     "SUBAGENTS",
     "SUBAGENT_END",
@@ -42,5 +45,8 @@ __all__ = [
     "SubagentsPlugin",
     "ToolFilter",
     "completed_prefix",
+    "interrupt_agent",
+    "list_agents",
+    "send_message",
     "subagent_tool",
 ]

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ...agent import PROMPT_SUBMIT, Notices
 from ...kernel import AGENTS, Context
 from ...tools import ToolPlugin
+from ._control import CONTROL_TOOLS, notice
 from ._providers import ForkProvider, SpawnProvider
-from ._runtime import DEFAULT_MAX_DEPTH, SUBAGENTS, SubagentRuntime, _State
-from ._tools import subagent_tool
+from ._runtime import (
+    DEFAULT_MAX_DEPTH,
+    SUBAGENT_END,
+    SUBAGENTS,
+    SubagentEnd,
+    SubagentError,
+    SubagentRun,
+    SubagentRuntime,
+    _State,
+)
+from ._tools import BackgroundMode, subagent_tool
 
 GUIDANCE = (
     "Use {spawn} to hand a self-contained task to a separate agent (it starts with no "
@@ -18,9 +29,16 @@ GUIDANCE = (
     "discussed. By default both wait and return the child's final answer; give each a "
     "complete task description."
 )
-BACKGROUND_GUIDANCE = (
-    " With run_in_background they return a job id at once: read the answer later with job_output."
-)
+BACKGROUND_GUIDANCE = {
+    "job": (
+        " With run_in_background they return a job id at once: read the answer later with "
+        "job_output."
+    ),
+    "continuable": (
+        " With run_in_background they return an agent id at once and you keep working; each "
+        "answer arrives as a notice, and send_message gives that subagent more work."
+    ),
+}
 
 
 class SubagentsConfig(BaseModel):
@@ -32,8 +50,14 @@ class SubagentsConfig(BaseModel):
     spawn_tool: str = "subagent"
     fork_tool: str = "subagent_fork"
     enable_run_in_background: bool = True
-    """Offer `run_in_background` (a job of kind `subagent`) when the jobs plugin and its
-    tools are mounted before this plugin; otherwise the parameter is not offered."""
+    """Offer `run_in_background` (see `background_mode`)."""
+    background_mode: Literal["continuable", "job"] = "continuable"
+    """`continuable`: a background child stays after its answer (notices to the parent,
+    `send_message`, `list_agents`, `interrupt_agent`). `job`: a one-shot job of kind
+    `subagent` (needs the jobs plugin and its tools mounted before this plugin, else the
+    parameter is not offered)."""
+    max_wakes: int = Field(default=3, ge=0)
+    """Consecutive idle-parent wake-ups by children's notices before a person's prompt."""
 
 
 class SubagentsPlugin:
@@ -49,21 +73,53 @@ class SubagentsPlugin:
         runtime.register_provider(ForkProvider())
         if not config.tools:
             return
-        tools = ctx.tools
-        # Background runs need the jobs service and its tools (mounted before this plugin).
-        background = (
-            config.enable_run_in_background
-            and ctx.get("jobs") is not None
-            and tools.get("job_output") is not None
-        )
+        background = _background(ctx, config)
         definitions = [
             subagent_tool(tool_name, provider, runtime, config.max_depth, background=background)
             for tool_name, provider in ((config.spawn_tool, "spawn"), (config.fork_tool, "fork"))
         ]
         guidance = GUIDANCE.format(spawn=config.spawn_tool, fork=config.fork_tool)
-        if background:
-            guidance += BACKGROUND_GUIDANCE
+        if background is not None:
+            guidance += BACKGROUND_GUIDANCE[background]
+        if background == "continuable":
+            definitions.extend(CONTROL_TOOLS)
+            _send_notices(ctx, runtime, Notices(config.max_wakes))
         plugin = ToolPlugin(
             "subagents:tools", definitions, guidance=(116.5, guidance), section="tool:subagent"
         )
         await ctx.plugin(plugin, id="subagents:tools")
+
+
+def _background(ctx: Context, config: SubagentsConfig) -> BackgroundMode:
+    if not config.enable_run_in_background:
+        return None
+    if config.background_mode == "continuable":
+        return "continuable"
+    # Job runs need the jobs service and its tools (mounted before this plugin).
+    jobs = ctx.get("jobs") is not None and ctx.tools.get("job_output") is not None
+    return "job" if jobs else None
+
+
+def _send_notices(ctx: Context, runtime: SubagentRuntime, notices: Notices) -> None:
+    """Each finished activation of a continuable child becomes a notice to its parent."""
+
+    def ended(end: SubagentEnd) -> None:
+        try:
+            child = runtime.child(end.parent, end.run_id)
+        except SubagentError:
+            return  # a one-shot run (its caller has the answer)
+        if _disposed(child):
+            return  # disposed with its parent: nobody to tell
+        notices.deliver(end.parent, notice(child, end))
+
+    ctx.on(SUBAGENT_END, ended)
+    ctx.on(PROMPT_SUBMIT, notices.prompt_submitted)
+
+
+def _disposed(child: SubagentRun) -> bool:
+    if child.agent is None:
+        return False  # in another process: it says itself when it ends
+    for event in reversed(child.agent.session.events):
+        if event.type == "turn/end":
+            return bool(event.data["reason"].get("reason", {}).get("kind") == "disposed")
+    return False

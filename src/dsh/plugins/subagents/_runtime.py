@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
 import itertools
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -11,7 +12,16 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from ...agent import PARENT_CANCEL, Agent, AgentOptions, CreateAgentOptions
 from ...kernel import CancelSignal, Context, Disposer, EventSpec, Mode, ServiceKey
-from ...llm import ContentBlock, HarnessError, Json, Message, TextBlock, user_message
+from ...llm import (
+    ContentBlock,
+    HarnessError,
+    Json,
+    Message,
+    MessageId,
+    TextBlock,
+    UserMessage,
+    user_message,
+)
 from ...session import SessionEvent, SessionMeta
 
 if TYPE_CHECKING:
@@ -37,7 +47,9 @@ class ToolFilter:
 @dataclass(frozen=True, slots=True)
 class SubagentRequest:
     """What a caller asks of a provider. `signal` is the caller's (a parent turn's) signal:
-    when it fires the child is cancelled with cause `parent`."""
+    when it fires the child is cancelled with cause `parent` — for a `continuable` child,
+    only while it is being created: it outlives the call, and stops with `interrupt` or
+    with its parent."""
 
     prompt: str | Sequence[ContentBlock]
     parent: Agent
@@ -48,6 +60,8 @@ class SubagentRequest:
     max_depth: int = DEFAULT_MAX_DEPTH
     tool_filter: ToolFilter | None = None
     persona: str | None = None
+    continuable: bool = False
+    """Keep the child after its answer, for `send`; its parent gets each answer as a notice."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +80,10 @@ class SubagentResult:
 
 @dataclass(slots=True, eq=False)
 class SubagentRun:
-    """A started child. `result` settles when the child is done; always `dispose()`."""
+    """A started child. `result` settles when the child is idle again; always `dispose()`
+    a one-shot run. A continuable run (in-process only) is kept by the runtime until its
+    parent (or it) is disposed; each activation (`send` to an idle child) gets a fresh
+    `result`."""
 
     id: str
     provider: str
@@ -75,6 +92,15 @@ class SubagentRun:
     result: asyncio.Future[SubagentResult] = field(repr=False)
     close: Callable[[], Awaitable[None]] = field(repr=False)
     """Ends the child (an in-process child's `AgentHandle.dispose`)."""
+    parent: Agent | None = field(default=None, repr=False)
+    setup: ChildSetup | None = field(default=None, repr=False)
+    """The in-process child's setup (None for a child in another process)."""
+    label: str | None = None
+    continuable: bool = False
+    active: bool = False
+    """Between an activation and its settlement."""
+    last: SubagentResult | None = None
+    """The latest settled activation's result."""
 
     async def dispose(self) -> None:
         await self.close()
@@ -120,6 +146,8 @@ class _State:
     ctx: Context
     providers: dict[str, SubagentProvider] = field(default_factory=dict)
     counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    children: dict[str, dict[str, SubagentRun]] = field(default_factory=dict)
+    """Continuable runs by parent id, then run id."""
 
 
 class SubagentRuntime:
@@ -188,35 +216,116 @@ class SubagentRuntime:
             )
         )
         child = handle.agent
-        result: asyncio.Future[SubagentResult] = asyncio.get_running_loop().create_future()
-        run = SubagentRun(run_id, provider, child, result, handle.dispose)
-        start = SubagentStart(parent, run_id, provider, child.id)
+        run = SubagentRun(
+            run_id,
+            provider,
+            child,
+            asyncio.get_running_loop().create_future(),
+            handle.dispose,
+            parent,
+            setup,
+            request.label,
+            request.continuable,
+        )
+        if request.continuable:
+            self._keep(parent, child, run)
+        else:
+            unlink = request.signal.add_callback(lambda _: child.cancel(PARENT_CANCEL))
+            run.result.add_done_callback(lambda _: unlink())
+        prompt = request.prompt
+        self.activate(run, user_message(prompt if isinstance(prompt, str) else tuple(prompt)))
+        return run
+
+    def _keep(self, parent: Agent, child: Agent, run: SubagentRun) -> None:
+        """Register a continuable run until its child is disposed (with its parent at the
+        latest: the child is owned by the parent's scope)."""
+        runs = self._state.children.setdefault(parent.id, {})
+        runs[run.id] = run
+
+        def forget() -> None:
+            runs.pop(run.id, None)
+            if not runs and self._state.children.get(parent.id) is runs:
+                del self._state.children[parent.id]
+
+        child.ctx.owner.effect(forget)
+
+    def activate(self, run: SubagentRun, message: UserMessage) -> MessageId:
+        """Give the child `message` as a new turn; an idle child starts an activation: a
+        `subagent/start`, then `subagent/end` when it is idle again (`run.result` settles)."""
+        child, parent, _ = _in_process(run)
+        if run.active:
+            return child.followup(message)  # read after the current work, never steering
+        if run.result.done():
+            run.result = asyncio.get_running_loop().create_future()
+        run.active = True
+        start = SubagentStart(parent, run.id, run.provider, child.id)
         self._ctx.bus.emit(SUBAGENT_START, start, parent)
         first_live = child.session.seq
-        remove = request.signal.add_callback(lambda _reason: child.cancel(PARENT_CANCEL))
-        prompt = request.prompt
-        child.followup(user_message(prompt if isinstance(prompt, str) else tuple(prompt)))
+        message_id = child.followup(message)
+        settle = self._settle(run, first_live)
+        self._state.ctx.owner.spawn(settle, name=f"dsh-subagent:{run.id}")
+        return message_id
 
-        async def settle() -> None:
-            try:
+    async def _settle(self, run: SubagentRun, first_live: int) -> None:
+        child, parent, setup = _in_process(run)
+        result = run.result
+        try:
+            await child.when_idle()
+            while child.status == "running":  # a message sent as it went idle: follow it
                 await child.when_idle()
-            except BaseException:
-                # The runtime is going away: nobody may wait on this run forever.
-                if not result.done():
-                    result.set_exception(SubagentError("the subagent runtime was disposed"))
-                raise
-            finally:
-                remove()
-            outcome = _result(child.session.events[first_live:], setup)
-            end = SubagentEnd(
-                parent, run_id, provider, child.id, outcome.stop_reason, outcome.output or None
-            )
-            self._ctx.bus.emit(SUBAGENT_END, end, parent)
+        except BaseException:
+            # The runtime is going away: nobody may wait on this run forever.
             if not result.done():
-                result.set_result(outcome)
+                result.set_exception(SubagentError("the subagent runtime was disposed"))
+            raise
+        finally:
+            run.active = False
+        outcome = run.last = _result(child.session.events[first_live:], setup)
+        end = SubagentEnd(
+            parent, run.id, run.provider, child.id, outcome.stop_reason, outcome.output or None
+        )
+        self._ctx.bus.emit(SUBAGENT_END, end, parent)
+        if not result.done():
+            result.set_result(outcome)
 
-        self._state.ctx.owner.spawn(settle(), name=f"dsh-subagent:{run_id}")
+    # -- continuable children ---------------------------------------------------------------
+
+    def children(self, parent: Agent) -> builtins.list[SubagentRun]:
+        """`parent`'s continuable children, oldest first."""
+        return list(self._state.children.get(parent.id, {}).values())
+
+    def child(self, parent: Agent, run_id: str) -> SubagentRun:
+        """A continuable child of `parent` by id; raises `SubagentError` (`UNKNOWN_AGENT`)."""
+        run = self._state.children.get(parent.id, {}).get(run_id)
+        if run is None:
+            known = ", ".join(self._state.children.get(parent.id, {})) or "none"
+            raise SubagentError(
+                f'no subagent "{run_id}" of this agent (yours: {known})', "UNKNOWN_AGENT"
+            )
         return run
+
+    def send(self, parent: Agent, run_id: str, message: UserMessage | str) -> MessageId:
+        """Continue a child: a new turn now if it is idle, else after its current work."""
+        run = self.child(parent, run_id)
+        if isinstance(message, str):
+            message = user_message(message)
+        return self.activate(run, message)
+
+    def interrupt(self, parent: Agent, run_id: str) -> bool:
+        """Cancel the child's running turn (cause `parent`; its queued messages stay for its
+        next activation); False when it was idle."""
+        run = self.child(parent, run_id)
+        if not run.active:
+            return False
+        _in_process(run)[0].cancel(PARENT_CANCEL, keep_inbox=True)
+        return True
+
+
+def _in_process(run: SubagentRun) -> tuple[Agent, Agent, ChildSetup]:
+    """The child, its parent and its setup: what only an in-process run has."""
+    if run.agent is None or run.parent is None or run.setup is None:
+        raise SubagentError(f"{run.id} runs in another process: it cannot be continued")
+    return run.agent, run.parent, run.setup
 
 
 _STOP_REASONS: dict[str, StopReason] = {

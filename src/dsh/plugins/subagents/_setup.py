@@ -40,7 +40,7 @@ class ChildSetup:
             self._structured_output(ctx, request.output_schema)
         descriptor: dict[str, Json] = {
             "version": DESCRIPTOR_VERSION,
-            "mode": "one-shot",
+            "mode": "continuable" if request.continuable else "one-shot",
             "provider": self.provider,
         }
         if request.label:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 from ...agent import Agent
 from ...kernel import CancelSignal
@@ -43,6 +43,23 @@ BACKGROUND_SUFFIX = (
     "job id at once and keep working; read the answer with job_output, or stop it with "
     "job_kill."
 )
+
+CONTINUABLE_PARAMETER: dict[str, Json] = {
+    "type": "boolean",
+    "description": (
+        "Run the subagent in the background and return its agent id at once (default false)."
+    ),
+}
+
+CONTINUABLE_SUFFIX = (
+    " By default this waits for the subagent's answer. Set run_in_background: true to get its "
+    "agent id at once and keep working: its answer arrives as a notice when it is done. The "
+    "subagent stays: send_message gives it more work (it keeps its context), interrupt_agent "
+    "stops its current work, list_agents shows them all."
+)
+
+BackgroundMode: TypeAlias = Literal["continuable", "job"] | None
+"""How `run_in_background` runs a child: a continuable child, a job, or not at all."""
 
 REFUSAL = "run_in_background is disabled for this tool instance (enableRunInBackground: false)"
 
@@ -84,15 +101,18 @@ class _Delegation:
     provider: str
     runtime: SubagentRuntime
     max_depth: int
-    background: bool
+    background: BackgroundMode
 
-    def request(self, args: Any, parent: Agent, signal: CancelSignal) -> SubagentRequest:
+    def request(
+        self, args: Any, parent: Agent, signal: CancelSignal, *, continuable: bool = False
+    ) -> SubagentRequest:
         return SubagentRequest(
             prompt=args["prompt"],
             parent=parent,
             signal=signal,
             label=args["description"],
             max_depth=self.max_depth,
+            continuable=continuable,
         )
 
     async def run_child(self, req: SubagentRequest) -> tuple[str, SubagentResult]:
@@ -109,6 +129,10 @@ class _Delegation:
             raise SubagentToolError(
                 "subagent tool requires a calling agent (exec.agent was undefined)"
             )
+        if args.get("run_in_background") and self.background == "continuable":
+            request = self.request(args, parent, run.signal, continuable=True)
+            child = await self.runtime.start(self.provider, request)
+            return {"kind": "background", "agentId": child.id}
         if args.get("run_in_background"):
             return self.start_background(args, parent)
         run_id, result = await self.run_child(self.request(args, parent, run.signal))
@@ -121,7 +145,7 @@ class _Delegation:
         }
 
     def start_background(self, args: Any, parent: Agent) -> Json:
-        jobs = parent.ctx.get(JOBS) if self.background else None
+        jobs = parent.ctx.get(JOBS) if self.background == "job" else None
         if jobs is None:
             raise SubagentToolError(REFUSAL)
         depth = parent.session.header.delegation_depth + 1
@@ -139,6 +163,13 @@ class _Delegation:
 
 
 def render_subagent(args: Any, value: Any) -> list[TextBlock]:
+    if value["kind"] == "background" and "agentId" in value:
+        return [
+            TextBlock(
+                f"started subagent {value['agentId']} in the background; its answer arrives "
+                "as a notice when it is done"
+            )
+        ]
     if value["kind"] == "background":
         return [TextBlock(f"started background subagent job {value['jobId']}")]
     texts = [b["text"] for b in value["output"] if b.get("type") == "text"]
@@ -151,21 +182,20 @@ def subagent_tool(
     runtime: SubagentRuntime,
     max_depth: int,
     *,
-    background: bool = False,
+    background: BackgroundMode = None,
     description: str | None = None,
 ) -> ToolDefinition:
     """The `subagent` / `subagent_fork` tool named `name`, delegating to `provider` (the
-    description of `spawn` or `fork`, unless given). With `background`, it offers
-    `run_in_background` (a job of the jobs service)."""
+    description of `spawn` or `fork`, unless given). With a `background` mode it offers
+    `run_in_background`: a continuable child, or a job of the jobs service."""
     parameters = PARAMETERS
     description = description or DESCRIPTIONS[provider]
-    if background:
+    if background is not None:
+        continuable = background == "continuable"
+        option = CONTINUABLE_PARAMETER if continuable else BACKGROUND_PARAMETER
         properties = dict(PARAMETERS["properties"])
-        parameters = {
-            **PARAMETERS,
-            "properties": {**properties, "run_in_background": BACKGROUND_PARAMETER},
-        }
-        description += BACKGROUND_SUFFIX
+        parameters = {**PARAMETERS, "properties": {**properties, "run_in_background": option}}
+        description += CONTINUABLE_SUFFIX if continuable else BACKGROUND_SUFFIX
     return ToolDefinition(
         name=name,
         description=description,

@@ -1,0 +1,106 @@
+"""`AskUserPlugin`: the `ask_user_question` tool and the questions service it asks through."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any, ClassVar, NotRequired
+
+from pydantic import Field
+from typing_extensions import TypedDict
+
+from ...agent import Agent
+from ...kernel import TOOLS, Context
+from ...tools import ToolPlugin, ToolRunContext, tool
+from ._service import (
+    QUESTIONS,
+    Answer,
+    NoPersonError,
+    Option,
+    Question,
+    QuestionError,
+    QuestionRequest,
+    UserQuestions,
+)
+
+__all__ = ["DECLINED", "AskUserPlugin", "ask_user_question", "render_answers"]
+
+DECLINED = (
+    "The user declined to answer. Do not ask the same again now: decide by yourself, or stop "
+    "and say what you need to know."
+)
+
+
+class OptionArg(TypedDict):
+    label: Annotated[str, Field(description="The choice, in a few words.")]
+    description: NotRequired[Annotated[str, Field(description="What choosing it implies.")]]
+
+
+class QuestionArg(TypedDict):
+    question: Annotated[str, Field(description="The question, complete and specific.")]
+    header: NotRequired[Annotated[str, Field(description="A label of one or two words.")]]
+    options: NotRequired[
+        Annotated[
+            list[OptionArg], Field(description="Two to four choices, when there are clear ones.")
+        ]
+    ]
+    multi_select: NotRequired[
+        Annotated[bool, Field(description="True when several choices may be picked together.")]
+    ]
+
+
+def _question(raw: QuestionArg) -> Question:
+    options = tuple(Option(o["label"], o.get("description", "")) for o in raw.get("options", []))
+    labels = [o.label for o in options]
+    if len(set(labels)) != len(labels):
+        raise QuestionError(f"the options of {raw['question']!r} repeat a label")
+    return Question(raw["question"], raw.get("header", ""), options, raw.get("multi_select", False))
+
+
+def render_answers(questions: Sequence[Question], answers: Sequence[Answer]) -> str:
+    """What the model reads: one line per question with what was chosen and written."""
+    lines = ["The user answered:"]
+    for question, answer in zip(questions, answers, strict=True):
+        parts = [", ".join(answer.selected)] if answer.selected else []
+        if answer.text:
+            parts.append(f'wrote "{answer.text}"' if answer.selected else f'"{answer.text}"')
+        lines.append(f"- {question.question} → {' — '.join(parts) or '(no answer)'}")
+    return "\n".join(lines)
+
+
+@tool
+async def ask_user_question(
+    questions: Annotated[list[QuestionArg], Field(min_length=1, max_length=4)],
+    *,
+    run: ToolRunContext,
+) -> str:
+    """Ask the user up to four questions at once and wait for the answers. Ask when you need a
+    decision, a preference or a fact only the user has, not what you can find out yourself.
+    Offer options when the choices are clear; the user can always answer in their own words.
+    When no one can answer (an unattended run) you get an error: then decide by yourself.
+
+    Args:
+        questions: One to four questions, asked together.
+    """
+    agent = run.agent
+    service = agent.ctx.get(QUESTIONS) if isinstance(agent, Agent) else None
+    if service is None:
+        raise NoPersonError()
+    asked = tuple(_question(q) for q in questions)
+    session = run.session
+    request = QuestionRequest(
+        run.call_id, asked, agent, None if session is None else session.id, run.signal
+    )
+    answers = await service.ask(request)
+    return DECLINED if answers is None else render_answers(asked, answers)
+
+
+class AskUserPlugin:
+    """Provides `UserQuestions` under `QUESTIONS` and the `ask_user_question` tool."""
+
+    name: ClassVar[str] = "ask_user"
+    inject: ClassVar[tuple[Any, ...]] = (TOOLS,)
+
+    @staticmethod
+    async def apply(ctx: Context, config: None) -> None:
+        ctx.provide(QUESTIONS, UserQuestions(ctx))
+        await ctx.plugin(ToolPlugin("ask_user:tool", [ask_user_question]), id="ask_user:tool")

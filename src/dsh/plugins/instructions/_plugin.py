@@ -1,0 +1,62 @@
+"""`InstructionsPlugin`: AGENTS.md (and CLAUDE.md) files as one system-prompt section."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...kernel import SYSTEM_PROMPT, Context
+from ...prompt import AssembleContext
+from ...workspace import agent_workspace
+from ._files import InstructionFile, InstructionReader, candidates, render
+
+__all__ = ["SECTION", "VARIABLE", "InstructionsConfig", "InstructionsPlugin", "instructions_for"]
+
+SECTION = "project:instructions"
+VARIABLE = "project_instructions"
+"""The section is the template `{{project_instructions}}`: the files' text arrives as the
+variable's value, which the renderer never scans, so a `{{` inside a file stays literal."""
+
+
+class InstructionsConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    claude_compat: bool = True
+    """Read `CLAUDE.md` beside each `AGENTS.md`, and `~/.claude/CLAUDE.md`."""
+    user_files: bool = True
+    """Read the user's own `$DSH_HOME/AGENTS.md` (and `~/.claude/CLAUDE.md`)."""
+    max_chars: int = Field(default=32_000, gt=0)
+    """The most file text the section holds; past it, files are cut with a note."""
+    order: float = 50
+    """The section's place: after the persona (0), before tool guidance (100-199)."""
+
+
+def instructions_for(
+    workspace: Path, config: InstructionsConfig, cache: InstructionReader | None = None
+) -> list[InstructionFile]:
+    """The instruction files that apply to `workspace`, most general first."""
+    found = candidates(workspace, claude_compat=config.claude_compat, user_files=config.user_files)
+    return (cache or InstructionReader()).files(found)
+
+
+class InstructionsPlugin:
+    """Adds the `project:instructions` section: the instruction files of the agent's
+    workspace, read again at each request when one of them changed."""
+
+    name: ClassVar[str] = "instructions"
+    Config = InstructionsConfig
+    inject: ClassVar[tuple[Any, ...]] = (SYSTEM_PROMPT,)
+
+    @staticmethod
+    def apply(ctx: Context, config: InstructionsConfig) -> None:
+        cache = InstructionReader()
+
+        def text(context: AssembleContext) -> str:
+            if context.agent is None:
+                return ""
+            files = instructions_for(agent_workspace(context.agent), config, cache)
+            return render(files, config.max_chars)
+
+        ctx.system_prompt.variable(VARIABLE, text)
+        ctx.system_prompt.section(SECTION, config.order, "{{" + VARIABLE + "}}")

@@ -1,0 +1,95 @@
+"""`PrunerPlugin`: cut the middle out of old, large tool results before a summary is made."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...kernel import Context
+from ...llm import Json, Message, TextBlock, ToolResultBlock
+from ...session import ReplaceOp, SessionEvent
+from ..compaction import COMPACTION, Reduction, estimate_message
+
+__all__ = ["PrunerConfig", "PrunerPlugin", "prune", "pruned_message"]
+
+
+class PrunerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    min_chars: int = Field(default=2_000, ge=0)
+    """Results with at most this much text are left alone."""
+    head_chars: int = Field(default=1_000, ge=0)
+    """What a pruned result keeps of its beginning…"""
+    tail_chars: int = Field(default=500, ge=0)
+    """…and of its end."""
+    protect_tokens: int | None = Field(default=None, ge=0)
+    """The newest tool results, up to this many tokens, are never pruned; default: the
+    compaction's retained tail (0 on overflow)."""
+
+
+def pruned_message(message: Message, config: PrunerConfig) -> Message | None:
+    """`message` (a tool result) with the middle of its text cut, or None when it is small
+    enough. Other blocks (images) stay; the id stays."""
+    block = message.content[0] if message.content else None
+    if not isinstance(block, ToolResultBlock):
+        return None
+    text = "".join(b.text for b in block.content if isinstance(b, TextBlock))
+    keep = config.head_chars + config.tail_chars
+    if len(text) <= max(config.min_chars, keep):
+        return None
+    cut = len(text) - keep
+    tail = text[len(text) - config.tail_chars :] if config.tail_chars else ""
+    note = f"\n[… {cut:,} characters of this old tool result were pruned …]\n"
+    others = tuple(b for b in block.content if not isinstance(b, TextBlock))
+    content = (TextBlock(text[: config.head_chars] + note + tail), *others)
+    result = ToolResultBlock(block.tool_call_id, content, block.is_error)
+    return Message(message.id, message.role, (result,), message.source)
+
+
+async def prune(reduction: Reduction, config: PrunerConfig) -> bool:
+    """Replace old, large tool results by their pruned copies; True when any was."""
+    session = reduction.agent.session
+    protect = reduction.retain_tokens if config.protect_tokens is None else config.protect_tokens
+    newer = 0
+    targets: list[tuple[SessionEvent, Message, Message]] = []
+    for seq in reversed(session.surface.nodes):
+        event = session.events[seq]
+        message = session.derive_event_message(event) if event.type == "tool/result" else None
+        if message is None:
+            continue
+        if newer >= protect and (pruned := pruned_message(message, config)) is not None:
+            targets.append((event, message, pruned))
+        newer += estimate_message(message)
+    if not targets:
+        return False
+    targets.reverse()
+    for event, _, pruned in targets:
+        data: dict[str, Json] = {**event.data, "message": pruned.to_json()}
+        op = ReplaceOp(event.seq, event.seq)
+        session.append("tool/result", data, surface_op=op, source_event_seqs=[event.seq])
+    seqs: list[Json] = [event.seq for event, _, _ in targets]
+    session.append(
+        "compaction/prune",
+        {
+            "shadowedRange": {"start": seqs[0], "end": seqs[-1]},
+            "shadowedSeqs": seqs,
+            "shadowedTokenCount": sum(estimate_message(m) for _, m, _ in targets),
+            "trigger": reduction.trigger,
+        },
+    )
+    return True
+
+
+class PrunerPlugin:
+    """Registers `prune` as a reducer of the compaction service: it runs first in every
+    compaction, and a pressure compaction it brings under the threshold needs no summary."""
+
+    name: ClassVar[str] = "pruner"
+    Config = PrunerConfig
+    inject: ClassVar[tuple[Any, ...]] = (COMPACTION,)
+
+    @staticmethod
+    def apply(ctx: Context, config: PrunerConfig) -> None:
+        reducer = functools.partial(prune, config=config)
+        ctx.owner.effect(ctx.require(COMPACTION).add_reducer(reducer))

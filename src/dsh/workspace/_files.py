@@ -1,0 +1,37 @@
+"""What was made of a file, made again only when the file changes."""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Generic, TypeVar
+
+__all__ = ["FileCache"]
+
+T = TypeVar("T")
+
+
+class FileCache(Generic[T]):
+    """Per path, the value `load(path)` made of a regular file; it is made again when the
+    file's size, mtime or inode change (instruction files, SKILL.md, read at every request)."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[Path, tuple[tuple[int, int, int], T]] = {}
+
+    def get(self, path: Path, load: Callable[[Path], T]) -> T | None:
+        """`load(path)`'s value, cached; None when `path` is not a regular file."""
+        try:
+            info = path.stat()
+        except OSError:
+            self._entries.pop(path, None)
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        key = (info.st_mtime_ns, info.st_size, info.st_ino)
+        cached = self._entries.get(path)
+        if cached is None or cached[0] != key:
+            cached = self._entries[path] = (key, load(path))
+        return cached[1]

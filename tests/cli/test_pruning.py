@@ -1,0 +1,48 @@
+"""The tool-result pruner as `dsh run` shows it: under context pressure an old, large result
+loses its middle, the transcript says so once, and no summary is asked of the model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from .support import cli_env, run_dsh, scripted_profile, workspace
+
+WINDOW = 26_000
+"""Two 600-line reads (~10k tokens each) pass 80% of it; with the first one pruned, the
+request is back under (the default profile's prompt and tools take ~5k)."""
+
+
+def big_file(folder: Path, name: str) -> None:
+    lines = (f"{name} line {i:04d} " + "x" * 50 + "\n" for i in range(600))
+    (folder / f"{name}.txt").write_text("".join(lines))
+
+
+async def test_dsh_run_prunes_an_old_result_without_a_summary(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    big_file(ws, "a")
+    big_file(ws, "b")
+    script = [
+        {"tool": "read", "args": {"file_path": "a.txt"}},
+        {"tool": "read", "args": {"file_path": "b.txt"}},
+        "Both read.",  # a fourth request (a summary) would find the script's end: an error
+    ]
+    profile = scripted_profile(tmp_path, script)
+    rows = yaml.safe_load(profile.read_text())
+    rows[0]["config"]["context_window"] = WINDOW
+    profile.write_text(yaml.safe_dump(rows))
+    code, out, err = await run_dsh(
+        cli_env(tmp_path),
+        *("run", "--profile", str(profile), "--provider", "scripted", "--model", "scripted"),
+        *("--cwd", str(ws), "read both files"),
+    )
+    assert code == 0, err
+    assert out.strip() == "Both read."
+    assert "⇣ pruned 1 old tool result\n" in err
+    assert err.count("⎿ read 600 lines") == 2  # the pruned copy is not printed again
+    assert "compacted" not in err
+    session_id = err.split("session ")[-1].split(" ")[0]
+    code, shown, err = await run_dsh(cli_env(tmp_path), "sessions", "show", session_id)
+    assert code == 0, err
+    assert "⇣ pruned 1 old tool result" in shown and shown.count("⎿ read 600 lines") == 2

@@ -1,0 +1,82 @@
+"""Project instructions reach the model's system prompt, through the loop."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dsh.agent import run_prompt
+from dsh.plugins.instructions import InstructionsPlugin
+from tests.conftest import Runtime
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def repository(tmp_path: Path) -> Path:
+    """outside/repo (a git repository) / pkg / sub: the workspace is `sub`."""
+    write(tmp_path / "outside" / "AGENTS.md", "Outside the repository: never read.")
+    repo = tmp_path / "outside" / "repo"
+    (repo / ".git").mkdir(parents=True)
+    write(repo / "AGENTS.md", "Root rule: run make test.")
+    write(repo / "pkg" / "AGENTS.md", "Package rule: keep {{ braces }} literal.")
+    write(repo / "pkg" / "CLAUDE.md", "Package rule: keep {{ braces }} literal.\n")  # a copy
+    write(repo / "pkg" / "sub" / "CLAUDE.md", "Claude rule: be brief.")
+    return repo / "pkg" / "sub"
+
+
+async def test_files_from_home_and_the_repository_reach_the_request(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    await runtime.ctx.plugin(InstructionsPlugin)
+    home = write(Path(os.environ["DSH_HOME"]) / "AGENTS.md", "Home rule: answer in English.")
+    workspace = repository(tmp_path)
+    runtime.model.add("ok")
+    agent = await runtime.agent(cwd=str(workspace))
+    await run_prompt(agent, "hi")
+    system = runtime.model.requests[0].system or ""
+    rules = ["Home rule", "Root rule", "Package rule", "Claude rule"]
+    positions = [system.index(rule) for rule in rules]
+    assert positions == sorted(positions)  # most general first
+    assert system.count("Package rule") == 1  # the CLAUDE.md copy is left out
+    assert "{{ braces }}" in system  # file text is never a template
+    assert "Outside the repository" not in system
+    assert f'<file path="{home}">' in system
+    assert f'<file path="{workspace / "CLAUDE.md"}">' in system
+    header = agent.session.request_header()
+    assert header is not None and header.system == system  # logged as sent
+
+
+async def test_a_changed_file_is_read_again(runtime: Runtime, tmp_path: Path) -> None:
+    await runtime.ctx.plugin(InstructionsPlugin)
+    workspace = tmp_path / "ws"
+    rules = write(workspace / "AGENTS.md", "First version.")
+    runtime.model.add("one", "two", "three")
+    agent = await runtime.agent(cwd=str(workspace))
+    await run_prompt(agent, "first")
+    write(rules, "Second version, longer.")
+    await run_prompt(agent, "second")
+    rules.unlink()
+    await run_prompt(agent, "third")
+    systems = [r.system or "" for r in runtime.model.requests]
+    assert "First version." in systems[0]
+    assert "Second version, longer." in systems[1] and "First version." not in systems[1]
+    assert "Project instructions" not in systems[2]  # no file, no section
+
+
+async def test_the_section_is_capped_with_a_note(runtime: Runtime, tmp_path: Path) -> None:
+    await runtime.ctx.plugin(InstructionsPlugin, {"max_chars": 100})
+    workspace = tmp_path / "ws"
+    (workspace / ".git").mkdir(parents=True)
+    write(workspace / "AGENTS.md", "x" * 150)
+    write(workspace / "CLAUDE.md", "second file")
+    runtime.model.add("ok")
+    agent = await runtime.agent(cwd=str(workspace))
+    await run_prompt(agent, "hi")
+    system = runtime.model.requests[0].system or ""
+    assert "x" * 100 + "\n[… cut: 50 more characters; read " in system
+    assert "second file" not in system
+    assert "[not included: the instruction files passed 100 characters]" in system
