@@ -305,6 +305,9 @@ async def test_bad_frames_get_protocol_errors_and_the_process_lives_on(tmp_path:
             5,
             -32602,
         ),
+        (b"[" * 100_000, None, -32700),  # deeper than the parser goes
+        # Longer than a line is ever read whole: answered from its head.
+        (b'{"jsonrpc":"2.0","id":6,"method":"x","params":"' + b"x" * (70 << 20) + b'"}', 6, -32600),
     ]
     for frame, id, code in exchanges:
         process.stdin.write(frame + b"\n")
@@ -368,3 +371,24 @@ async def test_mcp_servers_of_session_new_serve_that_session_only(tmp_path: Path
     assert [a.title for a in client.asked] == ["mcp__calc__add"]  # MCP tools ask
     assert json.loads(result)[-1]["content"] == "5"  # the server's answer reached the model
     assert client.text(with_calc) == "2 + 3 = 5."
+
+
+async def test_a_prompt_continues_the_editors_trace(tmp_path: Path) -> None:
+    from tests.plugins.otel.support import receiving
+
+    parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    server = await OpenAIServer(["Traced."]).start()
+    try:
+        with receiving() as receiver:
+            env = {"DSH_OTEL": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}
+            env |= {"OTEL_METRICS_EXPORTER": "none", "OTEL_BSP_SCHEDULE_DELAY": "10"}
+            async with acp_agent(tmp_path, server.base_url, Recorder(), **env) as (conn, _):
+                session = await conn.new_session(cwd=str(workspace(tmp_path)), mcp_servers=[])
+                prompt = [text_block("hi")]
+                done = await conn.prompt(session.session_id, prompt, traceparent=parent)
+                assert done.stop_reason == "end_turn"
+                turn = await asyncio.to_thread(receiver.wait_for_span, "invoke_agent")
+    finally:
+        await server.close()
+    assert turn.trace_id.hex() == parent[3:35]
+    assert turn.parent_span_id.hex() == parent[36:52]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,21 @@ def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
         "NO_COLOR": "1",
         **extra,
     }
+
+
+def run_cli(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`dsh ARGS` run to its end in `tmp_path`, in `cli_env` with `env` over it."""
+    return subprocess.run(
+        [sys.executable, *DSH, *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+        env=cli_env(tmp_path, **(env or {})),
+        cwd=tmp_path,
+    )
 
 
 def loopback_env(tmp_path: Path, base_url: str, **extra: str) -> dict[str, str]:

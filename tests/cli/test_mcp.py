@@ -16,21 +16,9 @@ import pytest
 from dsh.workspace import Trust, dsh_home
 from tests.plugins.mcp.support import stdio_server, write_mcp_json
 
-from .support import DSH, cli_env, workspace
+from .support import cli_env, workspace
+from .support import run_cli as dsh
 from .terminal import Chats, answer, at_prompt, exits_cleanly, tool_call
-
-
-def dsh(
-    tmp_path: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, *DSH, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=cli_env(tmp_path, **(env or {})),
-        cwd=tmp_path,
-    )
 
 
 @pytest.fixture

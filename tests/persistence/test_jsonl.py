@@ -108,7 +108,7 @@ def test_an_unparseable_last_line_is_a_torn_tail_but_not_in_the_middle(tmp_path:
     path.write_bytes(b"\n".join([*lines[:-1], b'{"type":"x",', b""]))
     assert JsonlBackend(tmp_path).read("s-1").torn_bytes == len(b'{"type":"x",\n')
     path.write_bytes(b"\n".join([*lines[:3], b"not json", *lines[3:]]))
-    with pytest.raises(CorruptLogError, match="line 4 is not JSON"):
+    with pytest.raises(CorruptLogError, match="line 4: not JSON"):
         JsonlBackend(tmp_path).read("s-1")
 
 

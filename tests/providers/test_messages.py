@@ -284,3 +284,16 @@ async def test_cancel_closes_the_stream(claude: Harness) -> None:
     assert assembler.finish.kind == "aborted"
     record = await asyncio.wait_for(claude.server.response_ended(0), 5)
     assert record.disconnected
+
+
+async def test_lone_surrogates_are_cleaned_and_a_split_pair_joined(claude: Harness) -> None:
+    claude.server.add(reply("half \ud83d emoji"), reply("abc\ud83d\ude00d"), "ok")
+    await mount(claude)
+    half = await call(claude)
+    assert half.assembler.blocks() == [TextBlock("half \ufffd emoji")]
+    split = await call(claude)
+    assert split.assembler.blocks() == [TextBlock("abc😀d")]
+    deltas = "".join(c.text for c in split.chunks if isinstance(c, TextDelta))
+    assert deltas == "abc😀d"
+    await call(claude, user_message("old \ud83d"))
+    assert claude.bodies[2]["messages"][-1]["content"][0]["text"] == "old \ufffd"

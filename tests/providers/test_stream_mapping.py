@@ -17,10 +17,12 @@ from dsh.llm import (
     ReasoningBlock,
     StreamChunk,
     TextBlock,
+    TextDelta,
     TokenUsage,
     ToolCallBlock,
     ToolCallDelta,
     chunk_from_json,
+    user_message,
 )
 from dsh.llm.adapters import ChunkMapper, token_usage
 from dsh.testing import OpenAIServer, reasoning, reply, tool_call
@@ -255,3 +257,18 @@ async def test_any_reply_round_trips_through_http(script: list[Any]) -> None:
     assert call.assembler.finish.kind == (
         "tool-calls" if calls else "stop" if has_text else "error"  # reasoning only: empty
     )
+
+
+async def test_lone_surrogates_are_cleaned_and_a_split_pair_joined(harness: Harness) -> None:
+    """`"content":"half \\ud83d emoji"`, and an emoji whose halves arrive in two stream
+    events ("c\\ud83d", "\\ude00d"); a history holding a lone surrogate still encodes."""
+    harness.server.add(reply("half \ud83d emoji"), reply("abc\ud83d\ude00d"), "ok")
+    await harness.mount()
+    half = await harness.call()
+    assert half.assembler.blocks() == [TextBlock("half \ufffd emoji")]
+    split = await harness.call()
+    assert split.assembler.blocks() == [TextBlock("abc😀d")]
+    deltas = "".join(c.text for c in split.chunks if isinstance(c, TextDelta))
+    assert deltas == "abc😀d"
+    await harness.call(user_message("old \ud83d"))
+    assert harness.bodies[2]["messages"][-1]["content"] == "old \ufffd"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 from asyncio.subprocess import Process
 from collections.abc import AsyncIterator
@@ -126,6 +127,50 @@ async def test_tool_calls_and_two_prompts_on_one_session(harness: AsyncHarness) 
     assert second.events[0]["seq"] == first.events[-1]["seq"] + 1
 
 
+@pytest.mark.parametrize("harness", [["half \ud83d emoji"]], indirect=True)
+async def test_lone_surrogates_in_a_prompt_and_in_events(harness: AsyncHarness) -> None:
+    """A client's prompt is cleaned where it enters; an event that still holds a lone
+    surrogate (here from the scripted model, which bypasses the adapters) is sent with
+    the escape, not dropped."""
+    result = await harness.run("\ud800 hi", session_id="session-surrogates")
+    assert result.final_response == "half \ud83d emoji"
+    (prompt,) = [e for e in result.events if e["type"] == "user/message"]
+    assert prompt["data"]["content"] == [{"type": "text", "text": "\ufffd hi"}]
+    seqs = [e["seq"] for e in result.events]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    assert result.finish_reason == "completed"
+    for method in ("session/prompt", "session/resume"):
+        params = {"sessionId": "s-\udfff", "contentBlocks": [{"type": "text", "text": "x"}]}
+        with pytest.raises(HarnessRpcError, match="sessionId: Input should be a valid") as bad:
+            await harness.request(method, params)
+        assert bad.value.code == -32602
+
+
+@pytest.mark.parametrize(
+    ("block", "problem"),
+    [
+        ({"type": "text", "text": 123}, "contentBlocks.0.text: Input should be a valid string"),
+        ({"type": "text", "text": None}, "a text block needs a string `text`"),
+        ({"type": "text", "text": {}}, "contentBlocks.0.text: Input should be a valid string"),
+        ({}, "contentBlocks.0.type: Field required"),
+        (None, "contentBlocks.0: Input should be a valid dictionary"),
+        ({"type": "image"}, "an image block needs an `attachment` object"),
+        ({"type": "tool-result", "toolCallId": "x", "content": []}, "contentBlocks.0.type"),
+    ],
+)
+async def test_wrong_typed_prompt_content_is_refused_before_it_is_stored(
+    harness: AsyncHarness, tmp_path: Path, block: Any, problem: str
+) -> None:
+    with pytest.raises(HarnessRpcError, match=re.escape(problem)) as refused:
+        await harness.request(
+            "session/prompt", {"sessionId": "session-typed", "contentBlocks": [block]}
+        )
+    assert refused.value.code == -32602
+    assert not list((tmp_path / "sessions").rglob("session.jsonl"))  # nothing stored
+    result = await harness.run("now properly", session_id="session-typed")
+    assert result.finish_reason == "completed"
+
+
 async def test_errors(harness: AsyncHarness) -> None:
     with pytest.raises(HarnessRpcError) as info:
         await harness.request("bogus/method", {"x": 1})
@@ -171,6 +216,40 @@ async def test_malformed_lines_never_break_the_server(tmp_path: Path) -> None:
     assert by_id["broken-1"]["error"]["code"] == -32700
     assert by_id["ok"]["result"]["serverInfo"]["name"] == "deepseek-harness-sdk-runtime"
     assert by_id["bye"]["result"] == {}
+    assert process.returncode == 0
+
+
+async def test_every_line_gets_an_answer_and_none_ends_the_process(tmp_path: Path) -> None:
+    """The lines that used to kill the runtime or go unanswered (issue #12, item 10)."""
+    process = await server_process(tmp_path, ["still alive"])
+    assert process.stdin is not None and process.stdout is not None
+    init = '"method":"initialize","params":{"cwd":"/tmp","provider":"scripted","model":"scripted"}'
+    big = "x" * (70 * 1024 * 1024)
+    lines = [
+        (b'{"jsonrpc":"2.0","id":"\\x", oops', None, -32700),
+        (b'{"id":"\\ud800", oops', "\ud800", -32700),
+        (('{"jsonrpc":"2.0","id":"\\ud800",' + init + "}").encode(), "\ud800", None),
+        (b'{"jsonrpc":"2.0","id":"m","method":"\\udfff"}', "m", -32601),
+        (b"[" * 100_000, None, -32700),
+        (b"[1,2,3]", None, -32600),
+        (b'{"jsonrpc":"2.0","id":7}', 7, -32600),
+        (b'{"jsonrpc":"2.0","id":true,"method":"initialize"}', None, -32600),
+        (
+            ('{"jsonrpc":"2.0","id":"big","method":"x","params":"' + big + '"}').encode(),
+            "big",
+            -32600,
+        ),
+        (b"\xff\xfe garbage", None, -32700),
+        (('{"jsonrpc":"2.0","id":"ok",' + init + "}").encode(), "ok", None),
+        (b'{"jsonrpc":"2.0","id":"bye","method":"shutdown"}', "bye", None),
+    ]
+    process.stdin.write(b"".join(line + b"\n" for line, _, _ in lines))
+    out, _ = await asyncio.wait_for(process.communicate(), timeout=60)
+    frames = [json.loads(line) for line in out.splitlines()]
+    answers = [(f["id"], f["error"]["code"] if "error" in f else None) for f in frames]
+    assert sorted(answers, key=repr) == sorted(((i, c) for _, i, c in lines), key=repr)
+    (large,) = [f for f in frames if f["id"] == "big"]
+    assert "the limit is 67108864 bytes" in large["error"]["message"]
     assert process.returncode == 0
 
 

@@ -167,6 +167,20 @@ async def test_approval_service_receives_the_execution_and_reason(ctx: Context) 
     assert exec.agent is agent and exec.name == "t" and reason == "writes files"
 
 
+async def test_nobody_is_asked_about_arguments_the_tool_would_refuse(ctx: Context) -> None:
+    approval = FakeApproval(Decision.once())
+    ctx.provide(APPROVAL, approval)
+    ctx.tools.register(define())
+
+    async def gate(exec: ToolExecution, next: Next[ToolExecution, PreDecision]) -> PreDecision:
+        return Ask("writes files")
+
+    ctx.on(TOOLS_PRE_EXECUTE, gate)
+    result = await ctx.tools.execute(call(args={"x": "two"}, agent=Agent()))
+    assert isinstance(result, ToolFailure) and result.error.code == "INVALID_ARGS"
+    assert approval.asked == []
+
+
 async def test_an_approval_cancelled_by_the_signal_is_aborted_before_dispatch(
     ctx: Context, signal: CancelSignal
 ) -> None:
@@ -399,6 +413,19 @@ async def test_invalid_arguments_reach_policy_and_fail_at_dispatch(ctx: Context)
         isinstance(result, ToolFailure)
         and result.error.message == 'invalid arguments: "x" must be an integer'
     )
+
+
+async def test_a_lone_surrogate_in_tool_output_becomes_a_replacement_character(
+    ctx: Context,
+) -> None:
+    """A surrogate-escaped file name (`os.listdir` of b"bad\\xffname") in a tool's output
+    must not reach the log or the next request as a lone surrogate."""
+    name = "bad\udcffname.txt"
+    ctx.tools.register(ToolDefinition("ls", "List.", {"type": "object"}, lambda args, run: name))
+    result = await ctx.tools.execute(call(name="ls", args={}))
+    assert result.content == (TextBlock("bad\ufffdname.txt"),)
+    failed = await ctx.tools.execute(call(name="missing\ud800"))
+    assert text(failed) == 'Error: unknown tool "missing\ufffd"'
 
 
 # -- post-execute, finalize_content, contexts ------------------------------------------------------

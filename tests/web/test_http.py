@@ -7,6 +7,7 @@ import asyncio
 
 from dsh.agent import AgentOptions, CreateAgentOptions
 from dsh.llm import TokenUsage
+from dsh.persistence import CORRUPT_TITLE, SESSION_PERSISTENCE
 from dsh.session import SessionMeta
 from dsh.testing import hold, reply, tool_call, until
 
@@ -186,3 +187,21 @@ async def test_the_list_shows_this_workspace_unless_all(site: Site) -> None:
         assert (await client.get("/api/sessions")).json()["sessions"] == []
         every = (await client.get("/api/sessions?all=1")).json()["sessions"]
         assert [s["title"] for s in every] == ["Somewhere else"]
+
+
+async def test_a_corrupt_log_is_listed_not_failed(site: Site) -> None:
+    site.model.add(reply("broken later"), reply("fine"))
+    agent = await site.start("Broken later")
+    await asyncio.wait_for(agent.when_idle(), 60)
+    intact = await site.start("Still fine")
+    await asyncio.wait_for(intact.when_idle(), 60)
+    location = site.ctx.require(SESSION_PERSISTENCE).locate(agent.session.header)
+    assert location is not None
+    await site.web.live._handles[agent.id].dispose()  # closed: only its stored log lists it
+    lines = location.path.read_bytes().split(b"\n")
+    lines[2] = b"junk"
+    location.path.write_bytes(b"\n".join(lines))
+    async with site.client() as client:
+        listed = (await client.get("/api/sessions")).json()["sessions"]
+    titles = {s["id"]: s["title"] for s in listed}
+    assert titles == {agent.id: CORRUPT_TITLE, intact.id: "Still fine"}

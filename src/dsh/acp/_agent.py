@@ -29,7 +29,7 @@ from acp.schema import (
 from .._version import __version__
 from ..agent import USER_CANCEL, Agent, AgentHandle, AgentOptions, CreateAgentOptions
 from ..agent import ResumeAgentOptions as Resume
-from ..kernel import Context, read_secret
+from ..kernel import Context, TraceContext, read_secret, using_trace
 from ..plugins.approval import APPROVAL, ApprovalRequest, Decision
 from ..session import SessionMeta
 from ..tools import EDITOR_FILES
@@ -210,10 +210,12 @@ class AcpAgent:
     # -- turns -----------------------------------------------------------------------------
 
     async def prompt(
-        self, prompt: list[PromptBlock], session_id: str, **_meta: Any
+        self, prompt: list[PromptBlock], session_id: str, **meta: Any
     ) -> PromptResponse:
         session = self._session(session_id)
-        return PromptResponse(stop_reason=await session.prompt(prompt))
+        # A W3C trace context in the prompt's `_meta`: the turn it opens belongs to it.
+        with using_trace(TraceContext.from_carrier(meta or None)):
+            return PromptResponse(stop_reason=await session.prompt(prompt))
 
     async def cancel(self, session_id: str, **_meta: Any) -> None:
         session = self.sessions.get(session_id)

@@ -12,7 +12,7 @@ from acp.agent.connection import AgentSideConnection
 from acp.interfaces import Agent
 
 from ..kernel import Context
-from ..server import FrameOutput, line_queue
+from ..server import FrameOutput, Line, Overlong, line_queue
 from ._agent import AcpAgent, AcpSettings
 
 __all__ = ["FrameStream", "read_frame", "serve"]
@@ -33,7 +33,7 @@ def read_frame(line: bytes) -> tuple[dict[str, Any] | None, dict[str, Any] | Non
         return None, None
     try:
         frame = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser goes
         return None, _error(PARSE_ERROR, "parse error: a frame is one JSON object per line")
     if not isinstance(frame, dict):
         return None, _error(INVALID_REQUEST, "invalid request: a frame is a JSON object")
@@ -51,7 +51,7 @@ def read_frame(line: bytes) -> tuple[dict[str, Any] | None, dict[str, Any] | Non
 class FrameStream:
     """The SDK's message transport over stdin's lines and stdout's frames."""
 
-    def __init__(self, lines: asyncio.Queue[bytes | None], output: FrameOutput) -> None:
+    def __init__(self, lines: asyncio.Queue[Line], output: FrameOutput) -> None:
         self.lines = lines
         self.output = output
 
@@ -60,6 +60,9 @@ class FrameStream:
             line = await self.lines.get()
             if line is None:
                 return None
+            if isinstance(line, Overlong):  # too long to read whole: answered, not parsed
+                self.output.send(line.answer())
+                continue
             frame, problem = read_frame(line)
             if problem is not None:
                 self.output.send(problem)

@@ -4,6 +4,8 @@ Add a command here as one more decorated function (or `app.add_typer` for a grou
 from __future__ import annotations
 
 import dataclasses
+import io
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -259,6 +261,14 @@ def sessions_show(
     exit_with(show_session(profile, session_id, json_))
 
 
+@sessions_app.command("repair")
+def sessions_repair(session_id: SessionArgument, profile: ProfileOption = None) -> None:
+    """Cut a corrupt log back to its valid part; the rest is moved to a file beside it."""
+    from ._sessions import repair_session
+
+    exit_with(repair_session(profile, session_id))
+
+
 @sessions_app.command("stats")
 def sessions_stats(profile: ProfileOption = None, json_: JsonOption = False) -> None:
     """Usage of every stored session by day (UTC) and model: requests, tool calls, tokens,
@@ -508,6 +518,10 @@ def acp_command(
 
 
 def run(argv: list[str]) -> None:
+    # What reaches stdout may hold a lone surrogate (an old log) or a character the locale
+    # cannot encode: it is escaped, never a crash mid-transcript (stderr does this already).
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="backslashreplace")
     run_app(app, _optional_value(argv, "--ray", "local"))
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..agent import USER_CANCEL, Agent, AgentHandle
 from ..kernel import Context, Disposer
+from ..llm import clean_text
 from ..plugins.approval import APPROVAL, Approval, ApprovalRequest
 from ..plugins.ask_user import QUESTIONS, QuestionRequest
 from ..plugins.ask_user import Answer as AskUserAnswer
@@ -168,7 +169,7 @@ class Chat:
         if self.question is not None:
             self.question.answer(text, self.screen)
             return True
-        text = text.strip()
+        text = clean_text(text.strip())  # a terminal's undecodable byte arrives as a surrogate
         if not text:
             return True
         if text.startswith("/"):

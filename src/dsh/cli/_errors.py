@@ -58,12 +58,13 @@ def exit_with_sync(command: Callable[[], int]) -> NoReturn:
     """Run a command and exit with its code; a problem the user can fix prints one line
     and exits 2."""
     from ..kernel import CompositionError
+    from ..persistence import PersistenceError
     from ..workspace import SettingsError
     from ._runtime import CliError
 
     try:
         code = command()
-    except (CliError, CompositionError, SettingsError) as exc:
+    except (CliError, CompositionError, PersistenceError, SettingsError) as exc:
         typer.echo(f"dsh: {_settings_error(exc) or exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
     raise typer.Exit(code)

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..agent import USER_CANCEL, Agent, RunResult, run_prompt
 from ..kernel import Context
+from ..llm import clean_text
 from ..plugins.plan_mode import PLAN_MODE
 from ..plugins.subagents import SUBAGENTS, SubagentRuntime
 from ..session import SESSION_EVENT, SessionEventPayload
@@ -71,7 +72,8 @@ def _piped() -> bool:
 
 
 async def run_task(options: RunOptions) -> int:
-    task = read_task(options.task)
+    # argv and stdin are surrogate-escaped: an undecodable byte (b"\xff") arrives as "\udcff".
+    task = clean_text(read_task(options.task))
     profile, route, cwd = prepare(options)
     resuming = options.resume is not None or options.latest
     untrusted = [] if options.trust or resuming else untrusted_files(cwd)

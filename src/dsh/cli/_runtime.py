@@ -14,7 +14,7 @@ from ..agent import AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOp
 from ..kernel import Context, Profile, boot, load_profile
 from ..llm import Json
 from ..llm.adapters import ModelRoute
-from ..persistence import SessionLockedError
+from ..persistence import CorruptLogError, PersistenceError
 from ..session import SessionMeta, Usage
 
 DEFAULT_PROVIDER = "deepseek-official"
@@ -248,8 +248,15 @@ async def resume_agent(ctx: Context, route: Route, session_id: str) -> AgentHand
         )
     except (KeyError, LookupError, FileNotFoundError) as exc:
         raise CliError(f"no session {session_id!r} to resume: {exc}") from None
-    except SessionLockedError as exc:
+    except CorruptLogError as exc:
+        raise CliError(corrupt_log(exc, session_id)) from None
+    except PersistenceError as exc:  # open in another process
         raise CliError(str(exc)) from None
+
+
+def corrupt_log(exc: CorruptLogError, session_id: str) -> str:
+    """The one line for a corrupt log: where and what, then what to do."""
+    return f"{exc} (`dsh sessions repair {session_id}` keeps what is valid)"
 
 
 def failure_advice(reason: Json, route: Route) -> str | None:

@@ -1,5 +1,5 @@
 """Stored sessions: finding one (a unique id prefix, the latest of a workspace), opening an
-agent on it, and `dsh sessions list | show`."""
+agent on it, and `dsh sessions list | show | repair`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agent import AgentHandle
 from ..kernel import Context, boot
+from ..persistence import CorruptLogError, UnknownSessionError, stored_summaries
 from ..plugins.usage import PRICES
 from ..session import (
     ModelRoute,
@@ -23,7 +24,7 @@ from ..session import (
 )
 from ._format import usage_line
 from ._render import Renderer
-from ._runtime import CliError, Route, build_profile, create_agent, resume_agent
+from ._runtime import CliError, Route, build_profile, corrupt_log, create_agent, resume_agent
 
 if TYPE_CHECKING:
     from ..persistence import SessionPersistence
@@ -56,20 +57,8 @@ def summary_line(summary: SessionSummary) -> str:
 async def summaries(
     persistence: SessionPersistence, *, cwd: Path | None = None, limit: int | None = None
 ) -> list[SessionSummary]:
-    """The user's own sessions (subagents' are left out), most recently active first;
-    only those of `cwd` when given."""
-    headers = [
-        h
-        for h in await persistence.list()
-        if h.origin != "subagent" and (cwd is None or h.cwd == str(cwd))
-    ]
-    headers.sort(key=lambda h: h.created_at, reverse=True)
-    found = []
-    for header in headers[:limit] if limit else headers:
-        stored = await persistence.inspect(header.id)
-        found.append(summary_of(header, stored.events))
-    found.sort(key=lambda s: s.updated_at, reverse=True)
-    return found
+    """The user's own sessions, most recently active first; only those of `cwd` when given."""
+    return await stored_summaries(persistence, cwd=None if cwd is None else str(cwd), limit=limit)
 
 
 async def find_session(persistence: SessionPersistence, given: str) -> str:
@@ -82,6 +71,12 @@ async def find_session(persistence: SessionPersistence, given: str) -> str:
     if len(matches) == 1:
         return matches[0]
     if not matches:
+        try:  # a log whose header cannot be read is not listed, but is there
+            await persistence.inspect(given)
+        except CorruptLogError:
+            return given
+        except UnknownSessionError:
+            pass
         raise CliError(f"no stored session {given!r} (see `dsh sessions list`)")
     raise CliError(
         f"{given!r} matches {len(matches)} sessions ({', '.join(sorted(matches)[:3])}, …): "
@@ -146,8 +141,11 @@ async def show_session(profile: list[Path] | None, given: str, as_json: bool) ->
 
     ctx, persistence = await _booted(profile)
     try:
-        stored = await persistence.inspect(await find_session(persistence, given))
+        session_id = await find_session(persistence, given)
+        stored = await persistence.inspect(session_id)
         prices = ctx.get(PRICES)
+    except CorruptLogError as exc:
+        raise CliError(corrupt_log(exc, given)) from None
     finally:
         await ctx.owner.dispose()
     if as_json:
@@ -164,6 +162,23 @@ async def show_session(profile: list[Path] | None, given: str, as_json: bool) ->
     if stored.repair:
         surface.note("(the log ends in an interrupted turn; resuming repairs it)", "dim")
     surface.note(usage_summary(session_usage(stored.events), prices), "dim")
+    return 0
+
+
+async def repair_session(profile: list[Path] | None, given: str) -> int:
+    ctx, persistence = await _booted(profile)
+    try:
+        report = await persistence.salvage(await find_session(persistence, given))
+    finally:
+        await ctx.owner.dispose()
+    if report.side_file is None:
+        print(f"{report.location}: intact, nothing to repair ({report.kept} events)")
+    else:
+        print(
+            f"kept {report.kept} events of {report.location}; moved {report.moved} "
+            f"line{'s' if report.moved != 1 else ''} ({report.moved_bytes} bytes) to "
+            f"{report.side_file}"
+        )
     return 0
 
 
@@ -205,7 +220,11 @@ async def session_stats(profile: list[Path] | None, as_json: bool) -> int:
     try:
         prices = ctx.get(PRICES)
         for header in await persistence.list():
-            events = await persistence.read_from(header.id, 0)
+            try:
+                events = await persistence.read_from(header.id, 0)
+            except CorruptLogError as exc:  # the others still count; say which was left out
+                print(f"dsh: left out: {corrupt_log(exc, header.id)}", file=sys.stderr)
+                continue
             for key, usage in usage_by(events, _day_and_route).items():
                 totals[key] = totals.get(key, Usage()) + usage
     finally:

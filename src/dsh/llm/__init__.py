@@ -74,6 +74,7 @@ from ._request import (
     error_chain,
 )
 from ._runtime import LlmPlugin, LlmRuntime, PreparedCall, apply_model_defaults
+from ._text import REPLACEMENT, PairJoiner, clean_json, clean_text, clean_utf8, json_bytes
 
 __all__ = [
     # runtime
@@ -148,4 +149,11 @@ __all__ = [
     "tool_result_message",
     "tool_source",
     "user_message",
+    # well-formed text
+    "REPLACEMENT",
+    "PairJoiner",
+    "clean_json",
+    "clean_text",
+    "clean_utf8",
+    "json_bytes",
 ]

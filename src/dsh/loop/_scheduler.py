@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..llm import Json, TextBlock, ToolCallBlock, tool_result_message
+from ..llm import Json, TextBlock, ToolCallBlock, clean_json, tool_result_message
 from ..tools import Prepared, ToolExecutionInput, ToolFailure, ToolResult
 
 if TYPE_CHECKING:
@@ -18,14 +18,16 @@ ABORTED_BEFORE_DISPATCH = "tool call aborted before dispatch"
 
 
 def parse_arguments(raw: str) -> Json:
-    """'' is `{}`; text that is not JSON stays a string (the tool then fails validation)."""
+    """'' is `{}`; text that is not JSON stays a string (the tool then fails validation).
+    Strings are cleaned: an escaped lone surrogate (`"bad\\udcffname.txt"`) becomes U+FFFD
+    before a tool turns it into a file name or echoes it."""
     if not raw.strip():
         return {}
     try:
         value: Json = json.loads(raw)
     except ValueError:
-        return raw
-    return value
+        return clean_json(raw)
+    return clean_json(value)
 
 
 @dataclass(slots=True, eq=False)

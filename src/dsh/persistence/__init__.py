@@ -3,9 +3,10 @@ SQLite and PostgreSQL backends, crash repair, and resume."""
 
 from typing import TYPE_CHECKING, Any
 
-from ._backend import RawLog, SessionBackend
+from ._backend import RawLog, Salvager, SessionBackend, WriterLease
 from ._events import PERSISTENCE_WRITTEN, Written
 from ._jsonl import JsonlBackend, project_dir_name
+from ._lease import FileLease
 from ._memory import MemoryBackend
 from ._plugin import (
     PersistenceConfig,
@@ -24,6 +25,7 @@ from ._repair import (
 )
 from ._spill import BlobStore, CachedSpills, FolderSpills, SpillArea
 from ._stored import StoredSessions
+from ._summaries import CORRUPT_TITLE, stored_summaries
 from ._types import (
     SESSION_PERSISTENCE,
     CorruptLogError,
@@ -31,6 +33,7 @@ from ._types import (
     LeaseLostError,
     PersistenceError,
     Record,
+    Salvage,
     SeqMismatchError,
     SessionExistsError,
     SessionLiveError,
@@ -65,6 +68,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CORRUPT_TITLE",
     "NOT_STARTED_TEXT",
     "OUTCOME_UNKNOWN_TEXT",
     "PERSISTENCE_WRITTEN",
@@ -74,6 +78,7 @@ __all__ = [
     "BlobStore",
     "CachedSpills",
     "CorruptLogError",
+    "FileLease",
     "FolderSpills",
     "ForkSeed",
     "JsonlBackend",
@@ -86,6 +91,8 @@ __all__ = [
     "PostgresLease",
     "RawLog",
     "Record",
+    "Salvage",
+    "Salvager",
     "Repair",
     "SeqMismatchError",
     "SessionBackend",
@@ -99,10 +106,12 @@ __all__ = [
     "StoredLog",
     "StoredSessions",
     "UnknownSessionError",
+    "WriterLease",
     "Written",
     "default_root",
     "mount_persistence",
     "project_dir_name",
     "repair_closers",
     "store_config",
+    "stored_summaries",
 ]

@@ -2,28 +2,38 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..session import SessionHeader
-from ._types import Record, SeqMismatchError, SessionLocation
+from ._types import Record, Salvage, SeqMismatchError, SessionLocation
 
-__all__ = ["RawLog", "SessionBackend", "WriterLease", "check_contiguous"]
+__all__ = ["RawLog", "Salvager", "SessionBackend", "WriterLease", "check_contiguous"]
 
 
 @dataclass(frozen=True, slots=True)
 class RawLog:
     """A stored log as parsed JSON: the header line and the event rows (packed rows already
-    expanded). `torn_bytes`: the size of a torn tail that was found (and truncated if asked)."""
+    expanded). `torn_bytes`: the size of a torn tail that was found (and truncated if asked).
+    For messages: `source` names the log (its file; a database and session), `locate` where
+    row `index` is (-1: the header), e.g. `…/session.jsonl: line 7`."""
 
     header: Mapping[str, Any]
     rows: list[Mapping[str, Any]]
     torn_bytes: int = 0
+    source: str = "the log"
+    locate: Callable[[int], str] | None = field(default=None, compare=False)
 
     @property
     def next_seq(self) -> int:
         return int(self.rows[-1]["seq"]) + 1 if self.rows else 0
+
+    def where(self, index: int) -> str:
+        """Where row `index` (-1: the header) is stored."""
+        if self.locate is not None:
+            return self.locate(index)
+        return f"{self.source}: " + ("header" if index < 0 else f"event row {index + 1}")
 
 
 @runtime_checkable
@@ -76,13 +86,28 @@ class SessionBackend(Protocol):
 class WriterLease(Protocol):
     """A backend's proof that this process is a session's only writer (across processes).
 
-    A backend that offers one has `acquire_writer(session_id) -> WriterLease`, raising
-    `SessionLockedError` (naming the holder) when another writer has the session, and
-    refuses appends of a writer whose lease was lost (`LeaseLostError`). The write coordinator
-    takes it before a session's log is read for resume (or, for a new session, before it is
-    created) and releases it after the final drain."""
+    A backend that offers one has `acquire_writer(session_id, header=None) -> WriterLease`
+    (`header`: a session not stored yet, so a file store knows its folder), raising
+    `SessionLockedError` (naming the holder) when another writer has the session, never
+    waiting, and refuses appends of a writer whose lease was lost (`LeaseLostError`). A
+    holder that dies loses it (a file lock through the operating system, a database lock with
+    its connection). This process takes it once per session and shares it (`hold_writer`):
+    the write coordinator before a session's log is read for resume (or, for a new session,
+    before it is created) until the final drain; a crash repair, an append or create through
+    the seam, and a salvage for their duration."""
 
     def release(self) -> None: ...
+
+
+class Salvager(Protocol):
+    """A backend that can repair a corrupt log (`dsh sessions repair`) has
+    `salvage(session_id, keep) -> Salvage`: read the longest prefix of the log that parses (a
+    `RawLog`, header included), keep its first `keep(prefix)` events, and move everything
+    stored after them, as stored, to a side file (its path in the result). `keep` raises
+    `CorruptLogError` when nothing can be kept; then nothing changes. An intact log is left
+    as it is (`side_file` None). An explicit repair, never automatic."""
+
+    def salvage(self, session_id: str, keep: Callable[[RawLog], int]) -> Salvage: ...
 
 
 def check_contiguous(session_id: str, records: Sequence[Record], first: int) -> None:

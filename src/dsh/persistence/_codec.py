@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..llm import json_bytes
 from ..session import SessionEvent, SessionHeader
 from ._types import CorruptLogError, Record
 from ._v4 import VERSION as V4
@@ -14,13 +15,16 @@ from ._v4 import lift_header, lift_rows, lower_event, lower_header
 
 __all__ = [
     "PACKED_TYPES",
+    "LinePrefix",
     "ParsedLines",
     "decode_header",
     "decode_rows",
     "encode_header",
     "encode_lines",
     "encode_text",
+    "packed_size",
     "parse_lines",
+    "parse_prefix",
     "records_of",
     "unpack_rows",
     "utf8_safe",
@@ -29,7 +33,6 @@ __all__ = [
 PACKED_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-_dumps_ascii = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
 
 
 def encode_text(value: Any) -> str:
@@ -39,15 +42,17 @@ def encode_text(value: Any) -> str:
 
 def records_of(events: Iterable[SessionEvent], header: SessionHeader | None = None) -> list[Record]:
     """Each event's log line in the format of `header` (default: format 0, where the line
-    is `SessionEvent.to_json()`), as compact JSON."""
+    is `SessionEvent.to_json()`), as compact JSON that encodes to UTF-8."""
     if header is not None and header.version == V4:
-        return [Record(e.seq, e.type, e.time, _dumps(lower_event(e, header))) for e in events]
-    return [Record(e.seq, e.type, e.time, _dumps(e.to_json())) for e in events]
+        lines = [(e, _dumps(lower_event(e, header))) for e in events]
+    else:
+        lines = [(e, _dumps(e.to_json())) for e in events]
+    return [Record(e.seq, e.type, e.time, utf8_safe(line)) for e, line in lines]
 
 
 def encode_header(header: SessionHeader) -> str:
     """The header line of `header`'s format."""
-    return _dumps(lower_header(header) if header.version == V4 else header.to_json())
+    return utf8_safe(_dumps(lower_header(header) if header.version == V4 else header.to_json()))
 
 
 def decode_header(raw: Mapping[str, Any], rows: Sequence[Any] | None = None) -> SessionHeader:
@@ -63,33 +68,25 @@ def decode_rows(header: Mapping[str, Any], rows: Sequence[Any]) -> Sequence[Any]
     return lift_rows(rows) if header.get("version") == V4 else rows
 
 
-def encode_lines(texts: Sequence[str]) -> bytes:
-    """UTF-8 lines, each ending in a newline.
-
-    A text holding a lone surrogate (valid in a JSON string escape, not in UTF-8) is written
-    with ASCII escapes instead, which reads back to the same value.
-    """
-    if not texts:
-        return b""
-    joined = "\n".join(texts) + "\n"
-    try:
-        return joined.encode("utf-8")
-    except UnicodeEncodeError:
-        return b"".join(_safe_line(text) for text in texts)
-
-
-def _safe_line(text: str) -> bytes:
-    return utf8_safe(text).encode("utf-8") + b"\n"
-
-
 def utf8_safe(text: str) -> str:
-    """A JSON text that encodes to UTF-8: `text` itself, or, when it holds a lone surrogate,
-    the same value with ASCII escapes."""
+    """A JSON text that every store can encode as UTF-8: `text` itself, or, when it holds a
+    lone surrogate (a log written before text was cleaned, a surrogate-escaped path), the same
+    value with the surrogate as its `\\uXXXX` escape."""
+    if text.isascii():
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return _dumps_ascii(json.loads(text))
+        return json_bytes(text).decode("utf-8")
     return text
+
+
+def encode_lines(texts: Sequence[str]) -> bytes:
+    """UTF-8 lines, each ending in a newline; a lone surrogate (valid in a JSON string
+    escape, not in UTF-8) is written as its escape, which reads back to the same value."""
+    if not texts:
+        return b""
+    return json_bytes("\n".join(texts) + "\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,18 +124,57 @@ def parse_lines(data: bytes, where: str) -> ParsedLines:
 
 
 def _parse_slowly(body: bytes, torn: int, where: str, cause: Exception | None) -> ParsedLines:
-    lines = body.split(b"\n")[:-1]
+    prefix = parse_prefix(body)
+    if prefix.problem is None:
+        return ParsedLines(prefix.values, prefix.valid_bytes, torn)
+    if prefix.bad_line == body.count(b"\n"):  # the last line: a torn tail
+        return ParsedLines(prefix.values, prefix.valid_bytes, len(body) - prefix.valid_bytes + torn)
+    raise CorruptLogError(f"{where}: {prefix.problem}") from cause
+
+
+@dataclass(frozen=True, slots=True)
+class LinePrefix:
+    """The lines of a text that parse, up to the first that does not."""
+
+    values: list[Any]
+    valid_bytes: int
+    """The length of the lines that parsed (with their newlines)."""
+    bad_line: int | None = None
+    """The number (1-based) of the first line that did not parse."""
+    problem: str | None = None
+    """What is wrong with it: `line N: not JSON (…)` / `line N: not UTF-8 (…)`."""
+
+
+def parse_prefix(body: bytes) -> LinePrefix:
+    """Parse the newline-terminated lines of `body` up to the first one that is not JSON."""
     values: list[Any] = []
     offset = 0
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(body.split(b"\n")[:-1], 1):
         try:
             values.append(json.loads(line.decode("utf-8")))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            if number == len(lines):
-                return ParsedLines(values, offset, torn + len(line) + 1)
-            raise CorruptLogError(f"{where}: line {number} is not JSON ({exc})") from cause
+        except UnicodeDecodeError as exc:
+            problem = f"not UTF-8 (byte 0x{line[exc.start]:02x} at column {exc.start + 1})"
+            return LinePrefix(values, offset, number, f"line {number}: {problem}")
+        except json.JSONDecodeError as exc:
+            problem = f"not JSON ({exc.msg} at column {exc.colno})"
+            return LinePrefix(values, offset, number, f"line {number}: {problem}")
+        except RecursionError:
+            return LinePrefix(values, offset, number, f"line {number}: not JSON (nested too deep)")
         offset += len(line) + 1
-    return ParsedLines(values, offset, torn)
+    return LinePrefix(values, offset)
+
+
+def packed_size(row: Any) -> int:
+    """How many events a log row stands for: the members of a packed row, else 1."""
+    if isinstance(row, dict) and row.get("type") in PACKED_TYPES:
+        data = row.get("data")
+        members = (
+            data.get("args" if row["type"] == "tool-call-chunks" else "texts")
+            if isinstance(data, dict)
+            else None
+        )
+        return len(members) if isinstance(members, list) else 1
+    return 1
 
 
 def unpack_rows(rows: Sequence[Any], where: str) -> list[Mapping[str, Any]]:

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from ..session import (
     SESSION_CREATED,
@@ -26,11 +26,13 @@ from ..session import (
 )
 from ._codec import records_of
 from ._events import PERSISTENCE_WRITTEN, Written
+from ._lease import WriterHold, hold_writer
 from ._types import SessionExistsError, SessionLiveError
 
 if TYPE_CHECKING:
     from ..kernel import Context
-    from ._backend import SessionBackend, WriterLease
+    from ..session import SessionHeader
+    from ._backend import SessionBackend
 
 __all__ = ["WriteCoordinator"]
 
@@ -65,7 +67,7 @@ class _Writer:
         cursor: int,
         *,
         stored: bool,
-        lease: WriterLease | None,
+        lease: WriterHold | None,
     ) -> None:
         self.loop = asyncio.get_running_loop()
         self.lease = lease
@@ -113,17 +115,18 @@ class WriteCoordinator:
     def is_live(self, session_id: str) -> bool:
         return session_id in self._writers or _live_writer((self.backend.store_id, session_id))
 
-    def acquire(self, session_id: str) -> WriterLease | None:
-        """The backend's writer lease on `session_id` (None when it has no such lease); its
-        error names the holder when another writer has it. Blocking: call it in a thread
-        where the event loop must not wait."""
-        acquire = getattr(self.backend, "acquire_writer", None)
-        return None if acquire is None else cast("WriterLease", acquire(session_id))
+    def acquire(self, session_id: str, header: SessionHeader | None = None) -> WriterHold | None:
+        """This process's claim on the backend's writer lease on `session_id` (None when
+        the backend has no such lease); its error names the holder when another process has
+        it. Blocking: call it in a thread where the event loop must not wait."""
+        if getattr(self.backend, "acquire_writer", None) is None:
+            return None
+        return hold_writer(self.backend, session_id, header)
 
-    def expect(self, session: Session, stored: int, lease: WriterLease | None = None) -> None:
+    def expect(self, session: Session, stored: int, lease: WriterHold | None = None) -> None:
         """`session` was seeded from the store, whose first `stored` events it holds, under
         `lease`: published, it passes to the session's writer; dropped, it is released."""
-        release = None if lease is None else weakref.finalize(session, _give_up, lease)
+        release = None if lease is None else lease.release_when_collected(session)
         self._prepared[session] = _Prepared(stored, lease, release)
 
     async def settle(self, session_id: str) -> None:
@@ -154,7 +157,8 @@ class WriteCoordinator:
                 prepared.release.detach()
             writer = _Writer(session, key, prepared.stored, stored=True, lease=prepared.lease)
         else:
-            lease = self.acquire(session.id)  # first: nobody else can create it meanwhile
+            # First: nobody else can create it meanwhile.
+            lease = self.acquire(session.id, session.header)
             if self.backend.exists(session.id):
                 _give_up(lease)
                 raise SessionExistsError(
@@ -314,7 +318,8 @@ class WriteCoordinator:
             await asyncio.wait(list(self._tasks))
         for prepared in list(self._prepared.values()):
             if prepared.release is not None:
-                prepared.release()
+                prepared.release.detach()
+            _give_up(prepared.lease)
         self._prepared.clear()
 
 
@@ -348,7 +353,7 @@ def _release(writer: _Writer) -> None:
     _give_up(lease)
 
 
-def _give_up(lease: WriterLease | None) -> None:
+def _give_up(lease: WriterHold | None) -> None:
     if lease is None:
         return
     try:
@@ -360,5 +365,5 @@ def _give_up(lease: WriterLease | None) -> None:
 @dataclass(frozen=True, slots=True)
 class _Prepared:
     stored: int
-    lease: WriterLease | None
+    lease: WriterHold | None
     release: weakref.finalize[..., Any] | None

@@ -11,8 +11,9 @@ import contextlib
 import os
 import re
 import threading
+import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -20,19 +21,37 @@ from urllib.parse import quote
 
 from ..session import SessionHeader
 from ._backend import RawLog, check_contiguous
-from ._codec import encode_header, encode_lines, parse_lines, unpack_rows
+from ._codec import (
+    encode_header,
+    encode_lines,
+    packed_size,
+    parse_lines,
+    parse_prefix,
+    unpack_rows,
+)
+from ._lease import FileLease
 from ._spill import FolderSpills
 from ._types import (
     CorruptLogError,
     Record,
+    Salvage,
     SessionExistsError,
     SessionLocation,
     UnknownSessionError,
 )
 from ._zstd import compress_frame, decode_frames
 
-__all__ = ["JsonlBackend", "RootContents", "log_name", "project_dir_name", "scan_root"]
+__all__ = [
+    "JsonlBackend",
+    "RootContents",
+    "escape_id",
+    "log_name",
+    "project_dir_name",
+    "scan_root",
+    "write_side_file",
+]
 
+LOCK = "session.lock"
 NO_CWD = "_no-cwd"
 _LOG = re.compile(r"^session(?:\.v([1-9][0-9]*))?\.jsonl(\.zstd)?$")
 _SAFE = re.compile(r"[A-Za-z0-9._-]")
@@ -67,7 +86,9 @@ def project_dir_name(cwd: str | None, version: int = 0) -> str:
     return "--" + normalized.replace("/", "-").replace(":", "-") + "--"
 
 
-def _escape_id(session_id: str, version: int = 0) -> str:
+def escape_id(session_id: str, version: int = 0) -> str:
+    """A session id as one path component: percent-escaped, or in the layout of format 4
+    and later the reference's escape."""
     if version >= 4:  # the reference's injective `~XXXX` escape of UTF-16 code units
         if session_id in (".", ".."):
             return session_id.replace(".", "~002E")
@@ -175,7 +196,7 @@ class JsonlBackend:
 
     def locate(self, header: SessionHeader) -> SessionLocation:
         version = header.version
-        folder = self.root / project_dir_name(header.cwd, version) / _escape_id(header.id, version)
+        folder = self.root / project_dir_name(header.cwd, version) / escape_id(header.id, version)
         return SessionLocation(self.name, folder / log_name(version, self.compression))
 
     def _find(self, session_id: str, *, refresh: bool = False) -> Path | None:
@@ -184,7 +205,7 @@ class JsonlBackend:
         if known is not None and known.path.exists():
             return known.path
         index = self._indexed(refresh)
-        folder = index.get(_escape_id(session_id)) or index.get(_escape_id(session_id, 4))
+        folder = index.get(escape_id(session_id)) or index.get(escape_id(session_id, 4))
         path = None if folder is None else _newest_log(folder)
         if path is None:
             return None
@@ -213,6 +234,16 @@ class JsonlBackend:
 
     def exists(self, session_id: str) -> bool:
         return self._find(session_id) is not None
+
+    def acquire_writer(self, session_id: str, header: SessionHeader | None = None) -> FileLease:
+        """`session.lock` in the session's folder (beside its log, or where a new session's
+        log will be), the reference runtime's lock file."""
+        path = self._find(session_id) or self._find(session_id, refresh=True)
+        if path is None:
+            if header is None:
+                raise UnknownSessionError(f"no stored session {session_id!r} under {self.root}")
+            path = self.locate(header).path
+        return FileLease(path.parent / LOCK, session_id, remove_dir=True)
 
     def spill_area(self) -> FolderSpills:
         """Spill files in each session's folder (`<session folder>/spill/`)."""
@@ -295,6 +326,8 @@ class JsonlBackend:
         path = self._require(session_id)
         data = path.read_bytes()
         where = str(path)
+        if not data:
+            raise CorruptLogError(f"{where}: empty file (no session header)")
         if path.name.endswith(".zstd"):
             lines, valid = decode_frames(data, where)
             parsed = parse_lines(lines, where)
@@ -306,21 +339,53 @@ class JsonlBackend:
             valid = parsed.valid_bytes
         torn = len(data) - valid
         values = parsed.values
-        if not values or not isinstance(values[0], dict) or values[0].get("type") != "session":
-            raise CorruptLogError(f"{where}: the first line is not a session header")
+        if not values:
+            raise CorruptLogError(f"{where}: line 1: not a session header (no complete line)")
+        if not isinstance(values[0], dict) or values[0].get("type") != "session":
+            raise CorruptLogError(f"{where}: line 1: not a session header")
         if truncate_torn and torn:
             os.truncate(path, valid)
         # Packed rows are rare: skip the scan unless their type name occurs at all.
         rows = unpack_rows(values[1:], where) if b'-chunks"' in lines else values[1:]
+        log = RawLog(values[0], rows, torn, where, _line_locator(where, values))
         if rows and (not isinstance(rows[-1], dict) or type(rows[-1].get("seq")) is not int):
-            raise CorruptLogError(f"{where}: the last event line has no integer seq")
-        log = RawLog(values[0], rows, torn)
+            raise CorruptLogError(f"{log.where(len(rows) - 1)}: the last event has no integer seq")
         if truncate_torn or not torn:
             with self._lock:
                 self._known[session_id] = _Known(path, log.next_seq)
         if from_seq > 0:
-            return RawLog(log.header, [r for r in rows if r["seq"] >= from_seq], torn)
+            rows = [r for r in rows if not _before(r, from_seq)]
+            return RawLog(log.header, rows, torn, where, log.locate)
         return log
+
+    def salvage(self, session_id: str, keep: Callable[[RawLog], int]) -> Salvage:
+        """Keep the lines of the valid prefix; the rest (as stored, a torn tail too; for a
+        zstd log, its lines decompressed, then any bytes that would not decompress) goes to
+        `session.rejected-<time>.jsonl` beside the log, then the log is cut (a zstd log is
+        rewritten as one frame)."""
+        path = self._require(session_id)
+        data = path.read_bytes()
+        text, decoded = data, len(data)
+        if path.name.endswith(".zstd"):
+            text, decoded = decode_frames(data, str(path), stop_at_damage=True)
+        count, offset = _valid_lines(text, str(path), keep)
+        if offset == len(text) and decoded == len(data):
+            return Salvage(path, count)
+        rest = text[offset:] + data[decoded:]
+        side = path.with_name(f"session.rejected-{time.strftime('%Y%m%dT%H%M%S')}.jsonl")
+        write_side_file(side, rest)
+        if path.name.endswith(".zstd"):
+            temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+            write_side_file(temp, compress_frame(text[:offset]))
+            os.replace(temp, path)
+            _fsync_dir(path.parent)
+        else:
+            os.truncate(path, offset)
+            with open(path, "ab") as file:
+                os.fsync(file.fileno())
+        with self._lock:
+            self._known[session_id] = _Known(path, count)
+        return Salvage(path, count, rest.count(b"\n") + (not rest.endswith(b"\n")), len(rest), side)
 
     def headers(self) -> list[Mapping[str, Any]]:
         found: list[Mapping[str, Any]] = []
@@ -354,6 +419,61 @@ def _read_header(path: Path) -> Mapping[str, Any] | None:
     if values and isinstance(values[0], dict) and values[0].get("type") == "session":
         return values[0] if has_events else None
     return None
+
+
+def _valid_lines(text: bytes, where: str, keep: Callable[[RawLog], int]) -> tuple[int, int]:
+    """How many events of the log `text` to keep (`keep` of the prefix that parses), and the
+    length of the whole lines that hold them."""
+    body = text[: text.rfind(b"\n") + 1]
+    prefix = parse_prefix(body)
+    values = prefix.values
+    if not values:
+        problem = prefix.problem or "empty file (no session header)"
+        raise CorruptLogError(f"{where}: {problem}: nothing can be kept")
+    rows: list[Mapping[str, Any]] = []
+    sizes: list[int] = []  # events per line, packed rows expanded while they unpack
+    for value in values[1:]:
+        try:
+            rows.extend(unpack_rows([value], where))
+        except CorruptLogError:
+            break
+        sizes.append(packed_size(value))
+    kept = keep(RawLog(values[0], rows, 0, where, _line_locator(where, values)))
+    lines, count = 1, 0  # the header, then whole lines while their events are kept
+    for size in sizes:
+        if count + size > kept:
+            break
+        lines, count = lines + 1, count + size
+    return count, sum(len(line) + 1 for line in body.split(b"\n")[:lines])
+
+
+def _line_locator(where: str, values: list[Any]) -> Callable[[int], str]:
+    """Row index → `<file>: line N` (the header is line 1; a packed row's events share its
+    line). Computed when asked: only messages need it."""
+
+    def locate(index: int) -> str:
+        line, first = 1, 0
+        for value in values[1:] if index >= 0 else ():
+            line += 1
+            first += packed_size(value)
+            if index < first:
+                break
+        return f"{where}: line {line}"
+
+    return locate
+
+
+def _before(row: Any, seq: int) -> bool:
+    return isinstance(row, dict) and type(row.get("seq")) is int and row["seq"] < seq
+
+
+def write_side_file(path: Path, data: bytes) -> None:
+    """Store `data` durably in a new file (what a repair moves aside; never overwrites)."""
+    with open(path, "xb") as file:
+        file.write(data)
+        file.flush()
+        os.fsync(file.fileno())
+    _fsync_dir(path.parent)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -349,9 +349,9 @@ class PostgresBackend:
 
     # -- the writer lease ------------------------------------------------------------------
 
-    def acquire_writer(self, session_id: str) -> PostgresLease:
+    def acquire_writer(self, session_id: str, header: SessionHeader | None = None) -> PostgresLease:
         """Take the session's writer lease (`SessionLockedError` naming the holder when
-        another writer has it) and bump its fencing epoch."""
+        another writer has it) and bump its fencing epoch (`header` is not needed here)."""
         return self._loop.run(self._acquire(session_id))
 
     async def _acquire(self, session_id: str) -> PostgresLease:
@@ -446,4 +446,3 @@ async def _one(cur: Any) -> Any:
     row = await cur.fetchone()
     assert row is not None
     return row
-

@@ -6,17 +6,22 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..llm import clean_text, json_bytes
 from ..session import SessionHeader
 from ._backend import RawLog, check_contiguous
 from ._codec import encode_header
+from ._jsonl import escape_id, write_side_file
+from ._lease import FileLease
 from ._types import (
     CorruptLogError,
     Record,
+    Salvage,
     SessionExistsError,
     SessionLocation,
     UnknownSessionError,
@@ -93,6 +98,13 @@ class SqliteBackend:
     def locate(self, header: SessionHeader) -> SessionLocation:
         return SessionLocation(self.name, self.path)
 
+    def acquire_writer(self, session_id: str, header: SessionHeader | None = None) -> FileLease:
+        """A lock file per session beside the database: `<database>.locks/<id>.lock`."""
+        if header is None and not self.exists(session_id):
+            raise UnknownSessionError(f"no stored session {session_id!r} in {self.path}")
+        path = self.path.with_name(self.path.name + ".locks") / f"{escape_id(session_id)}.lock"
+        return FileLease(path, session_id)
+
     def exists(self, session_id: str) -> bool:
         with self._lock:
             row = self._db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone()
@@ -103,7 +115,7 @@ class SqliteBackend:
             try:
                 db.execute(
                     "INSERT INTO sessions (id, header, cwd, created_at) VALUES (?, ?, ?, ?)",
-                    (header.id, encode_header(header), header.cwd, header.created_at),
+                    (header.id, encode_header(header), _cwd(header), header.created_at),
                 )
             except sqlite3.IntegrityError:
                 raise SessionExistsError(f"session {header.id!r} is already stored") from None
@@ -135,24 +147,46 @@ class SqliteBackend:
 
     def read(self, session_id: str, *, from_seq: int = 0, truncate_torn: bool = False) -> RawLog:
         with self._lock:
-            row = self._db.execute(
-                "SELECT header FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
-            if row is None:
-                raise UnknownSessionError(f"no stored session {session_id!r} in {self.path}")
-            bodies = [
-                b
-                for (b,) in self._db.execute(
-                    "SELECT body FROM events WHERE session = ? AND seq >= ? ORDER BY seq",
-                    (session_id, from_seq),
-                )
-            ]
-        try:
-            header = json.loads(row[0])
-            rows = json.loads("[" + ",".join(bodies) + "]")
-        except json.JSONDecodeError as exc:
-            raise CorruptLogError(f"{self.path}: session {session_id!r}: {exc}") from None
-        return RawLog(header, rows)
+            header, stored = self._rows(self._db, session_id, from_seq)
+        log = _parsed(self.path, session_id, header, stored)
+        if isinstance(log, str):
+            raise CorruptLogError(log)
+        return log
+
+    def _rows(
+        self, db: sqlite3.Connection, session_id: str, from_seq: int = 0
+    ) -> tuple[str, list[tuple[int, str]]]:
+        row = db.execute("SELECT header FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise UnknownSessionError(f"no stored session {session_id!r} in {self.path}")
+        stored = db.execute(
+            "SELECT seq, body FROM events WHERE session = ? AND seq >= ? ORDER BY seq",
+            (session_id, from_seq),
+        ).fetchall()
+        return row[0], stored
+
+    def salvage(self, session_id: str, keep: Callable[[RawLog], int]) -> Salvage:
+        """Keep the rows of the valid prefix; the rest (their bodies, one per line) goes to
+        `<database>.rejected/<id>-<time>.jsonl`, then is deleted."""
+        with self._transaction() as db:
+            header, stored = self._rows(db, session_id)
+            log = _parsed(self.path, session_id, header, stored, prefix=True)
+            if isinstance(log, str):
+                raise CorruptLogError(f"{log}: nothing can be kept")
+            kept = keep(log)
+            rest = stored[kept:]
+            if not rest:
+                return Salvage(self.path, kept)
+            side = self.path.with_name(self.path.name + ".rejected")
+            side.mkdir(exist_ok=True)
+            side /= f"{escape_id(session_id)}-{time.strftime('%Y%m%dT%H%M%S')}.jsonl"
+            data = json_bytes("".join(body + "\n" for _, body in rest))
+            write_side_file(side, data)
+            db.execute(
+                "DELETE FROM events WHERE session = ? AND seq >= ?", (session_id, rest[0][0])
+            )
+            db.execute("UPDATE sessions SET next_seq = ? WHERE id = ?", (kept, session_id))
+        return Salvage(self.path, kept, len(rest), len(data), side)
 
     def put_blob(self, session_id: str, name: str, data: bytes) -> None:
         """Store (or replace) a named blob of a session (its spill files)."""
@@ -179,3 +213,37 @@ class SqliteBackend:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _cwd(header: SessionHeader) -> str | None:
+    """The cwd column (informational; the header keeps the exact value)."""
+    return None if header.cwd is None else clean_text(header.cwd)
+
+
+def _parsed(
+    path: Path, session_id: str, header: str, stored: list[tuple[int, str]], *, prefix: bool = False
+) -> RawLog | str:
+    """The log of `stored` rows, or what is wrong with it; with `prefix`, the rows that parse
+    up to the first that does not."""
+    source = f"{path}: session {session_id!r}"
+    seqs = [seq for seq, _ in stored]
+
+    def locate(index: int) -> str:
+        return f"{source}, header" if index < 0 else f"{source}, seq {seqs[index]}"
+
+    try:
+        parsed_header = json.loads(header)
+    except ValueError as exc:
+        return f"{locate(-1)}: not JSON ({exc})"
+    try:
+        rows = json.loads("[" + ",".join(body for _, body in stored) + "]")
+    except ValueError:
+        rows = []
+        for index, (_, body) in enumerate(stored):
+            try:
+                rows.append(json.loads(body))
+            except ValueError as exc:
+                if prefix:
+                    break
+                return f"{locate(index)}: not JSON ({exc})"
+    return RawLog(parsed_header, rows, 0, source, locate)

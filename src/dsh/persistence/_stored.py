@@ -11,19 +11,24 @@ import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, cast
 
 from ..session import ForkSeed, Session, SessionEvent, SessionHeader, fork_seed, import_events
 from ._backend import RawLog, SessionBackend
+from ._check import corrupt, valid_prefix
 from ._codec import decode_header, decode_rows, records_of
 from ._coordinator import WriteCoordinator
+from ._lease import WriterHold
 from ._repair import repair_closers
 from ._spill import BlobStore, CachedSpills, SpillArea
 from ._types import (
     CorruptLogError,
     PersistenceError,
+    Salvage,
     SessionLiveError,
     SessionLocation,
+    SessionLockedError,
     StoredLog,
 )
 
@@ -75,7 +80,12 @@ class StoredSessions:
 
     async def create(self, header: SessionHeader) -> None:
         self._refuse_live(header.id, "created")
-        await asyncio.to_thread(self.backend.create, header, [], durable=True)
+
+        def write() -> None:
+            with self._writing(header.id, header):
+                self.backend.create(header, [], durable=True)
+
+        await asyncio.to_thread(write)
 
     async def append(self, session_id: str, events: Sequence[SessionEvent]) -> None:
         self._refuse_live(session_id, "appended to from outside its writer")
@@ -84,7 +94,7 @@ class StoredSessions:
                 raise TypeError(f"append() takes SessionEvents, got {type(event).__name__}")
 
         def write() -> None:
-            with _commit_lock(self.backend.store_id, session_id):
+            with self._writing(session_id), _commit_lock(self.backend.store_id, session_id):
                 stored = self.backend.read(session_id, from_seq=events[0].seq if events else 0)
                 header = _header(session_id, stored)
                 self.backend.append(session_id, records_of(events, header), durable=True)
@@ -99,32 +109,49 @@ class StoredSessions:
         _check(signal)
         await self.coordinator.settle(session_id)
         self._refuse_live(session_id, "prepared again")
-        # The lease first: no other writer appends between this read and our first write.
-        lease = await asyncio.to_thread(self.coordinator.acquire, session_id)
-        try:
-            session, stored = await asyncio.to_thread(self._prepare_sync, session_id)
-            _check(signal)
-        except BaseException:
-            if lease is not None:
-                lease.release()
-            raise
-        self.coordinator.expect(session, stored, lease)
+        session, stored, hold = await asyncio.to_thread(self._prepare_sync, session_id)
+        if signal is not None and signal.aborted:
+            if hold is not None:
+                hold.release()
+            signal.raise_if_aborted()
+        self.coordinator.expect(session, stored, hold)  # the writer takes the lease over
         return session
 
-    def _prepare_sync(self, session_id: str) -> tuple[Session, int]:
-        with _bulk_load():
-            log, raw = self._read_sync(session_id, commit=True)
-            if len(log.events) != raw.next_seq + len(log.repair):
-                raise PersistenceError(
-                    f"session {session_id!r} holds legacy events whose import renumbered the "
-                    "log: it can be loaded and forked, not resumed in place"
-                )
-            session = Session.create(session_id, seed=log.events, header=log.header)
-        return session, len(log.events)
+    def _prepare_sync(self, session_id: str) -> tuple[Session, int, WriterHold | None]:
+        # The lease first: no other writer appends between this read and our first write.
+        hold = self.coordinator.acquire(session_id)
+        try:
+            with _bulk_load():
+                log, raw = self._read_sync(session_id, commit=True)
+                if len(log.events) != raw.next_seq + len(log.repair):
+                    raise PersistenceError(
+                        f"session {session_id!r} holds legacy events whose import renumbered "
+                        "the log: it can be loaded and forked, not resumed in place"
+                    )
+                try:
+                    session = Session.create(session_id, seed=log.events, header=log.header)
+                except ValueError as exc:  # an event that breaks the log's rules
+                    raise corrupt(session_id, raw, exc) from None
+        except BaseException:
+            if hold is not None:
+                hold.release()
+            raise
+        return session, len(log.events), hold
+
+    @contextmanager
+    def _writing(self, session_id: str, header: SessionHeader | None = None) -> Iterator[None]:
+        """Hold the session's writer lease for one write from outside its writer."""
+        hold = self.coordinator.acquire(session_id, header)
+        try:
+            yield
+        finally:
+            if hold is not None:
+                hold.release()
 
     async def load(self, session_id: str) -> StoredLog:
         """The balanced stored log. A cold log ending inside a turn is repaired (committed);
-        a live session is flushed first, and refused while a turn is open."""
+        a live session is flushed first, and refused while a turn is open. A session another
+        process writes is read as it is, and `SessionLockedError` when it needs a repair."""
         await self.coordinator.settle(session_id)
         flushed = await self.coordinator.flush_live(session_id)
         if flushed or self.coordinator.is_live(session_id):  # live here, or in another runtime
@@ -135,8 +162,22 @@ class StoredSessions:
                     "(use inspect() for a read-only view)"
                 )
             return replace(log, live=True)
-        log, _ = await asyncio.to_thread(self._read_sync, session_id, commit=True)
-        return log
+        return await asyncio.to_thread(self._load_cold, session_id)
+
+    def _load_cold(self, session_id: str) -> StoredLog:
+        try:
+            hold = self.coordinator.acquire(session_id)
+        except SessionLockedError:
+            # Live in another process: read, and repair nothing under its writer.
+            log, _ = self._read_sync(session_id, commit=False)
+            if log.repair or log.torn_bytes:
+                raise
+            return replace(log, live=True)
+        try:
+            return self._read_sync(session_id, commit=True)[0]
+        finally:
+            if hold is not None:
+                hold.release()
 
     async def inspect(self, session_id: str, signal: CancelSignal | None = None) -> StoredLog:
         """A read-only view: the stored events, plus (for a cold log) the repair that loading
@@ -160,7 +201,10 @@ class StoredSessions:
         def read() -> builtins.list[SessionEvent]:
             with _bulk_load():
                 raw = self.backend.read(session_id, from_seq=from_seq)
-                return import_events(decode_rows(raw.header, raw.rows), session_id)
+                try:
+                    return import_events(decode_rows(raw.header, raw.rows), session_id)
+                except ValueError as exc:
+                    raise CorruptLogError(f"{raw.source}: {exc}") from None
 
         return await asyncio.to_thread(read)
 
@@ -182,6 +226,22 @@ class StoredSessions:
         log = await self.inspect(source_id)
         return fork_seed(source_id, log.header.cwd, log.events, boundary)
 
+    async def salvage(self, session_id: str) -> Salvage:
+        """Cut a corrupt log back to its longest valid prefix (structurally sound, importable,
+        seedable); the rest is moved, as stored, to a side file. An intact log is left as it
+        is. Refused for a session live here, or open in another process."""
+        salvage = getattr(self.backend, "salvage", None)
+        if salvage is None:
+            raise PersistenceError(f"the {self.backend.name} store cannot repair session logs")
+        await self.coordinator.settle(session_id)
+        self._refuse_live(session_id, "repaired")
+
+        def run() -> Salvage:
+            with self._writing(session_id), _commit_lock(self.backend.store_id, session_id):
+                return cast(Salvage, salvage(session_id, partial(valid_prefix, session_id)))
+
+        return await asyncio.to_thread(run)
+
     # -- reading ---------------------------------------------------------------------------
 
     def _read_sync(self, session_id: str, *, commit: bool) -> tuple[StoredLog, RawLog]:
@@ -198,7 +258,10 @@ class StoredSessions:
     def _read_locked(self, session_id: str, *, commit: bool) -> tuple[StoredLog, RawLog]:
         raw = self.backend.read(session_id, truncate_torn=commit)
         header = _header(session_id, raw)
-        events = import_events(decode_rows(raw.header, raw.rows), session_id)
+        try:
+            events = import_events(decode_rows(raw.header, raw.rows), session_id)
+        except ValueError as exc:
+            raise corrupt(session_id, raw, exc) from None
         repair = repair_closers(events, header)
         if repair and commit:
             if len(events) != raw.next_seq:
@@ -216,12 +279,14 @@ class StoredSessions:
 
 
 def _header(session_id: str, raw: RawLog) -> SessionHeader:
+    """The log's header; a `CorruptLogError` naming the file and the problem when it cannot
+    be read or names another session."""
     try:
         header = decode_header(raw.header, raw.rows)
     except ValueError as exc:
-        raise CorruptLogError(f"session {session_id!r}: {exc}") from None
+        raise corrupt(session_id, raw, exc) from None
     if header.id != session_id:
-        raise CorruptLogError(f"session {session_id!r}: its header names {header.id!r}")
+        raise corrupt(session_id, raw, ValueError(f"the header names {header.id!r}"))
     return header
 
 

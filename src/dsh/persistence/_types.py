@@ -21,6 +21,7 @@ __all__ = [
     "LeaseLostError",
     "PersistenceError",
     "Record",
+    "Salvage",
     "SeqMismatchError",
     "SessionExistsError",
     "SessionLiveError",
@@ -112,6 +113,21 @@ class StoredLog:
         return self.header.id
 
 
+@dataclass(frozen=True, slots=True)
+class Salvage:
+    """What a repair of a corrupt log kept and moved aside."""
+
+    location: Path
+    """The log (or the database) that was repaired."""
+    kept: int
+    """Events kept: the valid prefix, seqs 0..kept-1."""
+    moved: int = 0
+    """Lines (or rows) moved to `side_file`."""
+    moved_bytes: int = 0
+    side_file: Path | None = None
+    """Where the rest went, as it was stored; None when the log was intact."""
+
+
 @runtime_checkable
 class SessionPersistence(Protocol):
     """The persistence seam (SPEC §3.8). Every method names sessions by id."""
@@ -150,6 +166,11 @@ class SessionPersistence(Protocol):
 
     async def fork(self, source_id: str, boundary: int | None = None) -> ForkSeed:
         """The seed of a fork of a stored session through `boundary` (inclusive)."""
+        ...
+
+    async def salvage(self, session_id: str) -> Salvage:
+        """Cut a corrupt stored log back to its longest valid prefix; the rest is moved to a
+        side file (dsh's addition to the seam: `dsh sessions repair`)."""
         ...
 
 

@@ -70,9 +70,10 @@ def _frame_end(data: bytes, pos: int) -> int | None:
     return at if at <= size else None
 
 
-def decode_frames(data: bytes, where: str) -> tuple[bytes, int]:
+def decode_frames(data: bytes, where: str, *, stop_at_damage: bool = False) -> tuple[bytes, int]:
     """The content of the complete frames, and their compressed length (a torn final frame,
-    cut short by a crash, is left out)."""
+    cut short by a crash, is left out). A damaged frame elsewhere is `CorruptLogError`, or
+    with `stop_at_damage` the end of what is returned."""
     zstandard = _zstandard()
     decompressor = zstandard.ZstdDecompressor()
     parts: list[bytes] = []
@@ -81,6 +82,8 @@ def decode_frames(data: bytes, where: str) -> tuple[bytes, int]:
         try:
             end = _frame_end(data, pos)
         except ValueError as exc:
+            if stop_at_damage:
+                break
             raise CorruptLogError(f"{where}: {exc}") from None
         if end is None:
             break
@@ -91,7 +94,7 @@ def decode_frames(data: bytes, where: str) -> tuple[bytes, int]:
         try:
             parts.append(reader.decompress(data[pos:end]))
         except zstandard.ZstdError as exc:
-            if end == len(data):
+            if end == len(data) or stop_at_damage:
                 break  # a damaged final frame is a torn tail
             raise CorruptLogError(f"{where}: zstd frame at byte {pos}: {exc}") from None
         pos = end

@@ -29,16 +29,18 @@ import pytest
 from ..kernel import Context
 from ..llm import TextBlock, ToolCallBlock, assistant_message, tool_result_message, user_message
 from ..session import Session, SessionEvent, SessionHeader, SessionPlugin, SessionStore
-from ._backend import SessionBackend
+from ._backend import RawLog, SessionBackend
 from ._codec import records_of
 from ._plugin import mount_persistence
 from ._repair import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
 from ._stored import StoredSessions
 from ._types import (
+    CorruptLogError,
     PersistenceError,
     Record,
     SeqMismatchError,
     SessionExistsError,
+    SessionLockedError,
     UnknownSessionError,
 )
 
@@ -52,7 +54,10 @@ __all__ = [
     "test_backend_keeps_record_text_verbatim",
     "test_backend_never_overwrites",
     "test_backend_read_from_seq",
+    "test_backend_salvage_keeps_a_prefix_and_moves_the_rest_aside",
+    "test_backend_stores_lone_surrogates",
     "test_backend_unknown_session",
+    "test_backend_writer_lease_is_exclusive",
     "test_crash_repair_closes_the_open_turn_once",
     "test_failed_write_surfaces_at_flush_and_is_retried",
     "test_fork_of_a_stored_session",
@@ -155,6 +160,20 @@ def test_backend_keeps_record_text_verbatim(backend_factory: BackendFactory) -> 
     assert [list(r) for r in rows] == [list(json.loads(t)) for t in texts]
 
 
+def test_backend_stores_lone_surrogates(backend_factory: BackendFactory) -> None:
+    """Text that UTF-8 cannot encode (a lone UTF-16 surrogate) is stored as its escape and
+    reads back as the same value; it never fails a write."""
+    backend = backend_factory()
+    header = SessionHeader("s-surrogate", 1, cwd="/tmp/dsh-conformance/bad\udcffdir")
+    session = Session.create("s-surrogate", header=header)
+    session.append("session/title", {"title": "half \ud83d emoji"})
+    backend.create(session.header, records_of(session.events[:1]), durable=False)
+    backend.append("s-surrogate", records_of(session.events[1:]), durable=True)
+    log = backend_factory().read("s-surrogate")
+    assert log.header["cwd"] == header.cwd
+    assert log.rows[0]["data"] == {"title": "half \ud83d emoji"}
+
+
 def test_backend_append_requires_the_next_seq(backend_factory: BackendFactory) -> None:
     backend = backend_factory()
     session = _stored(backend, "s-seq")
@@ -222,6 +241,66 @@ def test_backend_headers_list_sessions_with_events(backend_factory: BackendFacto
         return [h.id for h in await StoredSessions(backend).list()]
 
     assert "s-listed" in _run(listed)
+
+
+def test_backend_writer_lease_is_exclusive(backend_factory: BackendFactory) -> None:
+    """One writer per session: a second claim (another instance stands for another process)
+    is refused, naming the holder, until the first is released. (For a backend with a
+    writer lease: `acquire_writer`.)"""
+    one, two = _leased(backend_factory()), _leased(backend_factory())
+    header = _header("s-lease")
+    lease = one.acquire_writer("s-lease", header)  # a session not stored yet
+    with pytest.raises(SessionLockedError, match="'s-lease' is being written by"):
+        two.acquire_writer("s-lease", header)
+    two.acquire_writer("s-free", _header("s-free")).release()  # other sessions are free
+    lease.release()
+    lease.release()  # idempotent
+    _stored(one, "s-lease")
+    again = two.acquire_writer("s-lease")  # a stored session: no header needed
+    with pytest.raises(SessionLockedError):
+        one.acquire_writer("s-lease")
+    again.release()
+
+
+def _leased(backend: SessionBackend) -> Any:
+    if getattr(backend, "acquire_writer", None) is None:
+        pytest.skip(f"the {backend.name} backend has no writer lease")
+    return backend
+
+
+def test_backend_salvage_keeps_a_prefix_and_moves_the_rest_aside(
+    backend_factory: BackendFactory,
+) -> None:
+    backend = backend_factory()
+    if getattr(backend, "salvage", None) is None:
+        pytest.skip(f"the {backend.name} backend cannot salvage")
+    salvager: Any = backend
+    session = _stored(backend, "s-salvage", turns=2)
+    seen: list[int] = []
+
+    def keep_five(prefix: RawLog) -> int:
+        seen.append(len(prefix.rows))
+        assert prefix.header["id"] == "s-salvage"
+        return 5
+
+    report = salvager.salvage("s-salvage", keep_five)
+    assert seen == [session.seq] and report.kept == 5
+    assert report.side_file is not None and report.moved == session.seq - 5
+    assert report.side_file.stat().st_size == report.moved_bytes
+    texts = [r.text for r in records_of(session.events[5:])]
+    assert report.side_file.read_text().splitlines() == texts  # as stored
+    reopened: Any = backend_factory()
+    assert [r["seq"] for r in reopened.read("s-salvage").rows] == [0, 1, 2, 3, 4]
+    reopened.append("s-salvage", records_of(session.events[5:6]), durable=True)  # continues
+    intact = reopened.salvage("s-salvage", lambda prefix: len(prefix.rows))
+    assert intact.kept == 6 and intact.side_file is None and intact.moved == 0
+
+    def nothing(prefix: RawLog) -> int:
+        raise CorruptLogError("nothing can be kept")
+
+    with pytest.raises(CorruptLogError):
+        reopened.salvage("s-salvage", nothing)
+    assert reopened.read("s-salvage").next_seq == 6  # unchanged
 
 
 # -- the seam over the backend -----------------------------------------------------------------

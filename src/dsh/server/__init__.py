@@ -3,13 +3,15 @@
 from ._launch import PROFILE_ENV
 from ._protocol import RpcError
 from ._server import SERVER_INFO, JsonRpcServer
-from ._stdio import FrameOutput, line_queue, main, serve
+from ._stdio import FrameOutput, Line, Overlong, line_queue, main, serve
 
 __all__ = [
     "PROFILE_ENV",
     "SERVER_INFO",
     "FrameOutput",
     "JsonRpcServer",
+    "Line",
+    "Overlong",
     "RpcError",
     "line_queue",
     "main",

@@ -6,11 +6,19 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from ..llm import Json
+from ..llm import ContentBlock, ImageBlock, Json, TextBlock, clean_json, clean_text, json_bytes
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -18,7 +26,7 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
-_ID = re.compile(r'"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)')
+_ID = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)')
 
 
 class RpcError(Exception):
@@ -56,8 +64,9 @@ def request(id: str, method: str, params: Json) -> dict[str, Json]:
 
 
 def encode(frame: dict[str, Json]) -> bytes:
-    """One frame, as the reference writes it: compact, UTF-8, newline-terminated."""
-    return json.dumps(frame, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    """One frame, as the reference writes it: compact, UTF-8, newline-terminated (a lone
+    surrogate as its `\\uXXXX` escape, as JavaScript's `JSON.stringify` writes it)."""
+    return json_bytes(json.dumps(frame, separators=(",", ":"), ensure_ascii=False)) + b"\n"
 
 
 def response(id: Json, result: Json) -> dict[str, Json]:
@@ -76,29 +85,49 @@ def notification(method: str, params: Json) -> dict[str, Json]:
 
 
 def parse(line: bytes) -> Request | Response | dict[str, Json] | None:
-    """A request, a response to one of ours, an error frame to send back, or None (a line to
-    ignore)."""
+    """A request, a response to one of ours, an error frame to send back, or None (a blank
+    line). Never raises: every other line gets an answer."""
     text = line.decode("utf-8", "replace").strip()
     if not text:
         return None
     try:
         frame = json.loads(text)
-    except ValueError:
-        found = _ID.search(text)
-        if found is None:
-            return None
-        return error(json.loads(found.group(1)), PARSE_ERROR, "parse error: invalid JSON")
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser goes
+        return error(readable_id(line), PARSE_ERROR, "parse error: invalid JSON")
     if not isinstance(frame, dict):
-        return None
+        return error(None, INVALID_REQUEST, "invalid request: a frame is a JSON object")
     id = frame.get("id")
+    valid_id = id is None or (isinstance(id, str | int) and not isinstance(id, bool))
     if "method" not in frame:
-        if id is None:
-            return None
-        return Response(id, frame.get("result"), frame.get("error"))
+        if id is not None and valid_id and ("result" in frame or "error" in frame):
+            return Response(id, frame.get("result"), frame.get("error"))
+        return error(id if valid_id else None, INVALID_REQUEST, "invalid request: no method")
     method = frame["method"]
-    if not isinstance(method, str) or (id is not None and not isinstance(id, str | int)):
-        return error(id if isinstance(id, str | int) else None, INVALID_REQUEST, "invalid request")
+    if not isinstance(method, str) or not valid_id:
+        return error(id if valid_id else None, INVALID_REQUEST, "invalid request")
     return Request(method, frame.get("params"), id)
+
+
+def readable_id(text: bytes) -> str | int | None:
+    """The id of a frame that does not parse, if one can be read (the first `"id": <string or
+    integer>` in it), else None."""
+    found = _ID.search(text)
+    if found is None:
+        return None
+    try:
+        id = json.loads(found.group(1))
+    except ValueError:  # an id with a broken escape ("\\x") or bytes that are not UTF-8
+        return None
+    return id if isinstance(id, str | int) else None
+
+
+def too_large(head: bytes, tail: bytes, size: int, limit: int) -> dict[str, Json]:
+    """The answer to a line longer than `limit` (only its head and tail were kept)."""
+    id = readable_id(head)
+    if id is None:
+        id = readable_id(tail)
+    message = f"invalid request: {size} bytes on one line (the limit is {limit} bytes)"
+    return error(id, INVALID_REQUEST, message)
 
 
 class InitializeCapabilities(BaseModel):
@@ -126,15 +155,37 @@ class InitializeParams(BaseModel):
         return value
 
 
-class PromptParams(BaseModel):
+class PromptBlock(BaseModel):
+    """A block of a client's prompt: text, or an image attachment. Checked here, so that
+    nothing malformed is stored and then breaks every later turn of the session."""
+
     model_config = ConfigDict(extra="ignore")
-    session_id: str = Field(alias="sessionId", min_length=1)
-    content_blocks: list[dict[str, Any]] = Field(alias="contentBlocks", min_length=1)
+    type: Literal["text", "image"]
+    text: StrictStr | None = None
+    attachment: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> PromptBlock:
+        if self.type == "text" and self.text is None:
+            raise ValueError("a text block needs a string `text`")
+        if self.type == "image" and self.attachment is None:
+            raise ValueError("an image block needs an `attachment` object")
+        return self
+
+    def block(self) -> ContentBlock:
+        """The content block, its text cleaned (a lone surrogate becomes U+FFFD)."""
+        if self.type == "text":
+            return TextBlock(clean_text(self.text or ""))
+        return ImageBlock(clean_json(self.attachment or {}))
 
 
 class SessionParams(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    session_id: str = Field(alias="sessionId", min_length=1)
+    session_id: str = Field(alias="sessionId", min_length=1)  # pydantic refuses lone surrogates
+
+
+class PromptParams(SessionParams):
+    content_blocks: list[PromptBlock] = Field(alias="contentBlocks", min_length=1)
 
 
 def params_error(method: str, exc: ValidationError) -> RpcError:

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from ..agent import AGENT_STATUS, USER_CANCEL, AgentHandle, AgentOptions, StatusChange
 from ..agent import ResumeAgentOptions as _Resume
 from ..kernel import Context, Disposer, TraceContext, resolve_plugin, using_trace
-from ..llm import USER_SOURCE, Json, LlmError, Message, blocks_from_json, new_message_id
+from ..llm import USER_SOURCE, Json, LlmError, Message, new_message_id
 from ..plugins.ask_user import QUESTIONS, Answer, QuestionError, QuestionRequest
 from ..plugins.subagents import SUBAGENT_END, SubagentEnd
 from ..session import (
@@ -164,13 +164,9 @@ class JsonRpcServer:
         options = self._ready("session/prompt")
         try:
             parsed = PromptParams.model_validate(params or {})
-            content = blocks_from_json(parsed.content_blocks)
         except ValidationError as exc:
             raise params_error("session/prompt", exc) from None
-        except (KeyError, TypeError, ValueError) as exc:
-            raise RpcError(
-                INVALID_PARAMS, f"session/prompt: invalid contentBlocks: {exc}"
-            ) from None
+        content = tuple(block.block() for block in parsed.content_blocks)
         handle = await self._agent(parsed.session_id, options)
         if self.ctx.agents.get(parsed.session_id) is not handle.agent:
             raise RpcError(INVALID_PARAMS, "session agent was disposed outside the server")

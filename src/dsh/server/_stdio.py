@@ -8,6 +8,7 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -24,6 +25,7 @@ from ._protocol import (
     error,
     parse,
     response,
+    too_large,
 )
 from ._server import JsonRpcServer, describe_error
 
@@ -61,37 +63,105 @@ class FrameOutput:
             self.closed.set()
 
 
+MAX_LINE = 64 * 1024 * 1024
+"""The longest request line read whole; a longer one is answered from its head and tail."""
+_KEPT = 64 * 1024
+_CHUNK = 256 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Overlong:
+    """A line longer than `MAX_LINE`: only its first and last bytes were kept."""
+
+    head: bytes
+    tail: bytes
+    size: int
+
+    def answer(self) -> dict[str, Json]:
+        """The error frame that answers it (with its id, when the head or tail shows it)."""
+        return too_large(self.head, self.tail, self.size, MAX_LINE)
+
+
+class LineSplitter:
+    """Splits a byte stream into lines without ever holding more than `limit` bytes of one."""
+
+    def __init__(self, limit: int = MAX_LINE) -> None:
+        self.limit = limit
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.head = b""
+        self.tail = b""
+
+    def feed(self, data: bytes) -> list[bytes | Overlong]:
+        lines: list[bytes | Overlong] = []
+        start = 0
+        while (end := data.find(b"\n", start)) >= 0:
+            self._take(data[start:end])
+            lines.append(self._line())
+            start = end + 1
+        self._take(data[start:])
+        return lines
+
+    def end(self) -> list[bytes | Overlong]:
+        """The last line, when the stream did not end with a newline."""
+        return [self._line()] if self.size else []
+
+    def _take(self, piece: bytes) -> None:
+        if not piece:
+            return
+        self.size += len(piece)
+        if self.head:  # already over the limit: keep the tail only
+            self.tail = (self.tail + piece)[-_KEPT:]
+            return
+        self.parts.append(piece)
+        if self.size > self.limit:
+            whole = b"".join(self.parts)
+            self.head, self.tail, self.parts = whole[:_KEPT], whole[-_KEPT:], []
+
+    def _line(self) -> bytes | Overlong:
+        line: bytes | Overlong
+        line = Overlong(self.head, self.tail, self.size) if self.head else b"".join(self.parts)
+        self.parts, self.size, self.head, self.tail = [], 0, b"", b""
+        return line
+
+
+Line = bytes | Overlong | None
+
+
 def _read_lines(
-    stream: BinaryIO, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes | None]
+    stream: BinaryIO, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Line]
 ) -> None:
+    splitter = LineSplitter()
     try:
-        for line in iter(stream.readline, b""):
-            loop.call_soon_threadsafe(queue.put_nowait, line)
+        while data := stream.read(_CHUNK):
+            for line in splitter.feed(data):
+                loop.call_soon_threadsafe(queue.put_nowait, line)
     except (OSError, ValueError):
         pass
+    for line in splitter.end():
+        loop.call_soon_threadsafe(queue.put_nowait, line)
     loop.call_soon_threadsafe(queue.put_nowait, None)
 
 
-async def line_queue(stream: BinaryIO, owner: Owner) -> asyncio.Queue[bytes | None]:
-    """Lines of `stream` as they arrive, then None. Pipes and terminals are read by the event
-    loop; anything else (a regular file) by a thread that ends at end of file."""
+async def line_queue(stream: BinaryIO, owner: Owner) -> asyncio.Queue[Line]:
+    """Lines of `stream` as they arrive (an `Overlong` for a line over `MAX_LINE`), then
+    None. Pipes and terminals are read by the event loop; anything else (a regular file) by
+    a thread that ends at end of file."""
     loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+    queue: asyncio.Queue[Line] = asyncio.Queue()
     try:
-        reader = asyncio.StreamReader(limit=64 * 1024 * 1024, loop=loop)
+        reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stream)
     except (ValueError, OSError):
         threading.Thread(target=_read_lines, args=(stream, loop, queue), daemon=True).start()
         return queue
 
     async def pump() -> None:
-        while True:
-            try:
-                line = await reader.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                continue  # an over-long line: dropped, like any malformed input
-            if not line:
-                break
+        splitter = LineSplitter()
+        while data := await reader.read(_CHUNK):
+            for line in splitter.feed(data):
+                queue.put_nowait(line)
+        for line in splitter.end():
             queue.put_nowait(line)
         queue.put_nowait(None)
 
@@ -123,6 +193,9 @@ async def serve(
             line = await queue.get()
             if line is None:
                 break
+            if isinstance(line, Overlong):
+                output.send(line.answer())
+                continue
             frame = parse(line)
             if frame is None:
                 continue

@@ -100,9 +100,14 @@ class SessionHeader:
         """Validate a header line (format 0, or a format-4 header as persistence reads it)."""
         if not isinstance(raw, Mapping) or raw.get("type") != "session":
             raise ValueError("not a session header (expected type 'session')")
+        if "version" not in raw:
+            raise ValueError("the session header has no version")
         version = raw.get("version")
         if type(version) is not int or version not in FORMAT_VERSIONS:
-            raise ValueError(f"unsupported session format version {version!r}")
+            readable = " and ".join(str(v) for v in sorted(FORMAT_VERSIONS))
+            raise ValueError(
+                f"unsupported session format version {version!r} (this runtime reads {readable})"
+            )
         values: dict[str, Any] = {
             "id": _get(raw, "id", str),
             "created_at": _get(raw, "createdAt", int),

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..kernel import Aborted, CancelSignal, holds_secrets, redact_secrets
-from ..llm import ContentBlock, Json, Message, TextBlock
+from ..llm import ContentBlock, Json, Message, TextBlock, blocks_from_json, clean_json
 from ..session._json import LosslessJsonError, freeze_json
 from ._events import TOOLS_EXECUTE, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_RESULT
 from ._schema import validate_value
@@ -146,6 +146,9 @@ async def prepare(
         elif isinstance(decision, Deny):
             reason = decision.reason
         elif isinstance(decision, Ask):
+            unfit = _unfit_arguments(table, exec)
+            if unfit is not None:  # nobody is asked about a call that cannot run
+                return Prepared(exec, "post-result", error_result(unfit))
             asked = True
             reason = await _ask(ctx, exec, decision)
             if reason is None:
@@ -162,6 +165,15 @@ async def prepare(
     if reason is not None:
         return Prepared(exec, "post-result", failure(reason))
     return Prepared(exec, "dispatch")
+
+
+def _unfit_arguments(table: ToolTable, exec: ToolExecution) -> ToolArgsError | None:
+    """The error the body's own check would give the call's arguments, if any."""
+    definition = table.get(exec.name, exec.agent)
+    if definition is None:
+        return None  # dispatch answers UNKNOWN_TOOL (a wrapper may still serve the name)
+    violations = validate_value(definition.parameters, exec.arguments, "")
+    return ToolArgsError(violations) if violations else None
 
 
 async def _ask(ctx: Context, exec: ToolExecution, ask: Ask) -> str | None:
@@ -358,9 +370,17 @@ async def finalize(bus: EventBus, prepared: Prepared, result: ToolResult | None)
                 result = replace(result, content=as_content(content))
         except Exception as exc:
             result = error_result(exc)
-    result = _redacted(result)
+    result = _redacted(_well_formed(result))
     bus.emit(TOOLS_RESULT, ToolOutcome(exec, result), exec.agent)
     return result
+
+
+def _well_formed(result: ToolResult) -> ToolResult:
+    """The result with its content's text cleaned: a surrogate-escaped file name or a
+    plugin's lone surrogate must not break every later request of the session."""
+    raw = [block.to_json() for block in result.content]
+    cleaned = clean_json(raw)
+    return result if cleaned is raw else replace(result, content=blocks_from_json(cleaned))
 
 
 def _redacted(result: ToolResult) -> ToolResult:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..llm import Json
-from ..persistence import SessionPersistence, UnknownSessionError
+from ..persistence import SessionPersistence, stored_summaries
 from ..session import Session, SessionSummary, summary_of
 
 __all__ = ["session_list"]
@@ -30,18 +30,8 @@ async def session_list(
         if len(s.events) and (cwd is None or s.header.cwd == cwd)
     }
     if persistence is not None:
-        stored = [
-            h
-            for h in await persistence.list()
-            if h.id not in found and h.origin != "subagent" and (cwd is None or h.cwd == cwd)
-        ]
-        stored.sort(key=lambda h: h.created_at, reverse=True)
-        for header in stored[:limit]:
-            try:
-                log = await persistence.inspect(header.id)
-            except UnknownSessionError:
-                continue  # removed meanwhile
-            found[header.id] = (summary_of(log.header, log.events), False)
+        stored = await stored_summaries(persistence, cwd=cwd, limit=limit, skip=frozenset(found))
+        found.update((summary.id, (summary, False)) for summary in stored)
     rows = sorted(found.values(), key=lambda row: row[0].updated_at, reverse=True)
     return [_json(summary, is_live) for summary, is_live in rows]
 

@@ -467,3 +467,17 @@ async def test_subagent_stop_keeps_a_child_going_and_stop_is_for_the_parent(
         "Stop false",
         "Stop true",
     ]
+
+
+async def test_a_lone_surrogate_in_the_payload_reaches_the_hook_as_an_escape(
+    workspace: Path,
+) -> None:
+    from dsh.kernel import CancelSignal
+    from dsh.plugins.hooks._runner import run_hook
+
+    payload = {"tool_input": {"file_path": "bad\udcffname.txt"}}
+    run = await run_hook(
+        "cat", payload, workspace=workspace, signal=CancelSignal(), timeout_s=30, max_bytes=4096
+    )
+    assert run.exit_code == 0, run.failure
+    assert json.loads(run.stdout) == payload

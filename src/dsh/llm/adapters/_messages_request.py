@@ -25,6 +25,7 @@ from .._content import (
     ToolResultBlock,
 )
 from .._request import GenerateOptions, ToolSchema
+from .._text import clean_utf8
 from ._request import IMAGE_PLACEHOLDER
 
 __all__ = ["REPLAY_KIND", "MessagesDialect", "MessagesEncoder"]
@@ -202,7 +203,7 @@ class MessagesEncoder:
         for key, value in (extra or {}).items():
             pieces.append(f",{_dumps(key)}:{_dumps(value)}")
         pieces.append("}")
-        return "".join(pieces).encode()
+        return clean_utf8("".join(pieces))
 
 
 def _tools_json(tools: Sequence[ToolSchema]) -> str:

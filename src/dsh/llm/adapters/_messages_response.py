@@ -26,6 +26,7 @@ from .._chunks import (
     error_finish,
 )
 from .._content import ContentBlock, Json, ReasoningBlock, TextBlock, ToolCallBlock
+from .._text import PairJoiner, clean_text
 from ._failures import closed_early, stream_error
 from ._messages_request import REPLAY_KIND
 
@@ -63,6 +64,8 @@ class _Block:
     name: str = ""
     entry: dict[str, Json] = field(default_factory=dict)
     closed: bool = False
+    joiner: PairJoiner = field(default_factory=PairJoiner)
+    """Cleans the deltas: a surrogate pair split across two events is joined."""
 
     def block(self) -> ContentBlock:
         text = "".join(self.parts)
@@ -151,7 +154,8 @@ class MessagesMapper:
         if wire == "redacted_thinking":
             current.entry["data"] = block.get("data")
         elif wire == "tool_use":
-            current.id, current.name = str(block.get("id")), str(block.get("name"))
+            current.id = clean_text(str(block.get("id")))
+            current.name = clean_text(str(block.get("name")))
             out.append(ToolCallDelta(index, current.id, "", current.name))
 
     def _on_delta(self, event: Mapping[str, Any], out: list[StreamChunk]) -> None:
@@ -168,6 +172,9 @@ class MessagesMapper:
             self._delta(current, text, out)
 
     def _delta(self, current: _Block, text: str, out: list[StreamChunk]) -> None:
+        text = current.joiner.feed(text)
+        if not text:
+            return
         current.parts.append(text)
         if current.kind == "text":
             out.append(TextDelta(current.index, text))
@@ -179,6 +186,7 @@ class MessagesMapper:
     def _close(self, index: int, out: list[StreamChunk]) -> None:
         current = self._blocks.get(index)
         if current is not None and not current.closed:
+            self._delta(current, current.joiner.end(), out)
             current.closed = True
             out.append(BlockEnd(index, current.block()))
 

@@ -27,6 +27,7 @@ from .._content import (
     ToolResultBlock,
 )
 from .._request import GenerateOptions, ToolSchema
+from .._text import clean_utf8
 
 __all__ = ["Dialect", "RequestEncoder", "wire_messages"]
 
@@ -265,4 +266,4 @@ class RequestEncoder:
         for key, value in (extra or {}).items():
             pieces.append(f",{_dumps(key)}:{_dumps(value)}")
         pieces.append("}")
-        return "".join(pieces).encode()
+        return clean_utf8("".join(pieces))

@@ -25,6 +25,7 @@ from .._chunks import (
     error_finish,
 )
 from .._content import ReasoningBlock, TextBlock, ToolCallBlock
+from .._text import PairJoiner, clean_text
 from ._failures import closed_early, stream_error
 
 __all__ = ["ChunkMapper", "token_usage"]
@@ -60,6 +61,7 @@ class _Call:
     id: str
     name: str
     arguments: list[str] = field(default_factory=list)
+    joiner: PairJoiner = field(default_factory=PairJoiner)
 
 
 class ChunkMapper:
@@ -68,12 +70,14 @@ class ChunkMapper:
     Blocks are numbered in order of appearance. A text or reasoning block closes when
     another block starts; tool-call blocks close at the end, so late argument fragments
     still land in their call. `feed` appends the chunks an event yields to `out`; `end`
-    appends the closing `block-end`s, the usage and the finish.
+    appends the closing `block-end`s, the usage and the finish. Text is cleaned as it
+    streams: a surrogate pair split across two events is joined, a lone half becomes U+FFFD.
     """
 
     __slots__ = (
         "_calls",
         "_has_text",
+        "_joiner",
         "_kind",
         "_next",
         "_open",
@@ -94,6 +98,7 @@ class ChunkMapper:
         self._kind = ""  # the open text/reasoning block's type, "" if none
         self._open = -1
         self._parts: list[str] = []
+        self._joiner = PairJoiner()
         self._calls: dict[int, _Call] = {}
         self._has_text = False
         self.finish_reason: str | None = None
@@ -154,6 +159,7 @@ class ChunkMapper:
 
     def _close_text(self, out: list[StreamChunk]) -> None:
         if self._kind:
+            self._emit(self._joiner.end(), out)
             text = "".join(self._parts)
             block = TextBlock(text) if self._kind == "text" else ReasoningBlock(text)
             out.append(BlockEnd(self._open, block))
@@ -167,8 +173,13 @@ class ChunkMapper:
             self._open = self._next
             self._next += 1
             out.append(BlockStart(self._open, kind))
+        self._emit(self._joiner.feed(text), out)
+
+    def _emit(self, text: str, out: list[StreamChunk]) -> None:
+        if not text:
+            return
         self._parts.append(text)
-        if kind == "text":
+        if self._kind == "text":
             if not self._has_text and text.strip():
                 self._has_text = True
             out.append(TextDelta(self._open, text))
@@ -179,6 +190,8 @@ class ChunkMapper:
         calls = self._calls
         key = delta.get("index")
         call_id = delta.get("id")
+        if isinstance(call_id, str):
+            call_id = clean_text(call_id)
         if not isinstance(key, int):
             # No index (some servers, and whole completions): a new id starts a new call.
             known = [k for k, c in calls.items() if call_id is None or c.id == call_id]
@@ -188,13 +201,14 @@ class ChunkMapper:
         first = call is None
         if call is None:
             self._close_text(out)
-            call = _Call(self._next, call_id or f"call_{self._next}", function.get("name") or "")
+            call_name = clean_text(function.get("name") or "")
+            call = _Call(self._next, call_id or f"call_{self._next}", call_name)
             self._next += 1
             calls[key] = call
             out.append(BlockStart(call.index, "tool-call"))
         elif not call.name and function.get("name"):
-            call.name = function["name"]
-        arguments = function.get("arguments") or ""
+            call.name = clean_text(function["name"])
+        arguments = call.joiner.feed(function.get("arguments") or "")
         if arguments or first:
             call.arguments.append(arguments)
             name = (call.name or None) if first else None
@@ -210,6 +224,10 @@ class ChunkMapper:
             return
         self._close_text(out)
         for call in self._calls.values():
+            rest = call.joiner.end()
+            if rest:
+                call.arguments.append(rest)
+                out.append(ToolCallDelta(call.index, call.id, rest))
             block = ToolCallBlock(call.id, call.name, "".join(call.arguments))
             out.append(BlockEnd(call.index, block))
         if self.usage is not None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...kernel import CancelSignal
-from ...llm import Json
+from ...llm import Json, json_bytes
 from ...tools.builtin import run_process, signal_name
 
 __all__ = ["HookRun", "run_hook"]
@@ -52,7 +52,7 @@ async def run_hook(
             timeout_s=timeout_s,
             max_bytes=max_bytes,
             keep="head",
-            stdin=json.dumps(payload, ensure_ascii=False).encode(),
+            stdin=json_bytes(json.dumps(payload, ensure_ascii=False)),
         )
     except OSError as exc:
         return HookRun(None, "", "", _ms(started), f"could not start: {exc}")
