@@ -34,12 +34,14 @@ from tests.cli.support import DSH, loopback_env, workspace
 @dataclass
 class Recorder:
     """The client: records updates, answers permission requests with `answers` (option
-    kinds, in order; `"cancel"` answers cancelled), serves `buffers` as the editor's files."""
+    kinds or names, in order; `"cancel"` answers cancelled), serves `buffers` as the
+    editor's files."""
 
     answers: list[str] = field(default_factory=list)
     buffers: dict[str, str] = field(default_factory=dict)
     updates: list[tuple[str, Any]] = field(default_factory=list)
     asked: list[ToolCallUpdate] = field(default_factory=list)
+    offered: list[list[PermissionOption]] = field(default_factory=list)
     written: dict[str, str] = field(default_factory=dict)
     read: list[str] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -53,13 +55,14 @@ class Recorder:
         self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **_: Any
     ) -> RequestPermissionResponse:
         self.asked.append(tool_call)
+        self.offered.append(options)
         self.changed.set()
         if self.hold_permission is not None:
             await self.hold_permission.wait()
         answer = self.answers.pop(0) if self.answers else "cancel"
         if answer == "cancel":
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        option = next(o for o in options if o.kind == answer)
+        option = next(o for o in options if answer in (o.kind, o.name))
         return RequestPermissionResponse(
             outcome=AllowedOutcome(outcome="selected", option_id=option.option_id)
         )

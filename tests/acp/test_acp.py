@@ -16,6 +16,7 @@ from acp.schema import EnvVariable, McpServerStdio
 from dsh.testing import OpenAIServer, Reply, failure, reasoning, reply, tool_call
 from tests.cli.support import DSH, loopback_env, run_dsh, workspace
 from tests.cli.support import ROOT as REPO
+from tests.questions import CHECKS, DATABASE
 
 from .support import Recorder, acp_agent, live_session
 
@@ -120,6 +121,44 @@ async def test_cancel_mid_stream_and_while_a_permission_is_pending(tmp_path: Pat
         record = await live.server.response_ended(0)
     assert record.disconnected  # the cancelled model call closed its connection
     assert not (workspace(tmp_path) / "ran").exists()
+
+
+def _tool_result(server: OpenAIServer, index: int) -> str:
+    """The last tool result the model read in request `index`."""
+    return str(server.requests[index].body["messages"][-1]["content"])
+
+
+async def test_the_models_questions_are_asked_as_permission_requests(tmp_path: Path) -> None:
+    script = [
+        reply(tool_call("ask_user_question", {"questions": [DATABASE, CHECKS]})),
+        reply(tool_call("ask_user_question", {"questions": [{"question": "Which port?"}]})),
+        reply(tool_call("ask_user_question", {"questions": [DATABASE]})),
+        reply(tool_call("ask_user_question", {"questions": [DATABASE]})),
+        "Set up with SQLite.",
+    ]
+    client = Recorder(answers=["SQLite", "types", "Decline", "cancel"])
+    async with live_session(tmp_path, script, client) as live:
+        response = await live.prompt("Set up the project.")
+        results = [_tool_result(live.server, i) for i in (1, 2, 3, 4)]
+    assert response.stop_reason == "end_turn"
+    first, multi, declined, cancelled = client.asked
+    assert first.title == "(1/2) Database: Which database?" and first.kind == "other"
+    assert first.content[0].content.text == "PostgreSQL — a server"
+    shown = client.of(live.sid, "tool_call")[0]  # the call, before it asks
+    assert first.tool_call_id == multi.tool_call_id == shown.tool_call_id
+    assert shown.title == "Ask: Which database? (+1 more)"
+    assert [(o.name, o.kind) for o in client.offered[0]] == [
+        ("PostgreSQL", "allow_once"),
+        ("SQLite", "allow_once"),
+        ("Decline", "reject_once"),
+    ]
+    assert "several may apply" in multi.content[0].content.text
+    assert results[0].splitlines()[1:] == ["- Which database? → SQLite", "- Which checks? → types"]
+    # A question without options is not asked: the model reads why and what to do.
+    assert "only by choosing among options" in results[1]
+    assert results[2].startswith("The user declined to answer")  # Decline
+    assert results[3].startswith("The user declined to answer")  # a cancelled request
+    assert declined.title == cancelled.title == "Database: Which database?"
 
 
 async def test_session_load_replays_a_dsh_run_session_then_continues_it(tmp_path: Path) -> None:

@@ -64,7 +64,8 @@ def test_an_edit_shows_a_coloured_diff_and_a_typo_asks_again(chat: Chats, tmp_pa
 
 def test_bash_shows_the_whole_command_and_where_it_runs(chat: Chats, tmp_path: Path) -> None:
     command = "python3 -c 'print(1 + 1)' \\\n  && echo a long command line that is never cut"
-    t, _ = chat([answer(tool_call("bash", command=command)), answer("It printed 2.")])
+    run = tool_call("bash", command=command, description="Add")
+    t, _ = chat([answer(run), answer("It printed 2.")])
     t.enter("add one and one")
     t.wait_for(asking)
     lines = t.lines()
@@ -78,7 +79,8 @@ def test_bash_shows_the_whole_command_and_where_it_runs(chat: Chats, tmp_path: P
 
 
 def test_no_with_a_reason_reaches_the_model(chat: Chats) -> None:
-    script = [answer(tool_call("bash", command="rm -rf build")), answer("Understood, I keep it.")]
+    clean = tool_call("bash", command="rm -rf build", description="Clean")
+    script = [answer(clean), answer("Understood, I keep it.")]
     t, server = chat(script)
     t.enter("clean up")
     t.wait_for(asking)
@@ -94,7 +96,7 @@ def test_no_with_a_reason_reaches_the_model(chat: Chats) -> None:
 
 
 def test_always_for_this_project_is_saved_shown_and_honoured(chat: Chats, tmp_path: Path) -> None:
-    run = tool_call("bash", command="echo hello")
+    run = tool_call("bash", command="echo hello", description="Greet")
     server = chat.server([answer(run), answer("Said hello."), answer(run), answer("Again.")])
     t, _ = chat(server, cols=220)  # the saved-rule line is long
     t.enter("say hello")

@@ -16,6 +16,7 @@ from dsh.testing import hold, reasoning, reply, tool_call
 from dsh.web import bind, serve
 from tests.cli.support import cli_env, run_dsh, scripted_profile
 from tests.conftest import REPO
+from tests.questions import CHECKS, DATABASE
 
 from .browser import CHROMIUM, chromium
 from .support import TOKEN, Site
@@ -228,3 +229,44 @@ async def test_fork_from_a_prompt_then_a_new_session(site: Site, page: Page, ser
     await expect(page.get_by_role("heading", level=1)).to_have_text("New session")
     await expect(log).to_be_empty()
     await expect(box).to_be_focused()
+
+
+async def test_the_models_questions_are_answered_in_the_page_after_a_reload(
+    site: Site, page: Page, served: str
+) -> None:
+    site.model.add(
+        reply(tool_call("ask_user_question", {"questions": [DATABASE]})),
+        reply(tool_call("ask_user_question", {"questions": [CHECKS, {"question": "Port?"}]})),
+        reply("Set up with SQLite."),
+    )
+    await login(page, served)
+    await send(page, "Set up the project")
+    log = page.get_by_role("log")
+    first = log.locator("article.tool").first
+    question = first.get_by_role("group", name="Which database?")
+    await expect(question).to_contain_text("Database")
+    await expect(question.get_by_role("button", name="PostgreSQL")).to_contain_text("a server")
+    await expect(page.get_by_role("status")).to_have_text("waiting for an answer")
+
+    await page.reload()  # the question is still open, and still answerable
+    question = first.get_by_role("group", name="Which database?")
+    await expect(page.get_by_role("status")).to_have_text("waiting for an answer")
+    await question.get_by_role("button", name="SQLite").click()  # one choice: a click answers
+    await expect(first.locator(".output")).to_contain_text("Which database? → SQLite")
+    await expect(question.get_by_role("button", name="SQLite")).to_be_disabled()
+    await expect(question.get_by_role("textbox", name="Your answer")).to_have_count(0)
+
+    second = log.locator("article.tool").nth(1)
+    several = second.get_by_role("group", name="Which checks?")
+    await several.get_by_role("button", name="lint").click()
+    await several.get_by_role("button", name="tests").click()
+    await expect(several.get_by_role("button", name="tests")).to_have_attribute(
+        "aria-pressed", "true"
+    )
+    port = second.get_by_role("group", name="Port?")
+    await port.get_by_role("textbox", name="Your answer").fill("5433")
+    await second.get_by_role("button", name="Answer", exact=True).click()
+    await expect(second.locator(".output")).to_contain_text("Which checks? → lint, tests")
+    await expect(second.locator(".output")).to_contain_text('Port? → "5433"')
+    await expect(log).to_contain_text("Set up with SQLite.")
+    await expect(page.get_by_role("status")).to_have_text("idle")

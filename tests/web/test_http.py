@@ -1,15 +1,19 @@
 """The web UI over HTTP (httpx's ASGI transport): the token, Host and Origin checks, and the
-commands the page posts — prompts, steering, cancel, approvals, resume, fork."""
+commands the page posts — prompts, steering, cancel, approvals, answers to the model's
+questions, resume, fork."""
 
 from __future__ import annotations
 
 import asyncio
 
 from dsh.agent import AgentOptions, CreateAgentOptions
-from dsh.llm import TokenUsage
+from dsh.events import ToolResultEvent, typed
+from dsh.llm import TextBlock, TokenUsage
 from dsh.persistence import CORRUPT_TITLE, SESSION_PERSISTENCE
-from dsh.session import SessionMeta
+from dsh.plugins.ask_user import DECLINED
+from dsh.session import SessionEvent, SessionMeta
 from dsh.testing import hold, reply, tool_call, until
+from tests.questions import CHECKS, DATABASE
 
 from .support import TOKEN, Site
 
@@ -132,6 +136,70 @@ async def test_approvals_are_answered_from_the_page(site: Site) -> None:
         assert target.read_text() == "second\n"
         asked = [e for e in agent.session.events if e.type == "approval/asked"]
         assert len(asked) == 2
+
+
+ASK = {"questions": [DATABASE, CHECKS, {"question": "Anything else?"}]}
+
+
+async def test_the_models_questions_are_answered_from_the_page(site: Site) -> None:
+    site.model.add(
+        reply(tool_call("ask_user_question", ASK)),
+        reply(tool_call("ask_user_question", ASK)),
+        reply("Set up."),
+    )
+    async with site.client() as client:
+        agent = await site.start("Set up the project")
+        path = f"/api/sessions/{agent.id}/questions"
+        await until(agent, "tool/call")  # the answer may come before the tool asks: it waits
+        bad = {
+            "not a list": {"answers": "PostgreSQL"},
+            "2 answers to 3 questions": {"answers": [{"selected": ["SQLite"]}, {}]},
+            "'MySQL' is not an option": {"answers": [{"selected": ["MySQL"]}, {}, {}]},
+            "takes one choice": {"answers": [{"selected": ["PostgreSQL", "SQLite"]}, {}, {}]},
+        }
+        for error, body in bad.items():
+            response = await client.post(f"{path}/call_1", json=body)
+            assert response.status_code == 400 and error in response.json()["error"], body
+        assert (await client.post(f"{path}/call_9", json={"answers": None})).status_code == 409
+
+        answers = [
+            {"selected": ["SQLite"]},
+            {"selected": ["lint", "types"]},
+            {"text": "use port 5433"},
+        ]
+        assert (await client.post(f"{path}/call_1", json={"answers": answers})).status_code == 200
+        assert (await client.post(f"{path}/call_1", json={"answers": answers})).status_code == 409
+        answered = await until(agent, "tool/result")
+        assert _result_text(answered).splitlines()[1:] == [
+            "- Which database? → SQLite",
+            "- Which checks? → lint, types",
+            '- Anything else? → "use port 5433"',
+        ]
+
+        await until(agent, lambda e: e.type == "tool/call" and e.data["callId"] == "call_2")
+        assert (await client.post(f"{path}/call_2", json={"answers": None})).status_code == 200
+        declined = await until(agent, lambda e: e.type == "tool/result" and e.seq > answered.seq)
+        assert _result_text(declined) == DECLINED
+        await until(agent, "turn/end")
+
+
+async def test_nobody_answers_a_session_the_page_does_not_show(site: Site) -> None:
+    site.model.add(reply(tool_call("ask_user_question", ASK)), reply("I chose SQLite."))
+    options = CreateAgentOptions(
+        "session-elsewhere",
+        SessionMeta(cwd=str(site.workspace)),
+        agent_options=AgentOptions("scripted", "scripted"),
+    )
+    async with site.ctx.agents.create(options) as handle:
+        handle.agent.followup("Set up the project")
+        result = await until(handle.agent, "tool/result")
+    assert _result_text(result).startswith("Error: no person can answer questions")
+
+
+def _result_text(event: SessionEvent) -> str:
+    result = typed(event)
+    assert isinstance(result, ToolResultEvent)
+    return "".join(b.text for b in result.content if isinstance(b, TextBlock))
 
 
 async def test_a_stored_session_resumes_and_forks(site: Site) -> None:

@@ -1,5 +1,6 @@
 """`AcpAgent`: the Agent Client Protocol's methods over `ctx.agents` and the session log —
-sessions created and loaded, prompts, cancels, modes, approvals asked of the editor."""
+sessions created and loaded, prompts, cancels, modes, approvals and the model's questions
+asked of the editor."""
 
 from __future__ import annotations
 
@@ -31,12 +32,14 @@ from ..agent import USER_CANCEL, Agent, AgentHandle, AgentOptions, CreateAgentOp
 from ..agent import ResumeAgentOptions as Resume
 from ..kernel import Context, TraceContext, read_secret, using_trace
 from ..plugins.approval import APPROVAL, ApprovalRequest, Decision
+from ..plugins.ask_user import QUESTIONS, Answer, NoPersonError, QuestionRequest
 from ..session import SessionMeta
 from ..tools import EDITOR_FILES
 from ._files import ClientFiles
 from ._mcp import McpServers, mcp_available
 from ._modes import is_mode, mode_state
 from ._prompt import PromptBlock
+from ._questions import ask_editor
 from ._session import AcpSession
 
 __all__ = ["AcpAgent", "AcpSettings"]
@@ -66,6 +69,9 @@ class AcpAgent:
         approval = self.ctx.get(APPROVAL)
         if approval is not None:
             approval.set_answerer(self._answer)
+        questions = self.ctx.get(QUESTIONS)
+        if questions is not None:
+            questions.set_answerer(self._ask)
         self.ctx.provide(EDITOR_FILES, ClientFiles(self))
 
     def on_connect(self, conn: Client) -> None:
@@ -238,3 +244,9 @@ class AcpAgent:
         if session is None:
             return Decision.deny("no editor session to ask")
         return await session.ask(request)
+
+    async def _ask(self, request: QuestionRequest) -> list[Answer] | None:
+        session = self.session_of(request.agent)
+        if session is None:
+            raise NoPersonError()
+        return await ask_editor(session, request)

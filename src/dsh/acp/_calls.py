@@ -104,8 +104,21 @@ def _title(name: str, args: Mapping[str, Json], path: str) -> str:
             return f"Fetch {_text(args, 'url')}".rstrip()
         case "todo_write":
             return "Update the plan"
+        case "ask_user_question":
+            return _asked(args)
         case _:
             return _text(args, "description") or name
+
+
+def _asked(args: Mapping[str, Json]) -> str:
+    """`Ask: <the first question>` (and how many more)."""
+    questions = args.get("questions")
+    first = questions[0] if isinstance(questions, list) and questions else None
+    text = _text(first, "question") if isinstance(first, dict) else ""
+    if not text:
+        return "Ask the user"
+    more = len(questions) - 1 if isinstance(questions, list) else 0
+    return f"Ask: {text}" + (f" (+{more} more)" if more else "")
 
 
 def _diff(name: str, args: Mapping[str, Json], where: str | None) -> FileEditToolCallContent | None:

@@ -91,6 +91,12 @@ class AcpSession:
         async with self.progress:
             await self.progress.wait_for(lambda: self.sent >= seq or self.closed)
 
+    async def shown(self, session_id: str | None) -> None:
+        """Before a request about a call: the editor has the call when it is this session's
+        (a subagent's calls are not shown)."""
+        if session_id == self.id:
+            await self.flushed()
+
     # -- prompts ---------------------------------------------------------------------------
 
     async def prompt(self, blocks: Sequence[PromptBlock]) -> StopReason:
@@ -123,8 +129,7 @@ class AcpSession:
         """A tool call's approval, asked of the editor (`session/request_permission`)."""
         if request.tool in self.rejected:
             return Decision.deny("always rejected in this session")
-        if request.session_id == self.id:
-            await self.flushed()  # the editor has the call before it is asked about it
+        await self.shown(request.session_id)
         cwd = self.agent.session.header.cwd
         view = call_view(request.tool, request.arguments, cwd)
         call = ToolCallUpdate(

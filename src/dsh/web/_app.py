@@ -1,6 +1,6 @@
 """`WebUI`: the ASGI app over a booted runtime — the page, the session list, each session's
 event stream, and the commands the page posts (prompts, steering, cancel, approvals,
-resume, fork)."""
+answers to the model's questions, resume, fork)."""
 
 from __future__ import annotations
 
@@ -24,12 +24,21 @@ from ..persistence import (
     StoredLog,
     UnknownSessionError,
 )
-from ..plugins.approval import APPROVAL
+from ..plugins.approval import APPROVAL, ApprovalRequest
+from ..plugins.ask_user import (
+    QUESTIONS,
+    Answer,
+    NoPersonError,
+    QuestionError,
+    QuestionRequest,
+    check_answers,
+)
 from ..session import ForkError
 from ..tools import Decision
+from ._asks import Waiting, open_approval, open_question
 from ._diff import FileSnapshots
 from ._guard import LOOPBACK_HOSTS, Guard
-from ._live import LiveSessions, Questions
+from ._live import LiveSessions
 from ._sessions import session_list
 from ._stream import session_stream
 
@@ -53,19 +62,25 @@ class WebConfig:
 
 class WebUI:
     """The web UI of a runtime: `app` is the ASGI application. The agents it opens, its
-    approval answerer and its listeners belong to a child of `ctx`, disposed by `aclose()`
-    (or at the end of `async with`)."""
+    answerers (approvals, the model's questions) and its listeners belong to a child of
+    `ctx`, disposed by `aclose()` (or at the end of `async with`)."""
 
     def __init__(self, ctx: Context, config: WebConfig) -> None:
         self.config = config
         self.ctx = ctx.child("web")
         self.live = LiveSessions(self.ctx, config.agent_options, config.cwd)
-        self.questions = Questions()
+        self.approvals: Waiting[Decision] = Waiting(open_approval)
+        self.questions: Waiting[tuple[Answer, ...] | None] = Waiting(
+            lambda events, call_id: open_question(events, call_id) is not None
+        )
         self.snapshots = FileSnapshots()
         self.snapshots.attach(self.ctx)
         approval = self.ctx.get(APPROVAL)
         if approval is not None:
-            approval.set_answerer(self.questions.ask)
+            approval.set_answerer(self._approve)
+        questions = self.ctx.get(QUESTIONS)
+        if questions is not None:
+            questions.set_answerer(self._ask)
         routes = _Routes(self)
         self.app: ASGIApp = Starlette(
             routes=routes.table(),
@@ -76,6 +91,16 @@ class WebUI:
         """End the event streams, dispose the agents this UI opened and its listeners."""
         self.live.close()
         await self.ctx.owner.dispose()
+
+    async def _approve(self, request: ApprovalRequest) -> Decision:
+        return await self.approvals.wait(request.session_id or "", request.call_id)
+
+    async def _ask(self, request: QuestionRequest) -> tuple[Answer, ...] | None:
+        """The page answers the questions of the sessions it shows; a subagent's session is
+        not shown, so nobody answers there."""
+        if request.session_id is None or self.live.get(request.session_id) is None:
+            raise NoPersonError()
+        return await self.questions.wait(request.session_id, request.call_id)
 
     async def __aenter__(self) -> WebUI:
         return self
@@ -103,6 +128,7 @@ class _Routes:
             Route("/api/sessions/{id}/cancel", self.cancel, methods=post),
             Route("/api/sessions/{id}/fork", self.fork, methods=post),
             Route("/api/sessions/{id}/approvals/{call}", self.approve, methods=post),
+            Route("/api/sessions/{id}/questions/{call}", self.reply, methods=post),
             Mount("/static", StaticFiles(directory=STATIC)),
         ]
 
@@ -181,10 +207,29 @@ class _Routes:
         text = reason.strip() if isinstance(reason, str) and reason.strip() else None
         decision = Decision(answer, text if answer == "deny" else None)
         agent = self.live.get(request.path_params["id"])
-        if agent is None or not self.web.questions.answer(
+        if agent is None or not self.web.approvals.answer(
             agent, request.path_params["call"], decision
         ):
             return _error(409, "no approval is waiting for this call")
+        return JSONResponse({})
+
+    async def reply(self, request: Request) -> Response:
+        """The person's answers to the model's questions (`answers: null`: declined)."""
+        body = await _body(request)
+        call_id = request.path_params["call"]
+        agent = self.live.get(request.path_params["id"])
+        questions = None if agent is None else open_question(agent.session.events, call_id)
+        if agent is None or questions is None:
+            return _error(409, "no question is waiting for this call")
+        raw = body.get("answers", ...)
+        try:
+            answers = None if raw is None else _answers(raw)
+            if answers is not None:
+                check_answers(questions, answers)
+        except QuestionError as exc:
+            return _error(400, f"{exc}: send {{answers: [{{selected, text}}, …]}} or null")
+        if not self.web.questions.answer(agent, call_id, answers):
+            return _error(409, "these questions were answered already")
         return JSONResponse({})
 
     async def _agent(self, request: Request) -> Agent | Response:
@@ -204,6 +249,12 @@ async def _body(request: Request) -> dict[str, Any]:
     except ValueError:
         return {}
     return body if isinstance(body, dict) else {}
+
+
+def _answers(raw: object) -> tuple[Answer, ...]:
+    if not isinstance(raw, list) or not all(isinstance(a, dict) for a in raw):
+        raise QuestionError("the answers are not a list of objects")
+    return tuple(Answer.from_json(a) for a in raw)
 
 
 def _last_seq(request: Request) -> int:

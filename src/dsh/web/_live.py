@@ -1,5 +1,4 @@
-"""The agents the web UI drives (new, resumed, forked), and the approval asks waiting for
-an answer from the page."""
+"""The agents the web UI drives: new, resumed, forked."""
 
 from __future__ import annotations
 
@@ -12,11 +11,9 @@ from ..agent import Agent, AgentHandle, AgentOptions, CreateAgentOptions, Resume
 from ..events import UserMessageEvent, typed
 from ..kernel import Context
 from ..persistence import SESSION_PERSISTENCE, StoredLog
-from ..plugins.approval import ApprovalRequest
 from ..session import ForkError, ForkSeed, SessionEvent, SessionMeta, fork_seed
-from ..tools import Decision
 
-__all__ = ["LiveSessions", "Questions", "fork_boundary"]
+__all__ = ["LiveSessions", "fork_boundary"]
 
 
 class LiveSessions:
@@ -116,44 +113,3 @@ def fork_boundary(events: Sequence[SessionEvent], seq: int) -> tuple[int, str]:
     while boundary >= 0 and events[boundary].type != "turn/end":
         boundary -= 1
     return boundary, event.text
-
-
-class Questions:
-    """Approval asks that wait for the page: the answerer (`ask`), and `answer` for the
-    page's posts, by session and call id."""
-
-    def __init__(self) -> None:
-        self._pending: dict[tuple[str, str], asyncio.Future[Decision]] = {}
-
-    async def ask(self, request: ApprovalRequest) -> Decision:
-        key = (request.session_id or "", request.call_id)
-        future = self._pending.get(key)  # answered already when the page was quick
-        if future is None:
-            future = self._pending[key] = asyncio.get_running_loop().create_future()
-        try:
-            return await future
-        finally:
-            del self._pending[key]
-
-    def answer(self, agent: Agent, call_id: str, decision: Decision) -> bool:
-        """Answer the ask of `call_id` in `agent`'s session; False when none is open. The
-        ask is logged before the answerer runs, so an answer may arrive first: it waits."""
-        key = (agent.id, call_id)
-        future = self._pending.get(key)
-        if future is None and _open_ask(agent.session.events, call_id):
-            future = self._pending[key] = asyncio.get_running_loop().create_future()
-        if future is None or future.done():
-            return False
-        future.set_result(decision)
-        return True
-
-
-def _open_ask(events: Sequence[SessionEvent], call_id: str) -> bool:
-    """Whether the log's last approval record of `call_id` is an `approval/asked`."""
-    for event in reversed(events):
-        if event.type in ("approval/asked", "approval/decided"):
-            if event.data.get("callId") == call_id:
-                return event.type == "approval/asked"
-        elif event.type == "turn/start":
-            return False
-    return False

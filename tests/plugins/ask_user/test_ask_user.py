@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from dsh.agent import USER_CANCEL, run_prompt
 from dsh.llm import Message, TextBlock, ToolResultBlock
 from dsh.plugins.ask_user import (
@@ -14,7 +16,9 @@ from dsh.plugins.ask_user import (
     AskUserPlugin,
     Option,
     Question,
+    QuestionError,
     QuestionRequest,
+    questions_of,
 )
 from dsh.testing import reply, tool_call, until
 from tests.conftest import Runtime
@@ -130,3 +134,24 @@ async def test_a_cancel_stops_the_question(runtime: Runtime) -> None:
     assert end.data["reason"]["kind"] == "aborted"
     assert stopped.is_set()  # the person's prompt was taken down
     assert last_result(agent).is_error
+
+
+async def test_answers_are_checked_against_the_questions(runtime: Runtime) -> None:
+    await runtime.ctx.plugin(AskUserPlugin)
+    given = iter([[Answer(("MySQL",)), Answer()], [Answer(("SQLite", "PostgreSQL")), Answer()]])
+
+    async def wrong(request: QuestionRequest) -> list[Answer]:
+        return next(given)
+
+    runtime.ctx.require(QUESTIONS).set_answerer(wrong)
+    runtime.model.add(reply(tool_call("ask_user_question", QUESTIONS_ARGS)), "ok")
+    runtime.model.add(reply(tool_call("ask_user_question", QUESTIONS_ARGS)), "ok")
+    agent = await runtime.agent()
+    await run_prompt(agent, "one")
+    assert last_result(agent).is_error
+    assert "'MySQL' is not an option of 'Which database?'" in text(last_result(agent))
+    await run_prompt(agent, "two")
+    assert "'Which database?' takes one choice" in text(last_result(agent))
+    with pytest.raises(QuestionError, match="the call's arguments are not a list of questions"):
+        questions_of({"questions": [{"header": "no question"}]})
+    assert questions_of(QUESTIONS_ARGS)[1] == Question("Anything else?")

@@ -1,7 +1,7 @@
 """`ask_user_question`: the model asks the person questions (choices and / or free text)
 through a pluggable answerer; with nobody to answer, it is told to decide by itself."""
 
-from ._plugin import DECLINED, AskUserPlugin, ask_user_question, render_answers
+from ._plugin import DECLINED, AskUserPlugin, ask_user_question, questions_of, render_answers
 from ._service import (
     QUESTIONS,
     Answer,
@@ -12,6 +12,7 @@ from ._service import (
     QuestionError,
     QuestionRequest,
     UserQuestions,
+    check_answers,
 )
 
 __all__ = [
@@ -27,5 +28,7 @@ __all__ = [
     "QuestionRequest",
     "UserQuestions",
     "ask_user_question",
+    "check_answers",
+    "questions_of",
     "render_answers",
 ]

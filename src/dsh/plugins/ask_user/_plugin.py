@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, NotRequired
 
-from pydantic import Field
+from pydantic import Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
 from ...agent import Agent
 from ...kernel import TOOLS, Context
+from ...llm import Json
 from ...tools import ToolPlugin, ToolRunContext, tool
 from ._service import (
     QUESTIONS,
@@ -22,7 +23,7 @@ from ._service import (
     UserQuestions,
 )
 
-__all__ = ["DECLINED", "AskUserPlugin", "ask_user_question", "render_answers"]
+__all__ = ["DECLINED", "AskUserPlugin", "ask_user_question", "questions_of", "render_answers"]
 
 DECLINED = (
     "The user declined to answer. Do not ask the same again now: decide by yourself, or stop "
@@ -54,6 +55,20 @@ def _question(raw: QuestionArg) -> Question:
     if len(set(labels)) != len(labels):
         raise QuestionError(f"the options of {raw['question']!r} repeat a label")
     return Question(raw["question"], raw.get("header", ""), options, raw.get("multi_select", False))
+
+
+_ARGUMENTS = TypeAdapter(list[QuestionArg])
+
+
+def questions_of(arguments: Json) -> tuple[Question, ...]:
+    """The questions of an `ask_user_question` call's parsed arguments (as logged, so a
+    surface can show them and check answers); `QuestionError` when they are not its shape."""
+    raw = arguments.get("questions") if isinstance(arguments, dict) else None
+    try:
+        parsed = _ARGUMENTS.validate_python(raw)
+    except ValidationError:
+        raise QuestionError("the call's arguments are not a list of questions") from None
+    return tuple(_question(q) for q in parsed)
 
 
 def render_answers(questions: Sequence[Question], answers: Sequence[Answer]) -> str:

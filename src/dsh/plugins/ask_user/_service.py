@@ -24,6 +24,7 @@ __all__ = [
     "QuestionError",
     "QuestionRequest",
     "UserQuestions",
+    "check_answers",
 ]
 
 
@@ -132,13 +133,24 @@ class UserQuestions:
         if answers is None:
             return None
         answers = tuple(answers)
-        if len(answers) != len(request.questions) or not all(
-            isinstance(a, Answer) for a in answers
-        ):
-            raise QuestionError(
-                f"the answerer gave {len(answers)} answers to {len(request.questions)} questions"
-            )
+        if not all(isinstance(a, Answer) for a in answers):
+            raise QuestionError("an answerer must give `Answer` values")
+        check_answers(request.questions, answers)
         return answers
+
+
+def check_answers(questions: Sequence[Question], answers: Sequence[Answer]) -> None:
+    """Raise `QuestionError` unless there is one answer per question, each choosing only
+    among its question's options (one, unless it is multi-select)."""
+    if len(answers) != len(questions):
+        raise QuestionError(f"{len(answers)} answers to {len(questions)} questions")
+    for question, answer in zip(questions, answers, strict=True):
+        labels = {o.label for o in question.options}
+        unknown = [label for label in answer.selected if label not in labels]
+        if unknown:
+            raise QuestionError(f"{unknown[0]!r} is not an option of {question.question!r}")
+        if len(answer.selected) > 1 and not question.multi_select:
+            raise QuestionError(f"{question.question!r} takes one choice")
 
 
 QUESTIONS: ServiceKey[UserQuestions] = ServiceKey("questions")

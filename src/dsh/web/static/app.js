@@ -36,7 +36,7 @@ function show(id) {
   current = null;
   $("transcript").replaceChildren();
   if (id) {
-    const transcript = new Transcript($("transcript"), { answer, fork });
+    const transcript = new Transcript($("transcript"), { answer, reply, fork });
     const source = new EventSource(sessionPath(id, "events"));
     current = { id, source, transcript };
     source.onmessage = (message) => transcript.add(JSON.parse(message.data));
@@ -69,7 +69,9 @@ function update() {
   if (!current) notify("");
   else if (transcript.live === false) notify("stored session: sending a message resumes it");
   else if (!transcript.running) notify("idle");
-  else notify(transcript.root.querySelector(".asking .choices") ? "waiting for approval" : "running…");
+  else if (transcript.root.querySelector(".asking .choices")) notify("waiting for approval");
+  else if (transcript.root.querySelector(".question-card .choices")) notify("waiting for an answer");
+  else notify("running…");
   drawPending(transcript);
 }
 
@@ -87,6 +89,10 @@ function drawPending(transcript) {
 
 async function answer(callId, kind, reason) {
   await api(sessionPath(current.id, `approvals/${enc(callId)}`), { answer: kind, reason });
+}
+
+async function reply(callId, answers) {
+  await api(sessionPath(current.id, `questions/${enc(callId)}`), { answers });
 }
 
 async function fork(seq) {

@@ -1,24 +1,13 @@
 // The transcript of one session, drawn from the events the server streams: the session log
 // as typed events (JSON `{seq, type: <dsh.events class>, …}`), each applied once, in order.
 
+import { button, el } from "./dom.js";
 import { diffHtml } from "./highlight.js";
 import { markdown } from "./markdown.js";
+import { closeQuestions, questionBox, questionsOf } from "./questions.js";
 
 const LONG_OUTPUT = 24; // lines shown before an output folds
 
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-function button(label, onclick, className) {
-  const node = el("button", className, label);
-  node.type = "button";
-  node.addEventListener("click", onclick);
-  return node;
-}
 
 function tokens(count) {
   if (count < 1000) return String(count);
@@ -41,7 +30,8 @@ export function usageLine(usage) {
 }
 
 export class Transcript {
-  /** `actions`: `answer(callId, answer, reason)` and `fork(seq)`, both returning promises. */
+  /** `actions`: `answer(callId, answer, reason)` (an approval), `reply(callId, answers)`
+   *  (the model's questions) and `fork(seq)`, each returning a promise. */
   constructor(root, actions) {
     this.root = root;
     this.actions = actions;
@@ -95,7 +85,10 @@ export class Transcript {
     const usage = usageLine(event.usage);
     if (usage) footer.append(el("span", "usage", usage));
     this.container().append(footer);
-    for (const card of this.cards.values()) card.querySelector(".approval .choices")?.remove();
+    for (const card of this.cards.values()) {
+      card.querySelector(".approval .choices")?.remove();
+      closeQuestions(card);
+    }
   }
 
   onUserMessageEvent(event) {
@@ -191,16 +184,25 @@ export class Transcript {
     const target = toolTarget(event.name, event.arguments);
     if (target) header.append(el("code", "tool-target", target));
     header.append(el("span", "tool-status", "running"));
-    const input = toolInput(event, target);
+    const questions = event.name === "ask_user_question" ? questionsOf(event.arguments) : null;
+    const input = questions ? this.questions(event.call_id, questions) : toolInput(event, target);
+    if (questions) card.classList.add("question-card");
     input.classList.add("tool-input");
     card.append(header, input);
     this.cards.set(event.call_id, card);
     this.container().append(card);
   }
 
+  /** The model's questions; answerable while the turn runs in this server. */
+  questions(callId, questions) {
+    const open = this.live && this.running;
+    return questionBox(questions, open ? (answers) => this.actions.reply(callId, answers) : null);
+  }
+
   onToolResultEvent(event) {
     const card = this.cards.get(event.call_id);
     if (!card) return;
+    closeQuestions(card);
     card.classList.remove("running");
     card.classList.add(event.is_error ? "failed" : "done");
     card.querySelector(".tool-status").textContent = event.is_error ? "failed" : "done";

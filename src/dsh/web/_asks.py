@@ -1,0 +1,83 @@
+"""What waits for the page: approval asks and the model's questions, by session and call id —
+the answerer's side (`wait`) and the page's posts (`answer`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
+
+from ..agent import Agent
+from ..events import ToolResultEvent, typed
+from ..plugins.ask_user import Question, QuestionError, questions_of
+from ..session import SessionEvent
+from ._diff import parse_arguments
+
+__all__ = ["Waiting", "open_approval", "open_question"]
+
+T = TypeVar("T")
+
+
+class Waiting(Generic[T]):
+    """Asks of one kind waiting for the page. `is_open(events, call_id)` says from the log
+    whether an ask of `call_id` is open: it is logged before its answerer runs, so the page's
+    answer may arrive first, and is kept until the answerer waits for it."""
+
+    def __init__(self, is_open: Callable[[Sequence[SessionEvent], str], bool]) -> None:
+        self._is_open = is_open
+        self._pending: dict[tuple[str, str], asyncio.Future[T]] = {}
+
+    async def wait(self, session_id: str, call_id: str) -> T:
+        key = (session_id, call_id)
+        future = self._pending.get(key)  # answered already when the page was quick
+        if future is None:
+            future = self._pending[key] = asyncio.get_running_loop().create_future()
+        try:
+            return await future
+        finally:
+            del self._pending[key]
+
+    def answer(self, agent: Agent, call_id: str, value: T) -> bool:
+        """Answer the ask of `call_id` in `agent`'s session; False when none is open."""
+        key = (agent.id, call_id)
+        future = self._pending.get(key)
+        if future is None and self._is_open(agent.session.events, call_id):
+            future = self._pending[key] = asyncio.get_running_loop().create_future()
+        if future is None or future.done():
+            return False
+        future.set_result(value)
+        return True
+
+
+def open_approval(events: Sequence[SessionEvent], call_id: str) -> bool:
+    """Whether the log's last approval record of `call_id` is an `approval/asked`."""
+    for event in reversed(events):
+        if event.type in ("approval/asked", "approval/decided"):
+            if event.data.get("callId") == call_id:
+                return event.type == "approval/asked"
+        elif event.type == "turn/start":
+            return False
+    return False
+
+
+def open_question(events: Sequence[SessionEvent], call_id: str) -> tuple[Question, ...] | None:
+    """The questions of `call_id` when it is an `ask_user_question` call of the running turn
+    with no result yet (None otherwise, or when its arguments are not questions)."""
+    for event in reversed(events):
+        if event.type == "tool/call" and event.data.get("callId") == call_id:
+            if event.data.get("name") != "ask_user_question":
+                return None
+            try:
+                return questions_of(parse_arguments(str(event.data.get("arguments", ""))))
+            except QuestionError:
+                return None
+        if event.type in ("turn/start", "turn/end") or _result_of(event, call_id):
+            return None
+    return None
+
+
+def _result_of(event: SessionEvent, call_id: str) -> bool:
+    if event.type != "tool/result":
+        return False
+    result = typed(event)
+    return isinstance(result, ToolResultEvent) and result.call_id == call_id
