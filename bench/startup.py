@@ -13,6 +13,8 @@ import sys
 import tempfile
 import time
 
+from e2e import compile_bytecode  # bench/ is the script's folder
+
 from dsh.testing import OpenAIServer
 
 RUNS = 10
@@ -57,6 +59,7 @@ async def first_request_seconds(workdir: str) -> float:
 
 
 async def main() -> None:
+    compile_bytecode()
     versions = [await version_seconds() for _ in range(RUNS)]
     with tempfile.TemporaryDirectory() as workdir:
         firsts = [await first_request_seconds(workdir) for _ in range(RUNS)]

@@ -11,6 +11,55 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .kernel import Profile
 
+BUILTIN_PLUGINS: dict[str, str] = {
+    "llm": "dsh.llm:LlmPlugin",
+    "sessions": "dsh.session:SessionPlugin",
+    "system_prompt": "dsh.prompt:SystemPromptPlugin",
+    "tools": "dsh.tools:ToolsPlugin",
+    "agents": "dsh.agent:AgentsPlugin",
+    "agent_loop": "dsh.loop:AgentLoopPlugin",
+    "invariants": "dsh.plugins.invariants:InvariantsPlugin",
+    "subagents": "dsh.plugins.subagents:SubagentsPlugin",
+    "compaction": "dsh.plugins.compaction:CompactionPlugin",
+    "builtin_tools": "dsh.tools.builtin:BuiltinToolsPlugin",
+    "fs_observations": "dsh.tools.builtin:FsObservationsPlugin",
+    "tool_bash": "dsh.tools.builtin:BashToolPlugin",
+    "tool_read": "dsh.tools.builtin:ReadToolPlugin",
+    "tool_write": "dsh.tools.builtin:WriteToolPlugin",
+    "tool_edit": "dsh.tools.builtin:EditToolPlugin",
+    "tool_glob": "dsh.tools.builtin:GlobToolPlugin",
+    "tool_grep": "dsh.tools.builtin:GrepToolPlugin",
+    "tool_todo_write": "dsh.tools.builtin:TodoWriteToolPlugin",
+    "approval": "dsh.plugins.approval:ApprovalPlugin",
+    "hooks": "dsh.plugins.hooks:HooksPlugin",
+    "deepseek": "dsh.llm.adapters:DeepSeekPlugin",
+    "openai_compat": "dsh.llm.adapters:OpenAICompatPlugin",
+    "anthropic": "dsh.llm.adapters:AnthropicPlugin",
+    "retry": "dsh.plugins.retry:RetryPlugin",
+    "persistence": "dsh.persistence:PersistencePlugin",
+    "checkpoints": "dsh.plugins.checkpoints:CheckpointPlugin",
+    "tool_timeout": "dsh.plugins.tool_timeout:ToolTimeoutPlugin",
+    "repeat_reminder": "dsh.plugins.repeat_reminder:RepeatReminderPlugin",
+    "jobs": "dsh.plugins.jobs:JobsPlugin",
+    "mcp": "dsh.plugins.mcp:McpPlugin",
+    "sandbox": "dsh.plugins.sandbox:SandboxPlugin",
+    "spill": "dsh.plugins.spill:SpillPlugin",
+    "tool_web_fetch": "dsh.plugins.web_fetch:WebFetchPlugin",
+    "instructions": "dsh.plugins.instructions:InstructionsPlugin",
+    "skills": "dsh.plugins.skills:SkillsPlugin",
+    "session_title": "dsh.plugins.session_title:SessionTitlePlugin",
+    "session_title_llm": "dsh.plugins.session_title:LlmTitlePlugin",
+    "pruner": "dsh.plugins.pruner:PrunerPlugin",
+    "ask_user": "dsh.plugins.ask_user:AskUserPlugin",
+    "plan_mode": "dsh.plugins.plan_mode:PlanModePlugin",
+    "usage": "dsh.plugins.usage:UsagePlugin",
+    "otel": "dsh.plugins.otel:OtelPlugin",
+    "acp_subagents": "dsh.acp:AcpSubagentsPlugin",
+}
+"""dsh's own plugins by name: the `dsh.plugins` entry points pyproject.toml declares (a test
+keeps the two equal). A name is looked up here first, so booting the default profile reads
+no distribution's metadata; other names are the entry points other packages install."""
+
 CORE_ROWS: tuple[dict[str, Any], ...] = (
     {"id": "llm", "name": "llm"},
     {"id": "sessions", "name": "sessions"},

@@ -18,12 +18,10 @@ async def test_one_turn_text_answer(runtime: Runtime) -> None:
         "user/message",
         "request/header",
         "request/context",
-        "assistant/chunk",
-        "assistant/chunk",
-        "assistant/chunk",
-        "assistant/chunk",
-        "assistant/chunk",
-        "assistant/chunk",
+        "assistant/chunk",  # block-start
+        "assistant/chunk",  # the text's deltas, which arrived together: one
+        "assistant/chunk",  # block-end
+        "assistant/chunk",  # finish
         "assistant/message",
         "step/end",
         "turn/end",

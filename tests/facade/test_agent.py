@@ -51,7 +51,7 @@ async def test_streamed_text_arrives_in_order(server: OpenAIServer, make_agent: 
     try:
         async with agent.run_stream("Write a haiku about logs.") as run:
             deltas = [delta async for delta in run.text()]
-        assert len(deltas) > 1
+        assert deltas  # pieces that arrive within 16 ms are one delta (coalesced)
         assert "".join(deltas) == run.result.output
         server.add(reply(tool_call("word_count", {"text": "a b"})), "two")
         async with agent.run_stream("again", session=run.session_id) as second:

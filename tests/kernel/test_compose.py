@@ -143,3 +143,14 @@ async def test_failed_start_leaves_nothing_loaded(tmp_path: Path) -> None:
 def test_missing_profile_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(CompositionError, match="cannot read profile"):
         load_profile([tmp_path / "absent.yml"])
+
+
+def test_builtin_plugins_are_the_declared_entry_points() -> None:
+    from importlib import metadata
+
+    from dsh.profiles import BUILTIN_PLUGINS
+
+    declared = metadata.distribution("dsh").entry_points.select(group="dsh.plugins")
+    assert {entry.name: entry.value for entry in declared} == BUILTIN_PLUGINS
+    for entry in declared:
+        assert resolve_plugin(entry.name) is entry.load()

@@ -210,5 +210,5 @@ async def test_text_arrives_as_it_streams(http: Runtime) -> None:
     http.ctx.on(SESSION_EVENT, on_first)
     result = await run_prompt(agent, "count")
     assert result.text == "one two three"
-    assert len(deltas) == 3 and "".join(deltas) == "one two three"
+    assert "".join(deltas) == "one two three"  # in up to 3 deltas (coalesced within 16 ms)
     assert open_when_first_delta == [True]  # text arrived while the response was still open

@@ -13,6 +13,9 @@ def main(argv: list[str] | None = None) -> None:
 
         print(f"dsh {__version__}")
         return
+    from .._process import lighten_imports
+
+    lighten_imports()
     from ._app import run
 
     run(args)

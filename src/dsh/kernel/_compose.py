@@ -8,15 +8,17 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ._context import Context
 from ._owner import Acquire
 from ._plugin import PluginError, format_path, validate_config
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -219,7 +221,8 @@ def interpolate(value: Any, env: Mapping[str, str], where: str) -> Any:
 
 
 def resolve_plugin(name: str) -> object:
-    """Resolve `module:attr`, or a name in the `dsh.plugins` entry-point group."""
+    """Resolve `module:attr`, a plugin of dsh's own (`BUILTIN_PLUGINS`, no metadata read),
+    or a name in the `dsh.plugins` entry-point group."""
     if ":" in name:
         module_name, _, attr = name.partition(":")
         try:
@@ -232,6 +235,10 @@ def resolve_plugin(name: str) -> object:
             except AttributeError:
                 raise LookupError(f"module {module_name!r} has no attribute {attr!r}") from None
         return target
+    from ..profiles import BUILTIN_PLUGINS
+
+    if name in BUILTIN_PLUGINS:
+        return resolve_plugin(BUILTIN_PLUGINS[name])
     entry = _entry_points().get(name)
     if entry is None:  # installed since the last scan?
         _entry_points.cache_clear()
@@ -244,7 +251,9 @@ def resolve_plugin(name: str) -> object:
 @functools.cache
 def _entry_points() -> dict[str, metadata.EntryPoint]:
     """The `dsh.plugins` group by name (the first of a name wins), scanned once: each scan
-    reads the metadata of every installed distribution, and a profile names ~20 plugins."""
+    reads the metadata of every installed distribution."""
+    from importlib import metadata
+
     found: dict[str, metadata.EntryPoint] = {}
     for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(entry.name, entry)

@@ -37,12 +37,14 @@ from ..llm import (
     LlmError,
     LlmFailure,
     PreparedCall,
+    StreamChunk,
     UserMessage,
     assistant_message,
     error_chain,
     user_message,
 )
 from ..prompt import AssembleContext, PromptAssembly, render_prompt
+from ._coalesce import DeltaCoalescer
 from ._request import RequestBuilder
 from ._runtime_context import RuntimeContextProjection
 from ._scheduler import ToolCallScheduler
@@ -248,20 +250,27 @@ class TurnRunner:
     async def _stream(
         self, activity: Activity, request: GenerateOptions, prepared: PreparedCall | None
     ) -> tuple[BlockAssembler, list[int]]:
-        """Stream the call, logging each chunk; a cancelled stream commits what was visible."""
+        """Stream the call, logging each chunk (consecutive deltas coalesced); a cancelled
+        stream commits what was visible."""
         signal, turn, step = activity.signal, activity.turn, activity.step
         assembler = BlockAssembler()
         seqs: list[int] = []
+
+        def log(chunk: StreamChunk) -> None:
+            event = self._session.append(
+                "assistant/chunk", {"turn": turn, "step": step, "chunk": chunk.to_json()}
+            )
+            seqs.append(event.seq)
+            assembler.push(chunk)
+
+        held = DeltaCoalescer(log)
         stream = prepared.stream(request) if prepared else self._agent.ctx.llm.stream(request)
         try:
             async for chunk in stream:
                 signal.raise_if_aborted()  # a stream that ignores the signal stops here
-                event = self._session.append(
-                    "assistant/chunk", {"turn": turn, "step": step, "chunk": chunk.to_json()}
-                )
-                seqs.append(event.seq)
-                assembler.push(chunk)
+                held.push(chunk)
         finally:
+            held.flush()  # what was held is logged, also when the stream failed or stopped
             if signal.aborted:
                 self._commit_interrupted(activity, request, assembler, seqs)
             await stream.aclose()  # type: ignore[attr-defined]

@@ -1,6 +1,8 @@
 """Durable sessions: the `ctx.session_persistence` seam, the write coordinator, the JSONL,
 SQLite and PostgreSQL backends, crash repair, and resume."""
 
+from typing import TYPE_CHECKING, Any
+
 from ._backend import RawLog, Salvager, SessionBackend, WriterLease
 from ._events import PERSISTENCE_WRITTEN, Written
 from ._jsonl import JsonlBackend, project_dir_name
@@ -13,7 +15,6 @@ from ._plugin import (
     mount_persistence,
     store_config,
 )
-from ._postgres import PostgresBackend, PostgresLease
 from ._repair import (
     NOT_STARTED_TEXT,
     OUTCOME_UNKNOWN_TEXT,
@@ -23,7 +24,6 @@ from ._repair import (
     repair_closers,
 )
 from ._spill import BlobStore, CachedSpills, FolderSpills, SpillArea
-from ._sqlite import SqliteBackend
 from ._stored import StoredSessions
 from ._summaries import CORRUPT_TITLE, stored_summaries
 from ._types import (
@@ -43,6 +43,29 @@ from ._types import (
     StoredLog,
     UnknownSessionError,
 )
+
+if TYPE_CHECKING:
+    from ._postgres import PostgresBackend, PostgresLease
+    from ._sqlite import SqliteBackend
+
+# The SQLite and PostgreSQL backends load when named: the default JSONL store needs neither.
+_LAZY = {
+    "PostgresBackend": "._postgres",
+    "PostgresLease": "._postgres",
+    "SqliteBackend": "._sqlite",
+}
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CORRUPT_TITLE",

@@ -14,8 +14,6 @@ from ..kernel import SESSIONS, Context
 from ..workspace import dsh_home
 from ._backend import SessionBackend
 from ._jsonl import Compression, JsonlBackend, scan_root
-from ._postgres import PostgresBackend
-from ._sqlite import SqliteBackend
 from ._stored import StoredSessions
 from ._types import SESSION_PERSISTENCE, PersistenceError
 
@@ -128,11 +126,15 @@ def open_backend(config: PersistenceConfig) -> tuple[SessionBackend, int]:
             raise PersistenceError(
                 "the postgres backend needs a url (the row's `url`, or DSH_SESSION_STORE)"
             )
+        from ._postgres import PostgresBackend
+
         return PostgresBackend(config.url, pool_size=config.pool_size), version
     if config.backend == "sqlite":
         path = Path(config.path).expanduser() if config.path else None
         path = path or default_root(config.root) / SQLITE_FILE
         check_writable(path.parent, "the session database's folder")
+        from ._sqlite import SqliteBackend
+
         return SqliteBackend(path), version
     root = default_root(config.root)
     check_writable(root, "the session root")

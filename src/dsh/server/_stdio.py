@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from .._process import lighten_imports
 from ..kernel import CompositionError, Owner, Profile, boot, load_profile
 from ..llm import Json
 from ._launch import Launch, LaunchError, compose, parse_args, profile_files
@@ -238,6 +239,7 @@ async def _answer(server: JsonRpcServer, request: Request, output: FrameOutput) 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of `dsh-jsonrpc-agent` and `dsh jsonrpc`: logs go to stderr only.
     Arguments: the reference SDK's launch flags (`--profile NAME`, `--patch FILE`)."""
+    lighten_imports()
     logging.basicConfig(
         stream=sys.stderr,
         level=os.environ.get("DSH_LOG_LEVEL", "WARNING").upper(),

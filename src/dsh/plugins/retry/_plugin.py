@@ -10,7 +10,6 @@ from typing import ClassVar, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...agent import AGENT_DISPOSED, REQUEST_ERROR, AgentEvent, RequestError, Retry
-from ...events import RetryEvent, RetryStartedEvent, append
 from ...kernel import Context, Next
 from ...llm import RetryPolicy
 
@@ -98,6 +97,9 @@ class Retrier:
         retry = done + 1
         self._counts[agent.id] = (payload.turn, payload.step, retry, retry_id)
         delay = backoff_ms(policy, done, failure.provider_retry_after_ms, self.rng)
+        # The typed events load on the first retry: the catalog is a tenth of the boot.
+        from ...events import RetryEvent, RetryStartedEvent, append
+
         planned = RetryEvent(
             retry_id=retry_id,
             turn=payload.turn,
