@@ -14,7 +14,8 @@ from tests.server.test_jsonrpc_e2e import env_for, harness
 
 async def test_a_callback_sees_the_run_stream(tmp_path: Path) -> None:
     seen: list[TypedEvent] = []
-    async with OpenAIServer(["streamed back to you"]) as server, harness(tmp_path, server) as h:
+    long = "streamed back to you, " * 200  # over the 1 KiB a logged delta holds at most
+    async with OpenAIServer([long]) as server, harness(tmp_path, server) as h:
         result = await h.run("hi", on_event=seen.append)
     deltas = [e.text for e in seen if isinstance(e, TextDeltaEvent)]
     assert len(deltas) > 1 and "".join(deltas) == result.final_response
