@@ -2,7 +2,7 @@ import asyncio
 from typing import Any, ClassVar
 
 import pytest
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from dsh.kernel import (
     Context,
@@ -10,7 +10,10 @@ from dsh.kernel import (
     PluginError,
     ServiceKey,
     ServiceUnavailableError,
+    resolve_plugin,
 )
+from dsh.kernel._plugin import validate_config
+from dsh.profiles import BUILTIN_PLUGINS
 
 GREETER: ServiceKey[str] = ServiceKey("greeter")
 COUNTER: ServiceKey[list[str]] = ServiceKey("counter")
@@ -168,3 +171,42 @@ async def test_async_apply_and_function_plugins() -> None:
 async def test_non_plugin_is_rejected() -> None:
     with pytest.raises(PluginError, match="not a plugin"):
         await Context().plugin(42)
+
+
+class Deferred(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    greeting: str = "hi"
+    items: list[int] = []
+
+
+class Checked(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    greeting: str = "hi"
+
+    @model_validator(mode="after")
+    def shout(self) -> "Checked":
+        self.greeting = self.greeting.upper()
+        return self
+
+
+class Needs(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    size: int
+
+
+def test_a_defaults_only_config_is_constructed_without_building_its_model() -> None:
+    config = validate_config(type("P", (), {"Config": Deferred}), None, "p")
+    assert not Deferred.__pydantic_complete__
+    assert config == Deferred.model_validate({})
+    checked = validate_config(type("P", (), {"Config": Checked}), None, "p")
+    assert isinstance(checked, Checked) and checked.greeting == "HI"
+    with pytest.raises(PluginError, match=r'"p": invalid config: config\.size: Field required'):
+        validate_config(type("P", (), {"Config": Needs}), None, "p")
+
+
+def test_every_builtin_config_constructed_from_defaults_equals_the_validated_one() -> None:
+    for name in BUILTIN_PLUGINS:
+        plugin = resolve_plugin(name)
+        model = getattr(plugin, "Config", None)
+        if model is not None:
+            assert validate_config(plugin, None, name) == model.model_validate({}), name

@@ -56,7 +56,7 @@ DESCRIPTION = (
 class AcpAgentSpec(BaseModel):
     """How to start one external ACP agent."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     command: str
     args: list[str] = []
     env: dict[str, str] = {}
@@ -79,7 +79,7 @@ class AcpAgentSpec(BaseModel):
 
 
 class AcpSubagentsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     agents: dict[str, AcpAgentSpec] = {}
     """Provider name → the agent to start (`ctx.subagents.start(name, request)`)."""
     max_depth: int = Field(default=DEFAULT_MAX_DEPTH, ge=1)

@@ -28,7 +28,7 @@ class Task(BaseModel):
     batch's profiles for this task.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, frozen=True)
     id: str = Field(min_length=1)
     prompt: str = Field(min_length=1)
     cwd: str | None = None

@@ -65,6 +65,8 @@ def validate_config(plugin: object, config: object, plugin_id: str) -> object:
         raise PluginError(f'plugin "{plugin_id}": Config must be a pydantic model')
     if isinstance(config, model):
         return config
+    if config is None and _defaults_only(model):
+        return model.model_construct()
     try:
         return model.model_validate({} if config is None else config)
     except ValidationError as exc:
@@ -76,6 +78,19 @@ def validate_config(plugin: object, config: object, plugin_id: str) -> object:
             plugin_id=plugin_id,
             path=path,
         ) from None
+
+
+def _defaults_only(model: type[BaseModel]) -> bool:
+    """Whether validating `{}` against `model` can only yield its defaults: no validators,
+    no required field, no default that is validated. Then `model_construct()` gives the same
+    instance without building the model's schema (config models set `defer_build`, so a
+    plugin booted with no config never pays for it)."""
+    decorators = model.__pydantic_decorators__
+    if decorators.model_validators or decorators.field_validators or decorators.validators:
+        return False
+    if decorators.root_validators or model.model_config.get("validate_default"):
+        return False
+    return not any(f.is_required() or f.validate_default for f in model.model_fields.values())
 
 
 def _inject_names(plugin: object) -> tuple[str, ...]:

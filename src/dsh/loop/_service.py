@@ -65,7 +65,7 @@ CONFIG_START_FAILED = EventSpec.declare(
 
 
 class ConfigAgent(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     id: str
     session_id: str | None = None
     resume_session_id: str | None = None
@@ -78,7 +78,7 @@ class ConfigAgent(BaseModel):
 
 
 class LoopConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     max_parallel_tool_calls: int = Field(default=10, ge=1)
     provider: str | None = None
     """The provider of agents that do not name one."""

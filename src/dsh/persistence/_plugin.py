@@ -32,7 +32,7 @@ SQLITE_FILE = "sessions.sqlite3"
 
 
 class PersistenceConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     backend: Literal["jsonl", "sqlite", "postgres"] | None = None
     """Default: `postgres` when `url` is set, else what `$DSH_SESSION_STORE` names, else
     `jsonl`."""

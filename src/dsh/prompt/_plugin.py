@@ -25,7 +25,7 @@ class SystemPromptPlugin:
         """`tool_order`: the order of tool schemas in requests; `'<unlisted-tools>'` stands
         for every tool not named. None: lexicographic by name."""
 
-        model_config = ConfigDict(extra="forbid")
+        model_config = ConfigDict(extra="forbid", defer_build=True)
 
         tool_order: list[str] | None = None
 

@@ -16,7 +16,7 @@ __all__ = ["ToolsConfig", "ToolsPlugin"]
 
 
 class ToolsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     cancel_grace_ms: float = Field(default=5_000, ge=0)
     """How long a tool body may run on after its signal fired (a cancel or a timeout) before
     the call is abandoned: it ends `ABORTED` (or `TOOL_TIMEOUT`) and the body is left to

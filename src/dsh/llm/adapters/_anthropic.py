@@ -110,7 +110,7 @@ class MessagesRouteConfig(ConnectionConfig):
 
 
 class AnthropicConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     routes: list[MessagesRouteConfig] = Field(default_factory=lambda: [MessagesRouteConfig()])
 

@@ -53,7 +53,7 @@ class CompatRouteConfig(ConnectionConfig):
 
 
 class OpenAICompatConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     routes: list[CompatRouteConfig] = Field(default_factory=list)
 

@@ -17,7 +17,7 @@ _DEFAULTS = RetryPolicy()
 class ModelConfig(BaseModel):
     """What the adapter tells the runtime about one model."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str = Field(min_length=1)
     name: str | None = None
@@ -52,7 +52,7 @@ class ModelConfig(BaseModel):
 class RetryConfig(BaseModel):
     """The route's retry policy (executed by the retry plugin, not by the adapter)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     mode: Literal["normal", "always", "never"] = _DEFAULTS.mode
     max_retries: int = Field(default=_DEFAULTS.max_retries, ge=0)
@@ -80,7 +80,7 @@ class RetryConfig(BaseModel):
 class ConnectionConfig(BaseModel):
     """Transport settings of one route."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     stream: bool = True
     """Stream the response (SSE); False asks for one whole completion."""

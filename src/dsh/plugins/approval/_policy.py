@@ -18,7 +18,7 @@ Action = Literal["allow", "ask", "deny"]
 class Rule(BaseModel):
     """`tool` is an `fnmatch` pattern over tool names (`*`, `?`, `[…]`, case-sensitive)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, frozen=True)
 
     tool: str
     action: Action
@@ -43,7 +43,7 @@ class ApprovalConfig(BaseModel):
     and `unmatched` decides for a tool no rule names. `auto_approve` answers `once` to every
     ask when no answerer is registered (`dsh run --yes`); without it such asks are denied."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     policy: list[Rule] = []
     default_policy: list[Rule] = list(DEFAULT_POLICY)

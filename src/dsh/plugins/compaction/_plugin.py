@@ -19,7 +19,7 @@ _log = logging.getLogger("dsh.compaction")
 
 
 class CompactionConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     threshold_ratio: float = Field(default=0.8, gt=0, le=1)
     """Compact before a step once the context holds this share of the window."""
     retain_ratio: float = Field(default=0.16, ge=0, lt=1)

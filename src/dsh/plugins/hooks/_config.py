@@ -53,7 +53,7 @@ class HooksConfig(BaseModel):
     """The `hooks` plugin row. `hooks` has the settings files' shape and always runs (it is
     the user's own profile); a workspace's settings files run once it is trusted."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     hooks: dict[str, Any] = Field(default_factory=dict)
     settings: bool = True

@@ -21,7 +21,7 @@ variable's value, which the renderer never scans, so a `{{` inside a file stays 
 
 
 class InstructionsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     claude_compat: bool = True
     """Read `CLAUDE.md` beside each `AGENTS.md`, and `~/.claude/CLAUDE.md`."""
     user_files: bool = True

@@ -26,7 +26,7 @@ GUIDANCE = (
 
 
 class JobsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     max_active: int = Field(default=DEFAULT_MAX_ACTIVE, ge=1)
     """Concurrently active jobs per owning agent."""
     tools: bool = True

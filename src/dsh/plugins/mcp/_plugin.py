@@ -24,7 +24,7 @@ _log = logging.getLogger("dsh.mcp")
 class McpConfig(BaseModel):
     """The profile row's config: servers in `.mcp.json`'s shape, and how they run."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, populate_by_name=True)
 
     mcp_servers: dict[str, Any] = Field(default_factory=dict, alias="mcpServers")
     """Servers of the profile itself (they replace same-named servers of the files)."""

@@ -21,7 +21,7 @@ TELEMETRY: ServiceKey[Telemetry] = ServiceKey("telemetry")
 
 
 class OtelConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     capture_content: bool | None = None
     """Record messages, the system prompt and tool arguments/results (default:
     `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`, else no). Credentials dsh holds

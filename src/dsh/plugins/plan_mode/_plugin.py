@@ -65,7 +65,7 @@ APPROVED = "The user approved the plan. Plan mode is off: carry out the plan now
 
 
 class PlanModeConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     allow: list[str] = list(READ_ONLY)
     """The tools that run in plan mode (`fnmatch` patterns); every other call is refused."""
     order: float = 20

@@ -16,7 +16,7 @@ __all__ = ["PrunerConfig", "PrunerPlugin", "prune", "pruned_message"]
 
 
 class PrunerConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     min_chars: int = Field(default=2_000, ge=0)
     """Results with at most this much text are left alone."""
     head_chars: int = Field(default=1_000, ge=0)

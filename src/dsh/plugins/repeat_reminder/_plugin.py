@@ -25,7 +25,7 @@ NOTICE = (
 
 
 class RepeatReminderConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     thresholds: list[int] = Field(default_factory=lambda: [3, 5, 8])
     """Remind when the same call has been made this many times in a row."""
     exclude: list[str] = Field(default_factory=list)

@@ -19,7 +19,7 @@ __all__ = ["RetryOverrides", "RetryPlugin", "backoff_ms"]
 class RetryOverrides(BaseModel):
     """Fields that replace the serving route's policy (None keeps the route's value)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     mode: Literal["normal", "always", "never"] | None = None
     max_retries: int | None = Field(default=None, ge=0)

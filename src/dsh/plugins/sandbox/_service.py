@@ -26,7 +26,7 @@ _log = logging.getLogger("dsh.plugins.sandbox")
 
 
 class SandboxConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     mode: SandboxMode = "workspace-write"
     """`read-only`: nothing writable but a private /tmp; `workspace-write`: the workspace too;

@@ -17,7 +17,7 @@ __all__ = ["SessionTitleConfig", "SessionTitlePlugin", "fallback_title", "title_
 
 
 class SessionTitleConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     words: int = Field(default=5, ge=1)
     """The title is the prompt's first `words` words (the reference runtime's fallback)."""
     max_chars: int = Field(default=80, ge=8)

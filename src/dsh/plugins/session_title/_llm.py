@@ -37,7 +37,7 @@ SYSTEM = (
 
 
 class LlmTitleConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     provider: str | None = None
     """The route of the title call; default: the session's own provider and model."""
     model: str | None = None

@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import yaml
-
 from ...workspace import FileCache, dsh_home, project_folders
 
 __all__ = ["Skill", "SkillCatalog", "SkillIssue", "SkillReader", "parse_skill", "skill_roots"]
@@ -114,6 +112,8 @@ def parse_skill(path: Path, scope: Scope) -> Skill | SkillIssue:
     end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
     if end is None:
         return SkillIssue(path, "the front matter has no closing '---' line")
+    import yaml  # here, not at import: booting with no skill on disk never needs it
+
     try:
         meta = yaml.safe_load("".join(lines[1:end]))
     except yaml.YAMLError as exc:

@@ -43,7 +43,7 @@ class SkillError(HarnessError):
 
 
 class SkillsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     claude_compat: bool = True
     """Read `.claude/skills` folders too (a project's and `~/.claude/skills`)."""
     order: float = 110

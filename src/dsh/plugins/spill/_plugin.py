@@ -22,7 +22,7 @@ _log = logging.getLogger("dsh.plugins.spill")
 
 
 class SpillConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     max_chars: Annotated[int, Field(gt=0)] = 30_000
     """A text result longer than this is saved to a file and previewed."""

@@ -42,7 +42,7 @@ BACKGROUND_GUIDANCE = {
 
 
 class SubagentsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     max_depth: int = Field(default=DEFAULT_MAX_DEPTH, ge=1)
     """How deep delegation may nest (a top-level agent has depth 0)."""
     tools: bool = True

@@ -21,7 +21,7 @@ def timeout_message(timeout_ms: float) -> str:
 
 
 class ToolTimeoutConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     default_timeout_ms: float | None = Field(default=None, gt=0)
     """The deadline of tools that declare none (default: no deadline for them)."""
     exempt: list[str] = Field(

@@ -15,7 +15,7 @@ PRICES: ServiceKey[PriceTable] = ServiceKey("prices")
 
 
 class UsageConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     prices: list[Price] = Field(default_factory=list)
     """Checked first, in order."""
     default_prices: list[Price] = Field(default_factory=lambda: list(DEFAULT_PRICES))

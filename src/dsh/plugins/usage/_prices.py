@@ -19,7 +19,7 @@ class Price(BaseModel):
     `provider/model` (`deepseek-official/deepseek-v4-*`); one without a `/` matches the
     model of any provider. Cache reads and writes cost `input` unless priced."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, frozen=True)
 
     route: str = Field(min_length=1)
     input: float = Field(ge=0)

@@ -37,7 +37,7 @@ TRUNCATED = "(Content truncated. Fetch a more specific URL or section for the fu
 
 
 class WebFetchConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     allow_hosts: list[str] = []
     """Hosts (`name`, or `name:port`) fetched even though they resolve to private,

@@ -34,7 +34,7 @@ PARALLEL = {
 class TodoConfig(BaseModel):
     """Config of the `todo_write` tool."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     allow_parallel_in_progress: bool = True
 

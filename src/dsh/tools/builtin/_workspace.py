@@ -98,7 +98,7 @@ class Workspace:
 class WorkspaceConfig(BaseModel):
     """Config shared by the tools that touch paths."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     extra_roots: list[str] = []
     """Absolute directories the tools may use besides the session cwd (`~` expands)."""
