@@ -151,15 +151,17 @@ async def test_pipeline_matrix(ctx: Context, pre: str, body: str, post: str) -> 
         assert result == before
 
 
+async def ask_writes_files(
+    exec: ToolExecution, next: Next[ToolExecution, PreDecision]
+) -> PreDecision:
+    return Ask("writes files")
+
+
 async def test_approval_service_receives_the_execution_and_reason(ctx: Context) -> None:
     approval = FakeApproval(Decision.once())
     ctx.provide(APPROVAL, approval)
     ctx.tools.register(define())
-
-    async def gate(exec: ToolExecution, next: Next[ToolExecution, PreDecision]) -> PreDecision:
-        return Ask("writes files")
-
-    ctx.on(TOOLS_PRE_EXECUTE, gate)
+    ctx.on(TOOLS_PRE_EXECUTE, ask_writes_files)
     agent = Agent()
     result = await ctx.tools.execute(call(agent=agent))
     assert isinstance(result, ToolSuccess)
@@ -171,11 +173,7 @@ async def test_nobody_is_asked_about_arguments_the_tool_would_refuse(ctx: Contex
     approval = FakeApproval(Decision.once())
     ctx.provide(APPROVAL, approval)
     ctx.tools.register(define())
-
-    async def gate(exec: ToolExecution, next: Next[ToolExecution, PreDecision]) -> PreDecision:
-        return Ask("writes files")
-
-    ctx.on(TOOLS_PRE_EXECUTE, gate)
+    ctx.on(TOOLS_PRE_EXECUTE, ask_writes_files)
     result = await ctx.tools.execute(call(args={"x": "two"}, agent=Agent()))
     assert isinstance(result, ToolFailure) and result.error.code == "INVALID_ARGS"
     assert approval.asked == []
