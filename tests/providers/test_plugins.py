@@ -197,6 +197,20 @@ def test_load_server_script_reports_the_path() -> None:
         load_server_script(["ok", {"parts": [{"unknown": 1}]}])
     entries = load_server_script([{"malformed": {"parts": ["x"]}}, "y"])
     assert len(entries) == 2 and entries[1] == "y"
+    with pytest.raises(ValueError, match=r"script\[0\]: unknown key 'tool'"):
+        load_server_script([{"tool": "read"}])  # not an empty reply
+
+
+def test_a_bad_server_script_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dsh.testing.openai_server import main
+
+    script = tmp_path / "script.json"
+    script.write_text('[{"tool_call": {"name": "read"}}]')
+    assert main(["--script", str(script)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "script[0]: unknown key 'tool_call'" in err
 
 
 async def test_concurrent_calls_share_one_client(harness: Harness) -> None:

@@ -60,6 +60,9 @@ def _part(raw: Any, where: str) -> Part:
     raise ValueError(f"{where}: not a reply part: {raw!r}")
 
 
+_REPLY_KEYS = frozenset({"parts", "usage", "finish", "delay", "piece_chars", "hang"})
+
+
 def _entry(raw: Any, where: str) -> ServerEntry:
     if isinstance(raw, str):
         return raw
@@ -76,6 +79,12 @@ def _entry(raw: Any, where: str) -> ServerEntry:
     if "malformed" in raw:
         parts = raw["malformed"].get("parts", [])
         return malformed(*[_part(p, f"{where}.malformed.parts[{i}]") for i, p in enumerate(parts)])  # type: ignore[arg-type]
+    unknown = sorted(set(raw) - _REPLY_KEYS)
+    if unknown:  # a mistyped entry would otherwise be an empty reply
+        raise ValueError(
+            f"{where}: unknown key {unknown[0]!r} (an entry takes {', '.join(sorted(_REPLY_KEYS))}"
+            ", or http_error, or malformed)"
+        )
     parts = [_part(p, f"{where}.parts[{i}]") for i, p in enumerate(raw.get("parts", []))]
     usage = raw.get("usage")
     return reply(
@@ -111,8 +120,7 @@ def _recorder(path: Path) -> Any:
     return record
 
 
-async def _serve(args: argparse.Namespace) -> None:
-    entries = load_server_script(args.script) if args.script else []
+async def _serve(args: argparse.Namespace, entries: list[ServerEntry]) -> None:
     server = OpenAIServer(entries, host=args.host, port=args.port)
     if args.record:
         server.on_request = _recorder(Path(args.record))
@@ -134,7 +142,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--record", help="append each request as a JSON line to this file")
-    asyncio.run(_serve(parser.parse_args(argv)))
+    args = parser.parse_args(argv)
+    try:
+        entries = load_server_script(Path(args.script)) if args.script else []
+    except (OSError, ValueError) as exc:
+        print(f"openai_server: {args.script}: {exc}", file=sys.stderr)
+        return 2
+    asyncio.run(_serve(args, entries))
     return 0
 
 
