@@ -15,6 +15,8 @@ until SIGINT/SIGTERM. The script is a JSON list; each entry is a string (a text 
 - `{"http_error": {"status": 503, "message": "…", "code": "…", "retry_after": 1.5}}`;
 - `{"malformed": {"parts": [PART, ...]}}`.
 
+A key not named here is an error (one line on stderr, exit 2), not an empty reply.
+
 `--record` appends one JSON line per request: `{n, t, path, headers, body}` (the
 `authorization` header redacted).
 """
