@@ -141,8 +141,9 @@ class TerminalSurface:
     def _print(self, lines: list[str]) -> None:
         from rich.text import Text
 
+        # No refresh after it: while the display is live, rich draws the live area again
+        # below whatever is printed (~0.4 ms saved a transcript line).
         self.console.print(Text.from_ansi("\n".join(lines)), soft_wrap=True)
-        self._refresh()
 
     def _refresh(self) -> None:
         if self._display is not None:
@@ -157,10 +158,15 @@ class TerminalSurface:
         color = self.console.color_system is not None
         self._print(styled_lines(text, style, self.console.width, color=color))
 
+    # A redraw costs ~0.4 ms and most calls repeat what is shown ("thinking…" at each
+    # step, the live area cleared at each block's end): only a change redraws. The spinner
+    # turns on the display's own refreshes.
     def live(self, text: str, style: str = "") -> None:
-        self._live_text, self._live_style = text, style
-        self._refresh()
+        if (text, style) != (self._live_text, self._live_style):
+            self._live_text, self._live_style = text, style
+            self._refresh()
 
     def status(self, text: str | None, *, keep: bool = False) -> None:
-        self._status = text
-        self._refresh()
+        if text != self._status:
+            self._status = text
+            self._refresh()
