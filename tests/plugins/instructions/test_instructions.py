@@ -104,3 +104,17 @@ async def test_a_new_repository_root_and_home_are_seen_at_the_next_request(
     assert "Package rule." in first and "Parent rule." not in first
     assert "Parent rule." in second and "Package rule." in second
     assert "Other home rule." in third and "Other home rule." not in second
+
+
+async def test_each_workspace_names_its_own_files(runtime: Runtime, tmp_path: Path) -> None:
+    await runtime.ctx.plugin(InstructionsPlugin)
+    first = tmp_path / "ws"
+    write(first / "AGENTS.md", "Shared rule.")
+    second = tmp_path / "link"
+    second.symlink_to(first)  # the same file (same stamp) under another path
+    runtime.model.add("one", "two")
+    await run_prompt(await runtime.agent(cwd=str(first)), "first")
+    await run_prompt(await runtime.agent(cwd=str(second)), "second")
+    one, two = (r.system or "" for r in runtime.model.requests)
+    assert f'<file path="{first / "AGENTS.md"}">' in one
+    assert f'<file path="{second / "AGENTS.md"}">' in two

@@ -84,7 +84,7 @@ class InstructionsText:
     candidate file's stamp changed, or the candidates did (`WorkspaceMemo`). Each call stats
     the candidates (a few `os.stat`s), nothing more when nothing changed."""
 
-    __slots__ = ("_candidates", "_max_chars", "_reader", "_stamps", "_text")
+    __slots__ = ("_candidates", "_found", "_max_chars", "_reader", "_stamps", "_text")
 
     def __init__(self, *, claude_compat: bool, user_files: bool, max_chars: int) -> None:
         def locate(workspace: Path) -> list[tuple[Path, Scope]]:
@@ -93,15 +93,16 @@ class InstructionsText:
         self._candidates = WorkspaceMemo(locate)
         self._max_chars = max_chars
         self._reader = InstructionReader()
-        self._stamps: tuple[Stamp | None, ...] | None = None
+        self._found: list[tuple[Path, Scope]] | None = None
+        self._stamps: tuple[Stamp | None, ...] = ()
         self._text = ""
 
     def text(self, workspace: str) -> str:
         found = self._candidates.get(workspace)
         stamps = tuple([file_stamp(path) for path, _ in found])
-        if stamps != self._stamps:
+        if found is not self._found or stamps != self._stamps:  # the paths are in the text
             self._text = render(self._reader.files(found), self._max_chars)
-            self._stamps = stamps
+            self._found, self._stamps = found, stamps
         return self._text
 
 
