@@ -38,7 +38,7 @@ async def run_batch(options: BatchOptions) -> int:
 
     from ..batch import BatchError, Executor, RayExecutor, TaskResult, read_tasks, run_async
 
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, emoji=False)
     try:
         tasks = read_tasks(options.tasks)
     except BatchError as exc:

@@ -193,7 +193,7 @@ class _Interrupts:
 def _report(agent: Agent, result: RunResult | None, route: Route) -> int:
     from rich.console import Console
 
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, emoji=False)
     if result is None:
         err.print(f"interrupted · session {agent.id}", style="yellow", markup=False)
         return EXIT_INTERRUPTED

@@ -51,7 +51,7 @@ class PipeSurface:
         from rich.console import Console
 
         self.out = out or sys.stdout
-        self.err = err or Console(stderr=True, highlight=False)
+        self.err = err or Console(stderr=True, highlight=False, emoji=False)
 
     def answer(self, text: str) -> None:
         self.out.write(text)
