@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
+from .._record import record
 from ..kernel import load_profile
 from ._runtime import CliError, profile_files, resolve_route
 
@@ -17,7 +17,7 @@ LOCAL_RAY = "local"
 """`--ray` without an address: start (or join, with RAY_ADDRESS) a Ray on this machine."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BatchOptions:
     tasks: Path
     out: Path

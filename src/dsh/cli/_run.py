@@ -10,9 +10,9 @@ import signal
 import stat
 import sys
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
+from .._record import record
 from ..agent import USER_CANCEL, Agent, RunResult, run_prompt
 from ..kernel import Context
 from ..llm import clean_text
@@ -38,7 +38,7 @@ EXIT_TURN_FAILED = 1
 EXIT_INTERRUPTED = 130
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RunOptions(Options):
     task: str | None = None
     json: bool = False
