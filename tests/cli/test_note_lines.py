@@ -32,7 +32,7 @@ TEXTS = st.one_of(
 
 def rich_wrote(options: dict[str, object], text: str, style: str) -> str:
     out = io.StringIO()
-    Console(file=out, highlight=False, **options).print(  # type: ignore[arg-type]
+    Console(file=out, highlight=False, emoji=False, **options).print(  # type: ignore[arg-type]
         text, style=style, markup=False, highlight=False, soft_wrap=True
     )
     return out.getvalue()
@@ -44,7 +44,7 @@ def rich_wrote(options: dict[str, object], text: str, style: str) -> str:
 def test_notes_are_written_as_rich_would(kind: str, texts: list[tuple[str, str]]) -> None:
     options = CONSOLES[kind]
     out = io.StringIO()
-    surface = PipeSurface(io.StringIO(), Console(file=out, highlight=False, **options))  # type: ignore[arg-type]
+    surface = PipeSurface(io.StringIO(), Console(file=out, highlight=False, emoji=False, **options))  # type: ignore[arg-type]
     for text, style in texts:
         surface.note(text, style)
     assert out.getvalue() == "".join(rich_wrote(options, t, s) for t, s in texts)

@@ -44,6 +44,15 @@ def test_happy_path_streams_text_and_exits_zero(tmp_path: Path) -> None:
     assert "session session-" in result.stderr and "completed" in result.stderr
 
 
+def test_the_transcript_shows_emoji_codes_verbatim(tmp_path: Path) -> None:
+    result = dsh(
+        tmp_path, [{"tool": "shout", "args": {"text": ":smile:"}}, "Done."], "--yes", "shout"
+    )
+    assert result.returncode == 0, result.stderr
+    assert 'shout(text=":smile:")' in result.stderr and ":SMILE:" in result.stderr
+    assert "\N{SMILING FACE WITH OPEN MOUTH AND SMILING EYES}" not in result.stderr
+
+
 def test_without_yes_an_ask_tool_is_denied(tmp_path: Path) -> None:
     result = dsh(tmp_path, [{"tool": "shout", "args": {"text": "hey"}}, "Denied."], "shout hey")
     assert result.returncode == 0, result.stderr

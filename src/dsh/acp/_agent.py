@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError
@@ -27,6 +26,7 @@ from acp.schema import (
     SetSessionModeResponse,
 )
 
+from .._record import record
 from .._version import __version__
 from ..agent import USER_CANCEL, Agent, AgentHandle, AgentOptions, CreateAgentOptions
 from ..agent import ResumeAgentOptions as Resume
@@ -45,7 +45,7 @@ from ._session import AcpSession
 __all__ = ["AcpAgent", "AcpSettings"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AcpSettings:
     """What every session of the connection runs with."""
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from acp.helpers import text_block, tool_content, tool_diff_content
 from acp.schema import (
@@ -16,6 +15,7 @@ from acp.schema import (
     ToolKind,
 )
 
+from .._record import record
 from ..llm import Json
 
 __all__ = ["CallView", "call_view", "raw_arguments", "result_content"]
@@ -34,7 +34,7 @@ KINDS: Mapping[str, ToolKind] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CallView:
     kind: ToolKind
     title: str

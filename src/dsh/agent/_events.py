@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, TypeAlias
 
+from .._record import record
 from ..kernel import CancelSignal, EventSpec, Mode, SerialSpec, WaterfallSpec
 from ..llm import (
     AssistantMessage,
@@ -22,38 +23,38 @@ if TYPE_CHECKING:
 # -- payloads -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentEvent:
     agent: Agent
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionStart:
     agent: Agent
     source: SessionStartSource
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StatusChange:
     agent: Agent
     status: AgentStatus
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class InboxChange:
     agent: Agent
     message_id: MessageId
     placement: Placement
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PromptSubmit:
     agent: Agent
     message: UserMessage
     signal: CancelSignal
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StepPoint:
     """`agent/pre-step` and `agent/request`: where the turn is."""
 
@@ -63,7 +64,7 @@ class StepPoint:
     signal: CancelSignal
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RequestError:
     agent: Agent
     turn: int
@@ -74,7 +75,7 @@ class RequestError:
     signal: CancelSignal
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StepResult:
     agent: Agent
     turn: int
@@ -83,20 +84,20 @@ class StepResult:
     signal: CancelSignal
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TurnStopping:
     agent: Agent
     turn: int
     signal: CancelSignal
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CancelRequested:
     agent: Agent
     cause: CancelCause
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentError:
     agent: Agent
     turn: int
@@ -107,7 +108,7 @@ class AgentError:
 # -- decisions ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Allow:
     """Admit the prompt. `content` replaces it (same id) when given; every additional context
     becomes its own `user/message`, after the prompt."""
@@ -116,7 +117,7 @@ class Allow:
     additional_contexts: tuple[UserMessage, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Block:
     reason: str
 
@@ -124,7 +125,7 @@ class Block:
 PromptDecision: TypeAlias = Allow | Block
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Retry:
     """Returned from `agent/request-error`: rebuild the request and try again at once (a
     listener that wants a delay waits before returning, as the retry plugin does).
@@ -135,12 +136,12 @@ class Retry:
     delay_ms: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Stop:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Continue:
     """Keep the turn open: `reason` is recorded as steering and another step runs."""
 

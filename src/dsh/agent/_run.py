@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar, overload
 
 from typing_extensions import TypeVar as DefaultTypeVar
 
+from .._record import record
 from ..llm import Json, Message, UserMessage, text_of
 from ..session import (
     SESSION_DISPOSED,
@@ -91,7 +91,7 @@ async def _drain(
         await ctx.owner.dispose()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RunResult(Generic[OutputT]):
     """What one prompt produced: from the message's inbox receipt to the next idle."""
 

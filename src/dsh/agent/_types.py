@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
+from .._record import record
 from ..llm import Json, MessageId, UserMessage
 from ..session import SessionEvent, SessionMeta
 
@@ -20,7 +21,7 @@ Placement = Literal["queued", "steering"]
 SessionStartSource = Literal["startup", "resume", "clear", "compact"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CancelCause:
     """Why a turn was cancelled: `user`, `parent`, `hook` (with a reason) or `disposed`.
 
@@ -45,7 +46,7 @@ def hook_cancel(reason: str) -> CancelCause:
     return CancelCause("hook", reason)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentOptions:
     """Per-agent settings. `max_tokens` caps output per request (positive int)."""
 
@@ -142,7 +143,7 @@ when it is a `SetupCommit` (has `commit()`); anything else — None, the `Dispos
 `tools.register` returns, a list of them — is ignored."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CreateAgentOptions:
     session_id: str
     meta: SessionMeta = field(default_factory=SessionMeta)
@@ -154,7 +155,7 @@ class CreateAgentOptions:
     setup: Setup | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ResumeAgentOptions:
     resume_session_id: str
     agent_options: AgentOptions = field(default_factory=AgentOptions)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .._record import record
 from ..session import Usage
 
 __all__ = ["BatchError", "Task", "TaskResult", "read_results", "read_tasks", "write_results"]
@@ -42,7 +43,7 @@ class Task(BaseModel):
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TaskResult:
     """What became of a task; `finish_reason` is None when it never reached a turn end
     (then `error` says why, and a rerun tries it again)."""

@@ -11,10 +11,10 @@ import asyncio
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .._record import record
 from ..agent import AgentOptions, CreateAgentOptions, ResumeAgentOptions, run_prompt
 from ..kernel import Context, Profile, boot, load_profile
 from ..llm import Json, Message, text_of
@@ -32,7 +32,7 @@ CONTINUE_PROMPT = (
 """What a resumed task's agent is told (its interrupted turn is closed in the log)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WorkerSpec:
     """What every worker of a batch shares. Plain values: it travels to Ray actors."""
 

@@ -5,10 +5,10 @@ answers, where anything unexpected asks again."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .._record import record
 from ..tools import Decision
 from ..tools.builtin import FileChange, file_change
 
@@ -43,7 +43,7 @@ REASON_PROMPT = "why not? (the model reads this) > "
 REASK = "answer y, s, a, n or r (r: no, with a reason); nothing was decided yet"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Answer:
     choice: Choice
     reason: str | None = None

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
+from .._record import record
 from ..kernel import load_profile
 from ._runtime import CliError, profile_files, resolve_route
 
@@ -17,7 +17,7 @@ LOCAL_RAY = "local"
 """`--ray` without an address: start (or join, with RAY_ADDRESS) a Ray on this machine."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BatchOptions:
     tasks: Path
     out: Path
@@ -38,7 +38,7 @@ async def run_batch(options: BatchOptions) -> int:
 
     from ..batch import BatchError, Executor, RayExecutor, TaskResult, read_tasks, run_async
 
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, emoji=False)
     try:
         tasks = read_tasks(options.tasks)
     except BatchError as exc:

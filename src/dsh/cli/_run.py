@@ -10,9 +10,9 @@ import signal
 import stat
 import sys
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
+from .._record import record
 from ..agent import USER_CANCEL, Agent, RunResult, run_prompt
 from ..kernel import Context
 from ..llm import clean_text
@@ -38,7 +38,7 @@ EXIT_TURN_FAILED = 1
 EXIT_INTERRUPTED = 130
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RunOptions(Options):
     task: str | None = None
     json: bool = False
@@ -193,7 +193,7 @@ class _Interrupts:
 def _report(agent: Agent, result: RunResult | None, route: Route) -> int:
     from rich.console import Console
 
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, emoji=False)
     if result is None:
         err.print(f"interrupted · session {agent.id}", style="yellow", markup=False)
         return EXIT_INTERRUPTED

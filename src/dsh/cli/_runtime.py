@@ -7,9 +7,9 @@ import os
 import sys
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
+from .._record import record
 from ..agent import AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
 from ..kernel import Context, Profile, boot, load_profile
 from ..llm import Json
@@ -92,7 +92,7 @@ async def sandbox_status(profile: Profile) -> str | None:
     return f"{config.mode} — {why}: every bash call will ask for approval"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Options:
     """What `dsh run` and `dsh chat` share: the profile, the model, the workspace, the
     session to continue, approval and rendering."""
@@ -145,7 +145,7 @@ BASE_URL_ENV = {"deepseek-official": "DEEPSEEK_BASE_URL", "openai": "OPENAI_BASE
 """The variable each built-in route reads its URL from."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Route:
     """The model route of a command, and where its URL was set (to say what to change)."""
 

@@ -155,7 +155,7 @@ async def show_session(profile: list[Path] | None, given: str, as_json: bool) ->
         return 0
     from rich.console import Console
 
-    surface = PipeSurface(err=Console(highlight=False))
+    surface = PipeSurface(err=Console(highlight=False, emoji=False))
     summary = summary_of(stored.header, stored.events)
     surface.note(f"{summary_line(summary)}  ({stored.header.cwd or '-'})", "bold")
     Renderer(surface, echo_prompts=True, markdown=False).replay(list(stored.events))

@@ -37,13 +37,6 @@ def answer_lines(text: str, width: int, *, markdown: bool, color: bool) -> list[
     return [*lines, ""]
 
 
-def _emoji(text: str) -> str:
-    """`text` with rich's `:emoji:` codes replaced, as `Console.print` does."""
-    from rich.emoji import Emoji
-
-    return Emoji.replace(text)
-
-
 def _visible(line: str) -> bool:
     import re
 
@@ -52,13 +45,14 @@ def _visible(line: str) -> bool:
 
 class PipeSurface:
     """No terminal to update: answers to stdout as they become final, the transcript to
-    stderr, status only when it is worth a line (retries)."""
+    stderr, status only when it is worth a line (retries). A given `err` console must not
+    expand `:emoji:` codes (`emoji=False`): transcript text is printed as it is."""
 
     def __init__(self, out: TextIO | None = None, err: Console | None = None) -> None:
         from rich.console import Console
 
         self.out = out or sys.stdout
-        self.err = err or Console(stderr=True, highlight=False)
+        self.err = err or Console(stderr=True, highlight=False, emoji=False)
         self._frames: dict[str, tuple[str, str]] = {}
 
     def answer(self, text: str) -> None:
@@ -70,7 +64,7 @@ class PipeSurface:
         # step. A plain one-line text comes out as the style's codes around the text, so
         # those are learnt once per style from rich and written directly; anything rich
         # would change (tabs, control codes, wrapping whitespace) still goes through it.
-        line = _emoji(text) if ":" in text else text
+        line = text  # verbatim: the console does not expand `:emoji:` codes (emoji=False)
         if not line.isprintable() or not line or line[-1].isspace():
             self.err.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
             return

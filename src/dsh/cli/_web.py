@@ -7,9 +7,9 @@ import secrets
 import socket
 import sys
 import webbrowser
-from dataclasses import dataclass
 from pathlib import Path
 
+from .._record import record
 from ..agent import AgentOptions
 from ._hooks import trust_note, untrusted_files
 from ._runtime import CliError, Options, prepare, start_runtime
@@ -18,7 +18,7 @@ MIN_TOKEN = 16
 EXTRA = "dsh web needs the web extra: pip install 'dsh[web]'"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WebOptions:
     model: Options
     """The profile, model route and workspace, as for `dsh chat`."""

@@ -11,9 +11,10 @@ import sys
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from .._record import record
 from ..llm import Json
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ class HarnessRpcError(Exception):
         self.code = code
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RunResult:
     """One prompt's run: from its inbox receipt to the next `idle` of its session."""
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar, dataclass_transform
 
+from .._record import record
 from ..llm import Json
 from ..session import SessionEvent, SurfaceOp
 
@@ -20,7 +21,7 @@ __all__ = ["Codec", "Event", "event_class", "key"]
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Codec(Generic[T]):
     """How one field's value is read from and written to JSON."""
 
@@ -28,7 +29,7 @@ class Codec(Generic[T]):
     encode: Callable[[T], Json]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Spec:
     name: str
     key: str

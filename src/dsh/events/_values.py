@@ -4,9 +4,10 @@ the codecs that read and write every nested value."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from .._record import record
 from ..agent import CancelCause
 from ..llm import Json, LlmFailure, Message, TokenUsage
 from ..session import EpochHeader
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TurnEndReason:
     """Why a turn ended: `kind` is `completed`, `aborted` (with the `cause`), `blocked`,
     `error` (with the `error`), `max-tokens` or `interrupted` (crash repair)."""
@@ -61,7 +62,7 @@ class TurnEndReason:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolError:
     """The `{name, code}` a failed tool call logs beside its result."""
 
@@ -69,7 +70,7 @@ class ToolError:
     code: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Todo:
     """One entry of the agent's todo list."""
 
@@ -79,7 +80,7 @@ class Todo:
     extra: Mapping[str, Json] = field(default_factory=dict, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SeqRange:
     """Seqs `start..end` of the log, inclusive."""
 

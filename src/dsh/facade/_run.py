@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Generic
 
 from typing_extensions import TypeVar
 
+from .._record import record
 from ..agent import REQUEST, USER_CANCEL, Agent, RunResult, StepPoint, run_prompt
 from ..events import TextDeltaEvent, TypedEvent, typed
 from ..llm import LlmCallConfig
@@ -28,7 +29,7 @@ OutputT = TypeVar("OutputT", default=str)
 _END = object()
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class RunPlan:
     """What one run asks for."""
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from .._record import record
 from ..agent import Agent, AgentHandle, AgentOptions
 from ..kernel import Context, Profile, boot
 from ..llm import LlmAdapter
@@ -21,7 +21,7 @@ from ._stores import Store
 __all__ = ["Blueprint", "Runtime"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Blueprint:
     """Everything a runtime of one `Agent` is made of, fixed when the agent is built."""
 

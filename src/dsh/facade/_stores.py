@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from .._record import record
+
 if TYPE_CHECKING:
     from ..persistence import MemoryBackend, SessionBackend
 
@@ -34,7 +36,7 @@ class MemoryStore:
         return self._backend
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class JsonlStore:
     """Session logs as JSONL files under `root` (the CLI's format and layout)."""
 
@@ -46,7 +48,7 @@ class JsonlStore:
         return JsonlBackend(Path(self.root).expanduser())
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SqliteStore:
     """Every session in one SQLite database file."""
 

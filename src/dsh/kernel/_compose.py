@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .._record import record
 from ._context import Context
 from ._owner import Acquire
 from ._plugin import PluginError, format_path, validate_config
@@ -49,7 +50,7 @@ class _RowModel(BaseModel):
     after: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PluginRow:
     """One resolved row: plugin `name` mounted as `id` with `config`."""
 
@@ -260,7 +261,7 @@ def _entry_points() -> dict[str, metadata.EntryPoint]:
     return found
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Prepared:
     row: PluginRow
     plugin: object

@@ -10,7 +10,8 @@ from __future__ import annotations
 import contextvars
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from .._record import record
 
 __all__ = ["TraceContext", "current_trace", "using_trace"]
 
@@ -19,7 +20,7 @@ _ZERO_TRACE = "0" * 32
 _ZERO_SPAN = "0" * 16
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TraceContext:
     """A W3C trace context (https://www.w3.org/TR/trace-context/): `traceparent` names the
     trace and the span the current work belongs to; `tracestate` is passed on untouched."""

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Sequence
-from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from .._record import record
 from ..kernel import Aborted
 from ._chunks import LlmFailure, StreamChunk
 from ._request import GenerateOptions, HarnessError, LlmError, error_chain
@@ -56,7 +56,7 @@ class _RetryPolicyHook(Protocol):
     def __call__(self, provider: str, /) -> RetryPolicy | None: ...
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProviderInfo:
     """Display metadata of one provider route; `id` is the route name."""
 
@@ -64,7 +64,7 @@ class ProviderInfo:
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelInfo:
     """What an adapter knows about one model of one provider route."""
 
@@ -89,7 +89,7 @@ DEFAULT_RETRYABLE_CODES: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RetryPolicy:
     """A provider route's model-request retry policy, executed by a retry plugin.
 

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal, TypeAlias
 
+from .._record import record
 from ._content import CallId, ContentBlock, Json, block_from_json
 
 # -- failures, usage, finish -------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LlmFailure:
     """Serializable facts about a failed model call; `code` is provider-neutral."""
 
@@ -42,7 +43,7 @@ class LlmFailure:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TokenUsage:
     """Disjoint buckets: billed input = input + cache_read + cache_write;
     `reasoning_tokens` is a subset of `output_tokens`."""
@@ -89,7 +90,7 @@ class TokenUsage:
 FinishKind = Literal["stop", "tool-calls", "max-tokens", "aborted", "error"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FinishReason:
     kind: str
     failure: LlmFailure | None = None
@@ -133,7 +134,7 @@ def aborted_because(reason: object) -> FinishReason:
 # -- stream chunks -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BlockStart:
     index: int
     block_type: str
@@ -143,7 +144,7 @@ class BlockStart:
         return {"type": "block-start", "index": self.index, "blockType": self.block_type}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TextDelta:
     index: int
     text: str
@@ -153,7 +154,7 @@ class TextDelta:
         return {"type": "text-delta", "index": self.index, "text": self.text}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReasoningDelta:
     index: int
     text: str
@@ -163,7 +164,7 @@ class ReasoningDelta:
         return {"type": "reasoning-delta", "index": self.index, "text": self.text}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolCallDelta:
     index: int
     id: CallId
@@ -179,7 +180,7 @@ class ToolCallDelta:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BlockEnd:
     index: int
     block: ContentBlock
@@ -189,7 +190,7 @@ class BlockEnd:
         return {"type": "block-end", "index": self.index, "block": self.block.to_json()}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class UsageChunk:
     usage: TokenUsage
     type: Literal["usage"] = field(default="usage", init=False, repr=False)
@@ -198,7 +199,7 @@ class UsageChunk:
         return {"type": "usage", "usage": self.usage.to_json()}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Finish:
     """The end of a stream. `response_id` / `response_model` are what the provider called
     its response and the model that wrote it, when it said so (for traces; never sent back)."""

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, TypeAlias
+
+from .._record import record
 
 Json: TypeAlias = Any
 """A lossless JSON value: dict (str keys), list, str, int, float, bool or None."""
@@ -28,7 +30,7 @@ def new_message_id() -> MessageId:
 # -- content blocks ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TextBlock:
     text: str
     type: Literal["text"] = field(default="text", init=False, repr=False)
@@ -37,7 +39,7 @@ class TextBlock:
         return {"type": "text", "text": self.text}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReasoningBlock:
     text: str
     type: Literal["reasoning"] = field(default="reasoning", init=False, repr=False)
@@ -46,7 +48,7 @@ class ReasoningBlock:
         return {"type": "reasoning", "text": self.text}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ImageBlock:
     attachment: Mapping[str, Json]
     type: Literal["image"] = field(default="image", init=False, repr=False)
@@ -55,7 +57,7 @@ class ImageBlock:
         return {"type": "image", "attachment": dict(self.attachment)}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolCallBlock:
     id: CallId
     name: str
@@ -67,7 +69,7 @@ class ToolCallBlock:
         return {"type": "tool-call", "id": self.id, "name": self.name, "arguments": self.arguments}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolResultBlock:
     tool_call_id: CallId
     content: tuple[ContentBlock, ...]
@@ -85,7 +87,7 @@ class ToolResultBlock:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OtherBlock:
     """A block type this runtime does not model; kept verbatim so logs round-trip."""
 
@@ -159,7 +161,7 @@ def tool_source(call_id: CallId) -> MessageSource:
     return {"kind": "tool", "callId": call_id}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Message:
     """An identified, immutable message. Rewrites keep the id."""
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
+from .._record import record
 from ..kernel import EmitSpec, EventSpec, Mode, WaterfallSpec
 from ._chunks import StreamChunk
 from ._request import GenerateOptions
@@ -12,7 +12,7 @@ from ._request import GenerateOptions
 __all__ = ["ADAPTER_CHANGE", "LLM_STREAM", "AdapterChange"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AdapterChange:
     """The provider routes that appeared and disappeared in one registry change."""
 

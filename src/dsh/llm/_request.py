@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from .._record import record
 from ._chunks import LlmFailure
 from ._content import Json, Message, SessionId
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 # -- requests ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolSchema:
     """What the model is told about a tool."""
 
@@ -35,7 +35,7 @@ class ToolSchema:
         return ToolSchema(data["name"], data.get("description", ""), data.get("parameters", {}))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LlmCallConfig:
     """The routing and sampling of one model call (a subset of `GenerateOptions`)."""
 
@@ -102,7 +102,7 @@ class LlmCallConfig:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AdapterDefaults:
     """Which fields of a prepared call config the adapter filled in."""
 
@@ -126,7 +126,7 @@ class AdapterDefaults:
 Purpose = Literal["compaction", "session-title"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GenerateOptions:
     """One model request: routing, sampling, the system prompt, history and tools."""
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._record import record
 from ..agent import (
     AGENT_SESSION_START,
     AgentHandle,
@@ -50,7 +51,7 @@ HARNESS_IDENTITY = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ConfigStartFailed:
     session_id: str
     error: BaseException

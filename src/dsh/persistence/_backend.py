@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol, runtime_checkable
 
+from .._record import record
 from ..session import SessionHeader
 from ._types import Record, Salvage, SeqMismatchError, SessionLocation
 
 __all__ = ["RawLog", "Salvager", "SessionBackend", "WriterLease", "check_contiguous"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RawLog:
     """A stored log as parsed JSON: the header line and the event rows (packed rows already
     expanded). `torn_bytes`: the size of a torn tail that was found (and truncated if asked).
@@ -112,8 +113,8 @@ class Salvager(Protocol):
 
 def check_contiguous(session_id: str, records: Sequence[Record], first: int) -> None:
     """Raise `SeqMismatchError` unless `records` are numbered `first`, `first + 1`, …"""
-    for offset, record in enumerate(records):
-        if record.seq != first + offset:
+    for offset, stored in enumerate(records):
+        if stored.seq != first + offset:
             raise SeqMismatchError(
-                f"session {session_id!r}: expected seq {first + offset}, got {record.seq}"
+                f"session {session_id!r}: expected seq {first + offset}, got {stored.seq}"
             )

@@ -7,9 +7,9 @@ it failed (to say where), and when a person asks for a repair.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from .._record import record
 from ..session import Session, import_events
 from ._backend import RawLog
 from ._codec import decode_header, decode_rows
@@ -18,7 +18,7 @@ from ._types import CorruptLogError
 __all__ = ["corrupt", "first_problem", "valid_prefix"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Problem:
     index: int
     """The first bad row (-1: the header)."""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from .._record import record
 from ..llm import json_bytes
 from ..session import SessionEvent, SessionHeader
 from ._types import CorruptLogError, Record
@@ -89,7 +89,7 @@ def encode_lines(texts: Sequence[str]) -> bytes:
     return json_bytes("\n".join(texts) + "\n")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ParsedLines:
     """The records of a text of lines; `torn` is the length (in bytes) of a torn tail."""
 
@@ -132,7 +132,7 @@ def _parse_slowly(body: bytes, torn: int, where: str, cause: Exception | None) -
     raise CorruptLogError(f"{where}: {prefix.problem}") from cause
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LinePrefix:
     """The lines of a text that parse, up to the first that does not."""
 

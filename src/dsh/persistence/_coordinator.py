@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._record import record
 from ..session import (
     SESSION_CREATED,
     SESSION_DISPOSED,
@@ -370,7 +370,7 @@ def _give_up(lease: WriterHold | None) -> None:
         _log.warning("could not release a writer lease: %s", exc)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Prepared:
     stored: int
     lease: WriterHold | None

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from .._record import record
 from ..kernel import EmitSpec, EventSpec, Mode
 
 __all__ = ["PERSISTENCE_WRITTEN", "Written"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Written:
     """A batch of `session_id`'s events reached the store: every seq up to `through_seq`
     is stored; `durable` says it was also synced (a flush)."""

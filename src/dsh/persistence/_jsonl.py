@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
+from .._record import record
 from ..session import SessionHeader
 from ._backend import RawLog, check_contiguous
 from ._codec import (
@@ -102,7 +103,7 @@ def _unit_escape(char: str) -> str:
     return "".join(f"~{units[i] << 8 | units[i + 1]:04X}" for i in range(0, len(units), 2))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RootContents:
     """What the logs under a root are: each (format version, compression) found."""
 

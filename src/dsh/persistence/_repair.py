@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._record import record
 from ..session import SessionEvent, SessionHeader, last_turn
 from ._codec import encode_text, records_of
 from ._types import Record
@@ -54,7 +55,7 @@ _ERRORS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Repair:
     """The closers to append, as events and as their log lines."""
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from .._record import record
 from ..kernel import ServiceKey
 from ..session import ForkSeed, SessionEvent, SessionHeader
 
@@ -75,7 +75,7 @@ class CorruptLogError(PersistenceError):
     """A stored log that cannot be read (not a torn tail: that one is truncated)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionLocation:
     """Where a backend keeps (or would keep) a session: `kind` is the backend's name."""
 
@@ -83,7 +83,7 @@ class SessionLocation:
     path: Path
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Record:
     """One event as stored: its seq, type and time, and its JSON text (one line, no newline)."""
 
@@ -93,7 +93,7 @@ class Record:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StoredLog:
     """A stored session: its header and events.
 
@@ -113,7 +113,7 @@ class StoredLog:
         return self.header.id
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Salvage:
     """What a repair of a corrupt log kept and moved aside."""
 

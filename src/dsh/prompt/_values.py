@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
+from .._record import record
 from ..llm import HarnessError, Json, ToolSchema
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AssembleContext:
     """Who an assembly is for: the agent, its scope (None = global only) and its signal."""
 
@@ -35,7 +36,7 @@ class AssembleContext:
     signal: CancelSignal | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NamedText:
     """One named piece of prompt text (a section or a runtime context)."""
 
@@ -46,7 +47,7 @@ class NamedText:
         return {"name": self.name, "text": self.text}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolSchemaSet:
     """What one tool-schema provider offers an assembly.
 
@@ -62,7 +63,7 @@ class ToolSchemaSet:
 _NO_VARIABLES: Mapping[str, str | None] = MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PromptAssembly:
     """The evaluated prompt of one assembly; render it with `render_prompt`.
 
@@ -76,7 +77,7 @@ class PromptAssembly:
     variables: Mapping[str, str | None] = field(default_factory=lambda: _NO_VARIABLES)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AssemblePayload:
     """The payload of `system-prompt/assemble`: the assembly so far and whom it is for."""
 

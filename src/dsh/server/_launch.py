@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from .._record import record
 from ..kernel import Profile, load_profile
 from ..workspace import dsh_home
 
@@ -41,7 +42,7 @@ class LaunchError(Exception):
     """Bad arguments or an unusable patch file: one line, exit status 2."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Launch:
     profile: str | None = None
     patches: tuple[Path, ...] = field(default_factory=tuple)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import (
@@ -18,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from .._record import record
 from ..llm import ContentBlock, ImageBlock, Json, TextBlock, clean_json, clean_text, json_bytes
 
 PARSE_ERROR = -32700
@@ -38,7 +38,7 @@ class RpcError(Exception):
         self.data = data
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Request:
     method: str
     params: Json
@@ -50,7 +50,7 @@ class Request:
         return self.id is None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Response:
     """The client's answer to a request the server sent (`session/ask-user-question`)."""
 

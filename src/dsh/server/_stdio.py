@@ -8,11 +8,11 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from .._process import lighten_imports
+from .._record import record
 from ..kernel import CompositionError, Owner, Profile, boot, load_profile
 from ..llm import Json
 from ._launch import Launch, LaunchError, compose, parse_args, profile_files
@@ -69,7 +69,7 @@ _KEPT = 64 * 1024
 _CHUNK = 256 * 1024
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Overlong:
     """A line longer than `MAX_LINE`: only its first and last bytes were kept."""
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from .._record import record
 from ._json import FrozenDict, Json, LosslessJsonError, freeze_json
 
 __all__ = [
@@ -21,7 +21,7 @@ class InvalidEventError(ValueError):
     """An envelope or an append breaks the log's rules (shape, surface op, source seqs)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReplaceOp:
     """Replace the current surface nodes `start..end` (seqs, inclusive) with the new event."""
 
@@ -51,7 +51,7 @@ def _is_seq(value: object) -> bool:
     return type(value) is int and value >= 0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionEvent:
     """One committed entry of a session log. `data` is frozen lossless JSON (a JSON object)."""
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from .._record import record
 from ..kernel import EmitSpec, EventSpec, Mode, ParallelSpec
 from ._envelope import SessionEvent
 from ._session import Session
@@ -17,7 +16,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionEventPayload:
     session: Session
     event: SessionEvent

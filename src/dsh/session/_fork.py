@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from .._record import record
 from ._envelope import SessionEvent
 from ._header import SessionMeta
 from ._turns import last_turn
@@ -16,7 +16,7 @@ class ForkError(ValueError):
     """A fork boundary outside the log, or inside an open turn."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ForkSeed:
     """What a fork needs: the prefix and the child's metadata.
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
+from .._record import record
 from ..llm import AdapterDefaults, LlmCallConfig, ToolSchema
 from ._json import Json, freeze_json
 
@@ -32,7 +33,7 @@ _HEADER_KEYS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionMeta:
     """What a caller may state about a new session; the store completes the header."""
 
@@ -53,7 +54,7 @@ class SessionMeta:
             raise ValueError("delegation_depth must be >= 0")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionHeader:
     """The first line of a session log. Unknown keys of a loaded header are kept in `extra`."""
 
@@ -132,7 +133,7 @@ def _get(raw: Mapping[str, Json], key: str, kind: type, *, optional: bool = Fals
     return value
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class EpochHeader:
     """What every request of an epoch shares: routing/sampling, the system prompt, the tools."""
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time as _time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, overload
 
+from .._record import record
 from ..llm import Message, ToolResultBlock
 from ._envelope import InvalidEventError, ReplaceOp, SessionEvent, SurfaceOp
 from ._header import EpochHeader, SessionHeader
@@ -25,7 +25,7 @@ class ReentrantAppendError(RuntimeError):
     write schedule the write (e.g. `loop.call_soon`)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Surface:
     """The seqs of the events that make up the model history, and how often it was rewritten."""
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
+from .._record import record
 from ..llm import Message
 from ._envelope import SessionEvent
 from ._header import SessionHeader
@@ -12,7 +12,7 @@ from ._header import SessionHeader
 __all__ = ["SessionSummary", "summary_of"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionSummary:
     """What a list of sessions shows of one (`dsh sessions list`, the web UI)."""
 

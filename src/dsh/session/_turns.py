@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from .._record import record
 from ._envelope import SessionEvent
 from ._json import Json
 
 __all__ = ["LastTurn", "last_turn"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LastTurn:
     """The last turn of a log: the index of its `turn/start`, its number, whether it ended."""
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TypeVar
 
+from .._record import record
 from ._envelope import SessionEvent
 from ._session import Session
 
@@ -26,7 +27,7 @@ ModelRoute = tuple[str, str]
 """`(provider, model)` of the route that answered."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Usage:
     """What a span of a session cost, as the provider reported it.
 
@@ -117,7 +118,7 @@ def usage_of(events: Iterable[SessionEvent]) -> Usage:
     return sum(usage_by_model(events).values(), Usage())
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TurnUsage:
     """One turn: its usage by model and how long it took."""
 
@@ -135,7 +136,7 @@ class TurnUsage:
         return sum(self.by_model.values(), Usage())
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionUsage:
     """A session's (or a slice's) usage: per turn, and in total by model. The total also
     counts what happened outside turns (a compaction asked for while idle)."""

@@ -6,9 +6,10 @@ import http
 import json
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TypeAlias
 
+from .._record import record
 from ..llm import Json, LlmFailure, TokenUsage
 from ._script import Crash, Failure, Hold, Reasoning, Reply, ToolCall, _pieces, reply
 
@@ -27,7 +28,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HttpError:
     """Answer with an HTTP error: an OpenAI-style `{"error": {...}}` body."""
 
@@ -39,7 +40,7 @@ class HttpError:
     headers: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Malformed:
     """Stream `reply`'s parts, then an event whose data is not JSON."""
 

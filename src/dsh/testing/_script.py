@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import TypeAlias
 
+from .._record import record
 from ..llm import (
     BlockEnd,
     BlockStart,
@@ -47,26 +47,26 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Reasoning:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolCall:
     name: str
     arguments: str
     id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Failure:
     """Ends the reply with `finish error` carrying `failure` (an in-band provider failure)."""
 
     failure: LlmFailure
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Crash:
     """Makes the adapter raise `error` at this point of the stream."""
 
@@ -158,7 +158,7 @@ def crash(error: Exception | str) -> Crash:
 _FINISH_KINDS = ("stop", "tool-calls", "max-tokens", "error", "aborted")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Reply:
     """One scripted response. Build it with `reply(...)`."""
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import inspect
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from .._record import record
 
 __all__ = ["Docstring", "parse_docstring"]
 
@@ -25,7 +27,7 @@ _ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 _SPHINX = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Docstring:
     description: str = ""
     params: dict[str, str] = field(default_factory=dict)

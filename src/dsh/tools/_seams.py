@@ -7,9 +7,9 @@ cannot spill, and read and write the local disk."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from .._record import record
 from ..kernel import ServiceKey
 from ._types import ToolExecution
 
@@ -31,7 +31,7 @@ SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "dange
 """From the narrowest to the widest."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Confinement:
     """How one command runs: `argv` to start (the command itself, or wrapped in the
     sandbox), the session's `mode`, and whether `argv` is actually confined."""

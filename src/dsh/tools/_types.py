@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
+from .._record import record
 from ..kernel import ServiceKey
 from ..llm import ContentBlock, HarnessError, Json, Message, TextBlock, block_from_json
 from ..session import Session
@@ -137,7 +138,7 @@ class ToolDefinition:
 # -- executions --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolExecutionInput:
     """One call as the caller describes it. `arguments` is the parsed JSON (an unparseable
     raw string stays a str and fails validation); `agent` is also the scope key."""
@@ -213,7 +214,7 @@ class ToolRunContext(ToolExecution):
 # -- results -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolErrorInfo:
     """Why a call failed: the message (rendered as `Error: <message>`), and for raised
     errors the error's class `name` and its `code` attribute when it has one."""
@@ -229,7 +230,7 @@ class ToolErrorInfo:
         return {"name": self.name, "code": self.code}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolSuccess:
     value: Json
     content: tuple[ContentBlock, ...]
@@ -239,7 +240,7 @@ class ToolSuccess:
     is_error: Literal[False] = field(default=False, init=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolFailure:
     error: ToolErrorInfo
     content: tuple[ContentBlock, ...]
@@ -263,7 +264,7 @@ def failure(message: str, name: str | None = None, code: str | None = None) -> T
 # -- policy decisions --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Allow:
     """Pre-execute: run the call. `arguments`, when given, replace the model's arguments
     for the rest of the pipeline (the logged `tool/call` keeps what the model sent)."""
@@ -271,14 +272,14 @@ class Allow:
     arguments: Mapping[str, Json] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Deny:
     """Pre-execute: fail the call with `Error: <reason>` (it still reaches post-execute)."""
 
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Ask:
     """Pre-execute: ask the approval service; without one (or without an agent), deny.
     `arguments` replace the model's arguments as for `Allow` (the person is asked about
@@ -307,7 +308,7 @@ def stricter(ours: PreDecision, theirs: PreDecision) -> PreDecision:
     return winner
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Accept:
     """Post-execute: keep the result; `content` replaces its presentation (the value stays);
     `additional_contexts` are appended after the tool's own deferred contexts."""
@@ -316,7 +317,7 @@ class Accept:
     additional_contexts: Sequence[Message] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Block:
     """Post-execute: turn the result into a valueless failure whose content is `feedback`.
     The tool's deferred contexts are dropped; only `additional_contexts` are kept."""
@@ -328,7 +329,7 @@ class Block:
 PostDecision: TypeAlias = Accept | Block
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PostExecute:
     """The payload of `tools/post-execute`."""
 
@@ -336,7 +337,7 @@ class PostExecute:
     result: ToolResult
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolOutcome:
     """The payload of `tools/result`: the final, frozen outcome of one call."""
 
@@ -347,7 +348,7 @@ class ToolOutcome:
 PreparedKind = Literal["dispatch", "post-result", "final-result"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Prepared:
     """A call after `ToolRuntime.prepare`: to `dispatch`, or already decided — a
     `post-result` (a denial) still goes through post-execute, a `final-result` does not."""
@@ -363,7 +364,7 @@ class Prepared:
 ApprovalAnswer: TypeAlias = Literal["once", "always", "deny"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Decision:
     """An answer to an approval ask.
 

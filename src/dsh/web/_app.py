@@ -4,7 +4,6 @@ answers to the model's questions, resume, fork)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
+from .._record import record
 from ..agent import USER_CANCEL, Agent, AgentOptions
 from ..kernel import Context
 from ..persistence import (
@@ -48,7 +48,7 @@ STATIC = Path(__file__).parent / "static"
 ANSWERS = ("once", "always", "deny")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WebConfig:
     cwd: Path
     """The workspace of new sessions; the session list shows its sessions by default."""

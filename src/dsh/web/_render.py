@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from .._record import record
 from ..events import (
     ApprovalAskedEvent,
     ApprovalDecidedEvent,
@@ -31,7 +31,7 @@ from ._diff import FileSnapshots, diff_lines, parse_arguments
 __all__ = ["LogView", "page_event", "usage_json"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LogView:
     """The log an event belongs to: for a turn's usage, and a file change's snapshot."""
 

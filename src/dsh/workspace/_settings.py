@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
+from .._record import record
 from ._home import dsh_home, read_json_object
 from ._trust import Trust
 
@@ -15,7 +16,7 @@ __all__ = ["Settings", "SettingsLayer", "SettingsSource", "load_settings", "sett
 Scope = Literal["user", "project", "local"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SettingsSource:
     path: Path
     scope: Scope
@@ -28,14 +29,14 @@ class SettingsSource:
         return self.scope != "user"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SettingsLayer:
     source: SettingsSource
     data: dict[str, Any]
     trusted: bool
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Settings:
     """The settings files found for one workspace, earliest first; later layers add to
     earlier ones. Layers of an untrusted workspace are kept (to show them) but

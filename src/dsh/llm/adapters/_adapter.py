@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
+from ..._record import record
 from ..._version import __version__
 from ...kernel import read_secret
 from .._adapter import ModelInfo, ProviderInfo, RetryPolicy
@@ -63,7 +64,7 @@ class _Encoder(Protocol):
     ) -> bytes: ...
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Endpoint:
     """One provider route served over HTTP.
 

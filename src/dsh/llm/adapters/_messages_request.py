@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
+from ..._record import record
 from .._content import (
     ContentBlock,
     ImageBlock,
@@ -39,7 +40,7 @@ _CACHE = ',"cache_control":{"type":"ephemeral"}}'
 _BUDGETS = {"low": 2048, "medium": 8192, "high": 16384, "max": 32000}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MessagesDialect:
     """How one Messages route wants its requests.
 

@@ -13,9 +13,9 @@ import json
 import operator
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
+from ..._record import record
 from .._content import (
     ContentBlock,
     ImageBlock,
@@ -38,7 +38,7 @@ _CONVERSATIONS = 16  # sessions whose last request prefix is kept
 IMAGE_PLACEHOLDER = "[image omitted: this model reads text only]"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Dialect:
     """How one provider route wants its requests.
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
+
+from ..._record import record
 
 if TYPE_CHECKING:
     from ...kernel import Profile
@@ -25,7 +27,7 @@ class RouteError(ValueError):
     """A model string that names no route; the message says what to write instead."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelRoute:
     """Where a model string leads.
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..._record import record
 from ...llm import Json
 from ...tools import Allow, Ask, Deny, PreDecision
 from ...workspace import SettingsError, Trust, edit_json_file, load_settings, settings_sources
@@ -34,7 +35,7 @@ RECHECK_S = 0.5
 (a stat of each settings file per tool call would cost tens of µs)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PermissionRule:
     """`bash`, `bash(git status)`, `bash(npm run test:*)` (a command prefix), `edit(src/**)`
     (a path pattern, relative to the workspace)."""

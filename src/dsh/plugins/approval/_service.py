@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 
+from ..._record import record
 from ...kernel import Aborted, CancelSignal, Disposer, ServiceKey
 from ...llm import Json
 from ...tools import APPROVAL as _APPROVAL
@@ -32,7 +32,7 @@ Answer: TypeAlias = ApprovalAnswer
 Via = Literal["answerer", "no-answerer", "cancelled", "answerer-error"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ApprovalRequest:
     """What an answerer is asked about. `signal` fires if the turn is cancelled meanwhile
     (the answer is then ignored: the call is denied)."""

@@ -4,9 +4,9 @@ for this runtime — the terminal in `dsh chat`, a JSON-RPC client, later ACP an
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
+from ..._record import record
 from ...kernel import CancelSignal, Disposer, ServiceKey
 from ...llm import HarnessError, Json
 from ...tools import Answerers
@@ -28,13 +28,13 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Option:
     label: str
     description: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Question:
     """One question; with no options the person answers in words. They may always write
     something else than the options."""
@@ -54,7 +54,7 @@ class Question:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Answer:
     """The labels the person chose, and what they wrote (either may be empty)."""
 
@@ -72,7 +72,7 @@ class Answer:
         return Answer(tuple(str(s) for s in selected), text)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class QuestionRequest:
     """What an answerer is asked. `signal` fires if the turn is cancelled meanwhile."""
 

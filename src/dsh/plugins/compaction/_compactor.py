@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..._record import record
 from ...kernel import CancelSignal
 from ...llm import (
     BlockAssembler,
@@ -41,7 +41,7 @@ class CompactionError(HarnessError):
         super().__init__(message, "COMPACTION")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CompactionResult:
     compaction_id: str
     shadowed_seqs: tuple[int, ...]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
+from ..._record import record
 from ...kernel import CancelSignal, EventSpec, Mode, SerialSpec
 
 if TYPE_CHECKING:
@@ -16,7 +16,7 @@ __all__ = ["COMPACTION_STARTING", "CompactionStarting", "Reducer", "Reduction", 
 Trigger = Literal["pressure", "context-overflow", "manual"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CompactionStarting:
     """A compaction of `agent` is about to summarise; `turn` is None for idle maintenance."""
 
@@ -26,7 +26,7 @@ class CompactionStarting:
     signal: CancelSignal
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Reduction:
     """What a reducer is asked to shrink: `agent`'s history, keeping the recent
     `retain_tokens` (0 on overflow: as much as it can)."""

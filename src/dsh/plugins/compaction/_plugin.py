@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..._record import record
 from ...agent import AGENT_DISPOSED, PRE_STEP, REQUEST_ERROR, Agent, RequestError, Retry, StepPoint
 from ...kernel import AGENTS, CancelSignal, Context, Next, ServiceKey
 from ._compactor import CompactionError, CompactionResult, choose_cut, compact
@@ -170,7 +170,7 @@ MIN_SUMMARISED_TOKENS = 256
 """Less than this is not worth a manual compaction (a summary of it rarely shrinks it)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ManualPlan:
     tokens: int
     """The conversation (its messages, estimated)."""

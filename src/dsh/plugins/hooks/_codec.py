@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..._record import record
 from ._config import Point
 from ._runner import HookRun
 
@@ -28,7 +28,7 @@ BLOCKING_POINTS: frozenset[str] = frozenset(
 """Points an exit code 2 blocks; at the others it is an error shown to the person."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HookOutcome:
     """One hook's answer. `reason` explains a block / deny / ask; `context` reaches the
     model; `output` and `error` are for the person; `stop` is `continue: false`."""

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..._record import record
 from ...workspace import SettingsError, Trust, load_settings
 
 __all__ = [
@@ -81,7 +82,7 @@ class HooksConfig(BaseModel):
         return value
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HookEntry:
     """One command hook as configured. `timeout_s` None takes the plugin's default."""
 
@@ -107,7 +108,7 @@ class HookEntry:
         return self.pattern is None or any(self.pattern.fullmatch(n) for n in names)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SkippedHook:
     """Something in a `hooks` value dsh does not run, and why (shown by `dsh hooks list`)."""
 
@@ -116,7 +117,7 @@ class SkippedHook:
     why: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HookSet:
     """The hooks of one workspace: every configured entry (trusted or not) in layer order."""
 

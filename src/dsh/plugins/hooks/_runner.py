@@ -7,9 +7,9 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
+from ..._record import record
 from ...kernel import CancelSignal
 from ...llm import Json, json_bytes
 from ...tools.builtin import run_process, signal_name
@@ -17,7 +17,7 @@ from ...tools.builtin import run_process, signal_name
 __all__ = ["HookRun", "run_hook"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HookRun:
     """What one command did. `exit_code` is None when it did not end by itself; `failure`
     then says why (`timed out after 60 s`, `cancelled`, …)."""

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..._record import record
 from ...workspace import FileCache, Stamp, WorkspaceMemo, dsh_home, file_stamp, project_folders
 
 __all__ = ["InstructionFile", "InstructionReader", "InstructionsText", "candidates", "render"]
@@ -21,7 +21,7 @@ HEADER = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class InstructionFile:
     path: Path
     scope: Scope

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from ..._record import record
 from ...agent import AGENT_STATUS, StatusChange
 from ...kernel import Context, EventSpec, Mode, Next, ServiceKey
 from ...llm import LLM_STREAM, GenerateOptions, StreamChunk
@@ -23,7 +24,7 @@ from ._checks import LogState, check_event
 _log = logging.getLogger("dsh.invariants")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Violation:
     session_id: str
     rule: str

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
+from ..._record import record
 from ...kernel import CompositionError, interpolate
 from ...workspace import SettingsError, Trust, dsh_home, read_json_object
 
@@ -37,7 +38,7 @@ class McpConfigError(SettingsError):
     """A configuration that cannot be used; the message is one line naming file and key."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ServerSpec:
     """One configured MCP server. `problem` is set when the entry cannot start (e.g. a
     variable it uses is not set): it is listed as failed, with that reason."""
@@ -84,7 +85,7 @@ class ServerSpec:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Servers:
     """The servers to run, and those skipped because their workspace is not trusted."""
 

@@ -7,9 +7,9 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..._record import record
 from ...kernel import CancelSignal, Disposer, Owner
 from ...llm import Json
 from ._config import ServerSpec
@@ -27,7 +27,7 @@ _STDERR_LINES = 20
 _log = logging.getLogger("dsh.mcp")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RestartPolicy:
     """A crashed server restarts after `backoff_ms`, doubling up to `max_backoff_ms`; after
     `max_restarts` crashes in a row it stays failed. A session that stayed up `stable_ms`

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..._record import record
 from ...kernel import (
     CancelSignal,
     Context,
@@ -30,7 +31,7 @@ __all__ = ["MCP", "MCP_SERVER_STATUS", "HubOptions", "McpHub", "ServerStatus"]
 _log = logging.getLogger("dsh.mcp")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ServerStatus:
     """What `dsh mcp list` and `/mcp` show of one server. `state` is a connection state, or
     `untrusted` for a workspace server skipped until the workspace is trusted."""
@@ -57,7 +58,7 @@ MCP_SERVER_STATUS = EventSpec.declare(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HubOptions:
     startup: Literal["boot", "first-use"] = "first-use"
     startup_timeout_ms: float = 30_000

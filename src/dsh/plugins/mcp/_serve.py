@@ -9,7 +9,6 @@ import contextlib
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -18,6 +17,7 @@ from mcp.server.mcpserver import Context as RequestContext
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 
+from ..._record import record
 from ..._version import __version__
 from ...agent import (
     USER_CANCEL,
@@ -42,7 +42,7 @@ RUN_AGENT_DESCRIPTION = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ServeOptions:
     provider: str
     model: str

@@ -6,10 +6,10 @@ from __future__ import annotations
 import functools
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..._record import record
 from ...workspace import FileCache, Stamp, dsh_home, file_stamp, project_folders
 
 __all__ = ["Skill", "SkillCatalog", "SkillIssue", "SkillReader", "parse_skill", "skill_roots"]
@@ -21,7 +21,7 @@ MAX_DESCRIPTION = 1024
 SKILL_FILE = "SKILL.md"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Skill:
     name: str
     description: str
@@ -31,7 +31,7 @@ class Skill:
     """The instructions: SKILL.md after its front matter."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SkillIssue:
     """A SKILL.md that was skipped, and why (one line)."""
 
@@ -42,7 +42,7 @@ class SkillIssue:
         return f"{self.path}: {self.problem}; the skill is skipped"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SkillCatalog:
     """The skills of one workspace: nearest definition of a name first, shadowed ones out."""
 

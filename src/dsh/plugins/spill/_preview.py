@@ -3,12 +3,12 @@ near, and a note with the size, the path and where `read` continues."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..._record import record
 
 __all__ = ["Preview", "preview"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Preview:
     head: str
     tail: str

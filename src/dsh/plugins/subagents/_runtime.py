@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from ..._record import record
 from ...agent import PARENT_CANCEL, Agent, AgentOptions, CreateAgentOptions
 from ...kernel import CancelSignal, Context, Disposer, EventSpec, Mode, ServiceKey
 from ...llm import (
@@ -36,7 +37,7 @@ class SubagentError(HarnessError):
         super().__init__(message, code)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolFilter:
     """Which tools the child sees: an allow list or a deny list over the parent's tools."""
 
@@ -44,7 +45,7 @@ class ToolFilter:
     deny: tuple[str, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SubagentRequest:
     """What a caller asks of a provider. `signal` is the caller's (a parent turn's) signal:
     when it fires the child is cancelled with cause `parent` — for a `continuable` child,
@@ -64,7 +65,7 @@ class SubagentRequest:
     """Keep the child after its answer, for `send`; its parent gets each answer as a notice."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SubagentResult:
     output: tuple[ContentBlock, ...]
     """The child's last non-empty assistant message (else all its assistant text)."""
@@ -106,7 +107,7 @@ class SubagentRun:
         await self.close()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SubagentStart:
     parent: Agent
     run_id: str
@@ -114,7 +115,7 @@ class SubagentStart:
     child_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SubagentEnd:
     parent: Agent
     run_id: str

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from ..._record import record
 from ...agent import Agent
 from ...kernel import CancelSignal
 from ...llm import HarnessError, Json, TextBlock
@@ -94,7 +94,7 @@ def failure_text(result: SubagentResult) -> str:
     return text
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Delegation:
     """What one subagent tool instance delegates to: its provider, limits and modes."""
 

@@ -4,7 +4,8 @@ plugin loads this at start, httpx only on the first fetch)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from ..._record import record
 
 __all__ = ["HostRules", "Limits"]
 
@@ -20,7 +21,7 @@ class HostRules:
         return host in self._allowed or f"{host}:{port}" in self._allowed
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Limits:
     timeout_s: float
     max_redirects: int

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from ..._record import record
 from ...llm import Json
 
 __all__ = ["FileChange", "file_change"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FileChange:
     path: str
     """The file as the call names it."""

@@ -15,8 +15,8 @@ import os
 import stat
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
+from ..._record import record
 from ...kernel import Context
 from ...llm import Json
 from .._seams import EditorFiles
@@ -218,7 +218,7 @@ EDIT_PARAMETERS = schema(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FileChanges:
     """The bodies of `write` and `edit`: the workspace they may touch, what was read, and
     where an editor's files are served (`services`)."""
@@ -271,7 +271,7 @@ def render_write(args: Json, value: Mapping[str, Json]) -> str:
     return f"<path>{value['path']}</path>\n<type>file</type>\n<content>\n{done}\n</content>"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Replacement:
     old: str
     new: str

@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from ..._record import record
 
 __all__ = ["GlobRule", "IgnoreFile", "glob_regex", "top_level_comma"]
 
@@ -108,7 +109,7 @@ def top_level_comma(pattern: str) -> bool:
     return False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GlobRule:
     """One glob: `exclude` rules ignore what they match, the others re-include (whitelist)."""
 
@@ -146,7 +147,7 @@ def decide(rules: Sequence[GlobRule], path: str, *, is_dir: bool) -> bool | None
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class IgnoreFile:
     """The rules of one directory's ignore files (.rgignore over .ignore over .gitignore)."""
 

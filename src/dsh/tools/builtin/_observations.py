@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
 from typing import ClassVar, Final, TypeAlias
 
+from ..._record import record
 from ...kernel import Context, ServiceKey
 from ...llm import HarnessError
 from ...session import SESSION_DISPOSED, Session
@@ -35,7 +35,7 @@ class FsError(HarnessError):
     """A file tool refused or failed; `code` is one of the reference's `FS_*` codes."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FileVersion:
     mtime_ns: int
     size: int
@@ -46,7 +46,7 @@ class FileVersion:
         return FileVersion(st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TextVersion:
     """The version of a file read through an editor: a digest of its text."""
 

@@ -19,10 +19,10 @@ import signal as signals
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..._record import record
 from ...kernel import CancelSignal
 from .._seams import SpillWriter
 
@@ -95,7 +95,7 @@ class _Reaper:
 _REAPER = _Reaper()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StreamResult:
     """One stream: the kept bytes, whether some were dropped, how many it carried, and the
     spill file holding all of them (up to `SPILL_MAX_BYTES`), if one was opened."""
@@ -106,7 +106,7 @@ class StreamResult:
     spill: SpillWriter | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProcessResult:
     """What a child left: `returncode` (negative: killed by that signal), why it was stopped
     early (None if it exited by itself), and each stream."""

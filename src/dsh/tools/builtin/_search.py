@@ -8,9 +8,9 @@ import re
 import shutil
 import threading
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import TypeVar
 
+from ..._record import record
 from ...llm import Json
 from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
@@ -114,7 +114,7 @@ GREP_PARAMETERS = schema(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Search:
     """The bodies of `glob` and `grep`: where they may look, and ripgrep when it is used."""
 

@@ -14,8 +14,8 @@ import os
 import re
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 
+from ..._record import record
 from ._globs import GlobRule, IgnoreFile, decide
 from ._lines import BinaryFileError, line_blocks
 from ._workspace import display_path, path_text
@@ -39,7 +39,7 @@ class SearchStopped(Exception):
     """The caller set `stop` (cancellation or timeout)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Match:
     path: str
     line_number: int

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from ..._record import record
 from ...llm import HarnessError
 from .._types import ToolExecution
 
@@ -60,7 +60,7 @@ def path_text(path: str) -> str:
     return os.fsencode(path).decode("utf-8", "replace")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ResolvedPath:
     """A confined path: `display` is absolute and normalized but keeps symlinks (what the
     model is shown); `real` has them resolved (what is opened and compared)."""
@@ -70,7 +70,7 @@ class ResolvedPath:
     cwd: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Workspace:
     """The confinement policy of the file tools and of bash's working directory.
 
