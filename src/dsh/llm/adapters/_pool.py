@@ -19,6 +19,8 @@ from typing import Any
 
 import httpcore
 
+from ._net import AsyncioBackend
+
 __all__ = ["MAX_IDLE", "Pool"]
 
 MAX_IDLE = 100
@@ -35,6 +37,7 @@ class Pool:
 
     def __init__(self, ssl_context: ssl.SSLContext | None) -> None:
         self._ssl_context = ssl_context
+        self._backend = AsyncioBackend()
         self._idle: dict[_Key, list[httpcore.AsyncHTTPConnection]] = {}
         self._count = 0
 
@@ -44,7 +47,10 @@ class Pool:
         connection = await self._take(key)
         if connection is None:
             connection = httpcore.AsyncHTTPConnection(
-                origin, ssl_context=self._ssl_context, keepalive_expiry=KEEPALIVE_S
+                origin,
+                ssl_context=self._ssl_context,
+                keepalive_expiry=KEEPALIVE_S,
+                network_backend=self._backend,
             )
         try:
             response = await connection.handle_async_request(request)
