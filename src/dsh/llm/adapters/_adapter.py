@@ -17,7 +17,14 @@ import importlib.util
 import json
 import sys
 import urllib.parse
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
@@ -399,8 +406,11 @@ class HttpAdapter:
                 failure = http_failure(call.provider, response.status, raw, headers, call.secret)
                 yield Finish(error_finish(failure))
             elif b"text/event-stream" in _content_type(response.headers):
-                async for chunk in self._read_sse(call, response):
-                    yield chunk
+                # Closed here, not left to the loop's finalizer (a task per call) when the
+                # consumer stops at the `finish` before this generator ends.
+                async with contextlib.aclosing(self._read_sse(call, response)) as chunks:
+                    async for chunk in chunks:
+                        yield chunk
             else:  # a whole completion (a non-streaming route, or a server ignoring `stream`)
                 for chunk in await self._read_whole(call, response):
                     yield chunk
@@ -449,7 +459,7 @@ class HttpAdapter:
 
     async def _read_sse(
         self, call: _Call, response: httpcore.Response
-    ) -> AsyncIterator[StreamChunk]:
+    ) -> AsyncGenerator[StreamChunk, None]:
         """The chunks of an SSE answer, as its events arrive, up to its end (`[DONE]`,
         `message_stop`)."""
         mapper = _mapper(call)
