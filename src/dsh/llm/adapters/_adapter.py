@@ -16,7 +16,6 @@ import dataclasses
 import importlib.util
 import json
 import sys
-import urllib.parse
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -28,7 +27,6 @@ from collections.abc import (
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
-from ..._version import __version__
 from ...kernel import read_secret
 from .._adapter import ModelInfo, ProviderInfo, RetryPolicy
 from .._chunks import Finish, LlmFailure, StreamChunk, aborted_because, error_finish
@@ -43,6 +41,7 @@ from ._failures import (
     transport_errors,
     transport_failure,
 )
+from ._http import PreparedRoute, content_type, header_map, prepare_route
 from ._messages_request import MessagesDialect, MessagesEncoder
 from ._messages_response import MessagesMapper
 from ._request import Dialect, RequestEncoder
@@ -55,9 +54,8 @@ if TYPE_CHECKING:
     from ...kernel import CancelSignal, Context
     from ._pool import Pool
 
-__all__ = ["USER_AGENT", "Api", "Endpoint", "HttpAdapter", "mount_adapter"]
+__all__ = ["Api", "Endpoint", "HttpAdapter", "mount_adapter"]
 
-USER_AGENT = f"dsh/{__version__}"
 T = TypeVar("T")
 
 Api = Literal["chat-completions", "messages"]
@@ -180,77 +178,6 @@ class _ReadGuard:
             self._remove = None
 
 
-_Headers = tuple[tuple[bytes, bytes], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class _Route:
-    """What every request of one route shares, prepared once: the URL, the timeouts and the
-    constant headers (bytes): `headers` for a call that adds its key as `key_header` (None
-    when the configured headers carry one), `keyless` for a call without a key."""
-
-    url: httpcore.URL
-    headers: _Headers
-    keyless: _Headers
-    key_header: bytes | None
-    key_prefix: str
-    timeouts: dict[str, float]
-
-    def request(self, body: bytes, secret: str | None) -> httpcore.Request:
-        import httpcore
-
-        length = (b"Content-Length", b"%d" % len(body))
-        if secret and self.key_header is not None:
-            key = (self.key_header, f"{self.key_prefix}{secret}".encode())
-            headers = [*self.headers, key, length]
-        else:
-            headers = [*self.keyless, length]
-        return httpcore.Request(
-            b"POST", self.url, headers=headers, content=body, extensions={"timeout": self.timeouts}
-        )
-
-
-def _route(endpoint: Endpoint) -> _Route:
-    """Prepare `endpoint`'s requests. Precedence, lowest first: the protocol's headers, the
-    call's key, the route's configured `headers` (which may replace any of them)."""
-    import httpcore
-
-    try:
-        url = httpcore.URL(endpoint.url)  # ASCII only
-    except (TypeError, ValueError):
-        url = httpcore.URL(scheme=b"", host=b"", target=b"")
-    if url.scheme not in (b"http", b"https") or not url.host:
-        raise httpcore.UnsupportedProtocol(
-            f"cannot send to {endpoint.url!r}: an ASCII http:// or https:// URL is needed"
-        )
-    protocol: dict[str, str] = {
-        "Host": urllib.parse.urlsplit(endpoint.url).netloc.rpartition("@")[2],
-        "User-Agent": USER_AGENT,
-        "Content-Type": "application/json",
-        "Accept": "text/event-stream" if endpoint.stream else "application/json",
-        "Accept-Encoding": "identity",  # bodies are read as they come, never decompressed
-    }
-    dialect = endpoint.dialect
-    key_header, key_prefix = "authorization", "Bearer "
-    if isinstance(dialect, MessagesDialect):
-        protocol.update({"anthropic-version": dialect.version, **dialect.headers})
-        key_header, key_prefix = "x-api-key", ""
-    merged = {name.lower(): (name, value) for name, value in protocol.items()}
-    configured = {name.lower(): (name, value) for name, value in endpoint.headers.items()}
-    keyless = {**merged, **configured}
-    merged.pop(key_header, None)
-    with_key = {**merged, **configured}
-    connect = endpoint.connect_timeout_s
-    return _Route(
-        url,
-        tuple((name.encode(), value.encode()) for name, value in with_key.values()),
-        tuple((name.encode(), value.encode()) for name, value in keyless.values()),
-        None if key_header in configured else key_header.encode(),
-        key_prefix,
-        {"connect": connect, "read": endpoint.idle_timeout_s, "write": connect, "pool": connect},
-    )
-
-
 @dataclass(slots=True, eq=False)
 class _Call:
     """One request in flight: its route, credential, signal, and the response once sent."""
@@ -276,22 +203,6 @@ def _encoder(endpoint: Endpoint) -> _Encoder:
     if isinstance(endpoint.dialect, MessagesDialect):
         return MessagesEncoder(endpoint.dialect)
     return RequestEncoder(endpoint.dialect)
-
-
-def _content_type(headers: list[tuple[bytes, bytes]]) -> bytes:
-    for name, value in headers:
-        if name.lower() == b"content-type":
-            return value
-    return b""
-
-
-def _header_map(headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
-    """Response headers by lower-case name (a repeated one's values joined by commas)."""
-    out: dict[str, str] = {}
-    for raw_name, raw_value in headers:
-        name, value = raw_name.decode("latin-1").lower(), raw_value.decode("utf-8", "replace")
-        out[name] = f"{out[name]}, {value}" if name in out else value
-    return out
 
 
 def _mapper(call: _Call) -> _Mapper:
@@ -324,7 +235,7 @@ class HttpAdapter:
         self._encoders = {e.provider: _encoder(e) for e in endpoints}
         self._pool: Pool | None = None
         self._closed = False
-        self._routes: dict[str, _Route] = {}
+        self._routes: dict[str, PreparedRoute] = {}
         self._io_errors: tuple[type[Exception], ...] = (OSError,)
 
     @property
@@ -402,10 +313,10 @@ class HttpAdapter:
             call.response = response
             if response.status >= 300:
                 raw = await call.guard.read(response.aread())
-                headers = _header_map(response.headers)
+                headers = header_map(response.headers)
                 failure = http_failure(call.provider, response.status, raw, headers, call.secret)
                 yield Finish(error_finish(failure))
-            elif b"text/event-stream" in _content_type(response.headers):
+            elif b"text/event-stream" in content_type(response.headers):
                 # Closed here, not left to the loop's finalizer (a task per call) when the
                 # consumer stops at the `finish` before this generator ends.
                 async with contextlib.aclosing(self._read_sse(call, response)) as chunks:
@@ -445,7 +356,7 @@ class HttpAdapter:
         route = self._routes.get(endpoint.provider)
         if route is None:
             try:
-                route = self._routes[endpoint.provider] = _route(endpoint)
+                route = self._routes[endpoint.provider] = prepare_route(endpoint)
             except self._io_errors as exc:  # a URL that cannot be sent to
                 failure = transport_failure(
                     endpoint.provider, exc, endpoint.idle_timeout_s, False, endpoint.url
