@@ -15,7 +15,7 @@ import itertools
 import json
 import operator
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,7 +32,7 @@ from .._content import (
 from .._request import GenerateOptions, ToolSchema
 from .._text import clean_utf8
 
-__all__ = ["Dialect", "RequestEncoder", "wire_messages"]
+__all__ = ["Dialect", "RequestEncoder", "ToolsJson", "wire_messages"]
 
 EffortStyle = Literal["deepseek-thinking", "reasoning-effort"]
 
@@ -163,6 +163,24 @@ def _tool_json(tools: Sequence[ToolSchema]) -> bytes:
     )
 
 
+class ToolsJson:
+    """The tools' JSON, encoded again only when other tool objects are sent (`encode` maps
+    them to the wire)."""
+
+    __slots__ = ("_encode", "_last")
+
+    def __init__(self, encode: Callable[[Sequence[ToolSchema]], bytes]) -> None:
+        self._encode = encode
+        self._last: tuple[tuple[ToolSchema, ...], bytes] = ((), b"[]")
+
+    def __call__(self, tools: tuple[ToolSchema, ...]) -> bytes:
+        last, text = self._last
+        if len(last) != len(tools) or any(a is not b for a, b in zip(last, tools, strict=True)):
+            text = self._encode(tools)
+            self._last = (tools, text)
+        return text
+
+
 class RequestEncoder:
     """Encodes requests for one dialect, caching each message's JSON by message id."""
 
@@ -173,7 +191,7 @@ class RequestEncoder:
         "_last",
         "_limit",
         "_system",
-        "_tools",
+        "_tools_json",
         "dialect",
     )
 
@@ -187,7 +205,7 @@ class RequestEncoder:
         self._chars = 0
         self._cache: OrderedDict[str, tuple[Message, bytes]] = OrderedDict()
         self._system: tuple[str, bytes] = ("", b"")
-        self._tools: tuple[tuple[ToolSchema, ...], bytes] = ((), b"[]")
+        self._tools_json = ToolsJson(_tool_json)
         self._last: OrderedDict[str | None, tuple[tuple[Message, ...], bytes]] = OrderedDict()
         """Per session: the previous request's history and its joined fragments."""
 
@@ -210,13 +228,6 @@ class RequestEncoder:
         if self._system[0] != system:
             self._system = (system, _utf8({"role": "system", "content": system}))
         return self._system[1]
-
-    def _tools_json(self, tools: tuple[ToolSchema, ...]) -> bytes:
-        last, text = self._tools
-        if len(last) != len(tools) or any(a is not b for a, b in zip(last, tools, strict=True)):
-            text = _tool_json(tools)
-            self._tools = (tools, text)
-        return text
 
     def _history(self, options: GenerateOptions) -> bytes:
         """The history's fragments, joined by commas (no brackets)."""
