@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from dsh.kernel import CancelSignal, Context, Next
+from dsh.kernel import CancelSignal, Context, Next, read_secret
 from dsh.llm import HarnessError, TextBlock, user_message
 from dsh.tools import (
     APPROVAL,
@@ -23,6 +23,7 @@ from dsh.tools import (
     PostExecute,
     PreDecision,
     ToolDefinition,
+    ToolErrorInfo,
     ToolExecution,
     ToolExecutionInput,
     ToolFailure,
@@ -644,3 +645,38 @@ def test_stricter_keeps_replacement_arguments_unless_denied() -> None:
     assert stricter(Allow(), Ask("hook", {"x": 1})) == Ask("hook", {"x": 1})
     assert stricter(Deny("no"), Allow({"x": 1})) == Deny("no")
     assert stricter(Ask("a"), Ask("b")) == Ask("b")  # a tie: the other listener's reason
+
+
+SECRET_NAME, SECRET = "DSH_TEST_PIPELINE_KEY", "sk-pipeline-abcdefghijklmnop"
+
+
+@pytest.mark.parametrize("where", ["content", "meta", "value", "key", "context", "error", "none"])
+def test_a_result_is_masked_wherever_a_credential_is(
+    where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsh.tools._pipeline import _redacted
+
+    monkeypatch.setenv(SECRET_NAME, SECRET)
+    assert read_secret(SECRET_NAME) == SECRET
+    try:
+        text = f"key {SECRET} here"
+
+        def at(place: str, default: str = "plain") -> str:
+            return text if where == place else default
+
+        content = (TextBlock(at("content")),)
+        meta: Any = {"nested": [at("meta")], at("key", "k"): 1}
+        contexts = (user_message(at("context")),)
+        result: Any = (
+            ToolFailure(ToolErrorInfo(at("error")), content, meta, contexts)
+            if where == "error"
+            else ToolSuccess({"v": [at("value")]}, content, meta, contexts)
+        )
+        masked = _redacted(result)
+        if where == "none":
+            assert masked == result
+        else:
+            assert SECRET not in repr(masked) and "[redacted DSH_TEST_PIPELINE_KEY]" in repr(masked)
+    finally:
+        monkeypatch.delenv(SECRET_NAME)
+        read_secret(SECRET_NAME)
