@@ -121,11 +121,12 @@ async def test_disposal_withdraws_routes_and_closes_the_client(harness: Harness)
     fiber = await harness.ctx.plugin(DeepSeekPlugin, {"base_url": harness.server.base_url})
     await harness.call()
     adapter = harness.ctx.llm.adapter_for(PROVIDER)
-    assert isinstance(adapter, HttpAdapter) and adapter._client is not None
-    client = adapter._client
+    assert isinstance(adapter, HttpAdapter) and adapter._pool is not None
+    [connection] = [c for idle in adapter._pool._idle.values() for c in idle]
+    assert not connection.is_closed()
     await fiber.dispose()
     assert harness.ctx.llm.adapter_for(PROVIDER) is None
-    assert adapter._client is None and client.is_closed
+    assert adapter._pool is None and connection.is_closed()
 
 
 async def test_keep_alive_reuses_one_connection(harness: Harness) -> None:

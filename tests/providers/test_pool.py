@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
+import subprocess
 from collections.abc import AsyncIterator
+from pathlib import Path
 
-import httpx
+import httpcore
 import pytest
 
 from dsh.llm.adapters import _pool
-from dsh.llm.adapters._pool import PooledTransport
+from dsh.llm.adapters._pool import Pool
 
 BIG = 1 << 20
 
@@ -63,51 +66,72 @@ async def server() -> AsyncIterator[_Server]:
     listener.close()
 
 
+class _Client:
+    """GETs through the pool with httpcore's own requests, as the adapter sends them."""
+
+    def __init__(self, pool: Pool, url: str) -> None:
+        self.pool = pool
+        self.url = url
+
+    async def send(self, path: str) -> httpcore.Response:
+        host = self.url.partition("://")[2].encode()
+        request = httpcore.Request("GET", self.url + path, headers=[(b"Host", host)])
+        return await self.pool.handle_async_request(request)
+
+    async def get(self, path: str) -> bytes:
+        response = await self.send(path)
+        try:
+            return await response.aread()
+        finally:
+            await response.aclose()
+
+
 @pytest.fixture
-async def client(server: _Server) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=server.url, transport=PooledTransport(tls=False)) as c:
-        yield c
+async def client(server: _Server) -> AsyncIterator[_Client]:
+    async with Pool(None) as pool:
+        yield _Client(pool, server.url)
 
 
 async def test_one_connection_carries_requests_one_after_another(
-    server: _Server, client: httpx.AsyncClient
+    server: _Server, client: _Client
 ) -> None:
     for _ in range(5):
-        assert (await client.get("/small")).content == b"xx"
+        assert await client.get("/small") == b"xx"
     assert server.opened == 1
 
 
 async def test_requests_at_once_get_a_connection_each_and_then_reuse_them(
-    server: _Server, client: httpx.AsyncClient
+    server: _Server, client: _Client
 ) -> None:
     for _ in range(3):
         answers = await asyncio.gather(*(client.get("/small") for _ in range(4)))
-        assert [a.status_code for a in answers] == [200] * 4
+        assert answers == [b"xx"] * 4
     assert server.opened == 4
 
 
 async def test_a_connection_the_server_hung_up_is_not_reused(
-    server: _Server, client: httpx.AsyncClient
+    server: _Server, client: _Client
 ) -> None:
-    assert (await client.get("/bye")).content == b"xx"
+    assert await client.get("/bye") == b"xx"
     await server.wait_closed(1)
-    assert (await client.get("/small")).content == b"xx"
+    assert await client.get("/small") == b"xx"
     assert server.opened == 2
 
 
 async def test_a_response_closed_before_its_end_does_not_go_back(
-    server: _Server, client: httpx.AsyncClient
+    server: _Server, client: _Client
 ) -> None:
-    async with client.stream("GET", "/big") as response:
-        async for _ in response.aiter_raw():
-            break  # the rest of the body stays unread
+    response = await client.send("/big")
+    async for _ in response.stream:  # type: ignore[union-attr]
+        break  # the rest of the body stays unread
+    await response.aclose()
     await server.wait_closed(1)
-    assert (await client.get("/small")).content == b"xx"
+    assert await client.get("/small") == b"xx"
     assert server.opened == 2
 
 
 async def test_idle_connections_beyond_the_limit_are_closed(
-    server: _Server, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+    server: _Server, client: _Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_pool, "MAX_IDLE", 2)
     await asyncio.gather(*(client.get("/small") for _ in range(4)))
@@ -116,7 +140,44 @@ async def test_idle_connections_beyond_the_limit_are_closed(
     assert (server.opened, server.closed) == (4, 2)
 
 
-async def test_closing_the_client_closes_its_idle_connections(server: _Server) -> None:
-    async with httpx.AsyncClient(base_url=server.url, transport=PooledTransport(tls=False)) as c:
-        await asyncio.gather(*(c.get("/small") for _ in range(3)))
+async def test_closing_the_pool_closes_its_idle_connections(server: _Server) -> None:
+    async with Pool(None) as pool:
+        await asyncio.gather(*(_Client(pool, server.url).get("/small") for _ in range(3)))
     await server.wait_closed(3)
+
+
+@pytest.fixture
+def certificate(tmp_path: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (its key, the certificate), made by openssl."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subject = ["-subj", "/CN=dsh", "-addext", "subjectAltName=IP:127.0.0.1"]
+    new_key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    out = ["-keyout", str(key), "-out", str(cert), "-days", "1"]
+    subprocess.run(
+        ["openssl", "req", "-x509", *new_key, *out, *subject], check=True, capture_output=True
+    )
+    return key, cert
+
+
+async def test_a_tls_origin_is_reached_through_its_certificate(
+    certificate: tuple[Path, Path],
+) -> None:
+    """https: the handshake on a pooled connection, the answer read through TLS, the
+    connection reused; a certificate the client does not trust is a connect error."""
+    key, cert = certificate
+    served = _Server()
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(cert, key)
+    listener = await asyncio.start_server(served.serve, "127.0.0.1", 0, ssl=server_tls)
+    url = f"https://127.0.0.1:{listener.sockets[0].getsockname()[1]}"
+    try:
+        async with Pool(ssl.create_default_context(cafile=cert)) as pool:
+            client = _Client(pool, url)
+            assert [await client.get("/small") for _ in range(3)] == [b"xx"] * 3
+            assert len(await client.get("/big")) == BIG
+        assert served.opened == 1
+        async with Pool(ssl.create_default_context()) as untrusting:
+            with pytest.raises(httpcore.ConnectError):
+                await _Client(untrusting, url).get("/small")
+    finally:
+        listener.close()

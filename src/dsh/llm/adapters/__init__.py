@@ -1,12 +1,13 @@
-"""Real model providers over httpx: DeepSeek and OpenAI-compatible Chat Completions, and the
+"""Real model providers over httpcore: DeepSeek and OpenAI-compatible Chat Completions, and the
 Anthropic Messages API (Claude, DeepSeek's Anthropic endpoint)."""
 
-from ._adapter import USER_AGENT, Api, Endpoint, HttpAdapter, mount_adapter
+from ._adapter import Api, Endpoint, HttpAdapter, mount_adapter
 from ._anthropic import AnthropicConfig, AnthropicPlugin, MessagesRouteConfig
 from ._compat import CompatRouteConfig, OpenAICompatConfig, OpenAICompatPlugin
 from ._config import ConnectionConfig, ModelConfig, RetryConfig
 from ._deepseek import DEEPSEEK_MODELS, DeepSeekConfig, DeepSeekPlugin
 from ._failures import http_failure, retry_after_ms, stream_error, transport_failure
+from ._http import USER_AGENT
 from ._messages_request import MessagesDialect, MessagesEncoder
 from ._messages_response import MessagesMapper, messages_usage
 from ._request import Dialect, RequestEncoder, wire_messages

@@ -1,8 +1,11 @@
 """`HttpAdapter`: one `LlmAdapter` serving provider routes over HTTP — OpenAI-compatible Chat
-Completions or the Anthropic Messages API, per route — with httpx and httpx-sse.
+Completions or the Anthropic Messages API, per route — with httpcore (httpx's transport).
 
-httpx and httpx-sse are imported on the first request, so mounting a provider (and
-`import dsh`) stays light.
+A request is prepared once per route (URL, constant headers, timeouts) and sent on the
+adapter's own keep-alive pool through httpcore's public API; the event stream is read from
+the body's bytes (`SseDecoder`). No client layer runs per request (no cookies, redirects,
+hooks or header merging: a model API needs none). httpcore is imported on the first
+request, so mounting a provider (and `import dsh`) stays light.
 """
 
 from __future__ import annotations
@@ -13,12 +16,18 @@ import dataclasses
 import importlib.util
 import json
 import sys
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 from ..._record import record
-from ..._version import __version__
 from ...kernel import read_secret
 from .._adapter import ModelInfo, ProviderInfo, RetryPolicy
 from .._chunks import Finish, LlmFailure, StreamChunk, aborted_because, error_finish
@@ -30,21 +39,24 @@ from ._failures import (
     malformed_event,
     missing_credential,
     scrub,
+    transport_errors,
     transport_failure,
 )
+from ._http import PreparedRoute, content_type, header_map, prepare_route
 from ._messages_request import MessagesDialect, MessagesEncoder
 from ._messages_response import MessagesMapper
 from ._request import Dialect, RequestEncoder
 from ._response import ChunkMapper
+from ._sse import SseDecoder
 
 if TYPE_CHECKING:
-    import httpx
+    import httpcore
 
     from ...kernel import CancelSignal, Context
+    from ._pool import Pool
 
-__all__ = ["USER_AGENT", "Api", "Endpoint", "HttpAdapter", "mount_adapter"]
+__all__ = ["Api", "Endpoint", "HttpAdapter", "mount_adapter"]
 
-USER_AGENT = f"dsh/{__version__}"
 T = TypeVar("T")
 
 Api = Literal["chat-completions", "messages"]
@@ -174,10 +186,10 @@ class _Call:
     endpoint: Endpoint
     secret: str | None
     signal: CancelSignal | None
-    client: httpx.AsyncClient
-    request: httpx.Request
+    pool: Pool
+    request: httpcore.Request
     guard: _ReadGuard
-    response: httpx.Response | None = None
+    response: httpcore.Response | None = None
 
     @property
     def provider(self) -> str:
@@ -192,17 +204,6 @@ def _encoder(endpoint: Endpoint) -> _Encoder:
     if isinstance(endpoint.dialect, MessagesDialect):
         return MessagesEncoder(endpoint.dialect)
     return RequestEncoder(endpoint.dialect)
-
-
-def _auth(endpoint: Endpoint, secret: str | None) -> dict[str, str]:
-    """The protocol's headers, and the key as it wants it."""
-    dialect = endpoint.dialect
-    if isinstance(dialect, MessagesDialect):
-        headers = {"anthropic-version": dialect.version, **dialect.headers}
-        if secret:
-            headers["x-api-key"] = secret
-        return headers
-    return {"Authorization": f"Bearer {secret}"} if secret else {}
 
 
 def _mapper(call: _Call) -> _Mapper:
@@ -221,7 +222,7 @@ def _mark_absent(module: str) -> None:
 
 class HttpAdapter:
     """Serves provider routes over OpenAI-compatible Chat Completions or the Anthropic
-    Messages API with one shared `httpx.AsyncClient` (opened on the first request, closed by
+    Messages API with one shared connection pool (opened on the first request, closed by
     `aclose()`).
 
     One `stream` call is one HTTP request: no retries (the retry plugin decides), the
@@ -233,10 +234,9 @@ class HttpAdapter:
     def __init__(self, endpoints: Sequence[Endpoint]) -> None:
         self._endpoints = {e.provider: e for e in endpoints}
         self._encoders = {e.provider: _encoder(e) for e in endpoints}
-        self._client: httpx.AsyncClient | None = None
+        self._pool: Pool | None = None
         self._closed = False
-        self._timeouts: dict[str, httpx.Timeout] = {}
-        self._event_source: Any = None  # httpx_sse.EventSource, imported with httpx
+        self._routes: dict[str, PreparedRoute] = {}
         self._io_errors: tuple[type[Exception], ...] = (OSError,)
 
     @property
@@ -264,41 +264,32 @@ class HttpAdapter:
     def retry_policy(self, provider: str) -> RetryPolicy:
         return self._endpoints[provider].retry_policy
 
-    # -- the HTTP client -----------------------------------------------------------------------
+    # -- the HTTP connections ------------------------------------------------------------------
 
-    def _open(self) -> httpx.AsyncClient:
-        import httpx
-        from httpx_sse import EventSource
-
-        from ._pool import PooledTransport
+    def _open(self) -> Pool:
+        from ._pool import Pool
 
         _mark_absent("sniffio")
-        self._event_source = EventSource
-        self._io_errors = (httpx.HTTPError, OSError)
-        tls = any(e.url.startswith("https:") for e in self._endpoints.values())
-        client = httpx.AsyncClient(
-            headers={"User-Agent": USER_AGENT, "Content-Type": "application/json"},
-            transport=PooledTransport(tls=tls),  # one call, one attempt
-            follow_redirects=False,
-        )
-        self._timeouts = {
-            p: httpx.Timeout(e.connect_timeout_s, read=e.idle_timeout_s)
-            for p, e in self._endpoints.items()
-        }
-        self._client = client
-        return client
+        self._io_errors = (*transport_errors(), OSError)
+        ssl_context = None
+        if any(e.url.startswith("https:") for e in self._endpoints.values()):
+            import httpx  # its TLS context: certifi's roots, SSL_CERT_FILE honoured
+
+            ssl_context = httpx.create_ssl_context()  # ~20 ms: only when a route needs one
+        self._pool = Pool(ssl_context)
+        return self._pool
 
     async def aclose(self) -> None:
-        """Close the HTTP client for good: later calls finish `error` (NO_ADAPTER) instead of
-        opening a client that would outlive the plugin that owned this adapter."""
+        """Close the connections for good: later calls finish `error` (NO_ADAPTER) instead of
+        opening connections that would outlive the plugin that owned this adapter."""
         self._closed = True
-        client, self._client = self._client, None
-        if client is not None:
-            await client.aclose()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.aclose()
 
     # -- one call ------------------------------------------------------------------------------
 
-    async def _drain_after_done(self, events: Any, guard: _ReadGuard) -> None:
+    async def _drain_after_done(self, body: AsyncIterator[bytes], guard: _ReadGuard) -> None:
         """Read past `[DONE]` so the connection goes back to the pool, but briefly and at no
         risk: nothing after it can change the answer, so a connection that drops or lingers
         now must not turn a finished response into a failure."""
@@ -306,7 +297,7 @@ class HttpAdapter:
             async with asyncio.timeout(DRAIN_AFTER_DONE_S):
                 while True:
                     try:
-                        await guard.read(anext(events))
+                        await guard.read(anext(body))
                     except StopAsyncIteration:
                         return
 
@@ -319,17 +310,19 @@ class HttpAdapter:
             yield call
             return
         try:
-            response = await call.guard.read(call.client.send(call.request, stream=True))
+            response = await call.guard.read(call.pool.handle_async_request(call.request))
             call.response = response
-            if response.status_code >= 300:
+            if response.status >= 300:
                 raw = await call.guard.read(response.aread())
-                failure = http_failure(
-                    call.provider, response.status_code, raw, response.headers, call.secret
-                )
+                headers = header_map(response.headers)
+                failure = http_failure(call.provider, response.status, raw, headers, call.secret)
                 yield Finish(error_finish(failure))
-            elif "text/event-stream" in response.headers.get("content-type", ""):
-                async for chunk in self._read_sse(call, response):
-                    yield chunk
+            elif b"text/event-stream" in content_type(response.headers):
+                # Closed here, not left to the loop's finalizer (a task per call) when the
+                # consumer stops at the `finish` before this generator ends.
+                async with contextlib.aclosing(self._read_sse(call, response)) as chunks:
+                    async for chunk in chunks:
+                        yield chunk
             else:  # a whole completion (a non-streaming route, or a server ignoring `stream`)
                 for chunk in await self._read_whole(call, response):
                     yield chunk
@@ -360,41 +353,39 @@ class HttpAdapter:
             if not secret:
                 failure = missing_credential(endpoint.provider, endpoint.api_key_env)
                 return Finish(error_finish(failure))
-        client = self._client or self._open()
+        pool = self._pool or self._open()
+        route = self._routes.get(endpoint.provider)
+        if route is None:
+            try:
+                route = self._routes[endpoint.provider] = prepare_route(endpoint)
+            except self._io_errors as exc:  # a URL that cannot be sent to
+                failure = transport_failure(
+                    endpoint.provider, exc, endpoint.idle_timeout_s, False, endpoint.url
+                )
+                return Finish(error_finish(failure))
         body = self._encoders[endpoint.provider].body(
             options, stream=endpoint.stream, extra=endpoint.extra_body
         )
-        headers = {
-            "Accept": "text/event-stream" if endpoint.stream else "application/json",
-            **_auth(endpoint, secret),
-            **endpoint.headers,
-        }
-        request = client.build_request(
-            "POST",
-            endpoint.url,
-            content=body,
-            headers=headers,
-            timeout=self._timeouts[endpoint.provider],
-        )
         guard = _ReadGuard(signal, endpoint.call_timeout_s)
-        return _Call(endpoint, secret, signal, client, request, guard)
+        return _Call(endpoint, secret, signal, pool, route.request(body, secret), guard)
 
-    async def _read_sse(self, call: _Call, response: httpx.Response) -> AsyncIterator[StreamChunk]:
+    async def _read_sse(
+        self, call: _Call, response: httpcore.Response
+    ) -> AsyncGenerator[StreamChunk, None]:
         """The chunks of an SSE answer, as its events arrive, up to its end (`[DONE]`,
         `message_stop`)."""
         mapper = _mapper(call)
         out: list[StreamChunk] = []
-        events = self._event_source(response).aiter_sse()
+        decoder = SseDecoder()
+        body = aiter(cast("AsyncIterable[bytes]", response.stream))  # the pool's `_Body`
+        read = call.guard.read
         complete = False
-        try:
-            while True:
-                try:
-                    sse = await call.guard.read(anext(events))
-                except StopAsyncIteration:
-                    break
-                data = sse.data
-                if not data:
-                    continue
+        while not complete:
+            try:
+                chunk = await read(anext(body))
+            except StopAsyncIteration:
+                break
+            for data in decoder.feed(chunk):
                 try:
                     complete = mapper.feed_data(data, out)
                 except (ValueError, AttributeError, TypeError, IndexError, KeyError):
@@ -402,20 +393,22 @@ class HttpAdapter:
                     yield Finish(error_finish(failure))
                     return
                 if mapper.failure is not None:
+                    complete = False
                     break
-                for chunk in out:
-                    yield chunk
+                for item in out:
+                    yield item
                 out.clear()
                 if complete:
-                    await self._drain_after_done(events, call.guard)
                     break
-        finally:
-            await events.aclose()
+            if mapper.failure is not None:
+                break
+        if complete:
+            await self._drain_after_done(body, call.guard)
         mapper.end(out, complete=complete)
-        for chunk in out:
-            yield chunk
+        for item in out:
+            yield item
 
-    async def _read_whole(self, call: _Call, response: httpx.Response) -> list[StreamChunk]:
+    async def _read_whole(self, call: _Call, response: httpcore.Response) -> list[StreamChunk]:
         """The chunks of a whole (non-streamed) completion."""
         mapper = _mapper(call)
         out: list[StreamChunk] = []

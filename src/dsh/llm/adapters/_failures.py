@@ -19,6 +19,7 @@ __all__ = [
     "retry_after_ms",
     "scrub",
     "stream_error",
+    "transport_errors",
     "transport_failure",
 ]
 
@@ -162,6 +163,19 @@ def missing_credential(provider: str, env: str) -> LlmFailure:
     )
 
 
+def transport_errors() -> tuple[type[Exception], ...]:
+    """What httpcore raises when an exchange fails (imports httpcore)."""
+    import httpcore
+
+    return (
+        httpcore.TimeoutException,
+        httpcore.NetworkError,
+        httpcore.ProtocolError,
+        httpcore.UnsupportedProtocol,
+        httpcore.ProxyError,
+    )
+
+
 def transport_failure(
     provider: str,
     exc: BaseException,
@@ -169,14 +183,14 @@ def transport_failure(
     started: bool,
     url: str | None = None,
 ) -> LlmFailure:
-    """Classify an httpx exception (or any other I/O error); `started`: the response's
+    """Classify an httpcore exception (or any other I/O error); `started`: the response's
     headers had arrived (a timeout then is a stalled stream, else an unanswered request). A
     failure to connect names the URL and the plain cause (`connection refused (http://…)`)."""
-    import httpx
+    import httpcore
 
     name = type(exc).__name__
     text = str(exc) or name
-    if isinstance(exc, httpx.ReadTimeout):
+    if isinstance(exc, httpcore.ReadTimeout):
         waited = "the next chunk" if started else "the response to start"
         return LlmFailure(
             f"{provider}: no data for {idle_timeout_s:g}s while waiting for {waited} "
@@ -184,13 +198,13 @@ def transport_failure(
             "TIMEOUT",
         )
     where = f" ({url})" if url else ""
-    if isinstance(exc, httpx.ConnectTimeout):
+    if isinstance(exc, httpcore.ConnectTimeout):
         return LlmFailure(f"{provider}: connection timed out{where}", "TIMEOUT")
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, httpcore.TimeoutException):
         return LlmFailure(f"{provider}: {name}: {text}", "TIMEOUT")
-    if isinstance(exc, httpx.ConnectError):
+    if isinstance(exc, httpcore.ConnectError):
         return LlmFailure(f"{provider}: {_connect_cause(exc)}{where}", "TRANSPORT")
-    if isinstance(exc, httpx.TransportError | OSError):
+    if isinstance(exc, (*transport_errors(), OSError)):
         return LlmFailure(f"{provider}: {name}: {text}", "TRANSPORT")
     return LlmFailure(f"{provider}: {name}: {text}", "UNKNOWN")
 

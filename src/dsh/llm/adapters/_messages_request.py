@@ -3,7 +3,9 @@
 The history becomes alternating `user` / `assistant` turns (consecutive messages of one role
 are joined, tool results first as the API wants them); reasoning goes back as `thinking`
 blocks only with the signature the provider gave (kept in the message's replay state).
-Each message's blocks are encoded once and cached by message id, as for Chat Completions.
+Each message's blocks are encoded once, as UTF-8, and cached by message id, as for Chat
+Completions; the tools' JSON is kept while the same tools are sent, and the body is joined
+as bytes.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from .._content import (
 )
 from .._request import GenerateOptions, ToolSchema
 from .._text import clean_utf8
-from ._request import IMAGE_PLACEHOLDER
+from ._request import IMAGE_PLACEHOLDER, ToolsJson
 
 __all__ = ["REPLAY_KIND", "MessagesDialect", "MessagesEncoder"]
 
@@ -36,7 +38,7 @@ ThinkingStyle = Literal["adaptive", "enabled", "budget"]
 REPLAY_KIND = "anthropic-messages"
 """`replayState.response.kind` of messages this API produced."""
 
-_CACHE = ',"cache_control":{"type":"ephemeral"}}'
+_CACHE = b',"cache_control":{"type":"ephemeral"}}'
 _BUDGETS = {"low": 2048, "medium": 8192, "high": 16384, "max": 32000}
 
 
@@ -123,31 +125,33 @@ def _block(block: ContentBlock, entry: Json) -> dict[str, Json] | None:
     return None
 
 
-def message_blocks(message: Message) -> list[str]:
-    """One message's content as Messages blocks (JSON texts); tool results first."""
+def message_blocks(message: Message) -> list[bytes]:
+    """One message's content as Messages blocks (UTF-8 JSON); tool results first."""
     entries = _replay_entries(message) if message.role == "assistant" else None
     if entries is not None and len(entries) != len(message.content):
         entries = None
-    encoded: list[str] = []
-    results: list[str] = []
+    encoded: list[bytes] = []
+    results: list[bytes] = []
     for i, block in enumerate(message.content):
         wire = _block(block, entries[i] if entries is not None else None)
         if wire is not None:
-            (results if isinstance(block, ToolResultBlock) else encoded).append(_dumps(wire))
+            blocks = results if isinstance(block, ToolResultBlock) else encoded
+            blocks.append(clean_utf8(_dumps(wire)))
     return results + encoded
 
 
 class MessagesEncoder:
     """Encodes requests for one Messages route, caching each message's blocks by id."""
 
-    __slots__ = ("_cache", "_limit", "dialect")
+    __slots__ = ("_cache", "_limit", "_tools_json", "dialect")
 
     def __init__(self, dialect: MessagesDialect, cache_limit: int = 20_000) -> None:
         self.dialect = dialect
         self._limit = cache_limit
-        self._cache: OrderedDict[str, tuple[Message, list[str]]] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[Message, list[bytes]]] = OrderedDict()
+        self._tools_json = ToolsJson(_tools_json)
 
-    def _blocks(self, message: Message) -> list[str]:
+    def _blocks(self, message: Message) -> list[bytes]:
         cached = self._cache.get(message.id)
         if cached is not None and cached[0] is message:
             return cached[1]
@@ -158,11 +162,12 @@ class MessagesEncoder:
             self._cache.popitem(last=False)
         return blocks
 
-    def messages_json(self, messages: Sequence[Message]) -> str:
-        """The `messages` array: consecutive messages of one role joined into one turn."""
-        turns: list[tuple[str, list[str]]] = []
+    def messages_json(self, messages: Sequence[Message]) -> bytes:
+        """The `messages` array (UTF-8 JSON): consecutive messages of one role joined into one
+        turn."""
+        turns: list[tuple[bytes, list[bytes]]] = []
         for message in messages:
-            role = "assistant" if message.role == "assistant" else "user"
+            role = b"assistant" if message.role == "assistant" else b"user"
             blocks = self._blocks(message)
             if not blocks:
                 continue
@@ -173,8 +178,8 @@ class MessagesEncoder:
         if self.dialect.cache_control and turns and turns[-1][1]:
             last = turns[-1][1]
             last[-1] = last[-1][:-1] + _CACHE
-        parts = [f'{{"role":"{role}","content":[{",".join(b)}]}}' for role, b in turns]
-        return "[" + ",".join(parts) + "]"
+        parts = [b'{"role":"%b","content":[%b]}' % (role, b",".join(b)) for role, b in turns]
+        return b"[" + b",".join(parts) + b"]"
 
     def body(
         self, options: GenerateOptions, *, stream: bool, extra: Mapping[str, Json] | None = None
@@ -189,11 +194,11 @@ class MessagesEncoder:
                 system["cache_control"] = {"type": "ephemeral"}
             pieces.append(f',"system":[{_dumps(system)}]')
         pieces.append(',"messages":')
-        pieces.append(self.messages_json(options.messages))
+        encoded = [clean_utf8("".join(pieces)), self.messages_json(options.messages)]
         if options.tools:
-            pieces.append(',"tools":')
-            pieces.append(_tools_json(options.tools))
-        pieces.append(f',"stream":{"true" if stream else "false"}')
+            encoded.append(b',"tools":')
+            encoded.append(self._tools_json(options.tools))
+        pieces = [f',"stream":{"true" if stream else "false"}']
         pieces.extend(_thinking(dialect, options.reasoning_effort, max_tokens))
         if options.temperature is not None:
             pieces.append(f',"temperature":{_dumps(options.temperature)}')
@@ -204,16 +209,16 @@ class MessagesEncoder:
         for key, value in (extra or {}).items():
             pieces.append(f",{_dumps(key)}:{_dumps(value)}")
         pieces.append("}")
-        return clean_utf8("".join(pieces))
+        encoded.append(clean_utf8("".join(pieces)))
+        return b"".join(encoded)
 
 
-def _tools_json(tools: Sequence[ToolSchema]) -> str:
-    return _dumps(
-        [
-            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
-            for t in tools
-        ]
-    )
+def _tools_json(tools: Sequence[ToolSchema]) -> bytes:
+    wire: Json = [
+        {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+        for t in tools
+    ]
+    return clean_utf8(_dumps(wire))
 
 
 def _thinking(dialect: MessagesDialect, effort: str | None, max_tokens: int) -> list[str]:

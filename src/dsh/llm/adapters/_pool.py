@@ -6,7 +6,8 @@ response's end (a socket readability probe for each idle one, and a count of the
 each idle one): with one connection per agent waiting on its model, that was a fifth of a
 busy batch's CPU. Here a connection carries one request at a time (HTTP/1.1); when its
 response is closed it goes back on its origin's stack, and a request takes the most recently
-used one, checking that one only. Imported with httpx, on the first request.
+used one, checking that one only. It speaks httpcore's public API (its requests, responses
+and connections), with no httpx client in between. Imported on the first request.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpcore
-import httpx
 
-__all__ = ["MAX_IDLE", "PooledTransport"]
+from ._net import AsyncioBackend
+
+__all__ = ["MAX_IDLE", "Pool"]
 
 MAX_IDLE = 100
 """Idle connections kept per client (the oldest one is closed first)."""
@@ -29,11 +31,13 @@ KEEPALIVE_S = 5.0
 _Key = tuple[bytes, bytes, int]
 
 
-class _Pool:
-    """Stands in for httpcore's pool behind httpx's transport (same two calls)."""
+class Pool:
+    """Keep-alive HTTP/1.1 connections by origin. One attempt per request; no cap on
+    connections at once (the callers' concurrency is the cap)."""
 
     def __init__(self, ssl_context: ssl.SSLContext | None) -> None:
         self._ssl_context = ssl_context
+        self._backend = AsyncioBackend()
         self._idle: dict[_Key, list[httpcore.AsyncHTTPConnection]] = {}
         self._count = 0
 
@@ -43,17 +47,18 @@ class _Pool:
         connection = await self._take(key)
         if connection is None:
             connection = httpcore.AsyncHTTPConnection(
-                origin, ssl_context=self._ssl_context, keepalive_expiry=KEEPALIVE_S
+                origin,
+                ssl_context=self._ssl_context,
+                keepalive_expiry=KEEPALIVE_S,
+                network_backend=self._backend,
             )
         try:
             response = await connection.handle_async_request(request)
         except BaseException:
             await _close(connection)  # it closed itself if it could not go on; never reused
             raise
-        body = _Body(response.stream, lambda: self._give_back(key, connection))
-        return httpcore.Response(
-            response.status, headers=response.headers, content=body, extensions=response.extensions
-        )
+        response.stream = _Body(response.stream, lambda: self._give_back(key, connection))
+        return response
 
     async def _take(self, key: _Key) -> httpcore.AsyncHTTPConnection | None:
         stack = self._idle.get(key)
@@ -82,7 +87,7 @@ class _Pool:
             for connection in stack:
                 await _close(connection)
 
-    async def __aenter__(self) -> _Pool:
+    async def __aenter__(self) -> Pool:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -95,14 +100,18 @@ class _Body:
     def __init__(self, stream: Any, release: Callable[[], Awaitable[None]]) -> None:
         self._stream = stream
         self._release: Callable[[], Awaitable[None]] | None = release
+        self._reading: Any = None
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for part in self._stream:
-            yield part
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        self._reading = aiter(self._stream)  # the connection's own: no layer per chunk
+        return self._reading  # type: ignore[no-any-return]
 
     async def aclose(self) -> None:
         release, self._release = self._release, None
+        reading, self._reading = self._reading, None
         try:
+            if reading is not None:
+                await reading.aclose()  # one left half-read ends now, not when collected
             await self._stream.aclose()
         finally:
             if release is not None:
@@ -112,14 +121,3 @@ class _Body:
 async def _close(connection: httpcore.AsyncHTTPConnection) -> None:
     with contextlib.suppress(Exception):
         await connection.aclose()
-
-
-class PooledTransport(httpx.AsyncHTTPTransport):
-    """httpx's transport (its request mapping and exception translation) over `_Pool`. One
-    attempt per call; no cap on connections at once (the callers' concurrency is the cap)."""
-
-    def __init__(self, *, tls: bool) -> None:
-        super().__init__(retries=0, verify=False)  # (its pool, unused, needs no certificates)
-        # A TLS context costs ~20 ms (certificates): none unless a route needs one.
-        # `_pool` is the one thing httpx's transport calls for a request.
-        self._pool = _Pool(httpx.create_ssl_context() if tls else None)  # type: ignore[assignment]

@@ -1,9 +1,12 @@
 """Request mapping: `GenerateOptions` to a Chat Completions request body.
 
-Each history message is encoded to its JSON text once and cached by message id (checked by
-identity: messages are immutable and a session hands out the same objects on every step), so
-a step re-encodes only what is new. When a request's history extends the previous one (the
-same objects, checked one by one), the previous joined text is reused as the prefix.
+Each history message is encoded to its JSON once, as UTF-8 bytes, and cached by message id
+(checked by identity: messages are immutable and a session hands out the same objects on
+every step), so a step re-encodes only what is new. When a request's history extends the
+previous one (the same objects, checked one by one), the previous joined bytes are reused as
+the prefix. The body is joined from bytes: a step never re-encodes the whole history (one
+non-ASCII character anywhere, say in a tool description, made that a transcoding of every
+character, ~0.4 ms at 400 steps).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import itertools
 import json
 import operator
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 from ..._record import record
@@ -29,7 +32,7 @@ from .._content import (
 from .._request import GenerateOptions, ToolSchema
 from .._text import clean_utf8
 
-__all__ = ["Dialect", "RequestEncoder", "wire_messages"]
+__all__ = ["Dialect", "RequestEncoder", "ToolsJson", "wire_messages"]
 
 EffortStyle = Literal["deepseek-thinking", "reasoning-effort"]
 
@@ -57,6 +60,10 @@ class Dialect:
 
 def _dumps(value: Json) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _utf8(value: Json) -> bytes:
+    return clean_utf8(_dumps(value))
 
 
 def _image_part(block: ImageBlock) -> dict[str, Json] | None:
@@ -140,8 +147,8 @@ def wire_messages(message: Message, dialect: Dialect) -> list[dict[str, Json]]:
     return out
 
 
-def _tool_json(tools: Sequence[ToolSchema]) -> str:
-    return _dumps(
+def _tool_json(tools: Sequence[ToolSchema]) -> bytes:
+    return _utf8(
         [
             {
                 "type": "function",
@@ -156,8 +163,26 @@ def _tool_json(tools: Sequence[ToolSchema]) -> str:
     )
 
 
+class ToolsJson:
+    """The tools' JSON, encoded again only when other tool objects are sent (`encode` maps
+    them to the wire)."""
+
+    __slots__ = ("_encode", "_last")
+
+    def __init__(self, encode: Callable[[Sequence[ToolSchema]], bytes]) -> None:
+        self._encode = encode
+        self._last: tuple[tuple[ToolSchema, ...], bytes] = ((), b"[]")
+
+    def __call__(self, tools: tuple[ToolSchema, ...]) -> bytes:
+        last, text = self._last
+        if len(last) != len(tools) or any(a is not b for a, b in zip(last, tools, strict=True)):
+            text = self._encode(tools)
+            self._last = (tools, text)
+        return text
+
+
 class RequestEncoder:
-    """Encodes requests for one dialect, caching each message's JSON text by message id."""
+    """Encodes requests for one dialect, caching each message's JSON by message id."""
 
     __slots__ = (
         "_cache",
@@ -166,7 +191,7 @@ class RequestEncoder:
         "_last",
         "_limit",
         "_system",
-        "_tools",
+        "_tools_json",
         "dialect",
     )
 
@@ -178,17 +203,17 @@ class RequestEncoder:
         self._char_limit = char_limit
         """Bounds the cache by size too: large tool results must not pin memory."""
         self._chars = 0
-        self._cache: OrderedDict[str, tuple[Message, str]] = OrderedDict()
-        self._system: tuple[str, str] = ("", "")
-        self._tools: tuple[tuple[ToolSchema, ...], str] = ((), "[]")
-        self._last: OrderedDict[str | None, tuple[tuple[Message, ...], str]] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[Message, bytes]] = OrderedDict()
+        self._system: tuple[str, bytes] = ("", b"")
+        self._tools_json = ToolsJson(_tool_json)
+        self._last: OrderedDict[str | None, tuple[tuple[Message, ...], bytes]] = OrderedDict()
         """Per session: the previous request's history and its joined fragments."""
 
-    def _fragment(self, message: Message) -> str:
+    def _fragment(self, message: Message) -> bytes:
         cached = self._cache.get(message.id)
         if cached is not None and cached[0] is message:
             return cached[1]
-        text = ",".join(_dumps(m) for m in wire_messages(message, self.dialect))
+        text = b",".join(_utf8(m) for m in wire_messages(message, self.dialect))
         if cached is not None:
             self._chars -= len(cached[1])
         self._cache[message.id] = (message, text)
@@ -199,71 +224,76 @@ class RequestEncoder:
             self._chars -= len(dropped)
         return text
 
-    def _system_fragment(self, system: str) -> str:
+    def _system_fragment(self, system: str) -> bytes:
         if self._system[0] != system:
-            self._system = (system, _dumps({"role": "system", "content": system}))
+            self._system = (system, _utf8({"role": "system", "content": system}))
         return self._system[1]
 
-    def _tools_json(self, tools: tuple[ToolSchema, ...]) -> str:
-        last, text = self._tools
-        if len(last) != len(tools) or any(a is not b for a, b in zip(last, tools, strict=True)):
-            text = _tool_json(tools)
-            self._tools = (tools, text)
-        return text
-
-    def messages_json(self, options: GenerateOptions) -> str:
-        """The `messages` array, as JSON text."""
+    def _history(self, options: GenerateOptions) -> bytes:
+        """The history's fragments, joined by commas (no brackets)."""
         messages = options.messages
         key = options.session_id
-        last, joined = self._last.get(key) or ((), "")
+        last, joined = self._last.get(key) or ((), b"")
         count = len(last)
         if count and len(messages) >= count and all(map(operator.is_, last, messages)):
             # The history grew from the previous request: reuse its joined prefix.
-            fresh = [self._fragment(m) for m in itertools.islice(messages, count, None)]
-            joined = ",".join(f for f in (joined, *fresh) if f)
+            if len(messages) > count:
+                fresh = [self._fragment(m) for m in itertools.islice(messages, count, None)]
+                joined = b",".join(f for f in (joined, *fresh) if f)
         else:
-            joined = ",".join(f for f in map(self._fragment, messages) if f)
+            joined = b",".join(f for f in map(self._fragment, messages) if f)
         self._last[key] = (tuple(messages), joined)
         self._last.move_to_end(key)
         if len(self._last) > _CONVERSATIONS:
             self._last.popitem(last=False)
-        if options.system:
-            system = self._system_fragment(options.system)
-            return f"[{system},{joined}]" if joined else f"[{system}]"
-        return f"[{joined}]"
+        return joined
+
+    def _messages_pieces(self, options: GenerateOptions) -> list[bytes]:
+        joined = self._history(options)
+        if not options.system:
+            return [b"[", joined, b"]"]
+        system = self._system_fragment(options.system)
+        return [b"[", system, b",", joined, b"]"] if joined else [b"[", system, b"]"]
+
+    def messages_json(self, options: GenerateOptions) -> bytes:
+        """The `messages` array, as UTF-8 JSON."""
+        return b"".join(self._messages_pieces(options))
 
     def body(
         self, options: GenerateOptions, *, stream: bool, extra: Mapping[str, Json] | None = None
     ) -> bytes:
         """The request body: model, messages, stream options, effort, tools, sampling."""
-        pieces = ['{"model":', _dumps(options.model), ',"messages":', self.messages_json(options)]
+        pieces = [b'{"model":', _utf8(options.model), b',"messages":']
+        pieces += self._messages_pieces(options)
         if stream:
-            pieces.append(',"stream":true,"stream_options":{"include_usage":true}')
+            pieces.append(b',"stream":true,"stream_options":{"include_usage":true}')
         else:
-            pieces.append(',"stream":false')
+            pieces.append(b',"stream":false')
         effort = options.reasoning_effort
         if effort is not None:
             if self.dialect.effort_style == "deepseek-thinking":
                 if effort == "off":
-                    pieces.append(',"thinking":{"type":"disabled"}')
+                    pieces.append(b',"thinking":{"type":"disabled"}')
                 else:
-                    pieces.append(',"thinking":{"type":"enabled"},"reasoning_effort":')
-                    pieces.append(_dumps(effort))
+                    pieces.append(b',"thinking":{"type":"enabled"},"reasoning_effort":')
+                    pieces.append(_utf8(effort))
             else:
-                pieces.append(',"reasoning_effort":')
-                pieces.append(_dumps(effort))
+                pieces.append(b',"reasoning_effort":')
+                pieces.append(_utf8(effort))
         if options.tools:
-            pieces.append(',"tools":')
+            pieces.append(b',"tools":')
             pieces.append(self._tools_json(options.tools))
+        tail: list[str] = []
         if options.temperature is not None:
-            pieces.append(f',"temperature":{_dumps(options.temperature)}')
+            tail.append(f',"temperature":{_dumps(options.temperature)}')
         if options.top_p is not None:
-            pieces.append(f',"top_p":{_dumps(options.top_p)}')
+            tail.append(f',"top_p":{_dumps(options.top_p)}')
         if options.max_tokens is not None:
-            pieces.append(f',"max_tokens":{int(options.max_tokens)}')
+            tail.append(f',"max_tokens":{int(options.max_tokens)}')
         if options.stop:
-            pieces.append(f',"stop":{_dumps(list(options.stop))}')
+            tail.append(f',"stop":{_dumps(list(options.stop))}')
         for key, value in (extra or {}).items():
-            pieces.append(f",{_dumps(key)}:{_dumps(value)}")
-        pieces.append("}")
-        return clean_utf8("".join(pieces))
+            tail.append(f",{_dumps(key)}:{_dumps(value)}")
+        tail.append("}")
+        pieces.append(clean_utf8("".join(tail)))
+        return b"".join(pieces)
