@@ -644,3 +644,34 @@ def test_stricter_keeps_replacement_arguments_unless_denied() -> None:
     assert stricter(Allow(), Ask("hook", {"x": 1})) == Ask("hook", {"x": 1})
     assert stricter(Deny("no"), Allow({"x": 1})) == Deny("no")
     assert stricter(Ask("a"), Ask("b")) == Ask("b")  # a tie: the other listener's reason
+
+
+def test_held_credentials_are_masked_in_all_a_result_carries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Content, meta, value, added contexts and an error's message lose a held key; a result
+    that holds none is passed on as it is (nothing copied)."""
+    from dsh.kernel import read_secret
+    from dsh.tools._pipeline import _redacted
+    from dsh.tools._types import ToolErrorInfo, ToolSuccess
+
+    key = "sk-pipeline-0123456789abcdef"
+    monkeypatch.setenv("DSH_TEST_PIPELINE_KEY", key)
+    assert read_secret("DSH_TEST_PIPELINE_KEY") == key
+    masked = "[redacted DSH_TEST_PIPELINE_KEY]"
+    clean = ToolSuccess({"v": 1}, (TextBlock("fine"),), {"m": "ok"}, (user_message("ctx"),))
+    assert _redacted(clean) is clean
+    leaky = ToolSuccess(
+        {"v": [key]}, (TextBlock(f"a {key}"),), {"m": key}, (user_message(f"c {key}"),)
+    )
+    out = _redacted(leaky)
+    assert isinstance(out, ToolSuccess)
+    assert out.value == {"v": [masked]} and out.meta == {"m": masked}
+    assert out.content == (TextBlock(f"a {masked}"),)
+    assert out.additional_contexts[0].text == f"c {masked}"
+    failed = ToolFailure(ToolErrorInfo(f"bad {key}"), (TextBlock("Error"),))
+    redacted = _redacted(failed)
+    assert isinstance(redacted, ToolFailure) and redacted.error.message == f"bad {masked}"
+    assert redacted.content is failed.content
+    monkeypatch.delenv("DSH_TEST_PIPELINE_KEY")
+    assert read_secret("DSH_TEST_PIPELINE_KEY") is None  # forgotten again
