@@ -137,18 +137,25 @@ def test_ctrl_c_as_sigint_at_the_prompt_counts_too(chat: Chats) -> None:
     assert t.wait_exit() == 0
 
 
-def test_ctrl_c_between_two_prompts_counts_too(chat: Chats) -> None:
+def test_ctrl_c_cancels_a_compaction(chat: Chats) -> None:
     # While /compact waits for the model no prompt reads the keys: Ctrl-C arrives as SIGINT,
-    # after prompts have come and gone.
+    # after prompts have come and gone. It cancels the compaction, not the chat.
     script = [{"parts": [f"Answer {i}: " + "details " * 100]} for i in range(3)]
-    t, server = chat([*script, {"parts": ["Summary"], "hang": True}])
+    t, server = chat([*script, {"parts": ["Summary"], "hang": True}, answer("Still here.")])
     for i in range(3):
         t.enter(f"question {i}")
         t.wait_for(f"Answer {i}:").wait_for(at_prompt)
     t.enter("/compact")
     t.wait_for(lambda _: len(server.requests()) == 4)  # the summary request: it stalls
     t.child.kill(signal.SIGINT)
-    t.wait_for("(Ctrl-C again to exit)")
+    t.wait_for("compaction cancelled: the conversation is unchanged").wait_for(at_prompt)
+    t.enter("are you there?")
+    t.wait_for("Still here.")
+    messages = server.requests()[-1]["body"]["messages"]
+    assert [m["content"] for m in messages if m["role"] == "user"] == [
+        "question 0", "question 1", "question 2", "are you there?"
+    ]  # fmt: skip
+    exits_cleanly(t)
 
 
 def test_a_resize_mid_answer_leaves_no_fragments(chat: Chats) -> None:

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import asyncio
 
-from dsh.agent import AgentOptions, CreateAgentOptions
+from dsh.agent import USER_CANCEL, AgentOptions, CreateAgentOptions
 from dsh.events import ToolResultEvent, typed
+from dsh.kernel import Next
 from dsh.llm import TextBlock, TokenUsage
 from dsh.persistence import CORRUPT_TITLE, SESSION_PERSISTENCE
 from dsh.plugins.ask_user import DECLINED
 from dsh.session import SessionEvent, SessionMeta
 from dsh.testing import hold, reply, tool_call, until
+from dsh.tools import TOOLS_EXECUTE, ToolExecution, ToolResult
 from tests.questions import CHECKS, DATABASE
 
 from .support import TOKEN, Site
@@ -181,6 +183,30 @@ async def test_the_models_questions_are_answered_from_the_page(site: Site) -> No
         declined = await until(agent, lambda e: e.type == "tool/result" and e.seq > answered.seq)
         assert _result_text(declined) == DECLINED
         await until(agent, "turn/end")
+
+
+async def test_an_early_answer_to_a_call_that_never_asks_is_dropped(site: Site) -> None:
+    site.model.add(reply(tool_call("ask_user_question", ASK)), reply("Never mind."))
+    released = asyncio.Event()
+    at_gate = asyncio.Event()
+
+    async def gate(exec: ToolExecution, next: Next[ToolExecution, ToolResult]) -> ToolResult:
+        at_gate.set()  # the tool is called, its body (which would ask) not started
+        await released.wait()
+        return await next()
+
+    site.ctx.on(TOOLS_EXECUTE, gate, global_=True)
+    async with site.client() as client:
+        agent = await site.start("Set up the project")
+        await at_gate.wait()
+        answers = {"answers": [{"selected": ["SQLite"]}, {}, {}]}
+        path = f"/api/sessions/{agent.id}/questions/call_1"
+        assert (await client.post(path, json=answers)).status_code == 200
+        assert len(site.web.questions) == 1  # kept for the ask to come
+        agent.cancel(USER_CANCEL)
+        released.set()  # the body never starts: the call ends aborted, without asking
+        await until(agent, "turn/end")
+    assert len(site.web.questions) == 0
 
 
 async def test_nobody_answers_a_session_the_page_does_not_show(site: Site) -> None:

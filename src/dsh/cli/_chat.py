@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent import USER_CANCEL, Agent, AgentHandle
-from ..kernel import Context, Disposer
+from ..kernel import Aborted, Context, Disposer
 from ..llm import clean_text
 from ..plugins.approval import APPROVAL, Approval, ApprovalRequest
 from ..plugins.ask_user import QUESTIONS, QuestionRequest
@@ -103,6 +103,7 @@ class Chat:
         self._answerer: Disposer | None = None
         self._asker: Disposer | None = None
         self._idle_interrupts = 0
+        self._compacting = False
 
     @property
     def agent(self) -> Agent | None:
@@ -141,8 +142,12 @@ class Chat:
 
     def _ctrl_c(self) -> None:
         """Ctrl-C (a key at the prompt, or SIGINT between two prompts): cancel the running
-        turn (and a question it asks); at an idle prompt, the second one quits."""
+        turn (and a question it asks) or /compact; at an idle prompt, the second one quits."""
         agent = self.agent
+        if agent is not None and self._compacting:
+            agent.cancel(USER_CANCEL, keep_inbox=True)  # the maintenance task's signal
+            self.screen.status("cancelling the compaction…")
+            return
         if agent is not None and agent.status == "running":
             agent.cancel(USER_CANCEL)
             self.screen.status("cancelling the turn…")
@@ -310,13 +315,18 @@ class Chat:
         if not plan.worth_it:
             self.screen.note(plan.why_not(), "dim")
             return
-        self.screen.status("compacting…")
+        self.screen.status("compacting…  (Ctrl-C cancels)")
+        self._compacting = True
         try:
             result = await service.compact_now(agent)
+        except Aborted:
+            self.screen.note("compaction cancelled: the conversation is unchanged", "dim")
+            return
         except CompactionError as exc:
             self.screen.note(f"compaction failed: {exc}", "red")
             return
         finally:
+            self._compacting = False
             self.screen.status(None)
         if result is None:
             self.screen.note(service.manual_plan(agent).why_not(), "dim")

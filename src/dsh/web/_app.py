@@ -33,9 +33,9 @@ from ..plugins.ask_user import (
     QuestionRequest,
     check_answers,
 )
-from ..session import ForkError
+from ..session import SESSION_EVENT, ForkError, SessionEventPayload
 from ..tools import Decision
-from ._asks import Waiting, open_approval, open_question
+from ._asks import Waiting, call_settled, open_approval, open_question
 from ._diff import FileSnapshots
 from ._guard import LOOPBACK_HOSTS, Guard
 from ._live import LiveSessions
@@ -73,6 +73,7 @@ class WebUI:
         self.questions: Waiting[tuple[Answer, ...] | None] = Waiting(
             lambda events, call_id: open_question(events, call_id) is not None
         )
+        self.ctx.on(SESSION_EVENT, self._settle, global_=True)
         self.snapshots = FileSnapshots()
         self.snapshots.attach(self.ctx)
         approval = self.ctx.get(APPROVAL)
@@ -91,6 +92,12 @@ class WebUI:
         """End the event streams, dispose the agents this UI opened and its listeners."""
         self.live.close()
         await self.ctx.owner.dispose()
+
+    def _settle(self, payload: SessionEventPayload) -> None:
+        call_id = call_settled(payload.event)
+        if call_id is not None:
+            self.approvals.settle(payload.session.id, call_id)
+            self.questions.settle(payload.session.id, call_id)
 
     async def _approve(self, request: ApprovalRequest) -> Decision:
         return await self.approvals.wait(request.session_id or "", request.call_id)

@@ -13,7 +13,7 @@ from ..plugins.ask_user import Question, QuestionError, questions_of
 from ..session import SessionEvent
 from ._diff import parse_arguments
 
-__all__ = ["Waiting", "open_approval", "open_question"]
+__all__ = ["Waiting", "call_settled", "open_approval", "open_question"]
 
 T = TypeVar("T")
 
@@ -48,6 +48,17 @@ class Waiting(Generic[T]):
         future.set_result(value)
         return True
 
+    def settle(self, session_id: str, call_id: str) -> None:
+        """The call has its result: drop an answer that arrived for it and was never claimed
+        (its tool failed or was cancelled before asking)."""
+        future = self._pending.get((session_id, call_id))
+        if future is not None and future.done():
+            del self._pending[(session_id, call_id)]
+
+    def __len__(self) -> int:
+        """How many asks wait or were answered early (for tests)."""
+        return len(self._pending)
+
 
 def open_approval(events: Sequence[SessionEvent], call_id: str) -> bool:
     """Whether the log's last approval record of `call_id` is an `approval/asked`."""
@@ -77,7 +88,12 @@ def open_question(events: Sequence[SessionEvent], call_id: str) -> tuple[Questio
 
 
 def _result_of(event: SessionEvent, call_id: str) -> bool:
+    return call_settled(event) == call_id
+
+
+def call_settled(event: SessionEvent) -> str | None:
+    """The call id of a `tool/result` event (None for any other event)."""
     if event.type != "tool/result":
-        return False
+        return None
     result = typed(event)
-    return isinstance(result, ToolResultEvent) and result.call_id == call_id
+    return result.call_id if isinstance(result, ToolResultEvent) else None
