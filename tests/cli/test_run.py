@@ -213,6 +213,37 @@ def test_on_a_terminal_the_answer_is_rendered_markdown_and_no_spinner_stays(
     assert plain.stdout == text.rstrip("\n") + "\n"
 
 
+def test_on_a_terminal_tool_calls_and_results_read_in_order(tmp_path: Path) -> None:
+    from .terminal import Terminal, answer, model_server, tool_call
+
+    ws = workspace(tmp_path)
+    (ws / "notes.txt").write_text("one\ntwo\n")
+    script = [
+        answer(tool_call("read", file_path="notes.txt")),
+        answer(tool_call("read", file_path="missing.txt")),
+        answer("Read them."),
+    ]
+    with model_server(tmp_path, script) as server:
+        env = cli_env(tmp_path, DEEPSEEK_BASE_URL=server.url, DEEPSEEK_API_KEY="sk-test")
+        env["TERM"] = "xterm-256color"
+        argv = [sys.executable, *DSH, "run", "--yes", "--cwd", str(ws), "read"]
+        terminal = Terminal(argv, env=env, cwd=tmp_path, rows=30, cols=80)
+        try:
+            assert terminal.wait_exit() == 0
+            lines = [line.rstrip() for line in terminal.lines() if line.strip()]
+        finally:
+            terminal.close()
+    first = next(i for i, line in enumerate(lines) if line.startswith("●"))
+    assert lines[first : first + 3] == [
+        '● read(file_path="notes.txt")',
+        "  ⎿ read 2 lines",
+        '● read(file_path="missing.txt")',
+    ]
+    assert lines[first + 3].startswith("  ⎿ Error: ")
+    assert "Read them." in lines[first + 4 :]
+    assert not any("thinking…" in line or "running" in line for line in lines)
+
+
 def test_a_retry_line_says_what_failed(tmp_path: Path) -> None:
     waited = "deepseek-official: no data for 60s while waiting for the response to start"
     result = dsh(tmp_path, [{"fail": "TIMEOUT", "message": waited}, "Recovered."], "hello")

@@ -124,6 +124,24 @@ async def test_tool_parameters_are_detached_from_the_provider(ctx: Context) -> N
     assert params["properties"]["p"]["enum"] == ["a"]
 
 
+async def test_a_listener_changing_one_assembly_leaves_the_next_alone(ctx: Context) -> None:
+    params: dict[str, Any] = {"type": "object", "properties": {"p": {"enum": ["a"]}}}
+    offer = ToolSchemaSet((ToolSchema("t", "d", params),))
+    ctx.system_prompt.tools(lambda _: offer)  # the same offer every time
+    first = (await ctx.system_prompt.assemble()).tools[0]
+    first.parameters["properties"]["p"]["enum"].append("b")
+    second = (await ctx.system_prompt.assemble()).tools[0]
+    assert second.parameters["properties"]["p"]["enum"] == ["a"]
+
+
+async def test_unchanged_frozen_offers_give_the_same_tools(ctx: Context) -> None:
+    frozen = freeze_json({"type": "object", "properties": {"p": {"type": "string"}}})
+    offer = ToolSchemaSet((ToolSchema("f", "d", frozen),))
+    ctx.system_prompt.tools(lambda _: offer)
+    first = (await ctx.system_prompt.assemble()).tools
+    assert (await ctx.system_prompt.assemble()).tools is first  # not merged and sorted again
+
+
 async def test_frozen_tool_parameters_are_shared_not_copied(ctx: Context) -> None:
     frozen = freeze_json({"type": "object", "properties": {"p": {"type": "string"}}})
     inner = freeze_json({"type": "string"})

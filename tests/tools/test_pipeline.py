@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from dsh.kernel import CancelSignal, Context, Next
+from dsh.kernel import CancelSignal, Context, Next, read_secret
 from dsh.llm import HarnessError, TextBlock, user_message
 from dsh.tools import (
     APPROVAL,
@@ -23,6 +23,7 @@ from dsh.tools import (
     PostExecute,
     PreDecision,
     ToolDefinition,
+    ToolErrorInfo,
     ToolExecution,
     ToolExecutionInput,
     ToolFailure,
@@ -646,32 +647,36 @@ def test_stricter_keeps_replacement_arguments_unless_denied() -> None:
     assert stricter(Ask("a"), Ask("b")) == Ask("b")  # a tie: the other listener's reason
 
 
-def test_held_credentials_are_masked_in_all_a_result_carries(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Content, meta, value, added contexts and an error's message lose a held key; a result
-    that holds none is passed on as it is (nothing copied)."""
-    from dsh.kernel import read_secret
-    from dsh.tools._pipeline import _redacted
-    from dsh.tools._types import ToolErrorInfo, ToolSuccess
+SECRET_NAME, SECRET = "DSH_TEST_PIPELINE_KEY", "sk-pipeline-abcdefghijklmnop"
 
-    key = "sk-pipeline-0123456789abcdef"
-    monkeypatch.setenv("DSH_TEST_PIPELINE_KEY", key)
-    assert read_secret("DSH_TEST_PIPELINE_KEY") == key
-    masked = "[redacted DSH_TEST_PIPELINE_KEY]"
-    clean = ToolSuccess({"v": 1}, (TextBlock("fine"),), {"m": "ok"}, (user_message("ctx"),))
-    assert _redacted(clean) is clean
-    leaky = ToolSuccess(
-        {"v": [key]}, (TextBlock(f"a {key}"),), {"m": key}, (user_message(f"c {key}"),)
-    )
-    out = _redacted(leaky)
-    assert isinstance(out, ToolSuccess)
-    assert out.value == {"v": [masked]} and out.meta == {"m": masked}
-    assert out.content == (TextBlock(f"a {masked}"),)
-    assert out.additional_contexts[0].text == f"c {masked}"
-    failed = ToolFailure(ToolErrorInfo(f"bad {key}"), (TextBlock("Error"),))
-    redacted = _redacted(failed)
-    assert isinstance(redacted, ToolFailure) and redacted.error.message == f"bad {masked}"
-    assert redacted.content is failed.content
-    monkeypatch.delenv("DSH_TEST_PIPELINE_KEY")
-    assert read_secret("DSH_TEST_PIPELINE_KEY") is None  # forgotten again
+
+@pytest.mark.parametrize("where", ["content", "meta", "value", "key", "context", "error", "none"])
+def test_a_result_is_masked_wherever_a_credential_is(
+    where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsh.tools._pipeline import _redacted
+
+    monkeypatch.setenv(SECRET_NAME, SECRET)
+    assert read_secret(SECRET_NAME) == SECRET
+    try:
+        text = f"key {SECRET} here"
+
+        def at(place: str, default: str = "plain") -> str:
+            return text if where == place else default
+
+        content = (TextBlock(at("content")),)
+        meta: Any = {"nested": [at("meta")], at("key", "k"): 1}
+        contexts = (user_message(at("context")),)
+        result: Any = (
+            ToolFailure(ToolErrorInfo(at("error")), content, meta, contexts)
+            if where == "error"
+            else ToolSuccess({"v": [at("value")]}, content, meta, contexts)
+        )
+        masked = _redacted(result)
+        if where == "none":
+            assert masked is result  # nothing held a credential: nothing copied
+        else:
+            assert SECRET not in repr(masked) and "[redacted DSH_TEST_PIPELINE_KEY]" in repr(masked)
+    finally:
+        monkeypatch.delenv(SECRET_NAME)
+        read_secret(SECRET_NAME)

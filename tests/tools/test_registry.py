@@ -342,3 +342,23 @@ async def test_agent_scoped_listeners_see_only_their_agents_calls(ctx: Context) 
     await ctx.tools.execute(call("read"))
     await ctx.tools.execute(call("read", agent))
     assert seen == [agent]
+
+
+async def test_the_offer_is_made_again_only_when_tools_or_the_scope_change(ctx: Context) -> None:
+    ctx.tools.register(define("read"))
+    agent, other = Agent("a"), Agent("b")
+
+    def offer(scope: object) -> Any:
+        return ctx.tools.tool_schema_set(AssembleContext(scope=scope))
+
+    first = offer(agent)
+    assert offer(agent) is first  # nothing changed: the same offer, nothing rebuilt
+    assert offer(other) is not first and [s.name for s in offer(other).schemas] == ["read"]
+    scoped = create_scope(ctx, agent).ctx
+    scoped.tools.register(define("mine"))
+    assert [s.name for s in offer(agent).schemas] == ["mine", "read"]
+    scoped.tools.restrict(deny=["read"])
+    assert [s.name for s in offer(agent).schemas] == ["mine"]
+    ctx.tools.register(define("write"))
+    assert [s.name for s in offer(agent).schemas] == ["mine", "write"]
+    assert [s.name for s in offer(None).schemas] == ["read", "write"]

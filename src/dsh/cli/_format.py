@@ -115,6 +115,28 @@ def terminal_lines(renderable: RenderableType, width: int, *, color: bool) -> li
     return out
 
 
+_FRAMES: dict[tuple[str, bool], tuple[str, str]] = {}
+"""What `terminal_lines` puts before and after a one-line text, by (style, color)."""
+
+
+def styled_lines(text: str, style: str, width: int, *, color: bool) -> list[str]:
+    """`terminal_lines(Text(text, style=style), width, color=color)`. A printable one-line
+    text that fits comes out as the style's codes around it, learnt once per style from
+    rich: a transcript line then costs no rich rendering (it took ~0.15 ms)."""
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    one_line = text.isprintable() and text and not text[-1].isspace()
+    if one_line and cell_len(text) <= max(20, width):
+        frame = _FRAMES.get((style, color))
+        if frame is None:
+            probe = terminal_lines(Text("x", style=style), 20, color=color)[0]
+            before, _, after = probe.partition("x")
+            frame = _FRAMES[(style, color)] = (before, after)
+        return [f"{frame[0]}{text}{frame[1]}"]
+    return terminal_lines(Text(text, style=style), width, color=color)
+
+
 def _has_background(segment: Any) -> bool:
     style = segment.style
     return style is not None and style.bgcolor is not None

@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Self, TypeVar
 
 from ..kernel import Disposer, EventBus, ScopedLayers, scope_chain
+from ..session import FrozenDict
 from ._events import SYSTEM_PROMPT_ASSEMBLE, SYSTEM_PROMPT_CHANGE
 from ._render import VARIABLE_NAME
 from ._tool_order import canonical_tools, check_tool_order
@@ -28,6 +29,7 @@ from ._values import (
 
 if TYPE_CHECKING:
     from ..kernel import Context
+    from ..llm import ToolSchema
 
 __all__ = ["SystemPrompt"]
 
@@ -60,6 +62,8 @@ class _State:
     __slots__ = (
         "bus",
         "contexts",
+        "offered_tools",
+        "offers",
         "sections",
         "seq",
         "suppressors",
@@ -77,6 +81,19 @@ class _State:
         self.tools: ScopedLayers[_Tools] = ScopedLayers()
         self.suppressors: dict[object | None, int] = {}
         self.seq = itertools.count()
+        self.offers: list[ToolSchemaSet] | None = None
+        self.offered_tools: tuple[ToolSchema, ...] = ()
+
+    def canonical(self, offers: list[ToolSchemaSet]) -> tuple[ToolSchema, ...]:
+        """`canonical_tools(offers)`: the last result again for equal offers (providers
+        that change nothing offer the same objects) when all its schemas are frozen, so no
+        waterfall listener can have changed one it shares."""
+        if offers == self.offers:
+            return self.offered_tools
+        tools = canonical_tools(offers, self.tool_order)
+        shared = all(type(t.parameters) is FrozenDict for t in tools)
+        self.offers, self.offered_tools = (offers, tools) if shared else (None, ())
+        return tools
 
     def changed(self) -> None:
         self.bus.emit(SYSTEM_PROMPT_CHANGE, None)
@@ -229,7 +246,7 @@ class SystemPrompt:
         assembly = PromptAssembly(
             sections=sections,
             contexts=contexts,
-            tools=canonical_tools(offers, state.tool_order),
+            tools=state.canonical(offers),
             variables=MappingProxyType(variables),
         )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Literal
 
@@ -32,7 +33,7 @@ DEFAULT_CANCEL_GRACE_S = 5.0
 
 
 class _Shared:
-    __slots__ = ("bus", "cancel_grace_s", "schemas", "table")
+    __slots__ = ("bus", "cancel_grace_s", "offered", "schemas", "table", "version")
 
     def __init__(self, bus: EventBus, cancel_grace_s: float) -> None:
         self.bus = bus
@@ -41,6 +42,10 @@ class _Shared:
         self.schemas: dict[str, tuple[ToolDefinition, ToolSchema]] = {}
         """By tool name: the schema of the definition last seen under it. Every request
         then offers the same schema objects, which encoders cache by identity."""
+        self.version = 0
+        """Counts the table's changes of tools and restrictions (each emits `tools/change`)."""
+        self.offered: tuple[int, Callable[[], object], ToolSchemaSet] | None = None
+        """The last assembly's offer: the version and (weakly) the scope it was made for."""
 
     def schema_of(self, definition: ToolDefinition) -> ToolSchema:
         known = self.schemas.get(definition.name)
@@ -74,6 +79,7 @@ class ToolRuntime:
         return ToolRuntime(ctx, self._shared)
 
     def _changed(self) -> None:
+        self._shared.version += 1
         self._shared.bus.emit(TOOLS_CHANGE, None)
 
     def _own(self, remove: Callable[[], None]) -> Disposer:
@@ -155,10 +161,18 @@ class ToolRuntime:
         return self._shared.table.known_names()
 
     def tool_schema_set(self, context: AssembleContext) -> ToolSchemaSet:
-        """The system prompt's tool-schema provider (registered by `ToolsPlugin`)."""
+        """The system prompt's tool-schema provider (registered by `ToolsPlugin`): the same
+        offer as the last assembly's while no tool or restriction changed and the scope is
+        the same (every step would otherwise sort and rebuild it)."""
         from ..prompt import ToolSchemaSet
 
-        return ToolSchemaSet(self.schemas(context.scope), self.known_names())
+        shared, scope = self._shared, context.scope
+        last = shared.offered
+        if last is not None and last[0] == shared.version and last[1]() is scope:
+            return last[2]
+        offer = ToolSchemaSet(self.schemas(scope), self.known_names())
+        shared.offered = (shared.version, _weak(scope), offer)
+        return offer
 
     def execution_mode(self, exec: ToolExecutionInput | ToolExecution) -> ExecutionMode:
         """`parallel` only when the visible tool's `is_concurrency_safe(args)` is exactly True."""
@@ -200,3 +214,18 @@ class ToolRuntime:
 
     def __repr__(self) -> str:
         return f"<ToolRuntime tools={len(self._shared.table.global_)} scope={self._ctx.scope!r}>"
+
+
+def _none() -> None:
+    return None
+
+
+def _weak(scope: object | None) -> Callable[[], object]:
+    """A reference to `scope` that does not keep a disposed agent alive (a key that cannot
+    be weakly referenced, such as a str, is a plain value and is held)."""
+    if scope is None:
+        return _none
+    try:
+        return weakref.ref(scope)
+    except TypeError:
+        return lambda: scope

@@ -1,8 +1,10 @@
 """The user's home for dsh, settings files in Claude Code's shape, and workspace trust."""
 
-from ._files import FileCache
+from ._files import FileCache, Stamp, file_stamp
 from ._home import (
     SettingsError,
+    WorkspaceMemo,
+    agent_cwd,
     agent_workspace,
     dsh_home,
     edit_json_file,
@@ -19,9 +21,13 @@ __all__ = [
     "agent_workspace",
     "SettingsLayer",
     "SettingsSource",
+    "Stamp",
     "Trust",
+    "WorkspaceMemo",
+    "agent_cwd",
     "dsh_home",
     "edit_json_file",
+    "file_stamp",
     "load_settings",
     "project_folders",
     "read_json_object",

@@ -5,18 +5,22 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 __all__ = [
     "SettingsError",
+    "WorkspaceMemo",
+    "agent_cwd",
     "agent_workspace",
     "dsh_home",
     "edit_json_file",
     "project_folders",
     "read_json_object",
 ]
+
+T = TypeVar("T")
 
 
 class SettingsError(ValueError):
@@ -29,21 +33,63 @@ def dsh_home() -> Path:
     return Path(home).expanduser() if home else Path.home() / ".dsh"
 
 
-def agent_workspace(agent: object) -> Path:
-    """The workspace of an agent: its session's `cwd`, else the process's working directory."""
+def agent_cwd(agent: object) -> str:
+    """The workspace of an agent as its text: its session's `cwd`, else the process's."""
     session = getattr(agent, "session", None)
     cwd = getattr(getattr(session, "header", None), "cwd", None)
-    return Path(cwd) if cwd else Path(os.getcwd())
+    return cwd if isinstance(cwd, str) and cwd else os.getcwd()
+
+
+def agent_workspace(agent: object) -> Path:
+    """The workspace of an agent: its session's `cwd`, else the process's working directory."""
+    return Path(agent_cwd(agent))
 
 
 def project_folders(workspace: Path) -> list[Path]:
     """The folders from the repository root (the nearest one at or above `workspace` that
     holds `.git`) down to `workspace`; outside a repository, `workspace` alone."""
-    chain = [workspace, *workspace.parents]
-    for depth, folder in enumerate(chain):
-        if os.path.lexists(folder / ".git"):
-            return chain[depth::-1]
-    return [workspace]
+    depth = _repository_depth(_git_probes(workspace))
+    return [workspace] if depth is None else [workspace, *workspace.parents][depth::-1]
+
+
+def _git_probes(workspace: Path) -> tuple[str, ...]:
+    """The `.git` paths that place the repository root of `workspace`, nearest first."""
+    return tuple(os.path.join(folder, ".git") for folder in (workspace, *workspace.parents))
+
+
+def _repository_depth(probes: Sequence[str]) -> int | None:
+    """The index of the first probe that exists (the root's depth above the workspace)."""
+    for depth, probe in enumerate(probes):
+        if os.path.lexists(probe):
+            return depth
+    return None
+
+
+class WorkspaceMemo(Generic[T]):
+    """`locate(workspace)` — which files a plugin reads for a workspace — kept while the
+    workspace, `$HOME`, `$DSH_HOME` and the workspace's repository root stay the same (the
+    last one is checked at each call: a few `lstat`s). Holds the last workspace asked."""
+
+    __slots__ = ("_depth", "_locate", "_probes", "_value", "_where")
+
+    def __init__(self, locate: Callable[[Path], T]) -> None:
+        self._locate = locate
+        self._where: tuple[str, str | None, str | None] | None = None
+        self._probes: tuple[str, ...] = ()
+        self._depth: int | None = None
+        self._value: T | None = None
+
+    def get(self, workspace: str) -> T:
+        environ = os.environ
+        where = (workspace, environ.get("HOME"), environ.get("DSH_HOME"))
+        value = self._value
+        if value is None or where != self._where or _repository_depth(self._probes) != self._depth:
+            path = Path(workspace)
+            self._probes = _git_probes(path)
+            self._depth = _repository_depth(self._probes)
+            value = self._value = self._locate(path)
+            self._where = where
+        return value
 
 
 def read_json_object(path: Path) -> dict[str, Any] | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from dsh.agent import run_prompt
 from dsh.plugins.instructions import InstructionsPlugin
 from tests.conftest import Runtime
@@ -80,3 +82,39 @@ async def test_the_section_is_capped_with_a_note(runtime: Runtime, tmp_path: Pat
     assert "x" * 100 + "\n[… cut: 50 more characters; read " in system
     assert "second file" not in system
     assert "[not included: the instruction files passed 100 characters]" in system
+
+
+async def test_a_new_repository_root_and_home_are_seen_at_the_next_request(
+    runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await runtime.ctx.plugin(InstructionsPlugin)
+    write(tmp_path / "AGENTS.md", "Parent rule.")
+    workspace = tmp_path / "pkg"
+    write(workspace / "AGENTS.md", "Package rule.")
+    runtime.model.add("one", "two", "three")
+    agent = await runtime.agent(cwd=str(workspace))
+    await run_prompt(agent, "first")
+    (tmp_path / ".git").mkdir()  # `git init` above the workspace: the parent now counts
+    await run_prompt(agent, "second")
+    other_home = tmp_path / "other-home"
+    write(other_home / "AGENTS.md", "Other home rule.")
+    monkeypatch.setenv("DSH_HOME", str(other_home))
+    await run_prompt(agent, "third")
+    first, second, third = (r.system or "" for r in runtime.model.requests)
+    assert "Package rule." in first and "Parent rule." not in first
+    assert "Parent rule." in second and "Package rule." in second
+    assert "Other home rule." in third and "Other home rule." not in second
+
+
+async def test_each_workspace_names_its_own_files(runtime: Runtime, tmp_path: Path) -> None:
+    await runtime.ctx.plugin(InstructionsPlugin)
+    first = tmp_path / "ws"
+    write(first / "AGENTS.md", "Shared rule.")
+    second = tmp_path / "link"
+    second.symlink_to(first)  # the same file (same stamp) under another path
+    runtime.model.add("one", "two")
+    await run_prompt(await runtime.agent(cwd=str(first)), "first")
+    await run_prompt(await runtime.agent(cwd=str(second)), "second")
+    one, two = (r.system or "" for r in runtime.model.requests)
+    assert f'<file path="{first / "AGENTS.md"}">' in one
+    assert f'<file path="{second / "AGENTS.md"}">' in two

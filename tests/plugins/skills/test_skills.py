@@ -110,3 +110,23 @@ async def test_no_skills_no_section(runtime: Runtime, tmp_path: Path) -> None:
     agent = await runtime.agent(cwd=str(tmp_path))
     await run_prompt(agent, "hi")
     assert "# Skills" not in (runtime.model.requests[0].system or "")
+
+
+async def test_a_new_and_an_edited_skill_reach_the_next_request(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    await runtime.ctx.plugin(SkillsPlugin)
+    workspace = tmp_path / "ws"
+    root = workspace / ".dsh" / "skills"
+    edited = skill_file(root, "a", "name: alpha\ndescription: First words.")
+    runtime.model.add("one", "two", "three")
+    agent = await runtime.agent(cwd=str(workspace))
+    await run_prompt(agent, "first")
+    skill_file(root, "b", "name: beta\ndescription: New skill.")
+    await run_prompt(agent, "second")
+    edited.write_text("---\nname: alpha\ndescription: Edited words, longer.\n---\nBody.\n")
+    await run_prompt(agent, "third")
+    first, second, third = (r.system or "" for r in runtime.model.requests)
+    assert "- alpha: First words." in first and "beta" not in first
+    assert "- beta: New skill." in second
+    assert "- alpha: Edited words, longer." in third and "First words." not in third

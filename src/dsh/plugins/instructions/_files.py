@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ...workspace import FileCache, dsh_home, project_folders
+from ...workspace import FileCache, Stamp, WorkspaceMemo, dsh_home, file_stamp, project_folders
 
-__all__ = ["InstructionFile", "InstructionReader", "candidates", "render"]
+__all__ = ["InstructionFile", "InstructionReader", "InstructionsText", "candidates", "render"]
 
 Scope = Literal["user", "project"]
 
@@ -77,6 +77,33 @@ class InstructionReader:
             seen_texts.add(body)
             files.append(InstructionFile(path, scope, body))
         return files
+
+
+class InstructionsText:
+    """The section's text for a workspace, rendered again only when it may differ: when a
+    candidate file's stamp changed, or the candidates did (`WorkspaceMemo`). Each call stats
+    the candidates (a few `os.stat`s), nothing more when nothing changed."""
+
+    __slots__ = ("_candidates", "_found", "_max_chars", "_reader", "_stamps", "_text")
+
+    def __init__(self, *, claude_compat: bool, user_files: bool, max_chars: int) -> None:
+        def locate(workspace: Path) -> list[tuple[Path, Scope]]:
+            return candidates(workspace, claude_compat=claude_compat, user_files=user_files)
+
+        self._candidates = WorkspaceMemo(locate)
+        self._max_chars = max_chars
+        self._reader = InstructionReader()
+        self._found: list[tuple[Path, Scope]] | None = None
+        self._stamps: tuple[Stamp | None, ...] = ()
+        self._text = ""
+
+    def text(self, workspace: str) -> str:
+        found = self._candidates.get(workspace)
+        stamps = tuple([file_stamp(path) for path, _ in found])
+        if found is not self._found or stamps != self._stamps:  # the paths are in the text
+            self._text = render(self._reader.files(found), self._max_chars)
+            self._found, self._stamps = found, stamps
+        return self._text
 
 
 def render(files: list[InstructionFile], max_chars: int) -> str:

@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...kernel import SYSTEM_PROMPT, Context
 from ...prompt import AssembleContext
-from ...workspace import agent_workspace
-from ._files import InstructionFile, InstructionReader, candidates, render
+from ...workspace import agent_cwd
+from ._files import InstructionFile, InstructionReader, InstructionsText, candidates
 
 __all__ = ["SECTION", "VARIABLE", "InstructionsConfig", "InstructionsPlugin", "instructions_for"]
 
@@ -42,7 +42,7 @@ def instructions_for(
 
 class InstructionsPlugin:
     """Adds the `project:instructions` section: the instruction files of the agent's
-    workspace, read again at each request when one of them changed."""
+    workspace, checked at each request and read again when one of them changed."""
 
     name: ClassVar[str] = "instructions"
     Config = InstructionsConfig
@@ -50,13 +50,16 @@ class InstructionsPlugin:
 
     @staticmethod
     def apply(ctx: Context, config: InstructionsConfig) -> None:
-        cache = InstructionReader()
+        section = InstructionsText(
+            claude_compat=config.claude_compat,
+            user_files=config.user_files,
+            max_chars=config.max_chars,
+        )
 
         def text(context: AssembleContext) -> str:
             if context.agent is None:
                 return ""
-            files = instructions_for(agent_workspace(context.agent), config, cache)
-            return render(files, config.max_chars)
+            return section.text(agent_cwd(context.agent))
 
         ctx.system_prompt.variable(VARIABLE, text)
         ctx.system_prompt.section(SECTION, config.order, "{{" + VARIABLE + "}}")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ...workspace import FileCache, dsh_home, project_folders
+from ...workspace import FileCache, Stamp, dsh_home, file_stamp, project_folders
 
 __all__ = ["Skill", "SkillCatalog", "SkillIssue", "SkillReader", "parse_skill", "skill_roots"]
 
@@ -71,33 +71,48 @@ def skill_roots(
 
 
 class SkillReader:
-    """Reads the skills of a workspace; a SKILL.md is parsed again only when it changed."""
+    """Reads the skills of a workspace; a SKILL.md is parsed again only when it changed, and
+    the catalog is made again only when a root's folders or a SKILL.md's stamp did."""
 
-    __slots__ = ("_cache",)
+    __slots__ = ("_cache", "_catalog", "_stamps")
 
     def __init__(self) -> None:
         self._cache: FileCache[Skill | SkillIssue] = FileCache()
+        self._stamps: list[tuple[str, Scope, Stamp | None]] | None = None
+        self._catalog = SkillCatalog()
 
     def catalog(self, roots: list[tuple[Path, Scope]]) -> SkillCatalog:
+        stamps = [
+            (path, scope, file_stamp(path)) for root, scope in roots for path in _skill_files(root)
+        ]
+        if stamps != self._stamps:
+            self._catalog = self._read(stamps)
+            self._stamps = stamps
+        return self._catalog
+
+    def _read(self, stamps: list[tuple[str, Scope, Stamp | None]]) -> SkillCatalog:
         skills: dict[str, Skill] = {}
         issues: list[SkillIssue] = []
-        for root, scope in roots:
-            for path in _skill_files(root):
-                found = self._cache.get(path, functools.partial(parse_skill, scope=scope))
-                if isinstance(found, SkillIssue):
-                    issues.append(found)
-                elif found is not None and found.name not in skills:
-                    skills[found.name] = found
+        for path, scope, _ in stamps:
+            found = self._cache.get(Path(path), functools.partial(parse_skill, scope=scope))
+            if isinstance(found, SkillIssue):
+                issues.append(found)
+            elif found is not None and found.name not in skills:
+                skills[found.name] = found
         return SkillCatalog(tuple(skills.values()), tuple(issues))
 
 
-def _skill_files(root: Path) -> list[Path]:
+def _skill_files(root: Path) -> list[str]:
     """`<root>/<folder>/SKILL.md` for each folder that is not hidden, in name order."""
     try:
         entries = sorted(os.scandir(root), key=lambda e: e.name)
     except OSError:
         return []
-    return [Path(e.path) / SKILL_FILE for e in entries if e.is_dir() and not e.name.startswith(".")]
+    return [
+        os.path.join(e.path, SKILL_FILE)
+        for e in entries
+        if e.is_dir() and not e.name.startswith(".")
+    ]
 
 
 def parse_skill(path: Path, scope: Scope) -> Skill | SkillIssue:

@@ -14,7 +14,7 @@ from ...kernel import SYSTEM_PROMPT, TOOLS, Context, ServiceKey
 from ...llm import HarnessError
 from ...prompt import AssembleContext
 from ...tools import ToolPlugin, ToolRunContext, tool
-from ...workspace import agent_workspace
+from ...workspace import WorkspaceMemo, agent_cwd, agent_workspace
 from ._catalog import Skill, SkillCatalog, SkillIssue, SkillReader, skill_roots
 
 __all__ = ["SECTION", "SKILLS", "VARIABLE", "SkillError", "Skills", "SkillsConfig", "SkillsPlugin"]
@@ -58,10 +58,12 @@ class Skills:
         self.config = config
         self._reader = SkillReader()
         self._reported: set[SkillIssue] = set()
+        self._roots = WorkspaceMemo(
+            lambda workspace: skill_roots(workspace, claude_compat=config.claude_compat)
+        )
 
-    def catalog(self, workspace: Path) -> SkillCatalog:
-        roots = skill_roots(workspace, claude_compat=self.config.claude_compat)
-        catalog = self._reader.catalog(roots)
+    def catalog(self, workspace: Path | str) -> SkillCatalog:
+        catalog = self._reader.catalog(self._roots.get(str(workspace)))
         for issue in catalog.issues:
             if issue not in self._reported:
                 self._reported.add(issue)
@@ -152,7 +154,7 @@ class SkillsPlugin:
         def catalog(context: AssembleContext) -> str:
             if context.agent is None:
                 return ""
-            return render_catalog(service.catalog(agent_workspace(context.agent)))
+            return render_catalog(service.catalog(agent_cwd(context.agent)))
 
         ctx.system_prompt.variable(VARIABLE, catalog)
         guidance = (config.order, "{{" + VARIABLE + "}}")

@@ -1,0 +1,62 @@
+"""The surfaces write transcript lines themselves when they can: byte for byte what rich
+would have written, on every kind of console."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+from rich.text import Text
+
+from dsh.cli._format import styled_lines, terminal_lines
+from dsh.cli._surfaces import PipeSurface
+
+STYLES = ["", "cyan", "dim", "red", "bold yellow", "dim italic", "green", "magenta", "blue"]
+CONSOLES = {
+    "pipe": {},
+    "truecolor": {"force_terminal": True, "color_system": "truecolor"},
+    "256": {"force_terminal": True, "color_system": "256"},
+    "standard": {"force_terminal": True, "color_system": "standard"},
+    "no-color": {"force_terminal": True, "no_color": True},
+    "narrow": {"force_terminal": True, "width": 20},
+}
+TEXTS = st.one_of(
+    st.text(),
+    st.lists(st.sampled_from([*"ab :\t\n\r\x1b[m⎿●✓…", ":smile:", "    "])).map("".join),
+    st.sampled_from(['● read(path="hello.txt")', "  ⎿ read 3 lines", "x :thumbs_up: y", "a   "]),
+)
+
+
+def rich_wrote(options: dict[str, object], text: str, style: str) -> str:
+    out = io.StringIO()
+    Console(file=out, highlight=False, **options).print(  # type: ignore[arg-type]
+        text, style=style, markup=False, highlight=False, soft_wrap=True
+    )
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("kind", list(CONSOLES))
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(st.tuples(TEXTS, st.sampled_from(STYLES)), max_size=4))
+def test_notes_are_written_as_rich_would(kind: str, texts: list[tuple[str, str]]) -> None:
+    options = CONSOLES[kind]
+    out = io.StringIO()
+    surface = PipeSurface(io.StringIO(), Console(file=out, highlight=False, **options))  # type: ignore[arg-type]
+    for text, style in texts:
+        surface.note(text, style)
+    assert out.getvalue() == "".join(rich_wrote(options, t, s) for t, s in texts)
+
+
+@pytest.mark.parametrize("color", [True, False])
+@settings(max_examples=300, deadline=None)
+@given(
+    text=TEXTS,
+    style=st.sampled_from([*STYLES, "on red", "bold white on blue"]),
+    width=st.integers(1, 100),
+)
+def test_terminal_note_lines_are_rich_lines(text: str, style: str, width: int, color: bool) -> None:
+    expected = terminal_lines(Text(text, style=style), width, color=color)
+    assert styled_lines(text, style, width, color=color) == expected
