@@ -78,3 +78,17 @@ async def test_the_sync_harness_streams_and_cancels(tmp_path: Path) -> None:
 
 def test_async_harness_names_its_runtime() -> None:
     assert AsyncHarness(provider="p", model="m").command[-1] == "dsh.server"
+
+
+def test_the_client_imports_no_runtime() -> None:
+    """A driver process pays for the client only: the kernel, llm and pydantic stay out."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, dsh.client\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('dsh.kernel', 'dsh.llm', "
+        "'pydantic'))))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.strip() == "[]", result.stderr

@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh.client import AsyncHarness, HarnessRpcError
-from dsh.server._protocol import Request, parse
+from dsh.server._protocol import Request, encode, event_frame, notification, parse
+from dsh.session import SessionEvent
 
 ROOT = Path(__file__).parents[2]
 
@@ -278,6 +279,24 @@ def test_the_line_parser_never_raises(line: bytes) -> None:
     assert frame is None or isinstance(frame, Request | dict)
     if isinstance(frame, dict):
         json.dumps(frame)  # an error frame is always serialisable
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    session_id=st.text(max_size=12),
+    data=st.dictionaries(
+        st.text(max_size=6), st.none() | st.integers() | st.text(max_size=12), max_size=4
+    ),
+    seqs=st.none() | st.lists(st.integers(0, 9), max_size=2).map(tuple),
+)
+def test_an_event_frame_is_the_generic_encoding(
+    session_id: str, data: dict[str, Any], seqs: tuple[int, ...] | None
+) -> None:
+    """The runtime's per-event fast path writes exactly the bytes of the generic encoder
+    (non-ASCII kept, a lone surrogate escaped)."""
+    event = SessionEvent("x/y", 12, 1000, {**data, "t": "\u00e9\ud800"}, None, seqs, True)
+    params = {"sessionId": session_id, "event": event.to_json()}
+    assert event_frame(session_id, event) == encode(notification("session.event", params))
 
 
 async def test_random_lines_never_break_the_server_process(tmp_path: Path) -> None:

@@ -348,3 +348,20 @@ def test_the_fast_append_path_fills_every_field_of_session_event() -> None:
     for event in (fast, slow):
         values = {f.name: getattr(event, f.name) for f in dataclasses.fields(SessionEvent)}
         assert SessionEvent(**values) == event
+
+
+def test_the_published_payload_has_every_field() -> None:
+    """`session/event` payloads are built slot by slot too (`event_payload`)."""
+    import dataclasses
+
+    from dsh.session import SessionEventPayload
+    from dsh.session._events import event_payload
+
+    session = Session.create("s-payload")
+    event = session.append("turn/start", {"turn": 1})
+    payload = event_payload(session, event)
+    values = {f.name: getattr(payload, f.name) for f in dataclasses.fields(SessionEventPayload)}
+    assert SessionEventPayload(**values) == payload
+    assert payload.session is session and payload.event is event
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        payload.event = event  # type: ignore[misc]

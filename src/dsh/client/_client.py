@@ -15,17 +15,17 @@ from dataclasses import field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .._record import record
-from ..llm import Json
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # dsh.llm would pull in the kernel: a client stays light
     from ..events import TypedEvent
+    from ..llm import Json
 
 DEFAULT_COMMAND: tuple[str, ...] = (sys.executable, "-m", "dsh.server")
 _EXITED: dict[str, Json] = {"method": "<runtime exited>"}
 """Put on every subscriber's queue when the runtime's stdout closes."""
 
 
-QuestionHandler: TypeAlias = Callable[[dict[str, Json]], Awaitable[Json] | Json]
+QuestionHandler: TypeAlias = Callable[[dict[str, Any]], Awaitable[Any] | Any]
 """Gets `{sessionId, callId, questions: [{question, header, options: [{label, description}],
 multiSelect}]}`; returns `{answers: [{selected: [label, ...], text}]}`, one per question, or
 `{answers: None}` when the person declines."""

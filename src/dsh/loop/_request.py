@@ -99,10 +99,12 @@ class RequestBuilder:
         if self._header_logged and previous is not None:
             config = previous.config
             defaults = previous.adapter_defaults
-            if defaults.max_tokens:
-                config = replace(config, max_tokens=None)
-            if defaults.reasoning_effort:
-                config = replace(config, reasoning_effort=None)
+            if defaults.max_tokens or defaults.reasoning_effort:  # one copy for both
+                config = replace(
+                    config,
+                    max_tokens=None if defaults.max_tokens else config.max_tokens,
+                    reasoning_effort=None if defaults.reasoning_effort else config.reasoning_effort,
+                )
             return config
         provider = options.provider or self._state.default_provider or ""
         model = options.model or self._state.default_model or ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -19,6 +19,9 @@ from pydantic import (
 
 from .._record import record
 from ..llm import ContentBlock, ImageBlock, Json, TextBlock, clean_json, clean_text, json_bytes
+
+if TYPE_CHECKING:
+    from ..session import SessionEvent
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -63,10 +66,22 @@ def request(id: str, method: str, params: Json) -> dict[str, Json]:
     return {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
 
 
+_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
 def encode(frame: dict[str, Json]) -> bytes:
     """One frame, as the reference writes it: compact, UTF-8, newline-terminated (a lone
     surrogate as its `\\uXXXX` escape, as JavaScript's `JSON.stringify` writes it)."""
-    return json_bytes(json.dumps(frame, separators=(",", ":"), ensure_ascii=False)) + b"\n"
+    return json_bytes(_compact(frame) + "\n")
+
+
+def event_frame(session_id: str, event: SessionEvent) -> bytes:
+    """`encode(notification("session.event", {sessionId, event}))`, the same bytes, built
+    around the encoded event: the runtime sends one per logged event."""
+    return json_bytes(
+        '{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":'
+        f'{_compact(session_id)},"event":{_compact(event.to_json())}}}}}\n'
+    )
 
 
 def response(id: Json, result: Json) -> dict[str, Json]:

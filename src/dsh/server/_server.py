@@ -32,6 +32,7 @@ from ._protocol import (
     Response,
     RpcError,
     SessionParams,
+    event_frame,
     notification,
     params_error,
 )
@@ -44,7 +45,8 @@ SERVER_INFO = {"name": "deepseek-harness-sdk-runtime", "version": "0.0.1"}
 DEEPSEEK_PROVIDER = "deepseek-official"
 DEEPSEEK_PLUGIN = "deepseek"
 
-Send = Callable[[dict[str, Json]], None]
+Send = Callable[[dict[str, Json] | bytes], None]
+"""Sends one frame: a JSON object, or one already encoded (`encode`, `event_frame`)."""
 
 
 class JsonRpcServer:
@@ -78,8 +80,7 @@ class JsonRpcServer:
     # -- notifications ---------------------------------------------------------------------
 
     def _on_event(self, payload: SessionEventPayload) -> None:
-        params = {"sessionId": payload.session.id, "event": payload.event.to_json()}
-        self.send(notification("session.event", params))
+        self.send(event_frame(payload.session.id, payload.event))
 
     def _on_status(self, change: StatusChange) -> None:
         params = {"sessionId": change.agent.id, "status": change.status}

@@ -45,12 +45,13 @@ class FrameOutput:
         self.closed = asyncio.Event()
         self._pending: list[bytes] = []
 
-    def send(self, frame: dict[str, Json]) -> None:
+    def send(self, frame: dict[str, Json] | bytes) -> None:
+        """Queue `frame` (a JSON object, or a frame `encode` or `event_frame` made)."""
         if self.closed.is_set():
             return
         if not self._pending:
             asyncio.get_running_loop().call_soon(self.flush)
-        self._pending.append(encode(frame))
+        self._pending.append(frame if isinstance(frame, bytes) else encode(frame))
 
     def flush(self) -> None:
         data, self._pending = b"".join(self._pending), []

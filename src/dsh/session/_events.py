@@ -22,6 +22,21 @@ class SessionEventPayload:
     event: SessionEvent
 
 
+# One payload per logged event: built through the slot descriptors, without the frozen
+# dataclass `__init__` (a third of the cost). A new field must be set here too.
+_new_payload = object.__new__
+_set_session = vars(SessionEventPayload)["session"].__set__
+_set_event = vars(SessionEventPayload)["event"].__set__
+
+
+def event_payload(session: Session, event: SessionEvent) -> SessionEventPayload:
+    """`SessionEventPayload(session, event)`, built for the append path."""
+    payload: SessionEventPayload = _new_payload(SessionEventPayload)
+    _set_session(payload, session)
+    _set_event(payload, event)
+    return payload
+
+
 SESSION_CREATED: EmitSpec[Session] = EventSpec.declare(
     "session/created",
     Mode.EMIT,

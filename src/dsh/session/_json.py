@@ -93,6 +93,8 @@ _new_dict = dict.__new__
 _init_dict = dict.__init__
 _new_list = list.__new__
 _init_list = list.__init__
+_set_item = dict.__setitem__
+_set_index = list.__setitem__
 
 
 class _Invalid(Exception):
@@ -132,36 +134,38 @@ def _freeze(value: Json) -> Json:
     if t is str or t is int or t is bool or value is None:
         return value
     if t is dict:
-        out: dict[str, Json] = {}
+        # Copied whole in C, then checked: only nested containers are replaced (by their
+        # frozen copies), so a flat object costs one copy and no Python-level insertions.
+        frozen = _new_dict(FrozenDict)
+        _init_dict(frozen, value)
         for key, item in value.items():
             if type(key) is not str:
                 raise _Invalid(f"key {key!r} is not a str")
             it = type(item)
             if it is str or it is int or it is bool or item is None:
-                out[key] = item
-            else:
-                try:
-                    out[key] = _freeze(item)
-                except _Invalid as exc:
-                    exc.parts.append(_key_part(key))
-                    raise
-        frozen = _new_dict(FrozenDict)
-        _init_dict(frozen, out)
+                continue
+            try:
+                part = _freeze(item)
+            except _Invalid as exc:
+                exc.parts.append(_key_part(key))
+                raise
+            if part is not item:
+                _set_item(frozen, key, part)
         return frozen
     if t is list:
-        items: list[Json] = []
+        frozen_list = _new_list(FrozenList)
+        _init_list(frozen_list, value)
         for index, item in enumerate(value):
             it = type(item)
             if it is str or it is int or it is bool or item is None:
-                items.append(item)
-            else:
-                try:
-                    items.append(_freeze(item))
-                except _Invalid as exc:
-                    exc.parts.append(f"[{index}]")
-                    raise
-        frozen_list = _new_list(FrozenList)
-        _init_list(frozen_list, items)
+                continue
+            try:
+                part = _freeze(item)
+            except _Invalid as exc:
+                exc.parts.append(f"[{index}]")
+                raise
+            if part is not item:
+                _set_index(frozen_list, index, part)
         return frozen_list
     if t is float:
         if value - value != 0.0:

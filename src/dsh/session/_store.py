@@ -14,7 +14,7 @@ from ._events import (
     SESSION_DISPOSED,
     SESSION_EVENT,
     SESSION_FLUSH,
-    SessionEventPayload,
+    event_payload,
 )
 from ._fork import fork_seed
 from ._header import FORMAT_VERSION, FORMAT_VERSIONS, SessionHeader, SessionMeta
@@ -47,7 +47,7 @@ class _Entry(Publication):
     def _publish(self, event: SessionEvent) -> None:
         bus = self.bus
         if bus.count(SESSION_EVENT):
-            bus.emit(SESSION_EVENT, SessionEventPayload(self.session, event), self.scope)
+            bus.emit(SESSION_EVENT, event_payload(self.session, event), self.scope)
 
     def _announce(self) -> None:
         self.bus.emit(SESSION_CREATED, self.session, self.scope)

@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..kernel import Aborted, CancelSignal, holds_secrets, redact_secrets
 from ..llm import ContentBlock, Json, Message, TextBlock, blocks_from_json, clean_json
@@ -385,25 +385,46 @@ def _well_formed(result: ToolResult) -> ToolResult:
 
 def _redacted(result: ToolResult) -> ToolResult:
     """`result` with held credentials masked in all it carries: a tool that printed an API
-    key sends it neither to the model nor to the log."""
+    key sends it neither to the model nor to the log. Only what held one is rebuilt."""
     if not holds_secrets():
         return result
+    changes: dict[str, Any] = {}
     content = _redact_blocks(result.content)
+    if content is not result.content:
+        changes["content"] = content
     meta = _redact_json(result.meta)
-    contexts = tuple(
-        replace(m, content=_redact_blocks(m.content)) for m in result.additional_contexts
-    )
-    redacted = replace(result, content=content, meta=meta, additional_contexts=contexts)
-    if isinstance(redacted, ToolFailure):
-        message = redact_secrets(redacted.error.message)
-        return replace(redacted, error=replace(redacted.error, message=message))
-    return replace(redacted, value=_redact_json(redacted.value))
+    if meta is not result.meta:
+        changes["meta"] = meta
+    contexts = tuple(_redact_context(m) for m in result.additional_contexts)
+    if any(a is not b for a, b in zip(contexts, result.additional_contexts, strict=True)):
+        changes["additional_contexts"] = contexts
+    if isinstance(result, ToolFailure):
+        message = redact_secrets(result.error.message)
+        if message != result.error.message:
+            changes["error"] = replace(result.error, message=message)
+    else:
+        value = _redact_json(result.value)
+        if value is not result.value:
+            changes["value"] = value
+    return replace(result, **changes) if changes else result
+
+
+def _redact_context(context: Message) -> Message:
+    content = _redact_blocks(context.content)
+    return context if content is context.content else replace(context, content=content)
 
 
 def _redact_blocks(blocks: tuple[ContentBlock, ...]) -> tuple[ContentBlock, ...]:
-    return tuple(
-        replace(b, text=redact_secrets(b.text)) if isinstance(b, TextBlock) else b for b in blocks
-    )
+    """`blocks` with credentials masked in their text; the same tuple when none held one."""
+    redacted = tuple(_redact_block(b) for b in blocks)
+    return blocks if all(a is b for a, b in zip(redacted, blocks, strict=True)) else redacted
+
+
+def _redact_block(block: ContentBlock) -> ContentBlock:
+    if not isinstance(block, TextBlock):
+        return block
+    text = redact_secrets(block.text)
+    return block if text == block.text else replace(block, text=text)
 
 
 def _redact_json(value: Json) -> Json:
