@@ -187,7 +187,9 @@ def jsonrpc(cwd: str) -> None:
 
     command = [str(BIN / "dsh-jsonrpc-agent")]
     with Harness(provider="deepseek-official", model=MODEL, cwd=cwd, command=command) as h:
-        result = h.run(TASK, session_id="bench")
+        # A new session each run: a fixed id would resume the previous run's log, and each
+        # run would start with the history of all before it.
+        result = h.run(TASK, session_id=f"bench-{os.getpid()}")
     assert result.finish_reason == "completed", result.finish_reason
     print(json.dumps({"notifications": len(result.notifications)}))
 
