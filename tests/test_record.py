@@ -91,3 +91,45 @@ def test_value_classes_use_record() -> None:
     plain = re.compile(r"^@(dataclasses\.)?dataclass\(frozen=True, slots=True\)$", re.M)
     offenders = [str(p) for p in SRC.rglob("*.py") if plain.search(p.read_text("utf-8"))]
     assert offenders == []
+
+
+@record
+class Shaped:
+    x: int
+    kind: str = field(default="shaped", init=False, repr=False)
+    made: list[int] = field(default_factory=list, init=False)
+    total: int = field(default=0, kw_only=True)
+    seen: list[str] = field(default_factory=list, kw_only=True)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "total", self.total + self.x)
+
+
+@record
+class Derived(Point):
+    z: float = 0.0
+
+
+def test_the_init_is_that_of_the_dataclass() -> None:
+    """The `__init__` is compiled at the first instance; it takes what the dataclass's takes."""
+    one = Shaped(1, total=2)
+    assert (one.kind, one.made, one.total, one.seen) == ("shaped", [], 3, [])
+    assert Shaped(1).seen is not Shaped(1).seen and Shaped(1, seen=["a"]).seen == ["a"]
+    with pytest.raises(TypeError):
+        Shaped(1, 2)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Shaped(kind="k")  # type: ignore[call-arg]
+    assert Derived(1, z=2.0) == Derived(1, "s", [], None, 2.0) and Derived(1).z == 0.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del one.x
+    assert pickle.loads(pickle.dumps(one)) == one
+    assert dataclasses.replace(one, x=5).total == 8  # replace passes total=3 on, as dataclasses do
+
+
+def test_a_default_before_a_non_default_is_refused_at_declaration() -> None:
+    with pytest.raises(TypeError, match="non-default argument 'y' follows default argument"):
+
+        @record
+        class Wrong:
+            x: int = 0
+            y: int  # type: ignore[misc]
