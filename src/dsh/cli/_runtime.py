@@ -3,6 +3,7 @@ route, the runtime and its agents."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import uuid
@@ -225,6 +226,9 @@ async def start_runtime(profile: Profile, route: Route) -> Context:
             f'no adapter serves provider "{route.provider}": mount one in a profile '
             "(see `dsh config show`)"
         )
+    # What imports and boot built lives as long as this process: moved out of the collector's
+    # generations, the next full collections do not traverse it again (4% of `dsh run` N=1).
+    gc.freeze()
     return ctx
 
 
