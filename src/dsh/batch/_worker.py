@@ -182,16 +182,17 @@ def _from_user(event: SessionEvent) -> bool:
 def result_of(task_id: str, session_id: str, events: Sequence[SessionEvent]) -> TaskResult:
     """A task's result as its session log tells it: the last answer, how the last turn
     ended, the usage of the whole session, and the time from its first turn to its last end."""
-    answer = ""
+    last: SessionEvent | None = None
     first: int | None = None
     end: SessionEvent | None = None
     for event in events:
         if event.type == "assistant/message":
-            answer = text_of(Message.from_json(event.data["message"]).content)
+            last = event  # only the last one is decoded
         elif event.type == "turn/start" and first is None:
             first = event.time
         elif event.type == "turn/end":
             end = event
+    answer = "" if last is None else text_of(Message.from_json(last.data["message"]).content)
     reason: Any = {} if end is None else end.data["reason"]
     wall = 0.0 if end is None or first is None else (end.time - first) / 1000
     return TaskResult(

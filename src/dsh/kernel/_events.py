@@ -319,7 +319,14 @@ class EventBus:
                 continue
             if result is not None and inspect.isawaitable(result):
                 awaitables.append(result)
-        if awaitables:
+        if len(awaitables) == 1:
+            # One listener (the common case, e.g. the persistence's `session/flush`): awaited
+            # in place, which spares the task and the future `gather` would add.
+            try:
+                await awaitables[0]
+            except Exception as exc:
+                failures.append(exc)
+        elif awaitables:
             outcomes = await asyncio.gather(*awaitables, return_exceptions=True)
             for outcome in outcomes:
                 if isinstance(outcome, BaseException):

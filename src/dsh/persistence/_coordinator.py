@@ -236,9 +236,9 @@ class WriteCoordinator:
         cancelled = False
         try:
             if batch:
-                thread = asyncio.ensure_future(
-                    asyncio.to_thread(self._store, writer, batch, durable)
-                )
+                # The executor's future itself (not `to_thread`'s task around it): one write
+                # per flush of every live session, so the task it would add is a cost to spare.
+                thread = writer.loop.run_in_executor(None, self._store, writer, batch, durable)
                 cancelled = await _outlive(thread)
                 failure = thread.exception()
                 if failure is not None:
@@ -248,7 +248,7 @@ class WriteCoordinator:
                 writer.cursor = batch[-1].seq + 1
                 writer.unsynced = not durable
             elif durable and writer.unsynced:
-                await asyncio.to_thread(self.backend.sync, session_id)
+                await writer.loop.run_in_executor(None, self.backend.sync, session_id)
                 writer.unsynced = False
             writer.failure = None
         except Exception as exc:

@@ -33,7 +33,7 @@ DEFAULT_CANCEL_GRACE_S = 5.0
 
 
 class _Shared:
-    __slots__ = ("bus", "cancel_grace_s", "offered", "schemas", "table", "version")
+    __slots__ = ("bus", "cancel_grace_s", "offers", "schemas", "table", "version")
 
     def __init__(self, bus: EventBus, cancel_grace_s: float) -> None:
         self.bus = bus
@@ -44,8 +44,12 @@ class _Shared:
         then offers the same schema objects, which encoders cache by identity."""
         self.version = 0
         """Counts the table's changes of tools and restrictions (each emits `tools/change`)."""
-        self.offered: tuple[int, Callable[[], object], ToolSchemaSet] | None = None
-        """The last assembly's offer: the version and (weakly) the scope it was made for."""
+        self.offers: weakref.WeakKeyDictionary[
+            object, tuple[int, weakref.ref[object], ToolSchemaSet]
+        ] = weakref.WeakKeyDictionary()
+        """By scope (weakly: a disposed agent's goes with it): the last offer made to it and
+        the version it was made at. One per scope, as concurrent agents (a batch) take turns;
+        the scope's weak reference is kept too, to compare scopes by identity."""
 
     def schema_of(self, definition: ToolDefinition) -> ToolSchema:
         known = self.schemas.get(definition.name)
@@ -167,11 +171,15 @@ class ToolRuntime:
         from ..prompt import ToolSchemaSet
 
         shared, scope = self._shared, context.scope
-        last = shared.offered
-        if last is not None and last[0] == shared.version and last[1]() is scope:
+        key = _UNSCOPED if scope is None else scope
+        try:
+            last = shared.offers.get(key)
+        except TypeError:  # a scope that cannot be weakly referenced (a str): not kept
+            return ToolSchemaSet(self.schemas(scope), self.known_names())
+        if last is not None and last[0] == shared.version and last[1]() is key:
             return last[2]
         offer = ToolSchemaSet(self.schemas(scope), self.known_names())
-        shared.offered = (shared.version, _weak(scope), offer)
+        shared.offers[key] = (shared.version, weakref.ref(key), offer)
         return offer
 
     def execution_mode(self, exec: ToolExecutionInput | ToolExecution) -> ExecutionMode:
@@ -216,16 +224,8 @@ class ToolRuntime:
         return f"<ToolRuntime tools={len(self._shared.table.global_)} scope={self._ctx.scope!r}>"
 
 
-def _none() -> None:
-    return None
+class _Unscoped:
+    """The key of the offer made without a scope (None cannot be weakly referenced)."""
 
 
-def _weak(scope: object | None) -> Callable[[], object]:
-    """A reference to `scope` that does not keep a disposed agent alive (a key that cannot
-    be weakly referenced, such as a str, is a plain value and is held)."""
-    if scope is None:
-        return _none
-    try:
-        return weakref.ref(scope)
-    except TypeError:
-        return lambda: scope
+_UNSCOPED = _Unscoped()
