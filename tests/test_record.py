@@ -133,3 +133,12 @@ def test_a_default_before_a_non_default_is_refused_at_declaration() -> None:
         class Wrong:
             x: int = 0
             y: int  # type: ignore[misc]
+
+
+def test_pseudo_fields_are_refused_at_declaration() -> None:
+    with pytest.raises(TypeError, match="no InitVar or ClassVar"):
+
+        @record
+        class WithInitVar:
+            x: int
+            seed: dataclasses.InitVar[int]

@@ -58,6 +58,9 @@ def _frozen(cls: type[T]) -> type[T]:
             raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
         if name not in own:
             setattr(cls, name, method)
+    if len(cls.__dataclass_fields__) != len(dataclasses.fields(cls)):  # type: ignore[attr-defined,arg-type]
+        # The compiled `__init__` knows fields only, not InitVar or ClassVar pseudo-fields.
+        raise TypeError(f"{cls.__name__}: @record takes no InitVar or ClassVar; use @dataclass")
     params = cls.__dataclass_params__  # type: ignore[attr-defined]
     params.frozen = True
     if "__init__" not in own:
