@@ -167,6 +167,32 @@ async def test_a_write_cancelled_while_its_thread_stores_counts_as_written(
     await world.ctx.owner.dispose()
 
 
+async def test_a_flush_cancelled_while_its_thread_stores_ends_with_the_write(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A flush writes in its caller's task: cancelling that task waits for the thread, so the
+    # batch it stored is counted (never written again) before the cancellation is raised.
+    world, _ = await _world(tmp_path, window_ms=60_000)
+    world.spy.hold = threading.Event()
+    session = world.store.create("s-flush-cancelled")
+    _todos(session, 3)
+    flush = asyncio.ensure_future(world.store.flush(session))
+    await asyncio.to_thread(world.spy.holding.wait, 10)  # the thread is inside the write
+    flush.cancel()
+    await wait_all_tasks_blocked()
+    assert not flush.done()  # the thread still stores: the cancellation waits for it
+    world.spy.hold.set()
+    await asyncio.wait([flush])
+    assert flush.cancelled()
+    assert world.written == [Written("s-flush-cancelled", 2, True)]
+    _todos(session, 1)
+    await world.store.flush(session)  # only the new event: no retry of the stored batch
+    assert world.spy.batches == [[0, 1, 2], [3]]
+    assert world.stored("s-flush-cancelled") == 4
+    assert "write failed" not in caplog.text
+    await world.ctx.owner.dispose()
+
+
 async def test_a_write_cancelled_before_it_started_does_not_stall_the_drain(
     tmp_path: Path,
 ) -> None:

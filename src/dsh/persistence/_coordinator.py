@@ -80,7 +80,8 @@ class _Writer:
         self.materialized = stored
         self.pending: list[SessionEvent] = []
         self.timer: asyncio.TimerHandle | None = None
-        self.active: asyncio.Task[None] | None = None
+        self.active: asyncio.Future[None] | None = None
+        """The write in flight: a window's task, or a flush's gate (`_Gate`)."""
         self.failure: Exception | None = None
         self.unsynced = False
         self.draining = 0
@@ -231,25 +232,37 @@ class WriteCoordinator:
         return task
 
     async def _write(self, writer: _Writer, durable: bool) -> None:
+        """Write the pending batch (or, durable, sync what was written) in a worker thread.
+        A flush runs it in the flushing task; a window's timer, in a task of its own (`_start`).
+        Cancelling the task waits for the thread: what it did is counted first."""
         session_id = writer.session.id
         batch, writer.pending = writer.pending, []
         cancelled = False
+        inline = writer.active is None
         try:
-            if batch:
+            if batch or (durable and writer.unsynced):
                 # The executor's future itself (not `to_thread`'s task around it): one write
                 # per flush of every live session, so the task it would add is a cost to spare.
-                thread = writer.loop.run_in_executor(None, self._store, writer, batch, durable)
-                cancelled = await _outlive(thread)
+                if batch:
+                    thread = writer.loop.run_in_executor(None, self._store, writer, batch, durable)
+                else:
+                    thread = writer.loop.run_in_executor(None, self.backend.sync, session_id)
+                gate = _Gate(loop=writer.loop)
+                thread.add_done_callback(gate.open)
+                if inline:
+                    writer.active = gate  # what another flush waits for
+                try:
+                    await gate
+                except asyncio.CancelledError:
+                    cancelled = True  # raised once the thread is done (the gate refuses it)
                 failure = thread.exception()
                 if failure is not None:
                     writer.pending[:0] = batch  # kept, in order, for the retry
                     raise failure
-                writer.materialized = True
-                writer.cursor = batch[-1].seq + 1
+                if batch:
+                    writer.materialized = True
+                    writer.cursor = batch[-1].seq + 1
                 writer.unsynced = not durable
-            elif durable and writer.unsynced:
-                await writer.loop.run_in_executor(None, self.backend.sync, session_id)
-                writer.unsynced = False
             writer.failure = None
         except Exception as exc:
             if writer.failure is None:
@@ -289,7 +302,7 @@ class WriteCoordinator:
                     continue
                 if not writer.pending and not writer.unsynced:
                     return
-                await asyncio.shield(self._start(writer, durable=True))
+                await self._write(writer, durable=True)  # in this task: no task to spare
         finally:
             writer.draining -= 1
 
@@ -324,17 +337,17 @@ class WriteCoordinator:
         self._prepared.clear()
 
 
-async def _outlive(thread: asyncio.Future[None]) -> bool:
-    """Wait for a worker thread's future to be done, even through cancellations of this
-    task: the thread cannot be stopped, so what it did (a batch stored, or not) is what
-    happened and must be counted. Whether this task was cancelled meanwhile."""
-    cancelled = False
-    while not thread.done():
-        try:
-            await asyncio.wait([thread])
-        except asyncio.CancelledError:
-            cancelled = True
-    return cancelled
+class _Gate(asyncio.Future[None]):
+    """Opens when a worker thread's future is done; it refuses cancellation, so the task
+    awaiting it is cancelled only then: the thread cannot be stopped, so what it did (a batch
+    stored, or not) is what happened and must be counted before the task ends."""
+
+    def cancel(self, msg: Any | None = None) -> bool:
+        return False
+
+    def open(self, thread: asyncio.Future[None]) -> None:
+        if not self.done():
+            self.set_result(None)
 
 
 def _live_writer(key: tuple[str, str]) -> bool:
