@@ -27,6 +27,7 @@ from ..session import (
 from ._codec import records_of
 from ._events import PERSISTENCE_WRITTEN, Written
 from ._lease import WriterHold, hold_writer
+from ._threads import run_in_thread
 from ._types import SessionExistsError, SessionLiveError
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ class _Writer:
         self.pending: list[SessionEvent] = []
         self.timer: asyncio.TimerHandle | None = None
         self.active: asyncio.Future[None] | None = None
-        """The write in flight: a window's task, or a flush's gate (`_Gate`)."""
+        """The write in flight: a window's task, or a flush's gate."""
         self.failure: Exception | None = None
         self.unsynced = False
         self.draining = 0
@@ -241,24 +242,19 @@ class WriteCoordinator:
         inline = writer.active is None
         try:
             if batch or (durable and writer.unsynced):
-                # The executor's future itself (not `to_thread`'s task around it): one write
-                # per flush of every live session, so the task it would add is a cost to spare.
                 if batch:
-                    thread = writer.loop.run_in_executor(None, self._store, writer, batch, durable)
+                    gate = run_in_thread(writer.loop, self._store, writer, batch, durable)
                 else:
-                    thread = writer.loop.run_in_executor(None, self.backend.sync, session_id)
-                gate = _Gate(loop=writer.loop)
-                thread.add_done_callback(gate.open)
+                    gate = run_in_thread(writer.loop, self.backend.sync, session_id)
                 if inline:
                     writer.active = gate  # what another flush waits for
                 try:
                     await gate
                 except asyncio.CancelledError:
                     cancelled = True  # raised once the thread is done (the gate refuses it)
-                failure = thread.exception()
-                if failure is not None:
+                if gate.failure is not None:
                     writer.pending[:0] = batch  # kept, in order, for the retry
-                    raise failure
+                    raise gate.failure
                 if batch:
                     writer.materialized = True
                     writer.cursor = batch[-1].seq + 1
@@ -335,19 +331,6 @@ class WriteCoordinator:
                 prepared.release.detach()
             _give_up(prepared.lease)
         self._prepared.clear()
-
-
-class _Gate(asyncio.Future[None]):
-    """Opens when a worker thread's future is done; it refuses cancellation, so the task
-    awaiting it is cancelled only then: the thread cannot be stopped, so what it did (a batch
-    stored, or not) is what happened and must be counted before the task ends."""
-
-    def cancel(self, msg: Any | None = None) -> bool:
-        return False
-
-    def open(self, thread: asyncio.Future[None]) -> None:
-        if not self.done():
-            self.set_result(None)
 
 
 def _live_writer(key: tuple[str, str]) -> bool:

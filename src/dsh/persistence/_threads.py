@@ -1,0 +1,104 @@
+"""The write coordinator's worker threads: a job queue and a gate per job.
+
+A write is handed to a thread through one queue and reported back with one
+`call_soon_threadsafe`: no `concurrent.futures.Future` (with its condition), no chained
+asyncio future, no executor bookkeeping per job. That hand-off is two per agent step (the
+checkpoints), so its cost counts. Threads are started when a job finds none idle, up to a
+limit, and then wait for the next job; they are daemon threads, so an idle one never holds
+the process at exit, and a job in flight is awaited through its gate, which refuses
+cancellation (an event loop's teardown waits for it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["Gate", "run_in_thread"]
+
+LIMIT = min(32, (os.cpu_count() or 1) + 4)
+"""At most this many threads (the default executor's rule): writes of several sessions
+(a batch's agents) overlap, each in a thread of its own."""
+
+
+class Gate(asyncio.Future[None]):
+    """Done when its job's thread is done (`failure`: what the job raised). It refuses
+    cancellation: the task awaiting it is cancelled only once the thread is done, since a
+    thread cannot be stopped and what it did (a batch stored, or not) must be counted."""
+
+    failure: BaseException | None = None
+
+    def cancel(self, msg: Any | None = None) -> bool:
+        return False
+
+    def settle(self, failure: BaseException | None) -> None:
+        self.failure = failure
+        if not self.done():
+            self.set_result(None)
+
+
+class _Pool:
+    __slots__ = ("backlog", "idle", "jobs", "lock", "threads")
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.threads = 0
+        self.idle = 0
+        """Threads done with their job and not yet claimed by a new one."""
+        self.backlog = 0
+        """Jobs queued while every thread was busy (the next thread to finish takes one)."""
+
+    def work(self) -> None:
+        jobs, lock = self.jobs, self.lock
+        while True:
+            loop, gate, fn, args = jobs.get()
+            failure: BaseException | None = None
+            try:
+                fn(*args)
+            except BaseException as exc:  # reported through the gate, raised by its waiter
+                failure = exc
+            with lock:
+                if self.backlog:
+                    self.backlog -= 1
+                else:
+                    self.idle += 1
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+                loop.call_soon_threadsafe(gate.settle, failure)
+            del loop, gate, fn, args, failure
+
+
+_pool = _Pool()
+
+
+def _forked() -> None:
+    # A forked child has none of the parent's threads.
+    global _pool
+    _pool = _Pool()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def run_in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args: Any) -> Gate:
+    """Run `fn(*args)` in a worker thread; the returned gate opens (on `loop`) when it is done."""
+    pool = _pool
+    gate = Gate(loop=loop)
+    start = False
+    with pool.lock:
+        if pool.idle:
+            pool.idle -= 1
+        elif pool.threads < LIMIT:
+            pool.threads += 1
+            start = True
+        else:
+            pool.backlog += 1
+    pool.jobs.put((loop, gate, fn, args))
+    if start:
+        threading.Thread(target=pool.work, name="dsh-persistence", daemon=True).start()
+    return gate

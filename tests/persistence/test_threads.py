@@ -1,0 +1,60 @@
+"""The coordinator's worker threads: jobs overlap, failures come back, gates hold cancels."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from dsh.persistence._threads import run_in_thread
+from dsh.testing import wait_all_tasks_blocked
+
+
+async def test_jobs_run_in_threads_that_overlap_and_are_reused() -> None:
+    loop = asyncio.get_running_loop()
+    both = threading.Barrier(2, timeout=10)
+    names: list[str] = []
+
+    def job() -> None:
+        both.wait()  # two jobs at once: each needs a thread of its own
+        names.append(threading.current_thread().name)
+
+    gates = [run_in_thread(loop, job), run_in_thread(loop, job)]
+    await asyncio.wait(gates)
+    assert all(gate.failure is None for gate in gates)
+    assert threading.current_thread().name not in names
+    before = threading.active_count()
+    for _ in range(5):
+        await run_in_thread(loop, names.append, "again")  # an idle thread takes it
+    assert threading.active_count() == before
+
+
+async def test_a_failure_comes_back_through_the_gate() -> None:
+    def job() -> None:
+        raise OSError("disk full (simulated)")
+
+    gate = run_in_thread(asyncio.get_running_loop(), job)
+    await gate
+    assert isinstance(gate.failure, OSError)
+
+
+async def test_cancelling_the_waiter_takes_effect_once_the_thread_is_done() -> None:
+    release = threading.Event()
+    done: list[bool] = []
+
+    def job() -> None:
+        release.wait(10)
+        done.append(True)
+
+    gate = run_in_thread(asyncio.get_running_loop(), job)
+
+    async def wait() -> None:
+        await gate
+
+    waiter = asyncio.ensure_future(wait())
+    await wait_all_tasks_blocked()
+    waiter.cancel()
+    await wait_all_tasks_blocked()
+    assert not waiter.done() and not gate.done()
+    release.set()
+    await asyncio.wait([waiter])
+    assert waiter.cancelled() and done == [True] and gate.failure is None
