@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 from dsh.persistence._threads import run_in_thread
 from dsh.testing import wait_all_tasks_blocked
@@ -58,3 +61,29 @@ async def test_cancelling_the_waiter_takes_effect_once_the_thread_is_done() -> N
     release.set()
     await asyncio.wait([waiter])
     assert waiter.cancelled() and done == [True] and gate.failure is None
+
+
+def test_a_job_in_flight_at_exit_ends_whole(tmp_path: Path) -> None:
+    # A loop that ends without awaiting its write: the process still lets the write end.
+    marker = tmp_path / "written"
+    script = f"""
+import asyncio, threading
+from pathlib import Path
+from dsh.persistence._threads import run_in_thread
+
+started, exiting = threading.Event(), threading.Event()
+
+def job():
+    started.set()
+    exiting.wait(10)  # still in flight when the process exits
+    Path({str(marker)!r}).write_text("whole")
+
+async def main():
+    run_in_thread(asyncio.get_running_loop(), job)
+    await asyncio.to_thread(started.wait, 10)
+
+asyncio.run(main())
+exiting.set()
+"""
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    assert marker.read_text() == "whole"

@@ -5,13 +5,14 @@ A write is handed to a thread through one queue and reported back with one
 asyncio future, no executor bookkeeping per job. That hand-off is two per agent step (the
 checkpoints), so its cost counts. Threads are started when a job finds none idle, up to a
 limit, and then wait for the next job; they are daemon threads, so an idle one never holds
-the process at exit, and a job in flight is awaited through its gate, which refuses
-cancellation (an event loop's teardown waits for it).
+the process at exit. A job in flight is awaited through its gate, which refuses cancellation
+(an event loop's teardown waits for it), and at exit the process waits for it too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import os
 import queue
@@ -43,11 +44,14 @@ class Gate(asyncio.Future[None]):
 
 
 class _Pool:
-    __slots__ = ("backlog", "idle", "jobs", "lock", "threads")
+    __slots__ = ("backlog", "idle", "jobs", "lock", "running", "settled", "threads")
 
     def __init__(self) -> None:
         self.jobs: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self.lock = threading.Lock()
+        self.settled = threading.Condition(self.lock)
+        """Notified when no job is running any more."""
+        self.running = 0
         self.threads = 0
         self.idle = 0
         """Threads done with their job and not yet claimed by a new one."""
@@ -64,6 +68,9 @@ class _Pool:
             except BaseException as exc:  # reported through the gate, raised by its waiter
                 failure = exc
             with lock:
+                self.running -= 1
+                if not self.running:
+                    self.settled.notify_all()
                 if self.backlog:
                     self.backlog -= 1
                 else:
@@ -82,7 +89,17 @@ def _forked() -> None:
     _pool = _Pool()
 
 
+def _settle_at_exit() -> None:
+    # Atexit runs once the non-daemon threads are joined and before daemon threads are
+    # stopped: a write still in flight (its loop ended without awaiting it) ends whole, as
+    # it would have in the default executor's threads.
+    pool = _pool
+    with pool.lock:
+        pool.settled.wait_for(lambda: not pool.running)
+
+
 os.register_at_fork(after_in_child=_forked)
+atexit.register(_settle_at_exit)
 
 
 def run_in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args: Any) -> Gate:
@@ -91,6 +108,7 @@ def run_in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *a
     gate = Gate(loop=loop)
     start = False
     with pool.lock:
+        pool.running += 1
         if pool.idle:
             pool.idle -= 1
         elif pool.threads < LIMIT:
