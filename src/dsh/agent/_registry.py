@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -199,13 +199,14 @@ class AgentEvents:
     def emit(self, spec: EventSpec[P, Any], payload: P) -> None:
         self.ctx.bus.emit(spec, payload, self.agent)
 
-    async def serial(self, spec: EventSpec[P, R], payload: P) -> R | None:
-        return await self.ctx.bus.serial(spec, payload, self.agent)
+    # The bus's own coroutines, not one of ours around each: these run several times a step.
+    def serial(self, spec: EventSpec[P, R], payload: P) -> Coroutine[Any, Any, R | None]:
+        return self.ctx.bus.serial(spec, payload, self.agent)
 
-    async def waterfall(
+    def waterfall(
         self, spec: EventSpec[P, R], payload: P, terminal: Callable[[P], Awaitable[R]]
-    ) -> R:
-        return await self.ctx.bus.waterfall(spec, payload, terminal, self.agent)
+    ) -> Coroutine[Any, Any, R]:
+        return self.ctx.bus.waterfall(spec, payload, terminal, self.agent)
 
 
 def agent_events(ctx: Context, agent: Agent) -> AgentEvents:

@@ -404,7 +404,12 @@ class _Next(_Link):
         name: str,
         payload: Any,
     ) -> None:
-        super().__init__(listeners, index, terminal, name)
+        # Not through `super().__init__`: one per listener of every waterfall dispatch.
+        self.listeners = listeners
+        self.index = index
+        self.terminal = terminal
+        self.name = name
+        self.used = False
         self.payload = payload
 
     @overload

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from .._record import record
@@ -183,10 +184,11 @@ class WriteCoordinator:
         if writer.timer is None and writer.active is None and not writer.draining:
             self._arm(writer)
 
-    async def _flush(self, session: Session) -> None:
+    def _flush(self, session: Session) -> Coroutine[Any, Any, None] | None:
         writer = self._writers.get(session.id)
         if writer is not None and writer.session is session:
-            await self.drain(writer)
+            return self.drain(writer)  # awaited by the dispatch itself: no coroutine around it
+        return None
 
     def _disposed(self, session: Session) -> None:
         writer = self._writers.get(session.id)
@@ -270,8 +272,9 @@ class WriteCoordinator:
             retry_paused = writer.failure is not None
             if writer.pending and writer.timer is None and not writer.draining and not retry_paused:
                 self._arm(writer)
-        if batch and self._ctx is not None:
-            self._ctx.emit(PERSISTENCE_WRITTEN, Written(session_id, writer.cursor - 1, durable))
+        ctx = self._ctx
+        if batch and ctx is not None and ctx.bus.count(PERSISTENCE_WRITTEN):
+            ctx.emit(PERSISTENCE_WRITTEN, Written(session_id, writer.cursor - 1, durable))
         if cancelled:
             raise asyncio.CancelledError
 
