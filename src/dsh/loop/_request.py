@@ -29,13 +29,15 @@ class RequestBuilder:
     what the log says (SPEC §5.6). It owns the one piece of state that outlives a turn:
     whether this loop instance has logged a `request/header` yet."""
 
-    __slots__ = ("_agent", "_header_logged", "_session", "_state")
+    __slots__ = ("_agent", "_equal", "_header_logged", "_session", "_state")
 
     def __init__(self, agent: ReactLoopAgent, state: LoopState) -> None:
         self._agent = agent
         self._state = state
         self._session = agent.session
         self._header_logged = False
+        self._equal: tuple[EpochHeader, EpochHeader] | None = None
+        """(a logged header, a header built here and found equal to it)."""
 
     async def build(
         self, activity: Activity, assembly: PromptAssembly, system: str
@@ -150,8 +152,21 @@ class RequestBuilder:
             reason = "resume" if previous is not None else "initial"
             self._session.append("request/header", {"header": header.to_json(), "reason": reason})
             self._header_logged = True
-        elif header != previous:
+        elif not self._unchanged(header, previous):
             self._session.append("request/header", {"header": header.to_json(), "reason": "change"})
+
+    def _unchanged(self, header: EpochHeader, previous: EpochHeader | None) -> bool:
+        """`header == previous`. The logged header is parsed from the log, so its tool
+        schemas are copies and comparing them walks every schema; the last header built
+        here that equalled the same logged one shares this one's schema objects (the tool
+        offer is cached), so it is compared first, and that comparison is cheap."""
+        equal = self._equal
+        if equal is not None and equal[0] is previous and header == equal[1]:
+            return True
+        if header != previous or previous is None:
+            return False
+        self._equal = (previous, header)
+        return True
 
     def _log_route(self, config: LlmCallConfig, prepared: PreparedCall | None) -> None:
         """`request/context` when the route or its context window changed."""
