@@ -239,7 +239,7 @@ class WriteCoordinator:
         A flush runs it in the flushing task; a window's timer, in a task of its own (`_start`).
         Cancelling the task waits for the thread: what it did is counted first."""
         session_id = writer.session.id
-        batch, writer.pending = writer.pending, []
+        batch = writer.pending
         cancelled = False
         inline = writer.active is None
         try:
@@ -248,6 +248,7 @@ class WriteCoordinator:
                     gate = run_in_thread(writer.loop, self._store, writer, batch, durable)
                 else:
                     gate = run_in_thread(writer.loop, self.backend.sync, session_id)
+                writer.pending = []  # taken (a hand-off that failed left it pending)
                 if inline:
                     writer.active = gate  # what another flush waits for
                 try:

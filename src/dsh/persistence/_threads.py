@@ -116,7 +116,13 @@ def run_in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *a
             start = True
         else:
             pool.backlog += 1
-    pool.jobs.put((loop, gate, fn, args))
     if start:
-        threading.Thread(target=pool.work, name="dsh-persistence", daemon=True).start()
+        try:  # before the job is queued: a thread that cannot start leaves no job behind
+            threading.Thread(target=pool.work, name="dsh-persistence", daemon=True).start()
+        except BaseException:
+            with pool.lock:
+                pool.threads -= 1
+                pool.running -= 1
+            raise
+    pool.jobs.put((loop, gate, fn, args))
     return gate
