@@ -65,6 +65,8 @@ def test_a_command_line_builds_only_the_command_it_names() -> None:
         whole = runner.invoke(app, [name, "--help"], prog_name="dsh")
         assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output)
     assert _table_for(["--help"]) is app
+    assert _table_for(["--help", "run"]) is app  # the root's help lists every command
+    assert _table_for(["--version", "run"]) is app
     assert _table_for(["rnu"]) is app  # its error may suggest the command meant
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import io
+import itertools
 import os
 import sys
 from enum import StrEnum
@@ -532,11 +533,13 @@ def _table_for(args: list[str]) -> typer.Typer:
     """The table with only the command (or group) `args` names: typer builds the parser of
     every command it holds before it looks at the arguments (~80 M instructions for all of
     them, a twentieth of `dsh run`), and a command's help, errors and usage line do not
-    depend on its siblings. The whole table for the root's help, an unknown name (its
-    "No such command" error) and shell completion."""
-    name = next((arg for arg in args if not arg.startswith("-")), None)
-    if name is None or _COMPLETE_VARIABLE in os.environ:
+    depend on its siblings. The whole table for anything else: the root's help (`dsh
+    --help run` too), an unknown name (its "No such command" error) and shell completion."""
+    options = list(itertools.takewhile(lambda arg: arg.startswith("-"), args))
+    rest = args[len(options) :]
+    if not rest or set(options) - {"-v", "--verbose"} or _COMPLETE_VARIABLE in os.environ:
         return app
+    name = rest[0]
     commands = [command for command in app.registered_commands if command.name == name]
     groups = [group for group in app.registered_groups if group.name == name]
     if not commands and not groups:
