@@ -40,16 +40,7 @@ async def first_request_seconds(workdir: str) -> float:
             arrived.done() or arrived.set_result(time.perf_counter())
         )
         start = time.perf_counter()
-        process = await asyncio.create_subprocess_exec(
-            *DSH,
-            "run",
-            "--cwd",
-            workdir,
-            "hello",
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-            env=_env(server, workdir),
-        )
+        process = await _dsh_run(server, workdir)
         first = await asyncio.wait_for(arrived, timeout=60)
         await process.wait()
     return float(first) - start
@@ -58,32 +49,40 @@ async def first_request_seconds(workdir: str) -> float:
 async def imported_modules(workdir: str) -> collections.Counter[str]:
     """The modules a whole `dsh run` process imports, by top-level package."""
     async with OpenAIServer(["done"]) as server:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-X",
-            "importtime",
-            *DSH[1:],
-            "run",
-            "--cwd",
-            workdir,
-            "hello",
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-            env=_env(server, workdir),
+        process = await _dsh_run(
+            server, workdir, "-X", "importtime", stderr=asyncio.subprocess.PIPE
         )
         _, err = await process.communicate()
-    rows = [line.rpartition("|")[2].strip() for line in err.decode().splitlines()]
-    names = [row for row in rows if row and row != "imported package"]
+    lines = [line for line in err.decode().splitlines() if line.startswith("import time:")]
+    names = [line.rpartition("|")[2].strip() for line in lines[1:]]  # after the header
     return collections.Counter(name.split(".")[0] for name in names)
 
 
-def _env(server: OpenAIServer, workdir: str) -> dict[str, str]:
-    return {
+async def _dsh_run(
+    server: OpenAIServer,
+    workdir: str,
+    *python_options: str,
+    stderr: int = asyncio.subprocess.DEVNULL,
+) -> asyncio.subprocess.Process:
+    """`dsh run hello` in `workdir` against `server`, in a new interpreter."""
+    env = {
         **os.environ,
         "DEEPSEEK_BASE_URL": server.base_url,
         "DEEPSEEK_API_KEY": "bench",
         "DSH_SESSION_ROOT": os.path.join(workdir, "sessions"),
     }
+    return await asyncio.create_subprocess_exec(
+        DSH[0],
+        *python_options,
+        *DSH[1:],
+        "run",
+        "--cwd",
+        workdir,
+        "hello",
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=stderr,
+        env=env,
+    )
 
 
 async def main() -> None:
