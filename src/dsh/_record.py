@@ -1,30 +1,44 @@
-"""`@record`: a frozen, slotted dataclass whose methods are shared functions or compiled
-only when first needed, rather than generated per class at declaration.
+"""`@record`: a frozen, slotted dataclass declared without `dataclasses` processing it, its
+methods shared functions or compiled only when first needed.
 
 On Python 3.11, `dataclasses` writes each generated method as source text and compiles it:
-about half a millisecond of CPU per method, six methods for a frozen dataclass — most of
-what importing dsh costs, and start-up declares a few hundred value classes. A record's
+about half a millisecond of CPU per method, six methods for a frozen dataclass; its field
+scan and its made-up docstring (`inspect.signature` of the class) cost about as much again,
+and start-up declares a few hundred value classes. A record's fields are read here from the
+class's own annotations (the `Field` objects `dataclasses.fields` and `replace` read), its
 `__eq__`, `__hash__`, `__repr__`, `__setattr__`, `__delattr__` and pickling state compare,
 hash, print, refuse and copy the same fields the same way, from one definition here; its
 `__init__` (the same parameters, defaults, factories and `__post_init__` call) is compiled
 at its first instance, so a class never instantiated in a process costs no compile. It is
-a real dataclass (`fields`, `replace`, `asdict` work, `__dataclass_params__.frozen` is
-true), frozen and slotted, and the type checker sees it as one. A record extending another
-dataclass is left to `dataclasses` entirely (it checks frozen bases against subclasses).
+a real dataclass (`fields`, `replace`, `asdict` work, `__dataclass_params__` is that of
+`@dataclass(frozen=True, slots=True)`), frozen and slotted, and the type checker sees it as
+one. It takes no `ClassVar` or `InitVar` pseudo-field (its `__init__` knows fields only),
+and a class without a docstring gets none (rather than its signature). A record extending
+another dataclass is left to `dataclasses` entirely (it checks frozen bases against
+subclasses).
 """
 
 from __future__ import annotations
 
+import abc
 import dataclasses
+import inspect
+import re
 import reprlib
-from collections.abc import Callable
-from dataclasses import MISSING
+from collections.abc import Callable, Iterator
+from dataclasses import KW_ONLY, MISSING, Field, InitVar
 from operator import attrgetter
-from typing import Any, TypeVar, dataclass_transform
+from types import MemberDescriptorType
+from typing import Any, ClassVar, TypeVar, dataclass_transform, get_origin
 
 __all__ = ["record"]
 
 T = TypeVar("T")
+
+# The marker `dataclasses.fields()` keeps a field by (its pseudo-fields carry other markers).
+_FIELD = vars(dataclasses)["_FIELD"]
+# A string annotation naming a pseudo-field, as `dataclasses` recognises one (by its name).
+_PSEUDO = re.compile(r"(?:\w+\.)*(ClassVar|InitVar|KW_ONLY)\b")
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field,))
@@ -34,7 +48,7 @@ def record(cls: type[T]) -> type[T]:
         # dataclasses checks frozen bases against frozen subclasses: let it do the whole job
         cls = dataclasses.dataclass(frozen=True, slots=True, repr=False, eq=False)(cls)
     else:
-        cls = _frozen(dataclasses.dataclass(slots=True, init=False, repr=False, eq=False)(cls))
+        cls = _declare(cls)
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
     own = cls.__dict__
     if "__repr__" not in own:
@@ -48,26 +62,95 @@ def record(cls: type[T]) -> type[T]:
     return cls
 
 
-def _frozen(cls: type[T]) -> type[T]:
-    """Make a dataclass processed without `init` and `frozen` what `frozen=True` makes it:
-    the shared `__setattr__`, `__delattr__` and pickling state of a frozen slotted class, and
-    an `__init__` compiled at the class's first instance."""
+def _declare(cls: type) -> Any:
+    """What `dataclass(frozen=True, slots=True, repr=False, eq=False)` makes of a class with
+    no dataclass base, but the `__init__` compiled at the class's first instance and the
+    frozen methods shared."""
     own = cls.__dict__
-    for name, method in _FROZEN_METHODS.items():
-        if name in ("__setattr__", "__delattr__") and name in own:
+    if "__slots__" in own:
+        raise TypeError(f"{cls.__name__} already specifies __slots__")
+    fields = _fields(cls)
+    for name in ("__setattr__", "__delattr__"):
+        if name in own:
             raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
-        if name not in own:
-            setattr(cls, name, method)
-    if len(cls.__dataclass_fields__) != len(dataclasses.fields(cls)):  # type: ignore[attr-defined,arg-type]
-        # The compiled `__init__` knows fields only, not InitVar or ClassVar pseudo-fields.
-        raise TypeError(f"{cls.__name__}: @record takes no InitVar or ClassVar; use @dataclass")
-    params = cls.__dataclass_params__  # type: ignore[attr-defined]
-    params.frozen = True
+    namespace = dict(own)
+    inherited = {slot for base in cls.__mro__[1:-1] for slot in _slots(base)}
+    namespace["__slots__"] = tuple(name for name in fields if name not in inherited)
+    for name in [*fields, "__dict__", "__weakref__"]:
+        namespace.pop(name, None)  # a default lives in its Field, the slot takes the name
+    namespace["__dataclass_fields__"] = fields
+    namespace["__dataclass_params__"] = _PARAMS
+    if "__match_args__" not in own:
+        namespace["__match_args__"] = tuple(
+            n for n, f in fields.items() if f.init and not f.kw_only
+        )
+    for name, method in _FROZEN_METHODS.items():
+        namespace.setdefault(name, method)
+    slotted = type(cls)(cls.__name__, cls.__bases__, namespace)
+    slotted.__qualname__ = cls.__qualname__
     if "__init__" not in own:
-        params.init = True
-        _check_defaults(cls)
-        cls.__init__ = _deferred_init(cls)  # type: ignore[method-assign]
-    return cls
+        _check_defaults(slotted)
+        slotted.__init__ = _deferred_init(slotted)  # type: ignore[misc]
+    abc.update_abstractmethods(slotted)
+    return slotted
+
+
+def _fields(cls: type) -> dict[str, Field[Any]]:
+    """The class's fields from its own annotations, as `dataclasses` reads them."""
+    fields: dict[str, Field[Any]] = {}
+    kw_only = False
+    for name, annotation in inspect.get_annotations(cls).items():
+        pseudo = _pseudo(annotation)
+        if pseudo == "KW_ONLY":
+            kw_only = True
+        elif pseudo:
+            # The compiled `__init__` knows fields only, not InitVar or ClassVar pseudo-fields.
+            raise TypeError(f"{cls.__name__}: @record takes no InitVar or ClassVar; use @dataclass")
+        else:
+            fields[name] = _field(cls, name, annotation, kw_only)
+    for name, value in cls.__dict__.items():
+        if isinstance(value, Field) and name not in fields:
+            raise TypeError(f"{name!r} is a field but has no type annotation")
+    return fields
+
+
+def _pseudo(annotation: object) -> str | None:
+    """ "ClassVar", "InitVar" or "KW_ONLY" when the annotation is one, else None."""
+    if isinstance(annotation, str):
+        match = _PSEUDO.match(annotation)
+        return match.group(1) if match else None
+    if annotation is KW_ONLY:
+        return "KW_ONLY"
+    if annotation is ClassVar or get_origin(annotation) is ClassVar:
+        return "ClassVar"
+    if annotation is InitVar or isinstance(annotation, InitVar):
+        return "InitVar"
+    return None
+
+
+def _field(cls: type, name: str, annotation: object, kw_only: bool) -> Field[Any]:
+    default = getattr(cls, name, MISSING)
+    if isinstance(default, MemberDescriptorType):
+        default = MISSING  # a base's slot, not a default
+    if isinstance(default, Field):
+        made: Field[Any] = default
+    else:
+        made = dataclasses.field() if default is MISSING else dataclasses.field(default=default)
+    made.name, made.type = name, annotation
+    made._field_type = _FIELD  # type: ignore[attr-defined]
+    if made.kw_only is MISSING:
+        made.kw_only = kw_only
+    if made.default is not MISSING and made.default.__class__.__hash__ is None:
+        raise ValueError(
+            f"mutable default {type(made.default)} for field {name} is not allowed:"
+            " use default_factory"
+        )
+    return made
+
+
+def _slots(cls: type) -> Iterator[str]:
+    slots = cls.__dict__.get("__slots__", ())
+    yield from (slots,) if isinstance(slots, str) else slots
 
 
 def _setattr(self: Any, name: str, value: object) -> None:
@@ -93,6 +176,22 @@ _FROZEN_METHODS: dict[str, Callable[..., Any]] = {
     "__getstate__": _getstate,
     "__setstate__": _setstate,
 }
+
+
+def _frozen_params() -> Any:
+    """The `__dataclass_params__` of `@dataclass(frozen=True, slots=True)`, made once and
+    shared (its class is private to `dataclasses`, its arguments vary between versions)."""
+    empty: Any = dataclasses.dataclass(init=False, repr=False, eq=False)(
+        type("Record", (), {"__doc__": "-"})
+    )
+    params = empty.__dataclass_params__
+    for name in ("init", "repr", "eq", "frozen", "slots"):
+        if hasattr(params, name):
+            setattr(params, name, True)
+    return params
+
+
+_PARAMS = _frozen_params()
 
 
 def _check_defaults(cls: type) -> None:
