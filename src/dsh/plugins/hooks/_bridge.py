@@ -6,9 +6,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from ..._record import record
 from ...kernel import CancelSignal, ServiceKey
 from ...llm import Json, UserMessage, plugin_source, user_message
 from ...session import Session
@@ -29,7 +30,7 @@ PLUGIN_ID = "hooks-claude-code"
 """The source plugin of the contexts hooks add (the reference runtime's, so logs read alike)."""
 
 
-@dataclass(slots=True, eq=False)
+@record(frozen=False, eq=False)
 class AgentHooks:
     """One agent's hooks (loaded when it was created) and what its hook points carry over."""
 
