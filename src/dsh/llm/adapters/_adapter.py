@@ -24,7 +24,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 from ..._record import record
@@ -179,7 +179,7 @@ class _ReadGuard:
             self._remove = None
 
 
-@dataclass(slots=True, eq=False)
+@record(frozen=False, eq=False)
 class _Call:
     """One request in flight: its route, credential, signal, and the response once sent."""
 
