@@ -13,13 +13,13 @@ from ...kernel import CancelSignal, ServiceKey
 from ...llm import Json, UserMessage, plugin_source, user_message
 from ...session import Session
 from ...workspace import agent_workspace
-from ._codec import HookOutcome, decode
 from ._config import HookEntry, HooksConfig, HookSet, Point, load_hooks
-from ._runner import HookRun, run_hook
 
 if TYPE_CHECKING:
     from ...agent import Agent
     from ...kernel import Context
+    from ._codec import HookOutcome
+    from ._runner import HookRun
 
 __all__ = ["HOOKS", "PLUGIN_ID", "AgentHooks", "HookBridge", "open_turn"]
 
@@ -114,6 +114,10 @@ class HookBridge:
         payload: dict[str, Json],
         signal: CancelSignal,
     ) -> HookOutcome:
+        # Loaded by the first hook that runs: a session with no hooks never needs them.
+        from ._codec import decode
+        from ._runner import run_hook
+
         session = state.agent.session
         if turn is not None:
             invoked: dict[str, Json] = {
