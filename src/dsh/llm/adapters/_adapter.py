@@ -298,7 +298,7 @@ class HttpAdapter:
         try:
             route = call.route
             response = await call.guard.read(
-                call.pool.send(route.origin, call.request, route.timeouts)
+                call.pool.send(route.origin, call.request, route.timeouts, route.proxy)
             )
             call.response = response
             if response.status >= 300:

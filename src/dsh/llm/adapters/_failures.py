@@ -29,6 +29,7 @@ __all__ = [
     "ReadError",
     "WriteError",
     "ProtocolError",
+    "ProxyError",
     "UnsupportedProtocol",
 ]
 
@@ -196,6 +197,10 @@ class ConnectError(TransportError):
     """The connection could not be made (refused, unknown host, TLS rejected)."""
 
 
+class ProxyError(ConnectError):
+    """The proxy could not be reached, or would not open a tunnel to the server."""
+
+
 class ReadError(TransportError):
     """The connection broke while the answer was read."""
 
@@ -236,6 +241,8 @@ def transport_failure(
         return LlmFailure(f"{provider}: connection timed out{where}", "TIMEOUT")
     if isinstance(exc, TransportTimeout):
         return LlmFailure(f"{provider}: {name}: {text}", "TIMEOUT")
+    if isinstance(exc, ProxyError):
+        return LlmFailure(f"{provider}: {text}{where}", "TRANSPORT")
     if isinstance(exc, ConnectError):
         return LlmFailure(f"{provider}: {_connect_cause(exc)}{where}", "TRANSPORT")
     if isinstance(exc, TransportError | OSError):

@@ -12,6 +12,8 @@ from ..._record import record
 from ..._version import __version__
 from ._failures import UnsupportedProtocol
 from ._messages_request import MessagesDialect
+from ._net import authority
+from ._proxy import Proxy, proxy_for
 
 if TYPE_CHECKING:
     from ._adapter import Endpoint
@@ -27,12 +29,13 @@ _UNSENDABLE = re.compile(r"[\x00\r\n]")
 
 @record
 class PreparedRoute:
-    """What every request of one route shares, prepared once: the origin, the timeouts
-    (connect, read, write) and the request head up to its per-call headers: `head` for a
-    call that adds its key as `key_header` (None when the configured headers carry one),
-    `keyless` for a call without a key."""
+    """What every request of one route shares, prepared once: the origin, the proxy it is
+    reached through (None: directly), the timeouts (connect, read, write) and the request
+    head up to its per-call headers: `head` for a call that adds its key as `key_header`
+    (None when the configured headers carry one), `keyless` for a call without a key."""
 
     origin: Origin
+    proxy: Proxy | None
     head: bytes
     keyless: bytes
     key_header: bytes | None
@@ -77,8 +80,10 @@ def _origin(url: str) -> tuple[Origin, str]:
 
 def prepare_route(endpoint: Endpoint) -> PreparedRoute:
     """Prepare `endpoint`'s requests. Precedence, lowest first: the protocol's headers, the
-    call's key, the route's configured `headers` (which may replace any of them)."""
+    call's key, the route's configured `headers` (which may replace any of them). An `http:`
+    route through a proxy names its whole URL and carries the proxy's credentials."""
     origin, target = _origin(endpoint.url)
+    proxy = proxy_for(origin)
     protocol: dict[str, str] = {
         "Host": urllib.parse.urlsplit(endpoint.url).netloc.rpartition("@")[2],
         "User-Agent": USER_AGENT,
@@ -91,6 +96,10 @@ def prepare_route(endpoint: Endpoint) -> PreparedRoute:
     if isinstance(dialect, MessagesDialect):
         protocol.update({"anthropic-version": dialect.version, **dialect.headers})
         key_header, key_prefix = "x-api-key", ""
+    if proxy is not None and origin[0] == "http":
+        target = f"http://{authority(*origin[1:])}{target}"
+        if proxy.authorization is not None:
+            protocol["Proxy-Authorization"] = proxy.authorization.decode()
     merged = {name.lower(): (name, value) for name, value in protocol.items()}
     configured = {name.lower(): (name, value) for name, value in endpoint.headers.items()}
     keyless = {**merged, **configured}
@@ -100,6 +109,7 @@ def prepare_route(endpoint: Endpoint) -> PreparedRoute:
     connect = endpoint.connect_timeout_s
     return PreparedRoute(
         origin,
+        proxy,
         start + _header_lines(with_key),
         start + _header_lines(keyless),
         None if key_header in configured else key_header.encode(),

@@ -1,7 +1,8 @@
 """The adapter's HTTP/1.1 client connections, over an asyncio transport.
 
 A model call is one POST and one answer read as it streams: nothing else of HTTP is needed
-(no pipelining, upgrades, proxies or compression). A request leaves in one `write` (its head,
+(no pipelining, upgrades or compression; through an HTTP proxy, an `https:` server is reached
+by a `CONNECT` tunnel). A request leaves in one `write` (its head,
 prepared once per route, and its body); the answer's head is parsed once, then its body is
 read as it arrives, framed by `Content-Length`, `chunked` or the connection's end (RFC 9112).
 A read that finds data waiting returns it at once; a wait is one future and one timer. A
@@ -18,17 +19,21 @@ import select
 import ssl
 from collections import deque
 from collections.abc import AsyncGenerator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._failures import (
     ConnectError,
     ConnectTimeout,
     ProtocolError,
+    ProxyError,
     ReadError,
     ReadTimeout,
     WriteError,
     WriteTimeout,
 )
+
+if TYPE_CHECKING:
+    from ._proxy import Proxy
 
 __all__ = ["Connection", "Response", "connect"]
 
@@ -156,6 +161,38 @@ class Connection:
                 break  # (an interim answer, `103 Early Hints` say, precedes the real one)
         return Response(self, status, headers, keep_alive, read_timeout)
 
+    async def tunnel(
+        self, host: str, port: int, proxy: Proxy, tls: ssl.SSLContext, limit_s: float | None
+    ) -> None:
+        """Turn this connection to `proxy` into a TLS connection to `host:port` through it
+        (`CONNECT`, then the TLS handshake with the server)."""
+        target = authority(host, port).encode()
+        auth = proxy.authorization
+        credentials = b"" if auth is None else b"Proxy-Authorization: %s\r\n" % auth
+        head = b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (target, target, credentials)
+        try:
+            await self._send(head, limit_s)
+            status, _headers, _keep_alive = await self._head(limit_s)
+        except (ProtocolError, ReadError, ReadTimeout, WriteError) as exc:
+            self.close()
+            raise ProxyError(f"{proxy} did not open a tunnel to {target.decode()}: {exc}") from exc
+        if not 200 <= status < 300 or self._buffer or self._protocol.chunks:
+            self.close()
+            raise ProxyError(f"{proxy} refused a tunnel to {target.decode()} (status {status})")
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(limit_s):
+                transport = await loop.start_tls(
+                    self._transport, self._protocol, tls, server_hostname=host
+                )
+        except TimeoutError as exc:
+            self.close()
+            raise ConnectTimeout(f"no TLS with {target.decode()} within {limit_s:g}s") from exc
+        except (OSError, ssl.SSLError) as exc:
+            self.close()
+            raise ConnectError(str(exc) or type(exc).__name__) from exc
+        self._transport = self._protocol.transport = transport
+
     def is_available(self) -> bool:
         """Idle, and the server has neither hung up nor sent anything unasked."""
         protocol = self._protocol
@@ -223,6 +260,11 @@ class Connection:
             name.lower() == b"connection" and b"close" in value.lower() for name, value in headers
         )
         return int(status[3]), headers, keep_alive
+
+
+def authority(host: str, port: int) -> str:
+    """`host:port` as a request names a server (an IPv6 address in brackets)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _readable(transport: Any) -> bool:

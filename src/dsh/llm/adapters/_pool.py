@@ -13,8 +13,13 @@ from __future__ import annotations
 import logging
 import ssl
 import time
+from typing import TYPE_CHECKING
 
+from ._failures import ConnectError, ConnectTimeout, ProxyError
 from ._net import Connection, Response, connect
+
+if TYPE_CHECKING:
+    from ._proxy import Proxy
 
 __all__ = ["MAX_IDLE", "Origin", "Pool"]
 
@@ -43,16 +48,15 @@ class Pool:
         origin: Origin,
         data: bytes,
         timeouts: tuple[float | None, float | None, float | None],
+        proxy: Proxy | None = None,
     ) -> Response:
         """Send a whole request (`data`: head and body) to `origin` on an idle connection
-        or a new one; `timeouts`: connect, read (each wait for bytes), write."""
+        or a new one, through `proxy` if given (one proxy per origin); `timeouts`: connect,
+        read (each wait for bytes), write."""
         connect_s, read_s, write_s = timeouts
         connection = self._take(origin)
         if connection is None:
-            scheme, host, port = origin
-            tls = (self._ssl_context or ssl.create_default_context()) if scheme == "https" else None
-            connection = await connect(host, port, tls, connect_s)
-            _log.debug("connected to %s://%s:%d", scheme, host, port)
+            connection = await self._connect(origin, proxy, connect_s)
         try:
             response = await connection.request(data, read_s, write_s)
         except BaseException:
@@ -61,6 +65,23 @@ class Pool:
         _log.debug("answer %d from %s://%s:%d", response.status, *origin)
         response.on_close = lambda done: self._give_back(origin, done)
         return response
+
+    async def _connect(
+        self, origin: Origin, proxy: Proxy | None, limit_s: float | None
+    ) -> Connection:
+        scheme, host, port = origin
+        tls = (self._ssl_context or ssl.create_default_context()) if scheme == "https" else None
+        if proxy is None:
+            connection = await connect(host, port, tls, limit_s)
+        else:
+            try:
+                connection = await connect(proxy.host, proxy.port, None, limit_s)
+            except (ConnectError, ConnectTimeout) as exc:
+                raise ProxyError(f"cannot reach {proxy}: {exc}") from exc
+            if tls is not None:  # an `http:` origin is asked through the proxy itself
+                await connection.tunnel(host, port, proxy, tls, limit_s)
+        _log.debug("connected to %s://%s:%d%s", scheme, host, port, " via a proxy" * bool(proxy))
+        return connection
 
     def _take(self, origin: Origin) -> Connection | None:
         stack = self._idle.get(origin)
