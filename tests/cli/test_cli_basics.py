@@ -3,6 +3,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import dsh
 from dsh.workspace import Trust
 
@@ -44,3 +46,32 @@ def test_config_show_reports_bad_profile(tmp_path: Path) -> None:
     result = run(["config", "show", "--profile", str(bad)], tmp_path)
     assert result.returncode == 2
     assert f'{bad}: row id "x": cannot import module' in result.stderr
+
+
+def test_a_command_line_builds_only_the_command_it_names() -> None:
+    from typer.testing import CliRunner
+
+    from dsh.cli._app import _table_for, app
+
+    runner = CliRunner()
+    names = [info.name for info in [*app.registered_commands, *app.registered_groups]]
+    assert len(names) > 10
+    for name in names:
+        assert name is not None
+        table = _table_for(["-v", name, "--help"])
+        held = [*table.registered_commands, *table.registered_groups]
+        assert [info.name for info in held] == [name]
+        alone = runner.invoke(table, [name, "--help"], prog_name="dsh")
+        whole = runner.invoke(app, [name, "--help"], prog_name="dsh")
+        assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output)
+    assert _table_for(["--help"]) is app
+    assert _table_for(["--help", "run"]) is app  # the root's help lists every command
+    assert _table_for(["--version", "run"]) is app
+    assert _table_for(["rnu"]) is app  # its error may suggest the command meant
+
+
+def test_shell_completion_sees_the_whole_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsh.cli._app import _table_for, app
+
+    monkeypatch.setenv("_DSH_COMPLETE", "complete_bash")
+    assert _table_for(["run"]) is app

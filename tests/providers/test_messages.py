@@ -4,6 +4,8 @@ body, the stream mapping (thinking signatures, tool use, cache usage), failures,
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
 from typing import Any
 
 import pytest
@@ -297,3 +299,26 @@ async def test_lone_surrogates_are_cleaned_and_a_split_pair_joined(claude: Harne
     assert deltas == "abc😀d"
     await call(claude, user_message("old \ud83d"))
     assert claude.bodies[2]["messages"][-1]["content"][0]["text"] == "old \ufffd"
+
+
+def test_a_growing_history_is_grouped_from_the_previous_request() -> None:
+    """Each step encodes like a cold encoder would, whether the new messages extend the last
+    turn (same role), start a new one, or the history was rewritten (not a prefix)."""
+    from dsh.llm.adapters import MessagesDialect, MessagesEncoder
+
+    warm, steps = MessagesEncoder(MessagesDialect()), []
+    history: list[Any] = [user_message("go")]
+    for n in range(4):
+        call = ToolCallBlock(f"c{n}", "read", '{"file_path":"a"}')
+        history.append(assistant_message([TextBlock(f"step {n}"), call], provider="p", model="m"))
+        history.append(tool_result_message(f"c{n}", [TextBlock(f"out {n}")]))
+        if n == 2:
+            history.append(user_message("a notice between results"))  # joins the user turn
+        steps.append(list(history))
+    steps.append([user_message("compacted"), *history[-2:]])  # rewritten: not a prefix
+    for messages in steps:
+        cold = MessagesEncoder(MessagesDialect()).messages_json(messages)
+        assert warm.messages_json(messages, "s1") == cold
+        roles = [turn["role"] for turn in json.loads(cold)]
+        assert roles[0] == "user" and all(a != b for a, b in itertools.pairwise(roles))
+    assert warm.messages_json([], "s1") == b"[]"

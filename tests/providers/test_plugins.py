@@ -122,7 +122,7 @@ async def test_disposal_withdraws_routes_and_closes_the_client(harness: Harness)
     await harness.call()
     adapter = harness.ctx.llm.adapter_for(PROVIDER)
     assert isinstance(adapter, HttpAdapter) and adapter._pool is not None
-    [connection] = [c for idle in adapter._pool._idle.values() for c in idle]
+    [connection] = [c for idle in adapter._pool._idle.values() for _, c in idle]
     assert not connection.is_closed()
     await fiber.dispose()
     assert harness.ctx.llm.adapter_for(PROVIDER) is None

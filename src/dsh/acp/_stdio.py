@@ -88,9 +88,7 @@ async def serve(ctx: Context, settings: AcpSettings, stdin: BinaryIO, stdout: Bi
         lines = await line_queue(stdin, ctx.owner)
         # The SDK routes the methods an agent defines; the others answer method-not-found.
         sdk_agent = cast(Agent, agent)
-        connection = AgentSideConnection(
-            sdk_agent, FrameStream(lines, output), listening=False
-        )
+        connection = AgentSideConnection(sdk_agent, FrameStream(lines, output), listening=False)
         try:
             await connection.listen()
         finally:

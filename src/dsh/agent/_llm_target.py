@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from .._record import record
 from ..kernel import CancelSignal, Context, Disposer, Next
 from ..llm import LlmCallConfig
 from ..prompt import SYSTEM_PROMPT_ASSEMBLE, AssembleContext, AssemblePayload, PromptAssembly
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
     from ._types import Agent
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class AgentLlmTarget:
     """A provider / model / reasoning-effort selection for one agent; mutate it to switch.
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import builtins
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from .._record import record
 from ..kernel import AGENTS, Acquire, Context, Disposer, Publication
 from ..session import SessionMeta
 from ._events import AGENT_CREATED, AGENT_DISPOSED, AgentEvent
@@ -53,7 +54,7 @@ class _Entry(Publication):
             self.bus.emit(AGENT_DISPOSED, AgentEvent(self.agent), self.agent)
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _State:
     entries: dict[str, _Entry] = field(default_factory=dict)
     factory: AgentFactory | None = None

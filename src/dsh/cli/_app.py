@@ -3,8 +3,11 @@ Add a command here as one more decorated function (or `app.add_typer` for a grou
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import io
+import itertools
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -522,7 +525,32 @@ def run(argv: list[str]) -> None:
     # cannot encode: it is escaped, never a crash mid-transcript (stderr does this already).
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="backslashreplace")
-    run_app(app, _optional_value(argv, "--ray", "local"))
+    args = _optional_value(argv, "--ray", "local")
+    run_app(_table_for(args), args)
+
+
+def _table_for(args: list[str]) -> typer.Typer:
+    """The table with only the command (or group) `args` names: typer builds the parser of
+    every command it holds before it looks at the arguments (~80 M instructions for all of
+    them, a twentieth of `dsh run`), and a command's help, errors and usage line do not
+    depend on its siblings. The whole table for anything else: the root's help (`dsh
+    --help run` too), an unknown name (its "No such command" error) and shell completion."""
+    options = list(itertools.takewhile(lambda arg: arg.startswith("-"), args))
+    rest = args[len(options) :]
+    if not rest or set(options) - {"-v", "--verbose"} or _COMPLETE_VARIABLE in os.environ:
+        return app
+    name = rest[0]
+    commands = [command for command in app.registered_commands if command.name == name]
+    groups = [group for group in app.registered_groups if group.name == name]
+    if not commands and not groups:
+        return app
+    table = copy.copy(app)
+    table.registered_commands, table.registered_groups = commands, groups
+    return table
+
+
+_COMPLETE_VARIABLE = "_DSH_COMPLETE"
+"""Set by the shell when it asks for completions (typer's `_{PROG}_COMPLETE`)."""
 
 
 def _optional_value(args: list[str], option: str, default: str) -> list[str]:

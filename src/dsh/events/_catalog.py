@@ -4,9 +4,10 @@ chunk kinds of `assistant/chunk`, the approval record, and `OtherEvent` for the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar, TypeAlias, get_args
 
+from .._record import record
 from ..llm import (
     BlockEnd,
     BlockStart,
@@ -481,7 +482,7 @@ class PlanModeEvent(Event):
 # -- everything else ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(kw_only=True)
 class OtherEvent:
     """An event of a type this module does not model (a peripheral or plugin type, Code Mode),
     or whose data does not have its type's shape; kept verbatim."""

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 
+from .._record import record
 from ..llm import LlmCallConfig
 
 __all__ = ["ModelSettings"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(kw_only=True)
 class ModelSettings:
     """Sampling settings for the model calls of a run. None leaves a field to the model's
     default (`max_tokens` and `reasoning_effort` are then filled in from the model's

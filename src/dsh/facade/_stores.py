@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -22,7 +22,7 @@ class Store(Protocol):
     def open(self) -> SessionBackend: ...
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class MemoryStore:
     """Sessions in this process, for as long as the store object lives (the default)."""
 

@@ -47,7 +47,7 @@ from ._scope import (
     create_scope,
     scope_chain,
 )
-from ._secrets import HELD, holds_secrets, read_secret, redact_secrets
+from ._secrets import HELD, holds_secrets, json_holds_secrets, read_secret, redact_secrets
 from ._signal import Aborted, CancelSignal
 from ._trace import TraceContext, current_trace, using_trace
 
@@ -98,6 +98,7 @@ __all__ = [
     "current_trace",
     "declared_events",
     "holds_secrets",
+    "json_holds_secrets",
     "interpolate",
     "load_profile",
     "read_secret",

@@ -7,7 +7,7 @@ import importlib
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,7 +61,7 @@ class PluginRow:
     source: str = DEFAULT_PROFILE
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class Profile:
     """The ordered rows after every layer has been applied."""
 

@@ -8,9 +8,10 @@ import inspect
 import logging
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
+from .._record import record
 from ._owner import Disposer, Owner
 from ._scope import is_scope_ancestor
 
@@ -55,7 +56,7 @@ class WaterfallError(RuntimeError):
     """A waterfall listener called `next` more than once."""
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class EventSpec(Generic[P, R]):
     """The one declaration of an event: its name, dispatch mode and payload/result types.
 
@@ -163,22 +164,22 @@ class EventSpec(Generic[P, R]):
         return spec
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class EmitSpec(EventSpec[P, None]):
     """A notification: listeners `(payload) -> None` (or a coroutine the owner waits for)."""
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class ParallelSpec(EventSpec[P, None]):
     """Awaited together: listeners `async (payload) -> None`."""
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class SerialSpec(EventSpec[P, R]):
     """Awaited in order until one answers: listeners `(payload) -> R | None` (or async)."""
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class WaterfallSpec(EventSpec[P, R]):
     """Middleware: listeners `async (payload, next) -> R` (an async generator when `R` is an
     async iterator)."""

@@ -13,11 +13,12 @@ process (tool results the model and the log see).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import sys
 
-__all__ = ["HELD", "holds_secrets", "read_secret", "redact_secrets"]
+__all__ = ["HELD", "holds_secrets", "json_holds_secrets", "read_secret", "redact_secrets"]
 
 _log = logging.getLogger("dsh.kernel")
 
@@ -62,6 +63,17 @@ def redact_secrets(text: str) -> str:
 def holds_secrets() -> bool:
     """Whether any credential is held (so text may need `redact_secrets`)."""
     return bool(_held)
+
+
+def json_holds_secrets(text: str) -> bool:
+    """Whether JSON `text` (as `json.dumps(..., ensure_ascii=False)` writes it) holds a
+    credential `redact_secrets` would mask in one of its strings: a whole JSON value is
+    checked in one pass over its text instead of string by string. Escaping is per
+    character, so a string holding a value holds it escaped in the text."""
+    for value in _held.values():
+        if len(value) >= MIN_REDACTED and json.dumps(value, ensure_ascii=False)[1:-1] in text:
+            return True
+    return False
 
 
 def _wipe_launch_value(name: str) -> None:

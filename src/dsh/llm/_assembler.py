@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import assert_never
 
+from .._record import record
 from ._chunks import (
     STOP,
     BlockEnd,
@@ -33,7 +34,7 @@ from ._content import (
 __all__ = ["BlockAssembler"]
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Partial:
     block_type: str
     text: list[str] = field(default_factory=list)

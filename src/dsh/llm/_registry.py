@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
+from .._record import record
 from ._adapter import (
     LlmAdapter,
     ModelInfo,
@@ -31,7 +31,7 @@ def llm_error(code: str, message: str) -> LlmError:
     return LlmError(LlmFailure(message, code))
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class Route:
     """One provider route: the adapter serving it and what was captured at registration."""
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+from .._record import record
 from ..agent import (
     AGENT_STATUS,
     CANCEL_REQUESTED,
@@ -41,7 +41,7 @@ _log = logging.getLogger("dsh.loop")
 T = TypeVar("T")
 
 
-@dataclass(slots=True, eq=False)
+@record(frozen=False, eq=False)
 class Activity:
     """A running driver or a maintenance task. `turn`/`step` are the current position."""
 

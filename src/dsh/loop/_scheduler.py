@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .._record import record
 from ..llm import Json, TextBlock, ToolCallBlock, clean_json, tool_result_message
 from ..tools import Prepared, ToolExecutionInput, ToolFailure, ToolResult
 
@@ -30,7 +30,7 @@ def parse_arguments(raw: str) -> Json:
     return clean_json(value)
 
 
-@dataclass(slots=True, eq=False)
+@record(frozen=False, eq=False)
 class _Slot:
     block: ToolCallBlock
     call_seq: int

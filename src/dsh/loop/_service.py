@@ -7,7 +7,7 @@ import inspect
 import logging
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -88,7 +88,7 @@ class LoopConfig(BaseModel):
     agents: list[ConfigAgent] = []
 
 
-@dataclass(slots=True, eq=False)
+@record(frozen=False, eq=False)
 class LoopState:
     """What every agent of this loop shares: the loop plugin's context (services are reached
     through contexts: this one for the loop, each agent's scoped one for its turns), the

@@ -14,7 +14,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
@@ -164,7 +163,7 @@ def _newest_log(session_dir: Path) -> Path | None:
     return found
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Known:
     """What this backend knows about a stored file: where it is, and its next seq."""
 

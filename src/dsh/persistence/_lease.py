@@ -16,10 +16,10 @@ import socket
 import threading
 import time
 import weakref
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from .._record import record
 from ._types import SessionLockedError
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ def _holder(fd: int) -> str:
 # -- sharing one lease in this process ------------------------------------------------------
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Shared:
     lease: WriterLease
     count: int
@@ -108,7 +108,7 @@ _held: dict[tuple[str, str], _Shared] = {}
 _held_guard = threading.Lock()
 
 
-@dataclass(slots=True, eq=False)
+@record(frozen=False, eq=False)
 class WriterHold:
     """This process's claim on a session's writer lease; `release()` is idempotent."""
 

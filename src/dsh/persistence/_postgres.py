@@ -23,10 +23,11 @@ import json
 import os
 import socket
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._record import record
 from ..session import SessionHeader
 from ._backend import RawLog, check_contiguous
 from ._codec import encode_header, utf8_safe
@@ -117,7 +118,7 @@ SET epoch = dsh_leases.epoch + 1, holder = EXCLUDED.holder, acquired_at = now()
 RETURNING epoch"""
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class PostgresLease:
     """A held writer lease: `epoch` fences every append of the session."""
 

@@ -13,7 +13,6 @@ does, and cites no event for it).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from .._record import record
@@ -66,7 +65,7 @@ class Repair:
         return bool(self.events)
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Call:
     id: str
     requested_at: int

@@ -6,10 +6,11 @@ import inspect
 import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Self, TypeVar
 
+from .._record import record
 from ..kernel import Disposer, EventBus, ScopedLayers, scope_chain
 from ..session import FrozenDict
 from ._events import SYSTEM_PROMPT_ASSEMBLE, SYSTEM_PROMPT_CHANGE
@@ -37,7 +38,7 @@ T = TypeVar("T")
 
 
 # Entries compare by identity: a remover must never take out a later re-registration.
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class _Part:
     name: str
     order: float
@@ -46,12 +47,12 @@ class _Part:
     seq: int
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class _Variable:
     provider: VariableProvider
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class _Tools:
     provider: ToolsProvider
 

@@ -16,9 +16,10 @@ import json
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Self, TypeAlias
 
+from .._record import record
 from ..llm import Json
 from ._messages_wire import MessagesResponse, messages_error_body
 from ._openai_wire import (
@@ -43,7 +44,7 @@ _USAGE = re.compile(rb'"include_usage"\s*:\s*(true|false)')
 _MODEL = re.compile(rb'"model"\s*:\s*"([^"\\]*)"')
 
 
-@dataclass(slots=True, eq=False)
+@record(frozen=False, eq=False)
 class RecordedRequest:
     """One request the server received, and what became of its response."""
 

@@ -9,6 +9,7 @@ value is serialized by pydantic in JSON mode.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 from collections.abc import Callable, Mapping
 from types import UnionType
@@ -301,18 +302,36 @@ def _build(
     # optional argument falls back to the function's own default.
     args_type = _typed_dict(f"{tool_name}_arguments", fields, total=False)
     adapter: TypeAdapter[dict[str, Any]] = TypeAdapter(args_type)
-    output: TypeAdapter[Any] = TypeAdapter(hints.get("return", Any))
+    output, output_schema = _output(hints.get("return", Any))
     body = _Body(fn, adapter, output, run_param)
     return ToolDefinition(
         tool_name,
         doc.description if description is None else description,
         _parameters(tool_name, adapter, doc.params, defaults),
         body.run_async if inspect.iscoroutinefunction(fn) else body.run_sync,
-        output_schema=_fitted(tool_name, "output", output.json_schema(mode="serialization")),
+        output_schema=_fitted(tool_name, "output", output_schema),
         render=render or default_render,
         is_concurrency_safe=_classifier(concurrency_safe),
         timeout_ms=timeout_ms,
     )
+
+
+def _output(hint: object) -> tuple[TypeAdapter[Any], Mapping[str, Any]]:
+    """The serializer of a return type and its JSON schema, shared by the tools that return
+    that type (most return `str`; the schema is most of what declaring a tool costs)."""
+    try:
+        hash(hint)
+    except TypeError:  # an annotation with unhashable metadata: not shared
+        return _serializer(hint)
+    return _shared_serializer(hint)
+
+
+def _serializer(hint: Any) -> tuple[TypeAdapter[Any], Mapping[str, Any]]:
+    adapter: TypeAdapter[Any] = TypeAdapter(hint)
+    return adapter, adapter.json_schema(mode="serialization")
+
+
+_shared_serializer = functools.cache(_serializer)
 
 
 def _fields(

@@ -7,9 +7,9 @@ global layer, so a lookup must know which layer an entry came from.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import TypeVar
 
+from .._record import record
 from ..kernel import DuplicateEntryError, ScopedLayers, scope_chain
 from ._types import ToolDefinition, ToolExecution
 
@@ -20,7 +20,7 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class Restriction:
     """One scope's mask over the global tools: keep only `allow`, and/or drop `deny`."""
 

@@ -6,7 +6,7 @@ import json
 import math
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from .._record import record
@@ -88,7 +88,7 @@ def as_content(content: object) -> tuple[ContentBlock, ...]:
 # -- definitions -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class ToolDefinition:
     """A tool: what the model is told (`name`, `description`, `parameters`) and how it runs.
 
@@ -152,7 +152,7 @@ class ToolExecutionInput:
     parent: object | None = None
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class ToolExecution:
     """One call inside the pipeline: the input with its arguments frozen, `root_call_id`
     resolved, and a fresh `token` (an opaque object for correlation only)."""
@@ -191,7 +191,7 @@ class RunState:
         self.dispatched: ToolResult | None = None
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class ToolRunContext(ToolExecution):
     """The execution as a tool body sees it, with two ways to reach past its result."""
 

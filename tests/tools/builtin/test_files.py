@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh.tools.builtin import ReadConfig, read_tool
+from dsh.tools.builtin import ReadConfig, _read, read_tool
 from dsh.tools.builtin._observations import FileObservations
 
 from .conftest import MakeTools, StandInAgent, Tools
@@ -70,6 +71,23 @@ async def test_read_caps_bytes_and_long_lines(tools: Tools) -> None:
     assert len(shown) == 51_200 // (per_line + 1)
     n = len(shown)
     assert f"(Output capped. Showing lines 1-{n}. Use offset={n + 1} to continue.)" in text
+
+
+async def test_a_small_file_is_read_on_the_loop_a_large_one_in_a_thread(
+    tools: Tools, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handed_off: list[str] = []
+
+    async def to_thread(function: Any, where: Any, *args: Any) -> Any:
+        handed_off.append(os.path.basename(where.real))
+        return function(where, *args)
+
+    monkeypatch.setattr(_read.asyncio, "to_thread", to_thread)
+    (tools.root / "small.txt").write_text("x\n" * 10)
+    (tools.root / "large.txt").write_text("x\n" * (_read.INLINE_BYTES // 2 + 1))
+    assert "(End of file - total 10 lines)" in await tools.ok("read", {"file_path": "small.txt"})
+    assert "Showing lines 1-2000" in await tools.ok("read", {"file_path": "large.txt"})
+    assert handed_off == ["large.txt"]
 
 
 async def test_read_errors(tools: Tools) -> None:

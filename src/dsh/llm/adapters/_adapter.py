@@ -1,11 +1,11 @@
 """`HttpAdapter`: one `LlmAdapter` serving provider routes over HTTP — OpenAI-compatible Chat
-Completions or the Anthropic Messages API, per route — with httpcore (httpx's transport).
+Completions or the Anthropic Messages API, per route — on its own HTTP/1.1 connections.
 
-A request is prepared once per route (URL, constant headers, timeouts) and sent on the
-adapter's own keep-alive pool through httpcore's public API; the event stream is read from
-the body's bytes (`SseDecoder`). No client layer runs per request (no cookies, redirects,
-hooks or header merging: a model API needs none). httpcore is imported on the first
-request, so mounting a provider (and `import dsh`) stays light.
+A request is prepared once per route (origin, head, timeouts) and sent on the adapter's own
+keep-alive pool (`_pool.py`, `_net.py`); the event stream is read from the body's bytes
+(`SseDecoder`). No client layer runs per request (no cookies, redirects, hooks or header
+merging: a model API needs none). The connection code is imported on the first request, so
+mounting a provider (and `import dsh`) stays light.
 """
 
 from __future__ import annotations
@@ -13,19 +13,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import importlib.util
 import json
-import sys
 from collections.abc import (
     AsyncGenerator,
-    AsyncIterable,
     AsyncIterator,
     Awaitable,
     Mapping,
     Sequence,
 )
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
+from dataclasses import field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from ..._record import record
 from ...kernel import read_secret
@@ -34,12 +31,12 @@ from .._chunks import Finish, LlmFailure, StreamChunk, aborted_because, error_fi
 from .._content import Json
 from .._request import GenerateOptions
 from ._failures import (
+    TransportError,
     call_deadline,
     http_failure,
     malformed_event,
     missing_credential,
     scrub,
-    transport_errors,
     transport_failure,
 )
 from ._http import PreparedRoute, content_type, header_map, prepare_route
@@ -50,9 +47,8 @@ from ._response import ChunkMapper
 from ._sse import SseDecoder
 
 if TYPE_CHECKING:
-    import httpcore
-
     from ...kernel import CancelSignal, Context
+    from ._net import Response
     from ._pool import Pool
 
 __all__ = ["Api", "Endpoint", "HttpAdapter", "mount_adapter"]
@@ -179,7 +175,7 @@ class _ReadGuard:
             self._remove = None
 
 
-@dataclass(slots=True, eq=False)
+@record(frozen=False, eq=False)
 class _Call:
     """One request in flight: its route, credential, signal, and the response once sent."""
 
@@ -187,9 +183,10 @@ class _Call:
     secret: str | None
     signal: CancelSignal | None
     pool: Pool
-    request: httpcore.Request
+    route: PreparedRoute
+    request: bytes
     guard: _ReadGuard
-    response: httpcore.Response | None = None
+    response: Response | None = None
 
     @property
     def provider(self) -> str:
@@ -212,14 +209,6 @@ def _mapper(call: _Call) -> _Mapper:
     return ChunkMapper(call.provider, call.secret)
 
 
-def _mark_absent(module: str) -> None:
-    """Record that `module` is not installed, so that later `import`s of it fail at once.
-    httpcore tries `import sniffio` for each lock, event and shield it sets up (a dozen
-    per request): uncached, each failed attempt searches `sys.path` again (~0.3 ms)."""
-    if module not in sys.modules and importlib.util.find_spec(module) is None:
-        sys.modules[module] = None  # type: ignore[assignment]  # the import system's "absent"
-
-
 class HttpAdapter:
     """Serves provider routes over OpenAI-compatible Chat Completions or the Anthropic
     Messages API with one shared connection pool (opened on the first request, closed by
@@ -237,7 +226,6 @@ class HttpAdapter:
         self._pool: Pool | None = None
         self._closed = False
         self._routes: dict[str, PreparedRoute] = {}
-        self._io_errors: tuple[type[Exception], ...] = (OSError,)
 
     @property
     def providers(self) -> tuple[str, ...]:
@@ -269,8 +257,6 @@ class HttpAdapter:
     def _open(self) -> Pool:
         from ._pool import Pool
 
-        _mark_absent("sniffio")
-        self._io_errors = (*transport_errors(), OSError)
         ssl_context = None
         if any(e.url.startswith("https:") for e in self._endpoints.values()):
             import httpx  # its TLS context: certifi's roots, SSL_CERT_FILE honoured
@@ -293,7 +279,7 @@ class HttpAdapter:
         """Read past `[DONE]` so the connection goes back to the pool, but briefly and at no
         risk: nothing after it can change the answer, so a connection that drops or lingers
         now must not turn a finished response into a failure."""
-        with contextlib.suppress(TimeoutError, _Interrupted, *self._io_errors):
+        with contextlib.suppress(TimeoutError, _Interrupted, TransportError, OSError):
             async with asyncio.timeout(DRAIN_AFTER_DONE_S):
                 while True:
                     try:
@@ -310,7 +296,10 @@ class HttpAdapter:
             yield call
             return
         try:
-            response = await call.guard.read(call.pool.handle_async_request(call.request))
+            route = call.route
+            response = await call.guard.read(
+                call.pool.send(route.origin, call.request, route.timeouts, route.proxy)
+            )
             call.response = response
             if response.status >= 300:
                 raw = await call.guard.read(response.aread())
@@ -328,12 +317,12 @@ class HttpAdapter:
                     yield chunk
         except _Interrupted:
             yield self._interrupted(call)
-        except self._io_errors as exc:
+        except (TransportError, OSError) as exc:
             yield self._transport_failure(call, exc)
         finally:
             call.guard.close()
             if call.response is not None:
-                with contextlib.suppress(*self._io_errors):
+                with contextlib.suppress(TransportError, OSError):
                     await call.response.aclose()  # the connection is gone either way
 
     def _preflight(self, options: GenerateOptions) -> _Call | Finish:
@@ -354,30 +343,29 @@ class HttpAdapter:
                 failure = missing_credential(endpoint.provider, endpoint.api_key_env)
                 return Finish(error_finish(failure))
         pool = self._pool or self._open()
-        route = self._routes.get(endpoint.provider)
-        if route is None:
-            try:
-                route = self._routes[endpoint.provider] = prepare_route(endpoint)
-            except self._io_errors as exc:  # a URL that cannot be sent to
-                failure = transport_failure(
-                    endpoint.provider, exc, endpoint.idle_timeout_s, False, endpoint.url
-                )
-                return Finish(error_finish(failure))
         body = self._encoders[endpoint.provider].body(
             options, stream=endpoint.stream, extra=endpoint.extra_body
         )
+        try:
+            route = self._routes.get(endpoint.provider)
+            if route is None:
+                route = self._routes[endpoint.provider] = prepare_route(endpoint)
+            request = route.request(body, secret)
+        except TransportError as exc:  # a URL, a header or a key that cannot be sent
+            failure = transport_failure(
+                endpoint.provider, exc, endpoint.idle_timeout_s, False, endpoint.url
+            )
+            return Finish(error_finish(failure))
         guard = _ReadGuard(signal, endpoint.call_timeout_s)
-        return _Call(endpoint, secret, signal, pool, route.request(body, secret), guard)
+        return _Call(endpoint, secret, signal, pool, route, request, guard)
 
-    async def _read_sse(
-        self, call: _Call, response: httpcore.Response
-    ) -> AsyncGenerator[StreamChunk, None]:
+    async def _read_sse(self, call: _Call, response: Response) -> AsyncGenerator[StreamChunk, None]:
         """The chunks of an SSE answer, as its events arrive, up to its end (`[DONE]`,
         `message_stop`)."""
         mapper = _mapper(call)
         out: list[StreamChunk] = []
         decoder = SseDecoder()
-        body = aiter(cast("AsyncIterable[bytes]", response.stream))  # the pool's `_Body`
+        body = aiter(response)
         read = call.guard.read
         complete = False
         while not complete:
@@ -408,7 +396,7 @@ class HttpAdapter:
         for item in out:
             yield item
 
-    async def _read_whole(self, call: _Call, response: httpcore.Response) -> list[StreamChunk]:
+    async def _read_whole(self, call: _Call, response: Response) -> list[StreamChunk]:
         """The chunks of a whole (non-streamed) completion."""
         mapper = _mapper(call)
         out: list[StreamChunk] = []

@@ -19,8 +19,18 @@ __all__ = [
     "retry_after_ms",
     "scrub",
     "stream_error",
-    "transport_errors",
     "transport_failure",
+    "TransportError",
+    "TransportTimeout",
+    "ConnectTimeout",
+    "ReadTimeout",
+    "WriteTimeout",
+    "ConnectError",
+    "ReadError",
+    "WriteError",
+    "ProtocolError",
+    "ProxyError",
+    "UnsupportedProtocol",
 ]
 
 _CONTEXT_MARKERS = (
@@ -163,17 +173,48 @@ def missing_credential(provider: str, env: str) -> LlmFailure:
     )
 
 
-def transport_errors() -> tuple[type[Exception], ...]:
-    """What httpcore raises when an exchange fails (imports httpcore)."""
-    import httpcore
+class TransportError(Exception):
+    """An exchange with the server failed: on the network, or in what it sent."""
 
-    return (
-        httpcore.TimeoutException,
-        httpcore.NetworkError,
-        httpcore.ProtocolError,
-        httpcore.UnsupportedProtocol,
-        httpcore.ProxyError,
-    )
+
+class TransportTimeout(TransportError):
+    """A wait on the network took too long."""
+
+
+class ConnectTimeout(TransportTimeout):
+    """No connection (TCP and TLS) within the connect timeout."""
+
+
+class ReadTimeout(TransportTimeout):
+    """No byte of the answer within the read (idle) timeout."""
+
+
+class WriteTimeout(TransportTimeout):
+    """The request could not be sent within the write timeout."""
+
+
+class ConnectError(TransportError):
+    """The connection could not be made (refused, unknown host, TLS rejected)."""
+
+
+class ProxyError(ConnectError):
+    """The proxy could not be reached, or would not open a tunnel to the server."""
+
+
+class ReadError(TransportError):
+    """The connection broke while the answer was read."""
+
+
+class WriteError(TransportError):
+    """The connection was gone when the request was sent."""
+
+
+class ProtocolError(TransportError):
+    """The server's answer is not HTTP/1.1 as it must be (or ended too early)."""
+
+
+class UnsupportedProtocol(TransportError):
+    """A URL or header that cannot be sent (not ASCII http/https, a line break in a value)."""
 
 
 def transport_failure(
@@ -183,14 +224,12 @@ def transport_failure(
     started: bool,
     url: str | None = None,
 ) -> LlmFailure:
-    """Classify an httpcore exception (or any other I/O error); `started`: the response's
+    """Classify a `TransportError` (or any other I/O error); `started`: the response's
     headers had arrived (a timeout then is a stalled stream, else an unanswered request). A
     failure to connect names the URL and the plain cause (`connection refused (http://…)`)."""
-    import httpcore
-
     name = type(exc).__name__
     text = str(exc) or name
-    if isinstance(exc, httpcore.ReadTimeout):
+    if isinstance(exc, ReadTimeout):
         waited = "the next chunk" if started else "the response to start"
         return LlmFailure(
             f"{provider}: no data for {idle_timeout_s:g}s while waiting for {waited} "
@@ -198,13 +237,15 @@ def transport_failure(
             "TIMEOUT",
         )
     where = f" ({url})" if url else ""
-    if isinstance(exc, httpcore.ConnectTimeout):
+    if isinstance(exc, ConnectTimeout):
         return LlmFailure(f"{provider}: connection timed out{where}", "TIMEOUT")
-    if isinstance(exc, httpcore.TimeoutException):
+    if isinstance(exc, TransportTimeout):
         return LlmFailure(f"{provider}: {name}: {text}", "TIMEOUT")
-    if isinstance(exc, httpcore.ConnectError):
+    if isinstance(exc, ProxyError):
+        return LlmFailure(f"{provider}: {text}{where}", "TRANSPORT")
+    if isinstance(exc, ConnectError):
         return LlmFailure(f"{provider}: {_connect_cause(exc)}{where}", "TRANSPORT")
-    if isinstance(exc, (*transport_errors(), OSError)):
+    if isinstance(exc, TransportError | OSError):
         return LlmFailure(f"{provider}: {name}: {text}", "TRANSPORT")
     return LlmFailure(f"{provider}: {name}: {text}", "UNKNOWN")
 

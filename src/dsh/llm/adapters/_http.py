@@ -1,68 +1,89 @@
-"""The HTTP side of a model call: each route's request prepared once, and what a response's
-headers say. Requests are httpcore's own: no client layer runs per request (no cookies,
-redirects, hooks or header merging: a model API needs none)."""
+"""The HTTP side of a model call: each route's request head prepared once, and what an
+answer's headers say. No client layer runs per request (no cookies, redirects, hooks or
+header merging: a model API needs none)."""
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from typing import TYPE_CHECKING
 
 from ..._record import record
 from ..._version import __version__
+from ._failures import UnsupportedProtocol
 from ._messages_request import MessagesDialect
+from ._net import authority
+from ._proxy import Proxy, proxy_for
 
 if TYPE_CHECKING:
-    import httpcore
-
     from ._adapter import Endpoint
+    from ._pool import Origin
 
 __all__ = ["USER_AGENT", "PreparedRoute", "content_type", "header_map", "prepare_route"]
 
 USER_AGENT = f"dsh/{__version__}"
 
-_Headers = tuple[tuple[bytes, bytes], ...]
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_UNSENDABLE = re.compile(r"[\x00\r\n]")
 
 
 @record
 class PreparedRoute:
-    """What every request of one route shares, prepared once: the URL, the timeouts and the
-    constant headers (bytes): `headers` for a call that adds its key as `key_header` (None
-    when the configured headers carry one), `keyless` for a call without a key."""
+    """What every request of one route shares, prepared once: the origin, the proxy it is
+    reached through (None: directly), the timeouts (connect, read, write) and the request
+    head up to its per-call headers: `head` for a call that adds its key as `key_header`
+    (None when the configured headers carry one), `keyless` for a call without a key."""
 
-    url: httpcore.URL
-    headers: _Headers
-    keyless: _Headers
+    origin: Origin
+    proxy: Proxy | None
+    head: bytes
+    keyless: bytes
     key_header: bytes | None
     key_prefix: str
-    timeouts: dict[str, float]
+    timeouts: tuple[float, float, float]
 
-    def request(self, body: bytes, secret: str | None) -> httpcore.Request:
-        import httpcore
-
-        length = (b"Content-Length", b"%d" % len(body))
+    def request(self, body: bytes, secret: str | None) -> bytes:
+        """The whole request: head and body, to be sent in one write."""
         if secret and self.key_header is not None:
-            key = (self.key_header, f"{self.key_prefix}{secret}".encode())
-            headers = [*self.headers, key, length]
+            key = f"{self.key_prefix}{secret}"
+            if _UNSENDABLE.search(key):  # (the message must not show the key)
+                raise UnsupportedProtocol("the API key holds a line break or a NUL character")
+            head = b"%s%s: %s\r\n" % (self.head, self.key_header, key.encode())
         else:
-            headers = [*self.keyless, length]
-        return httpcore.Request(
-            b"POST", self.url, headers=headers, content=body, extensions={"timeout": self.timeouts}
-        )
+            head = self.keyless
+        return b"%sContent-Length: %d\r\n\r\n%s" % (head, len(body), body)
+
+
+def _header_lines(headers: dict[str, tuple[str, str]]) -> bytes:
+    lines = []
+    for name, value in headers.values():
+        if not _TOKEN.fullmatch(name) or _UNSENDABLE.search(value):
+            raise UnsupportedProtocol(f"cannot send the header {name!r}: a line break or NUL in it")
+        lines.append(f"{name}: {value}\r\n")
+    return "".join(lines).encode()
+
+
+def _origin(url: str) -> tuple[Origin, str]:
+    """The origin and the request target of an ASCII http(s) URL."""
+    parts = urllib.parse.urlsplit(url) if url.isascii() else None
+    try:
+        port = parts.port if parts is not None else None
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        needed = "an ASCII http:// or https:// URL is needed"
+        raise UnsupportedProtocol(f"cannot send to {url!r}: {needed}")
+    port = port or (443 if parts.scheme == "https" else 80)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return (parts.scheme, parts.hostname, port), target
 
 
 def prepare_route(endpoint: Endpoint) -> PreparedRoute:
     """Prepare `endpoint`'s requests. Precedence, lowest first: the protocol's headers, the
-    call's key, the route's configured `headers` (which may replace any of them)."""
-    import httpcore
-
-    try:
-        url = httpcore.URL(endpoint.url)  # ASCII only
-    except (TypeError, ValueError):
-        url = httpcore.URL(scheme=b"", host=b"", target=b"")
-    if url.scheme not in (b"http", b"https") or not url.host:
-        raise httpcore.UnsupportedProtocol(
-            f"cannot send to {endpoint.url!r}: an ASCII http:// or https:// URL is needed"
-        )
+    call's key, the route's configured `headers` (which may replace any of them). An `http:`
+    route through a proxy names its whole URL and carries the proxy's credentials."""
+    origin, target = _origin(endpoint.url)
+    proxy = proxy_for(origin)
     protocol: dict[str, str] = {
         "Host": urllib.parse.urlsplit(endpoint.url).netloc.rpartition("@")[2],
         "User-Agent": USER_AGENT,
@@ -75,19 +96,25 @@ def prepare_route(endpoint: Endpoint) -> PreparedRoute:
     if isinstance(dialect, MessagesDialect):
         protocol.update({"anthropic-version": dialect.version, **dialect.headers})
         key_header, key_prefix = "x-api-key", ""
+    if proxy is not None and origin[0] == "http":
+        target = f"http://{authority(*origin[1:])}{target}"
+        if proxy.authorization is not None:
+            protocol["Proxy-Authorization"] = proxy.authorization.decode()
     merged = {name.lower(): (name, value) for name, value in protocol.items()}
     configured = {name.lower(): (name, value) for name, value in endpoint.headers.items()}
     keyless = {**merged, **configured}
     merged.pop(key_header, None)
     with_key = {**merged, **configured}
+    start = f"POST {target} HTTP/1.1\r\n".encode()
     connect = endpoint.connect_timeout_s
     return PreparedRoute(
-        url,
-        tuple((name.encode(), value.encode()) for name, value in with_key.values()),
-        tuple((name.encode(), value.encode()) for name, value in keyless.values()),
+        origin,
+        proxy,
+        start + _header_lines(with_key),
+        start + _header_lines(keyless),
         None if key_header in configured else key_header.encode(),
         key_prefix,
-        {"connect": connect, "read": endpoint.idle_timeout_s, "write": connect, "pool": connect},
+        (connect, endpoint.idle_timeout_s, connect),
     )
 
 

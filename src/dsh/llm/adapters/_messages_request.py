@@ -4,13 +4,17 @@ The history becomes alternating `user` / `assistant` turns (consecutive messages
 are joined, tool results first as the API wants them); reasoning goes back as `thinking`
 blocks only with the signature the provider gave (kept in the message's replay state).
 Each message's blocks are encoded once, as UTF-8, and cached by message id, as for Chat
-Completions; the tools' JSON is kept while the same tools are sent, and the body is joined
-as bytes.
+Completions; when a request's history extends the session's previous one (the same objects),
+its finished turns are reused as joined bytes and only the new messages are grouped, so a
+step's cost does not grow with the conversation. The tools' JSON is kept while the same
+tools are sent, and the body is joined as bytes.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import operator
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import field
@@ -39,6 +43,7 @@ REPLAY_KIND = "anthropic-messages"
 """`replayState.response.kind` of messages this API produced."""
 
 _CACHE = b',"cache_control":{"type":"ephemeral"}}'
+_CONVERSATIONS = 16  # sessions whose last grouping is kept
 _BUDGETS = {"low": 2048, "medium": 8192, "high": 16384, "max": 32000}
 
 
@@ -140,16 +145,36 @@ def message_blocks(message: Message) -> list[bytes]:
     return results + encoded
 
 
-class MessagesEncoder:
-    """Encodes requests for one Messages route, caching each message's blocks by id."""
+@record
+class _Turns:
+    """A history grouped into turns: the finished ones joined (no brackets) and the last one,
+    still open to the next messages of its role."""
 
-    __slots__ = ("_cache", "_limit", "_tools_json", "dialect")
+    messages: tuple[Message, ...]
+    closed: bytes
+    role: bytes
+    blocks: tuple[bytes, ...]
+
+
+_NO_TURNS = _Turns((), b"", b"", ())
+
+
+def _turn(role: bytes, blocks: Sequence[bytes]) -> bytes:
+    return b'{"role":"%b","content":[%b]}' % (role, b",".join(blocks))
+
+
+class MessagesEncoder:
+    """Encodes requests for one Messages route, caching each message's blocks by id and each
+    session's last grouping into turns."""
+
+    __slots__ = ("_cache", "_last", "_limit", "_tools_json", "dialect")
 
     def __init__(self, dialect: MessagesDialect, cache_limit: int = 20_000) -> None:
         self.dialect = dialect
         self._limit = cache_limit
         self._cache: OrderedDict[str, tuple[Message, list[bytes]]] = OrderedDict()
         self._tools_json = ToolsJson(_tools_json)
+        self._last: OrderedDict[str | None, _Turns] = OrderedDict()
 
     def _blocks(self, message: Message) -> list[bytes]:
         cached = self._cache.get(message.id)
@@ -162,24 +187,42 @@ class MessagesEncoder:
             self._cache.popitem(last=False)
         return blocks
 
-    def messages_json(self, messages: Sequence[Message]) -> bytes:
-        """The `messages` array (UTF-8 JSON): consecutive messages of one role joined into one
-        turn."""
-        turns: list[tuple[bytes, list[bytes]]] = []
-        for message in messages:
-            role = b"assistant" if message.role == "assistant" else b"user"
-            blocks = self._blocks(message)
-            if not blocks:
+    def _turns(self, messages: Sequence[Message], session_id: str | None) -> _Turns:
+        """`messages` grouped, from the session's previous grouping when they extend it."""
+        last = self._last.get(session_id, _NO_TURNS)
+        count = len(last.messages)
+        if not (len(messages) >= count and all(map(operator.is_, last.messages, messages))):
+            last, count = _NO_TURNS, 0
+        closed, role, blocks = last.closed, last.role, list(last.blocks)
+        for message in itertools.islice(messages, count, None):
+            fresh = self._blocks(message)
+            if not fresh:
                 continue
-            if turns and turns[-1][0] == role:
-                turns[-1][1].extend(blocks)
-            else:
-                turns.append((role, list(blocks)))
-        if self.dialect.cache_control and turns and turns[-1][1]:
-            last = turns[-1][1]
-            last[-1] = last[-1][:-1] + _CACHE
-        parts = [b'{"role":"%b","content":[%b]}' % (role, b",".join(b)) for role, b in turns]
-        return b"[" + b",".join(parts) + b"]"
+            kind = b"assistant" if message.role == "assistant" else b"user"
+            if kind == role:
+                blocks.extend(fresh)
+                continue
+            if role:
+                closed = b"%b,%b" % (closed, _turn(role, blocks)) if closed else _turn(role, blocks)
+            role, blocks = kind, list(fresh)
+        turns = _Turns(tuple(messages), closed, role, tuple(blocks))
+        self._last[session_id] = turns
+        self._last.move_to_end(session_id)
+        if len(self._last) > _CONVERSATIONS:
+            self._last.popitem(last=False)
+        return turns
+
+    def messages_json(self, messages: Sequence[Message], session_id: str | None = None) -> bytes:
+        """The `messages` array (UTF-8 JSON): consecutive messages of one role joined into one
+        turn; with `cache_control`, the last block marked as a cache breakpoint."""
+        turns = self._turns(messages, session_id)
+        if not turns.role:
+            return b"[]"
+        blocks = list(turns.blocks)
+        if self.dialect.cache_control:
+            blocks[-1] = blocks[-1][:-1] + _CACHE
+        last = _turn(turns.role, blocks)
+        return b"[%b,%b]" % (turns.closed, last) if turns.closed else b"[%b]" % last
 
     def body(
         self, options: GenerateOptions, *, stream: bool, extra: Mapping[str, Json] | None = None
@@ -194,7 +237,8 @@ class MessagesEncoder:
                 system["cache_control"] = {"type": "ephemeral"}
             pieces.append(f',"system":[{_dumps(system)}]')
         pieces.append(',"messages":')
-        encoded = [clean_utf8("".join(pieces)), self.messages_json(options.messages)]
+        messages = self.messages_json(options.messages, options.session_id)
+        encoded = [clean_utf8("".join(pieces)), messages]
         if options.tools:
             encoded.append(b',"tools":')
             encoded.append(self._tools_json(options.tools))

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ..._record import record
 from .._chunks import (
     MAX_TOKENS,
     STOP,
@@ -55,7 +56,7 @@ def messages_usage(usage: Mapping[str, Any], into: TokenUsage | None = None) -> 
     )
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Block:
     index: int
     kind: str  # text | reasoning | tool-call

@@ -1,35 +1,61 @@
-"""The pool's network backend: httpcore's stream interface over an asyncio transport.
+"""The adapter's HTTP/1.1 client connections, over an asyncio transport.
 
-httpcore's default backend goes through anyio, which sets up a cancel scope for each read and
-each write and sends every piece httpcore writes on its own. Here a read that finds data
-waiting returns it at once, a wait is one future (its timeout one timer), and a request's
-pieces (its head, then its body) are sent in one `write` when httpcore starts reading the
-answer: one packet for a small request, not two. An HTTP/1.1 client always reads after it
-writes a request, so nothing waits longer than it would have.
+A model call is one POST and one answer read as it streams: nothing else of HTTP is needed
+(no pipelining, upgrades or compression; through an HTTP proxy, an `https:` server is reached
+by a `CONNECT` tunnel). A request leaves in one `write` (its head,
+prepared once per route, and its body); the answer's head is parsed once, then its body is
+read as it arrives, framed by `Content-Length`, `chunked` or the connection's end (RFC 9112).
+A read that finds data waiting returns it at once; a wait is one future and one timer. A
+connection whose answer was read to its end, and which the server keeps open, can carry the
+next request. httpcore did the same through a state machine per event (h11), locks, traces
+and a cancel scope per response: most of a step's HTTP cost.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import select
 import ssl
 from collections import deque
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import AsyncGenerator, Callable
+from typing import TYPE_CHECKING, Any
 
-import httpcore
+from ._failures import (
+    ConnectError,
+    ConnectTimeout,
+    ProtocolError,
+    ProxyError,
+    ReadError,
+    ReadTimeout,
+    WriteError,
+    WriteTimeout,
+)
 
-__all__ = ["AsyncioBackend"]
+if TYPE_CHECKING:
+    from ._proxy import Proxy
+
+__all__ = ["Connection", "Response", "connect"]
+
 
 _HIGH_WATER = 1 << 20
 """Bytes received and not yet read beyond which the socket is not read (flow control)."""
+MAX_HEAD = 1 << 16
+"""The longest answer head (status line and headers) read."""
+
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+_STATUS = re.compile(rb"HTTP/(\d)\.(\d) (\d{3})(?: [^\r\n]*)?")
+_FIELD = re.compile(rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*(.*?)[ \t]*")
+_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?\r?\n")
+_TRAILER = re.compile(rb"([^\r\n]*)\r?\n")
+_LINE_END = re.compile(rb"\r?\n")
 
 
 class _Protocol(asyncio.Protocol):
     """Collects what arrives; wakes the reader waiting for it."""
 
     def __init__(self) -> None:
-        self.transport: Any = None  # the plain one, then the TLS one once started
+        self.transport: Any = None
         self.chunks: deque[bytes] = deque()
         self.size = 0
         self.eof = False
@@ -93,92 +119,156 @@ async def _wait(future: asyncio.Future[None], seconds: float | None, error: Exce
         timer.cancel()
 
 
-class _Stream(httpcore.AsyncNetworkStream):
+async def connect(
+    host: str, port: int, tls: ssl.SSLContext | None, limit_s: float | None
+) -> Connection:
+    """A new connection to `host:port`, through TLS when `tls` is given."""
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout(limit_s):
+            transport, protocol = await loop.create_connection(
+                _Protocol, host, port, ssl=tls, server_hostname=host if tls else None
+            )
+    except TimeoutError as exc:  # (before OSError: it is one)
+        raise ConnectTimeout(f"no connection to {host}:{port} within {limit_s:g}s") from exc
+    except (OSError, ssl.SSLError) as exc:
+        raise ConnectError(str(exc) or type(exc).__name__) from exc
+    return Connection(transport, protocol)
+
+
+class Connection:
+    """One HTTP/1.1 connection: one request at a time, its answer read to its end before the
+    next (`reusable` then says whether the server keeps it open)."""
+
+    __slots__ = ("_buffer", "_protocol", "_transport", "busy", "reusable")
+
     def __init__(self, transport: Any, protocol: _Protocol) -> None:
         self._transport = transport
         self._protocol = protocol
-        self._unsent: list[bytes] = []
-        self._write_timeout: float | None = None
+        self._buffer = b""  # received and not yet parsed
+        self.busy = False
+        self.reusable = False
 
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109
-        if self._unsent:
-            await self._send()
+    async def request(
+        self, data: bytes, read_timeout: float | None, write_timeout: float | None
+    ) -> Response:
+        """Send a whole request (head and body) and read its answer's head."""
+        self.busy, self.reusable = True, False
+        await self._send(data, write_timeout)
+        while True:
+            status, headers, keep_alive = await self._head(read_timeout)
+            if not 100 <= status < 200:
+                break  # (an interim answer, `103 Early Hints` say, precedes the real one)
+        return Response(self, status, headers, keep_alive, read_timeout)
+
+    async def tunnel(
+        self, host: str, port: int, proxy: Proxy, tls: ssl.SSLContext, limit_s: float | None
+    ) -> None:
+        """Turn this connection to `proxy` into a TLS connection to `host:port` through it
+        (`CONNECT`, then the TLS handshake with the server)."""
+        target = authority(host, port).encode()
+        auth = proxy.authorization
+        credentials = b"" if auth is None else b"Proxy-Authorization: %s\r\n" % auth
+        head = b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (target, target, credentials)
+        try:
+            await self._send(head, limit_s)
+            status, _headers, _keep_alive = await self._head(limit_s)
+        except (ProtocolError, ReadError, ReadTimeout, WriteError) as exc:
+            self.close()
+            raise ProxyError(f"{proxy} did not open a tunnel to {target.decode()}: {exc}") from exc
+        if not 200 <= status < 300 or self._buffer or self._protocol.chunks:
+            self.close()
+            raise ProxyError(f"{proxy} refused a tunnel to {target.decode()} (status {status})")
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(limit_s):
+                transport = await loop.start_tls(
+                    self._transport, self._protocol, tls, server_hostname=host
+                )
+        except TimeoutError as exc:
+            self.close()
+            raise ConnectTimeout(f"no TLS with {target.decode()} within {limit_s:g}s") from exc
+        except (OSError, ssl.SSLError) as exc:
+            self.close()
+            raise ConnectError(str(exc) or type(exc).__name__) from exc
+        self._transport = self._protocol.transport = transport
+
+    def is_available(self) -> bool:
+        """Idle, and the server has neither hung up nor sent anything unasked."""
+        protocol = self._protocol
+        if self.busy or not self.reusable or protocol.eof or protocol.chunks or self._buffer:
+            return False
+        return not self.is_closed() and not _readable(self._transport)
+
+    def is_closed(self) -> bool:
+        return bool(self._transport.is_closing())
+
+    def close(self) -> None:
+        self.reusable = False
+        self._transport.close()
+
+    async def _send(self, data: bytes, limit_s: float | None) -> None:
+        protocol = self._protocol
+        if protocol.lost is not None or protocol.eof or self._transport.is_closing():
+            raise WriteError("the connection is closed")
+        self._transport.write(data)
+        if protocol.paused:  # the kernel's buffer is full: wait until it drains
+            drained = protocol.drained = asyncio.get_running_loop().create_future()
+            await _wait(drained, limit_s, WriteTimeout("timed out writing the request"))
+
+    async def _receive(self, limit_s: float | None) -> bytes:
+        """The next bytes received (b"" once the server has closed its side)."""
         protocol = self._protocol
         if not protocol.chunks and not protocol.eof:
             waiter = protocol.waiter = asyncio.get_running_loop().create_future()
             try:
-                await _wait(waiter, timeout, httpcore.ReadTimeout("timed out waiting to read"))
+                await _wait(waiter, limit_s, ReadTimeout("timed out waiting to read"))
             finally:
                 protocol.waiter = None
         if protocol.chunks:
             data = protocol.chunks.popleft()
-            if len(data) > max_bytes:
-                data, rest = data[:max_bytes], data[max_bytes:]
-                protocol.chunks.appendleft(rest)
             protocol.size -= len(data)
             if protocol.reading_paused and protocol.size <= _HIGH_WATER:
                 protocol.reading_paused = False
                 self._transport.resume_reading()
             return data
         if protocol.lost is not None:
-            raise httpcore.ReadError(str(protocol.lost) or type(protocol.lost).__name__)
+            raise ReadError(str(protocol.lost) or type(protocol.lost).__name__)
         return b""
 
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # noqa: ASYNC109
-        if buffer:
-            self._unsent.append(buffer)  # sent with what follows, before the next read
-            self._write_timeout = timeout
+    async def _head(self, limit_s: float | None) -> tuple[int, list[tuple[bytes, bytes]], bool]:
+        """An answer's status, headers and whether the connection stays open after it."""
+        while (end := _HEAD_END.search(self._buffer)) is None:
+            if len(self._buffer) > MAX_HEAD:
+                raise ProtocolError(f"the answer's head is longer than {MAX_HEAD} bytes")
+            data = await self._receive(limit_s)
+            if not data:
+                raise ProtocolError("the server closed the connection without answering")
+            self._buffer += data
+        head, self._buffer = self._buffer[: end.start()], self._buffer[end.end() :]
+        status_line, *lines = head.split(b"\n")
+        status = _STATUS.fullmatch(status_line.rstrip(b"\r"))
+        if status is None:
+            raise ProtocolError(f"not an HTTP/1.x status line: {status_line[:80]!r}")
+        headers = []
+        for line in lines:
+            field = _FIELD.fullmatch(line.rstrip(b"\r"))
+            if field is None:  # folded lines and stray bytes alike
+                raise ProtocolError(f"a malformed header line: {line[:80]!r}")
+            headers.append((field[1], field[2]))
+        keep_alive = status.group(1, 2) == (b"1", b"1") and not any(
+            name.lower() == b"connection" and b"close" in value.lower() for name, value in headers
+        )
+        return int(status[3]), headers, keep_alive
 
-    async def _send(self) -> None:
-        unsent, self._unsent = self._unsent, []
-        protocol = self._protocol
-        if protocol.lost is not None or self._transport.is_closing():
-            raise httpcore.WriteError("the connection is closed")
-        self._transport.write(unsent[0] if len(unsent) == 1 else b"".join(unsent))
-        if protocol.paused:  # the kernel's buffer is full: wait until it drains
-            drained = protocol.drained = asyncio.get_running_loop().create_future()
-            await _wait(drained, self._write_timeout, httpcore.WriteTimeout("timed out writing"))
 
-    async def aclose(self) -> None:
-        self._unsent = []
-        self._transport.close()
-
-    async def start_tls(
-        self,
-        ssl_context: ssl.SSLContext,
-        server_hostname: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's signature
-    ) -> httpcore.AsyncNetworkStream:
-        loop = asyncio.get_running_loop()
-        try:
-            async with asyncio.timeout(timeout):
-                transport = await loop.start_tls(
-                    self._transport, self._protocol, ssl_context, server_hostname=server_hostname
-                )
-        except TimeoutError as exc:
-            self._transport.close()
-            raise httpcore.ConnectTimeout(str(exc)) from exc
-        except (OSError, ssl.SSLError) as exc:
-            self._transport.close()
-            raise httpcore.ConnectError(str(exc)) from exc
-        self._protocol.transport = transport
-        return _Stream(transport, self._protocol)
-
-    def get_extra_info(self, info: str) -> Any:
-        transport = self._transport
-        if info == "is_readable":  # idle: anything arriving now means the server hung up
-            protocol = self._protocol
-            return bool(protocol.chunks) or protocol.eof or _readable(transport)
-        if info == "client_addr":
-            return transport.get_extra_info("sockname")
-        if info == "server_addr":
-            return transport.get_extra_info("peername")
-        if info in ("ssl_object", "socket"):
-            return transport.get_extra_info(info)
-        return None
+def authority(host: str, port: int) -> str:
+    """`host:port` as a request names a server (an IPv6 address in brackets)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _readable(transport: Any) -> bool:
+    """Whether the socket has something to read (on an idle connection: the server hung up)."""
     sock = transport.get_extra_info("socket")
     if sock is None or sock.fileno() < 0:
         return True
@@ -187,31 +277,114 @@ def _readable(transport: Any) -> bool:
     return bool(poll.poll(0))
 
 
-class AsyncioBackend(httpcore.AsyncNetworkBackend):
-    """TCP connections for httpcore on the running asyncio loop."""
+class Response:
+    """An answer: `status`, `headers` (raw names and values), and the body, read once by
+    iterating (as it arrives) or by `aread()`. `aclose()` ends it: a body read to its end
+    leaves its connection reusable; one cut short closes it."""
 
-    async def connect_tcp(
+    def __init__(
         self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's signature
-        local_address: str | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        loop = asyncio.get_running_loop()
-        local = None if local_address is None else (local_address, 0)
-        try:
-            async with asyncio.timeout(timeout):
-                transport, protocol = await loop.create_connection(
-                    _Protocol, host, port, local_addr=local
-                )
-        except TimeoutError as exc:  # (before OSError: it is one)
-            raise httpcore.ConnectTimeout(str(exc)) from exc
-        except OSError as exc:
-            raise httpcore.ConnectError(str(exc)) from exc
-        for option in socket_options or ():
-            transport.get_extra_info("socket").setsockopt(*option)
-        return _Stream(transport, protocol)
+        connection: Connection,
+        status: int,
+        headers: list[tuple[bytes, bytes]],
+        keep_alive: bool,
+        timeout: float | None,
+    ) -> None:
+        self.status = status
+        self.headers = headers
+        self._connection = connection
+        self._keep_alive = keep_alive
+        self._timeout = timeout
+        self._body = self._chunks()
+        self._done = False
+        self.on_close: Callable[[Connection], None] | None = None
+        """Called once with the connection when the answer is closed (the pool's give-back)."""
 
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
+    def __aiter__(self) -> AsyncGenerator[bytes, None]:
+        return self._body
+
+    async def aread(self) -> bytes:
+        return b"".join([data async for data in self._body])
+
+    async def aclose(self) -> None:
+        await self._body.aclose()
+        connection = self._connection
+        if not connection.busy:
+            return  # closed before
+        connection.busy = False
+        connection.reusable = self._done and self._keep_alive and not connection._buffer
+        if not connection.reusable:
+            connection.close()
+        on_close, self.on_close = self.on_close, None
+        if on_close is not None:
+            on_close(connection)
+
+    def _framing(self) -> tuple[str, int]:
+        """How the body ends: `length` (and how long), `chunked`, or `close`."""
+        if self.status in (204, 304):
+            return "length", 0
+        lengths: set[bytes] = set()
+        for name, value in self.headers:
+            lowered = name.lower()
+            if lowered == b"transfer-encoding":
+                if value.lower() != b"chunked":
+                    raise ProtocolError(f"an unsupported transfer coding: {value[:80]!r}")
+                return "chunked", 0
+            if lowered == b"content-length":
+                lengths.update(n.strip() for n in value.split(b","))
+        if not lengths:
+            return "close", 0
+        if len(lengths) > 1 or not all(n.isdigit() for n in lengths):
+            raise ProtocolError(f"an invalid Content-Length: {sorted(lengths)!r}")
+        return "length", int(lengths.pop())
+
+    async def _chunks(self) -> AsyncGenerator[bytes, None]:
+        """The body's bytes as they arrive, by its framing (one generator: none is left
+        half-run for the loop's finalizer when the answer is closed early)."""
+        kind, length = self._framing()
+        connection = self._connection
+        if kind == "close":
+            self._keep_alive = False  # the body ends with the connection
+            data, connection._buffer = connection._buffer, b""
+            while data:
+                yield data
+                data = await connection._receive(self._timeout)
+        while kind != "close":
+            if kind == "chunked":
+                length = int((await self._line(_CHUNK_SIZE, "chunk size"))[1], 16)
+                if length == 0:  # the last chunk: trailers up to the blank line are skipped
+                    while (await self._line(_TRAILER, "trailer"))[1]:
+                        pass
+                    break
+            while length > 0:
+                data, connection._buffer = connection._buffer, b""
+                data = data or await self._receive()
+                if len(data) > length:
+                    data, connection._buffer = data[:length], data[length:]
+                length -= len(data)
+                yield data
+            if kind == "length":
+                break
+            await self._line(_LINE_END, "chunk end")
+        self._done = True
+
+    async def _receive(self) -> bytes:
+        """The next bytes received; the connection's end here is a ProtocolError."""
+        data = await self._connection._receive(self._timeout)
+        if not data:
+            raise ProtocolError("the server closed the connection before the answer's end")
+        return data
+
+    async def _line(self, pattern: re.Pattern[bytes], what: str) -> re.Match[bytes]:
+        """The next line of the chunked framing, matched by `pattern`."""
+        connection = self._connection
+        while (line_end := connection._buffer.find(b"\n")) < 0:
+            if len(connection._buffer) > MAX_HEAD:
+                raise ProtocolError(f"a {what} line longer than {MAX_HEAD} bytes")
+            connection._buffer += await self._receive()
+        buffer = connection._buffer
+        match = pattern.match(buffer)
+        if match is None or match.end() != line_end + 1:
+            raise ProtocolError(f"a malformed {what}: {buffer[: line_end + 1][:80]!r}")
+        connection._buffer = buffer[match.end() :]
+        return match

@@ -1,34 +1,37 @@
 """The HTTP adapter's connection pool: keep-alive connections whose cost per request does
 not grow with their number.
 
-httpcore's own pool re-examines every connection it holds at each request and at each
-response's end (a socket readability probe for each idle one, and a count of them all for
-each idle one): with one connection per agent waiting on its model, that was a fifth of a
-busy batch's CPU. Here a connection carries one request at a time (HTTP/1.1); when its
-response is closed it goes back on its origin's stack, and a request takes the most recently
-used one, checking that one only. It speaks httpcore's public API (its requests, responses
-and connections), with no httpx client in between. Imported on the first request.
+A connection carries one request at a time (HTTP/1.1); when its answer is closed it goes back
+on its origin's stack, and a request takes the most recently used one, checking that one
+only (httpcore's pool re-examined every connection it held at each request: with one
+connection per agent waiting on its model, a fifth of a busy batch's CPU). Imported on the
+first request.
 """
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+import time
+from typing import TYPE_CHECKING
 
-import httpcore
+from ._failures import ConnectError, ConnectTimeout, ProxyError
+from ._net import Connection, Response, connect
 
-from ._net import AsyncioBackend
+if TYPE_CHECKING:
+    from ._proxy import Proxy
 
-__all__ = ["MAX_IDLE", "Pool"]
+__all__ = ["MAX_IDLE", "Origin", "Pool"]
 
 MAX_IDLE = 100
 """Idle connections kept per client (the oldest one is closed first)."""
 KEEPALIVE_S = 5.0
 """How long an idle connection is kept (httpx's own default)."""
 
-_Key = tuple[bytes, bytes, int]
+Origin = tuple[str, str, int]
+"""A server: scheme (`http`, `https`), host, port."""
+
+_log = logging.getLogger(__name__)
 
 
 class Pool:
@@ -37,87 +40,77 @@ class Pool:
 
     def __init__(self, ssl_context: ssl.SSLContext | None) -> None:
         self._ssl_context = ssl_context
-        self._backend = AsyncioBackend()
-        self._idle: dict[_Key, list[httpcore.AsyncHTTPConnection]] = {}
+        self._idle: dict[Origin, list[tuple[float, Connection]]] = {}
         self._count = 0
 
-    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
-        origin = request.url.origin
-        key = (origin.scheme, origin.host, origin.port)
-        connection = await self._take(key)
+    async def send(
+        self,
+        origin: Origin,
+        data: bytes,
+        timeouts: tuple[float | None, float | None, float | None],
+        proxy: Proxy | None = None,
+    ) -> Response:
+        """Send a whole request (`data`: head and body) to `origin` on an idle connection
+        or a new one, through `proxy` if given (one proxy per origin); `timeouts`: connect,
+        read (each wait for bytes), write."""
+        connect_s, read_s, write_s = timeouts
+        connection = self._take(origin)
         if connection is None:
-            connection = httpcore.AsyncHTTPConnection(
-                origin,
-                ssl_context=self._ssl_context,
-                keepalive_expiry=KEEPALIVE_S,
-                network_backend=self._backend,
-            )
+            connection = await self._connect(origin, proxy, connect_s)
         try:
-            response = await connection.handle_async_request(request)
+            response = await connection.request(data, read_s, write_s)
         except BaseException:
-            await _close(connection)  # it closed itself if it could not go on; never reused
+            connection.close()  # never reused after a failed exchange
             raise
-        response.stream = _Body(response.stream, lambda: self._give_back(key, connection))
+        _log.debug("answer %d from %s://%s:%d", response.status, *origin)
+        response.on_close = lambda done: self._give_back(origin, done)
         return response
 
-    async def _take(self, key: _Key) -> httpcore.AsyncHTTPConnection | None:
-        stack = self._idle.get(key)
+    async def _connect(
+        self, origin: Origin, proxy: Proxy | None, limit_s: float | None
+    ) -> Connection:
+        scheme, host, port = origin
+        tls = (self._ssl_context or ssl.create_default_context()) if scheme == "https" else None
+        if proxy is None:
+            connection = await connect(host, port, tls, limit_s)
+        else:
+            try:
+                connection = await connect(proxy.host, proxy.port, None, limit_s)
+            except (ConnectError, ConnectTimeout) as exc:
+                raise ProxyError(f"cannot reach {proxy}: {exc}") from exc
+            if tls is not None:  # an `http:` origin is asked through the proxy itself
+                await connection.tunnel(host, port, proxy, tls, limit_s)
+        _log.debug("connected to %s://%s:%d%s", scheme, host, port, " via a proxy" * bool(proxy))
+        return connection
+
+    def _take(self, origin: Origin) -> Connection | None:
+        stack = self._idle.get(origin)
         while stack:
-            connection = stack.pop()
+            since, connection = stack.pop()
             self._count -= 1
-            if connection.is_available() and not connection.has_expired():
+            if time.monotonic() - since < KEEPALIVE_S and connection.is_available():
                 return connection
-            await _close(connection)  # the server hung up, or it was idle too long
+            connection.close()  # the server hung up, or it was idle too long
         return None
 
-    async def _give_back(self, key: _Key, connection: httpcore.AsyncHTTPConnection) -> None:
-        if not connection.is_available():  # its response was cut short: it closed itself
-            await _close(connection)
+    def _give_back(self, origin: Origin, connection: Connection) -> None:
+        if not connection.reusable:  # its answer was cut short, or the server ends it
             return
-        self._idle.setdefault(key, []).append(connection)
+        self._idle.setdefault(origin, []).append((time.monotonic(), connection))
         self._count += 1
         if self._count > MAX_IDLE:
-            oldest = max(self._idle.values(), key=len).pop(0)
+            _, oldest = max(self._idle.values(), key=len).pop(0)
             self._count -= 1
-            await _close(oldest)
+            oldest.close()
 
     async def aclose(self) -> None:
         idle, self._idle, self._count = self._idle, {}, 0
         for stack in idle.values():
-            for connection in stack:
-                await _close(connection)
+            for _, connection in stack:
+                connection.close()
 
     async def __aenter__(self) -> Pool:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-
-class _Body:
-    """A response body that gives its connection back to the pool once it is closed."""
-
-    def __init__(self, stream: Any, release: Callable[[], Awaitable[None]]) -> None:
-        self._stream = stream
-        self._release: Callable[[], Awaitable[None]] | None = release
-        self._reading: Any = None
-
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        self._reading = aiter(self._stream)  # the connection's own: no layer per chunk
-        return self._reading  # type: ignore[no-any-return]
-
-    async def aclose(self) -> None:
-        release, self._release = self._release, None
-        reading, self._reading = self._reading, None
-        try:
-            if reading is not None:
-                await reading.aclose()  # one left half-read ends now, not when collected
-            await self._stream.aclose()
-        finally:
-            if release is not None:
-                await release()
-
-
-async def _close(connection: httpcore.AsyncHTTPConnection) -> None:
-    with contextlib.suppress(Exception):
-        await connection.aclose()

@@ -175,6 +175,8 @@ class ToolsJson:
 
     def __call__(self, tools: tuple[ToolSchema, ...]) -> bytes:
         last, text = self._last
+        if tools is last:  # the tool offer is cached: the same tuple at every step
+            return text
         if len(last) != len(tools) or any(a is not b for a, b in zip(last, tools, strict=True)):
             text = self._encode(tools)
             self._last = (tools, text)

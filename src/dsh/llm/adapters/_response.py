@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ..._record import record
 from .._chunks import (
     MAX_TOKENS,
     STOP,
@@ -55,7 +56,7 @@ def token_usage(usage: Mapping[str, Any]) -> TokenUsage:
     return TokenUsage(miss, output, hit, None, reasoning)
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Call:
     index: int
     id: str

@@ -10,7 +10,6 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -164,7 +163,7 @@ def _read_rules(workspace: Path) -> tuple[PermissionRule, ...]:
     return tuple(found)
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Cached:
     files: tuple[str, ...]
     """The settings files of a workspace, and the trust file."""

@@ -24,15 +24,17 @@ class Rule(BaseModel):
     action: Action
 
 
+# Constants, valid by construction: `model_construct` leaves the schema unbuilt until a rule
+# is read from a profile or a settings file, so booting builds none.
 DEFAULT_POLICY: tuple[Rule, ...] = (
     *(
-        Rule(tool=name, action="allow")
+        Rule.model_construct(tool=name, action="allow")
         for name in (
             *("read", "glob", "grep", "todo_write", "skill", "ask_user_question"),
             *("list_agents", "interrupt_agent"),
         )
     ),
-    *(Rule(tool=name, action="ask") for name in ("write", "edit", "bash")),
+    *(Rule.model_construct(tool=name, action="ask") for name in ("write", "edit", "bash")),
 )
 """Reads, searches, the todo list, skills, questions to the user, and looking at or stopping
 background subagents run; changes to files, commands and new work for subagents ask."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, NotRequired
 
@@ -57,7 +58,10 @@ def _question(raw: QuestionArg) -> Question:
     return Question(raw["question"], raw.get("header", ""), options, raw.get("multi_select", False))
 
 
-_ARGUMENTS = TypeAdapter(list[QuestionArg])
+@functools.cache
+def _arguments() -> TypeAdapter[list[QuestionArg]]:
+    """Built on first use: only a surface showing a question needs it, never boot."""
+    return TypeAdapter(list[QuestionArg])
 
 
 def questions_of(arguments: Json) -> tuple[Question, ...]:
@@ -65,7 +69,7 @@ def questions_of(arguments: Json) -> tuple[Question, ...]:
     surface can show them and check answers); `QuestionError` when they are not its shape."""
     raw = arguments.get("questions") if isinstance(arguments, dict) else None
     try:
-        parsed = _ARGUMENTS.validate_python(raw)
+        parsed = _arguments().validate_python(raw)
     except ValidationError:
         raise QuestionError("the call's arguments are not a list of questions") from None
     return tuple(_question(q) for q in parsed)

@@ -11,7 +11,6 @@ from ...kernel import CancelSignal
 from ...llm import (
     BlockAssembler,
     GenerateOptions,
-    HarnessError,
     Json,
     Message,
     plugin_source,
@@ -19,7 +18,7 @@ from ...llm import (
     user_message,
 )
 from ...session import ReplaceOp, Session
-from ._events import COMPACTION_STARTING, CompactionStarting, Trigger
+from ._events import COMPACTION_STARTING, CompactionError, CompactionStarting, Trigger
 from ._meter import estimate_message, estimate_text
 
 if TYPE_CHECKING:
@@ -34,11 +33,6 @@ INSTRUCTION = (
     "names, identifiers, numbers, errors), what was done, and what remains to do. Be concise "
     "and factual; do not address the user. Reply with the summary only."
 )
-
-
-class CompactionError(HarnessError):
-    def __init__(self, message: str) -> None:
-        super().__init__(message, "COMPACTION")
 
 
 @record

@@ -1,4 +1,4 @@
-"""The live event compaction declares."""
+"""What compaction declares for others: its live event, the reducers' seam, its error."""
 
 from __future__ import annotations
 
@@ -7,13 +7,26 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from ..._record import record
 from ...kernel import CancelSignal, EventSpec, Mode, SerialSpec
+from ...llm import HarnessError
 
 if TYPE_CHECKING:
     from ...agent import Agent
 
-__all__ = ["COMPACTION_STARTING", "CompactionStarting", "Reducer", "Reduction", "Trigger"]
+__all__ = [
+    "COMPACTION_STARTING",
+    "CompactionError",
+    "CompactionStarting",
+    "Reducer",
+    "Reduction",
+    "Trigger",
+]
 
 Trigger = Literal["pressure", "context-overflow", "manual"]
+
+
+class CompactionError(HarnessError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "COMPACTION")
 
 
 @record

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._record import record
 from ...agent import AGENT_DISPOSED, PRE_STEP, REQUEST_ERROR, Agent, RequestError, Retry, StepPoint
 from ...kernel import AGENTS, CancelSignal, Context, Next, ServiceKey
-from ._compactor import CompactionError, CompactionResult, choose_cut, compact
-from ._events import Reducer, Reduction, Trigger
+from ._events import CompactionError, Reducer, Reduction, Trigger
 from ._meter import context_tokens, estimate_message
+
+if TYPE_CHECKING:
+    from ._compactor import CompactionResult
 
 _log = logging.getLogger("dsh.compaction")
 
@@ -83,6 +85,9 @@ class Compaction:
             reduced = any([await reducer(reduction) for reducer in list(self._reducers)])
             if reduced and threshold is not None and context_tokens(agent.session) < threshold:
                 return None  # no model call needed
+            # The summariser loads with the first compaction: most sessions never need it.
+            from ._compactor import compact
+
             return await compact(agent, self.config, trigger, signal, turn, retain_tokens)
         finally:
             self._running.discard(agent.id)
@@ -113,6 +118,8 @@ class Compaction:
         configured = self.config.retain_tokens is not None or window is not None
         cap = self.retain(window) if configured else total
         retain = min(cap, int(total * self.config.manual_retain_ratio))
+        from ._compactor import choose_cut
+
         head = choose_cut(session, retain) or []
         shadowed = sum(sizes[: len(head)])  # the head is a prefix of the surface
         return ManualPlan(

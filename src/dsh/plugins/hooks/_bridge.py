@@ -6,20 +6,21 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from ..._record import record
 from ...kernel import CancelSignal, ServiceKey
 from ...llm import Json, UserMessage, plugin_source, user_message
 from ...session import Session
 from ...workspace import agent_workspace
-from ._codec import HookOutcome, decode
 from ._config import HookEntry, HooksConfig, HookSet, Point, load_hooks
-from ._runner import HookRun, run_hook
 
 if TYPE_CHECKING:
     from ...agent import Agent
     from ...kernel import Context
+    from ._codec import HookOutcome
+    from ._runner import HookRun
 
 __all__ = ["HOOKS", "PLUGIN_ID", "AgentHooks", "HookBridge", "open_turn"]
 
@@ -29,7 +30,7 @@ PLUGIN_ID = "hooks-claude-code"
 """The source plugin of the contexts hooks add (the reference runtime's, so logs read alike)."""
 
 
-@dataclass(slots=True, eq=False)
+@record(frozen=False, eq=False)
 class AgentHooks:
     """One agent's hooks (loaded when it was created) and what its hook points carry over."""
 
@@ -114,6 +115,10 @@ class HookBridge:
         payload: dict[str, Json],
         signal: CancelSignal,
     ) -> HookOutcome:
+        # Loaded by the first hook that runs: a session with no hooks never needs them.
+        from ._codec import decode
+        from ._runner import run_hook
+
         session = state.agent.session
         if turn is not None:
             invoked: dict[str, Json] = {

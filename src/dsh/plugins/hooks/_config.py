@@ -12,9 +12,9 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import field, replace
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from ..._record import record
 from ...workspace import SettingsError, Trust, load_settings
@@ -50,13 +50,23 @@ _UNMATCHED: frozenset[str] = frozenset({"UserPromptSubmit", "Stop", "SubagentSto
 Scope = Literal["profile", "user", "project", "local"]
 
 
+def _valid_hooks(value: dict[str, Any]) -> dict[str, Any]:
+    try:
+        parse_hooks(value, "hooks", None, "profile", True)
+    except SettingsError as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
 class HooksConfig(BaseModel):
     """The `hooks` plugin row. `hooks` has the settings files' shape and always runs (it is
     the user's own profile); a workspace's settings files run once it is trusted."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    hooks: dict[str, Any] = Field(default_factory=dict)
+    # A validator on the field's type, not a `field_validator`: it never runs on the
+    # default, so a row with no config is built without the model's schema (`_defaults_only`).
+    hooks: Annotated[dict[str, Any], AfterValidator(_valid_hooks)] = Field(default_factory=dict)
     settings: bool = True
     """Read the settings files (user, project, local)."""
     claude_compat: bool = True
@@ -71,15 +81,6 @@ class HooksConfig(BaseModel):
     stderr_summary_chars: int = Field(default=500, gt=0)
     idle_notification_s: float = Field(default=60, ge=0)
     """How long an agent is idle before `Notification` (`idle_prompt`) runs."""
-
-    @field_validator("hooks")
-    @classmethod
-    def _valid_hooks(cls, value: dict[str, Any]) -> dict[str, Any]:
-        try:
-            parse_hooks(value, "hooks", None, "profile", True)
-        except SettingsError as exc:
-            raise ValueError(str(exc)) from None
-        return value
 
 
 @record

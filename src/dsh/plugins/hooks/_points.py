@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from functools import reduce
+from typing import TYPE_CHECKING
 
 from ... import agent as agents
 from ...agent import (
@@ -37,8 +38,10 @@ from ...tools import (
 )
 from ..compaction import CompactionStarting
 from ._bridge import PLUGIN_ID, AgentHooks, HookBridge
-from ._codec import HookOutcome
 from ._config import HookEntry, Point
+
+if TYPE_CHECKING:
+    from ._codec import HookOutcome
 
 __all__ = ["CLAUDE_TOOL_NAMES", "HookPoints", "tool_names"]
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from ..._record import record
 from ...events import EVENT_CLASSES, OtherEvent, logged, typed
 from ...session import SessionEvent
 
@@ -11,7 +12,7 @@ MODELLED = frozenset(cls.type for cls in EVENT_CLASSES)
 STEP_EVENTS = frozenset({"assistant/chunk", "assistant/message", "tool/call", "tool/result"})
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class LogState:
     """What the checks remember about one session."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import ClassVar
 
 from ..._record import record
@@ -40,7 +40,7 @@ INVARIANT_VIOLATION = EventSpec.declare(
 )
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class Invariants:
     """Collected violations; tests turn them into failures."""
 

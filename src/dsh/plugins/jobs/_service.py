@@ -8,9 +8,10 @@ import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
+from ..._record import record
 from ...agent import Agent
 from ...kernel import Aborted, CancelSignal, Context, EventSpec, Mode, ServiceKey
 from ...llm import HarnessError, Json
@@ -31,7 +32,7 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-@dataclass(slots=True, eq=False)
+@record(frozen=False, eq=False)
 class Job:
     """One background job. `owner` is the agent (session) that started it and alone sees it."""
 
@@ -75,7 +76,7 @@ JOB_END = EventSpec.declare(
 )
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _State:
     ctx: Context
     max_active: int

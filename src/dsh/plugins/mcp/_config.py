@@ -18,8 +18,10 @@ from ...workspace import SettingsError, Trust, dsh_home, read_json_object
 __all__ = [
     "PROFILE_SOURCE",
     "McpConfigError",
+    "RestartPolicy",
     "ServerSpec",
     "Servers",
+    "State",
     "Transport",
     "load_servers",
     "parse_servers",
@@ -28,10 +30,28 @@ __all__ = [
 ]
 
 Transport = Literal["stdio", "http", "sse"]
+State = Literal["pending", "starting", "ready", "restarting", "failed", "stopped"]
+"""A server connection's state (`ServerStatus.state`)."""
 Action = Literal["allow", "ask", "deny"]
 PROFILE_SOURCE = "profile row mcp"
 _TRANSPORTS = ("stdio", "http", "sse")
 _ACTIONS = ("allow", "ask", "deny")
+
+
+@record
+class RestartPolicy:
+    """A crashed server restarts after `backoff_ms`, doubling up to `max_backoff_ms`; after
+    `max_restarts` crashes in a row it stays failed. A session that stayed up `stable_ms`
+    starts the count over."""
+
+    max_restarts: int = 5
+    backoff_ms: float = 500
+    max_backoff_ms: float = 30_000
+    stable_ms: float = 60_000
+
+    def delay_s(self, failures: int) -> float:
+        delay_ms: float = min(self.backoff_ms * 2.0 ** (failures - 1), self.max_backoff_ms)
+        return delay_ms / 1000
 
 
 class McpConfigError(SettingsError):

@@ -7,12 +7,11 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from ..._record import record
 from ...kernel import CancelSignal, Disposer, Owner
 from ...llm import Json
-from ._config import ServerSpec
+from ._config import RestartPolicy, ServerSpec, State
 from ._tools import ConnectionLost, McpToolError
 
 if TYPE_CHECKING:
@@ -20,27 +19,10 @@ if TYPE_CHECKING:
 
     from ._transport import McpSession
 
-__all__ = ["Connection", "RestartPolicy", "State"]
+__all__ = ["Connection"]
 
-State = Literal["pending", "starting", "ready", "restarting", "failed", "stopped"]
 _STDERR_LINES = 20
 _log = logging.getLogger("dsh.mcp")
-
-
-@record
-class RestartPolicy:
-    """A crashed server restarts after `backoff_ms`, doubling up to `max_backoff_ms`; after
-    `max_restarts` crashes in a row it stays failed. A session that stayed up `stable_ms`
-    starts the count over."""
-
-    max_restarts: int = 5
-    backoff_ms: float = 500
-    max_backoff_ms: float = 30_000
-    stable_ms: float = 60_000
-
-    def delay_s(self, failures: int) -> float:
-        delay_ms: float = min(self.backoff_ms * 2.0 ** (failures - 1), self.max_backoff_ms)
-        return delay_ms / 1000
 
 
 class Connection:

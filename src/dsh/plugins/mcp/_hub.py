@@ -7,7 +7,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..._record import record
 from ...kernel import (
@@ -21,10 +21,12 @@ from ...kernel import (
     scope_chain,
 )
 from ..approval import Rule
-from ._config import ServerSpec, Transport
-from ._connection import Connection, RestartPolicy, State
-from ._resources import LIST_RESOURCES, READ_RESOURCE, resource_tools
-from ._tools import mcp_tool_definitions, server_prefix, tool_names
+from ._config import RestartPolicy, ServerSpec, State, Transport
+
+if TYPE_CHECKING:
+    # A connection and its tools load with the first server connected (most workspaces
+    # configure none).
+    from ._connection import Connection
 
 __all__ = ["MCP", "MCP_SERVER_STATUS", "HubOptions", "McpHub", "ServerStatus"]
 
@@ -158,6 +160,9 @@ class McpHub:
         resource tools only read, and are allowed."""
         if not tool.startswith("mcp"):
             return None
+        from ._resources import LIST_RESOURCES, READ_RESOURCE
+        from ._tools import server_prefix
+
         if tool in (LIST_RESOURCES, READ_RESOURCE):
             return Rule(tool=tool, action="allow")
         for attachment in self._attachments:
@@ -172,6 +177,8 @@ class McpHub:
     def _acquire(self, spec: ServerSpec) -> Connection:
         connection = self._connections.get(spec.key)
         if connection is None:
+            from ._connection import Connection
+
             connection = Connection(
                 spec,
                 owner=self._ctx.owner,
@@ -213,6 +220,8 @@ class McpHub:
             return
         for disposer in previous[1] if previous else ():
             disposer()
+        from ._tools import mcp_tool_definitions
+
         spec = connection.spec
         timeout = spec.timeout_ms or self.options.tool_timeout_ms
         disposers = []
@@ -231,6 +240,8 @@ class McpHub:
         if wanted == bool(self._resource_tools) or not self._ctx.owner.active:
             return
         if wanted:
+            from ._resources import resource_tools
+
             tools = resource_tools(self.visible)
             self._resource_tools = [self._ctx.tools.register(t) for t in tools]
         else:
@@ -247,6 +258,8 @@ class McpHub:
 
 
 def _status(connection: Connection, scoped: bool) -> ServerStatus:
+    from ._tools import tool_names
+
     spec = connection.spec
     names = tuple(tool_names(spec.name, connection.tools))
     return ServerStatus(

@@ -12,8 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...agent import PROMPT_SUBMIT, PromptDecision, PromptSubmit
 from ...kernel import TOOLS, Context, Disposer, Next
 from ..approval import APPROVAL
-from ._config import Servers, ServerSpec, load_servers
-from ._connection import RestartPolicy
+from ._config import RestartPolicy, Servers, ServerSpec, load_servers
 from ._hub import MCP, HubOptions, McpHub
 
 __all__ = ["McpConfig", "McpPlugin", "connect_servers"]

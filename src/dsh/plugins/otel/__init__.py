@@ -3,6 +3,7 @@
 
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import lazy_attribute
 from ._plugin import TELEMETRY, OtelConfig, OtelPlugin
 
 if TYPE_CHECKING:
@@ -10,11 +11,9 @@ if TYPE_CHECKING:
 
 __all__ = ["TELEMETRY", "OtelConfig", "OtelPlugin", "Telemetry"]
 
+# `Telemetry` needs OpenTelemetry: loaded on first use.
+_LAZY = {"Telemetry": "._telemetry"}
+
 
 def __getattr__(name: str) -> Any:
-    """`Telemetry` is loaded on first use (it needs OpenTelemetry)."""
-    if name == "Telemetry":
-        from ._telemetry import Telemetry
-
-        return Telemetry
-    raise AttributeError(f"module 'dsh.plugins.otel' has no attribute {name!r}")
+    return lazy_attribute(__name__, name, _LAZY)

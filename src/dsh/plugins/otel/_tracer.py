@@ -14,9 +14,10 @@ each event once, in a plain loop, and the cost per step stays small (`bench/otel
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from ..._record import record
 from ...agent import StepPoint
 from ...kernel import Next, TraceContext, current_trace, redact_secrets, using_trace
 from ...llm import LlmCallConfig, Message
@@ -37,7 +38,7 @@ _FINISH = {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "length"}
 _MS = 1_000_000
 
 
-@dataclass(slots=True, eq=False)
+@record(frozen=False, eq=False)
 class _Call:
     """A tool call between its `tool/call` and its `tool/result`."""
 
@@ -48,7 +49,7 @@ class _Call:
     arguments: str | None = None
 
 
-@dataclass(slots=True, eq=False)
+@record(frozen=False, eq=False)
 class _Turn:
     span: Span
     step_ns: int = 0
@@ -69,7 +70,7 @@ class _Turn:
     """The history of the last request (kept only to record content)."""
 
 
-@dataclass(slots=True, eq=False)
+@record(frozen=False, eq=False)
 class _Compaction:
     span: Span
     route: Route = ("", "")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import weakref
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..._record import record
 from ...agent import PROMPT_SUBMIT, PromptDecision, PromptSubmit
 from ...kernel import TOOLS, Context, Next
 from ...llm import Json, plugin_source, user_message
@@ -32,7 +32,7 @@ class RepeatReminderConfig(BaseModel):
     """Tools that are never counted (they do not break a run of repeats either)."""
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _Run:
     key: str = ""
     count: int = 0

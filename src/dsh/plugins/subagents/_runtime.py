@@ -7,7 +7,7 @@ import builtins
 import itertools
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from ..._record import record
@@ -79,7 +79,7 @@ class SubagentResult:
         return "".join(b.text for b in self.output if isinstance(b, TextBlock))
 
 
-@dataclass(slots=True, eq=False)
+@record(frozen=False, eq=False)
 class SubagentRun:
     """A started child. `result` settles when the child is idle again; always `dispose()`
     a one-shot run. A continuable run (in-process only) is kept by the runtime until its
@@ -142,7 +142,7 @@ class SubagentProvider(Protocol):
     async def start(self, request: SubagentRequest, runtime: SubagentRuntime) -> SubagentRun: ...
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class _State:
     ctx: Context
     providers: dict[str, SubagentProvider] = field(default_factory=dict)

@@ -49,7 +49,11 @@ class Price(BaseModel):
 
 
 def _deepseek(model: str, hit: float, miss: float, output: float) -> Price:
-    return Price(route=f"deepseek-official/{model}", input=miss, cache_read=hit, output=output)
+    # Constants, valid by construction: `model_construct` leaves the schema unbuilt until a
+    # price is read from a profile, so booting builds none.
+    return Price.model_construct(
+        route=f"deepseek-official/{model}", input=miss, cache_read=hit, output=output
+    )
 
 
 DEFAULT_PRICES: tuple[Price, ...] = (

@@ -45,6 +45,9 @@ LINE_KEEP_BYTES = 4 * MAX_LINE_CHARS + 4
 """Enough bytes of a line for its first `MAX_LINE_CHARS` characters and to tell that more
 follow (no character takes more than 4 bytes): longer lines are not read further."""
 LINE_TRUNCATED = f"... (line truncated to {MAX_LINE_CHARS} chars)"
+INLINE_BYTES = 65_536
+"""A regular file up to this size is read on the event loop (a few µs); a larger one, or
+anything else, in a worker thread (the hand-off costs ~60 µs CPU and ~100 µs of wall)."""
 
 GUIDANCE = """\
 ## read
@@ -82,6 +85,15 @@ def sniff_text(head: bytes, display: str, verb: str) -> None:
         cut = len(head) > SNIFF_BYTES and exc.reason == "unexpected end of data"
         if not cut:
             raise FsError(f'cannot {verb} "{display}": invalid UTF-8 text', "FS_NOT_TEXT") from None
+
+
+def _small_file(path: str) -> bool:
+    """Whether `path` is a regular file short enough to read on the event loop."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False  # the worker thread reports it
+    return stat.S_ISREG(st.st_mode) and st.st_size <= INLINE_BYTES
 
 
 def _window(where: ResolvedPath, offset: int, limit: int) -> tuple[Json, FileVersion]:
@@ -202,6 +214,8 @@ async def read_file(
     try:
         if editor is not None:
             value, version = await _editor_window(editor, run, where, offset, limit)
+        elif _small_file(where.real):
+            value, version = _window(where, offset, limit)
         else:
             value, version = await asyncio.to_thread(_window, where, offset, limit)
     except FsError as exc:

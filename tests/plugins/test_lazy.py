@@ -1,0 +1,73 @@
+"""Booting the default profile loads only what its plugins need to start: what a session may
+never use (running a hook, a compaction, an MCP server, a spill's preview, a model's title)
+loads on first use, and the models boot does not validate build no schema."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+LOADED_ON_FIRST_USE = (
+    "dsh.plugins.compaction._compactor",
+    "dsh.plugins.hooks._codec",
+    "dsh.plugins.hooks._runner",
+    "dsh.plugins.mcp._connection",
+    "dsh.plugins.mcp._resources",
+    "dsh.plugins.mcp._tools",
+    "dsh.plugins.mcp._transport",
+    "dsh.plugins.session_title._llm",
+    "dsh.plugins.spill._preview",
+    "dsh.plugins.web_fetch._fetch",
+    "mcp",
+)
+UNBUILT = (
+    ("dsh.plugins.approval", "Rule"),
+    ("dsh.plugins.hooks", "HooksConfig"),
+    ("dsh.plugins.usage", "Price"),
+)
+LAZY_PACKAGES = ("compaction", "hooks", "mcp", "otel", "session_title", "spill")
+
+BOOT = f"""
+import asyncio, importlib, json, sys
+import dsh
+
+async def main():
+    ctx = await dsh.boot()
+    loaded = [m for m in {LOADED_ON_FIRST_USE!r} if m in sys.modules]
+    built = [
+        f"{{module}}:{{name}}"
+        for module, name in {UNBUILT!r}
+        if getattr(importlib.import_module(module), name).__pydantic_complete__
+    ]
+    await ctx.owner.dispose()
+    print(json.dumps({{"loaded": loaded, "built": built}}))
+
+asyncio.run(main())
+"""
+
+
+def test_boot_of_the_default_profile_leaves_first_use_code_unloaded(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = {**os.environ, "DEEPSEEK_API_KEY": "sk-test", "DSH_HOME": str(tmp_path / "home")}
+    env.pop("DSH_OTEL", None)
+    result = subprocess.run(
+        [sys.executable, "-c", BOOT], cwd=workspace, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[-1]) == {"loaded": [], "built": []}
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES)
+def test_a_lazy_package_still_exports_every_name(package: str) -> None:
+    module = importlib.import_module(f"dsh.plugins.{package}")
+    missing = [name for name in module.__all__ if getattr(module, name, None) is None]
+    assert not missing
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = module.nope

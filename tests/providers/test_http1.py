@@ -1,0 +1,163 @@
+"""The adapter's HTTP/1.1 client (`_net.py`) reading answers framed every way RFC 9112
+allows, from a real server on 127.0.0.1 that writes them byte for byte."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import pytest
+
+from dsh.llm.adapters._failures import ProtocolError, ReadTimeout, UnsupportedProtocol
+from dsh.llm.adapters._pool import Pool
+
+
+class _Raw:
+    """Answers each request with the next of `answers`, written in the pieces given (each
+    piece its own write, so the client sees them arrive apart); a last piece `b""` hangs up
+    after the answer, and an answer `None` instead of it."""
+
+    def __init__(self) -> None:
+        self.answers: list[list[bytes] | None] = []
+        self.opened = 0
+        self.port = 0
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.opened += 1
+        try:
+            while self.answers:
+                await reader.readuntil(b"\r\n\r\n")
+                answer = self.answers.pop(0)
+                if answer is None:
+                    break
+                for piece in answer:
+                    writer.write(piece)
+                    await writer.drain()
+                    await asyncio.sleep(0)
+                if answer[-1] == b"":
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+
+@pytest.fixture
+async def raw() -> AsyncIterator[_Raw]:
+    served = _Raw()
+    listener = await asyncio.start_server(served.serve, "127.0.0.1", 0)
+    served.port = listener.sockets[0].getsockname()[1]
+    yield served
+    listener.close()
+
+
+async def _get(pool: Pool, raw: _Raw, read_s: float = 5.0) -> tuple[int, bytes, list[bytes]]:
+    """Status, body and the pieces it was read in."""
+    request = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+    response = await pool.send(("http", "127.0.0.1", raw.port), request, (5.0, read_s, 5.0))
+    try:
+        pieces = [piece async for piece in response]
+    finally:
+        await response.aclose()
+    return response.status, b"".join(pieces), pieces
+
+
+CHUNKED = [
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+    b"5;ext=1\r\nhel",
+    b"lo\r\n",
+    b"6\r\n world\r\n0\r\nX-Trailer: yes\r\n\r\n",
+]
+
+
+async def test_a_chunked_body_arrives_piece_by_piece_and_the_connection_is_reused(
+    raw: _Raw,
+) -> None:
+    raw.answers = [CHUNKED, [b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"]]
+    async with Pool(None) as pool:
+        status, body, pieces = await _get(pool, raw)
+        assert (status, body) == (200, b"hello world")
+        assert len(pieces) > 1  # handed on as it came, not gathered
+        assert (await _get(pool, raw))[:2] == (200, b"ok")
+    assert raw.opened == 1
+
+
+async def test_interim_answers_are_skipped_and_bare_line_feeds_read(raw: _Raw) -> None:
+    head = b"HTTP/1.1 103 Early Hints\nLink: </a>\n\nHTTP/1.1 201 Made\n"
+    raw.answers = [[head, b"\n", b""]]
+    async with Pool(None) as pool:
+        assert (await _get(pool, raw))[:2] == (201, b"")  # no length: the body ends with it
+
+
+async def test_a_body_without_length_ends_with_the_connection_which_is_not_reused(
+    raw: _Raw,
+) -> None:
+    raw.answers = [[b"HTTP/1.1 200 OK\r\n\r\nall", b" of it", b""]]
+    async with Pool(None) as pool:
+        assert (await _get(pool, raw))[:2] == (200, b"all of it")
+    raw.answers = [[b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\n1"]]
+    async with Pool(None) as pool:
+        assert (await _get(pool, raw))[1] == b"1"
+        raw.answers = [[b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n2"]]
+        assert (await _get(pool, raw))[1] == b"2"
+    assert raw.opened == 3  # `Connection: close` was honoured
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        [b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"],  # ends early
+        [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab"],  # ends early
+        [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"],  # bad chunk size
+        [b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab"],
+        [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n"],
+        [b"HTTP/1.1 200 OK\r\nBad header\r\n\r\n"],
+        [b"HTTP/1.1 200 OK\r\nX: a\r\n folded\r\n\r\n"],
+        [b"SMTP ready\r\n\r\n"],
+        [b"HTTP/1.1 200 OK\r\n"],  # hangs up inside the head
+    ],
+)
+async def test_a_malformed_or_cut_answer_is_a_protocol_error(
+    raw: _Raw, answer: list[bytes]
+) -> None:
+    raw.answers = [[*answer, b""]]
+    async with Pool(None) as pool:
+        with pytest.raises(ProtocolError):
+            await _get(pool, raw)
+
+
+async def test_a_server_that_hangs_up_unanswered_is_a_protocol_error(raw: _Raw) -> None:
+    raw.answers = [None]
+    async with Pool(None) as pool:
+        with pytest.raises(ProtocolError):
+            await _get(pool, raw)
+
+
+async def test_a_silent_server_is_a_read_timeout(raw: _Raw) -> None:
+    raw.answers = [[b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab"], None]  # then waits
+    async with Pool(None) as pool:
+        with pytest.raises(ReadTimeout):
+            await _get(pool, raw, read_s=0.05)
+
+
+def test_a_header_or_key_that_would_split_the_request_is_refused() -> None:
+    from dsh.llm.adapters import Endpoint
+    from dsh.llm.adapters._http import prepare_route
+
+    url = "http://127.0.0.1:9/v1/chat/completions?x=1"
+    route = prepare_route(Endpoint("p", "P", url, "KEY"))
+    assert route.origin == ("http", "127.0.0.1", 9)
+    request = route.request(b"{}", "sk-1")
+    assert request.startswith(b"POST /v1/chat/completions?x=1 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n")
+    assert request.endswith(b"authorization: Bearer sk-1\r\nContent-Length: 2\r\n\r\n{}")
+    with pytest.raises(UnsupportedProtocol) as refused:
+        route.request(b"{}", "sk-1\r\nX-Evil: 1")
+    assert "sk-1" not in str(refused.value)
+    with pytest.raises(UnsupportedProtocol):
+        prepare_route(Endpoint("p", "P", url, "KEY", headers={"X-A": "1\r\nX-B: 2"}))
+    for bad in ("ftp://host/x", "http:///x", "http://hôte/x", "http://h:99999/x"):
+        with pytest.raises(UnsupportedProtocol):
+            prepare_route(Endpoint("p", "P", bad, "KEY"))
