@@ -9,8 +9,8 @@ literal text. Substituted values are never scanned again. There is no escape syn
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import NoReturn
+from collections.abc import Callable, Mapping, Sequence
+from typing import Generic, NoReturn, TypeVar
 
 from ._values import NamedText, PromptAssembly, PromptRenderError
 
@@ -37,22 +37,58 @@ RUNTIME_CONTEXT_CLEARED = (
 
 _SHOWN = 40  # longest malformed placeholder quoted in an error message
 
+R = TypeVar("R")
+
+
+class _Last(Generic[R]):
+    """The last rendering of one kind, given again for equal parts and variables: an
+    agent's assemblies repeat from step to step, and rendering is a pure function of them."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: tuple[tuple[NamedText, ...], dict[str, str | None], R] | None = None
+
+    def render(
+        self,
+        parts: tuple[NamedText, ...],
+        variables: Mapping[str, str | None],
+        render: Callable[[_Filler], R],
+        kind: str,
+    ) -> R:
+        last = self._last  # one read: a concurrent render replaces the whole entry
+        if last is not None and last[0] == parts and variables == last[1]:
+            return last[2]
+        result = render(_Filler(variables, kind))
+        self._last = (parts, dict(variables), result)
+        return result
+
+
+_prompts: _Last[str] = _Last()
+_contexts: _Last[tuple[NamedText, ...]] = _Last()
+
 
 def render_prompt(assembly: PromptAssembly) -> str:
     """The system prompt text: interpolated sections, blank ones dropped, joined by a blank line.
 
     Raises `PromptRenderError` for an unknown, None-valued or malformed placeholder.
     """
-    fill = _Filler(assembly.variables, "section")
-    texts = [fill(s.text, s.name) for s in assembly.sections]
-    return "\n\n".join(t for t in texts if t.strip())
+
+    def render(fill: _Filler) -> str:
+        texts = [fill(s.text, s.name) for s in assembly.sections]
+        return "\n\n".join(t for t in texts if t.strip())
+
+    return _prompts.render(assembly.sections, assembly.variables, render, "section")
 
 
 def render_context_sections(assembly: PromptAssembly) -> tuple[NamedText, ...]:
     """The runtime contexts, interpolated, without the blank ones."""
-    fill = _Filler(assembly.variables, "context")
-    rendered = (NamedText(c.name, fill(c.text, c.name)) for c in assembly.contexts)
-    return tuple(c for c in rendered if c.text.strip())
+
+    def render(fill: _Filler) -> tuple[NamedText, ...]:
+        rendered = (NamedText(c.name, fill(c.text, c.name)) for c in assembly.contexts)
+        return tuple(c for c in rendered if c.text.strip())
+
+    return _contexts.render(assembly.contexts, assembly.variables, render, "context")
 
 
 def join_context_sections(sections: Sequence[NamedText]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from types import MappingProxyType
@@ -45,6 +46,8 @@ class _Part:
     text: TextSource
     complete: bool
     seq: int
+    fixed: NamedText | None
+    """The evaluated part of a plain-text `text`, made once (assemblies share it)."""
 
 
 @record(eq=False)
@@ -238,8 +241,10 @@ class SystemPrompt:
         suppressed = state.suppressed(scope)
         context_parts = () if suppressed else _ordered(state.contexts.items(scope).values())
 
-        sections = tuple([await _evaluate_part(p, actx, "section") for p in parts])
-        contexts = tuple([await _evaluate_part(p, actx, "context") for p in context_parts])
+        sections = tuple([p.fixed or await _evaluate_part(p, actx, "section") for p in parts])
+        contexts = tuple(
+            [p.fixed or await _evaluate_part(p, actx, "context") for p in context_parts]
+        )
         variables: dict[str, str | None] = {}
         for name, variable in sorted(state.variables.items(scope).items()):
             variables[name] = await _evaluate_variable(name, variable, actx)
@@ -279,23 +284,26 @@ def _part(name: str, order: float, text: TextSource, complete: bool, seq: int) -
         raise ValueError(f"prompt part {name!r}: order must be a finite number, got {order!r}")
     if not isinstance(text, str) and not callable(text):
         raise TypeError(f"prompt part {name!r}: text must be a str or a callable")
-    return _Part(name, order, text, bool(complete), seq)
+    fixed = NamedText(name, text) if isinstance(text, str) else None
+    return _Part(name, order, text, bool(complete), seq, fixed)
+
+
+_PLACE = operator.attrgetter("order", "seq")
 
 
 def _ordered(parts: Iterable[_Part]) -> list[_Part]:
-    return sorted(parts, key=lambda p: (p.order, p.seq))
+    return sorted(parts, key=_PLACE)
 
 
 async def _call(provider: Callable[[AssembleContext], object], actx: AssembleContext) -> object:
     result = provider(actx)
-    if inspect.isawaitable(result):
+    if type(result) is not str and result is not None and inspect.isawaitable(result):
         result = await result
     return result
 
 
 async def _evaluate_part(part: _Part, actx: AssembleContext, kind: str) -> NamedText:
-    if isinstance(part.text, str):
-        return NamedText(part.name, part.text)
+    assert not isinstance(part.text, str)  # plain text is `part.fixed`
     try:
         text = await _call(part.text, actx)
     except Exception as exc:
