@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -57,10 +58,20 @@ def _git_probes(workspace: Path) -> tuple[str, ...]:
     return tuple(os.path.join(folder, ".git") for folder in (workspace, *workspace.parents))
 
 
+# `lexists` without the OSError it raises and catches for each missing probe (most are):
+# the probes run at every request.
+if os.access in os.supports_follow_symlinks:
+    _lexists: Callable[[str], bool] = functools.partial(
+        os.access, mode=os.F_OK, follow_symlinks=False
+    )
+else:  # pragma: no cover - platforms without faccessat
+    _lexists = os.path.lexists
+
+
 def _repository_depth(probes: Sequence[str]) -> int | None:
     """The index of the first probe that exists (the root's depth above the workspace)."""
     for depth, probe in enumerate(probes):
-        if os.path.lexists(probe):
+        if _lexists(probe):
             return depth
     return None
 

@@ -86,11 +86,12 @@ class ProjectPermissions:
     def __init__(self) -> None:
         self._cache: dict[tuple[str | None, ...], _Cached] = {}
 
-    def rules(self, workspace: Path) -> tuple[PermissionRule, ...]:
+    def rules(self, workspace: Path | str) -> tuple[PermissionRule, ...]:
         key = (str(workspace), os.environ.get("HOME"), os.environ.get("DSH_HOME"))
         cached = self._cache.get(key)
         if cached is None:
-            files = [str(s.path) for s in settings_sources(workspace)] + [str(Trust().path)]
+            sources = settings_sources(Path(workspace))
+            files = [str(s.path) for s in sources] + [str(Trust().path)]
             cached = self._cache[key] = _Cached(tuple(files))
         now = time.monotonic()
         if now - cached.checked_at < RECHECK_S:
@@ -98,18 +99,20 @@ class ProjectPermissions:
         cached.checked_at = now
         stamp = tuple(_mtime(f) for f in cached.files)
         if stamp != cached.stamp:
-            cached.stamp, cached.rules = stamp, _read_rules(workspace)
+            cached.stamp, cached.rules = stamp, _read_rules(Path(workspace))
         return cached.rules
 
-    def decide(self, tool: str, args: Json, workspace: Path) -> PreDecision | None:
-        """What the settings say about this call (None: nothing)."""
+    def decide(self, tool: str, args: Json, workspace: Path | str) -> PreDecision | None:
+        """What the settings say about this call (None: nothing). A workspace given as text
+        becomes a `Path` only when a rule is there to match."""
         rules = self.rules(workspace)
         if not rules:
             return None
         values = _as_mapping(args)
+        folder = Path(workspace)
         for kind in KINDS:
             for rule in rules:
-                if rule.kind == kind and rule.matches(tool, values, workspace):
+                if rule.kind == kind and rule.matches(tool, values, folder):
                     return _decision(rule)
         return None
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import ClassVar
 
 from ...kernel import Context, Next
@@ -41,7 +40,7 @@ def _with_settings(approval: Approval, exec: ToolExecution) -> PreDecision:
     cwd = session.header.cwd if session is not None else None
     if not approval.config.settings or cwd is None:
         return policy
-    said = approval.permissions.decide(exec.name, exec.arguments, Path(cwd))
+    said = approval.permissions.decide(exec.name, exec.arguments, cwd)
     if said is None or isinstance(said, Deny):
         return said or policy
     if isinstance(said, Ask):
