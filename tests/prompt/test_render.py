@@ -1,3 +1,4 @@
+from dataclasses import replace
 from types import MappingProxyType
 
 import pytest
@@ -154,3 +155,28 @@ def test_join_context_sections() -> None:
     assert joined == f"{RUNTIME_CONTEXT_HEADER}\n\nfirst\n\nsecond\nline"
     assert "\n" not in RUNTIME_CONTEXT_HEADER
     assert "supersedes" in RUNTIME_CONTEXT_HEADER
+
+
+def test_a_repeated_render_follows_every_change_of_its_parts_and_variables() -> None:
+    # Rendering remembers its last result; equal inputs give it back, any change renders anew.
+    base = assembly(("a", "Hi {{name}}."), ("b", "{{tail}}"), name="you", tail="x")
+    assert render_prompt(base) == render_prompt(base) == "Hi you.\n\nx"
+    variables = dict(base.variables)
+    variables["tail"] = "y"
+    assert render_prompt(replace(base, variables=variables)) == "Hi you.\n\ny"
+    assert render_prompt(
+        assembly(("a", "Bye {{name}}."), ("b", "{{tail}}"), name="you", tail="x")
+    ) == ("Bye you.\n\nx")
+    assert render_prompt(assembly(("a", "Hi {{name}}."), name="you", tail="x")) == "Hi you."
+
+
+def test_a_render_that_failed_fails_again() -> None:
+    broken = assembly(("a", "{{missing}}"))
+    for _ in range(2):
+        with pytest.raises(PromptRenderError):
+            render_prompt(broken)
+    ctx = assembly(contexts=(("c", "now {{when}}"),), when="noon")
+    first = render_context_sections(ctx)
+    assert render_context_sections(ctx) == first == (NamedText("c", "now noon"),)
+    again = assembly(contexts=(("c", "now {{when}}"),), when="dusk")
+    assert render_context_sections(again) == (NamedText("c", "now dusk"),)

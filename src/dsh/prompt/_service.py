@@ -6,10 +6,10 @@ import inspect
 import itertools
 import math
 import operator
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeGuard, TypeVar
 
 from .._record import record
 from ..kernel import Disposer, EventBus, ScopedLayers, scope_chain
@@ -241,14 +241,10 @@ class SystemPrompt:
         suppressed = state.suppressed(scope)
         context_parts = () if suppressed else _ordered(state.contexts.items(scope).values())
 
-        sections = tuple([p.fixed or await _evaluate_part(p, actx, "section") for p in parts])
-        contexts = tuple(
-            [p.fixed or await _evaluate_part(p, actx, "context") for p in context_parts]
-        )
-        variables: dict[str, str | None] = {}
-        for name, variable in sorted(state.variables.items(scope).items()):
-            variables[name] = await _evaluate_variable(name, variable, actx)
-        offers = [await _evaluate_tools(t, actx) for t in state.tools.items(scope).values()]
+        sections = await _evaluate_parts(parts, actx, "section")
+        contexts = await _evaluate_parts(context_parts, actx, "context")
+        variables = await _evaluate_variables(state.variables.items(scope), actx)
+        offers = await _evaluate_offers(state.tools.items(scope).values(), actx)
         assembly = PromptAssembly(
             sections=sections,
             contexts=contexts,
@@ -295,44 +291,67 @@ def _ordered(parts: Iterable[_Part]) -> list[_Part]:
     return sorted(parts, key=_PLACE)
 
 
-async def _call(provider: Callable[[AssembleContext], object], actx: AssembleContext) -> object:
-    result = provider(actx)
-    if type(result) is not str and result is not None and inspect.isawaitable(result):
-        result = await result
-    return result
+def _pending(result: object) -> TypeGuard[Awaitable[Any]]:
+    """Whether a provider's result must be awaited (plain text, the usual, never is)."""
+    return type(result) is not str and result is not None and inspect.isawaitable(result)
 
 
-async def _evaluate_part(part: _Part, actx: AssembleContext, kind: str) -> NamedText:
-    assert not isinstance(part.text, str)  # plain text is `part.fixed`
-    try:
-        text = await _call(part.text, actx)
-    except Exception as exc:
-        exc.add_note(f'while evaluating the text of {kind} "{part.name}"')
-        raise
-    if not isinstance(text, str):
-        raise PromptAssemblyError(
-            f'the text of {kind} "{part.name}" is {type(text).__name__}, not str'
-        )
-    return NamedText(part.name, text)
+# One coroutine per kind of provider, not one per provider: an assembly runs at every step.
+async def _evaluate_parts(
+    parts: Sequence[_Part], actx: AssembleContext, kind: str
+) -> tuple[NamedText, ...]:
+    evaluated: list[NamedText] = []
+    for part in parts:
+        if part.fixed is not None:
+            evaluated.append(part.fixed)
+            continue
+        assert not isinstance(part.text, str)  # plain text is `part.fixed`
+        try:
+            text = part.text(actx)
+            if _pending(text):
+                text = await text
+        except Exception as exc:
+            exc.add_note(f'while evaluating the text of {kind} "{part.name}"')
+            raise
+        if not isinstance(text, str):
+            raise PromptAssemblyError(
+                f'the text of {kind} "{part.name}" is {type(text).__name__}, not str'
+            )
+        evaluated.append(NamedText(part.name, text))
+    return tuple(evaluated)
 
 
-async def _evaluate_variable(name: str, variable: _Variable, actx: AssembleContext) -> str | None:
-    try:
-        value = await _call(variable.provider, actx)
-    except Exception as exc:
-        exc.add_note(f'while evaluating prompt variable "{name}"')
-        raise
-    if value is not None and not isinstance(value, str):
-        raise PromptAssemblyError(
-            f'prompt variable "{name}" is {type(value).__name__}, not str or None'
-        )
-    return value
+async def _evaluate_variables(
+    variables: dict[str, _Variable], actx: AssembleContext
+) -> dict[str, str | None]:
+    values: dict[str, str | None] = {}
+    for name, variable in sorted(variables.items()):
+        try:
+            value = variable.provider(actx)
+            if _pending(value):
+                value = await value
+        except Exception as exc:
+            exc.add_note(f'while evaluating prompt variable "{name}"')
+            raise
+        if value is not None and not isinstance(value, str):
+            raise PromptAssemblyError(
+                f'prompt variable "{name}" is {type(value).__name__}, not str or None'
+            )
+        values[name] = value
+    return values
 
 
-async def _evaluate_tools(tools: _Tools, actx: AssembleContext) -> ToolSchemaSet:
-    offer = await _call(tools.provider, actx)
-    if not isinstance(offer, ToolSchemaSet):
-        raise PromptAssemblyError(
-            f"a tool-schema provider returned {type(offer).__name__}, not a ToolSchemaSet"
-        )
-    return offer
+async def _evaluate_offers(
+    providers: Iterable[_Tools], actx: AssembleContext
+) -> list[ToolSchemaSet]:
+    offers: list[ToolSchemaSet] = []
+    for tools in providers:
+        offer = tools.provider(actx)
+        if inspect.isawaitable(offer):
+            offer = await offer
+        if not isinstance(offer, ToolSchemaSet):
+            raise PromptAssemblyError(
+                f"a tool-schema provider returned {type(offer).__name__}, not a ToolSchemaSet"
+            )
+        offers.append(offer)
+    return offers
