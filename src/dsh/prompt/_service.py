@@ -6,10 +6,10 @@ import inspect
 import itertools
 import math
 import operator
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Self, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Self, TypeVar
 
 from .._record import record
 from ..kernel import Disposer, EventBus, ScopedLayers, scope_chain
@@ -291,12 +291,8 @@ def _ordered(parts: Iterable[_Part]) -> list[_Part]:
     return sorted(parts, key=_PLACE)
 
 
-def _pending(result: object) -> TypeGuard[Awaitable[Any]]:
-    """Whether a provider's result must be awaited (plain text, the usual, never is)."""
-    return type(result) is not str and result is not None and inspect.isawaitable(result)
-
-
-# One coroutine per kind of provider, not one per provider: an assembly runs at every step.
+# One coroutine per kind of provider, not one per provider, and text (the usual result) is
+# never asked whether it is awaitable: an assembly runs at every step.
 async def _evaluate_parts(
     parts: Sequence[_Part], actx: AssembleContext, kind: str
 ) -> tuple[NamedText, ...]:
@@ -308,7 +304,7 @@ async def _evaluate_parts(
         assert not isinstance(part.text, str)  # plain text is `part.fixed`
         try:
             text = part.text(actx)
-            if _pending(text):
+            if type(text) is not str and inspect.isawaitable(text):
                 text = await text
         except Exception as exc:
             exc.add_note(f'while evaluating the text of {kind} "{part.name}"')
@@ -328,7 +324,7 @@ async def _evaluate_variables(
     for name, variable in sorted(variables.items()):
         try:
             value = variable.provider(actx)
-            if _pending(value):
+            if type(value) is not str and inspect.isawaitable(value):
                 value = await value
         except Exception as exc:
             exc.add_note(f'while evaluating prompt variable "{name}"')
