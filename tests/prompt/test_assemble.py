@@ -125,6 +125,16 @@ async def test_provider_exceptions_propagate_with_a_note(ctx: Context) -> None:
     assert any('section "fragile"' in note for note in info.value.__notes__)
 
 
+async def test_an_async_variable_that_raises_is_named_in_a_note(ctx: Context) -> None:
+    async def broken(_: AssembleContext) -> str:
+        raise RuntimeError("boom")
+
+    ctx.system_prompt.variable("shaky", broken)
+    with pytest.raises(RuntimeError, match="boom") as info:
+        await ctx.system_prompt.assemble()
+    assert info.value.__notes__ == ['while evaluating prompt variable "shaky"']
+
+
 async def test_duplicate_name_in_one_layer_raises_until_disposed(ctx: Context) -> None:
     sp = ctx.system_prompt
     d = sp.section("s", 0, "one")

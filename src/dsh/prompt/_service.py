@@ -6,7 +6,7 @@ import inspect
 import itertools
 import math
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Self, TypeVar
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["SystemPrompt"]
 
 T = TypeVar("T")
+V = TypeVar("V")
 
 
 # Entries compare by identity: a remover must never take out a later re-registration.
@@ -293,48 +294,56 @@ def _ordered(parts: Iterable[_Part]) -> list[_Part]:
 
 # One coroutine per kind of provider, not one per provider, and text (the usual result) is
 # never asked whether it is awaitable: an assembly runs at every step.
+async def _evaluate(
+    providers: Iterable[tuple[str, Callable[[AssembleContext], object]]],
+    actx: AssembleContext,
+    what: str,
+    check: Callable[[str, object], V],
+) -> list[V]:
+    """`check(name, value)` of each provider's value for `actx`, in order; a provider's own
+    exception gets the note "while evaluating `what`" (a format of the provider's name)."""
+    values: list[V] = []
+    for name, provider in providers:
+        try:
+            value = provider(actx)
+            if type(value) is not str and inspect.isawaitable(value):
+                value = await value
+        except Exception as exc:
+            exc.add_note("while evaluating " + what.format(name))
+            raise
+        values.append(check(name, value))
+    return values
+
+
 async def _evaluate_parts(
     parts: Sequence[_Part], actx: AssembleContext, kind: str
 ) -> tuple[NamedText, ...]:
-    evaluated: list[NamedText] = []
-    for part in parts:
-        if part.fixed is not None:
-            evaluated.append(part.fixed)
-            continue
-        assert not isinstance(part.text, str)  # plain text is `part.fixed`
-        try:
-            text = part.text(actx)
-            if type(text) is not str and inspect.isawaitable(text):
-                text = await text
-        except Exception as exc:
-            exc.add_note(f'while evaluating the text of {kind} "{part.name}"')
-            raise
+    def check(name: str, text: object) -> NamedText:
         if not isinstance(text, str):
             raise PromptAssemblyError(
-                f'the text of {kind} "{part.name}" is {type(text).__name__}, not str'
+                f'the text of {kind} "{name}" is {type(text).__name__}, not str'
             )
-        evaluated.append(NamedText(part.name, text))
-    return tuple(evaluated)
+        return NamedText(name, text)
+
+    dynamic = [(p.name, p.text) for p in parts if not isinstance(p.text, str)]
+    texts = iter(await _evaluate(dynamic, actx, f'the text of {kind} "{{}}"', check))
+    return tuple([p.fixed if p.fixed is not None else next(texts) for p in parts])
 
 
 async def _evaluate_variables(
     variables: dict[str, _Variable], actx: AssembleContext
 ) -> dict[str, str | None]:
-    values: dict[str, str | None] = {}
-    for name, variable in sorted(variables.items()):
-        try:
-            value = variable.provider(actx)
-            if type(value) is not str and inspect.isawaitable(value):
-                value = await value
-        except Exception as exc:
-            exc.add_note(f'while evaluating prompt variable "{name}"')
-            raise
-        if value is not None and not isinstance(value, str):
-            raise PromptAssemblyError(
-                f'prompt variable "{name}" is {type(value).__name__}, not str or None'
-            )
-        values[name] = value
-    return values
+    providers = [(name, v.provider) for name, v in sorted(variables.items())]
+    values = await _evaluate(providers, actx, 'prompt variable "{}"', _variable_value)
+    return dict(zip([name for name, _ in providers], values, strict=True))
+
+
+def _variable_value(name: str, value: object) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise PromptAssemblyError(
+            f'prompt variable "{name}" is {type(value).__name__}, not str or None'
+        )
+    return value
 
 
 async def _evaluate_offers(
