@@ -79,7 +79,7 @@ def _repository_depth(probes: Sequence[str]) -> int | None:
 class WorkspaceMemo(Generic[T]):
     """`locate(workspace)` — which files a plugin reads for a workspace — kept while the
     workspace, `$HOME`, `$DSH_HOME` and the workspace's repository root stay the same (the
-    last one is checked at each call: a few `lstat`s). Holds the last workspace asked."""
+    last one is checked at each call: a few existence checks). Holds the last workspace asked."""
 
     __slots__ = ("_depth", "_locate", "_probes", "_value", "_where")
 
