@@ -9,7 +9,7 @@ import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from .._record import record
 from ..kernel import Disposer, EventBus, ScopedLayers, scope_chain
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["SystemPrompt"]
 
 T = TypeVar("T")
-V = TypeVar("V")
 
 
 # Entries compare by identity: a remover must never take out a later re-registration.
@@ -298,11 +297,12 @@ async def _evaluate(
     providers: Iterable[tuple[str, Callable[[AssembleContext], object]]],
     actx: AssembleContext,
     what: str,
-    check: Callable[[str, object], V],
-) -> list[V]:
-    """`check(name, value)` of each provider's value for `actx`, in order; a provider's own
-    exception gets the note "while evaluating `what`" (a format of the provider's name)."""
-    values: list[V] = []
+    allowed: tuple[type, ...],
+) -> list[Any]:
+    """Each provider's value for `actx`, in order. `what` (a format of the provider's name)
+    names it in the note added to its own exception, and in the error for a value that is
+    not of an `allowed` type."""
+    values: list[object] = []
     for name, provider in providers:
         try:
             value = provider(actx)
@@ -311,39 +311,34 @@ async def _evaluate(
         except Exception as exc:
             exc.add_note("while evaluating " + what.format(name))
             raise
-        values.append(check(name, value))
+        if not isinstance(value, allowed):
+            expected = " or ".join("None" if t is _NONE else t.__name__ for t in allowed)
+            raise PromptAssemblyError(
+                f"{what.format(name)} is {type(value).__name__}, not {expected}"
+            )
+        values.append(value)
     return values
+
+
+_NONE = type(None)
 
 
 async def _evaluate_parts(
     parts: Sequence[_Part], actx: AssembleContext, kind: str
 ) -> tuple[NamedText, ...]:
-    def check(name: str, text: object) -> NamedText:
-        if not isinstance(text, str):
-            raise PromptAssemblyError(
-                f'the text of {kind} "{name}" is {type(text).__name__}, not str'
-            )
-        return NamedText(name, text)
-
     dynamic = [(p.name, p.text) for p in parts if not isinstance(p.text, str)]
-    texts = iter(await _evaluate(dynamic, actx, f'the text of {kind} "{{}}"', check))
-    return tuple([p.fixed if p.fixed is not None else next(texts) for p in parts])
+    if not dynamic:
+        return tuple([p.fixed for p in parts if p.fixed is not None])
+    texts = iter(await _evaluate(dynamic, actx, f'the text of {kind} "{{}}"', (str,)))
+    return tuple([p.fixed or NamedText(p.name, next(texts)) for p in parts])
 
 
 async def _evaluate_variables(
     variables: dict[str, _Variable], actx: AssembleContext
 ) -> dict[str, str | None]:
     providers = [(name, v.provider) for name, v in sorted(variables.items())]
-    values = await _evaluate(providers, actx, 'prompt variable "{}"', _variable_value)
+    values = await _evaluate(providers, actx, 'prompt variable "{}"', (str, _NONE))
     return dict(zip([name for name, _ in providers], values, strict=True))
-
-
-def _variable_value(name: str, value: object) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise PromptAssemblyError(
-            f'prompt variable "{name}" is {type(value).__name__}, not str or None'
-        )
-    return value
 
 
 async def _evaluate_offers(
