@@ -170,6 +170,7 @@ async def test_the_key_never_reaches_logs_or_session_events(
     http: Runtime, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger="dsh")  # (a CLI test in this process may have set it)
     http.ctx.tools.register(lookup)
     http.server.add(
         reply(tool_call("lookup", {"key": "a"})),

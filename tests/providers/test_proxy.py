@@ -174,7 +174,22 @@ async def test_an_unreachable_proxy_is_named(
     await harness.ctx.plugin(DeepSeekPlugin, {"base_url": f"http://{HOST}"})
     failure = (await harness.call()).assembler.finish.failure
     assert failure is not None and failure.code == "TRANSPORT"
-    assert f"cannot reach the proxy 127.0.0.1:{port} (ALL_PROXY)" in failure.message
+    assert f"cannot reach the proxy 127.0.0.1:{port} (ALL_PROXY): connection refused" in (
+        failure.message
+    )
+
+
+async def test_a_proxy_that_cannot_be_spoken_fails_the_call_for_good(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("https_proxy", "socks5://127.0.0.1:1080")
+    await harness.ctx.plugin(DeepSeekPlugin, {"base_url": f"https://{HOST}"})
+    failure = (await harness.call()).assembler.finish.failure
+    assert failure is not None and failure.code == "INVALID_REQUEST"  # not retried
+    assert failure.message == (
+        "deepseek-official: cannot use socks5://127.0.0.1 as a proxy (https_proxy): "
+        "an http://host:port proxy is needed"
+    )
 
 
 def test_the_environment_chooses_the_proxy() -> None:

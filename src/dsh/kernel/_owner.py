@@ -137,7 +137,6 @@ class Owner:
         Disposal cancels it if still running and waits."""
         self.check_active()
         task = asyncio.get_running_loop().create_task(coro, name=name, context=context)
-        self._track(task)
 
         async def stop() -> None:
             if not task.done():
@@ -145,7 +144,15 @@ class Owner:
             await asyncio.wait([task])
 
         disposer = self.effect(stop)
-        task.add_done_callback(lambda _t: self._effects.pop(disposer, None))
+
+        def done(_task: asyncio.Future[Any]) -> None:
+            # One done callback (each costs a turn of the event loop), not `_track`'s and
+            # a second one for the disposer.
+            self._effects.pop(disposer, None)
+            self._untrack(task)
+
+        self._tasks.add(task)
+        task.add_done_callback(done)
         return task
 
     def _track(self, future: asyncio.Future[Any]) -> None:

@@ -134,35 +134,39 @@ class CancelSignal:
                 _discard(awaitable)
             raise Aborted(self._reason)
         # The task lives only inside this call unless it is abandoned (then the caller owns
-        # it): no owner needs to track it.
+        # it): no owner needs to track it. One future wakes this call, set by whichever comes
+        # first, the work's end or the signal's expiry (lighter than `asyncio.wait`).
         task = asyncio.ensure_future(awaitable)
         loop = asyncio.get_running_loop()
-        expired: asyncio.Future[None] = loop.create_future()
+        woken: asyncio.Future[None] = loop.create_future()
         timers: list[asyncio.TimerHandle] = []
 
-        def expire() -> None:
-            if not expired.done():
-                expired.set_result(None)
+        def wake(_arg: object = None) -> None:
+            if not woken.done():
+                woken.set_result(None)
 
         def fired(_reason: object) -> None:
             if grace_s <= 0:
-                expire()
+                wake()
             else:
-                timers.append(loop.call_later(grace_s, expire))
+                timers.append(loop.call_later(grace_s, wake))
 
+        task.add_done_callback(wake)
         remove = self.add_callback(fired)
         try:
-            await asyncio.wait((task, expired), return_when=asyncio.FIRST_COMPLETED)
+            if not task.done():  # work already done (a finished future) needs no turn
+                await woken
         except asyncio.CancelledError:
             task.cancel()  # the caller was cancelled: so is the work
             if not abandon:
                 await asyncio.wait([task])
             raise
         finally:
+            task.remove_done_callback(wake)
             remove()
             for timer in timers:
                 timer.cancel()
-            expired.cancel()
+            woken.cancel()
         if task.done():
             return task.result()
         if not abandon:

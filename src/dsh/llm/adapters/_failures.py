@@ -241,8 +241,13 @@ def transport_failure(
         return LlmFailure(f"{provider}: connection timed out{where}", "TIMEOUT")
     if isinstance(exc, TransportTimeout):
         return LlmFailure(f"{provider}: {name}: {text}", "TIMEOUT")
+    if isinstance(exc, UnsupportedProtocol):  # what no retry can send: a URL, header, proxy
+        return LlmFailure(f"{provider}: {text}", "INVALID_REQUEST")
     if isinstance(exc, ProxyError):
-        return LlmFailure(f"{provider}: {text}{where}", "TRANSPORT")
+        cause = exc.__cause__
+        why = ": timed out" if isinstance(cause, ConnectTimeout) else ""
+        why = f": {_connect_cause(cause)}" if isinstance(cause, ConnectError) else why
+        return LlmFailure(f"{provider}: {text}{why}{where}", "TRANSPORT")
     if isinstance(exc, ConnectError):
         return LlmFailure(f"{provider}: {_connect_cause(exc)}{where}", "TRANSPORT")
     if isinstance(exc, TransportError | OSError):

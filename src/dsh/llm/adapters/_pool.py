@@ -77,7 +77,7 @@ class Pool:
             try:
                 connection = await connect(proxy.host, proxy.port, None, limit_s)
             except (ConnectError, ConnectTimeout) as exc:
-                raise ProxyError(f"cannot reach {proxy}: {exc}") from exc
+                raise ProxyError(f"cannot reach {proxy}") from exc
             if tls is not None:  # an `http:` origin is asked through the proxy itself
                 await connection.tunnel(host, port, proxy, tls, limit_s)
         _log.debug("connected to %s://%s:%d%s", scheme, host, port, " via a proxy" * bool(proxy))
