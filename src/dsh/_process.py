@@ -3,9 +3,12 @@ import anything heavy. A program that imports dsh as a library is left as it is.
 
 from __future__ import annotations
 
+import gc
 import sys
 
-__all__ = ["lighten_imports"]
+__all__ = ["lighten_imports", "pause_collector", "resume_collector", "settle_collector"]
+
+_paused = False
 
 
 def lighten_imports() -> None:
@@ -15,3 +18,32 @@ def lighten_imports() -> None:
     back to a stub `httpx.main`."""
     if "httpx" not in sys.modules:
         sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+
+def pause_collector() -> None:
+    """Turn the cyclic garbage collector off while the process imports and boots: those
+    build long-lived objects by the hundred thousand, and each collection on the way
+    traverses them again (3% of `dsh run` N=1). `settle_collector` after boot, or
+    `resume_collector` for a command that boots nothing, turns it back on."""
+    global _paused
+    if gc.isenabled():
+        gc.disable()
+        _paused = True
+
+
+def resume_collector() -> None:
+    """Turn the collector back on if `pause_collector` turned it off."""
+    global _paused
+    if _paused:
+        _paused = False
+        gc.enable()
+
+
+def settle_collector() -> None:
+    """After boot: collect once what imports and boot left over (if the collector was
+    paused), then move what lives on out of the collector's generations (`gc.freeze`): it
+    lasts as long as the process, and full collections no longer traverse it."""
+    if _paused:
+        gc.collect()
+    gc.freeze()
+    resume_collector()

@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -75,3 +76,42 @@ def test_shell_completion_sees_the_whole_table(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setenv("_DSH_COMPLETE", "complete_bash")
     assert _table_for(["run"]) is app
+
+
+COLLECTOR = """
+import gc
+import json
+import dsh.cli._app as app_module
+from dsh._process import pause_collector, settle_collector
+from dsh.cli import main
+
+seen = []
+dispatch = app_module.run_app
+app_module.run_app = lambda table, args: (seen.append(gc.isenabled()), dispatch(table, args))
+for argv in (["config", "show"], ["run", "--no-such-option"]):
+    try:
+        main(argv)
+    except SystemExit:
+        pass
+    seen.append(gc.isenabled())
+pause_collector()
+seen.append(gc.isenabled())
+settle_collector()
+seen += [gc.isenabled(), gc.get_freeze_count() > 0]
+print(json.dumps(seen))
+"""
+
+
+def test_the_collector_is_paused_only_until_a_runtime_is_booted(tmp_path: Path) -> None:
+    """A command that boots a runtime starts with the collector paused (`start_runtime`
+    settles it); any other command runs with it on, and `main` always leaves it on."""
+    env = {**os.environ, "NO_COLOR": "1", "DSH_HOME": str(tmp_path / "home")}
+    result = subprocess.run(
+        [sys.executable, "-c", COLLECTOR], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout.splitlines()[-1])
+    on_at_show, on_after_show, on_at_run, on_after_run, paused, on, frozen = seen
+    assert (on_at_show, on_after_show) == (True, True)
+    assert (on_at_run, on_after_run) == (False, True)
+    assert (paused, on, frozen) == (False, True, True)

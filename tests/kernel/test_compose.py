@@ -117,6 +117,20 @@ async def test_env_interpolation(tmp_path: Path) -> None:
             r'p\.yml: plugin "a": invalid config: config\.count: Input should be a valid integer',
         ),
         ("{a: 1}\n", r"p\.yml: expected a list of plugin rows"),
+        ("- id: a\n  name: 3\n", r'p\.yml: row 1 \(id "a"\): name: Input should be a valid string'),
+        ("- id: 7\n  name: x\n", r"p\.yml: row 1: id: Input should be a valid string"),
+        (
+            "- id: a\n  disabled: maybe\n",
+            r'p\.yml: row 1 \(id "a"\): disabled: Input should be a valid boolean',
+        ),
+        (
+            "- id: a\n  config: [1]\n",
+            r'p\.yml: row 1 \(id "a"\): config: Input should be a valid dictionary',
+        ),
+        (
+            "- id: a\n  config: {1: x}\n",
+            r'row 1 \(id "a"\): config\[1\]\.\[key\]: Input should be a valid string',
+        ),
     ],
 )
 async def test_errors_name_file_row_and_key(tmp_path: Path, text: str, message: str) -> None:

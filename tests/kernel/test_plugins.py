@@ -2,7 +2,7 @@ import asyncio
 from typing import Any, ClassVar
 
 import pytest
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from dsh.kernel import (
     Context,
@@ -189,6 +189,18 @@ class Checked(BaseModel):
         return self
 
 
+class FieldChecked(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    roots: list[str] = []
+
+    @field_validator("roots")
+    @classmethod
+    def absolute(cls, value: list[str]) -> list[str]:
+        if any(not root.startswith("/") for root in value):
+            raise ValueError("roots must be absolute")
+        return value
+
+
 class Needs(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     size: int
@@ -202,6 +214,15 @@ def test_a_defaults_only_config_is_constructed_without_building_its_model() -> N
     assert isinstance(checked, Checked) and checked.greeting == "HI"
     with pytest.raises(PluginError, match=r'"p": invalid config: config\.size: Field required'):
         validate_config(type("P", (), {"Config": Needs}), None, "p")
+
+
+def test_a_field_validator_does_not_build_the_model_for_defaults() -> None:
+    plugin = type("P", (), {"Config": FieldChecked})
+    assert validate_config(plugin, None, "p") == FieldChecked.model_construct()
+    assert not FieldChecked.__pydantic_complete__
+    message = r'"p": invalid config: config\.roots: Value error, roots must be absolute'
+    with pytest.raises(PluginError, match=message):
+        validate_config(plugin, {"roots": ["rel"]}, "p")
 
 
 def test_every_builtin_config_constructed_from_defaults_equals_the_validated_one() -> None:

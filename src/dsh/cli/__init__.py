@@ -13,12 +13,16 @@ def main(argv: list[str] | None = None) -> None:
 
         print(f"dsh {__version__}")
         return
-    from .._process import lighten_imports
+    from .._process import lighten_imports, pause_collector, resume_collector
 
     lighten_imports()
-    from ._app import run
+    pause_collector()
+    try:
+        from ._app import run
 
-    run(args)
+        run(args)
+    finally:
+        resume_collector()
 
 
 __all__ = ["main"]

@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from .._process import resume_collector
 from .._version import __version__
 from ._errors import exit_with, exit_with_sync, run_app
 
@@ -526,20 +527,35 @@ def run(argv: list[str]) -> None:
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="backslashreplace")
     args = _optional_value(argv, "--ray", "local")
+    if _command_name(args) not in _BOOTING:  # no boot to settle: the collector runs as ever
+        resume_collector()
     run_app(_table_for(args), args)
 
 
-def _table_for(args: list[str]) -> typer.Typer:
-    """The table with only the command (or group) `args` names: typer builds the parser of
-    every command it holds before it looks at the arguments (~80 M instructions for all of
-    them, a twentieth of `dsh run`), and a command's help, errors and usage line do not
-    depend on its siblings. The whole table for anything else: the root's help (`dsh
-    --help run` too), an unknown name (its "No such command" error) and shell completion."""
+_BOOTING = ("run", "chat", "web", "acp")
+"""Commands that boot a runtime: the collector stays paused until `start_runtime` settles
+it (see `dsh._process.pause_collector`)."""
+
+
+def _command_name(args: list[str]) -> str | None:
+    """The command (or group) `args` names; None for the root's own options (`--help`,
+    `--version`), several root options, and shell completion."""
     options = list(itertools.takewhile(lambda arg: arg.startswith("-"), args))
     rest = args[len(options) :]
     if not rest or set(options) - {"-v", "--verbose"} or _COMPLETE_VARIABLE in os.environ:
+        return None
+    return rest[0]
+
+
+def _table_for(args: list[str]) -> typer.Typer:
+    """The table with only the command (or group) `args` names: typer builds the parser of every
+    command it holds before it looks at the arguments (~80 M instructions for all of them,
+    a twentieth of `dsh run`), and a command's help, errors and usage line do not depend on
+    its siblings. The whole table for anything else: the root's help (`dsh --help run`
+    too), an unknown name (its "No such command" error) and shell completion."""
+    name = _command_name(args)
+    if name is None:
         return app
-    name = rest[0]
     commands = [command for command in app.registered_commands if command.name == name]
     groups = [group for group in app.registered_groups if group.name == name]
     if not commands and not groups:

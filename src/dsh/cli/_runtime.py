@@ -3,13 +3,13 @@ route, the runtime and its agents."""
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from .._process import settle_collector
 from .._record import record
 from ..agent import AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
 from ..kernel import Context, Profile, boot, load_profile
@@ -228,7 +228,7 @@ async def start_runtime(profile: Profile, route: Route) -> Context:
         )
     # What imports and boot built lives as long as this process: moved out of the collector's
     # generations, the next full collections do not traverse it again (4% of `dsh run` N=1).
-    gc.freeze()
+    settle_collector()
     return ctx
 
 

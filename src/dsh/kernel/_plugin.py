@@ -81,12 +81,13 @@ def validate_config(plugin: object, config: object, plugin_id: str) -> object:
 
 
 def _defaults_only(model: type[BaseModel]) -> bool:
-    """Whether validating `{}` against `model` can only yield its defaults: no validators,
-    no required field, no default that is validated. Then `model_construct()` gives the same
+    """Whether validating `{}` against `model` can only yield its defaults: no model
+    validator, no required field, no default that is validated (a `field_validator` runs
+    only on a given value, never on a default). Then `model_construct()` gives the same
     instance without building the model's schema (config models set `defer_build`, so a
     plugin booted with no config never pays for it)."""
     decorators = model.__pydantic_decorators__
-    if decorators.model_validators or decorators.field_validators or decorators.validators:
+    if decorators.model_validators or decorators.validators:
         return False
     if decorators.root_validators or model.model_config.get("validate_default"):
         return False

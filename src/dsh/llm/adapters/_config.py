@@ -91,7 +91,9 @@ class ConnectionConfig(BaseModel):
     call_timeout_s: float = Field(default=600.0, gt=0)
     """Fail with TIMEOUT when the whole call (request to last chunk) takes longer: a stream
     that trickles bytes never trips the idle timeout."""
-    retry: RetryConfig = Field(default_factory=RetryConfig)
+    # The defaults pass `RetryConfig`'s checks: built without validation, a route with no
+    # retry config never builds the model's schema.
+    retry: RetryConfig = Field(default_factory=RetryConfig.model_construct)
 
 
 class _Route(Protocol):

@@ -34,7 +34,11 @@ class BuiltinToolsConfig(WorkspaceConfig):
     todo_write: bool | TodoConfig = True
 
 
-def _config(value: bool | C, model: type[C], roots: list[str]) -> C:
+def _config(value: bool | C, model: type[C], roots: list[str]) -> C | None:
+    """A tool's config; None for `true` with no extra roots: the kernel then builds its
+    defaults without building the model's schema (see `dsh.kernel` on `defer_build`)."""
+    if value is True and not roots:
+        return None
     config = value if isinstance(value, model) else model()
     if roots and isinstance(config, WorkspaceConfig):
         config = config.model_copy(update={"extra_roots": [*roots, *config.extra_roots]})
