@@ -106,6 +106,29 @@ async def test_a_body_without_length_ends_with_the_connection_which_is_not_reuse
     assert raw.opened == 3  # `Connection: close` was honoured
 
 
+async def test_a_body_without_length_that_follows_its_head_later_is_read() -> None:
+    """The head arrives alone: the body is read when it comes, up to the server's close."""
+    head_read = asyncio.Event()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        await head_read.wait()
+        writer.write(b"late body")
+        writer.close()
+
+    listener = await asyncio.start_server(serve, "127.0.0.1", 0)
+    origin = ("http", "127.0.0.1", listener.sockets[0].getsockname()[1])
+    try:
+        async with Pool(None) as pool:
+            response = await pool.send(origin, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", (5, 5, 5))
+            head_read.set()
+            assert await response.aread() == b"late body"
+            await response.aclose()
+    finally:
+        listener.close()
+
+
 @pytest.mark.parametrize(
     "answer",
     [

@@ -346,9 +346,9 @@ class Response:
         if kind == "close":
             self._keep_alive = False  # the body ends with the connection
             data, connection._buffer = connection._buffer, b""
-            while data:
+            while data := data or await connection._receive(self._timeout):
                 yield data
-                data = await connection._receive(self._timeout)
+                data = b""
         while kind != "close":
             if kind == "chunked":
                 length = int((await self._line(_CHUNK_SIZE, "chunk size"))[1], 16)
