@@ -184,3 +184,14 @@ def test_a_header_or_key_that_would_split_the_request_is_refused() -> None:
     for bad in ("ftp://host/x", "http:///x", "http://hôte/x", "http://h:99999/x"):
         with pytest.raises(UnsupportedProtocol):
             prepare_route(Endpoint("p", "P", bad, "KEY"))
+
+
+async def test_an_answer_closed_after_its_pool_closes_its_connection(raw: _Raw) -> None:
+    raw.answers = [[b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"]]
+    pool = Pool(None)
+    request = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+    response = await pool.send(("http", "127.0.0.1", raw.port), request, (5.0, 5.0, 5.0))
+    await pool.aclose()  # (an adapter unmounted while a call still reads its answer)
+    assert await response.aread() == b"ok"
+    await response.aclose()
+    assert response._connection.is_closed()  # not left idle in the closed pool

@@ -16,6 +16,7 @@ import pytest
 
 from dsh.llm.adapters import DeepSeekPlugin
 from dsh.llm.adapters._failures import UnsupportedProtocol
+from dsh.llm.adapters._pool import Pool
 from dsh.llm.adapters._proxy import Proxy, proxy_for
 
 from .conftest import KEY, Call, Harness
@@ -227,3 +228,29 @@ def test_a_proxy_that_is_not_http_is_a_clear_error_and_credentials_stay_hidden()
     shown = proxy_for(("https", "a.example", 443), {"https_proxy": "http://u:pw@proxy:8080"})
     assert shown is not None and shown.authorization is not None
     assert "pw" not in repr(shown) and "pw" not in str(shown)
+
+
+async def test_a_tunnel_cancelled_before_the_proxy_answers_closes_its_socket() -> None:
+    connected, gone = asyncio.Event(), asyncio.Event()
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")  # the CONNECT, never answered
+        connected.set()
+        await reader.read()  # until the client hangs up
+        gone.set()
+        writer.close()
+
+    listener = await asyncio.start_server(silent, "127.0.0.1", 0)
+    proxy = Proxy("127.0.0.1", listener.sockets[0].getsockname()[1], "HTTPS_PROXY")
+    try:
+        async with Pool(ssl.create_default_context()) as pool:
+            sending = asyncio.ensure_future(
+                pool.send(("https", HOST, 443), b"", (5.0, 5.0, 5.0), proxy)
+            )
+            await connected.wait()
+            sending.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await sending
+            await gone.wait()  # the proxy saw the client's end: nothing left open
+    finally:
+        listener.close()

@@ -1,5 +1,5 @@
-"""Real model providers over httpcore: DeepSeek and OpenAI-compatible Chat Completions, and the
-Anthropic Messages API (Claude, DeepSeek's Anthropic endpoint)."""
+"""Real model providers over their own HTTP/1.1 client: DeepSeek and OpenAI-compatible Chat
+Completions, and the Anthropic Messages API (Claude, DeepSeek's Anthropic endpoint)."""
 
 from ._adapter import Api, Endpoint, HttpAdapter, mount_adapter
 from ._anthropic import AnthropicConfig, AnthropicPlugin, MessagesRouteConfig

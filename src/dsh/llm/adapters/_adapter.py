@@ -180,11 +180,11 @@ class _Call:
     """One request in flight: its route, credential, signal, and the response once sent."""
 
     endpoint: Endpoint
-    secret: str | None
+    secret: str | None = field(repr=False)
     signal: CancelSignal | None
     pool: Pool
     route: PreparedRoute
-    request: bytes
+    request: bytes = field(repr=False)  # (its head holds the key)
     guard: _ReadGuard
     response: Response | None = None
 
@@ -257,12 +257,7 @@ class HttpAdapter:
     def _open(self) -> Pool:
         from ._pool import Pool
 
-        ssl_context = None
-        if any(e.url.startswith("https:") for e in self._endpoints.values()):
-            import httpx  # its TLS context: certifi's roots, SSL_CERT_FILE honoured
-
-            ssl_context = httpx.create_ssl_context()  # ~20 ms: only when a route needs one
-        self._pool = Pool(ssl_context)
+        self._pool = Pool(None)  # (its TLS context is made at its first `https:` connection)
         return self._pool
 
     async def aclose(self) -> None:

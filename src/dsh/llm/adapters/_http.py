@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from ..._record import record
@@ -36,8 +37,8 @@ class PreparedRoute:
 
     origin: Origin
     proxy: Proxy | None
-    head: bytes
-    keyless: bytes
+    head: bytes = field(repr=False)  # (an `http:` route's proxy credentials are in it)
+    keyless: bytes = field(repr=False)
     key_header: bytes | None
     key_prefix: str
     timeouts: tuple[float, float, float]

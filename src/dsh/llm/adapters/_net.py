@@ -165,7 +165,7 @@ class Connection:
         self, host: str, port: int, proxy: Proxy, tls: ssl.SSLContext, limit_s: float | None
     ) -> None:
         """Turn this connection to `proxy` into a TLS connection to `host:port` through it
-        (`CONNECT`, then the TLS handshake with the server)."""
+        (`CONNECT`, then the TLS handshake with the server). On failure the caller closes it."""
         target = authority(host, port).encode()
         auth = proxy.authorization
         credentials = b"" if auth is None else b"Proxy-Authorization: %s\r\n" % auth
@@ -173,11 +173,9 @@ class Connection:
         try:
             await self._send(head, limit_s)
             status, _headers, _keep_alive = await self._head(limit_s)
-        except (ProtocolError, ReadError, ReadTimeout, WriteError) as exc:
-            self.close()
+        except (ProtocolError, ReadError, ReadTimeout, WriteError, WriteTimeout) as exc:
             raise ProxyError(f"{proxy} did not open a tunnel to {target.decode()}: {exc}") from exc
         if not 200 <= status < 300 or self._buffer or self._protocol.chunks:
-            self.close()
             raise ProxyError(f"{proxy} refused a tunnel to {target.decode()} (status {status})")
         loop = asyncio.get_running_loop()
         try:
@@ -186,10 +184,8 @@ class Connection:
                     self._transport, self._protocol, tls, server_hostname=host
                 )
         except TimeoutError as exc:
-            self.close()
             raise ConnectTimeout(f"no TLS with {target.decode()} within {limit_s:g}s") from exc
         except (OSError, ssl.SSLError) as exc:
-            self.close()
             raise ConnectError(str(exc) or type(exc).__name__) from exc
         self._transport = self._protocol.transport = transport
 

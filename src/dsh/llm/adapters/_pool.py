@@ -40,6 +40,7 @@ class Pool:
 
     def __init__(self, ssl_context: ssl.SSLContext | None) -> None:
         self._ssl_context = ssl_context
+        self._closed = False
         self._idle: dict[Origin, list[tuple[float, Connection]]] = {}
         self._count = 0
 
@@ -70,7 +71,7 @@ class Pool:
         self, origin: Origin, proxy: Proxy | None, limit_s: float | None
     ) -> Connection:
         scheme, host, port = origin
-        tls = (self._ssl_context or ssl.create_default_context()) if scheme == "https" else None
+        tls = self._tls() if scheme == "https" else None
         if proxy is None:
             connection = await connect(host, port, tls, limit_s)
         else:
@@ -79,9 +80,22 @@ class Pool:
             except (ConnectError, ConnectTimeout) as exc:
                 raise ProxyError(f"cannot reach {proxy}") from exc
             if tls is not None:  # an `http:` origin is asked through the proxy itself
-                await connection.tunnel(host, port, proxy, tls, limit_s)
+                try:
+                    await connection.tunnel(host, port, proxy, tls, limit_s)
+                except BaseException:  # cancelled or refused alike: the socket goes
+                    connection.close()
+                    raise
         _log.debug("connected to %s://%s:%d%s", scheme, host, port, " via a proxy" * bool(proxy))
         return connection
+
+    def _tls(self) -> ssl.SSLContext:
+        """The pool's TLS context, made at its first `https:` connection: httpx's (certifi's
+        roots; `SSL_CERT_FILE` / `SSL_CERT_DIR` honoured), ~20 ms, so never for `http:`."""
+        if self._ssl_context is None:
+            import httpx
+
+            self._ssl_context = httpx.create_ssl_context()
+        return self._ssl_context
 
     def _take(self, origin: Origin) -> Connection | None:
         stack = self._idle.get(origin)
@@ -94,6 +108,9 @@ class Pool:
         return None
 
     def _give_back(self, origin: Origin, connection: Connection) -> None:
+        if self._closed:  # an answer that outlived the pool: its connection goes too
+            connection.close()
+            return
         if not connection.reusable:  # its answer was cut short, or the server ends it
             return
         self._idle.setdefault(origin, []).append((time.monotonic(), connection))
@@ -105,6 +122,7 @@ class Pool:
 
     async def aclose(self) -> None:
         idle, self._idle, self._count = self._idle, {}, 0
+        self._closed = True
         for stack in idle.values():
             for _, connection in stack:
                 connection.close()
