@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import pickle
 import re
 from dataclasses import dataclass, field
@@ -193,3 +194,44 @@ def test_a_frozen_record_does_not_extend_a_mutable_one() -> None:
         @record
         class Frozen(Mutable):  # type: ignore[misc]
             y: int = 0
+
+
+def test_the_signature_is_that_of_the_dataclass_before_any_instance() -> None:
+    @record
+    class Fresh:
+        x: int
+        y: str = "s"
+        z: list[int] = field(default_factory=list)
+
+    @dataclass(frozen=True, slots=True)
+    class Plain:
+        x: int
+        y: str = "s"
+        z: list[int] = field(default_factory=list)
+
+    assert str(inspect.signature(Fresh)) == str(inspect.signature(Plain))
+    assert Fresh(1).z == [] and str(inspect.signature(Fresh)) == str(inspect.signature(Plain))
+
+
+def test_a_frozen_record_with_its_own_eq_is_hashed_as_the_dataclass() -> None:
+    @record
+    class Own:
+        x: int
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Own) and other.x == self.x
+
+    @dataclass(frozen=True, slots=True)
+    class Plain:
+        x: int
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Plain) and other.x == self.x
+
+    assert hash(Own(1)) == hash(Plain(1)) == hash((1,))
+
+    @record(frozen=False)
+    class Mutable:
+        x: int
+
+    assert Mutable.__hash__ is None  # type: ignore[comparison-overlap]

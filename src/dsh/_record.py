@@ -9,8 +9,8 @@ class's annotations and its dataclass bases (the `Field` objects `dataclasses.fi
 `replace` read); its `__eq__`, `__hash__`, `__repr__`, `__setattr__`, `__delattr__` and
 pickling state compare, hash, print, refuse and copy the same fields the same way, from one
 definition here; its `__init__` (the same parameters, defaults, factories and
-`__post_init__` call) is compiled at its first instance, so a class never instantiated in a
-process costs no compile. It is a real dataclass (`fields`, `replace`, `asdict` work,
+`__post_init__` call) is compiled at its first instance (or when its signature is read),
+so a class never instantiated in a process costs no compile. It is a real dataclass (`fields`, `replace`, `asdict` work,
 `__dataclass_params__` is that of the `@dataclass` it stands for), slotted, and the type
 checker sees it as one: `@record` is `@dataclass(frozen=True, slots=True)`, and
 `@record(frozen=False, eq=False, kw_only=True)` passes those arguments on. It takes no
@@ -38,6 +38,8 @@ T = TypeVar("T")
 # The marker `dataclasses.fields()` keeps a field by (its pseudo-fields carry other markers).
 _FIELD = vars(dataclasses)["_FIELD"]
 _INITVAR = vars(dataclasses)["_FIELD_INITVAR"]
+# The default an `__init__` parameter with a default factory takes (its repr: `<factory>`).
+_HAS_FACTORY = vars(dataclasses)["_HAS_DEFAULT_FACTORY"]
 # A string annotation naming a pseudo-field, as `dataclasses` recognises one (by its name).
 _PSEUDO = re.compile(r"(?:\w+\.)*(ClassVar|InitVar|KW_ONLY)\b")
 
@@ -63,13 +65,16 @@ def _record(cls: type[T], frozen: bool, eq: bool, kw_only: bool) -> type[T]:
     cls = _declare(cls, frozen, eq, kw_only)
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
     own = cls.__dict__
+    # A class defining `__eq__` gets `__hash__ = None` from Python: not a hash of its own.
+    own_hash = own.get("__hash__", MISSING) is not MISSING
+    own_hash = own_hash and not (own["__hash__"] is None and "__eq__" in own)
     if "__repr__" not in own:
         cls.__repr__ = _repr([f.name for f in fields if f.repr])  # type: ignore[method-assign]
     if eq and "__eq__" not in own:
         compared = _values([f.name for f in fields if f.compare])
         cls.__eq__ = _eq(compared)  # type: ignore[method-assign]
-        if "__hash__" not in own:
-            cls.__hash__ = _hash(fields) if frozen else None  # type: ignore[assignment]
+    if eq and not own_hash:  # (the hash `dataclass` gives: the fields' when frozen)
+        cls.__hash__ = _hash(fields) if frozen else None  # type: ignore[assignment]
     return cls
 
 
@@ -103,6 +108,7 @@ def _declare(cls: type, frozen: bool, eq: bool, kw_only: bool) -> Any:
     if "__init__" not in own:
         _check_defaults(slotted)
         slotted.__init__ = _deferred_init(slotted, frozen)  # type: ignore[misc]
+        slotted.__signature__ = _SIGNATURE  # type: ignore[attr-defined]
     abc.update_abstractmethods(slotted)
     return slotted
 
@@ -257,13 +263,36 @@ def _deferred_init(cls: type, frozen: bool) -> Callable[..., None]:
     return __init__
 
 
+_DEFERRED = _deferred_init(object, True).__code__
+"""The code every deferred `__init__` shares."""
+
+
+class _CompiledFirst:
+    """A record's `__signature__`: reading it (as `inspect.signature`, `help` and
+    hypothesis do) compiles the class's deferred `__init__`, whose own signature is
+    `(*args, **kwargs)`, then answers None, so the lookup goes on to the real one."""
+
+    def __get__(self, instance: object, owner: type) -> None:
+        for klass in owner.__mro__:
+            init = klass.__dict__.get("__init__")
+            if init is not None:
+                if getattr(init, "__code__", None) is _DEFERRED:
+                    frozen = klass.__dataclass_params__.frozen  # type: ignore[attr-defined]
+                    klass.__init__ = _compile_init(klass, frozen)  # type: ignore[misc]
+                return None
+        return None
+
+
+_SIGNATURE = _CompiledFirst()
+
+
 def _compile_init(cls: type, frozen: bool) -> Callable[..., None]:
     """The `__init__` `dataclasses` writes: the same parameters, defaults, factories and
     `__post_init__` call, each field set through `object.__setattr__` if the class is frozen."""
     fields = dataclasses.fields(cls)
     scope: dict[str, Any] = {
         "__set": object.__setattr__ if frozen else setattr,
-        "__missing": MISSING,
+        "__missing": _HAS_FACTORY,  # (shown as `<factory>` in the signature)
     }
     params, body = ["__self"], []
     keyword = [f for f in fields if f.init and f.kw_only]
@@ -293,6 +322,7 @@ def _compile_init(cls: type, frozen: bool) -> Callable[..., None]:
     exec(f"def __init__({', '.join(params)}):\n" + ("\n".join(body) or "    pass"), scope)
     init: Callable[..., None] = scope["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__annotations__ = {f.name: f.type for f in fields if f.init} | {"return": None}
     return init
 
 
