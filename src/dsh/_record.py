@@ -12,9 +12,9 @@ definition here; its `__init__` (the same parameters, defaults, factories and
 `__post_init__` call) is compiled at its first instance (or when its signature is read),
 so a class never instantiated in a process costs no compile. It is a real dataclass
 (`fields`, `replace`, `asdict` work, `__dataclass_params__` is that of the `@dataclass` it
-stands for), slotted, and the type
-checker sees it as one: `@record` is `@dataclass(frozen=True, slots=True)`, and
-`@record(frozen=False, eq=False, kw_only=True)` passes those arguments on. It takes no
+stands for), slotted, and the type checker sees it as one: `@record` is
+`@dataclass(frozen=True, slots=True)`, and `@record(frozen=False, eq=False, kw_only=True)`
+passes those arguments on. It takes no
 `ClassVar` or `InitVar` pseudo-field (its `__init__` knows fields only), and a class without
 a docstring gets none (rather than its signature).
 """
