@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-
-from pydantic import BaseModel, ConfigDict, field_validator
+from dataclasses import field
 
 from ..._record import record
 from ...llm import HarnessError
@@ -95,24 +94,21 @@ class Workspace:
         raise OutsideWorkspaceError(display, roots)
 
 
-class WorkspaceConfig(BaseModel):
+@record
+class WorkspaceConfig:
     """Config shared by the tools that touch paths."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    extra_roots: list[str] = []
+    extra_roots: list[str] = field(default_factory=list)
     """Absolute directories the tools may use besides the session cwd (`~` expands)."""
 
-    @field_validator("extra_roots")
-    @classmethod
-    def _absolute(cls, roots: list[str]) -> list[str]:
+    def __post_init__(self) -> None:
         out = []
-        for root in roots:
+        for root in self.extra_roots:
             path = os.path.expanduser(root)
             if not os.path.isabs(path):
-                raise ValueError(f"extra root {root!r} must be an absolute path")
+                raise ValueError(f"extra_roots: must be absolute paths, got {root!r}")
             out.append(os.path.normpath(path))
-        return out
+        object.__setattr__(self, "extra_roots", out)
 
     def workspace(self) -> Workspace:
         return Workspace(tuple(self.extra_roots))
