@@ -46,6 +46,7 @@ class Settings:
     servers: dict[str, Server] = field(default_factory=dict, metadata={"alias": "mcpServers"})
     name: Annotated[str, MinLen(1), MaxLen(8)] = "agent"
     limit: int | None = None
+    delay: Annotated[float, Gt(0)] | None = None
     ratio: Annotated[float, Lt(10)] = 1.0
     on: bool = False
     colour: Colour = Colour.RED
@@ -109,6 +110,8 @@ def test_every_problem_is_named_by_its_path() -> None:
         "config.name: takes at most 8 characters, got 9",
     ]
     assert problems({"pair": [1]}) == ["config.pair: expected 2 items, got 1"]
+    assert problems({"delay": 0}) == ["config.delay: must be > 0, got 0.0"]
+    assert problems({"delay": "soon"}) == ["config.delay: expected a number or null, got 'soon'"]
     assert problems([]) == ["config: expected a mapping, got []"]
 
 
