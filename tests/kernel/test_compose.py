@@ -109,7 +109,7 @@ async def test_env_interpolation(tmp_path: Path) -> None:
             f"- id: a\n  name: {MOD}:Recorder\n- id: a\n  name: x:y\n",
             r'row 2 \(id "a"\): duplicate id',
         ),
-        ("- id: a\n  nmae: x\n", r'p\.yml: row 1 \(id "a"\): nmae: Extra inputs'),
+        ("- id: a\n  nmae: x\n", r'p\.yml: row 1 \(id "a"\): nmae: unknown key \(known keys: id,'),
         ("- id: a\n", r'p\.yml: row id "a": a new row needs a name'),
         ("- id: a\n  name: nope\n", r"p\.yml: row id \"a\": unknown plugin 'nope'"),
         (
@@ -117,19 +117,19 @@ async def test_env_interpolation(tmp_path: Path) -> None:
             r'p\.yml: plugin "a": invalid config: config\.count: Input should be a valid integer',
         ),
         ("{a: 1}\n", r"p\.yml: expected a list of plugin rows"),
-        ("- id: a\n  name: 3\n", r'p\.yml: row 1 \(id "a"\): name: Input should be a valid string'),
-        ("- id: 7\n  name: x\n", r"p\.yml: row 1: id: Input should be a valid string"),
+        ("- id: a\n  name: 3\n", r'p\.yml: row 1 \(id "a"\): name: expected a string or null'),
+        ("- id: 7\n  name: x\n", r"p\.yml: row 1: id: expected a string, got 7"),
         (
             "- id: a\n  disabled: maybe\n",
-            r'p\.yml: row 1 \(id "a"\): disabled: Input should be a valid boolean',
+            r'p\.yml: row 1 \(id "a"\): disabled: expected true or false or null',
         ),
         (
             "- id: a\n  config: [1]\n",
-            r'p\.yml: row 1 \(id "a"\): config: Input should be a valid dictionary',
+            r'p\.yml: row 1 \(id "a"\): config: expected a mapping or null, got \[1\]',
         ),
         (
             "- id: a\n  config: {1: x}\n",
-            r'row 1 \(id "a"\): config\[1\]\.\[key\]: Input should be a valid string',
+            r'row 1 \(id "a"\): config\.1: expected a string, got 1',
         ),
     ],
 )

@@ -1,15 +1,19 @@
 import asyncio
-from typing import Any, ClassVar
+import dataclasses
+from typing import Annotated, Any, ClassVar
 
 import pytest
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict
 
+from dsh._record import record
 from dsh.kernel import (
     Context,
     FiberState,
+    Ge,
     PluginError,
     ServiceKey,
     ServiceUnavailableError,
+    load_config,
     resolve_plugin,
 )
 from dsh.kernel._plugin import validate_config
@@ -173,61 +177,42 @@ async def test_non_plugin_is_rejected() -> None:
         await Context().plugin(42)
 
 
-class Deferred(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    greeting: str = "hi"
-    items: list[int] = []
-
-
-class Checked(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    greeting: str = "hi"
-
-    @model_validator(mode="after")
-    def shout(self) -> "Checked":
-        self.greeting = self.greeting.upper()
-        return self
-
-
-class FieldChecked(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    roots: list[str] = []
-
-    @field_validator("roots")
-    @classmethod
-    def absolute(cls, value: list[str]) -> list[str]:
-        if any(not root.startswith("/") for root in value):
-            raise ValueError("roots must be absolute")
-        return value
-
-
 class Needs(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid")
     size: int
 
 
-def test_a_defaults_only_config_is_constructed_without_building_its_model() -> None:
-    config = validate_config(type("P", (), {"Config": Deferred}), None, "p")
-    assert not Deferred.__pydantic_complete__
-    assert config == Deferred.model_validate({})
-    checked = validate_config(type("P", (), {"Config": Checked}), None, "p")
-    assert isinstance(checked, Checked) and checked.greeting == "HI"
+def test_a_pydantic_config_is_validated_by_pydantic() -> None:
     with pytest.raises(PluginError, match=r'"p": invalid config: config\.size: Field required'):
         validate_config(type("P", (), {"Config": Needs}), None, "p")
+    assert validate_config(type("P", (), {"Config": Needs}), {"size": "3"}, "p") == Needs(size=3)
 
 
-def test_a_field_validator_does_not_build_the_model_for_defaults() -> None:
-    plugin = type("P", (), {"Config": FieldChecked})
-    assert validate_config(plugin, None, "p") == FieldChecked.model_construct()
-    assert not FieldChecked.__pydantic_complete__
-    message = r'"p": invalid config: config\.roots: Value error, roots must be absolute'
-    with pytest.raises(PluginError, match=message):
-        validate_config(plugin, {"roots": ["rel"]}, "p")
+@record
+class Sized:
+    size: Annotated[int, Ge(1)]
+    label: str = "box"
+
+    def __post_init__(self) -> None:
+        if self.label == "bad":
+            raise ValueError("label must not be 'bad'")
 
 
-def test_every_builtin_config_constructed_from_defaults_equals_the_validated_one() -> None:
+def test_a_record_config_is_checked_by_the_kernel() -> None:
+    plugin = type("P", (), {"Config": Sized})
+    assert validate_config(plugin, {"size": 2}, "p") == Sized(2)
+    with pytest.raises(PluginError, match=r'"p": invalid config: config\.size: required') as info:
+        validate_config(plugin, None, "p")
+    assert info.value.path == "config.size"
+    with pytest.raises(PluginError, match=r"config\.size: must be >= 1, got 0"):
+        validate_config(plugin, {"size": 0}, "p")
+    with pytest.raises(PluginError, match=r"config: label must not be 'bad'"):
+        validate_config(plugin, {"size": 1, "label": "bad"}, "p")
+
+
+def test_every_builtin_config_from_defaults_equals_the_checked_one() -> None:
     for name in BUILTIN_PLUGINS:
         plugin = resolve_plugin(name)
         model = getattr(plugin, "Config", None)
-        if model is not None:
-            assert validate_config(plugin, None, name) == model.model_validate({}), name
+        if model is not None and dataclasses.is_dataclass(model):
+            assert validate_config(plugin, None, name) == load_config(model, {}), name

@@ -10,6 +10,7 @@ from ._compose import (
     load_profile,
     resolve_plugin,
 )
+from ._config import ConfigError, Ge, Gt, Le, Lt, MaxLen, MinLen, load_config
 from ._context import (
     AGENT_LOOP,
     AGENTS,
@@ -64,6 +65,7 @@ __all__ = [
     "Acquire",
     "CancelSignal",
     "CompositionError",
+    "ConfigError",
     "Context",
     "Disposer",
     "DuplicateEntryError",
@@ -73,7 +75,13 @@ __all__ = [
     "EventSpec",
     "Fiber",
     "FiberState",
+    "Ge",
+    "Gt",
     "InactiveOwnerError",
+    "Le",
+    "Lt",
+    "MaxLen",
+    "MinLen",
     "Mode",
     "Next",
     "Owner",
@@ -100,6 +108,7 @@ __all__ = [
     "holds_secrets",
     "json_holds_secrets",
     "interpolate",
+    "load_config",
     "load_profile",
     "read_secret",
     "redact_secrets",

@@ -11,12 +11,11 @@ from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
 from .._record import record
+from ._config import ConfigError, format_loc, load_config
 from ._context import Context
 from ._owner import Acquire
-from ._plugin import PluginError, format_path, validate_config
+from ._plugin import PluginError, validate_config
 
 if TYPE_CHECKING:
     from importlib import metadata
@@ -40,8 +39,10 @@ class CompositionError(Exception):
     the row id and the key path."""
 
 
-class _RowModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@record
+class _RowData:
+    """A row as a profile layer states it: only `id` is required."""
+
     id: str
     name: str | None = None
     config: dict[str, Any] | None = None
@@ -104,7 +105,7 @@ def default_layer() -> list[dict[str, Any]]:
     return [dict(row) for row in default_rows()]
 
 
-def parse_layer(text: str, source: str) -> list[_RowModel]:
+def parse_layer(text: str, source: str) -> list[_RowData]:
     import yaml
 
     try:
@@ -120,18 +121,18 @@ def parse_layer(text: str, source: str) -> list[_RowModel]:
     return _rows(data, source)
 
 
-def _rows(data: Sequence[object], source: str) -> list[_RowModel]:
-    rows: list[_RowModel] = []
+def _rows(data: Sequence[object], source: str) -> list[_RowData]:
+    rows: list[_RowData] = []
     seen: set[str] = set()
     for i, raw in enumerate(data):
         label = f"row {i + 1}"
         if isinstance(raw, dict) and isinstance(raw.get("id"), str):
             label += f' (id "{raw["id"]}")'
         try:
-            row = _RowModel.model_validate(raw)
-        except ValidationError as exc:
+            row = load_config(_RowData, raw)
+        except ConfigError as exc:
             problems = "; ".join(
-                f"{format_path(e['loc'], '')[1:] or 'row'}: {e['msg']}" for e in exc.errors()
+                f"{format_loc(loc, '')[1:] or 'row'}: {message}" for loc, message in exc.problems
             )
             raise CompositionError(f"{source}: {label}: {problems}") from None
         if row.id in seen:
@@ -141,7 +142,7 @@ def _rows(data: Sequence[object], source: str) -> list[_RowModel]:
     return rows
 
 
-def apply_layer(rows: list[PluginRow], layer: Sequence[_RowModel], source: str) -> list[PluginRow]:
+def apply_layer(rows: list[PluginRow], layer: Sequence[_RowData], source: str) -> list[PluginRow]:
     """Patch `rows` by id: a known id replaces the fields it states (config as a whole);
     a new id is inserted (at the end, or `before` / `after` a named row)."""
     out = list(rows)

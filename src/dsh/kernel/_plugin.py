@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import enum
 import inspect
 import logging
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from ._config import ConfigError, format_loc, load_config
 
 if TYPE_CHECKING:
     from ._context import Context, ServiceKey
@@ -45,15 +47,9 @@ def plugin_name(plugin: object) -> str:
     return getattr(plugin, "__qualname__", type(plugin).__qualname__)
 
 
-def format_path(loc: Sequence[int | str], prefix: str = "config") -> str:
-    path = prefix
-    for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return path
-
-
 def validate_config(plugin: object, config: object, plugin_id: str) -> object:
-    """Validate `config` against the plugin's `Config` model; errors name id and key path."""
+    """Check `config` against the plugin's `Config` (a dataclass, checked by `load_config`,
+    or a pydantic model); errors name the plugin id and the key path."""
     model = getattr(plugin, "Config", None)
     if model is None:
         if config not in (None, {}):
@@ -61,37 +57,54 @@ def validate_config(plugin: object, config: object, plugin_id: str) -> object:
                 f'plugin "{plugin_id}": takes no config, got {config!r}', plugin_id=plugin_id
             )
         return None
-    if not (isinstance(model, type) and issubclass(model, BaseModel)):
-        raise PluginError(f'plugin "{plugin_id}": Config must be a pydantic model')
+    if not isinstance(model, type):
+        raise PluginError(f'plugin "{plugin_id}": Config must be a dataclass or a pydantic model')
     if isinstance(config, model):
         return config
-    if config is None and _defaults_only(model):
-        return model.model_construct()
+    if dataclasses.is_dataclass(model):
+        return _record_config(model, config, plugin_id)
+    return _pydantic_config(model, config, plugin_id)
+
+
+def _record_config(model: type, config: object, plugin_id: str) -> object:
     try:
-        return model.model_validate({} if config is None else config)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        path = format_path(first["loc"])
-        lines = [f"{format_path(e['loc'])}: {e['msg']}" for e in exc.errors()]
-        raise PluginError(
-            f'plugin "{plugin_id}": invalid config: ' + "; ".join(lines),
-            plugin_id=plugin_id,
-            path=path,
-        ) from None
+        if config is None and _defaults_only(model):
+            return model()
+        return load_config(model, {} if config is None else config)
+    except ConfigError as exc:
+        raise _invalid(plugin_id, exc.problems) from None
+    except ValueError as exc:  # a check in __post_init__ refused the defaults
+        raise _invalid(plugin_id, [((), str(exc))]) from None
 
 
-def _defaults_only(model: type[BaseModel]) -> bool:
-    """Whether validating `{}` against `model` can only yield its defaults: no model
-    validator, no required field, no default that is validated (a `field_validator` runs
-    only on a given value, never on a default). Then `model_construct()` gives the same
-    instance without building the model's schema (config models set `defer_build`, so a
-    plugin booted with no config never pays for it)."""
-    decorators = model.__pydantic_decorators__
-    if decorators.model_validators or decorators.validators:
-        return False
-    if decorators.root_validators or model.model_config.get("validate_default"):
-        return False
-    return not any(f.is_required() or f.validate_default for f in model.model_fields.values())
+def _defaults_only(model: type) -> bool:
+    """Whether every field of the dataclass `model` has a default."""
+    return all(
+        f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        for f in dataclasses.fields(model)
+        if f.init
+    )
+
+
+def _invalid(plugin_id: str, problems: Sequence[tuple[Sequence[int | str], str]]) -> PluginError:
+    lines = "; ".join(f"{format_loc(loc)}: {message}" for loc, message in problems)
+    return PluginError(
+        f'plugin "{plugin_id}": invalid config: {lines}',
+        plugin_id=plugin_id,
+        path=format_loc(problems[0][0]),
+    )
+
+
+def _pydantic_config(model: type, config: object, plugin_id: str) -> object:
+    """A third-party plugin's pydantic `Config` (pydantic is imported only for one)."""
+    pydantic = sys.modules.get("pydantic")  # a model class exists only once it is imported
+    if pydantic is None or not issubclass(model, pydantic.BaseModel):
+        raise PluginError(f'plugin "{plugin_id}": Config must be a dataclass or a pydantic model')
+    try:
+        return model.model_validate({} if config is None else config)  # type: ignore[attr-defined]
+    except pydantic.ValidationError as exc:
+        problems = [(e["loc"], e["msg"]) for e in exc.errors()]
+        raise _invalid(plugin_id, problems) from None
 
 
 def _inject_names(plugin: object) -> tuple[str, ...]:
