@@ -179,17 +179,21 @@ def test_an_arg_also_describes_a_hint_pydantic_writes() -> None:
     }
 
 
+def declared_again(defn: ToolDefinition) -> ToolDefinition:
+    body = defn.execute.__self__  # type: ignore[attr-defined]
+    return tool(name=defn.name, description=defn.description, render=defn.render)(body._fn)
+
+
 def as_pydantic_declares(defn: ToolDefinition, monkeypatch: pytest.MonkeyPatch) -> ToolDefinition:
     """The same function declared again with every schema written by pydantic."""
 
     def unknown(hint: object) -> dict[str, Any]:
         raise Unknown(hint)
 
-    body = defn.execute.__self__  # type: ignore[attr-defined]
     with monkeypatch.context() as patch:
         patch.setattr(_decorator, "describe", unknown)
         patch.setattr(_decorator, "describe_fields", unknown)
-        return tool(name=defn.name, description=defn.description, render=defn.render)(body._fn)
+        return declared_again(defn)
 
 
 async def test_the_default_profile_tools_are_declared_byte_for_byte_as_before(
@@ -207,12 +211,14 @@ async def test_the_default_profile_tools_are_declared_byte_for_byte_as_before(
     decorated = [d for d in declared if isinstance(d, ToolDefinition) and is_decorated(d)]
     assert {d.name for d in decorated} >= {"ask_user_question", "job_output", "skill"}
     for defn in decorated:
-        body = defn.execute.__self__  # type: ignore[attr-defined]
-        # Booting built no pydantic validator or serializer for them.
+        ours = declared_again(defn)
+        body = ours.execute.__self__  # type: ignore[attr-defined]
+        # Declared without a pydantic validator or serializer.
         assert (body._arguments._adapter, body._output._adapter) == (None, None), defn.name
         theirs = as_pydantic_declares(defn, monkeypatch)
-        assert json.dumps(defn.parameters) == json.dumps(theirs.parameters), defn.name
-        assert json.dumps(defn.output_schema) == json.dumps(theirs.output_schema), defn.name
+        for schema in ("parameters", "output_schema"):
+            booted, again, pydantic = (json.dumps(getattr(d, schema)) for d in (defn, ours, theirs))
+            assert booted == again == pydantic, (defn.name, schema)
 
 
 def is_decorated(defn: ToolDefinition) -> bool:
