@@ -1,8 +1,10 @@
 """The built-in tools — bash, read, write, edit, glob, grep, todo_write — each a plugin,
 confined to the session's workspace, with the reference runtime's names and renderings."""
 
+from typing import TYPE_CHECKING, Any
+
+from ..._lazy import lazy_attribute
 from ._bash import BashConfig, BashToolPlugin, bash_tool
-from ._change import FileChange, file_change
 from ._files import EditToolPlugin, FilesConfig, WriteToolPlugin, edit_tool, write_tool
 from ._observations import (
     FS_OBSERVATIONS,
@@ -25,6 +27,12 @@ from ._workspace import (
     WorkspaceConfig,
     session_cwd,
 )
+
+if TYPE_CHECKING:
+    from ._change import FileChange, file_change
+
+# The diff of a write or edit (difflib): for the interfaces that show one, not the tools.
+_LAZY = dict.fromkeys(["FileChange", "file_change"], "._change")
 
 __all__ = [
     "FS_OBSERVATIONS",
@@ -66,3 +74,7 @@ __all__ = [
     "todo_write_tool",
     "write_tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, name, _LAZY)
