@@ -8,14 +8,14 @@ sets it to its own spans while they run. No OpenTelemetry import is needed to ca
 from __future__ import annotations
 
 import contextvars
+import re
 from collections.abc import Mapping
 
 from .._record import record
-from .._regex import lazy_pattern
 
 __all__ = ["TraceContext", "current_trace", "using_trace"]
 
-_TRACEPARENT = lazy_pattern(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$")
+_TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$")
 _ZERO_TRACE = "0" * 32
 _ZERO_SPAN = "0" * 16
 
@@ -65,7 +65,7 @@ class TraceContext:
 
 
 def _valid(value: str) -> bool:
-    match = _TRACEPARENT().match(value)
+    match = _TRACEPARENT.match(value)
     if match is None:
         return False
     version, trace_id, span_id, _flags, rest = match.groups()

@@ -19,7 +19,6 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from .._record import record
-from .._regex import lazy_pattern
 from ..session import SessionHeader
 from ._backend import RawLog, check_contiguous
 from ._codec import (
@@ -54,8 +53,8 @@ __all__ = [
 
 LOCK = "session.lock"
 NO_CWD = "_no-cwd"
-_LOG = lazy_pattern(r"^session(?:\.v([1-9][0-9]*))?\.jsonl(\.zstd)?$")
-_SAFE = lazy_pattern(r"[A-Za-z0-9._-]")
+_LOG = re.compile(r"^session(?:\.v([1-9][0-9]*))?\.jsonl(\.zstd)?$")
+_SAFE = re.compile(r"[A-Za-z0-9._-]")
 
 Compression = Literal["none", "zstd"]
 
@@ -67,7 +66,7 @@ def log_name(version: int, compression: Compression) -> str:
 
 
 def _generation(name: str) -> tuple[int, Compression] | None:
-    match = _LOG().match(name)
+    match = _LOG.match(name)
     if match is None:
         return None
     return int(match.group(1) or 0), "zstd" if match.group(2) else "none"
@@ -81,7 +80,7 @@ def project_dir_name(cwd: str | None, version: int = 0) -> str:
         return NO_CWD
     if version >= 4:
         key = re.sub(r"[/\\:]+", "-", cwd)
-        key = "".join(c if c == "-" or _SAFE().fullmatch(c) else _unit_escape(c) for c in key)
+        key = "".join(c if c == "-" or _SAFE.fullmatch(c) else _unit_escape(c) for c in key)
         return "--" + (key.lstrip("-") or "root")[:251] + "--"
     normalized = cwd.replace("\\", "/").strip("/")
     return "--" + normalized.replace("/", "-").replace(":", "-") + "--"
@@ -93,7 +92,7 @@ def escape_id(session_id: str, version: int = 0) -> str:
     if version >= 4:  # the reference's injective `~XXXX` escape of UTF-16 code units
         if session_id in (".", ".."):
             return session_id.replace(".", "~002E")
-        return "".join(c if _SAFE().fullmatch(c) else _unit_escape(c) for c in session_id)
+        return "".join(c if _SAFE.fullmatch(c) else _unit_escape(c) for c in session_id)
     escaped = quote(session_id, safe="")
     return escaped if escaped not in (".", "..") else escaped.replace(".", "%2E")
 

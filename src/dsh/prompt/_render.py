@@ -12,7 +12,6 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Generic, NoReturn, TypeVar
 
-from .._regex import lazy_pattern
 from ._values import NamedText, PromptAssembly, PromptRenderError
 
 __all__ = [
@@ -23,7 +22,7 @@ __all__ = [
     "render_prompt",
 ]
 
-VARIABLE_NAME = lazy_pattern(r"[a-z][a-z0-9_]*\Z")
+VARIABLE_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 
 RUNTIME_CONTEXT_HEADER = (
     "Runtime context, current as of this message; it supersedes every earlier runtime "
@@ -101,7 +100,7 @@ def join_context_sections(sections: Sequence[NamedText]) -> str:
 
 
 # The first `}}` after a `{{` closes it; a `{{` with no later `}}` never matches.
-_PLACEHOLDER = lazy_pattern(r"\{\{(.*?)\}\}", re.S)
+_PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.S)
 
 
 class _Filler:
@@ -114,7 +113,7 @@ class _Filler:
         self.kind = kind
         # Only well-formed names with a value substitute directly; the rest are errors.
         self.usable = {
-            k: v for k, v in variables.items() if v is not None and VARIABLE_NAME().match(k)
+            k: v for k, v in variables.items() if v is not None and VARIABLE_NAME.match(k)
         }
 
     def __call__(self, text: str, part: str) -> str:
@@ -127,11 +126,11 @@ class _Filler:
             return value if value is not None else self.fail(match.group(1), part)
 
         # re.sub never rescans what a replacement inserted.
-        return _PLACEHOLDER().sub(replace, text)
+        return _PLACEHOLDER.sub(replace, text)
 
     def fail(self, name: str, part: str) -> NoReturn:
         where = f'({self.kind} "{part}")'
-        if VARIABLE_NAME().match(name) is None:
+        if VARIABLE_NAME.match(name) is None:
             shown = name if len(name) <= _SHOWN else name[:_SHOWN] + "…"
             raise PromptRenderError(
                 f'malformed prompt placeholder "{{{{{shown}}}}}" {where}: a variable name is '

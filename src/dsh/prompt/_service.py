@@ -188,7 +188,7 @@ class SystemPrompt:
     def variable(self, name: str, provider: VariableProvider) -> Disposer:
         """Add the variable `{{name}}`; `provider` returns its value for an assembly, or None
         when it has none (rendering a section that uses it then fails)."""
-        if not isinstance(name, str) or VARIABLE_NAME().match(name) is None:
+        if not isinstance(name, str) or VARIABLE_NAME.match(name) is None:
             raise ValueError(f"invalid prompt variable name {name!r}: use [a-z][a-z0-9_]*")
         if not callable(provider):
             raise TypeError(f"the provider of prompt variable {name!r} must be callable")

@@ -4,12 +4,12 @@ header merging: a model API needs none)."""
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from dataclasses import field
 from typing import TYPE_CHECKING
 
 from ..._record import record
-from ..._regex import lazy_pattern
 from ..._version import __version__
 from ._failures import UnsupportedProtocol
 from ._messages_request import MessagesDialect
@@ -24,8 +24,8 @@ __all__ = ["USER_AGENT", "PreparedRoute", "content_type", "header_map", "prepare
 
 USER_AGENT = f"dsh/{__version__}"
 
-_TOKEN = lazy_pattern(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_UNSENDABLE = lazy_pattern(r"[\x00\r\n]")
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_UNSENDABLE = re.compile(r"[\x00\r\n]")
 
 
 @record
@@ -47,7 +47,7 @@ class PreparedRoute:
         """The whole request: head and body, to be sent in one write."""
         if secret and self.key_header is not None:
             key = f"{self.key_prefix}{secret}"
-            if _UNSENDABLE().search(key):  # (the message must not show the key)
+            if _UNSENDABLE.search(key):  # (the message must not show the key)
                 raise UnsupportedProtocol("the API key holds a line break or a NUL character")
             head = b"%s%s: %s\r\n" % (self.head, self.key_header, key.encode())
         else:
@@ -58,7 +58,7 @@ class PreparedRoute:
 def _header_lines(headers: dict[str, tuple[str, str]]) -> bytes:
     lines = []
     for name, value in headers.values():
-        if not _TOKEN().fullmatch(name) or _UNSENDABLE().search(value):
+        if not _TOKEN.fullmatch(name) or _UNSENDABLE.search(value):
             raise UnsupportedProtocol(f"cannot send the header {name!r}: a line break or NUL in it")
         lines.append(f"{name}: {value}\r\n")
     return "".join(lines).encode()

@@ -21,7 +21,6 @@ from collections import deque
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..._regex import lazy_pattern
 from ._failures import (
     ConnectError,
     ConnectTimeout,
@@ -44,12 +43,12 @@ _HIGH_WATER = 1 << 20
 MAX_HEAD = 1 << 16
 """The longest answer head (status line and headers) read."""
 
-_HEAD_END = lazy_pattern(rb"\r?\n\r?\n")
-_STATUS = lazy_pattern(rb"HTTP/(\d)\.(\d) (\d{3})(?: [^\r\n]*)?")
-_FIELD = lazy_pattern(rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*(.*?)[ \t]*")
-_CHUNK_SIZE = lazy_pattern(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?\r?\n")
-_TRAILER = lazy_pattern(rb"([^\r\n]*)\r?\n")
-_LINE_END = lazy_pattern(rb"\r?\n")
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+_STATUS = re.compile(rb"HTTP/(\d)\.(\d) (\d{3})(?: [^\r\n]*)?")
+_FIELD = re.compile(rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*(.*?)[ \t]*")
+_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?\r?\n")
+_TRAILER = re.compile(rb"([^\r\n]*)\r?\n")
+_LINE_END = re.compile(rb"\r?\n")
 
 
 class _Protocol(asyncio.Protocol):
@@ -235,7 +234,7 @@ class Connection:
 
     async def _head(self, limit_s: float | None) -> tuple[int, list[tuple[bytes, bytes]], bool]:
         """An answer's status, headers and whether the connection stays open after it."""
-        while (end := _HEAD_END().search(self._buffer)) is None:
+        while (end := _HEAD_END.search(self._buffer)) is None:
             if len(self._buffer) > MAX_HEAD:
                 raise ProtocolError(f"the answer's head is longer than {MAX_HEAD} bytes")
             data = await self._receive(limit_s)
@@ -244,12 +243,12 @@ class Connection:
             self._buffer += data
         head, self._buffer = self._buffer[: end.start()], self._buffer[end.end() :]
         status_line, *lines = head.split(b"\n")
-        status = _STATUS().fullmatch(status_line.rstrip(b"\r"))
+        status = _STATUS.fullmatch(status_line.rstrip(b"\r"))
         if status is None:
             raise ProtocolError(f"not an HTTP/1.x status line: {status_line[:80]!r}")
         headers = []
         for line in lines:
-            field = _FIELD().fullmatch(line.rstrip(b"\r"))
+            field = _FIELD.fullmatch(line.rstrip(b"\r"))
             if field is None:  # folded lines and stray bytes alike
                 raise ProtocolError(f"a malformed header line: {line[:80]!r}")
             headers.append((field[1], field[2]))
@@ -348,9 +347,9 @@ class Response:
                 data = b""
         while kind != "close":
             if kind == "chunked":
-                length = int((await self._line(_CHUNK_SIZE(), "chunk size"))[1], 16)
+                length = int((await self._line(_CHUNK_SIZE, "chunk size"))[1], 16)
                 if length == 0:  # the last chunk: trailers up to the blank line are skipped
-                    while (await self._line(_TRAILER(), "trailer"))[1]:
+                    while (await self._line(_TRAILER, "trailer"))[1]:
                         pass
                     break
             while length > 0:
@@ -362,7 +361,7 @@ class Response:
                 yield data
             if kind == "length":
                 break
-            await self._line(_LINE_END(), "chunk end")
+            await self._line(_LINE_END, "chunk end")
         self._done = True
 
     async def _receive(self) -> bytes:

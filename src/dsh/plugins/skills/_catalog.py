@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
 from ..._record import record
-from ..._regex import lazy_pattern
 from ...workspace import FileCache, Stamp, dsh_home, file_stamp, project_folders
 
 __all__ = ["Skill", "SkillCatalog", "SkillIssue", "SkillReader", "parse_skill", "skill_roots"]
 
 Scope = Literal["project", "user"]
-NAME = lazy_pattern(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
+NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 SKILL_FILE = "SKILL.md"
@@ -148,7 +148,7 @@ def _front_matter_problem(meta: object) -> str | None:
     name, description = meta.get("name"), meta.get("description")
     if not isinstance(name, str) or not name:
         return "the front matter has no 'name'"
-    if len(name) > MAX_NAME or NAME().match(name) is None:
+    if len(name) > MAX_NAME or NAME.match(name) is None:
         return (
             f"name {name!r} must be lowercase letters, digits and hyphens "
             f"(at most {MAX_NAME} characters)"

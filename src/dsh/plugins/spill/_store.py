@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, cast
 
-from ..._regex import lazy_pattern
 from ...kernel import ServiceKey
 from ...persistence import SpillArea
 from ...session import SessionHeader
@@ -18,7 +18,7 @@ from ...tools import ToolExecution
 
 __all__ = ["SPILLS", "SpillFile", "Spills"]
 
-_UNSAFE = lazy_pattern(r"[^A-Za-z0-9._-]+")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class SpillFile:
@@ -75,7 +75,7 @@ class Spills:
         if session is None:
             raise OSError("a call without a session has nowhere to spill")
         folder = self.area.folder(session.header)
-        stem = _UNSAFE().sub("_", name).strip("._") or "output"
+        stem = _UNSAFE.sub("_", name).strip("._") or "output"
         for n in range(1, 1000):
             path = folder / (stem if n == 1 else f"{n}-{stem}")
             try:

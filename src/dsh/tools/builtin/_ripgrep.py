@@ -5,8 +5,8 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 
-from ..._regex import lazy_pattern
 from ...kernel import CancelSignal
 from ...llm import HarnessError
 from ._process import run_process
@@ -18,7 +18,7 @@ __all__ = ["SearchError", "rg_glob", "rg_grep"]
 RAW_OUTPUT_LIMIT = 20_000_000
 # How ripgrep reports a path it could not read and skipped ("./x: Permission denied (os
 # error 13)"); it then exits 2 although it printed everything else it found.
-_SKIPPED_PATH = lazy_pattern(r".*\(os error \d+\)")
+_SKIPPED_PATH = re.compile(r".*\(os error \d+\)")
 
 
 class SearchError(HarnessError):
@@ -64,7 +64,7 @@ async def _run(tool: str, argv: list[str], cwd: str, signal: CancelSignal) -> st
         return None
     if done.returncode == 2 and "regex parse error" in stderr:
         raise SearchError(f"{tool} pattern rejected by ripgrep: {stderr}", "SEARCH_INVALID_PATTERN")
-    skipped = stderr and all(_SKIPPED_PATH().fullmatch(e) for e in stderr.splitlines())
+    skipped = stderr and all(_SKIPPED_PATH.fullmatch(e) for e in stderr.splitlines())
     if done.returncode == 2 and skipped:
         # Unreadable paths are skipped, as the Python walk skips them: keep the results.
         return done.stdout.data.decode("utf-8", "surrogateescape") or None
