@@ -17,7 +17,6 @@ from ._observations import (
 from ._plugin import BuiltinToolsConfig, BuiltinToolsPlugin
 from ._process import ProcessResult, run_process, signal_name
 from ._read import ReadConfig, ReadToolPlugin, read_tool
-from ._ripgrep import SearchError
 from ._search import GlobToolPlugin, GrepToolPlugin, SearchConfig, glob_tool, grep_tool
 from ._todo import TodoConfig, TodoWriteToolPlugin, todo_write_tool
 from ._workspace import (
@@ -30,9 +29,11 @@ from ._workspace import (
 
 if TYPE_CHECKING:
     from ._change import FileChange, file_change
+    from ._ripgrep import SearchError
 
-# The diff of a write or edit (difflib): for the interfaces that show one, not the tools.
-_LAZY = dict.fromkeys(["FileChange", "file_change"], "._change")
+# The diff of a write or edit (difflib), for the interfaces that show one, and the searches'
+# error: loaded on first use.
+_LAZY = {**dict.fromkeys(["FileChange", "file_change"], "._change"), "SearchError": "._ripgrep"}
 
 __all__ = [
     "FS_OBSERVATIONS",
