@@ -136,6 +136,17 @@ def test_a_union_keeps_a_value_that_fits_a_branch_as_it_is() -> None:
     assert load_config(Either, {"number": 3}).number == 3.0
 
 
+def test_an_optional_bounded_value_out_of_bounds_is_told_its_bound() -> None:
+    @record
+    class Optional:
+        size: Annotated[int, Gt(0)] | None = None
+
+    for size in (0, "0"):
+        with pytest.raises(ConfigError, match=r"^config\.size: must be > 0, got 0$"):
+            load_config(Optional, {"size": size})
+    assert load_config(Optional, {"size": None}).size is None
+
+
 def test_an_unknown_field_type_is_a_programming_error() -> None:
     @dataclasses.dataclass
     class Odd:

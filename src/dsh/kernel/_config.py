@@ -188,12 +188,21 @@ def _union(branches: tuple[Any, ...], value: object, loc: Loc, problems: _Proble
             out = _check(branch, value, loc, scratch, lax)
             if not scratch:
                 return out
+    for branch in branches:  # the right type out of bounds: its bound says what is wrong
+        if get_origin(branch) is Annotated and _fits(get_args(branch)[0], value, loc):
+            return _check(branch, value, loc, problems)
     structured = [b for b in branches if _takes_mapping(b)] if isinstance(value, Mapping) else []
     if len(structured) == 1:  # the one branch a mapping can be: its own problems say most
         return _check(structured[0], value, loc, problems)
     kinds = " or ".join(dict.fromkeys(_describe(b) for b in branches))
     problems.append((loc, f"expected {kinds}, got {_show(value)}"))
     return _BAD
+
+
+def _fits(hint: Any, value: object, loc: Loc) -> bool:
+    scratch: _Problems = []
+    _check(hint, value, loc, scratch)
+    return not scratch
 
 
 def _takes_mapping(hint: Any) -> bool:
