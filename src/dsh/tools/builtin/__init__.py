@@ -23,6 +23,7 @@ from ._workspace import (
     ResolvedPath,
     Workspace,
     WorkspaceConfig,
+    absolute_roots,
     session_cwd,
 )
 
@@ -54,6 +55,7 @@ __all__ = [
     "Workspace",
     "WorkspaceConfig",
     "WriteToolPlugin",
+    "absolute_roots",
     "bash_tool",
     "edit_tool",
     "file_change",
