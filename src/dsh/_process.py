@@ -40,10 +40,12 @@ def resume_collector() -> None:
 
 
 def settle_collector() -> None:
-    """After boot: collect once what imports and boot left over (if the collector was
-    paused), then move what lives on out of the collector's generations (`gc.freeze`): it
-    lasts as long as the process, and full collections no longer traverse it."""
-    if _paused:
-        gc.collect()
+    """After boot, if `pause_collector` paused the collector: collect once what imports and
+    boot left over, then move what lives on out of the collector's generations
+    (`gc.freeze`): it lasts as long as the process, and full collections no longer traverse
+    it. Otherwise (dsh used as a library) nothing: the process is not ours to tune."""
+    if not _paused:
+        return
+    gc.collect()
     gc.freeze()
     resume_collector()

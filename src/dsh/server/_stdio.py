@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from .._process import lighten_imports
+from .._process import lighten_imports, pause_collector, resume_collector, settle_collector
 from .._record import record
 from ..kernel import CompositionError, Owner, Profile, boot, load_profile
 from ..llm import Json
@@ -186,6 +186,7 @@ async def serve(
     # No person is on the other end of the wire to answer approval asks: the policy's
     # allow and deny rules still hold, and its asks are approved.
     ctx = await boot(profile.with_config("approval", auto_approve=True))
+    settle_collector()
     server = JsonRpcServer(ctx, output.send)
     queue = await line_queue(stdin or sys.stdin.buffer, ctx.owner)
     tasks: set[asyncio.Task[None]] = set()
@@ -241,6 +242,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of `dsh-jsonrpc-agent` and `dsh jsonrpc`: logs go to stderr only.
     Arguments: the reference SDK's launch flags (`--profile NAME`, `--patch FILE`)."""
     lighten_imports()
+    pause_collector()  # until boot is done (`serve` settles it)
     logging.basicConfig(
         stream=sys.stderr,
         level=os.environ.get("DSH_LOG_LEVEL", "WARNING").upper(),
@@ -252,4 +254,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     except (LaunchError, CompositionError) as exc:
         print(f"dsh-jsonrpc-agent: {exc}", file=sys.stderr)
         sys.exit(2)
-    sys.exit(asyncio.run(serve(profile=profile)))
+    try:
+        code = asyncio.run(serve(profile=profile))
+    finally:
+        resume_collector()  # boot failed before `serve` settled it
+    sys.exit(code)
