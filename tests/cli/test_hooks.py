@@ -152,6 +152,21 @@ def test_a_broken_settings_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
         assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
+def test_a_bad_hooks_row_is_one_line_naming_every_key_and_exit_2(tmp_path: Path) -> None:
+    row = tmp_path / "hooks-row.yml"
+    config = {"default_timeout_s": 0, "max_output_bytes": "lots"}
+    row.write_text(json.dumps([{"id": "hooks", "config": config}]))
+    command = [*DSH, "hooks", "list", "--profile", str(row), "--cwd", str(workspace(tmp_path))]
+    result = subprocess.run(
+        [sys.executable, *command], capture_output=True, text=True, env=cli_env(tmp_path)
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        "dsh: profile row hooks: config.default_timeout_s: must be > 0, got 0.0;"
+        " config.max_output_bytes: expected an integer, got 'lots'"
+    )
+
+
 @needs_jq
 def test_chat_asks_once_remembers_and_shows_the_hooks(tmp_path: Path) -> None:
     ws = claude_project(tmp_path)

@@ -27,8 +27,6 @@ LOADED_ON_FIRST_USE = (
     "mcp",
 )
 UNBUILT = (
-    ("dsh.plugins.approval", "Rule"),
-    ("dsh.plugins.hooks", "HooksConfig"),
     ("dsh.plugins.usage", "Price"),
 )
 LAZY_PACKAGES = ("compaction", "hooks", "mcp", "otel", "session_title", "spill")

@@ -96,8 +96,8 @@ def _shown(path: Path, workspace: Path) -> str:
 async def list_hooks(profile_files: list[Path] | None, cwd: Path | None) -> int:
     """`dsh hooks list`: the hooks an agent started in `cwd` would have."""
     import typer
-    from pydantic import ValidationError
 
+    from ..kernel import ConfigError, load_config
     from ..plugins.hooks import HooksConfig, load_hooks
     from ._runtime import CliError, build_profile
 
@@ -106,11 +106,9 @@ async def list_hooks(profile_files: list[Path] | None, cwd: Path | None) -> int:
     if row is None or row.disabled:
         raise CliError("the hooks plugin is not in the profile (add a row named hooks)")
     try:
-        config = HooksConfig.model_validate(row.config or {})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise CliError(f"profile row hooks: config.{where}: {first['msg']}") from None
+        config = load_config(HooksConfig, row.config or {})
+    except ConfigError as exc:
+        raise CliError(f"profile row hooks: {exc.lines()}") from None
     for line in hook_lines(load_hooks((cwd or Path.cwd()).resolve(), config)):
         typer.echo(line)
     return 0

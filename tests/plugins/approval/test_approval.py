@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dsh.kernel import CancelSignal, Context, PluginError
+from dsh.kernel import CancelSignal, Context, PluginError, load_config
 from dsh.plugins.approval import (
     APPROVAL,
     DEFAULT_POLICY,
@@ -225,11 +225,12 @@ def test_default_policy() -> None:
 
 
 def test_user_rules_come_first_and_patterns_match() -> None:
-    config = ApprovalConfig.model_validate(
+    config = load_config(
+        ApprovalConfig,
         {
             "policy": [{"tool": "bash", "action": "allow"}, {"tool": "web_*", "action": "deny"}],
             "unmatched": "allow",
-        }
+        },
     )
     assert type(decide(config, "bash")).__name__ == "Allow"
     assert decide(config, "web_search") == Deny(
@@ -247,7 +248,7 @@ def test_plugin_defaults_come_after_user_rules_and_before_the_default_policy() -
     def claims_read(tool: str) -> Rule | None:
         return Rule(tool="read", action="deny") if tool == "read" else None
 
-    config = ApprovalConfig.model_validate({"policy": [{"tool": "mcp__x__*", "action": "deny"}]})
+    config = load_config(ApprovalConfig, {"policy": [{"tool": "mcp__x__*", "action": "deny"}]})
     defaults = (mcp_defaults, claims_read)
     assert type(decide(config, "mcp__y__tool", defaults)).__name__ == "Allow"
     assert decide(config, "mcp__x__tool", defaults) == Deny(
@@ -259,7 +260,7 @@ def test_plugin_defaults_come_after_user_rules_and_before_the_default_policy() -
 
 async def test_bad_config_is_a_plugin_error() -> None:
     ctx = Context()
-    with pytest.raises(PluginError, match=r"config\.policy\[0\]\.action"):
+    with pytest.raises(PluginError, match=r"config\.policy\[0\]\.action: expected one of 'allow'"):
         await ctx.plugin(ApprovalPlugin, {"policy": [{"tool": "x", "action": "maybe"}]})
     await ctx.owner.dispose()
 

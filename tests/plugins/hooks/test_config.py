@@ -164,8 +164,9 @@ async def test_a_bad_profile_row_is_a_plugin_error_naming_the_key() -> None:
     ctx = Context()
     with pytest.raises(PluginError) as caught:
         await ctx.plugin(HooksPlugin, {"hooks": {"Stop": [{"hooks": [{"command": ""}]}]}})
-    assert "hooks.Stop[0].hooks[0].command: expected a non-empty command string" in str(
-        caught.value
+    assert str(caught.value) == (
+        'plugin "hooks": invalid config: config: hooks.Stop[0].hooks[0].command: expected a'
+        " non-empty command string, found the string ''"
     )
     await ctx.owner.dispose()
 

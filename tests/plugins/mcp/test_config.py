@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from dsh.plugins.mcp import load_servers, user_file
+from dsh.kernel import ConfigError, load_config
+from dsh.plugins.mcp import McpConfig, load_servers, user_file
 from dsh.workspace import SettingsError, Trust
 
 from .support import write_mcp_json
@@ -96,6 +97,16 @@ def test_the_user_file_the_workspace_file_and_the_profile_row_layer(
     }
     assert found["c"].source == "profile row mcp"
     assert found["a"].source == str(dsh_home / "mcp.json")
+
+
+def test_the_profile_row_takes_both_spellings_of_its_servers() -> None:
+    servers = {"c": {"command": "calc"}}
+    for key in ("mcpServers", "mcp_servers"):
+        assert load_config(McpConfig, {key: servers}).mcp_servers == servers
+    with pytest.raises(ConfigError) as caught:
+        load_config(McpConfig, {"servers": servers, "tool_timeout_ms": 0})
+    assert [loc for loc, _ in caught.value.problems] == [("servers",), ("tool_timeout_ms",)]
+    assert load_config(McpConfig, {"tool_timeout_ms": None}).tool_timeout_ms is None
 
 
 def test_an_untrusted_workspace_file_is_only_named(workspace: Path) -> None:

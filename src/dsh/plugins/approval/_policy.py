@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable, Sequence
+from dataclasses import field
 from typing import Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict
-
+from ..._record import record
 from ...tools import Allow, Ask, Deny, PreDecision
 
 __all__ = ["DEFAULT_POLICY", "Action", "ApprovalConfig", "DefaultRules", "Rule", "decide"]
@@ -15,40 +15,36 @@ __all__ = ["DEFAULT_POLICY", "Action", "ApprovalConfig", "DefaultRules", "Rule",
 Action = Literal["allow", "ask", "deny"]
 
 
-class Rule(BaseModel):
+@record
+class Rule:
     """`tool` is an `fnmatch` pattern over tool names (`*`, `?`, `[…]`, case-sensitive)."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True, frozen=True)
 
     tool: str
     action: Action
 
 
-# Constants, valid by construction: `model_construct` leaves the schema unbuilt until a rule
-# is read from a profile or a settings file, so booting builds none.
 DEFAULT_POLICY: tuple[Rule, ...] = (
     *(
-        Rule.model_construct(tool=name, action="allow")
+        Rule(tool=name, action="allow")
         for name in (
             *("read", "glob", "grep", "todo_write", "skill", "ask_user_question"),
             *("list_agents", "interrupt_agent"),
         )
     ),
-    *(Rule.model_construct(tool=name, action="ask") for name in ("write", "edit", "bash")),
+    *(Rule(tool=name, action="ask") for name in ("write", "edit", "bash")),
 )
 """Reads, searches, the todo list, skills, questions to the user, and looking at or stopping
 background subagents run; changes to files, commands and new work for subagents ask."""
 
 
-class ApprovalConfig(BaseModel):
+@record
+class ApprovalConfig:
     """`policy` is checked first, then `default_policy`; the first matching rule decides,
     and `unmatched` decides for a tool no rule names. `auto_approve` answers `once` to every
     ask when no answerer is registered (`dsh run --yes`); without it such asks are denied."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    policy: list[Rule] = []
-    default_policy: list[Rule] = list(DEFAULT_POLICY)
+    policy: list[Rule] = field(default_factory=list)
+    default_policy: list[Rule] = field(default_factory=lambda: list(DEFAULT_POLICY))
     unmatched: Action = "ask"
     auto_approve: bool = False
     settings: bool = True

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from ..._record import record
 from ...agent import AGENT_DISPOSED, PRE_STEP, REQUEST_ERROR, Agent, RequestError, Retry, StepPoint
-from ...kernel import AGENTS, CancelSignal, Context, Next, ServiceKey
+from ...kernel import AGENTS, CancelSignal, Context, Ge, Gt, Le, Lt, Next, ServiceKey
 from ._events import CompactionError, Reducer, Reduction, Trigger
 from ._meter import context_tokens, estimate_message
 
@@ -20,21 +18,21 @@ if TYPE_CHECKING:
 _log = logging.getLogger("dsh.compaction")
 
 
-class CompactionConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    threshold_ratio: float = Field(default=0.8, gt=0, le=1)
+@record
+class CompactionConfig:
+    threshold_ratio: Annotated[float, Gt(0), Le(1)] = 0.8
     """Compact before a step once the context holds this share of the window."""
-    retain_ratio: float = Field(default=0.16, ge=0, lt=1)
+    retain_ratio: Annotated[float, Ge(0), Lt(1)] = 0.16
     """The recent tail kept verbatim, as a share of the window…"""
-    retain_tokens: int | None = Field(default=None, ge=0)
+    retain_tokens: Annotated[int, Ge(0)] | None = None
     """…or as a token count (wins when set)."""
-    manual_retain_ratio: float = Field(default=0.25, ge=0, lt=1)
+    manual_retain_ratio: Annotated[float, Ge(0), Lt(1)] = 0.25
     """`compact_now` (`/compact`) keeps this share of the conversation verbatim (never more
     than the above), so an ordinary conversation far from the window still compacts."""
-    context_window: int | None = Field(default=None, gt=0)
+    context_window: Annotated[int, Gt(0)] | None = None
     """The window when the model info has none; without either, pressure never triggers."""
-    max_overflow_retries: int = Field(default=1, ge=0)
-    summary_max_tokens: int = Field(default=8192, gt=0)
+    max_overflow_retries: Annotated[int, Ge(0)] = 1
+    summary_max_tokens: Annotated[int, Gt(0)] = 8192
     provider: str | None = None
     """Summarise with this provider/model instead of the conversation's own."""
     model: str | None = None

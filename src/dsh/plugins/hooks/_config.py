@@ -14,9 +14,8 @@ from dataclasses import field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
-
 from ..._record import record
+from ...kernel import Ge, Gt
 from ...workspace import SettingsError, Trust, load_settings
 
 __all__ = [
@@ -50,37 +49,32 @@ _UNMATCHED: frozenset[str] = frozenset({"UserPromptSubmit", "Stop", "SubagentSto
 Scope = Literal["profile", "user", "project", "local"]
 
 
-def _valid_hooks(value: dict[str, Any]) -> dict[str, Any]:
-    try:
-        parse_hooks(value, "hooks", None, "profile", True)
-    except SettingsError as exc:
-        raise ValueError(str(exc)) from None
-    return value
-
-
-class HooksConfig(BaseModel):
+@record
+class HooksConfig:
     """The `hooks` plugin row. `hooks` has the settings files' shape and always runs (it is
     the user's own profile); a workspace's settings files run once it is trusted."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    # A validator on the field's type, not a `field_validator`: it never runs on the
-    # default, so a row with no config is built without the model's schema (`_defaults_only`).
-    hooks: Annotated[dict[str, Any], AfterValidator(_valid_hooks)] = Field(default_factory=dict)
+    hooks: dict[str, Any] = field(default_factory=dict)
     settings: bool = True
     """Read the settings files (user, project, local)."""
     claude_compat: bool = True
     """Also read Claude Code's `.claude/` settings files."""
     trust_workspace: bool = False
     """Run the workspace's hooks without a recorded trust (`dsh run --trust-hooks`)."""
-    default_timeout_s: float = Field(default=60, gt=0)
-    max_output_bytes: int = Field(default=1 << 20, gt=0)
+    default_timeout_s: Annotated[float, Gt(0)] = 60
+    max_output_bytes: Annotated[int, Gt(0)] = 1 << 20
     """Per stream; a hook that writes more is stopped (a non-blocking error)."""
-    max_context_chars: int = Field(default=10_000, gt=0)
+    max_context_chars: Annotated[int, Gt(0)] = 10_000
     """How much of one hook's context reaches the model."""
-    stderr_summary_chars: int = Field(default=500, gt=0)
-    idle_notification_s: float = Field(default=60, ge=0)
+    stderr_summary_chars: Annotated[int, Gt(0)] = 500
+    idle_notification_s: Annotated[float, Ge(0)] = 60
     """How long an agent is idle before `Notification` (`idle_prompt`) runs."""
+
+    def __post_init__(self) -> None:
+        try:  # a malformed `hooks` value stops the profile, not the first hook it would run
+            parse_hooks(self.hooks, "hooks", None, "profile", True)
+        except SettingsError as exc:
+            raise ValueError(str(exc)) from None
 
 
 @record

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from ...kernel import SYSTEM_PROMPT, Context
+from ..._record import record
+from ...kernel import SYSTEM_PROMPT, Context, Gt
 from ...prompt import AssembleContext
 from ...workspace import agent_cwd
 from ._files import InstructionFile, InstructionReader, InstructionsText, candidates
@@ -20,13 +19,13 @@ VARIABLE = "project_instructions"
 variable's value, which the renderer never scans, so a `{{` inside a file stays literal."""
 
 
-class InstructionsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+@record
+class InstructionsConfig:
     claude_compat: bool = True
     """Read `CLAUDE.md` beside each `AGENTS.md`, and `~/.claude/CLAUDE.md`."""
     user_files: bool = True
     """Read the user's own `$DSH_HOME/AGENTS.md` (and `~/.claude/CLAUDE.md`)."""
-    max_chars: int = Field(default=32_000, gt=0)
+    max_chars: Annotated[int, Gt(0)] = 32_000
     """The most file text the section holds; past it, files are cut with a note."""
     order: float = 50
     """The section's place: after the persona (0), before tool guidance (100-199)."""

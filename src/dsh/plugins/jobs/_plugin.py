@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import weakref
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from ..._record import record
 from ...agent import AGENT_DISPOSED, PROMPT_SUBMIT, AgentEvent, Notices
-from ...kernel import AGENTS, TOOLS, Context
+from ...kernel import AGENTS, TOOLS, Context, Ge
 from ...llm import plugin_source, user_message
 from ...tools import ToolPlugin
 from ._service import DEFAULT_MAX_ACTIVE, JOB_END, JOBS, Job, JobService, _State
@@ -25,13 +24,13 @@ GUIDANCE = (
 )
 
 
-class JobsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    max_active: int = Field(default=DEFAULT_MAX_ACTIVE, ge=1)
+@record
+class JobsConfig:
+    max_active: Annotated[int, Ge(1)] = DEFAULT_MAX_ACTIVE
     """Concurrently active jobs per owning agent."""
     tools: bool = True
     """Register `job_output`, `job_list`, `job_kill` and the `tool:jobs` guidance."""
-    max_wakes: int = Field(default=3, ge=0)
+    max_wakes: Annotated[int, Ge(0)] = 3
     """Consecutive idle-agent wake-ups by notices before user input resets the count."""
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from ..._record import record
 from ...agent import PROMPT_SUBMIT, PromptDecision, PromptSubmit
-from ...kernel import TOOLS, Context, Disposer, Next
+from ...kernel import TOOLS, Context, Disposer, Ge, Gt, Next
 from ..approval import APPROVAL
 from ._config import RestartPolicy, Servers, ServerSpec, load_servers
 from ._hub import MCP, HubOptions, McpHub
@@ -20,12 +20,11 @@ __all__ = ["McpConfig", "McpPlugin", "connect_servers"]
 _log = logging.getLogger("dsh.mcp")
 
 
-class McpConfig(BaseModel):
+@record
+class McpConfig:
     """The profile row's config: servers in `.mcp.json`'s shape, and how they run."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True, populate_by_name=True)
-
-    mcp_servers: dict[str, Any] = Field(default_factory=dict, alias="mcpServers")
+    mcp_servers: dict[str, Any] = field(default_factory=dict, metadata={"alias": "mcpServers"})
     """Servers of the profile itself (they replace same-named servers of the files)."""
     workspace: str | None = None
     """Where `.mcp.json` is read (default: the current directory; `dsh run` passes --cwd)."""
@@ -34,12 +33,12 @@ class McpConfig(BaseModel):
     startup: Literal["boot", "first-use"] = "first-use"
     """Start servers when an agent's first turn begins (commands that run no agent start
     none), or as soon as the plugin loads."""
-    startup_timeout_ms: float = Field(default=30_000, gt=0)
+    startup_timeout_ms: Annotated[float, Gt(0)] = 30_000
     """How long a server may take to start (and a turn waits for it) before it counts as failed."""
-    tool_timeout_ms: float | None = Field(default=600_000, gt=0)
+    tool_timeout_ms: Annotated[float, Gt(0)] | None = 600_000
     """The per-call deadline of MCP tools (a server's `timeout` overrides it); None: none."""
-    max_restarts: int = Field(default=5, ge=0)
-    restart_backoff_ms: float = Field(default=500, ge=0)
+    max_restarts: Annotated[int, Ge(0)] = 5
+    restart_backoff_ms: Annotated[float, Ge(0)] = 500
     resource_tools: bool = True
     """Offer `mcp_list_resources` / `mcp_read_resource` while a server has resources."""
 

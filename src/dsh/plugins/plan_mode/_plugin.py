@@ -4,10 +4,10 @@ user approves the plan the model presents with `exit_plan_mode`."""
 from __future__ import annotations
 
 import fnmatch
+from dataclasses import field
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
-
+from ..._record import record
 from ...agent import Agent
 from ...kernel import SYSTEM_PROMPT, TOOLS, Context, Next, ServiceKey
 from ...llm import HarnessError
@@ -64,9 +64,9 @@ CONTEXT = (
 APPROVED = "The user approved the plan. Plan mode is off: carry out the plan now."
 
 
-class PlanModeConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    allow: list[str] = list(READ_ONLY)
+@record
+class PlanModeConfig:
+    allow: list[str] = field(default_factory=lambda: list(READ_ONLY))
     """The tools that run in plan mode (`fnmatch` patterns); every other call is refused."""
     order: float = 20
     """The order of the plan-mode runtime context."""
