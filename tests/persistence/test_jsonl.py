@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dsh.kernel import ConfigError, load_config
 from dsh.persistence import (
     CorruptLogError,
     JsonlBackend,
@@ -75,6 +76,16 @@ def test_the_root_comes_from_config_then_environment(
     backend, version = open_backend(PersistenceConfig(backend="sqlite", root=str(tmp_path)))
     assert backend.locate(HEADER).path == tmp_path / "sessions.sqlite3" and version == 0
     backend.close()
+
+
+def test_a_bad_config_is_named_by_its_keys() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(PersistenceConfig, {"backend": "csv", "pool_size": 0, "batch_window_ms": "x"})
+    assert info.value.lines().split("; ") == [
+        "config.backend: expected one of 'jsonl', 'sqlite', 'postgres' or null, got 'csv'",
+        "config.pool_size: must be >= 1, got 0",
+        "config.batch_window_ms: expected a number, got 'x'",
+    ]
 
 
 async def test_a_torn_tail_is_reported_then_truncated_and_appends_continue(

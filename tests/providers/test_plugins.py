@@ -60,13 +60,19 @@ async def test_deepseek_config_models_and_base_url_from_env(
 
 
 async def test_config_errors_name_the_path(harness: Harness) -> None:
-    with pytest.raises(PluginError, match=r"config\.idle_timeout_s"):
+    with pytest.raises(PluginError, match=r"config\.idle_timeout_s: must be > 0, got 0"):
         await harness.ctx.plugin(DeepSeekPlugin, {"idle_timeout_s": 0})
-    with pytest.raises(PluginError, match="default_effort"):
+    with pytest.raises(PluginError, match=r"config\.models\[0\]: default_effort 'high' is not"):
         await harness.ctx.plugin(
             DeepSeekPlugin, {"models": [{"id": "m", "default_effort": "high"}]}
         )
-    with pytest.raises(PluginError, match="declared twice"):
+    with pytest.raises(PluginError, match=r"config\.models\[0\]\.context_window: must be > 0"):
+        await harness.ctx.plugin(DeepSeekPlugin, {"models": [{"id": "m", "context_window": 0}]})
+    with pytest.raises(PluginError, match=r"config\.retry: need 0 < base_delay_ms <= max_delay_ms"):
+        await harness.ctx.plugin(DeepSeekPlugin, {"retry": {"base_delay_ms": 20_000}})
+    with pytest.raises(PluginError, match=r"config\.routes\[0\]\.base_url: required, not given"):
+        await harness.ctx.plugin(OpenAICompatPlugin, {"routes": [{"provider": "x"}]})
+    with pytest.raises(PluginError, match="config: provider 'x' is declared twice"):
         route = {"provider": "x", "base_url": "http://127.0.0.1:1"}
         await harness.ctx.plugin(OpenAICompatPlugin, {"routes": [route, route]})
 

@@ -188,23 +188,20 @@ def _union(branches: tuple[Any, ...], value: object, loc: Loc, problems: _Proble
             out = _check(branch, value, loc, scratch, lax)
             if not scratch:
                 return out
-    # The one branch a mapping can be, or whose type the value has but whose bound it
-    # breaks (`Annotated[int, Ge(0)] | None` given -1): that branch's own problems say most.
-    if isinstance(value, Mapping):
-        closest = [b for b in branches if _takes_mapping(b)]
-    else:
-        closest = [b for b in branches if get_origin(b) is Annotated and _fits(b, value, loc)]
-    if len(closest) == 1:
-        return _check(closest[0], value, loc, problems)
+    for branch in branches:  # the right type out of bounds: its bound says what is wrong
+        if get_origin(branch) is Annotated and _fits(get_args(branch)[0], value, loc):
+            return _check(branch, value, loc, problems)
+    structured = [b for b in branches if _takes_mapping(b)] if isinstance(value, Mapping) else []
+    if len(structured) == 1:  # the one branch a mapping can be: its own problems say most
+        return _check(structured[0], value, loc, problems)
     kinds = " or ".join(dict.fromkeys(_describe(b) for b in branches))
     problems.append((loc, f"expected {kinds}, got {_show(value)}"))
     return _BAD
 
 
 def _fits(hint: Any, value: object, loc: Loc) -> bool:
-    """Whether `value` passes `Annotated[hint, ...]`'s type, bounds aside."""
     scratch: _Problems = []
-    _check(get_args(hint)[0], value, loc, scratch)
+    _check(hint, value, loc, scratch)
     return not scratch
 
 

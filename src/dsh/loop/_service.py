@@ -8,9 +8,7 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import field
-from typing import TYPE_CHECKING, Any, ClassVar
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from .._record import record
 from ..agent import (
@@ -35,6 +33,8 @@ from ..kernel import (
     CancelSignal,
     Context,
     EventSpec,
+    Ge,
+    Gt,
     Mode,
 )
 from ..session import Session, SessionMeta
@@ -65,27 +65,27 @@ CONFIG_START_FAILED = EventSpec.declare(
 )
 
 
-class ConfigAgent(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+@record
+class ConfigAgent:
     id: str
     session_id: str | None = None
     resume_session_id: str | None = None
     provider: str | None = None
     model: str | None = None
-    max_tokens: int | None = Field(default=None, gt=0)
+    max_tokens: Annotated[int, Gt(0)] | None = None
     reasoning_effort: str | None = None
     cwd: str | None = None
     system_prompt: str | None = None
 
 
-class LoopConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    max_parallel_tool_calls: int = Field(default=10, ge=1)
+@record
+class LoopConfig:
+    max_parallel_tool_calls: Annotated[int, Ge(1)] = 10
     provider: str | None = None
     """The provider of agents that do not name one."""
     model: str | None = None
     """The model of agents that do not name one."""
-    agents: list[ConfigAgent] = []
+    agents: list[ConfigAgent] = field(default_factory=list)
 
 
 @record(frozen=False, eq=False)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import tempfile
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from ..kernel import SESSIONS, Context
+from .._record import record
+from ..kernel import SESSIONS, Context, Ge
 from ..workspace import dsh_home
 from ._backend import SessionBackend
 from ._jsonl import Compression, JsonlBackend, scan_root
@@ -31,8 +31,8 @@ STORE_ENV = "DSH_SESSION_STORE"
 SQLITE_FILE = "sessions.sqlite3"
 
 
-class PersistenceConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+@record
+class PersistenceConfig:
     backend: Literal["jsonl", "sqlite", "postgres"] | None = None
     """Default: `postgres` when `url` is set, else what `$DSH_SESSION_STORE` names, else
     `jsonl`."""
@@ -47,13 +47,13 @@ class PersistenceConfig(BaseModel):
     """SQLite only: the database file (overrides `root`)."""
     url: str | None = None
     """PostgreSQL only: the connection URL (`postgresql://user@host:port/db`)."""
-    pool_size: int = Field(default=4, ge=1)
+    pool_size: Annotated[int, Ge(1)] = 4
     """PostgreSQL only: connections for reads and writes (one more holds the leases)."""
     compression: Literal["auto", "none", "zstd"] = "auto"
     """JSONL only: the encoding of new logs (`zstd` needs the `zstandard` package). `auto`:
     the one the root's logs of the same format use, else zstd for format 4 (the reference's
     default: it refuses a root that mixes both), else none."""
-    batch_window_ms: float = Field(default=200.0, ge=0)
+    batch_window_ms: Annotated[float, Ge(0)] = 200.0
     """How long the first pending event waits for company before its batch is written."""
 
 
@@ -110,11 +110,12 @@ def resolve_config(config: PersistenceConfig) -> PersistenceConfig:
     if config.backend is not None:
         return config
     if config.url:
-        return config.model_copy(update={"backend": "postgres"})
+        return dataclasses.replace(config, backend="postgres")
     spec = os.environ.get(STORE_ENV)
     if spec:
-        return config.model_copy(update=store_config(spec))
-    return config.model_copy(update={"backend": "jsonl"})
+        keys: dict[str, Any] = store_config(spec)  # (values of the config's own keys)
+        return dataclasses.replace(config, **keys)
+    return dataclasses.replace(config, backend="jsonl")
 
 
 def open_backend(config: PersistenceConfig) -> tuple[SessionBackend, int]:

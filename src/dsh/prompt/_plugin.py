@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from pydantic import BaseModel, ConfigDict, field_validator
-
+from .._record import record
 from ..kernel import SYSTEM_PROMPT
 from ._service import SystemPrompt
 from ._tool_order import check_tool_order
@@ -21,20 +20,16 @@ class SystemPromptPlugin:
 
     name: ClassVar[str] = "system_prompt"
 
-    class Config(BaseModel):
+    @record
+    class Config:
         """`tool_order`: the order of tool schemas in requests; `'<unlisted-tools>'` stands
         for every tool not named. None: lexicographic by name."""
 
-        model_config = ConfigDict(extra="forbid", defer_build=True)
-
         tool_order: list[str] | None = None
 
-        @field_validator("tool_order")
-        @classmethod
-        def _valid_order(cls, value: list[str] | None) -> list[str] | None:
-            if value is not None:
-                check_tool_order(value)
-            return value
+        def __post_init__(self) -> None:
+            if self.tool_order is not None:
+                check_tool_order(self.tool_order)
 
     @staticmethod
     def apply(ctx: Context, config: SystemPromptPlugin.Config) -> None:

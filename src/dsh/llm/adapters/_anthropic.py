@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, ClassVar, Literal, Self
+from dataclasses import field
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from ...kernel import LLM, Context, ServiceKey
+from ..._record import record
+from ...kernel import LLM, Context, MinLen, ServiceKey
 from .._adapter import ModelInfo
 from ._adapter import Endpoint, mount_adapter
 from ._config import ConnectionConfig, ModelConfig, check_unique_providers
@@ -51,10 +51,11 @@ _PRESETS: dict[Preset, dict[str, Any]] = {
 }
 
 
+@record(kw_only=True)
 class MessagesRouteConfig(ConnectionConfig):
     """One Messages route. Keys left out come from the `preset`."""
 
-    provider: str = Field(default="anthropic", min_length=1)
+    provider: Annotated[str, MinLen(1)] = "anthropic"
     preset: Preset = "anthropic"
     name: str | None = None
     base_url: str | None = None
@@ -65,9 +66,9 @@ class MessagesRouteConfig(ConnectionConfig):
     thinking: ThinkingStyle | None = None
     cache_control: bool | None = None
     anthropic_version: str = "2023-06-01"
-    models: list[ModelConfig] = Field(default_factory=list)
-    headers: dict[str, str] = Field(default_factory=dict)
-    extra_body: dict[str, Any] = Field(default_factory=dict)
+    models: list[ModelConfig] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)
+    extra_body: dict[str, Any] = field(default_factory=dict)
 
     def endpoint(self) -> Endpoint:
         preset = _PRESETS[self.preset]
@@ -109,15 +110,12 @@ class MessagesRouteConfig(ConnectionConfig):
         )
 
 
-class AnthropicConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+@record
+class AnthropicConfig:
+    routes: list[MessagesRouteConfig] = field(default_factory=lambda: [MessagesRouteConfig()])
 
-    routes: list[MessagesRouteConfig] = Field(default_factory=lambda: [MessagesRouteConfig()])
-
-    @model_validator(mode="after")
-    def _unique(self) -> Self:
+    def __post_init__(self) -> None:
         check_unique_providers(self.routes)
-        return self
 
 
 class AnthropicPlugin:

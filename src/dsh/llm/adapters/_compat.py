@@ -3,11 +3,11 @@ Chat Completions endpoint."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, Self
+from dataclasses import field
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from ...kernel import LLM, Context, ServiceKey
+from ..._record import record
+from ...kernel import LLM, Context, MinLen, ServiceKey
 from ._adapter import Endpoint, mount_adapter
 from ._config import ConnectionConfig, ModelConfig, check_unique_providers
 from ._request import Dialect
@@ -15,23 +15,24 @@ from ._request import Dialect
 __all__ = ["CompatRouteConfig", "OpenAICompatConfig", "OpenAICompatPlugin"]
 
 
+@record(kw_only=True)
 class CompatRouteConfig(ConnectionConfig):
-    provider: str = Field(min_length=1)
+    provider: Annotated[str, MinLen(1)]
     """The route id (what `AgentOptions.provider` names)."""
     name: str | None = None
-    base_url: str = Field(min_length=1)
+    base_url: Annotated[str, MinLen(1)]
     """E.g. `https://api.openai.com/v1`; `/chat/completions` is appended."""
     api_key_env: str | None = None
     """The environment variable holding the key; None sends no `Authorization` header."""
-    models: list[ModelConfig] = Field(default_factory=list)
+    models: list[ModelConfig] = field(default_factory=list)
     """Advisory: unlisted models are passed through with no metadata."""
     effort_style: Literal["reasoning-effort", "deepseek-thinking"] = "reasoning-effort"
     replay_reasoning: bool = False
     """Send assistant reasoning back as `reasoning_content` (DeepSeek-style servers)."""
     images: bool = False
     """Send image blocks as `image_url` parts (else a text placeholder)."""
-    headers: dict[str, str] = Field(default_factory=dict)
-    extra_body: dict[str, Any] = Field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+    extra_body: dict[str, Any] = field(default_factory=dict)
     """Extra top-level request fields (must not repeat the ones the adapter sets)."""
 
     def endpoint(self) -> Endpoint:
@@ -52,15 +53,12 @@ class CompatRouteConfig(ConnectionConfig):
         )
 
 
-class OpenAICompatConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+@record
+class OpenAICompatConfig:
+    routes: list[CompatRouteConfig] = field(default_factory=list)
 
-    routes: list[CompatRouteConfig] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _unique(self) -> Self:
+    def __post_init__(self) -> None:
         check_unique_providers(self.routes)
-        return self
 
 
 class OpenAICompatPlugin:

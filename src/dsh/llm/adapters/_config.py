@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal, Protocol, Self
+from dataclasses import field
+from typing import Annotated, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
+from ..._record import record
+from ...kernel import Ge, Gt, Le, MinLen
 from .._adapter import ModelInfo, RetryPolicy
 
 __all__ = ["ConnectionConfig", "ModelConfig", "RetryConfig", "check_unique_providers"]
@@ -14,26 +15,23 @@ __all__ = ["ConnectionConfig", "ModelConfig", "RetryConfig", "check_unique_provi
 _DEFAULTS = RetryPolicy()
 
 
-class ModelConfig(BaseModel):
+@record
+class ModelConfig:
     """What the adapter tells the runtime about one model."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    id: str = Field(min_length=1)
+    id: Annotated[str, MinLen(1)]
     name: str | None = None
     description: str | None = None
-    context_window: int | None = Field(default=None, gt=0)
-    default_max_tokens: int | None = Field(default=None, gt=0)
+    context_window: Annotated[int, Gt(0)] | None = None
+    default_max_tokens: Annotated[int, Gt(0)] | None = None
     """The `max_tokens` sent when the call names none."""
-    reasoning_efforts: list[str] = Field(default_factory=list)
+    reasoning_efforts: list[str] = field(default_factory=list)
     default_effort: str | None = None
-    input_modalities: list[str] = Field(default_factory=lambda: ["text"])
+    input_modalities: list[str] = field(default_factory=lambda: ["text"])
 
-    @model_validator(mode="after")
-    def _effort_listed(self) -> Self:
+    def __post_init__(self) -> None:
         if self.default_effort is not None and self.default_effort not in self.reasoning_efforts:
             raise ValueError(f"default_effort {self.default_effort!r} is not in reasoning_efforts")
-        return self
 
     def info(self, provider: str) -> ModelInfo:
         return ModelInfo(
@@ -49,22 +47,19 @@ class ModelConfig(BaseModel):
         )
 
 
-class RetryConfig(BaseModel):
+@record
+class RetryConfig:
     """The route's retry policy (executed by the retry plugin, not by the adapter)."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
     mode: Literal["normal", "always", "never"] = _DEFAULTS.mode
-    max_retries: int = Field(default=_DEFAULTS.max_retries, ge=0)
-    base_delay_ms: int = Field(default=_DEFAULTS.base_delay_ms, gt=0)
-    max_delay_ms: int = Field(default=_DEFAULTS.max_delay_ms, gt=0)
-    retryable_codes: list[str] = Field(default_factory=lambda: list(_DEFAULTS.retryable_codes))
-    jitter_ratio: float = Field(default=_DEFAULTS.jitter_ratio, ge=0, le=1)
+    max_retries: Annotated[int, Ge(0)] = _DEFAULTS.max_retries
+    base_delay_ms: Annotated[int, Gt(0)] = _DEFAULTS.base_delay_ms
+    max_delay_ms: Annotated[int, Gt(0)] = _DEFAULTS.max_delay_ms
+    retryable_codes: list[str] = field(default_factory=lambda: list(_DEFAULTS.retryable_codes))
+    jitter_ratio: Annotated[float, Ge(0), Le(1)] = _DEFAULTS.jitter_ratio
 
-    @model_validator(mode="after")
-    def _valid(self) -> Self:
+    def __post_init__(self) -> None:
         self.policy()  # RetryPolicy's own checks (delays ordered)
-        return self
 
     def policy(self) -> RetryPolicy:
         return RetryPolicy(
@@ -77,27 +72,25 @@ class RetryConfig(BaseModel):
         )
 
 
-class ConnectionConfig(BaseModel):
+@record(kw_only=True)  # (keyword-only: a route's required keys follow these defaults)
+class ConnectionConfig:
     """Transport settings of one route."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     stream: bool = True
     """Stream the response (SSE); False asks for one whole completion."""
-    connect_timeout_s: float = Field(default=10.0, gt=0)
-    idle_timeout_s: float = Field(default=60.0, gt=0)
+    connect_timeout_s: Annotated[float, Gt(0)] = 10.0
+    idle_timeout_s: Annotated[float, Gt(0)] = 60.0
     """Fail with TIMEOUT when no byte arrives for this long (also while awaiting headers;
     DeepSeek sends keep-alive comments while a request waits to be served)."""
-    call_timeout_s: float = Field(default=600.0, gt=0)
+    call_timeout_s: Annotated[float, Gt(0)] = 600.0
     """Fail with TIMEOUT when the whole call (request to last chunk) takes longer: a stream
     that trickles bytes never trips the idle timeout."""
-    # The defaults pass `RetryConfig`'s checks: built without validation, a route with no
-    # retry config never builds the model's schema.
-    retry: RetryConfig = Field(default_factory=RetryConfig.model_construct)
+    retry: RetryConfig = field(default_factory=RetryConfig)
 
 
 class _Route(Protocol):
-    provider: str
+    @property
+    def provider(self) -> str: ...
 
 
 def check_unique_providers(routes: Iterable[_Route]) -> None:

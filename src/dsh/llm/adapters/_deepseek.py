@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, ClassVar
+from dataclasses import field
+from typing import Annotated, Any, ClassVar
 
-from pydantic import Field
-
-from ...kernel import LLM, Context, ServiceKey
+from ..._record import record
+from ...kernel import LLM, Context, MinLen, ServiceKey
 from .._adapter import ModelInfo
 from ._adapter import Endpoint, mount_adapter
 from ._config import ConnectionConfig, ModelConfig
@@ -47,13 +47,14 @@ FALLBACK_MODEL = _model("", "")
 """Unknown model ids pass through with the table's default capabilities."""
 
 
+@record(kw_only=True)
 class DeepSeekConfig(ConnectionConfig):
-    provider: str = Field(default="deepseek-official", min_length=1)
+    provider: Annotated[str, MinLen(1)] = "deepseek-official"
     base_url: str | None = None
     """Default: `$DEEPSEEK_BASE_URL`, else `https://api.deepseek.com`; `/chat/completions`
     is appended."""
-    api_key_env: str = Field(default="DEEPSEEK_API_KEY", min_length=1)
-    models: list[ModelConfig] = Field(default_factory=list)
+    api_key_env: Annotated[str, MinLen(1)] = "DEEPSEEK_API_KEY"
+    models: list[ModelConfig] = field(default_factory=list)
     """Added to the built-in table; an entry with a built-in id replaces it."""
 
 
