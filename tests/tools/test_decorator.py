@@ -16,9 +16,9 @@ from dsh.tools import (
     ToolRunContext,
     ToolSuccess,
     check_schema,
+    fit_schema,
     tool,
 )
-from dsh.tools._decorator import fit_schema
 from dsh.tools._docstring import parse_docstring
 
 

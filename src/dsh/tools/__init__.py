@@ -1,7 +1,8 @@
 """The tool registry and its guarded execution pipeline (`ctx.tools`)."""
 
 from ._answerers import Answerers
-from ._decorator import fit_schema, pydantic_violations, tool
+from ._decorator import pydantic_violations, tool
+from ._describe import Arg
 from ._events import (
     TOOLS_CHANGE,
     TOOLS_EXECUTE,
@@ -9,6 +10,7 @@ from ._events import (
     TOOLS_PRE_EXECUTE,
     TOOLS_RESULT,
 )
+from ._fit import fit_schema
 from ._plugin import ToolsConfig, ToolsPlugin
 from ._registry import Guard
 from ._runtime import ExecutionMode, ToolRuntime
@@ -75,6 +77,7 @@ __all__ = [
     "Accept",
     "Allow",
     "Answerers",
+    "Arg",
     "ApprovalAnswer",
     "ApprovalService",
     "Ask",

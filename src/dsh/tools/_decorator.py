@@ -1,19 +1,22 @@
 """`@tool`: a `ToolDefinition` from a plain (sync or async) function.
 
-Parameters come from the type hints (pydantic builds the JSON schema, fitted to the subset
-the registry enforces), descriptions from the docstring, the output schema from the return
-annotation. Arguments are validated and coerced by pydantic before the call; the return
-value is serialized by pydantic in JSON mode.
+Parameters come from the type hints, descriptions from the docstring, the output schema from
+the return annotation; the JSON schemas are written by `_describe` for plain hints (by
+pydantic for any other) and fitted to the subset the registry enforces. Arguments are
+validated and coerced by pydantic, its validator built at the tool's first call; a return
+value that is plain JSON of the declared type is passed on as it is, any other is
+serialized by pydantic in JSON mode. So declaring a tool of plain hints imports no pydantic.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
+import math
 from collections.abc import Callable, Mapping
 from types import UnionType
 from typing import (
+    TYPE_CHECKING,
     Any,
     NotRequired,
     Required,
@@ -25,12 +28,12 @@ from typing import (
     overload,
 )
 
-from pydantic import TypeAdapter, ValidationError
-from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
 
 from ..llm import Json
+from ._describe import Unknown, describe, describe_fields
 from ._docstring import parse_docstring
+from ._fit import fit_schema
 from ._schema import JsonSchemaError, check_schema
 from ._types import (
     Content,
@@ -38,200 +41,16 @@ from ._types import (
     ToolDefinition,
     ToolExecution,
     ToolRunContext,
-    compact_json,
     default_render,
 )
 
-__all__ = ["fit_schema", "pydantic_violations", "tool"]
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter, ValidationError
+
+__all__ = ["pydantic_violations", "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _typed_dict: Any = TypedDict
-
-# What the subset keeps; every other keyword pydantic emits (titles, numeric and length
-# bounds, formats, patterns, tuple prefixes …) is dropped from the schema the model sees
-# and still enforced by pydantic when the tool is called.
-_KEEP = ("type", "required", "enum", "const", "description", "default", "examples")
-# The order keys are written in: what a reader (and the model) wants first comes first.
-_ORDER = (
-    "type",
-    "description",
-    "properties",
-    "required",
-    "additionalProperties",
-    "items",
-    "enum",
-    "const",
-    "oneOf",
-    "default",
-    "examples",
-)
-_SCALAR_TYPES: tuple[tuple[type, str], ...] = (
-    (bool, "boolean"),
-    (int, "integer"),
-    (float, "number"),
-    (str, "string"),
-    (type(None), "null"),
-)
-
-
-def _scalar_type(value: object) -> str | None:
-    for cls, name in _SCALAR_TYPES:
-        if type(value) is cls:
-            return name
-    return None
-
-
-def fit_schema(schema: Mapping[str, Any]) -> dict[str, Json]:
-    """Fit a pydantic JSON schema to the tool subset: inline `$defs` (recursive types are
-    rejected), `anyOf` → `oneOf`, drop titles and the keywords the subset lacks.
-
-    The subset's `oneOf` means exactly one branch, so duplicate branches and branches a plain
-    branch of the same type accepts anyway (`str | Path`, `Literal["auto"] | str`) are
-    dropped; a union whose branches still overlap (`list[int] | list[str]`: `[]` matches
-    both) raises `TypeError` naming where it is.
-    """
-    defs = schema.get("$defs", {})
-    return _fit(schema, defs, (), "")
-
-
-def _fit(
-    node: Mapping[str, Any], defs: Mapping[str, Any], stack: tuple[str, ...], where: str
-) -> dict[str, Json]:
-    rest = {k: v for k, v in node.items() if k not in ("$ref", "allOf", "anyOf", "oneOf", "$defs")}
-    ref = node.get("$ref")
-    if ref is None and len(node.get("allOf", ())) == 1:
-        return {**_fit(node["allOf"][0], defs, stack, where), **_fit(rest, defs, stack, where)}
-    if ref is not None:
-        name = ref.rsplit("/", 1)[-1]
-        if name in stack:
-            raise TypeError(
-                f"recursive type {name!r} cannot be described in the tool schema subset"
-            )
-        target = _fit(defs[name], defs, (*stack, name), where)
-        return {**target, **_fit(rest, defs, stack, where)}
-    branches = node.get("anyOf") or node.get("oneOf")
-    if branches is not None:
-        fitted = _exclusive([_fit(b, defs, stack, where) for b in branches], where)
-        annotations = _fit(rest, defs, stack, where)
-        if len(fitted) == 1:
-            return {**fitted[0], **annotations}
-        return {**annotations, "oneOf": fitted}
-    out: dict[str, Json] = {}
-    for key, value in node.items():
-        if key == "properties":
-            out[key] = {
-                k: _fit(v, defs, stack, f"{where}.{k}" if where else k) for k, v in value.items()
-            }
-        elif key == "items" and isinstance(value, Mapping):
-            out[key] = _fit(value, defs, stack, f"{where}[]")
-        elif key in _KEEP or (key == "additionalProperties" and isinstance(value, bool)):
-            out[key] = value
-    literals = out.get("enum", [out["const"]] if "const" in out else None)
-    if "type" not in out and isinstance(literals, list):
-        out = _typed_literals(out, literals)
-    return {k: out[k] for k in _ORDER if k in out}
-
-
-def _exclusive(fitted: list[dict[str, Json]], where: str) -> list[dict[str, Json]]:
-    """A union's branches with duplicates and covered branches dropped; raise if two overlap."""
-    flat: list[dict[str, Json]] = []
-    for branch in fitted:
-        inner = branch.get("oneOf")
-        flat.extend(inner if isinstance(inner, list) else [branch])
-    anything = next((b for b in flat if "type" not in b and "oneOf" not in b), None)
-    if anything is not None:
-        return [anything]
-    kept: list[dict[str, Json]] = []
-    for branch in flat:
-        if any(_covers(k, branch) for k in kept):
-            continue
-        if _plain(branch):
-            kept = [k for k in kept if not _covers(branch, k)]
-        kept.append(branch)
-    for index, a in enumerate(kept):
-        for b in kept[index + 1 :]:
-            if _overlap(a, b):
-                raise TypeError(
-                    f"{f'parameter {where!r}' if where else 'the schema'}: union branches "
-                    f"{compact_json(a)} and {compact_json(b)} overlap (a value could match "
-                    "both, and the model must match exactly one); narrow the annotation"
-                )
-    return kept
-
-
-def _plain(node: Mapping[str, Json]) -> bool:
-    """A typed schema that accepts every value of its type."""
-    narrowing = ("enum", "const", "properties", "required", "items")
-    return (
-        "type" in node
-        and not any(k in node for k in narrowing)
-        and node.get("additionalProperties") is not False
-    )
-
-
-def _covers(wide: Mapping[str, Json], narrow: Mapping[str, Json]) -> bool:
-    if wide == narrow:
-        return True
-    if not _plain(wide):
-        return False
-    return wide["type"] == narrow.get("type") or (
-        wide["type"] == "number" and narrow.get("type") == "integer"
-    )
-
-
-def _overlap(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """Whether some value could match both (conservative: True unless provably disjoint)."""
-    kinds = {a.get("type"), b.get("type")}
-    if kinds <= {"integer", "number"}:
-        kinds = {"number"}
-    if None in kinds or len(kinds) > 1:
-        return None in kinds
-    literals_a, literals_b = _literals(a), _literals(b)
-    if literals_a is not None and literals_b is not None:
-        return any(_same(x, y) for x in literals_a for y in literals_b)
-    if kinds == {"object"}:
-        return not (_excludes(a, b) or _excludes(b, a))
-    return True
-
-
-def _excludes(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """`a` requires what `b` forbids, or both require a property with disjoint schemas."""
-    props_a: Mapping[str, Any] = a.get("properties") or {}
-    props_b: Mapping[str, Any] = b.get("properties") or {}
-    required_b = b.get("required") or ()
-    for key in a.get("required") or ():
-        if key not in props_b and b.get("additionalProperties") is False:
-            return True
-        both = key in required_b and key in props_a and key in props_b
-        if both and not _overlap(props_a[key], props_b[key]):
-            return True
-    return False
-
-
-def _literals(node: Mapping[str, Any]) -> list[Json] | None:
-    if "const" in node:
-        return [node["const"]]
-    allowed = node.get("enum")
-    return allowed if isinstance(allowed, list) else None
-
-
-def _same(a: object, b: object) -> bool:
-    """JSON equality of scalars: `True` is not `1`, `1` is `1.0`."""
-    return (type(a) is bool) == (type(b) is bool) and a == b
-
-
-def _typed_literals(node: dict[str, Json], literals: list[Json]) -> dict[str, Json]:
-    """Give an untyped `enum` / `const` its type, or split a mixed one into typed branches."""
-    groups: dict[str, list[Json]] = {}
-    for value in literals:
-        kind = _scalar_type(value) or "string"
-        groups.setdefault(kind, []).append(value)
-    if "integer" in groups and "number" in groups:
-        groups["number"] = groups.pop("integer") + groups["number"]
-    if len(groups) == 1:
-        return {**node, "type": next(iter(groups))}
-    annotations = {k: v for k, v in node.items() if k not in ("enum", "const")}
-    return {**annotations, "oneOf": [{"type": k, "enum": v} for k, v in groups.items()]}
 
 
 def pydantic_violations(exc: ValidationError) -> list[str]:
@@ -298,40 +117,19 @@ def _build(
         raise TypeError(f"@tool {tool_name!r}: cannot resolve type hints: {exc}") from exc
     doc = parse_docstring(inspect.getdoc(fn))
     fields, defaults, run_param = _fields(fn, tool_name, hints)
-    # Validated as a TypedDict, not a model: any parameter name works, and a missing
-    # optional argument falls back to the function's own default.
-    args_type = _typed_dict(f"{tool_name}_arguments", fields, total=False)
-    adapter: TypeAdapter[dict[str, Any]] = TypeAdapter(args_type)
-    output, output_schema = _output(hints.get("return", Any))
-    body = _Body(fn, adapter, output, run_param)
+    arguments = _Arguments(tool_name, fields)
+    output = _Output(tool_name, hints.get("return", Any))
+    body = _Body(fn, arguments, output, run_param)
     return ToolDefinition(
         tool_name,
         doc.description if description is None else description,
-        _parameters(tool_name, adapter, doc.params, defaults),
+        _parameters(tool_name, arguments.schema, doc.params, defaults),
         body.run_async if inspect.iscoroutinefunction(fn) else body.run_sync,
-        output_schema=_fitted(tool_name, "output", output_schema),
+        output_schema=output.schema,
         render=render or default_render,
         is_concurrency_safe=_classifier(concurrency_safe),
         timeout_ms=timeout_ms,
     )
-
-
-def _output(hint: object) -> tuple[TypeAdapter[Any], Mapping[str, Any]]:
-    """The serializer of a return type and its JSON schema, shared by the tools that return
-    that type (most return `str`; the schema is most of what declaring a tool costs)."""
-    try:
-        hash(hint)
-    except TypeError:  # an annotation with unhashable metadata: not shared
-        return _serializer(hint)
-    return _shared_serializer(hint)
-
-
-def _serializer(hint: Any) -> tuple[TypeAdapter[Any], Mapping[str, Any]]:
-    adapter: TypeAdapter[Any] = TypeAdapter(hint)
-    return adapter, adapter.json_schema(mode="serialization")
-
-
-_shared_serializer = functools.cache(_serializer)
 
 
 def _fields(
@@ -355,58 +153,196 @@ def _fields(
             fields[param.name] = Required[hint]
             continue
         fields[param.name] = NotRequired[hint]
-        with contextlib.suppress(PydanticSerializationError):
-            defaults[param.name] = to_jsonable_python(param.default)
+        default = _jsonable(param.default)
+        if default is not _NOT_JSON:
+            defaults[param.name] = default
     return fields, defaults, run_param
+
+
+_NOT_JSON: Any = object()
+
+
+def _jsonable(value: Any) -> Json:
+    """A default as JSON, as pydantic's `to_jsonable_python` gives it (`_NOT_JSON` when it
+    cannot); plain values are converted here, without pydantic."""
+    kind = type(value)
+    if value is None or kind is str or kind is bool or kind is int:
+        return value
+    if kind is float and math.isfinite(value):
+        return value
+    if kind is list or kind is tuple:
+        items = [_jsonable(v) for v in value]
+        if not any(item is _NOT_JSON for item in items):
+            return items
+    elif kind is dict and all(type(k) is str for k in value):
+        entries = {k: _jsonable(v) for k, v in value.items()}
+        if not any(entry is _NOT_JSON for entry in entries.values()):
+            return entries
+    from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+    try:
+        return to_jsonable_python(value)
+    except PydanticSerializationError:
+        return _NOT_JSON
+
+
+class _Arguments:
+    """The arguments as a TypedDict (not a model: any parameter name works, and a missing
+    optional argument falls back to the function's own default): its JSON schema now, its
+    pydantic validator at the first call (or now, when pydantic writes the schema)."""
+
+    __slots__ = ("_adapter", "_fields", "_name", "schema")
+
+    def __init__(self, tool_name: str, fields: Mapping[str, Any]) -> None:
+        self._name = f"{tool_name}_arguments"
+        self._fields = fields
+        self._adapter: TypeAdapter[dict[str, Any]] | None = None
+        self.schema: Mapping[str, Any]
+        try:
+            self.schema = describe_fields(fields)
+        except Unknown:
+            self._adapter = self._validator()
+            self.schema = self._adapter.json_schema()
+
+    def _validator(self) -> TypeAdapter[dict[str, Any]]:
+        return _adapter(_typed_dict(self._name, self._fields, total=False))
+
+    def validate(self, args: Json) -> dict[str, Any]:
+        if self._adapter is None:
+            self._adapter = self._validator()
+        try:
+            return self._adapter.validate_python(args)
+        except Exception as exc:
+            from pydantic import ValidationError
+
+            if isinstance(exc, ValidationError):
+                raise ToolArgsError(pydantic_violations(exc)) from None
+            raise
+
+
+class _Output:
+    """A return type's fitted schema and its serializer: a value that is plain JSON of the
+    described type passes as it is (pydantic would give it back unchanged); any other value,
+    or any value of a type pydantic describes, is serialized by pydantic in JSON mode."""
+
+    __slots__ = ("_adapter", "_described", "_hint", "schema")
+
+    def __init__(self, tool_name: str, hint: object) -> None:
+        self._hint = hint
+        self._adapter: TypeAdapter[Any] | None = None
+        try:
+            schema = describe(hint)
+        except Unknown:
+            self._adapter = _output_adapter(hint)
+            schema = self._adapter.json_schema(mode="serialization")
+        self.schema = _fitted(tool_name, "output", schema)
+        self._described = self._adapter is None
+
+    def dump(self, value: object) -> Json:
+        if self._described and _passes(value, self.schema):
+            return value
+        if self._adapter is None:
+            self._adapter = _output_adapter(self._hint)
+        return self._adapter.dump_python(value, mode="json")
+
+
+def _adapter(hint: Any) -> TypeAdapter[Any]:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(hint)
+
+
+def _output_adapter(hint: object) -> TypeAdapter[Any]:
+    """Shared by the tools returning the same type."""
+    try:
+        hash(hint)
+    except TypeError:  # an annotation with unhashable metadata: not shared
+        return _adapter(hint)
+    return _shared_adapter(hint)
+
+
+_shared_adapter = functools.cache(_adapter)
+
+
+def _passes(value: object, schema: Mapping[str, Any]) -> bool:
+    """Whether `value` is plain JSON of the (fitted, described) `schema`: exact JSON types,
+    finite floats where numbers are declared, literals among the declared ones."""
+    branches = schema.get("oneOf")
+    if branches is not None:
+        return any(_passes(value, branch) for branch in branches)
+    literals = schema.get("enum", [schema["const"]] if "const" in schema else None)
+    if literals is not None:
+        return any(type(value) is type(v) and value == v for v in literals)
+    kind = schema.get("type")
+    if kind is None or kind == "object":
+        wide = kind is None or (
+            schema.get("additionalProperties") is True and "properties" not in schema
+        )
+        return wide and _plain_json(value)
+    if kind == "array":
+        items = schema.get("items")
+        return type(value) is list and items is not None and all(_passes(v, items) for v in value)
+    return _PLAIN_TYPES[kind](value)
+
+
+_PLAIN_TYPES: Mapping[str, Callable[[Any], bool]] = {
+    "string": lambda v: type(v) is str,
+    "integer": lambda v: type(v) is int,
+    "number": lambda v: type(v) is float and math.isfinite(v),
+    "boolean": lambda v: type(v) is bool,
+    "null": lambda v: v is None,
+}
+
+
+def _plain_json(value: Any) -> bool:
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _plain_json(v) for k, v in value.items())
+    if kind is list:
+        return all(_plain_json(v) for v in value)
+    return kind in (str, int, bool) or value is None or (kind is float and math.isfinite(value))
 
 
 class _Body:
     """A decorated function as a tool body: validated arguments in, serialized value out."""
 
-    __slots__ = ("_adapter", "_fn", "_output", "_run_param")
+    __slots__ = ("_arguments", "_fn", "_output", "_run_param")
 
     def __init__(
-        self,
-        fn: Callable[..., Any],
-        adapter: TypeAdapter[dict[str, Any]],
-        output: TypeAdapter[Any],
-        run_param: str | None,
+        self, fn: Callable[..., Any], arguments: _Arguments, output: _Output, run_param: str | None
     ) -> None:
         self._fn = fn
-        self._adapter = adapter
+        self._arguments = arguments
         self._output = output
         self._run_param = run_param
 
-    def _arguments(self, args: Json, run: ToolRunContext) -> dict[str, Any]:
-        try:
-            kwargs = self._adapter.validate_python(args)
-        except ValidationError as exc:
-            raise ToolArgsError(pydantic_violations(exc)) from None
+    def _kwargs(self, args: Json, run: ToolRunContext) -> dict[str, Any]:
+        kwargs = self._arguments.validate(args)
         if self._run_param is not None:
             kwargs[self._run_param] = run
         return kwargs
 
     async def run_async(self, args: Json, run: ToolRunContext) -> Json:
-        return self._output.dump_python(await self._fn(**self._arguments(args, run)), mode="json")
+        return self._output.dump(await self._fn(**self._kwargs(args, run)))
 
     def run_sync(self, args: Json, run: ToolRunContext) -> Json:
-        return self._output.dump_python(self._fn(**self._arguments(args, run)), mode="json")
+        return self._output.dump(self._fn(**self._kwargs(args, run)))
 
 
 def _parameters(
     tool_name: str,
-    adapter: TypeAdapter[dict[str, Any]],
+    schema: Mapping[str, Any],
     described: Mapping[str, str],
     defaults: Mapping[str, Json],
 ) -> dict[str, Json]:
-    schema = _fitted(tool_name, "parameters", adapter.json_schema())
-    properties: dict[str, Any] = schema.setdefault("properties", {})
+    fitted = _fitted(tool_name, "parameters", schema)
+    properties: dict[str, Any] = fitted.setdefault("properties", {})
     for key, prop in properties.items():
         if "description" not in prop and described.get(key):
             prop["description"] = described[key]
         if key in defaults and "default" not in prop:
             prop["default"] = defaults[key]
-    return schema
+    return fitted
 
 
 def _fitted(tool_name: str, what: str, schema: Mapping[str, Any]) -> dict[str, Json]:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Annotated, Any, ClassVar, NotRequired
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, NotRequired
 
-from pydantic import Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
 from ...agent import Agent
 from ...kernel import TOOLS, Context
 from ...llm import Json
-from ...tools import ToolPlugin, ToolRunContext, tool
+from ...tools import Arg, ToolPlugin, ToolRunContext, tool
 from ._service import (
     QUESTIONS,
     Answer,
@@ -24,6 +23,9 @@ from ._service import (
     UserQuestions,
 )
 
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
 __all__ = ["DECLINED", "AskUserPlugin", "ask_user_question", "questions_of", "render_answers"]
 
 DECLINED = (
@@ -33,20 +35,18 @@ DECLINED = (
 
 
 class OptionArg(TypedDict):
-    label: Annotated[str, Field(description="The choice, in a few words.")]
-    description: NotRequired[Annotated[str, Field(description="What choosing it implies.")]]
+    label: Annotated[str, Arg("The choice, in a few words.")]
+    description: NotRequired[Annotated[str, Arg("What choosing it implies.")]]
 
 
 class QuestionArg(TypedDict):
-    question: Annotated[str, Field(description="The question, complete and specific.")]
-    header: NotRequired[Annotated[str, Field(description="A label of one or two words.")]]
+    question: Annotated[str, Arg("The question, complete and specific.")]
+    header: NotRequired[Annotated[str, Arg("A label of one or two words.")]]
     options: NotRequired[
-        Annotated[
-            list[OptionArg], Field(description="Two to four choices, when there are clear ones.")
-        ]
+        Annotated[list[OptionArg], Arg("Two to four choices, when there are clear ones.")]
     ]
     multi_select: NotRequired[
-        Annotated[bool, Field(description="True when several choices may be picked together.")]
+        Annotated[bool, Arg("True when several choices may be picked together.")]
     ]
 
 
@@ -61,12 +61,16 @@ def _question(raw: QuestionArg) -> Question:
 @functools.cache
 def _arguments() -> TypeAdapter[list[QuestionArg]]:
     """Built on first use: only a surface showing a question needs it, never boot."""
+    from pydantic import TypeAdapter
+
     return TypeAdapter(list[QuestionArg])
 
 
 def questions_of(arguments: Json) -> tuple[Question, ...]:
     """The questions of an `ask_user_question` call's parsed arguments (as logged, so a
     surface can show them and check answers); `QuestionError` when they are not its shape."""
+    from pydantic import ValidationError
+
     raw = arguments.get("questions") if isinstance(arguments, dict) else None
     try:
         parsed = _arguments().validate_python(raw)
@@ -88,7 +92,7 @@ def render_answers(questions: Sequence[Question], answers: Sequence[Answer]) -> 
 
 @tool
 async def ask_user_question(
-    questions: Annotated[list[QuestionArg], Field(min_length=1, max_length=4)],
+    questions: Annotated[list[QuestionArg], Arg(min_length=1, max_length=4)],
     *,
     run: ToolRunContext,
 ) -> str:
