@@ -1,6 +1,7 @@
 """Booting the default profile loads only what its plugins need to start: what a session may
-never use (running a hook, a compaction, an MCP server, a spill's preview, a model's title)
-loads on first use, and the models boot does not validate build no schema."""
+never use (running a hook, a compaction, an MCP server, a spill's preview, a model's title,
+a search, a diff) or uses only later (a model route's HTTP client and answer readers) loads
+on first use, and the models boot does not validate build no schema."""
 
 from __future__ import annotations
 
@@ -14,6 +15,13 @@ from pathlib import Path
 import pytest
 
 LOADED_ON_FIRST_USE = (
+    "difflib",
+    "dsh.llm.adapters._http",
+    "dsh.llm.adapters._messages_response",
+    "dsh.llm.adapters._net",
+    "dsh.llm.adapters._proxy",
+    "dsh.llm.adapters._response",
+    "dsh.llm.adapters._sse",
     "dsh.plugins.compaction._compactor",
     "dsh.plugins.hooks._codec",
     "dsh.plugins.hooks._runner",
@@ -24,12 +32,25 @@ LOADED_ON_FIRST_USE = (
     "dsh.plugins.session_title._llm",
     "dsh.plugins.spill._preview",
     "dsh.plugins.web_fetch._fetch",
+    "dsh.tools.builtin._change",
+    "dsh.tools.builtin._globs",
+    "dsh.tools.builtin._ripgrep",
+    "dsh.tools.builtin._walk",
     "mcp",
 )
 UNBUILT = (
     ("dsh.plugins.usage", "Price"),
 )
-LAZY_PACKAGES = ("compaction", "hooks", "mcp", "otel", "session_title", "spill")
+LAZY_PACKAGES = (
+    "dsh.llm.adapters",
+    "dsh.plugins.compaction",
+    "dsh.plugins.hooks",
+    "dsh.plugins.mcp",
+    "dsh.plugins.otel",
+    "dsh.plugins.session_title",
+    "dsh.plugins.spill",
+    "dsh.tools.builtin",
+)
 
 BOOT = f"""
 import asyncio, importlib, json, sys
@@ -64,7 +85,7 @@ def test_boot_of_the_default_profile_leaves_first_use_code_unloaded(tmp_path: Pa
 
 @pytest.mark.parametrize("package", LAZY_PACKAGES)
 def test_a_lazy_package_still_exports_every_name(package: str) -> None:
-    module = importlib.import_module(f"dsh.plugins.{package}")
+    module = importlib.import_module(package)
     missing = [name for name in module.__all__ if getattr(module, name, None) is None]
     assert not missing
     with pytest.raises(AttributeError, match="no attribute 'nope'"):

@@ -39,15 +39,12 @@ from ._failures import (
     scrub,
     transport_failure,
 )
-from ._http import PreparedRoute, content_type, header_map, prepare_route
 from ._messages_request import MessagesDialect, MessagesEncoder
-from ._messages_response import MessagesMapper
 from ._request import Dialect, RequestEncoder
-from ._response import ChunkMapper
-from ._sse import SseDecoder
 
 if TYPE_CHECKING:
     from ...kernel import CancelSignal, Context
+    from ._http import PreparedRoute
     from ._net import Response
     from ._pool import Pool
 
@@ -204,8 +201,13 @@ def _encoder(endpoint: Endpoint) -> _Encoder:
 
 
 def _mapper(call: _Call) -> _Mapper:
+    # The HTTP client and the answers' readers load with the first request, not at boot.
     if call.endpoint.api == "messages":
+        from ._messages_response import MessagesMapper
+
         return MessagesMapper(call.provider, call.secret)
+    from ._response import ChunkMapper
+
     return ChunkMapper(call.provider, call.secret)
 
 
@@ -290,6 +292,8 @@ class HttpAdapter:
         if isinstance(call, Finish):
             yield call
             return
+        from ._http import content_type, header_map  # (loaded by `_preflight`)
+
         try:
             route = call.route
             response = await call.guard.read(
@@ -337,6 +341,8 @@ class HttpAdapter:
             if not secret:
                 failure = missing_credential(endpoint.provider, endpoint.api_key_env)
                 return Finish(error_finish(failure))
+        from ._http import prepare_route  # the HTTP client: at the first request, not at boot
+
         pool = self._pool or self._open()
         body = self._encoders[endpoint.provider].body(
             options, stream=endpoint.stream, extra=endpoint.extra_body
@@ -357,6 +363,8 @@ class HttpAdapter:
     async def _read_sse(self, call: _Call, response: Response) -> AsyncGenerator[StreamChunk, None]:
         """The chunks of an SSE answer, as its events arrive, up to its end (`[DONE]`,
         `message_stop`)."""
+        from ._sse import SseDecoder
+
         mapper = _mapper(call)
         out: list[StreamChunk] = []
         decoder = SseDecoder()

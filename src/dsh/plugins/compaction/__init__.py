@@ -2,7 +2,7 @@
 
 from typing import TYPE_CHECKING, Any
 
-from .._lazy import lazy_attribute
+from ..._lazy import lazy_attribute
 from ._events import (
     COMPACTION_STARTING,
     CompactionError,

@@ -3,7 +3,7 @@
 
 from typing import TYPE_CHECKING, Any
 
-from .._lazy import lazy_attribute
+from ..._lazy import lazy_attribute
 from ._bridge import HOOKS, PLUGIN_ID, AgentHooks, HookBridge, open_turn
 from ._config import (
     POINTS,

@@ -4,7 +4,7 @@ imported only when a server starts."""
 
 from typing import TYPE_CHECKING, Any
 
-from .._lazy import lazy_attribute
+from ..._lazy import lazy_attribute
 from ._config import (
     PROFILE_SOURCE,
     McpConfigError,

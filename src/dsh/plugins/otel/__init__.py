@@ -3,7 +3,7 @@
 
 from typing import TYPE_CHECKING, Any
 
-from .._lazy import lazy_attribute
+from ..._lazy import lazy_attribute
 from ._plugin import TELEMETRY, OtelConfig, OtelPlugin
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@ better title from a model."""
 
 from typing import TYPE_CHECKING, Any
 
-from .._lazy import lazy_attribute
+from ..._lazy import lazy_attribute
 from ._fallback import SessionTitleConfig, SessionTitlePlugin, fallback_title, title_of
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@ persistence service keeps the session's spills, and the model gets its head, tai
 
 from typing import TYPE_CHECKING, Any
 
-from .._lazy import lazy_attribute
+from ..._lazy import lazy_attribute
 from ._plugin import SpillConfig, SpillPlugin
 from ._store import SPILLS, SpillFile, Spills
 

@@ -1,4 +1,7 @@
-"""`glob` and `grep`: ripgrep when installed, the Python walk otherwise, one rendering."""
+"""`glob` and `grep`: ripgrep when installed, the Python walk otherwise, one rendering.
+
+The searches themselves (ripgrep's driver, the Python walk, the glob rules) are imported by
+the functions that run them, at the first search: booting a profile does not load them."""
 
 from __future__ import annotations
 
@@ -8,17 +11,17 @@ import re
 import shutil
 import threading
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..._record import record
 from ...llm import Json
 from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
 from ._args import ArgumentError, always, optional_text, required_text, schema
-from ._globs import GlobRule, top_level_comma
-from ._ripgrep import RAW_OUTPUT_LIMIT, SearchError, aborted, overflow, rg_glob, rg_grep
-from ._walk import Match, SearchStopped, compile_pattern, glob_files, grep_files
 from ._workspace import ResolvedPath, Workspace, WorkspaceConfig, display_path
+
+if TYPE_CHECKING:
+    from ._walk import Match
 
 __all__ = ["GlobToolPlugin", "GrepToolPlugin", "SearchConfig", "glob_tool", "grep_tool"]
 
@@ -76,6 +79,8 @@ def _ripgrep(config: SearchConfig) -> str | None:
 
 
 def _root(workspace: Workspace, run: ToolRunContext, tool: str, path: str | None) -> ResolvedPath:
+    from ._ripgrep import SearchError
+
     root = workspace.resolve(run, path or ".")
     if not os.path.exists(root.real):
         raise SearchError(f'{tool} search failed: "{root.display}" does not exist', "SEARCH_FAILED")
@@ -87,6 +92,9 @@ def _root(workspace: Workspace, run: ToolRunContext, tool: str, path: str | None
 
 
 async def _in_thread(tool: str, run: ToolRunContext, work: Callable[[threading.Event], T]) -> T:
+    from ._ripgrep import aborted
+    from ._walk import SearchStopped
+
     stop = threading.Event()
     remove = run.signal.add_callback(lambda _reason: stop.set())
     try:
@@ -126,6 +134,9 @@ class Search:
         return Search(config.workspace(), _ripgrep(config))
 
     async def glob(self, args: Mapping[str, Json], run: ToolRunContext) -> Json:
+        from ._ripgrep import rg_glob
+        from ._walk import glob_files
+
         pattern = required_text(args, "pattern", "pattern must be a non-empty string")
         path = optional_text(args, "path", "path must be a non-empty string when given")
         root = _root(self.workspace, run, "glob", path)
@@ -139,6 +150,8 @@ class Search:
         return {"root": display_path(root.display, cwd), "paths": paths}
 
     async def grep(self, args: Mapping[str, Json], run: ToolRunContext) -> Json:
+        from ._ripgrep import rg_grep
+
         pattern = args.get("pattern")
         if not isinstance(pattern, str) or not pattern:
             raise ArgumentError("pattern must be a non-empty string")
@@ -164,6 +177,10 @@ class Search:
 async def _python_grep(
     run: ToolRunContext, root: ResolvedPath, pattern: str, include: str | None
 ) -> list[Match]:
+    from ._globs import GlobRule
+    from ._ripgrep import RAW_OUTPUT_LIMIT, SearchError, overflow
+    from ._walk import compile_pattern, grep_files
+
     try:
         regexes = compile_pattern(pattern)
     except re.error as exc:
@@ -235,6 +252,8 @@ def _include(args: Mapping[str, Json]) -> str | None:
         raise ArgumentError(
             'include must be a positive glob filter; negated patterns ("!…") are not supported'
         )
+    from ._globs import top_level_comma
+
     if top_level_comma(include):
         raise ArgumentError(
             "include must be one glob, not a comma-separated list (use {a,b} alternation instead)"
