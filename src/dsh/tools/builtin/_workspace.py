@@ -21,6 +21,7 @@ __all__ = [
     "ResolvedPath",
     "Workspace",
     "WorkspaceConfig",
+    "absolute_roots",
     "display_path",
     "path_text",
     "session_cwd",
@@ -95,6 +96,17 @@ class Workspace:
         raise OutsideWorkspaceError(display, roots)
 
 
+def absolute_roots(roots: Sequence[str]) -> list[str]:
+    """`roots` with `~` expanded and normalized; ValueError names a relative one."""
+    out = []
+    for root in roots:
+        path = os.path.expanduser(root)
+        if not os.path.isabs(path):
+            raise ValueError(f"extra root {root!r} must be an absolute path")
+        out.append(os.path.normpath(path))
+    return out
+
+
 class WorkspaceConfig(BaseModel):
     """Config shared by the tools that touch paths."""
 
@@ -106,13 +118,7 @@ class WorkspaceConfig(BaseModel):
     @field_validator("extra_roots")
     @classmethod
     def _absolute(cls, roots: list[str]) -> list[str]:
-        out = []
-        for root in roots:
-            path = os.path.expanduser(root)
-            if not os.path.isabs(path):
-                raise ValueError(f"extra root {root!r} must be an absolute path")
-            out.append(os.path.normpath(path))
-        return out
+        return absolute_roots(roots)
 
     def workspace(self) -> Workspace:
         return Workspace(tuple(self.extra_roots))
