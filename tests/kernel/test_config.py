@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh._record import record
@@ -169,6 +169,7 @@ scalars = st.fixed_dictionaries(
 )
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scalars)
 def test_values_of_the_declared_types_are_kept(data: dict[str, Any]) -> None:
     got = dataclasses.asdict(load_config(Settings, data))

@@ -12,7 +12,7 @@ from pathlib import Path
 from .._process import settle_collector
 from .._record import record
 from ..agent import AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
-from ..kernel import Context, Profile, boot, load_profile
+from ..kernel import Context, Profile, boot, load_config, load_profile
 from ..llm import Json
 from ..llm.adapters import ModelRoute
 from ..persistence import CorruptLogError, PersistenceError
@@ -83,7 +83,7 @@ async def sandbox_status(profile: Profile) -> str | None:
     row = profile.row("sandbox")
     if row is None or row.disabled:
         return None
-    config = SandboxConfig.model_validate(dict(row.config or {}))
+    config = load_config(SandboxConfig, dict(row.config or {}))
     if config.mode == "danger-full-access":
         return "danger-full-access (commands run unconfined)"
     why = await probe(config.bwrap, network=config.network)

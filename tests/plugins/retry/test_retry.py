@@ -189,8 +189,10 @@ async def test_cancel_during_backoff_ends_the_turn(runtime: Runtime) -> None:
 
 
 def test_disordered_delay_overrides_fail_at_load() -> None:
-    import pydantic
     import pytest
 
-    with pytest.raises(pydantic.ValidationError, match="base_delay_ms must not exceed"):
-        RetryOverrides(base_delay_ms=5_000, max_delay_ms=100)
+    from dsh.kernel import ConfigError, load_config
+
+    message = "config: base_delay_ms must not exceed max_delay_ms"
+    with pytest.raises(ConfigError, match=message):
+        load_config(RetryOverrides, {"base_delay_ms": 5_000, "max_delay_ms": 100})

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from ...kernel import Context
+from ..._record import record
+from ...kernel import Context, Ge
 from ...llm import Json, Message, TextBlock, ToolResultBlock
 from ...session import ReplaceOp, SessionEvent
 from ..compaction import COMPACTION, Reduction, estimate_message
@@ -15,15 +14,15 @@ from ..compaction import COMPACTION, Reduction, estimate_message
 __all__ = ["PrunerConfig", "PrunerPlugin", "prune", "pruned_message"]
 
 
-class PrunerConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    min_chars: int = Field(default=2_000, ge=0)
+@record
+class PrunerConfig:
+    min_chars: Annotated[int, Ge(0)] = 2_000
     """Results with at most this much text are left alone."""
-    head_chars: int = Field(default=1_000, ge=0)
+    head_chars: Annotated[int, Ge(0)] = 1_000
     """What a pruned result keeps of its beginning…"""
-    tail_chars: int = Field(default=500, ge=0)
+    tail_chars: Annotated[int, Ge(0)] = 500
     """…and of its end."""
-    protect_tokens: int | None = Field(default=None, ge=0)
+    protect_tokens: Annotated[int, Ge(0)] | None = None
     """The newest tool results, up to this many tokens, are never pruned; default: the
     compaction's retained tail (0 on overflow)."""
 

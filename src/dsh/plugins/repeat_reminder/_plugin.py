@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import weakref
+from dataclasses import field
 from typing import Any, ClassVar
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from ..._record import record
 from ...agent import PROMPT_SUBMIT, PromptDecision, PromptSubmit
@@ -24,11 +23,11 @@ NOTICE = (
 )
 
 
-class RepeatReminderConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    thresholds: list[int] = Field(default_factory=lambda: [3, 5, 8])
+@record
+class RepeatReminderConfig:
+    thresholds: list[int] = field(default_factory=lambda: [3, 5, 8])
     """Remind when the same call has been made this many times in a row."""
-    exclude: list[str] = Field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
     """Tools that are never counted (they do not break a run of repeats either)."""
 
 

@@ -5,38 +5,34 @@ from __future__ import annotations
 import dataclasses
 import random
 import uuid
-from typing import ClassVar, Literal, Self
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
+from ..._record import record
 from ...agent import AGENT_DISPOSED, REQUEST_ERROR, AgentEvent, RequestError, Retry
-from ...kernel import Context, Next
+from ...kernel import Context, Ge, Gt, Le, Next
 from ...llm import RetryPolicy
 
 __all__ = ["RetryOverrides", "RetryPlugin", "backoff_ms"]
 
 
-class RetryOverrides(BaseModel):
+@record
+class RetryOverrides:
     """Fields that replace the serving route's policy (None keeps the route's value)."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
     mode: Literal["normal", "always", "never"] | None = None
-    max_retries: int | None = Field(default=None, ge=0)
-    base_delay_ms: int | None = Field(default=None, gt=0)
-    max_delay_ms: int | None = Field(default=None, gt=0)
+    max_retries: Annotated[int, Ge(0)] | None = None
+    base_delay_ms: Annotated[int, Gt(0)] | None = None
+    max_delay_ms: Annotated[int, Gt(0)] | None = None
     retryable_codes: list[str] | None = None
-    jitter_ratio: float | None = Field(default=None, ge=0, le=1)
+    jitter_ratio: Annotated[float, Ge(0), Le(1)] | None = None
 
-    @model_validator(mode="after")
-    def _ordered(self) -> Self:
+    def __post_init__(self) -> None:
         base, top = self.base_delay_ms, self.max_delay_ms
         if base is not None and top is not None and base > top:
             raise ValueError("base_delay_ms must not exceed max_delay_ms")
-        return self
 
     def apply(self, policy: RetryPolicy) -> RetryPolicy:
-        changes = {k: v for k, v in self.model_dump().items() if v is not None}
+        changes = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
         if "retryable_codes" in changes:
             changes["retryable_codes"] = tuple(changes["retryable_codes"])
         # Overriding one delay bound keeps the pair ordered.

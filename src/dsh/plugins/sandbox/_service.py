@@ -6,15 +6,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import field
 from typing import cast
 
-from pydantic import BaseModel, ConfigDict, field_validator
-
+from ..._record import record
 from ...kernel import ServiceKey
 from ...session import Session
 from ...tools import SANDBOX as _SANDBOX
 from ...tools import SANDBOX_MODES, Confinement, SandboxMode, ToolExecution
-from ...tools.builtin import WorkspaceConfig
+from ...tools.builtin import absolute_roots
 from ._bwrap import bwrap_argv, find_bwrap, probe
 
 __all__ = ["MODE_EVENT", "SANDBOX", "Sandbox", "SandboxConfig"]
@@ -25,9 +25,8 @@ MODE_EVENT = "sandbox/mode"
 _log = logging.getLogger("dsh.plugins.sandbox")
 
 
-class SandboxConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
+@record
+class SandboxConfig:
     mode: SandboxMode = "workspace-write"
     """`read-only`: nothing writable but a private /tmp; `workspace-write`: the workspace too;
     `danger-full-access`: no sandbox."""
@@ -35,13 +34,15 @@ class SandboxConfig(BaseModel):
     """Let sandboxed commands reach the network (off: no interface but a private loopback)."""
     bwrap: str = "bwrap"
     """The bubblewrap executable: a name looked up on PATH, or a path."""
-    writable_roots: list[str] = []
+    writable_roots: list[str] = field(default_factory=list)
     """More absolute directories writable in `workspace-write` (`~` expands)."""
 
-    @field_validator("writable_roots")
-    @classmethod
-    def _absolute(cls, roots: list[str]) -> list[str]:
-        return WorkspaceConfig(extra_roots=roots).extra_roots
+    def __post_init__(self) -> None:
+        try:
+            roots = absolute_roots(self.writable_roots)
+        except ValueError as exc:
+            raise ValueError(f"writable_roots: {exc}") from None
+        object.__setattr__(self, "writable_roots", roots)
 
 
 class Sandbox:

@@ -5,22 +5,21 @@ from __future__ import annotations
 import asyncio
 import unicodedata
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from ...kernel import SESSIONS, Context
+from ..._record import record
+from ...kernel import SESSIONS, Context, Ge
 from ...llm import Json, Message
 from ...session import SESSION_DISPOSED, SESSION_EVENT, Session, SessionEvent, SessionEventPayload
 
 __all__ = ["SessionTitleConfig", "SessionTitlePlugin", "fallback_title", "title_of"]
 
 
-class SessionTitleConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    words: int = Field(default=5, ge=1)
+@record
+class SessionTitleConfig:
+    words: Annotated[int, Ge(1)] = 5
     """The title is the prompt's first `words` words (the reference runtime's fallback)."""
-    max_chars: int = Field(default=80, ge=8)
+    max_chars: Annotated[int, Ge(8)] = 80
     subagents: bool = False
     """Title subagents' sessions too (off: they are named by their parent's call)."""
 

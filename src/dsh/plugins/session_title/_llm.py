@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from ...kernel import AGENTS, LLM, CancelSignal, Context
+from ..._record import record
+from ...kernel import AGENTS, LLM, CancelSignal, Context, Ge, Gt
 from ...llm import (
     BlockAssembler,
     GenerateOptions,
@@ -36,13 +35,13 @@ SYSTEM = (
 )
 
 
-class LlmTitleConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+@record
+class LlmTitleConfig:
     provider: str | None = None
     """The route of the title call; default: the session's own provider and model."""
     model: str | None = None
-    max_tokens: int = Field(default=64, gt=0)
-    max_chars: int = Field(default=80, ge=8)
+    max_tokens: Annotated[int, Gt(0)] = 64
+    max_chars: Annotated[int, Ge(8)] = 80
 
 
 def clean(text: str, max_chars: int) -> str:

@@ -7,8 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
-
+from ..._record import record
 from ...agent import Agent
 from ...kernel import SYSTEM_PROMPT, TOOLS, Context, ServiceKey
 from ...llm import HarnessError
@@ -42,8 +41,8 @@ class SkillError(HarnessError):
         super().__init__(message, "SKILL")
 
 
-class SkillsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+@record
+class SkillsConfig:
     claude_compat: bool = True
     """Read `.claude/skills` folders too (a project's and `~/.claude/skills`)."""
     order: float = 110

@@ -4,11 +4,11 @@ results with a preview and the path of the whole."""
 from __future__ import annotations
 
 import logging
+from dataclasses import field
 from typing import Annotated, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from ...kernel import Context, Next, redact_secrets
+from ..._record import record
+from ...kernel import Context, Gt, Next, redact_secrets
 from ...llm import TextBlock
 from ...persistence import SESSION_PERSISTENCE, CachedSpills, SpillArea
 from ...session import SESSION_DISPOSED, Session
@@ -20,14 +20,13 @@ __all__ = ["SpillConfig", "SpillPlugin"]
 _log = logging.getLogger("dsh.plugins.spill")
 
 
-class SpillConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    max_chars: Annotated[int, Field(gt=0)] = 30_000
+@record
+class SpillConfig:
+    max_chars: Annotated[int, Gt(0)] = 30_000
     """A text result longer than this is saved to a file and previewed."""
-    head_chars: Annotated[int, Field(gt=0)] = 8_000
-    tail_chars: Annotated[int, Field(gt=0)] = 4_000
-    skip: list[str] = ["read"]
+    head_chars: Annotated[int, Gt(0)] = 8_000
+    tail_chars: Annotated[int, Gt(0)] = 4_000
+    skip: list[str] = field(default_factory=lambda: ["read"])
     """Tools whose results are never spilled (`read` pages by itself: spilling it would loop)."""
 
 

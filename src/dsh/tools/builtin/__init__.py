@@ -24,6 +24,7 @@ from ._workspace import (
     ResolvedPath,
     Workspace,
     WorkspaceConfig,
+    absolute_roots,
     session_cwd,
 )
 
@@ -63,6 +64,7 @@ __all__ = [
     "Workspace",
     "WorkspaceConfig",
     "WriteToolPlugin",
+    "absolute_roots",
     "bash_tool",
     "edit_tool",
     "file_change",

@@ -20,6 +20,7 @@ __all__ = [
     "ResolvedPath",
     "Workspace",
     "WorkspaceConfig",
+    "absolute_roots",
     "display_path",
     "path_text",
     "session_cwd",
@@ -94,6 +95,17 @@ class Workspace:
         raise OutsideWorkspaceError(display, roots)
 
 
+def absolute_roots(roots: Sequence[str]) -> list[str]:
+    """`roots` with `~` expanded and normalized; ValueError names a relative one."""
+    out = []
+    for root in roots:
+        path = os.path.expanduser(root)
+        if not os.path.isabs(path):
+            raise ValueError(f"extra root {root!r} must be an absolute path")
+        out.append(os.path.normpath(path))
+    return out
+
+
 @record
 class WorkspaceConfig:
     """Config shared by the tools that touch paths."""
@@ -102,13 +114,11 @@ class WorkspaceConfig:
     """Absolute directories the tools may use besides the session cwd (`~` expands)."""
 
     def __post_init__(self) -> None:
-        out = []
-        for root in self.extra_roots:
-            path = os.path.expanduser(root)
-            if not os.path.isabs(path):
-                raise ValueError(f"extra_roots: must be absolute paths, got {root!r}")
-            out.append(os.path.normpath(path))
-        object.__setattr__(self, "extra_roots", out)
+        try:
+            roots = absolute_roots(self.extra_roots)
+        except ValueError as exc:
+            raise ValueError(f"extra_roots: {exc}") from None
+        object.__setattr__(self, "extra_roots", roots)
 
     def workspace(self) -> Workspace:
         return Workspace(tuple(self.extra_roots))
