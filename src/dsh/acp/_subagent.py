@@ -6,7 +6,8 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from typing import Any, ClassVar, cast
+from dataclasses import field
+from typing import Annotated, Any, ClassVar, cast
 
 from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
 from acp.client.connection import ClientSideConnection
@@ -21,9 +22,9 @@ from acp.schema import (
     ToolCallStart,
     ToolCallUpdate,
 )
-from pydantic import BaseModel, ConfigDict, Field
 
-from ..kernel import HELD, Context, read_secret
+from .._record import record
+from ..kernel import HELD, Context, Ge, read_secret
 from ..llm import TextBlock, text_of
 from ..plugins.approval import APPROVAL, Decision
 from ..plugins.subagents import (
@@ -53,14 +54,14 @@ DESCRIPTION = (
 )
 
 
-class AcpAgentSpec(BaseModel):
+@record
+class AcpAgentSpec:
     """How to start one external ACP agent."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
     command: str
-    args: list[str] = []
-    env: dict[str, str] = {}
-    pass_env: list[str] = []
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    pass_env: list[str] = field(default_factory=list)
     """Variables of dsh's own environment the agent gets too (a key dsh holds as its value)."""
     tool: str | None = None
     """A model-facing tool delegating to this agent (like `subagent`); None: none."""
@@ -78,11 +79,11 @@ class AcpAgentSpec(BaseModel):
         return env
 
 
-class AcpSubagentsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    agents: dict[str, AcpAgentSpec] = {}
+@record
+class AcpSubagentsConfig:
+    agents: dict[str, AcpAgentSpec] = field(default_factory=dict)
     """Provider name → the agent to start (`ctx.subagents.start(name, request)`)."""
-    max_depth: int = Field(default=DEFAULT_MAX_DEPTH, ge=1)
+    max_depth: Annotated[int, Ge(1)] = DEFAULT_MAX_DEPTH
 
 
 class AcpSubagentsPlugin:

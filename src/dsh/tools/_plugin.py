@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Annotated, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from ..kernel import SYSTEM_PROMPT, TOOLS
+from .._record import record
+from ..kernel import SYSTEM_PROMPT, TOOLS, Ge
 from ._runtime import ToolRuntime
 
 if TYPE_CHECKING:
@@ -15,9 +14,9 @@ if TYPE_CHECKING:
 __all__ = ["ToolsConfig", "ToolsPlugin"]
 
 
-class ToolsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    cancel_grace_ms: float = Field(default=5_000, ge=0)
+@record
+class ToolsConfig:
+    cancel_grace_ms: Annotated[float, Ge(0)] = 5_000
     """How long a tool body may run on after its signal fired (a cancel or a timeout) before
     the call is abandoned: it ends `ABORTED` (or `TOOL_TIMEOUT`) and the body is left to
     finish in the background. Above bash's kill escalation (3 s), which honours its signal."""

@@ -24,9 +24,9 @@ class ToolPlugin(Generic[C]):
 
     `tools` is the definitions themselves (`@tool` functions, `ToolDefinition`s), or a
     function `(ctx, config) -> definitions` when they are built from the plugin's config
-    (a pydantic model, `config=`) or from a service it injects (`inject=`; the tools service
-    is always injected). The section is a child plugin that waits for the system prompt, so
-    the tools work whether or not a prompt is composed.
+    (`config=`: a dataclass or a pydantic model) or from a service it injects (`inject=`;
+    the tools service is always injected). The section is a child plugin that waits for the
+    system prompt, so the tools work whether or not a prompt is composed.
     """
 
     @overload

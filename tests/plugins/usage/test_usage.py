@@ -114,5 +114,5 @@ async def test_the_profiles_table_prices_a_runs_usage_as_the_log_reports_it() ->
 
 async def test_a_bad_price_row_names_its_path() -> None:
     rows = [*CORE_ROWS, {"id": "usage", "name": "usage", "config": {"prices": [{"route": "x"}]}}]
-    with pytest.raises(CompositionError, match=r"config\.prices\[0\]\.input: Field required"):
+    with pytest.raises(CompositionError, match=r"config\.prices\[0\]\.input: required, not given"):
         await boot(load_profile(base=rows))

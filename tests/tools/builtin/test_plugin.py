@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from dsh.kernel import CancelSignal, Context, FiberState
+import pytest
+
+from dsh.kernel import CancelSignal, Context, FiberState, PluginError
 from dsh.prompt import AssembleContext, SystemPromptPlugin
 from dsh.tools import ToolExecutionInput, ToolsPlugin
 from dsh.tools.builtin import (
@@ -60,6 +63,34 @@ async def test_extra_roots_reach_each_tool(make_tools: MakeTools, tmp_path: Path
     tools = await make_tools({"extra_roots": [str(extra)], "bash": {"extra_roots": ["/tmp"]}})
     assert await tools.ok("bash", {"command": "pwd", "description": "x", "workdir": str(extra)})
     assert (await tools.ok("glob", {"pattern": "*", "path": str(extra)})) == "No files found"
+
+
+@pytest.mark.parametrize(
+    ("config", "problem"),
+    [
+        ({"extra_roots": ["rel"]}, "config: extra_roots: extra root 'rel' must be an absolute"),
+        ({"bash": {"extra_roots": ["rel"]}}, "config.bash: extra_roots: extra root 'rel' must"),
+        ({"bash": {"timeout_ms": 0}}, "config.bash.timeout_ms: must be > 0, got 0"),
+        ({"grep": {"rg": "x"}}, "config.grep.rg: unknown key (known keys: extra_roots, ripgrep,"),
+    ],
+)
+async def test_a_bad_config_names_its_key(config: dict[str, object], problem: str) -> None:
+    ctx = Context()
+    await ctx.plugin(ToolsPlugin)
+    with pytest.raises(PluginError) as bad:
+        await ctx.plugin(BuiltinToolsPlugin, config, id="builtin_tools")
+    assert str(bad.value).startswith(f'plugin "builtin_tools": invalid config: {problem}')
+    assert ctx.tools.schemas() == ()
+    await ctx.owner.dispose()
+
+
+async def test_extra_roots_expand_home_and_normalize(make_tools: MakeTools) -> None:
+    tools = await make_tools({"extra_roots": ["~/a/../b"], "read": {"extra_roots": ["/x/./y"]}})
+    home_b = os.path.join(os.environ["HOME"], "b")
+    assert await tools.error("read", {"file_path": "/elsewhere"}) == (
+        f'"/elsewhere" is outside the workspace (allowed: {tools.root}, {home_b}, /x/y); '
+        "use a path under the session's working directory"
+    )
 
 
 async def test_file_tools_wait_for_the_observation_store(tmp_path: Path) -> None:

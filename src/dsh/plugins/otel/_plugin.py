@@ -8,8 +8,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, ClassVar
 
-from pydantic import BaseModel, ConfigDict
-
+from ..._record import record
 from ...kernel import Context, ServiceKey
 
 if TYPE_CHECKING:
@@ -20,8 +19,8 @@ __all__ = ["TELEMETRY", "OtelConfig", "OtelPlugin", "missing_extra"]
 TELEMETRY: ServiceKey[Telemetry] = ServiceKey("telemetry")
 
 
-class OtelConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+@record
+class OtelConfig:
     capture_content: bool | None = None
     """Record messages, the system prompt and tool arguments/results (default:
     `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`, else no). Credentials dsh holds

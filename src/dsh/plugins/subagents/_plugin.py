@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from ..._record import record
 from ...agent import PROMPT_SUBMIT, Notices
-from ...kernel import AGENTS, Context
+from ...kernel import AGENTS, Context, Ge
 from ...tools import ToolPlugin
 from ._control import CONTROL_TOOLS, notice
 from ._providers import ForkProvider, SpawnProvider
@@ -41,9 +40,9 @@ BACKGROUND_GUIDANCE = {
 }
 
 
-class SubagentsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    max_depth: int = Field(default=DEFAULT_MAX_DEPTH, ge=1)
+@record
+class SubagentsConfig:
+    max_depth: Annotated[int, Ge(1)] = DEFAULT_MAX_DEPTH
     """How deep delegation may nest (a top-level agent has depth 0)."""
     tools: bool = True
     """Register the model-facing `subagent` and `subagent_fork` tools."""
@@ -56,7 +55,7 @@ class SubagentsConfig(BaseModel):
     `send_message`, `list_agents`, `interrupt_agent`). `job`: a one-shot job of kind
     `subagent` (needs the jobs plugin and its tools mounted before this plugin, else the
     parameter is not offered)."""
-    max_wakes: int = Field(default=3, ge=0)
+    max_wakes: Annotated[int, Ge(0)] = 3
     """Consecutive idle-parent wake-ups by children's notices before a person's prompt."""
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
-from typing import Any, ClassVar
+from dataclasses import field, replace
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from ...kernel import TOOLS, CancelSignal, Context, Next
+from ..._record import record
+from ...kernel import TOOLS, CancelSignal, Context, Gt, Next
 from ...tools import TOOLS_EXECUTE, ToolExecution, ToolResult, failure
 
 TIMEOUT_CODE = "TOOL_TIMEOUT"
@@ -20,11 +19,11 @@ def timeout_message(timeout_ms: float) -> str:
     return f"tool call timed out after {shown}ms"
 
 
-class ToolTimeoutConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    default_timeout_ms: float | None = Field(default=None, gt=0)
+@record
+class ToolTimeoutConfig:
+    default_timeout_ms: Annotated[float, Gt(0)] | None = None
     """The deadline of tools that declare none (default: no deadline for them)."""
-    exempt: list[str] = Field(
+    exempt: list[str] = field(
         default_factory=lambda: ["job_output", "subagent", "subagent_fork", "bash"]
     )
     """Tools never given a deadline: they bound their own waits (TOOLS.md §0, §7)."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import field
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from ..._record import record
 from ...kernel import Context, ServiceKey
 from ._prices import DEFAULT_PRICES, Price, PriceTable
 
@@ -14,11 +14,11 @@ __all__ = ["PRICES", "UsageConfig", "UsagePlugin"]
 PRICES: ServiceKey[PriceTable] = ServiceKey("prices")
 
 
-class UsageConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    prices: list[Price] = Field(default_factory=list)
+@record
+class UsageConfig:
+    prices: list[Price] = field(default_factory=list)
     """Checked first, in order."""
-    default_prices: list[Price] = Field(default_factory=lambda: list(DEFAULT_PRICES))
+    default_prices: list[Price] = field(default_factory=lambda: list(DEFAULT_PRICES))
     """Checked after `prices`: DeepSeek's published prices; `[]` removes them."""
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from ..._record import record
+from ...kernel import Ge, MinLen
 from ...session import ModelRoute, Usage
 
 __all__ = ["DEFAULT_PRICES", "Price", "PriceTable"]
@@ -14,21 +15,20 @@ __all__ = ["DEFAULT_PRICES", "Price", "PriceTable"]
 _PER = 1_000_000
 
 
-class Price(BaseModel):
+@record
+class Price:
     """What a route charges, in US dollars per million tokens. `route` is a glob over
     `provider/model` (`deepseek-official/deepseek-v4-*`); one without a `/` matches the
     model of any provider. Cache reads and writes cost `input` unless priced."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True, frozen=True)
-
-    route: str = Field(min_length=1)
-    input: float = Field(ge=0)
+    route: Annotated[str, MinLen(1)]
+    input: Annotated[float, Ge(0)]
     """Fresh input (a cache miss)."""
-    output: float = Field(ge=0)
+    output: Annotated[float, Ge(0)]
     """Output, reasoning included."""
-    cache_read: float | None = Field(default=None, ge=0)
+    cache_read: Annotated[float, Ge(0)] | None = None
     """Input served from the provider's cache (a cache hit)."""
-    cache_write: float | None = Field(default=None, ge=0)
+    cache_write: Annotated[float, Ge(0)] | None = None
     """Input written to the provider's cache."""
 
     def matches(self, provider: str, model: str) -> bool:
@@ -49,11 +49,7 @@ class Price(BaseModel):
 
 
 def _deepseek(model: str, hit: float, miss: float, output: float) -> Price:
-    # Constants, valid by construction: `model_construct` leaves the schema unbuilt until a
-    # price is read from a profile, so booting builds none.
-    return Price.model_construct(
-        route=f"deepseek-official/{model}", input=miss, cache_read=hit, output=output
-    )
+    return Price(route=f"deepseek-official/{model}", input=miss, cache_read=hit, output=output)
 
 
 DEFAULT_PRICES: tuple[Price, ...] = (

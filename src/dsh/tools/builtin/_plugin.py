@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel
-
+from ..._record import record
 from ...kernel import Context
 from .._tool_plugin import ToolPlugin
 from ._bash import BashConfig, BashToolPlugin
@@ -18,9 +18,10 @@ from ._workspace import WorkspaceConfig
 
 __all__ = ["BuiltinToolsConfig", "BuiltinToolsPlugin"]
 
-C = TypeVar("C", bound=BaseModel)
+C = TypeVar("C")
 
 
+@record
 class BuiltinToolsConfig(WorkspaceConfig):
     """Each tool: `true` (default config), `false` (not mounted) or its own config.
     `extra_roots` is added to the roots of every tool that touches paths."""
@@ -34,14 +35,11 @@ class BuiltinToolsConfig(WorkspaceConfig):
     todo_write: bool | TodoConfig = True
 
 
-def _config(value: bool | C, model: type[C], roots: list[str]) -> C | None:
-    """A tool's config; None for `true` with no extra roots: the kernel then builds its
-    defaults without building the model's schema (see `dsh.kernel` on `defer_build`)."""
-    if value is True and not roots:
-        return None
+def _config(value: bool | C, model: type[C], roots: list[str]) -> C:
+    """A tool's config: its own, or its defaults for `true`; `roots` added to its roots."""
     config = value if isinstance(value, model) else model()
     if roots and isinstance(config, WorkspaceConfig):
-        config = config.model_copy(update={"extra_roots": [*roots, *config.extra_roots]})
+        config = dataclasses.replace(config, extra_roots=[*roots, *config.extra_roots])
     return config
 
 
@@ -57,7 +55,7 @@ class BuiltinToolsPlugin:
         roots = config.extra_roots
         if config.read is not False or config.write is not False or config.edit is not False:
             await ctx.plugin(FsObservationsPlugin, id="fs_observations")
-        rows: tuple[tuple[ToolPlugin[Any], bool | BaseModel, type[BaseModel]], ...] = (
+        rows: tuple[tuple[ToolPlugin[Any], object, type], ...] = (
             (ReadToolPlugin, config.read, ReadConfig),
             (WriteToolPlugin, config.write, FilesConfig),
             (EditToolPlugin, config.edit, FilesConfig),

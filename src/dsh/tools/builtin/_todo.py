@@ -5,8 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 
-from pydantic import BaseModel, ConfigDict
-
+from ..._record import record
 from ...llm import Json
 from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
@@ -31,10 +30,9 @@ PARALLEL = {
 }
 
 
-class TodoConfig(BaseModel):
+@record
+class TodoConfig:
     """Config of the `todo_write` tool."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     allow_parallel_in_progress: bool = True
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-
-from pydantic import BaseModel, ConfigDict, field_validator
+from dataclasses import field
 
 from ..._record import record
 from ...llm import HarnessError
@@ -107,18 +106,19 @@ def absolute_roots(roots: Sequence[str]) -> list[str]:
     return out
 
 
-class WorkspaceConfig(BaseModel):
+@record
+class WorkspaceConfig:
     """Config shared by the tools that touch paths."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    extra_roots: list[str] = []
+    extra_roots: list[str] = field(default_factory=list)
     """Absolute directories the tools may use besides the session cwd (`~` expands)."""
 
-    @field_validator("extra_roots")
-    @classmethod
-    def _absolute(cls, roots: list[str]) -> list[str]:
-        return absolute_roots(roots)
+    def __post_init__(self) -> None:
+        try:
+            roots = absolute_roots(self.extra_roots)
+        except ValueError as exc:
+            raise ValueError(f"extra_roots: {exc}") from None
+        object.__setattr__(self, "extra_roots", roots)
 
     def workspace(self) -> Workspace:
         return Workspace(tuple(self.extra_roots))
