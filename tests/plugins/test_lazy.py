@@ -1,7 +1,8 @@
 """Booting the default profile loads only what its plugins need to start: what a session may
 never use (running a hook, a compaction, an MCP server, a spill's preview, a model's title,
 a search, a diff) or uses only later (a model route's HTTP client and answer readers) loads
-on first use."""
+on first use. pydantic is not imported: configs are records, and a `@tool`'s validator is
+built at its first call."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ LOADED_ON_FIRST_USE = (
     "dsh.tools.builtin._ripgrep",
     "dsh.tools.builtin._walk",
     "mcp",
+    "pydantic",
 )
 LAZY_PACKAGES = (
     "dsh.llm.adapters",
