@@ -17,6 +17,7 @@ import pytest
 
 LOADED_ON_FIRST_USE = (
     "difflib",
+    "email",
     "dsh.llm.adapters._http",
     "dsh.llm.adapters._messages_response",
     "dsh.llm.adapters._net",

@@ -6,7 +6,6 @@ import json
 import math
 import time
 from collections.abc import Mapping
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 from .._chunks import LlmFailure
@@ -68,6 +67,8 @@ def retry_after_ms(headers: Mapping[str, str]) -> int | None:
     try:
         seconds = float(raw)
     except ValueError:
+        from email.utils import parsedate_to_datetime  # an HTTP date: rare, and email is big
+
         try:
             seconds = parsedate_to_datetime(raw).timestamp() - time.time()
         except (TypeError, ValueError, IndexError):
