@@ -40,6 +40,7 @@ LOADED_ON_FIRST_USE = (
     "dsh.tools.builtin._walk",
     "mcp",
     "pydantic",
+    "uuid",
 )
 LAZY_PACKAGES = (
     "dsh.llm.adapters",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import uuid
 from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError
@@ -26,6 +25,7 @@ from acp.schema import (
     SetSessionModeResponse,
 )
 
+from .._ids import uuid4_text
 from .._record import record
 from .._version import __version__
 from ..agent import USER_CANCEL, Agent, AgentHandle, AgentOptions, CreateAgentOptions
@@ -144,7 +144,7 @@ class AcpAgent:
         **_meta: Any,
     ) -> NewSessionResponse:
         servers = await self._check_session_params(cwd, additional_directories, mcp_servers)
-        session_id = f"session-{uuid.uuid4()}"
+        session_id = f"session-{uuid4_text()}"
         options = CreateAgentOptions(
             session_id, SessionMeta(cwd=cwd), agent_options=self.settings.agent_options
         )

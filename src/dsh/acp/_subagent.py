@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import uuid
 from dataclasses import field
 from typing import Annotated, Any, ClassVar, cast
 
@@ -23,6 +22,7 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
+from .._ids import uuid4_hex
 from .._record import record
 from ..kernel import HELD, Context, Ge, read_secret
 from ..llm import TextBlock, text_of
@@ -146,7 +146,7 @@ class AcpChild:
     def __init__(self, provider: AcpProvider, request: SubagentRequest) -> None:
         self.provider = provider
         self.request = request
-        self.run_id = f"{provider.name}-{uuid.uuid4().hex[:8]}"
+        self.run_id = f"{provider.name}-{uuid4_hex()[:8]}"
         self.stack = contextlib.AsyncExitStack()
         self.conn: ClientSideConnection | None = None
         self.session_id = ""

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 import sys
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from .._ids import uuid4_text
 from .._process import settle_collector
 from .._record import record
 from ..agent import AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
@@ -236,7 +236,7 @@ async def create_agent(ctx: Context, route: Route, cwd: Path) -> AgentHandle:
     """A new agent on a fresh session in `cwd` (an absolute, resolved path)."""
     return await ctx.agents.create(
         CreateAgentOptions(
-            f"session-{uuid.uuid4()}",
+            f"session-{uuid4_text()}",
             SessionMeta(cwd=str(cwd)),
             agent_options=AgentOptions(provider=route.provider, model=route.model),
         )

@@ -9,11 +9,11 @@ import json
 import os
 import sys
 import threading
-import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from .._ids import uuid4_hex, uuid4_text
 from .._record import record
 
 if TYPE_CHECKING:  # dsh.llm would pull in the kernel: a client stays light
@@ -183,7 +183,7 @@ class AsyncHarness:
         await process.stdin.drain()
 
     async def request(self, method: str, params: Json = None) -> Json:
-        id = str(uuid.uuid4())
+        id = uuid4_text()
         frame: dict[str, Json] = {"jsonrpc": "2.0", "id": id, "method": method}
         if params is not None:
             frame["params"] = params
@@ -215,7 +215,7 @@ class AsyncHarness:
         """Prompt a session and wait for it to be idle again. A new session by default; an
         existing id continues it (a stored one is resumed). `on_event` is called with each of
         the session's events of the run as it arrives, typed (`dsh.events`)."""
-        session_id = session_id or f"session-{uuid.uuid4().hex}"
+        session_id = session_id or f"session-{uuid4_hex()}"
         queue = self.subscribe()
         try:
             result = await self.request(
@@ -336,7 +336,7 @@ class Harness:
     ) -> RunResult:
         """`AsyncHarness.run`; `on_event` runs on the harness's thread. Ctrl-C cancels the
         run (and waits for it to end) before it propagates."""
-        session_id = session_id or f"session-{uuid.uuid4().hex}"
+        session_id = session_id or f"session-{uuid4_hex()}"
         running = asyncio.run_coroutine_threadsafe(
             self._async.run(text, session_id=session_id, on_event=on_event), self._loop
         )

@@ -4,10 +4,10 @@ one runtime per event loop (the kernel, services and loop of `dsh.boot`)."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from .._ids import uuid4_text
 from .._record import record
 from ..agent import Agent, AgentHandle, AgentOptions
 from ..kernel import Context, Profile, boot
@@ -68,7 +68,7 @@ class Runtime:
             return handle.agent
         options = self._blueprint.options
         meta = SessionMeta(cwd=self._blueprint.cwd)
-        sid = session_id or f"session-{uuid.uuid4()}"
+        sid = session_id or f"session-{uuid4_text()}"
         handle = await self.ctx.agents.open(sid, options, meta)
         self._live[handle.agent.id] = handle
         return handle.agent

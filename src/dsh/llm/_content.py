@@ -7,11 +7,11 @@ mappings because they are extensible on `kind`.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import field
 from typing import Any, Literal, TypeAlias
 
+from .._ids import uuid4_text
 from .._record import record
 
 Json: TypeAlias = Any
@@ -24,7 +24,7 @@ Role = Literal["system", "user", "assistant"]
 
 
 def new_message_id() -> MessageId:
-    return str(uuid.uuid4())
+    return uuid4_text()
 
 
 # -- content blocks ----------------------------------------------------------------------------

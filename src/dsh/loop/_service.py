@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import uuid
 from collections.abc import Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
+from .._ids import uuid4_text
 from .._record import record
 from ..agent import (
     AGENT_SESSION_START,
@@ -120,7 +120,7 @@ class AgentLoop:
         meta: SessionMeta | None = None,
     ) -> ReactLoopAgent:
         """An agent on a fresh session `<id>-session-<uuid>`, owned by this loop."""
-        session_id = f"{id}-session-{uuid.uuid4()}"
+        session_id = f"{id}-session-{uuid4_text()}"
         handle = await self.create_agent(
             self.state.ctx,
             CreateAgentOptions(session_id, meta or SessionMeta(), None, options or AgentOptions()),
@@ -279,7 +279,7 @@ async def _start_config_agent(loop: AgentLoop, spec: ConfigAgent) -> None:
         system_prompt=spec.system_prompt,
     )
     ctx = loop.state.ctx
-    session_id = spec.resume_session_id or spec.session_id or f"{spec.id}-session-{uuid.uuid4()}"
+    session_id = spec.resume_session_id or spec.session_id or f"{spec.id}-session-{uuid4_text()}"
     try:
         if spec.resume_session_id is not None:
             await ctx.agents.resume(ResumeAgentOptions(spec.resume_session_id, options))

@@ -12,12 +12,12 @@ import os
 import re
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
+from .._ids import uuid4_hex
 from .._record import record
 from ..session import SessionHeader
 from ._backend import RawLog, check_contiguous
@@ -283,7 +283,7 @@ class JsonlBackend:
             data = compress_frame(head) + (compress_frame(body) if body else b"")
         else:
             data = head + body
-        temp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
+        temp = path.parent / f".{path.name}.{uuid4_hex()}.tmp"
         try:
             with open(temp, "xb") as file:
                 file.write(data)
@@ -394,7 +394,7 @@ class JsonlBackend:
         side = path.with_name(f"session.rejected-{time.strftime('%Y%m%dT%H%M%S')}.jsonl")
         write_side_file(side, rest)
         if path.name.endswith(".zstd"):
-            temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+            temp = path.with_name(f".{path.name}.{uuid4_hex()}.tmp")
             write_side_file(temp, compress_frame(text[:offset]))
             os.replace(temp, path)
             _fsync_dir(path.parent)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import builtins
-import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
+from .._ids import uuid4_text
 from ..kernel import SESSIONS, Disposer, Publication
 from ._envelope import SessionEvent
 from ._events import (
@@ -153,7 +153,7 @@ class SessionStore:
     ) -> Session:
         """Build an unpublished session (id `session-<uuid4>` when omitted)."""
         if id is None:
-            id = f"session-{uuid.uuid4()}"
+            id = f"session-{uuid4_text()}"
         elif id in self._state.entries:
             raise DuplicateSessionError(f"session {id!r} is already live")
         meta = meta or SessionMeta()

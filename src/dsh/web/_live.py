@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from .._ids import uuid4_text
 from ..agent import Agent, AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
 from ..events import UserMessageEvent, typed
 from ..kernel import Context
@@ -42,7 +42,7 @@ class LiveSessions:
         """A new session in the workspace, or a fork's child."""
         meta = SessionMeta(cwd=str(self.cwd)) if seed is None else seed.meta
         options = CreateAgentOptions(
-            f"session-{uuid.uuid4()}",
+            f"session-{uuid4_text()}",
             meta,
             None if seed is None else seed.events,
             agent_options=self.options,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ..._ids import uuid4_text
 from ..._record import record
 from ...kernel import CancelSignal
 from ...llm import (
@@ -86,7 +86,7 @@ async def compact(
     events = session.events
     shadowed = [m for m in (session.derive_event_message(events[s]) for s in head) if m]
     shadowed_tokens = sum(estimate_message(m) for m in shadowed)
-    compaction_id = f"compaction-{uuid.uuid4()}"
+    compaction_id = f"compaction-{uuid4_text()}"
     session.append("compaction/start", {"compactionId": compaction_id, "turn": turn})
     error: str | None = None
     try:

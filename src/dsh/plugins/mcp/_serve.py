@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,6 +16,7 @@ from mcp.server.mcpserver import Context as RequestContext
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 
+from ..._ids import uuid4_text
 from ..._record import record
 from ..._version import __version__
 from ...agent import (
@@ -61,7 +61,7 @@ def mcp_server(ctx: Context, options: ServeOptions) -> MCPServer:
         cwd: str | None = None,
         session_id: str | None = None,
     ) -> CallToolResult:
-        session_id = session_id or f"session-{uuid.uuid4()}"
+        session_id = session_id or f"session-{uuid4_text()}"
         # One request at a time per session: a retry right after a cancel waits for the
         # cancelled run to wind down.
         users[session_id] += 1

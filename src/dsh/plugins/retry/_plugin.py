@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import uuid
 from typing import Annotated, ClassVar, Literal
 
+from ..._ids import uuid4_hex
 from ..._record import record
 from ...agent import AGENT_DISPOSED, REQUEST_ERROR, AgentEvent, RequestError, Retry
 from ...kernel import Context, Ge, Gt, Le, Next
@@ -86,7 +86,7 @@ class Retrier:
         agent = payload.agent
         turn, step, done, retry_id = self._counts.get(agent.id, (0, 0, 0, ""))
         if (turn, step) != (payload.turn, payload.step):
-            done, retry_id = 0, f"retry-{uuid.uuid4().hex}"
+            done, retry_id = 0, f"retry-{uuid4_hex()}"
         failure = payload.failure
         if not policy.allows(failure.code, done):
             return None if policy.mode == "always" else await next()

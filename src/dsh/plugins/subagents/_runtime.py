@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import builtins
 import itertools
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from ..._ids import uuid4_text
 from ..._record import record
 from ...agent import PARENT_CANCEL, Agent, AgentOptions, CreateAgentOptions
 from ...kernel import CancelSignal, Context, Disposer, EventSpec, Mode, ServiceKey
@@ -202,7 +202,7 @@ class SubagentRuntime:
         setup = ChildSetup(request, provider, run_id)
         handle = await parent.ctx.agents.create(
             CreateAgentOptions(
-                session_id=f"session-{uuid.uuid4()}",
+                session_id=f"session-{uuid4_text()}",
                 meta=SessionMeta(
                     cwd=parent.session.header.cwd,
                     parent_session=parent.id,
