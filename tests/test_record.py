@@ -130,6 +130,65 @@ def test_the_init_is_that_of_the_dataclass() -> None:
     assert dataclasses.replace(one, x=5).total == 8  # replace passes total=3 on, as dataclasses do
 
 
+def shaped_pair() -> tuple[type[Any], type[Any]]:
+    """A fresh record (its `__init__` not made yet) and the dataclass it stands for."""
+
+    def body() -> dict[str, Any]:
+        def __post_init__(self: Any) -> None:
+            object.__setattr__(self, "total", self.total + self.x)
+
+        return {
+            "__annotations__": {
+                "x": "int",
+                "kind": "str",
+                "made": "list[int]",
+                "total": "int",
+                "seen": "list[str]",
+            },
+            "kind": field(default="shaped", init=False),
+            "made": field(default_factory=list, init=False),
+            "total": field(default=0, kw_only=True),
+            "seen": field(default_factory=list, kw_only=True),
+            "__post_init__": __post_init__,
+        }
+
+    made = record(type("Shaped", (), body()))
+    plain = dataclasses.dataclass(frozen=True, slots=True)(type("Shaped", (), body()))
+    return made, plain
+
+
+CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    ((1,), {}),
+    ((1,), {"total": 2, "seen": ["a"]}),
+    ((), {"x": 3}),
+    ((1, 2), {}),
+    ((), {}),
+    ((1,), {"x": 1}),
+    ((1,), {"kind": "k"}),
+    ((1,), {"nope": 1}),
+]
+
+
+@pytest.mark.parametrize(("args", "kwargs"), CALLS)
+def test_the_first_instance_made_without_compiling_is_the_compiled_one(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    """The first instance is made field by field (the `__init__` compiled at the second):
+    the same fields, factories and `__post_init__`, and the same refusals."""
+    made, plain = shaped_pair()
+    try:
+        expected: Any = dataclasses.astuple(plain(*args, **kwargs))
+    except TypeError as exc:
+        expected = str(exc).replace(plain.__qualname__, "")
+    outcomes = []
+    for _ in range(2):  # the first instance is made plainly, the second by the compiled init
+        try:
+            outcomes.append(dataclasses.astuple(made(*args, **kwargs)))
+        except TypeError as exc:
+            outcomes.append(str(exc).replace(made.__qualname__, ""))
+    assert outcomes == [expected, expected]
+
+
 def test_a_default_before_a_non_default_is_refused_at_declaration() -> None:
     with pytest.raises(TypeError, match="non-default argument 'y' follows default argument"):
 

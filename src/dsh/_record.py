@@ -9,8 +9,9 @@ class's annotations and its dataclass bases (the `Field` objects `dataclasses.fi
 `replace` read); its `__eq__`, `__hash__`, `__repr__`, `__setattr__`, `__delattr__` and
 pickling state compare, hash, print, refuse and copy the same fields the same way, from one
 definition here; its `__init__` (the same parameters, defaults, factories and
-`__post_init__` call) is compiled at its first instance (or when its signature is read),
-so a class never instantiated in a process costs no compile. It is a real dataclass
+`__post_init__` call) is compiled at its second instance (the first is made field by
+field) or when its signature is read, so a class instantiated once or never in a process
+costs no compile. It is a real dataclass
 (`fields`, `replace`, `asdict` work, `__dataclass_params__` is that of the `@dataclass` it
 stands for), slotted, and the type checker sees it as one: `@record` is
 `@dataclass(frozen=True, slots=True)`, and `@record(frozen=False, eq=False, kw_only=True)`
@@ -255,13 +256,56 @@ def _check_defaults(cls: type) -> None:
 
 
 def _deferred_init(cls: type, frozen: bool) -> Callable[..., None]:
+    made = 0
+
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        nonlocal made
+        made += 1
+        if made < COMPILE_AT and _init_plainly(cls, frozen, self, args, kwargs):
+            return
         init = _compile_init(cls, frozen)
         cls.__init__ = init  # type: ignore[misc]
         init(self, *args, **kwargs)
 
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
     return __init__
+
+
+COMPILE_AT = 2
+"""The instance whose making compiles its class's `__init__`: the first is made by
+`_init_plainly` (compiling costs ~0.1 ms, and a boot makes one instance of most of the
+records it makes at all: configs, services), the second compiles it."""
+
+
+def _init_plainly(cls: type, frozen: bool, self: Any, args: Any, kwargs: Any) -> bool:
+    """What the compiled `__init__` does, done field by field; False (nothing done) for a
+    call it would refuse, so that the compiled one raises its own error."""
+    fields = dataclasses.fields(cls)
+    positional = [f.name for f in fields if f.init and not f.kw_only]
+    if len(args) > len(positional):
+        return False
+    given = dict(zip(positional, args, strict=False))
+    for name in kwargs:
+        if name in given or name not in cls.__dataclass_fields__:  # type: ignore[attr-defined]
+            return False
+    given.update(kwargs)
+    for f in fields:
+        if f.name in given and not f.init:
+            return False
+        unset = f.default is MISSING and f.default_factory is MISSING
+        if f.init and unset and f.name not in given:
+            return False
+    assign = object.__setattr__ if frozen else setattr
+    for f in fields:
+        if f.name in given:
+            assign(self, f.name, given[f.name])
+        elif f.default_factory is not MISSING:
+            assign(self, f.name, f.default_factory())
+        elif f.default is not MISSING:
+            assign(self, f.name, f.default)
+    if hasattr(cls, "__post_init__"):
+        self.__post_init__()
+    return True
 
 
 _DEFERRED = _deferred_init(object, True).__code__
