@@ -18,6 +18,6 @@ async def test_writable_roots_expand_and_normalize() -> None:
 
 
 async def test_a_relative_writable_root_is_named() -> None:
-    message = r"config: writable_roots: extra root 'rel' must be an absolute path"
+    message = r"config: writable_roots: root 'rel' must be an absolute path"
     with pytest.raises(PluginError, match=message):
         await Context().plugin(SandboxPlugin, {"writable_roots": ["rel"]})

@@ -68,8 +68,8 @@ async def test_extra_roots_reach_each_tool(make_tools: MakeTools, tmp_path: Path
 @pytest.mark.parametrize(
     ("config", "problem"),
     [
-        ({"extra_roots": ["rel"]}, "config: extra_roots: extra root 'rel' must be an absolute"),
-        ({"bash": {"extra_roots": ["rel"]}}, "config.bash: extra_roots: extra root 'rel' must"),
+        ({"extra_roots": ["rel"]}, "config: extra_roots: root 'rel' must be an absolute"),
+        ({"bash": {"extra_roots": ["rel"]}}, "config.bash: extra_roots: root 'rel' must"),
         ({"bash": {"timeout_ms": 0}}, "config.bash.timeout_ms: must be > 0, got 0"),
         ({"grep": {"rg": "x"}}, "config.grep.rg: unknown key (known keys: extra_roots, ripgrep,"),
     ],

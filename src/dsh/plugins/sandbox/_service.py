@@ -38,10 +38,7 @@ class SandboxConfig:
     """More absolute directories writable in `workspace-write` (`~` expands)."""
 
     def __post_init__(self) -> None:
-        try:
-            roots = absolute_roots(self.writable_roots)
-        except ValueError as exc:
-            raise ValueError(f"writable_roots: {exc}") from None
+        roots = absolute_roots(self.writable_roots, "writable_roots")
         object.__setattr__(self, "writable_roots", roots)
 
 

@@ -95,13 +95,14 @@ class Workspace:
         raise OutsideWorkspaceError(display, roots)
 
 
-def absolute_roots(roots: Sequence[str]) -> list[str]:
-    """`roots` with `~` expanded and normalized; ValueError names a relative one."""
+def absolute_roots(roots: Sequence[str], key: str) -> list[str]:
+    """`roots` (the config key `key`) with `~` expanded and normalized; a ValueError names
+    a relative one."""
     out = []
     for root in roots:
         path = os.path.expanduser(root)
         if not os.path.isabs(path):
-            raise ValueError(f"extra root {root!r} must be an absolute path")
+            raise ValueError(f"{key}: root {root!r} must be an absolute path")
         out.append(os.path.normpath(path))
     return out
 
@@ -114,11 +115,7 @@ class WorkspaceConfig:
     """Absolute directories the tools may use besides the session cwd (`~` expands)."""
 
     def __post_init__(self) -> None:
-        try:
-            roots = absolute_roots(self.extra_roots)
-        except ValueError as exc:
-            raise ValueError(f"extra_roots: {exc}") from None
-        object.__setattr__(self, "extra_roots", roots)
+        object.__setattr__(self, "extra_roots", absolute_roots(self.extra_roots, "extra_roots"))
 
     def workspace(self) -> Workspace:
         return Workspace(tuple(self.extra_roots))
