@@ -72,9 +72,9 @@ def _record_config(model: type, config: object, plugin_id: str) -> object:
             return model()
         return load_config(model, {} if config is None else config)
     except ConfigError as exc:
-        raise _invalid(plugin_id, exc.problems) from None
+        raise _invalid(plugin_id, exc) from None
     except ValueError as exc:  # a check in __post_init__ refused the defaults
-        raise _invalid(plugin_id, [((), str(exc))]) from None
+        raise _invalid(plugin_id, ConfigError([((), str(exc))])) from None
 
 
 def _defaults_only(model: type) -> bool:
@@ -86,12 +86,11 @@ def _defaults_only(model: type) -> bool:
     )
 
 
-def _invalid(plugin_id: str, problems: Sequence[tuple[Sequence[int | str], str]]) -> PluginError:
-    lines = "; ".join(f"{format_loc(loc)}: {message}" for loc, message in problems)
+def _invalid(plugin_id: str, error: ConfigError) -> PluginError:
     return PluginError(
-        f'plugin "{plugin_id}": invalid config: {lines}',
+        f'plugin "{plugin_id}": invalid config: {error.lines()}',
         plugin_id=plugin_id,
-        path=format_loc(problems[0][0]),
+        path=format_loc(error.problems[0][0]),
     )
 
 
@@ -103,8 +102,8 @@ def _pydantic_config(model: type, config: object, plugin_id: str) -> object:
     try:
         return model.model_validate({} if config is None else config)  # type: ignore[attr-defined]
     except pydantic.ValidationError as exc:
-        problems = [(e["loc"], e["msg"]) for e in exc.errors()]
-        raise _invalid(plugin_id, problems) from None
+        problems = [(tuple(e["loc"]), e["msg"]) for e in exc.errors()]
+        raise _invalid(plugin_id, ConfigError(problems)) from None
 
 
 def _inject_names(plugin: object) -> tuple[str, ...]:
