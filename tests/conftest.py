@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import os
+import stat
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +70,22 @@ def types(agent: ReactLoopAgent, start: int = 0) -> list[str]:
 def turn_end(agent: ReactLoopAgent) -> dict[str, Any]:
     ends = [e for e in agent.session.events if e.type == "turn/end"]
     return dict(ends[-1].data["reason"])
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    """The common umask (0o022: new files 0644, folders 0755 unless asked otherwise), put
+    back after the test."""
+    old = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def mode(path: Path) -> int:
+    """The permission bits of `path` (0o600, 0o700, …)."""
+    return stat.S_IMODE(path.stat().st_mode)
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import FIXTURES
+import pytest
+from prompt_toolkit.history import FileHistory
+
+from dsh.cli._screen import _private_history, history_file
+from tests.conftest import FIXTURES, mode
 
 from .support import DSH, ROOT, scripted_profile
 
@@ -47,3 +51,14 @@ def test_format_4_sessions_in_dsh_home_are_listed_shown_and_resumed(tmp_path: Pa
     added = [json.loads(line) for line in data[len(before) :].decode().splitlines()]
     assert [e["data"]["turn"] for e in added if e["type"] == "turn/start"] == [2]
     assert sorted(p.name for p in (home / "sessions").rglob("session*.jsonl*")) == [log.name]
+
+
+@pytest.mark.usefixtures("umask_022")
+def test_the_input_history_is_the_users_alone(tmp_path: Path) -> None:
+    path = history_file(tmp_path / "ws")  # $DSH_HOME (the conftest's) does not exist yet
+    _private_history(path)
+    FileHistory(str(path)).store_string("my secret prompt")
+    assert mode(path) == 0o600
+    assert mode(path.parent) == mode(path.parent.parent) == 0o700  # history/, the dsh home
+    _private_history(path)  # an existing history is kept
+    assert "my secret prompt" in path.read_text()

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from dsh.workspace import SettingsError, Trust, dsh_home, edit_json_file, load_settings
+from dsh.workspace import (
+    SettingsError,
+    Trust,
+    dsh_home,
+    edit_json_file,
+    load_settings,
+    open_private,
+    private_dirs,
+)
+from tests.conftest import mode
 
 
 @pytest.fixture
@@ -99,3 +109,66 @@ def test_edit_json_file_keeps_other_keys_and_creates_folders(tmp_path: Path) -> 
     edit_json_file(path, lambda d: d.update(y=[2]))
     assert json.loads(path.read_text()) == {"x": 1, "y": [2]}
     assert [p.name for p in path.parent.iterdir()] == ["b.json"]
+
+
+# -- files only the user can read --------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("umask_022")
+def test_trust_and_settings_files_are_0600_in_folders_made_0700(home: Path, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir(mode=0o755)
+    Trust().trust(ws)
+    edit_json_file(home / "settings.json", lambda data: data.update(model="m"))
+    local = ws / ".dsh" / "settings.local.json"
+    edit_json_file(local, lambda data: data.update(permissions={"allow": ["Read"]}))
+    for path in (home / "trusted-workspaces.json", home / "settings.json", local):
+        assert mode(path) == 0o600, path
+    for folder in (home.parent, home, local.parent):
+        assert mode(folder) == 0o700, folder
+    assert mode(ws) == 0o755  # the workspace is the user's: left as it was
+    assert Trust().is_trusted(ws)
+
+
+@pytest.mark.usefixtures("umask_022")
+def test_an_existing_0644_settings_file_still_reads_and_is_written_back_0600(
+    home: Path,
+) -> None:
+    _write(home / "settings.json", {"model": "m"})
+    (home / "settings.json").chmod(0o644)
+    home.chmod(0o755)
+    edit_json_file(home / "settings.json", lambda data: data.update(effort="high"))
+    assert json.loads((home / "settings.json").read_text()) == {"model": "m", "effort": "high"}
+    assert mode(home / "settings.json") == 0o600 and mode(home) == 0o755
+
+
+@pytest.mark.usefixtures("umask_022")
+def test_private_dirs_makes_only_missing_folders_0700(tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)
+    deep = tmp_path / "a" / "b" / "c"
+    assert private_dirs(deep) == deep
+    assert [mode(p) for p in (tmp_path, deep.parent.parent, deep.parent, deep)] == [
+        0o755,
+        0o700,
+        0o700,
+        0o700,
+    ]
+    (tmp_path / "a").chmod(0o750)
+    private_dirs(deep)  # all there: nothing changes
+    assert mode(tmp_path / "a") == 0o750
+    (tmp_path / "file").write_text("")
+    with pytest.raises(FileExistsError):
+        private_dirs(tmp_path / "file")
+
+
+@pytest.mark.usefixtures("umask_022")
+def test_open_private_creates_0600_and_never_loosens_or_overwrites(tmp_path: Path) -> None:
+    path = tmp_path / "new"
+    os.close(open_private(path))
+    assert mode(path) == 0o600
+    with pytest.raises(FileExistsError):
+        open_private(path)
+    old = tmp_path / "old"
+    old.write_text("kept")
+    os.close(open_private(old, os.O_WRONLY | os.O_CREAT | os.O_APPEND))
+    assert mode(old) == 0o644 and old.read_text() == "kept"

@@ -45,6 +45,15 @@ def history_file(workspace: Path) -> Path:
     return dsh_home() / "history" / f"{workspace.name or 'root'}-{digest}"
 
 
+def _private_history(path: Path) -> None:
+    """Make the history file 0600 (in folders made 0700) before prompt_toolkit appends to
+    it: what the user typed is theirs alone. An existing file keeps its mode."""
+    from ..workspace import open_private, private_dirs
+
+    private_dirs(path.parent)
+    os.close(open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND))
+
+
 class SlashCompleter(Completer):
     """Completes `/commands` at the start of the input line."""
 
@@ -92,7 +101,7 @@ class ChatScreen:
         stored: History = InMemoryHistory()
         if history is not None:
             try:
-                history.parent.mkdir(parents=True, exist_ok=True)
+                _private_history(history)
                 stored = FileHistory(str(history))
             except OSError:
                 pass  # no writable home: the history lasts this chat

@@ -20,6 +20,7 @@ from urllib.parse import quote
 from .._ids import uuid4_hex
 from .._record import record
 from ..session import SessionHeader
+from ..workspace import open_private, private_dirs
 from ._backend import RawLog, check_contiguous
 from ._codec import (
     encode_header,
@@ -275,8 +276,8 @@ class JsonlBackend:
             raise SessionExistsError(f"session {header.id!r} is already stored")
         check_contiguous(header.id, records, 0)
         path = self.locate(header).path
-        # A format-4 session folder is private, as the reference runtime makes it.
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700 if header.version else 0o777)
+        # The session folder (and any folder made for it) is private: 0700, its files 0600.
+        private_dirs(path.parent)
         head = encode_lines([encode_header(header)])
         body = encode_lines([r.text for r in records])
         if path.name.endswith(".zstd"):
@@ -285,7 +286,7 @@ class JsonlBackend:
             data = head + body
         temp = path.parent / f".{path.name}.{uuid4_hex()}.tmp"
         try:
-            with open(temp, "xb") as file:
+            with os.fdopen(open_private(temp), "wb") as file:
                 file.write(data)
                 file.flush()
                 os.fsync(file.fileno())
@@ -487,8 +488,9 @@ def _before(row: Any, seq: int) -> bool:
 
 
 def write_side_file(path: Path, data: bytes) -> None:
-    """Store `data` durably in a new file (what a repair moves aside; never overwrites)."""
-    with open(path, "xb") as file:
+    """Store `data` durably in a new file, 0600 (what a repair moves aside; never
+    overwrites)."""
+    with os.fdopen(open_private(path), "wb") as file:
         file.write(data)
         file.flush()
         os.fsync(file.fileno())

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from .._record import record
+from ..workspace import open_private, private_dirs
 from ._types import SessionLockedError
 
 if TYPE_CHECKING:
@@ -59,9 +60,9 @@ class FileLease:
 
 def _lock(path: Path, session_id: str) -> int:
     while True:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(path.parent)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = open_private(path, os.O_RDWR | os.O_CREAT)
         except FileNotFoundError:  # its directory was just removed by a releasing holder
             continue
         try:

@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from .._record import record
 from ..kernel import SESSIONS, Context, Ge
-from ..workspace import dsh_home
+from ..workspace import dsh_home, private_dirs
 from ._backend import SessionBackend
 from ._jsonl import Compression, JsonlBackend, scan_root
 from ._stored import StoredSessions
@@ -75,9 +75,10 @@ def reference_home(home: Path) -> bool:
 
 def check_writable(folder: Path, what: str) -> None:
     """Create `folder` if needed and prove a file can be written there, so an unusable
-    session root stops the start (one line naming it and what to do), never a turn."""
+    session root stops the start (one line naming it and what to do), never a turn. The
+    folders it makes are 0700."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        private_dirs(folder)
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as exc:

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 from urllib.parse import quote, unquote
 
+from .._ids import uuid4_hex
 from ..session import SessionHeader
+from ..workspace import open_private, private_dirs
 
 __all__ = ["BlobStore", "CachedSpills", "FolderSpills", "SpillArea", "private_dir"]
 
@@ -65,9 +67,9 @@ class BlobStore(Protocol):
 
 
 def private_dir(path: Path) -> Path:
-    """`path` created (with its parents) and checked to be this user's alone: a directory in
-    a shared /tmp that someone else made must not receive our output."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """`path` created (with its parents, 0700) and checked to be this user's alone: a
+    directory in a shared /tmp that someone else made must not receive our output."""
+    private_dirs(path)
     st = path.stat()
     if st.st_uid != os.getuid() or st.st_mode & 0o077:
         raise PermissionError(f"{path} is not a private directory of this user")
@@ -148,8 +150,9 @@ class CachedSpills:
         if data is None:
             return False
         private_dir(path.parent)
-        temp = path.with_name(f".{path.name}.restoring")
-        temp.write_bytes(data)
+        temp = path.with_name(f".{path.name}.{uuid4_hex()}.restoring")
+        with os.fdopen(open_private(temp), "wb") as file:
+            file.write(data)
         temp.replace(path)
         return True
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -14,6 +15,7 @@ from typing import Any
 
 from ..llm import clean_text, json_bytes
 from ..session import SessionHeader
+from ..workspace import open_private, private_dirs
 from ._backend import RawLog, check_contiguous
 from ._codec import encode_header
 from ._jsonl import escape_id, write_side_file
@@ -68,7 +70,11 @@ class SqliteBackend:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(self.path.parent)
+        # A new database is made 0600 before SQLite opens it (its -wal and -shm files take
+        # the database's mode); an existing one is left as it is.
+        with contextlib.suppress(FileExistsError):
+            os.close(open_private(self.path))
         self.store_id = f"sqlite:{self.path.resolve()}"
         self._lock = threading.Lock()
         self._db = sqlite3.connect(
@@ -178,7 +184,7 @@ class SqliteBackend:
             if not rest:
                 return Salvage(self.path, kept)
             side = self.path.with_name(self.path.name + ".rejected")
-            side.mkdir(exist_ok=True)
+            private_dirs(side)
             side /= f"{escape_id(session_id)}-{time.strftime('%Y%m%dT%H%M%S')}.jsonl"
             data = json_bytes("".join(body + "\n" for _, body in rest))
             write_side_file(side, data)

@@ -1,6 +1,6 @@
 """The user's home for dsh, settings files in Claude Code's shape, and workspace trust."""
 
-from ._files import FileCache, Stamp, file_stamp
+from ._files import FileCache, Stamp, file_stamp, open_private, private_dirs
 from ._home import (
     SettingsError,
     WorkspaceMemo,
@@ -29,6 +29,8 @@ __all__ = [
     "edit_json_file",
     "file_stamp",
     "load_settings",
+    "open_private",
+    "private_dirs",
     "project_folders",
     "read_json_object",
     "settings_sources",

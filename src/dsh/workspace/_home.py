@@ -10,6 +10,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from ._files import private_dirs
+
 __all__ = [
     "SettingsError",
     "WorkspaceMemo",
@@ -126,11 +128,12 @@ def read_json_object(path: Path) -> dict[str, Any] | None:
 
 def edit_json_file(path: Path, edit: Callable[[dict[str, Any]], None]) -> None:
     """Apply `edit` to the object in `path` (created when missing) and write it back
-    atomically, keeping every key `edit` does not touch."""
+    atomically, keeping every key `edit` does not touch. The file written is 0600 and the
+    folders made for it 0700 (the user's alone)."""
     data = read_json_object(path) or {}
     edit(data)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    private_dirs(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # 0600
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             json.dump(data, out, indent=2, ensure_ascii=False)

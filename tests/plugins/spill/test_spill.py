@@ -20,6 +20,7 @@ from dsh.profiles import CORE_ROWS
 from dsh.session import SESSION_DISPOSED, SessionMeta
 from dsh.testing import ScriptedModel, reply, tool_call
 from dsh.tools import tool
+from tests.conftest import mode
 from tests.tools.builtin.conftest import MakeTools, Tools
 from tests.tools.builtin.test_bash import bash
 
@@ -134,6 +135,22 @@ async def test_sqlite_keeps_spills_in_its_blob_table(make: Make) -> None:
     page = await read_all(tools, path, 1990)
     assert "\n2000: line 2000 x" in page
     assert contents(path) == numbered(2000)
+
+
+@pytest.mark.usefixtures("umask_022")
+@pytest.mark.parametrize("store", ["jsonl", "sqlite", "none"])
+async def test_spill_files_are_0600_in_folders_0700(make: Make, store: str) -> None:
+    tools = await make(store)
+    text = await tools.ok("big", {"lines": 2000})
+    path = Path(SAVED.search(text).group(1))  # type: ignore[union-attr]
+    assert contents(path) == numbered(2000)
+    assert mode(path) == 0o600
+    assert mode(path.parent) == 0o700  # spill/ (JSONL), the session's cache folder (others)
+    if store == "jsonl":
+        assert mode(path.parent.parent) == 0o700  # the session folder
+    bash_text = await tools.ok("bash", bash("seq 1 150000"))
+    streamed = Path(TRUNCATED.search(bash_text).group(1))  # type: ignore[union-attr]
+    assert mode(streamed) == 0o600
 
 
 async def test_without_persistence_spills_go_with_the_session(make: Make) -> None:

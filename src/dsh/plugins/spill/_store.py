@@ -15,6 +15,7 @@ from ...persistence import SpillArea
 from ...session import SessionHeader
 from ...tools import SPILLS as _SPILLS
 from ...tools import ToolExecution
+from ...workspace import open_private
 
 __all__ = ["SPILLS", "SpillFile", "Spills"]
 
@@ -79,10 +80,10 @@ class Spills:
         for n in range(1, 1000):
             path = folder / (stem if n == 1 else f"{n}-{stem}")
             try:
-                file = open(path, "xb")  # noqa: SIM115 - closed by commit()
+                fd = open_private(path)  # 0600, never over an existing file
             except FileExistsError:
                 continue
-            return SpillFile(self.area, session.header, path, file)
+            return SpillFile(self.area, session.header, path, os.fdopen(fd, "wb"))
         raise OSError(f"no free spill file name for {stem!r} in {folder}")
 
     async def save(self, exec: ToolExecution, name: str, text: str) -> str:
