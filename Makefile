@@ -20,10 +20,12 @@ WORKSPACE ?=
 run: $(STAMP)
 	$(BIN)/dsh demo $(if $(TASK),"$(TASK)") $(if $(WORKSPACE),--cwd "$(WORKSPACE)") $(if $(YES),--yes)
 
+# With DSH_TEST_USER set (as .ci/run does when root), the sandbox tests run again as that user.
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy --strict src
 	$(BIN)/pytest
+	$(if $(DSH_TEST_USER),scripts/test-unprivileged)
 
 bench: $(STAMP)
 	for f in bench/*.py; do $(BIN)/python $$f || exit 1; done

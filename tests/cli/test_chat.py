@@ -3,8 +3,13 @@ against the loopback model server streaming token by token."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 from pathlib import Path
+
+import pytest
+
+from dsh.plugins.sandbox import probe
 
 from .support import workspace
 from .terminal import USAGE, Chats, answer, at_prompt, exits_cleanly
@@ -211,6 +216,8 @@ def test_resume_reprints_the_last_turns_and_history_is_per_workspace(chat: Chats
     again.wait_for(lambda t: any(session_id in line and "1 turn" in line for line in t.lines()))
     again.enter(f"/resume {session_id.removeprefix('session-')[:8]}")
     again.wait_for(f"resumed session {session_id}")
+    # The reprint follows the note: wait for it whole (a loaded machine draws it later).
+    again.wait_for("Noted: the code word is tulip.")
     lines = again.lines()
     at = lines.index(f"resumed session {session_id}")
     assert lines[at + 1 : at + 3] == [
@@ -256,4 +263,20 @@ def test_plain_prints_the_raw_text(chat: Chats) -> None:
     lines = t.lines()
     at = lines.index("Some **bold** and `code`:")
     assert lines[at + 1 : at + 3] == ["", "- item"]
+    exits_cleanly(t)
+
+
+@pytest.mark.skipif(
+    asyncio.run(probe("bwrap", network=False)) is not None, reason="bubblewrap cannot run here"
+)
+def test_sandbox_shows_what_commands_may_do(chat: Chats, tmp_path: Path) -> None:
+    t, _ = chat([answer("unused")])
+    t.enter("/sandbox")
+    t.wait_for("limits:")
+    rows = {line.split(":", 1)[0].strip(): line for line in t.lines() if ":" in line}
+    assert rows["sandbox"].startswith("sandbox:") and "workspace-write" in rows["sandbox"]
+    assert str(workspace(tmp_path)) in rows["writes"]
+    assert ".git/hooks/" in rows["read-only"]
+    assert "~/.ssh" in rows["unreadable"] or "/.ssh" in rows["unreadable"]
+    assert "none" in rows["network"]
     exits_cleanly(t)

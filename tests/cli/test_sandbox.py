@@ -46,12 +46,23 @@ def test_sandbox_needs_the_plugin(tmp_path: Path) -> None:
 def test_config_show_prints_the_mode_and_whether_bubblewrap_works(tmp_path: Path) -> None:
     result = run(["config", "show"], tmp_path)
     assert result.returncode == 0, result.stderr
-    expected = "bubblewrap works here" if HAS_BWRAP else "every bash call will ask"
+    expected = "(bubblewrap; as " if HAS_BWRAP else "every bash call will ask"
     [line] = [line for line in result.stdout.splitlines() if line.startswith("sandbox:")]
     assert line.split(":", 1)[1].strip().startswith("workspace-write") and expected in line
+    if HAS_BWRAP:
+        settings = result.stdout.split("# layers")[0].splitlines()[1:]
+        rows = {
+            topic.strip(): allowed.strip()
+            for topic, _, allowed in (row.partition(":") for row in settings)
+        }
+        assert rows["writes"] == f"{tmp_path}; a private /tmp"
+        assert rows["read-only"].startswith("in each writable root: .git/hooks/, .git/config,")
+        assert rows["unreadable"].startswith("~/.ssh, ~/.gnupg, ~/.aws")
+        assert rows["network"] == "none (a private loopback only)"
+        assert rows["limits"].startswith("1024 processes")
     assert "- id: sandbox\n  name: sandbox\n  config:\n    mode: workspace-write" in result.stdout
     missing = tmp_path / "missing.yml"
     missing.write_text("- id: sandbox\n  config: {mode: read-only, bwrap: /nonexistent/bwrap}\n")
     result = run(["config", "show", "--profile", str(missing)], tmp_path)
     shown = " ".join(result.stdout.split())
-    assert "sandbox: read-only — bubblewrap not found ('/nonexistent/bwrap')" in shown
+    assert "sandbox: read-only: bubblewrap not found ('/nonexistent/bwrap')" in shown

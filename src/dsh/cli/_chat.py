@@ -45,6 +45,7 @@ COMMANDS = {
     "/hooks": "this session's hooks: where each comes from, whether it runs",
     "/plan": "plan first: only reading tools run until you approve a plan (/plan off leaves)",
     "/mcp": "MCP servers: their state and tools",
+    "/sandbox": "what commands may read, write and reach in this session",
     "/reasoning": "show the model's reasoning in full, or folded (toggles)",
     "/exit": "quit",
 }
@@ -216,6 +217,8 @@ class Chat:
             self._plan(argument)
         elif command == "/mcp":
             self._show_mcp()
+        elif command == "/sandbox":
+            await self._show_sandbox()
         elif command == "/reasoning":
             self.renderer.reasoning = not self.renderer.reasoning
             shown = "in full" if self.renderer.reasoning else "folded to one line"
@@ -301,6 +304,18 @@ class Chat:
         lines = ["MCP is not in the profile"] if hub is None else describe_statuses(hub.statuses())
         for line in lines:
             self.screen.note(line)
+
+    async def _show_sandbox(self) -> None:
+        from ..plugins.sandbox import SANDBOX, report
+
+        sandbox = self.ctx.get(SANDBOX)
+        if sandbox is None:
+            self.screen.note("no sandbox in the profile: commands run unconfined", "yellow")
+            return
+        agent = self.agent
+        mode = sandbox.mode_of(agent.session if agent is not None else None)
+        for topic, allowed in await report(sandbox, mode, str(self.cwd)):
+            self.screen.note(f"{topic + ':':<13} {allowed}")
 
     async def _compact(self) -> None:
         service = self.ctx.get(COMPACTION)

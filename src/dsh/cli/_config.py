@@ -27,9 +27,7 @@ async def show_config(
     prepared = {item.row.id: item for item in prepare(profile)}
     print(f"# effective settings for {workspace}")
     rows = [*effective_settings(prepared, route), *permissions(workspace)]
-    sandbox = await sandbox_status(profile)
-    if sandbox is not None:
-        rows.append(("sandbox", sandbox))
+    rows += await sandbox_status(profile, workspace)
     for name, value in rows:
         print(f"{name + ':':<14} {value}")
     print(f"# layers: {', '.join(profile.sources) or '(none)'}")

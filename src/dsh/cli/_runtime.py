@@ -75,22 +75,16 @@ def build_profile(
     return profile
 
 
-async def sandbox_status(profile: Profile) -> str | None:
-    """`<mode> (…)` for the profile's sandbox row, saying whether bubblewrap works here;
-    None without the row."""
-    from ..plugins.sandbox import SandboxConfig, probe
+async def sandbox_status(profile: Profile, workspace: Path) -> list[tuple[str, str]]:
+    """What the profile's sandbox allows a session in `workspace` (rows for `dsh config show`),
+    whether bubblewrap works here included; none without the row."""
+    from ..plugins.sandbox import Sandbox, SandboxConfig, report
 
     row = profile.row("sandbox")
     if row is None or row.disabled:
-        return None
+        return []
     config = load_config(SandboxConfig, dict(row.config or {}))
-    if config.mode == "danger-full-access":
-        return "danger-full-access (commands run unconfined)"
-    why = await probe(config.bwrap, network=config.network)
-    network = "network allowed" if config.network else "no network"
-    if why is None:
-        return f"{config.mode}, {network} (bubblewrap works here)"
-    return f"{config.mode} — {why}: every bash call will ask for approval"
+    return await report(Sandbox(config), config.mode, str(workspace))
 
 
 @record

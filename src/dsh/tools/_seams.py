@@ -6,7 +6,7 @@ cannot spill, and read and write the local disk."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
 
 from .._record import record
@@ -34,11 +34,15 @@ SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "dange
 @record
 class Confinement:
     """How one command runs: `argv` to start (the command itself, or wrapped in the
-    sandbox), the session's `mode`, and whether `argv` is actually confined."""
+    sandbox), the session's `mode`, whether `argv` is actually confined, the file descriptors
+    the process must inherit (`pass_fds`), and `release`, which the runner calls once the
+    process has ended, whether it started or not (it closes those descriptors, among others)."""
 
     argv: tuple[str, ...]
     mode: SandboxMode
     confined: bool
+    pass_fds: tuple[int, ...] = ()
+    release: Callable[[], None] | None = None
 
 
 class CommandSandbox(Protocol):

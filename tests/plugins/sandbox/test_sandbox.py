@@ -13,12 +13,14 @@ from typing import Any
 import pytest
 
 from dsh.agent import AgentOptions, CreateAgentOptions
-from dsh.plugins.approval import APPROVAL, ApprovalPlugin, ApprovalRequest, Decision
+from dsh.plugins.approval import ApprovalPlugin
 from dsh.plugins.sandbox import SANDBOX, SandboxPlugin, probe
 from dsh.session import SessionMeta
 from tests.conftest import Runtime
 from tests.tools.builtin.conftest import MakeTools, Tools
 from tests.tools.builtin.test_bash import bash
+
+from .test_escapes import approving
 
 pytestmark = pytest.mark.skipif(
     asyncio.run(probe("bwrap", network=False)) is not None,
@@ -134,13 +136,7 @@ async def test_without_bubblewrap_it_says_so_once_and_every_bash_call_asks(
 ) -> None:
     missing = {"mode": "workspace-write", "bwrap": "/nonexistent/bwrap"}
     tools = await make(missing)
-    asked: list[ApprovalRequest] = []
-
-    async def answer(request: ApprovalRequest) -> Decision:
-        asked.append(request)
-        return Decision.once()
-
-    tools.ctx.require(APPROVAL).set_answerer(answer)
+    asked = approving(tools)
     with caplog.at_level(logging.WARNING, "dsh.plugins.sandbox"):
         assert await tools.ok("bash", bash("echo one")) == "one\n"
         assert await tools.ok("bash", bash("echo two")) == "two\n"

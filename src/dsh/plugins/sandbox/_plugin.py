@@ -1,20 +1,30 @@
-"""`SandboxPlugin` (name `sandbox`): provides `Sandbox`, records each new agent's mode, and
-makes command tools ask for approval when the sandbox cannot run."""
+"""`SandboxPlugin` (name `sandbox`): provides `Sandbox`, records each new agent's mode, makes
+command tools ask for approval when the sandbox cannot run, and holds the file tools to the
+same masked paths and control files as commands."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from typing import ClassVar
 
 from ...agent import AGENT_CREATED, AgentEvent
 from ...kernel import AGENTS, Context, Next
 from ...session import SESSION_DISPOSED, Session
-from ...tools import TOOLS_PRE_EXECUTE, Allow, Ask, PreDecision, ToolExecution
+from ...tools import TOOLS_PRE_EXECUTE, Allow, Ask, Deny, PreDecision, ToolExecution
+from ...tools.builtin import session_cwd
+from ._paths import denied, masked
 from ._service import SANDBOX, Sandbox, SandboxConfig
 
-__all__ = ["COMMAND_TOOLS", "SandboxPlugin"]
+__all__ = ["COMMAND_TOOLS", "FILE_TOOLS", "SandboxPlugin"]
 
 COMMAND_TOOLS = frozenset({"bash"})
 """The tools whose commands run through `Sandbox.confine`."""
+
+FILE_TOOLS = {"read": "file_path", "write": "file_path", "edit": "file_path", "grep": "path"}
+"""The file tools whose path argument is checked against masked paths (and, for `write` and
+`edit`, against control files), with that argument's name."""
+_WRITING = frozenset({"write", "edit"})
 
 
 class SandboxPlugin:
@@ -28,6 +38,8 @@ class SandboxPlugin:
     def apply(ctx: Context, config: SandboxConfig) -> None:
         sandbox = Sandbox(config)
         ctx.provide(SANDBOX, sandbox)
+        ctx.owner.effect(sandbox.close)
+        masks = masked(config.deny_read)
 
         def created(payload: AgentEvent) -> None:
             session = payload.agent.session
@@ -40,17 +52,18 @@ class SandboxPlugin:
             exec: ToolExecution, next: Next[ToolExecution, PreDecision]
         ) -> PreDecision:
             decision = await next()
-            if exec.name not in COMMAND_TOOLS or not isinstance(decision, Allow | Ask):
+            if not isinstance(decision, Allow | Ask):
+                return decision
+            if exec.name in FILE_TOOLS:
+                return _file_decision(exec, decision, config, masks)
+            if exec.name not in COMMAND_TOOLS:
                 return decision
             if sandbox.mode_of(exec.session) == "danger-full-access":
                 return decision
             why = await sandbox.unavailable()
             if why is None:
                 return decision
-            reason = f"no sandbox ({why}): the command would run unconfined"
-            if isinstance(decision, Ask) and decision.reason:
-                reason = f"{decision.reason}; {reason}"
-            return Ask(reason)
+            return _asking(decision, f"no sandbox ({why}): the command would run unconfined")
 
         def disposed(session: Session) -> None:
             sandbox.forget(session.id)
@@ -58,6 +71,44 @@ class SandboxPlugin:
         ctx.on(AGENT_CREATED, created)
         ctx.on(TOOLS_PRE_EXECUTE, pre_execute)
         ctx.on(SESSION_DISPOSED, disposed)
+
+
+def _file_decision(
+    exec: ToolExecution, decision: Allow | Ask, config: SandboxConfig, masks: Sequence[str]
+) -> PreDecision:
+    arguments = decision.arguments if decision.arguments is not None else exec.arguments
+    value = arguments.get(FILE_TOOLS[exec.name]) if isinstance(arguments, dict) else None
+    if not isinstance(value, str) or not value:
+        return decision
+    cwd = session_cwd(exec)
+    path = os.path.realpath(os.path.join(cwd, os.path.expanduser(value)))
+    mask = denied(path, masks)
+    if mask is not None:
+        return Deny(f"{value} is in a path the sandbox keeps unreadable ({mask}: deny_read)")
+    if exec.name in _WRITING:
+        control = _control_path(path, [cwd, *config.writable_roots], config.read_only_paths)
+        if control is not None:
+            return _asking(decision, f"{control} is a control file of the workspace")
+    return decision
+
+
+def _control_path(path: str, roots: Sequence[str], entries: Sequence[str]) -> str | None:
+    """The control entry `path` falls under, in one of the writable `roots`, or None."""
+    for root in roots:
+        relative = os.path.relpath(path, os.path.realpath(root))
+        if relative.startswith(".."):
+            continue
+        for entry in entries:
+            name = entry.rstrip("/")
+            if relative == name or (entry.endswith("/") and relative.startswith(name + "/")):
+                return entry
+    return None
+
+
+def _asking(decision: Allow | Ask, reason: str) -> Ask:
+    if isinstance(decision, Ask) and decision.reason:
+        reason = f"{decision.reason}; {reason}"
+    return Ask(reason, decision.arguments)
 
 
 def _live(ctx: Context, session_id: str) -> Session | None:

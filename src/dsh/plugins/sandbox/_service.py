@@ -4,20 +4,35 @@ command line of its commands."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import field
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ..._record import record
 from ...kernel import ServiceKey
 from ...session import Session
 from ...tools import SANDBOX as _SANDBOX
 from ...tools import SANDBOX_MODES, Confinement, SandboxMode, ToolExecution
-from ...tools.builtin import absolute_roots
-from ._bwrap import bwrap_argv, find_bwrap, probe
+from ...tools.builtin import absolute_roots, session_cwd
+from ._bwrap import Mounts, bwrap_argv, find_bwrap, probe, real_dirs, supports_disable_userns
+from ._limits import Limits, PidsCgroup, limit_argv, pids_cgroup
+from ._paths import (
+    CONTROL_PATHS,
+    DENY_READ,
+    Placeholders,
+    control_targets,
+    masked,
+    settings_denied,
+)
+from ._seccomp import SeccompUnavailable, filter_fd
 
-__all__ = ["MODE_EVENT", "SANDBOX", "Sandbox", "SandboxConfig"]
+if TYPE_CHECKING:  # the proxy loads when a profile lists hosts
+    from ._proxy import AllowListProxy
+
+__all__ = ["MODE_EVENT", "SANDBOX", "Sandbox", "SandboxConfig", "SandboxNetwork"]
 
 MODE_EVENT = "sandbox/mode"
 """The durable record of a session's mode: `{mode}` (the reference runtime's type)."""
@@ -26,33 +41,59 @@ _log = logging.getLogger("dsh.plugins.sandbox")
 
 
 @record
+class SandboxNetwork:
+    allow_hosts: list[str] = field(default_factory=list)
+    """Hosts a command may reach through dsh's filtering proxy: `name`, `name:port` or
+    `*.suffix` (ports 80 and 443 when none is given)."""
+    allow_private: bool = False
+    """Let listed hosts resolve to loopback or private addresses (for tests)."""
+
+
+@record
 class SandboxConfig:
     mode: SandboxMode = "workspace-write"
     """`read-only`: nothing writable but a private /tmp; `workspace-write`: the workspace too;
     `danger-full-access`: no sandbox."""
-    network: bool = False
-    """Let sandboxed commands reach the network (off: no interface but a private loopback)."""
+    network: bool | SandboxNetwork = False
+    """`false`: no network; `true`: the host's network; `{allow_hosts: […]}`: those hosts only,
+    through a proxy dsh runs."""
     bwrap: str = "bwrap"
     """The bubblewrap executable: a name looked up on PATH, or a path."""
     writable_roots: list[str] = field(default_factory=list)
     """More absolute directories writable in `workspace-write` (`~` expands)."""
+    read_only_paths: list[str] = field(default_factory=lambda: list(CONTROL_PATHS))
+    """Relative to each writable root, kept read-only (a trailing `/` marks a folder)."""
+    deny_read: list[str] = field(default_factory=lambda: list(DENY_READ))
+    """Paths no command may read (`~` expands); the dsh home is always among them."""
+    limits: Limits = field(default_factory=Limits)
 
     def __post_init__(self) -> None:
         roots = absolute_roots(self.writable_roots, "writable_roots")
         object.__setattr__(self, "writable_roots", roots)
+        for entry in self.read_only_paths:
+            if os.path.isabs(entry) or ".." in entry.split("/"):
+                raise ValueError(
+                    f"read_only_paths: {entry!r} must be relative to the workspace, without '..'"
+                )
+
+    @property
+    def shares_network(self) -> bool:
+        return self.network is True
 
 
 class Sandbox:
     """The sandbox service: modes per session (the last `sandbox/mode` of its log), whether
     bubblewrap works here (probed once, on first need), and `confine` for command tools."""
 
-    __slots__ = ("_config", "_lock", "_modes", "_unavailable")
+    __slots__ = ("_config", "_disable_userns", "_lock", "_modes", "_proxy", "_unavailable")
 
     def __init__(self, config: SandboxConfig) -> None:
         self._config = config
         self._modes: dict[str, SandboxMode] = {}
         self._unavailable: str | bool | None = False  # False: not probed yet
         self._lock: asyncio.Lock | None = None
+        self._disable_userns = True
+        self._proxy: AllowListProxy | None = None
 
     @property
     def config(self) -> SandboxConfig:
@@ -83,7 +124,7 @@ class Sandbox:
                 self._lock = asyncio.Lock()
             async with self._lock:
                 if self._unavailable is False:
-                    why = await probe(self._config.bwrap, network=self._config.network)
+                    why = await self._probe()
                     if why is not None:
                         _log.warning(
                             "no sandbox for commands: %s; every bash call will ask for approval",
@@ -91,6 +132,16 @@ class Sandbox:
                         )
                     self._unavailable = why
         return cast("str | None", self._unavailable)
+
+    async def _probe(self) -> str | None:
+        try:
+            os.close(filter_fd())
+        except SeccompUnavailable as exc:
+            return str(exc)
+        found = find_bwrap(self._config.bwrap)
+        if found is not None:
+            self._disable_userns = await asyncio.to_thread(supports_disable_userns, found)
+        return await probe(self._config.bwrap, network=self._config.shares_network)
 
     async def confine(
         self, exec: ToolExecution, argv: Sequence[str], *, cwd: str, roots: Sequence[str]
@@ -100,15 +151,101 @@ class Sandbox:
         if mode == "danger-full-access" or bwrap is None or await self.unavailable():
             # Without a sandbox the call was asked for (see the plugin's pre-execute).
             return Confinement(tuple(argv), mode, False)
-        wrapped = bwrap_argv(
-            bwrap,
-            mode,
-            argv,
-            cwd=cwd,
-            roots=[*roots, *self._config.writable_roots],
-            network=self._config.network,
-        )
-        return Confinement(tuple(wrapped), mode, True)
+        mounts = self._mounts(exec, roots)
+        releases: list[Callable[[], None]] = []
+        fds: list[int] = []
+        try:
+            fds.append(filter_fd())
+            inner, cgroup = self._contained(argv, fds, releases)
+            wrapped = bwrap_argv(
+                bwrap,
+                mode,
+                inner,
+                cwd=cwd,
+                mounts=mounts,
+                network=self._config.shares_network,
+                seccomp_fd=fds[0],
+                disable_userns=self._disable_userns,
+            )
+        except BaseException:
+            _release(fds, releases)
+            raise
+        if mode == "workspace-write":
+            absent = (path for path, _, exists in mounts.control if not exists)
+            releases.append(Placeholders(absent).remove)
+        if cgroup is not None:
+            wrapped = cgroup.enter_argv(wrapped)
+        return Confinement(tuple(wrapped), mode, True, tuple(fds), lambda: _release(fds, releases))
+
+    def _mounts(self, exec: ToolExecution, roots: Sequence[str]) -> Mounts:
+        config = self._config
+        roots = [*roots, *config.writable_roots]
+        control = control_targets(real_dirs(roots), config.read_only_paths)
+        deny = [*config.deny_read, *settings_denied(session_cwd(exec))]
+        return Mounts(tuple(roots), tuple(masked(deny)), tuple(control))
+
+    def _contained(
+        self, argv: Sequence[str], fds: list[int], releases: list[Callable[[], None]]
+    ) -> tuple[list[str], PidsCgroup | None]:
+        """`argv` under the limits (and the proxy's bridge), and the pids cgroup to start it
+        in when dsh runs as root."""
+        processes = self._config.limits.processes
+        cgroup = pids_cgroup(processes)
+        if cgroup is not None:
+            releases.append(cgroup.remove)
+        elif os.geteuid() == 0 and processes is not None:
+            _warn_once("dsh runs as root and cannot make a pids cgroup: no process limit")
+        inner = [*self._limits(cgroup is not None), *argv]
+        return self._networked(inner, fds), cgroup
+
+    def _limits(self, cgroup: bool) -> list[str]:
+        prefix = limit_argv(self._config.limits, cgroup=cgroup)
+        if prefix is None:
+            _warn_once("prlimit not found (util-linux): sandboxed commands run without limits")
+            return []
+        return prefix
+
+    def _networked(self, argv: list[str], fds: list[int]) -> list[str]:
+        """`argv` run behind the allow-list proxy's bridge, when the profile lists hosts."""
+        network = self._config.network
+        if not isinstance(network, SandboxNetwork) or not network.allow_hosts:
+            return argv
+        if self._proxy is None:
+            from ._proxy import AllowListProxy
+
+            hosts, private = network.allow_hosts, network.allow_private
+            self._proxy = AllowListProxy(hosts, allow_private=private)
+        from ._proxy import bridge_argv
+
+        fd = self._proxy.attach()
+        fds.append(fd)  # dsh's copy, closed when the command has ended
+        return bridge_argv(fd, argv)
+
+    async def close(self) -> None:
+        """Stop the allow-list proxy, if one was started."""
+        proxy, self._proxy = self._proxy, None
+        if proxy is not None:
+            await proxy.close()
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        _log.warning("sandbox: %s", message)
+
+
+def _release(fds: list[int], releases: list[Callable[[], None]]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    for release in releases:
+        try:
+            release()
+        except Exception:
+            _log.exception("sandbox: cleaning up after a command failed")
 
 
 def _logged(session: Session) -> SandboxMode | None:

@@ -9,14 +9,13 @@ the host (or `host:port`) is allowed by the profile.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import socket
 from collections.abc import Iterable, Sequence
 
 import httpcore
 import httpx
 
-from ._policy import HostRules
+from ._policy import HostRules, public
 
 __all__ = ["AddressRefused", "GuardedBackend", "guarded_transport"]
 
@@ -31,13 +30,6 @@ class AddressRefused(Exception):
         )
         self.host = host
         self.address = address
-
-
-def public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
 
 
 class GuardedBackend(httpcore.AsyncNetworkBackend):

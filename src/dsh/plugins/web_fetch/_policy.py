@@ -3,11 +3,20 @@ plugin loads this at start, httpx only on the first fetch)."""
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable
 
 from ..._record import record
 
-__all__ = ["HostRules", "Limits"]
+__all__ = ["HostRules", "Limits", "public"]
+
+
+def public(address: str) -> bool:
+    """Whether `address` (an IP, an IPv6 zone allowed) is global and not multicast."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
 
 
 class HostRules:

@@ -184,9 +184,13 @@ async def run_bash(
             max_bytes=config.max_output_bytes,
             keep="tail",
             spill=None if spills is None else _spill_opener(spills, run),
+            pass_fds=() if confinement is None else confinement.pass_fds,
         )
     except OSError as exc:
         raise HarnessError(f"failed to start {argv[0]}: {exc}", "SPAWN_FAILED") from exc
+    finally:
+        if confinement is not None and confinement.release is not None:
+            confinement.release()
     value = await _value(done, timeout_ms, confinement)  # closes any spill file
     if done.stopped == "aborted":
         raise Aborted(run.signal.reason)
@@ -253,7 +257,12 @@ def _truncated(stream: Mapping[str, Json]) -> str:
 
 
 def _denied(mode: str) -> str:
-    writable = "the workspace and /tmp" if mode == "workspace-write" else "/tmp"
+    writable = (
+        "the workspace (not its control files: .git/hooks, .git/config, .claude, .mcp.json, "
+        "dsh.yml…) and /tmp"
+        if mode == "workspace-write"
+        else "/tmp"
+    )
     return (
         f"[sandbox: file access denied under {mode} mode: commands may write only to "
         f"{writable}. Do not work around it; if the task needs more, say so to the user.]"

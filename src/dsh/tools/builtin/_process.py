@@ -240,9 +240,11 @@ async def _spawn(
     cwd: str,
     env: Mapping[str, str] | None,
     stdin: bytes | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> asyncio.SubprocessTransport:
     """Start `argv` in a new process group, marked for the reaper; `stdin` is written to its
-    standard input, which is then closed (without it, stdin is /dev/null)."""
+    standard input, which is then closed (without it, stdin is /dev/null); `pass_fds` are
+    inherited besides the standard streams."""
     child_env = dict(os.environ if env is None else env)
     marker = _REAPER.ensure()
     if marker is not None:
@@ -256,6 +258,7 @@ async def _spawn(
         cwd=cwd,
         env=child_env,
         start_new_session=True,
+        pass_fds=tuple(pass_fds),
     )
     if stdin is not None:
         pipe = transport.get_pipe_transport(0)
@@ -307,6 +310,7 @@ async def run_process(
     keep: Literal["tail", "head"],
     stdin: bytes | None = None,
     spill: Spill | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ProcessResult:
     """Run `argv` to completion or until stopped.
 
@@ -315,11 +319,14 @@ async def run_process(
     signal firing stops it with cause `aborted`; `timeout_s` elapsing with `timeout`.
     `stdin` is written to the child's standard input, which is then closed (without it,
     stdin is /dev/null). With `keep="tail"`, `spill` may open a file for a stream that
-    overflows: it then gets the whole stream. Spawn failures (`OSError`) propagate.
+    overflows: it then gets the whole stream. `pass_fds` are inherited by the child. Spawn
+    failures (`OSError`) propagate.
     """
     loop = asyncio.get_running_loop()
     capture = _Capture(loop, max_bytes, keep == "tail", spill)
-    transport = await _spawn(loop, capture, argv, cwd=cwd, env=env, stdin=stdin)
+    transport = await _spawn(
+        loop, capture, argv, cwd=cwd, env=env, stdin=stdin, pass_fds=pass_fds
+    )
     pid = transport.get_pid()
     try:
         stopped = await _until_exit(pid, capture, signal, timeout_s)

@@ -1,0 +1,143 @@
+"""The paths the sandbox treats apart: secrets no command may read (masked), and the
+workspace's control files no command may change (bound read-only inside a writable root).
+
+A control file that does not exist yet is held by an empty read-only placeholder for the
+command's duration, so that the command cannot create it either; dsh removes the
+placeholders it made when the command has ended (`Placeholders.remove`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from ...workspace import SettingsError, dsh_home, load_settings
+
+__all__ = [
+    "CONTROL_PATHS",
+    "DENY_READ",
+    "Placeholders",
+    "control_targets",
+    "denied",
+    "masked",
+    "settings_denied",
+]
+
+CONTROL_PATHS: tuple[str, ...] = (
+    ".git/hooks/",
+    ".git/config",
+    ".claude/",
+    ".dsh/",
+    ".mcp.json",
+    "dsh.yml",
+    ".vscode/",
+    ".idea/",
+)
+"""Relative to each writable root (a trailing `/` marks a folder): what the next `dsh run`,
+Claude Code, an editor or the user's next git command executes or obeys."""
+
+DENY_READ: tuple[str, ...] = (
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.azure",
+    "~/.config/gcloud",
+    "~/.config/gh",
+    "~/.kube",
+    "~/.docker/config.json",
+    "~/.netrc",
+    "~/.pypirc",
+    "~/.npmrc",
+    "~/.dsh",
+    "~/.claude",
+)
+"""Credentials and other sessions' logs; the dsh home is added wherever it is."""
+
+
+def masked(deny_read: Iterable[str]) -> list[str]:
+    """The existing real paths `deny_read` names (`~` expanded), the dsh home included."""
+    found: list[str] = []
+    for entry in [*deny_read, str(dsh_home())]:
+        real = os.path.realpath(os.path.expanduser(entry))
+        if os.path.lexists(real) and real not in found:
+            found.append(real)
+    return found
+
+
+def settings_denied(workspace: str) -> list[str]:
+    """The paths the `permissions.deny` `Read(…)` rules of the workspace's trusted settings
+    files name (Claude Code's shape): `//abs`, `~/…`, `/…` (from the workspace), `./…` or
+    `…`; a trailing `/**` or `/*` means the folder; other patterns are left to approval."""
+    try:
+        settings = load_settings(Path(workspace))
+    except (OSError, SettingsError):
+        return []
+    found: list[str] = []
+    for _, permissions in settings.values("permissions"):
+        rules = permissions.get("deny") if isinstance(permissions, dict) else None
+        for rule in rules if isinstance(rules, list) else []:
+            path = _read_rule(rule, workspace)
+            if path is not None:
+                found.append(path)
+    return found
+
+
+def _read_rule(rule: object, workspace: str) -> str | None:
+    if not isinstance(rule, str) or not (rule.startswith("Read(") and rule.endswith(")")):
+        return None
+    path = rule[5:-1].strip()
+    for tail in ("/**", "/*"):
+        path = path.removesuffix(tail)
+    if not path or any(c in path for c in "*?["):
+        return None
+    if path.startswith("//"):
+        return path[1:]
+    if path.startswith("~"):
+        return os.path.expanduser(path)
+    return os.path.join(workspace, path.lstrip("/"))
+
+
+def denied(path: str, masks: Sequence[str]) -> str | None:
+    """The masked path that `path` (real, absolute) lies in, or None."""
+    for mask in masks:
+        if path == mask or path.startswith(mask.rstrip(os.sep) + os.sep):
+            return mask
+    return None
+
+
+def control_targets(roots: Sequence[str], control: Iterable[str]) -> list[tuple[str, bool, bool]]:
+    """Each control path under each root as `(path, is_folder, exists)`. Git's entries count
+    only in a repository whose `.git` is a folder (a worktree's `.git` file points elsewhere);
+    a symlink is skipped (a mount would land on its target, not on the link)."""
+    targets: list[tuple[str, bool, bool]] = []
+    for root in roots:
+        for entry in control:
+            path = os.path.join(root, entry.rstrip("/"))
+            parent = os.path.dirname(path)
+            if entry.startswith(".git/") and not os.path.isdir(os.path.join(root, ".git")):
+                continue
+            if not os.path.isdir(parent) or os.path.islink(path):
+                continue
+            targets.append((path, entry.endswith("/"), os.path.lexists(path)))
+    return targets
+
+
+class Placeholders:
+    """The empty files and folders bubblewrap creates for absent control paths of one
+    command; `remove` deletes those still empty once the command has ended."""
+
+    __slots__ = ("_paths",)
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self._paths = tuple(paths)
+
+    def remove(self) -> None:
+        for path in self._paths:
+            with contextlib.suppress(OSError):
+                target = Path(path)
+                if target.is_dir() and not target.is_symlink():
+                    target.rmdir()  # only when empty
+                elif target.is_file() and target.stat().st_size == 0:
+                    target.unlink()
