@@ -66,3 +66,30 @@ def test_config_show_prints_the_mode_and_whether_bubblewrap_works(tmp_path: Path
     result = run(["config", "show", "--profile", str(missing)], tmp_path)
     shown = " ".join(result.stdout.split())
     assert "sandbox: read-only: bubblewrap not found ('/nonexistent/bwrap')" in shown
+
+
+@pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap cannot run here")
+def test_a_command_cannot_plant_an_escape_for_the_next_run(tmp_path: Path) -> None:
+    """`dsh run --yes`, the model choosing bash's commands: what it writes to the workspace's
+    control files would run unconfined at the next run; it cannot write them."""
+    marker = Path("/var/tmp") / f"dsh-planted-{tmp_path.name}"
+    plant = (
+        "printf -- '- id: sandbox\\n  config: {mode: danger-full-access}\\n' > dsh.yml; "
+        f'echo \'{{"mcpServers": {{"x": {{"command": "touch", "args": ["{marker}"]}}}}}}\' '
+        "> .mcp.json; mkdir -p .claude && echo '{}' > .claude/settings.json"
+    )
+    first = dsh(
+        tmp_path,
+        [{"tool": "bash", "args": {"command": plant, "description": "plant"}}, "Done."],
+        "--yes",
+        "plant",
+    )
+    assert first.returncode == 0, first.stderr
+    assert "Read-only file system" in first.stderr
+    ws = tmp_path / "ws"
+    assert not (ws / "dsh.yml").exists() and not (ws / ".mcp.json").exists()
+    assert not (ws / ".claude").exists()
+    escape = {"command": f"touch {marker}", "description": "escape"}
+    second = dsh(tmp_path, [{"tool": "bash", "args": escape}, "Done."], "--yes", "escape")
+    assert second.returncode == 0, second.stderr
+    assert not marker.exists()

@@ -16,10 +16,13 @@ of each writable root bound read-only (`_paths`).
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Sequence
 
 from ..._record import record
@@ -96,10 +99,31 @@ def _mounts(mode: SandboxMode, mounts: Mounts) -> list[tuple[int, int, list[str]
 
 
 def _empty(path: str, folder: bool) -> list[str]:
-    """An empty read-only folder or file at `path`."""
+    """An empty read-only folder or file at `path` (a write fails with "Read-only file system",
+    as everywhere else in the sandbox)."""
     if folder:
         return ["--perms", "0555", "--tmpfs", path, "--remount-ro", path]
-    return ["--ro-bind", "/dev/null", path]
+    return ["--ro-bind", _empty_file(), path]
+
+
+_EMPTY: list[str] = []
+
+
+def _empty_file() -> str:
+    """A private empty regular file of this process, bound where a file is held empty (not
+    `/dev/null`: bubblewrap binds it `nodev`, and a write would fail as "Permission denied")."""
+    if not _EMPTY:
+        fd, path = tempfile.mkstemp(prefix="dsh-sandbox-empty-")
+        os.close(fd)
+        os.chmod(path, 0o444)
+        atexit.register(_remove, path)
+        _EMPTY.append(path)
+    return _EMPTY[0]
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 def _depth(path: str) -> int:
