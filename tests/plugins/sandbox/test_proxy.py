@@ -19,6 +19,8 @@ import pytest
 
 from dsh.plugins.sandbox._proxy import AllowListProxy, bridge_argv
 
+PYTHON = os.path.realpath(sys.executable)
+"""The interpreter itself: a venv under /tmp is hidden by the sandbox's private /tmp."""
 INDEX_HOST = "127.0.0.2"
 """The index's address: loopback, yet not in the bridge's NO_PROXY (so clients use the proxy)."""
 LIMIT_S = 30.0
@@ -83,7 +85,7 @@ async def run_bridged(
 ) -> tuple[int, str]:
     """`python -c code args` under the bridge (and `wrap`): its exit status and output."""
     fd = proxy.attach()
-    argv = [*wrap, *bridge_argv(fd, [sys.executable, "-I", "-c", code, *args])]
+    argv = [*wrap, *bridge_argv(fd, [PYTHON, "-I", "-c", code, *args])]
     process = await asyncio.create_subprocess_exec(
         *argv,
         pass_fds=(fd,),
@@ -263,7 +265,7 @@ async def test_close_ends_live_tunnels_and_leaves_no_fd() -> None:
 async def test_the_bridge_sets_the_environment_and_exits_with_its_command() -> None:
     ours, theirs = socket.socketpair()
     with ours:
-        argv = bridge_argv(theirs.fileno(), [sys.executable, "-I", "-c", ENV])
+        argv = bridge_argv(theirs.fileno(), [PYTHON, "-I", "-c", ENV])
         process = await asyncio.create_subprocess_exec(
             *argv, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE
         )
@@ -280,7 +282,7 @@ async def test_the_bridge_sets_the_environment_and_exits_with_its_command() -> N
 
 async def test_without_a_usable_control_fd_the_command_runs_without_proxy() -> None:
     process = await asyncio.create_subprocess_exec(
-        *bridge_argv(987, [sys.executable, "-I", "-c", ENV]),
+        *bridge_argv(987, [PYTHON, "-I", "-c", ENV]),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
     )

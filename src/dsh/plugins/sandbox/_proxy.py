@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -183,9 +184,19 @@ class AllowListProxy:
         return public(address)
 
 
-def bridge_argv(control_fd: int, argv: Sequence[str], python: str = sys.executable) -> list[str]:
-    """`argv` run under the bridge, `control_fd` being what `AllowListProxy.attach` returned."""
-    return [python, "-I", "-S", BRIDGE, str(control_fd), "--", *argv]
+def bridge_argv(control_fd: int, argv: Sequence[str], python: str | None = None) -> list[str]:
+    """`argv` run under the bridge, `control_fd` being what `AllowListProxy.attach` returned.
+    The bridge's source goes on the command line and the interpreter is the base one (a
+    virtual environment's link resolved): neither dsh's files nor a venv need be visible in
+    the sandbox (one under /tmp is not)."""
+    python = python or os.path.realpath(sys.executable)
+    return [python, "-I", "-S", "-c", _bridge_source(), str(control_fd), "--", *argv]
+
+
+@functools.cache
+def _bridge_source() -> str:
+    with open(BRIDGE, encoding="utf-8") as file:
+        return file.read()
 
 
 class _Request(NamedTuple):
