@@ -162,7 +162,7 @@ def test_a_bad_hooks_row_is_one_line_naming_every_key_and_exit_2(tmp_path: Path)
     )
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == (
-        "dsh: profile row hooks: config.default_timeout_s: must be > 0, got 0.0;"
+        "dsh: profile row hooks: config.default_timeout_s: must be > 0, got 0;"
         " config.max_output_bytes: expected an integer, got 'lots'"
     )
 

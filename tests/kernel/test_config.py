@@ -1,19 +1,20 @@
-"""`load_config`: plain data checked against a dataclass, every problem named by key path."""
+"""`load_config`: plain data checked against a record, every problem named by key path."""
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-from dataclasses import field
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, ClassVar, Literal, NotRequired, TypedDict
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from msgspec import Meta, field
 
-from dsh._record import record
-from dsh.kernel import ConfigError, Ge, Gt, Le, Lt, MaxLen, MinLen, load_config
+from dsh.kernel import ConfigError, ConfigRecord, load_config
 
 
 class Colour(enum.StrEnum):
@@ -26,27 +27,27 @@ class Server(TypedDict):
     args: NotRequired[list[str]]
 
 
-@record
-class Retry:
-    attempts: Annotated[int, Ge(0)] = 3
-    base_ms: Annotated[int, Gt(0)] = 100
-    cap_ms: Annotated[int, Gt(0)] = 1_000
-    jitter: Annotated[float, Ge(0), Le(1)] = 0.2
+class Retry(ConfigRecord):
+    attempts: Annotated[int, Meta(ge=0)] = 3
+    base_ms: Annotated[int, Meta(gt=0)] = 100
+    cap_ms: Annotated[int, Meta(gt=0)] = 1_000
+    jitter: Annotated[float, Meta(ge=0, le=1)] = 0.2
 
     def __post_init__(self) -> None:
         if self.cap_ms < self.base_ms:
             raise ValueError("cap_ms must be >= base_ms")
 
 
-@record
-class Settings:
+class Settings(ConfigRecord):
+    aliases: ClassVar[Mapping[str, str]] = {"mcpServers": "servers"}
+
     mode: Literal["ask", "auto"] = "ask"
     roots: list[Path] = field(default_factory=list)
     retry: Retry = field(default_factory=Retry)
-    servers: dict[str, Server] = field(default_factory=dict, metadata={"alias": "mcpServers"})
-    name: Annotated[str, MinLen(1), MaxLen(8)] = "agent"
+    servers: dict[str, Server] = field(default_factory=dict)
+    name: Annotated[str, Meta(min_length=1, max_length=8)] = "agent"
     limit: int | None = None
-    ratio: Annotated[float, Lt(10)] = 1.0
+    ratio: Annotated[float, Meta(lt=10)] = 1.0
     on: bool = False
     colour: Colour = Colour.RED
     pair: tuple[int, str] = (0, "")
@@ -70,7 +71,7 @@ def test_defaults_and_a_full_config() -> None:
             "retry": {"attempts": "5", "jitter": 1},
             "mcpServers": {"fs": {"command": "mcp-fs", "args": ["-v"]}},
             "limit": "7",
-            "on": "yes",
+            "on": "true",
             "colour": "blue",
             "pair": [1, "x"],
             "tags": ["a", "a"],
@@ -98,14 +99,18 @@ def test_every_problem_is_named_by_its_path() -> None:
     assert problems({"retry": {"attempts": -1}}) == ["config.retry.attempts: must be >= 0, got -1"]
     assert problems({"retry": {"cap_ms": 1}}) == ["config.retry: cap_ms must be >= base_ms"]
     assert problems({"retry": 5}) == ["config.retry: expected a mapping, got 5"]
+    # Within one key's value, the first problem (msgspec stops there).
     assert problems({"servers": {"fs": {"args": [1]}}}) == [
         "config.servers.fs.args[0]: expected a string, got 1",
-        "config.servers.fs.command: required, not given",
+    ]
+    assert problems({"servers": {"fs": {}}}) == ["config.servers.fs.command: required, not given"]
+    assert problems({"retry": {"atempts": 1}}) == [
+        "config.retry.atempts: unknown key (known keys: attempts, base_ms, cap_ms, jitter)"
     ]
     assert problems({"limit": "many", "on": 3, "ratio": 10, "name": "x" * 9}) == [
         "config.limit: expected an integer or null, got 'many'",
         "config.on: expected true or false, got 3",
-        "config.ratio: must be < 10, got 10.0",
+        "config.ratio: must be < 10, got 10",
         "config.name: takes at most 8 characters, got 9",
     ]
     assert problems({"pair": [1]}) == ["config.pair: expected 2 items, got 1"]
@@ -113,8 +118,7 @@ def test_every_problem_is_named_by_its_path() -> None:
 
 
 def test_a_str_field_takes_only_strings_and_an_int_field_no_bools() -> None:
-    @record
-    class Plain:
+    class Plain(ConfigRecord):
         text: str = ""
         count: int = 0
 
@@ -126,8 +130,7 @@ def test_a_str_field_takes_only_strings_and_an_int_field_no_bools() -> None:
 
 
 def test_a_union_keeps_a_value_that_fits_a_branch_as_it_is() -> None:
-    @record
-    class Either:
+    class Either(ConfigRecord):
         value: int | str = 0
         number: float | str = 0.0
 
@@ -137,12 +140,11 @@ def test_a_union_keeps_a_value_that_fits_a_branch_as_it_is() -> None:
 
 
 def test_an_optional_bounded_value_out_of_bounds_is_told_its_bound() -> None:
-    @record
-    class Optional:
-        size: Annotated[int, Gt(0)] | None = None
+    class Optional(ConfigRecord):
+        size: Annotated[int, Meta(gt=0)] | None = None
 
     for size in (0, "0"):
-        with pytest.raises(ConfigError, match=r"^config\.size: must be > 0, got 0$"):
+        with pytest.raises(ConfigError, match=r"^config\.size: must be > 0, got "):
             load_config(Optional, {"size": size})
     assert load_config(Optional, {"size": None}).size is None
 
@@ -152,7 +154,7 @@ def test_an_unknown_field_type_is_a_programming_error() -> None:
     class Odd:
         when: complex = 0j
 
-    with pytest.raises(TypeError, match="use a pydantic model"):
+    with pytest.raises(TypeError):
         load_config(Odd, {"when": 1})
 
 
@@ -172,5 +174,5 @@ scalars = st.fixed_dictionaries(
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scalars)
 def test_values_of_the_declared_types_are_kept(data: dict[str, Any]) -> None:
-    got = dataclasses.asdict(load_config(Settings, data))
+    got = msgspec.structs.asdict(load_config(Settings, data))
     assert {key: got[key] for key in data} == data

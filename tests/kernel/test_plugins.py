@@ -1,15 +1,14 @@
 import asyncio
-import dataclasses
 from typing import Annotated, Any, ClassVar
 
 import pytest
+from msgspec import Meta
 from pydantic import BaseModel, ConfigDict
 
-from dsh._record import record
 from dsh.kernel import (
+    ConfigRecord,
     Context,
     FiberState,
-    Ge,
     PluginError,
     ServiceKey,
     ServiceUnavailableError,
@@ -188,9 +187,8 @@ def test_a_pydantic_config_is_validated_by_pydantic() -> None:
     assert validate_config(type("P", (), {"Config": Needs}), {"size": "3"}, "p") == Needs(size=3)
 
 
-@record
-class Sized:
-    size: Annotated[int, Ge(1)]
+class Sized(ConfigRecord):
+    size: Annotated[int, Meta(ge=1)]
     label: str = "box"
 
     def __post_init__(self) -> None:
@@ -214,5 +212,5 @@ def test_every_builtin_config_from_defaults_equals_the_checked_one() -> None:
     for name in BUILTIN_PLUGINS:
         plugin = resolve_plugin(name)
         model = getattr(plugin, "Config", None)
-        if model is not None and dataclasses.is_dataclass(model):
+        if model is not None and issubclass(model, ConfigRecord):
             assert validate_config(plugin, None, name) == load_config(model, {}), name

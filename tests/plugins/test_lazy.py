@@ -40,8 +40,8 @@ LOADED_ON_FIRST_USE = (
     "dsh.tools.builtin._walk",
     "mcp",
     "pydantic",
-    "uuid",
 )
+# (uuid, decimal and datetime are msgspec's: the core's data library loads with the core.)
 LAZY_PACKAGES = (
     "dsh.llm.adapters",
     "dsh.plugins.compaction",

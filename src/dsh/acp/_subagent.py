@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import field
 from typing import Annotated, Any, ClassVar, cast
 
+import msgspec
 from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
 from acp.client.connection import ClientSideConnection
 from acp.interfaces import Client
@@ -21,10 +21,10 @@ from acp.schema import (
     ToolCallStart,
     ToolCallUpdate,
 )
+from msgspec import Meta
 
 from .._ids import uuid4_hex
-from .._record import record
-from ..kernel import HELD, Context, Ge, read_secret
+from ..kernel import HELD, ConfigRecord, Context, read_secret
 from ..llm import TextBlock, text_of
 from ..plugins.approval import APPROVAL, Decision
 from ..plugins.subagents import (
@@ -54,14 +54,13 @@ DESCRIPTION = (
 )
 
 
-@record
-class AcpAgentSpec:
+class AcpAgentSpec(ConfigRecord):
     """How to start one external ACP agent."""
 
     command: str
-    args: list[str] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
-    pass_env: list[str] = field(default_factory=list)
+    args: list[str] = msgspec.field(default_factory=list)
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+    pass_env: list[str] = msgspec.field(default_factory=list)
     """Variables of dsh's own environment the agent gets too (a key dsh holds as its value)."""
     tool: str | None = None
     """A model-facing tool delegating to this agent (like `subagent`); None: none."""
@@ -79,11 +78,10 @@ class AcpAgentSpec:
         return env
 
 
-@record
-class AcpSubagentsConfig:
-    agents: dict[str, AcpAgentSpec] = field(default_factory=dict)
+class AcpSubagentsConfig(ConfigRecord):
+    agents: dict[str, AcpAgentSpec] = msgspec.field(default_factory=dict)
     """Provider name → the agent to start (`ctx.subagents.start(name, request)`)."""
-    max_depth: Annotated[int, Ge(1)] = DEFAULT_MAX_DEPTH
+    max_depth: Annotated[int, Meta(ge=1)] = DEFAULT_MAX_DEPTH
 
 
 class AcpSubagentsPlugin:

@@ -10,7 +10,7 @@ from ._compose import (
     load_profile,
     resolve_plugin,
 )
-from ._config import ConfigError, Ge, Gt, Le, Lt, MaxLen, MinLen, load_config
+from ._config import ConfigError, ConfigRecord, load_config
 from ._context import (
     AGENT_LOOP,
     AGENTS,
@@ -66,6 +66,7 @@ __all__ = [
     "CancelSignal",
     "CompositionError",
     "ConfigError",
+    "ConfigRecord",
     "Context",
     "Disposer",
     "DuplicateEntryError",
@@ -75,13 +76,7 @@ __all__ = [
     "EventSpec",
     "Fiber",
     "FiberState",
-    "Ge",
-    "Gt",
     "InactiveOwnerError",
-    "Le",
-    "Lt",
-    "MaxLen",
-    "MinLen",
     "Mode",
     "Next",
     "Owner",

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._record import record
-from ._config import ConfigError, format_loc, load_config
+from ._config import ConfigError, ConfigRecord, format_loc, load_config
 from ._context import Context
 from ._owner import Acquire
 from ._plugin import PluginError, validate_config
@@ -39,8 +39,7 @@ class CompositionError(Exception):
     the row id and the key path."""
 
 
-@record
-class _RowData:
+class _RowData(ConfigRecord):
     """A row as a profile layer states it: only `id` is required."""
 
     id: str

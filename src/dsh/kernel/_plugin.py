@@ -11,7 +11,11 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from ._config import ConfigError, format_loc, load_config
+
+_CONFIG_KINDS = "a dsh.kernel.ConfigRecord, a dataclass or a pydantic model"
 
 if TYPE_CHECKING:
     from ._context import Context, ServiceKey
@@ -58,10 +62,10 @@ def validate_config(plugin: object, config: object, plugin_id: str) -> object:
             )
         return None
     if not isinstance(model, type):
-        raise PluginError(f'plugin "{plugin_id}": Config must be a dataclass or a pydantic model')
+        raise PluginError(f'plugin "{plugin_id}": Config must be {_CONFIG_KINDS}')
     if isinstance(config, model):
         return config
-    if dataclasses.is_dataclass(model):
+    if issubclass(model, msgspec.Struct) or dataclasses.is_dataclass(model):
         return _record_config(model, config, plugin_id)
     return _pydantic_config(model, config, plugin_id)
 
@@ -78,10 +82,12 @@ def _record_config(model: type, config: object, plugin_id: str) -> object:
 
 
 def _defaults_only(model: type) -> bool:
-    """Whether every field of the dataclass `model` has a default."""
+    """Whether every field of the record `model` has a default."""
+    if issubclass(model, msgspec.Struct):
+        return not any(f.required for f in msgspec.structs.fields(model))
     return all(
         f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-        for f in dataclasses.fields(model)
+        for f in dataclasses.fields(model)  # type: ignore[arg-type]
         if f.init
     )
 
@@ -98,7 +104,7 @@ def _pydantic_config(model: type, config: object, plugin_id: str) -> object:
     """A third-party plugin's pydantic `Config` (pydantic is imported only for one)."""
     pydantic = sys.modules.get("pydantic")  # a model class exists only once it is imported
     if pydantic is None or not issubclass(model, pydantic.BaseModel):
-        raise PluginError(f'plugin "{plugin_id}": Config must be a dataclass or a pydantic model')
+        raise PluginError(f'plugin "{plugin_id}": Config must be {_CONFIG_KINDS}')
     try:
         return model.model_validate({} if config is None else config)  # type: ignore[attr-defined]
     except pydantic.ValidationError as exc:

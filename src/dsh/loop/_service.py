@@ -9,6 +9,9 @@ from collections.abc import Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
+import msgspec
+from msgspec import Meta
+
 from .._ids import uuid4_text
 from .._record import record
 from ..agent import (
@@ -31,10 +34,9 @@ from ..kernel import (
     SYSTEM_PROMPT,
     TOOLS,
     CancelSignal,
+    ConfigRecord,
     Context,
     EventSpec,
-    Ge,
-    Gt,
     Mode,
 )
 from ..session import Session, SessionMeta
@@ -65,27 +67,25 @@ CONFIG_START_FAILED = EventSpec.declare(
 )
 
 
-@record
-class ConfigAgent:
+class ConfigAgent(ConfigRecord):
     id: str
     session_id: str | None = None
     resume_session_id: str | None = None
     provider: str | None = None
     model: str | None = None
-    max_tokens: Annotated[int, Gt(0)] | None = None
+    max_tokens: Annotated[int, Meta(gt=0)] | None = None
     reasoning_effort: str | None = None
     cwd: str | None = None
     system_prompt: str | None = None
 
 
-@record
-class LoopConfig:
-    max_parallel_tool_calls: Annotated[int, Ge(1)] = 10
+class LoopConfig(ConfigRecord):
+    max_parallel_tool_calls: Annotated[int, Meta(ge=1)] = 10
     provider: str | None = None
     """The provider of agents that do not name one."""
     model: str | None = None
     """The model of agents that do not name one."""
-    agents: list[ConfigAgent] = field(default_factory=list)
+    agents: list[ConfigAgent] = msgspec.field(default_factory=list)
 
 
 @record(frozen=False, eq=False)

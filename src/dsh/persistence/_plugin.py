@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from .._record import record
-from ..kernel import SESSIONS, Context, Ge
+import msgspec
+from msgspec import Meta
+
+from ..kernel import SESSIONS, ConfigRecord, Context
 from ..workspace import dsh_home, private_dirs
 from ._backend import SessionBackend
 from ._jsonl import Compression, JsonlBackend, scan_root
@@ -31,8 +32,7 @@ STORE_ENV = "DSH_SESSION_STORE"
 SQLITE_FILE = "sessions.sqlite3"
 
 
-@record
-class PersistenceConfig:
+class PersistenceConfig(ConfigRecord):
     backend: Literal["jsonl", "sqlite", "postgres"] | None = None
     """Default: `postgres` when `url` is set, else what `$DSH_SESSION_STORE` names, else
     `jsonl`."""
@@ -47,13 +47,13 @@ class PersistenceConfig:
     """SQLite only: the database file (overrides `root`)."""
     url: str | None = None
     """PostgreSQL only: the connection URL (`postgresql://user@host:port/db`)."""
-    pool_size: Annotated[int, Ge(1)] = 4
+    pool_size: Annotated[int, Meta(ge=1)] = 4
     """PostgreSQL only: connections for reads and writes (one more holds the leases)."""
     compression: Literal["auto", "none", "zstd"] = "auto"
     """JSONL only: the encoding of new logs (`zstd` needs the `zstandard` package). `auto`:
     the one the root's logs of the same format use, else zstd for format 4 (the reference's
     default: it refuses a root that mixes both), else none."""
-    batch_window_ms: Annotated[float, Ge(0)] = 200.0
+    batch_window_ms: Annotated[float, Meta(ge=0)] = 200.0
     """How long the first pending event waits for company before its batch is written."""
 
 
@@ -111,12 +111,12 @@ def resolve_config(config: PersistenceConfig) -> PersistenceConfig:
     if config.backend is not None:
         return config
     if config.url:
-        return dataclasses.replace(config, backend="postgres")
+        return msgspec.structs.replace(config, backend="postgres")
     spec = os.environ.get(STORE_ENV)
     if spec:
         keys: dict[str, Any] = store_config(spec)  # (values of the config's own keys)
-        return dataclasses.replace(config, **keys)
-    return dataclasses.replace(config, backend="jsonl")
+        return msgspec.structs.replace(config, **keys)
+    return msgspec.structs.replace(config, backend="jsonl")
 
 
 def open_backend(config: PersistenceConfig) -> tuple[SessionBackend, int]:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from .._record import record
-from ..kernel import SYSTEM_PROMPT
+from ..kernel import SYSTEM_PROMPT, ConfigRecord
 from ._service import SystemPrompt
 from ._tool_order import check_tool_order
 
@@ -20,8 +19,7 @@ class SystemPromptPlugin:
 
     name: ClassVar[str] = "system_prompt"
 
-    @record
-    class Config:
+    class Config(ConfigRecord):
         """`tool_order`: the order of tool schemas in requests; `'<unlisted-tools>'` stands
         for every tool not named. None: lexicographic by name."""
 

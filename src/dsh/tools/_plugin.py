@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, ClassVar
 
-from .._record import record
-from ..kernel import SYSTEM_PROMPT, TOOLS, Ge
+from msgspec import Meta
+
+from ..kernel import SYSTEM_PROMPT, TOOLS, ConfigRecord
 from ._runtime import ToolRuntime
 
 if TYPE_CHECKING:
@@ -14,9 +15,8 @@ if TYPE_CHECKING:
 __all__ = ["ToolsConfig", "ToolsPlugin"]
 
 
-@record
-class ToolsConfig:
-    cancel_grace_ms: Annotated[float, Ge(0)] = 5_000
+class ToolsConfig(ConfigRecord):
+    cancel_grace_ms: Annotated[float, Meta(ge=0)] = 5_000
     """How long a tool body may run on after its signal fired (a cancel or a timeout) before
     the call is abandoned: it ends `ABORTED` (or `TOOL_TIMEOUT`) and the body is left to
     finish in the background. Above bash's kill escalation (3 s), which honours its signal."""

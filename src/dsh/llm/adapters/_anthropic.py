@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import field
 from typing import Annotated, Any, ClassVar, Literal
 
-from ..._record import record
-from ...kernel import LLM, Context, MinLen, ServiceKey
+import msgspec
+from msgspec import Meta
+
+from ...kernel import LLM, ConfigRecord, Context, ServiceKey
 from .._adapter import ModelInfo
 from ._adapter import Endpoint, mount_adapter
 from ._config import ConnectionConfig, ModelConfig, check_unique_providers
@@ -51,11 +52,10 @@ _PRESETS: dict[Preset, dict[str, Any]] = {
 }
 
 
-@record(kw_only=True)
-class MessagesRouteConfig(ConnectionConfig):
+class MessagesRouteConfig(ConnectionConfig, kw_only=True):
     """One Messages route. Keys left out come from the `preset`."""
 
-    provider: Annotated[str, MinLen(1)] = "anthropic"
+    provider: Annotated[str, Meta(min_length=1)] = "anthropic"
     preset: Preset = "anthropic"
     name: str | None = None
     base_url: str | None = None
@@ -66,9 +66,9 @@ class MessagesRouteConfig(ConnectionConfig):
     thinking: ThinkingStyle | None = None
     cache_control: bool | None = None
     anthropic_version: str = "2023-06-01"
-    models: list[ModelConfig] = field(default_factory=list)
-    headers: dict[str, str] = field(default_factory=dict)
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    models: list[ModelConfig] = msgspec.field(default_factory=list)
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    extra_body: dict[str, Any] = msgspec.field(default_factory=dict)
 
     def endpoint(self) -> Endpoint:
         preset = _PRESETS[self.preset]
@@ -110,9 +110,10 @@ class MessagesRouteConfig(ConnectionConfig):
         )
 
 
-@record
-class AnthropicConfig:
-    routes: list[MessagesRouteConfig] = field(default_factory=lambda: [MessagesRouteConfig()])
+class AnthropicConfig(ConfigRecord):
+    routes: list[MessagesRouteConfig] = msgspec.field(
+        default_factory=lambda: [MessagesRouteConfig()]
+    )
 
     def __post_init__(self) -> None:
         check_unique_providers(self.routes)

@@ -3,11 +3,12 @@ Chat Completions endpoint."""
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Annotated, Any, ClassVar, Literal
 
-from ..._record import record
-from ...kernel import LLM, Context, MinLen, ServiceKey
+import msgspec
+from msgspec import Meta
+
+from ...kernel import LLM, ConfigRecord, Context, ServiceKey
 from ._adapter import Endpoint, mount_adapter
 from ._config import ConnectionConfig, ModelConfig, check_unique_providers
 from ._request import Dialect
@@ -15,24 +16,23 @@ from ._request import Dialect
 __all__ = ["CompatRouteConfig", "OpenAICompatConfig", "OpenAICompatPlugin"]
 
 
-@record(kw_only=True)
-class CompatRouteConfig(ConnectionConfig):
-    provider: Annotated[str, MinLen(1)]
+class CompatRouteConfig(ConnectionConfig, kw_only=True):
+    provider: Annotated[str, Meta(min_length=1)]
     """The route id (what `AgentOptions.provider` names)."""
     name: str | None = None
-    base_url: Annotated[str, MinLen(1)]
+    base_url: Annotated[str, Meta(min_length=1)]
     """E.g. `https://api.openai.com/v1`; `/chat/completions` is appended."""
     api_key_env: str | None = None
     """The environment variable holding the key; None sends no `Authorization` header."""
-    models: list[ModelConfig] = field(default_factory=list)
+    models: list[ModelConfig] = msgspec.field(default_factory=list)
     """Advisory: unlisted models are passed through with no metadata."""
     effort_style: Literal["reasoning-effort", "deepseek-thinking"] = "reasoning-effort"
     replay_reasoning: bool = False
     """Send assistant reasoning back as `reasoning_content` (DeepSeek-style servers)."""
     images: bool = False
     """Send image blocks as `image_url` parts (else a text placeholder)."""
-    headers: dict[str, str] = field(default_factory=dict)
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    extra_body: dict[str, Any] = msgspec.field(default_factory=dict)
     """Extra top-level request fields (must not repeat the ones the adapter sets)."""
 
     def endpoint(self) -> Endpoint:
@@ -53,9 +53,8 @@ class CompatRouteConfig(ConnectionConfig):
         )
 
 
-@record
-class OpenAICompatConfig:
-    routes: list[CompatRouteConfig] = field(default_factory=list)
+class OpenAICompatConfig(ConfigRecord):
+    routes: list[CompatRouteConfig] = msgspec.field(default_factory=list)
 
     def __post_init__(self) -> None:
         check_unique_providers(self.routes)

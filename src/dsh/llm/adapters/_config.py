@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import field
 from typing import Annotated, Literal, Protocol
 
-from ..._record import record
-from ...kernel import Ge, Gt, Le, MinLen
+import msgspec
+from msgspec import Meta
+
+from ...kernel import ConfigRecord
 from .._adapter import ModelInfo, RetryPolicy
 
 __all__ = ["ConnectionConfig", "ModelConfig", "RetryConfig", "check_unique_providers"]
@@ -15,19 +16,18 @@ __all__ = ["ConnectionConfig", "ModelConfig", "RetryConfig", "check_unique_provi
 _DEFAULTS = RetryPolicy()
 
 
-@record
-class ModelConfig:
+class ModelConfig(ConfigRecord):
     """What the adapter tells the runtime about one model."""
 
-    id: Annotated[str, MinLen(1)]
+    id: Annotated[str, Meta(min_length=1)]
     name: str | None = None
     description: str | None = None
-    context_window: Annotated[int, Gt(0)] | None = None
-    default_max_tokens: Annotated[int, Gt(0)] | None = None
+    context_window: Annotated[int, Meta(gt=0)] | None = None
+    default_max_tokens: Annotated[int, Meta(gt=0)] | None = None
     """The `max_tokens` sent when the call names none."""
-    reasoning_efforts: list[str] = field(default_factory=list)
+    reasoning_efforts: list[str] = msgspec.field(default_factory=list)
     default_effort: str | None = None
-    input_modalities: list[str] = field(default_factory=lambda: ["text"])
+    input_modalities: list[str] = msgspec.field(default_factory=lambda: ["text"])
 
     def __post_init__(self) -> None:
         if self.default_effort is not None and self.default_effort not in self.reasoning_efforts:
@@ -47,16 +47,17 @@ class ModelConfig:
         )
 
 
-@record
-class RetryConfig:
+class RetryConfig(ConfigRecord):
     """The route's retry policy (executed by the retry plugin, not by the adapter)."""
 
     mode: Literal["normal", "always", "never"] = _DEFAULTS.mode
-    max_retries: Annotated[int, Ge(0)] = _DEFAULTS.max_retries
-    base_delay_ms: Annotated[int, Gt(0)] = _DEFAULTS.base_delay_ms
-    max_delay_ms: Annotated[int, Gt(0)] = _DEFAULTS.max_delay_ms
-    retryable_codes: list[str] = field(default_factory=lambda: list(_DEFAULTS.retryable_codes))
-    jitter_ratio: Annotated[float, Ge(0), Le(1)] = _DEFAULTS.jitter_ratio
+    max_retries: Annotated[int, Meta(ge=0)] = _DEFAULTS.max_retries
+    base_delay_ms: Annotated[int, Meta(gt=0)] = _DEFAULTS.base_delay_ms
+    max_delay_ms: Annotated[int, Meta(gt=0)] = _DEFAULTS.max_delay_ms
+    retryable_codes: list[str] = msgspec.field(
+        default_factory=lambda: list(_DEFAULTS.retryable_codes)
+    )
+    jitter_ratio: Annotated[float, Meta(ge=0), Meta(le=1)] = _DEFAULTS.jitter_ratio
 
     def __post_init__(self) -> None:
         self.policy()  # RetryPolicy's own checks (delays ordered)
@@ -72,20 +73,20 @@ class RetryConfig:
         )
 
 
-@record(kw_only=True)  # (keyword-only: a route's required keys follow these defaults)
-class ConnectionConfig:
+# (keyword-only: a route's required keys follow these defaults)
+class ConnectionConfig(ConfigRecord, kw_only=True):
     """Transport settings of one route."""
 
     stream: bool = True
     """Stream the response (SSE); False asks for one whole completion."""
-    connect_timeout_s: Annotated[float, Gt(0)] = 10.0
-    idle_timeout_s: Annotated[float, Gt(0)] = 60.0
+    connect_timeout_s: Annotated[float, Meta(gt=0)] = 10.0
+    idle_timeout_s: Annotated[float, Meta(gt=0)] = 60.0
     """Fail with TIMEOUT when no byte arrives for this long (also while awaiting headers;
     DeepSeek sends keep-alive comments while a request waits to be served)."""
-    call_timeout_s: Annotated[float, Gt(0)] = 600.0
+    call_timeout_s: Annotated[float, Meta(gt=0)] = 600.0
     """Fail with TIMEOUT when the whole call (request to last chunk) takes longer: a stream
     that trickles bytes never trips the idle timeout."""
-    retry: RetryConfig = field(default_factory=RetryConfig)
+    retry: RetryConfig = msgspec.field(default_factory=RetryConfig)
 
 
 class _Route(Protocol):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import field
 from typing import Annotated, Any, ClassVar
 
-from ..._record import record
-from ...kernel import LLM, Context, MinLen, ServiceKey
+import msgspec
+from msgspec import Meta
+
+from ...kernel import LLM, Context, ServiceKey
 from .._adapter import ModelInfo
 from ._adapter import Endpoint, mount_adapter
 from ._config import ConnectionConfig, ModelConfig
@@ -47,14 +48,13 @@ FALLBACK_MODEL = _model("", "")
 """Unknown model ids pass through with the table's default capabilities."""
 
 
-@record(kw_only=True)
-class DeepSeekConfig(ConnectionConfig):
-    provider: Annotated[str, MinLen(1)] = "deepseek-official"
+class DeepSeekConfig(ConnectionConfig, kw_only=True):
+    provider: Annotated[str, Meta(min_length=1)] = "deepseek-official"
     base_url: str | None = None
     """Default: `$DEEPSEEK_BASE_URL`, else `https://api.deepseek.com`; `/chat/completions`
     is appended."""
-    api_key_env: Annotated[str, MinLen(1)] = "DEEPSEEK_API_KEY"
-    models: list[ModelConfig] = field(default_factory=list)
+    api_key_env: Annotated[str, Meta(min_length=1)] = "DEEPSEEK_API_KEY"
+    models: list[ModelConfig] = msgspec.field(default_factory=list)
     """Added to the built-in table; an entry with a built-in id replaces it."""
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable, Sequence
-from dataclasses import field
 from typing import Literal, TypeAlias
 
-from ..._record import record
+import msgspec
+
+from ...kernel import ConfigRecord
 from ...tools import Allow, Ask, Deny, PreDecision
 
 __all__ = ["DEFAULT_POLICY", "Action", "ApprovalConfig", "DefaultRules", "Rule", "decide"]
@@ -15,8 +16,7 @@ __all__ = ["DEFAULT_POLICY", "Action", "ApprovalConfig", "DefaultRules", "Rule",
 Action = Literal["allow", "ask", "deny"]
 
 
-@record
-class Rule:
+class Rule(ConfigRecord):
     """`tool` is an `fnmatch` pattern over tool names (`*`, `?`, `[…]`, case-sensitive)."""
 
     tool: str
@@ -37,14 +37,13 @@ DEFAULT_POLICY: tuple[Rule, ...] = (
 background subagents run; changes to files, commands and new work for subagents ask."""
 
 
-@record
-class ApprovalConfig:
+class ApprovalConfig(ConfigRecord):
     """`policy` is checked first, then `default_policy`; the first matching rule decides,
     and `unmatched` decides for a tool no rule names. `auto_approve` answers `once` to every
     ask when no answerer is registered (`dsh run --yes`); without it such asks are denied."""
 
-    policy: list[Rule] = field(default_factory=list)
-    default_policy: list[Rule] = field(default_factory=lambda: list(DEFAULT_POLICY))
+    policy: list[Rule] = msgspec.field(default_factory=list)
+    default_policy: list[Rule] = msgspec.field(default_factory=lambda: list(DEFAULT_POLICY))
     unmatched: Action = "ask"
     auto_approve: bool = False
     settings: bool = True

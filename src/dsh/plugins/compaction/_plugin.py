@@ -6,9 +6,11 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
+from msgspec import Meta
+
 from ..._record import record
 from ...agent import AGENT_DISPOSED, PRE_STEP, REQUEST_ERROR, Agent, RequestError, Retry, StepPoint
-from ...kernel import AGENTS, CancelSignal, Context, Ge, Gt, Le, Lt, Next, ServiceKey
+from ...kernel import AGENTS, CancelSignal, ConfigRecord, Context, Next, ServiceKey
 from ._events import CompactionError, Reducer, Reduction, Trigger
 from ._meter import context_tokens, estimate_message
 
@@ -18,21 +20,20 @@ if TYPE_CHECKING:
 _log = logging.getLogger("dsh.compaction")
 
 
-@record
-class CompactionConfig:
-    threshold_ratio: Annotated[float, Gt(0), Le(1)] = 0.8
+class CompactionConfig(ConfigRecord):
+    threshold_ratio: Annotated[float, Meta(gt=0), Meta(le=1)] = 0.8
     """Compact before a step once the context holds this share of the window."""
-    retain_ratio: Annotated[float, Ge(0), Lt(1)] = 0.16
+    retain_ratio: Annotated[float, Meta(ge=0), Meta(lt=1)] = 0.16
     """The recent tail kept verbatim, as a share of the window…"""
-    retain_tokens: Annotated[int, Ge(0)] | None = None
+    retain_tokens: Annotated[int, Meta(ge=0)] | None = None
     """…or as a token count (wins when set)."""
-    manual_retain_ratio: Annotated[float, Ge(0), Lt(1)] = 0.25
+    manual_retain_ratio: Annotated[float, Meta(ge=0), Meta(lt=1)] = 0.25
     """`compact_now` (`/compact`) keeps this share of the conversation verbatim (never more
     than the above), so an ordinary conversation far from the window still compacts."""
-    context_window: Annotated[int, Gt(0)] | None = None
+    context_window: Annotated[int, Meta(gt=0)] | None = None
     """The window when the model info has none; without either, pressure never triggers."""
-    max_overflow_retries: Annotated[int, Ge(0)] = 1
-    summary_max_tokens: Annotated[int, Gt(0)] = 8192
+    max_overflow_retries: Annotated[int, Meta(ge=0)] = 1
+    summary_max_tokens: Annotated[int, Meta(gt=0)] = 8192
     provider: str | None = None
     """Summarise with this provider/model instead of the conversation's own."""
     model: str | None = None

@@ -14,8 +14,11 @@ from dataclasses import field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
+import msgspec
+from msgspec import Meta
+
 from ..._record import record
-from ...kernel import Ge, Gt
+from ...kernel import ConfigRecord
 from ...workspace import SettingsError, Trust, load_settings
 
 __all__ = [
@@ -49,25 +52,24 @@ _UNMATCHED: frozenset[str] = frozenset({"UserPromptSubmit", "Stop", "SubagentSto
 Scope = Literal["profile", "user", "project", "local"]
 
 
-@record
-class HooksConfig:
+class HooksConfig(ConfigRecord):
     """The `hooks` plugin row. `hooks` has the settings files' shape and always runs (it is
     the user's own profile); a workspace's settings files run once it is trusted."""
 
-    hooks: dict[str, Any] = field(default_factory=dict)
+    hooks: dict[str, Any] = msgspec.field(default_factory=dict)
     settings: bool = True
     """Read the settings files (user, project, local)."""
     claude_compat: bool = True
     """Also read Claude Code's `.claude/` settings files."""
     trust_workspace: bool = False
     """Run the workspace's hooks without a recorded trust (`dsh run --trust-hooks`)."""
-    default_timeout_s: Annotated[float, Gt(0)] = 60
-    max_output_bytes: Annotated[int, Gt(0)] = 1 << 20
+    default_timeout_s: Annotated[float, Meta(gt=0)] = 60
+    max_output_bytes: Annotated[int, Meta(gt=0)] = 1 << 20
     """Per stream; a hook that writes more is stopped (a non-blocking error)."""
-    max_context_chars: Annotated[int, Gt(0)] = 10_000
+    max_context_chars: Annotated[int, Meta(gt=0)] = 10_000
     """How much of one hook's context reaches the model."""
-    stderr_summary_chars: Annotated[int, Gt(0)] = 500
-    idle_notification_s: Annotated[float, Ge(0)] = 60
+    stderr_summary_chars: Annotated[int, Meta(gt=0)] = 500
+    idle_notification_s: Annotated[float, Meta(ge=0)] = 60
     """How long an agent is idle before `Notification` (`idle_prompt`) runs."""
 
     def __post_init__(self) -> None:

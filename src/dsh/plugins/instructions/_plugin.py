@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
-from ..._record import record
-from ...kernel import SYSTEM_PROMPT, Context, Gt
+from msgspec import Meta
+
+from ...kernel import SYSTEM_PROMPT, ConfigRecord, Context
 from ...prompt import AssembleContext
 from ...workspace import agent_cwd
 from ._files import InstructionFile, InstructionReader, InstructionsText, candidates
@@ -19,13 +20,12 @@ VARIABLE = "project_instructions"
 variable's value, which the renderer never scans, so a `{{` inside a file stays literal."""
 
 
-@record
-class InstructionsConfig:
+class InstructionsConfig(ConfigRecord):
     claude_compat: bool = True
     """Read `CLAUDE.md` beside each `AGENTS.md`, and `~/.claude/CLAUDE.md`."""
     user_files: bool = True
     """Read the user's own `$DSH_HOME/AGENTS.md` (and `~/.claude/CLAUDE.md`)."""
-    max_chars: Annotated[int, Gt(0)] = 32_000
+    max_chars: Annotated[int, Meta(gt=0)] = 32_000
     """The most file text the section holds; past it, files are cut with a note."""
     order: float = 50
     """The section's place: after the persona (0), before tool guidance (100-199)."""

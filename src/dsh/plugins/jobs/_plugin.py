@@ -5,9 +5,10 @@ from __future__ import annotations
 import weakref
 from typing import Annotated, Any, ClassVar
 
-from ..._record import record
+from msgspec import Meta
+
 from ...agent import AGENT_DISPOSED, PROMPT_SUBMIT, AgentEvent, Notices
-from ...kernel import AGENTS, TOOLS, Context, Ge
+from ...kernel import AGENTS, TOOLS, ConfigRecord, Context
 from ...llm import plugin_source, user_message
 from ...tools import ToolPlugin
 from ._service import DEFAULT_MAX_ACTIVE, JOB_END, JOBS, Job, JobService, _State
@@ -24,13 +25,12 @@ GUIDANCE = (
 )
 
 
-@record
-class JobsConfig:
-    max_active: Annotated[int, Ge(1)] = DEFAULT_MAX_ACTIVE
+class JobsConfig(ConfigRecord):
+    max_active: Annotated[int, Meta(ge=1)] = DEFAULT_MAX_ACTIVE
     """Concurrently active jobs per owning agent."""
     tools: bool = True
     """Register `job_output`, `job_list`, `job_kill` and the `tool:jobs` guidance."""
-    max_wakes: Annotated[int, Ge(0)] = 3
+    max_wakes: Annotated[int, Meta(ge=0)] = 3
     """Consecutive idle-agent wake-ups by notices before user input resets the count."""
 
 

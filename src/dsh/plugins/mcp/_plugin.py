@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from ..._record import record
+import msgspec
+from msgspec import Meta
+
 from ...agent import PROMPT_SUBMIT, PromptDecision, PromptSubmit
-from ...kernel import TOOLS, Context, Disposer, Ge, Gt, Next
+from ...kernel import TOOLS, ConfigRecord, Context, Disposer, Next
 from ..approval import APPROVAL
 from ._config import RestartPolicy, Servers, ServerSpec, load_servers
 from ._hub import MCP, HubOptions, McpHub
@@ -20,11 +21,12 @@ __all__ = ["McpConfig", "McpPlugin", "connect_servers"]
 _log = logging.getLogger("dsh.mcp")
 
 
-@record
-class McpConfig:
+class McpConfig(ConfigRecord):
     """The profile row's config: servers in `.mcp.json`'s shape, and how they run."""
 
-    mcp_servers: dict[str, Any] = field(default_factory=dict, metadata={"alias": "mcpServers"})
+    aliases: ClassVar[Mapping[str, str]] = {"mcpServers": "mcp_servers"}
+
+    mcp_servers: dict[str, Any] = msgspec.field(default_factory=dict)
     """Servers of the profile itself (they replace same-named servers of the files)."""
     workspace: str | None = None
     """Where `.mcp.json` is read (default: the current directory; `dsh run` passes --cwd)."""
@@ -33,12 +35,12 @@ class McpConfig:
     startup: Literal["boot", "first-use"] = "first-use"
     """Start servers when an agent's first turn begins (commands that run no agent start
     none), or as soon as the plugin loads."""
-    startup_timeout_ms: Annotated[float, Gt(0)] = 30_000
+    startup_timeout_ms: Annotated[float, Meta(gt=0)] = 30_000
     """How long a server may take to start (and a turn waits for it) before it counts as failed."""
-    tool_timeout_ms: Annotated[float, Gt(0)] | None = 600_000
+    tool_timeout_ms: Annotated[float, Meta(gt=0)] | None = 600_000
     """The per-call deadline of MCP tools (a server's `timeout` overrides it); None: none."""
-    max_restarts: Annotated[int, Ge(0)] = 5
-    restart_backoff_ms: Annotated[float, Ge(0)] = 500
+    max_restarts: Annotated[int, Meta(ge=0)] = 5
+    restart_backoff_ms: Annotated[float, Meta(ge=0)] = 500
     resource_tools: bool = True
     """Offer `mcp_list_resources` / `mcp_read_resource` while a server has resources."""
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, ClassVar
 
-from ..._record import record
-from ...kernel import Context, ServiceKey
+from ...kernel import ConfigRecord, Context, ServiceKey
 
 if TYPE_CHECKING:
     from ._telemetry import Telemetry
@@ -19,8 +18,7 @@ __all__ = ["TELEMETRY", "OtelConfig", "OtelPlugin", "missing_extra"]
 TELEMETRY: ServiceKey[Telemetry] = ServiceKey("telemetry")
 
 
-@record
-class OtelConfig:
+class OtelConfig(ConfigRecord):
     capture_content: bool | None = None
     """Record messages, the system prompt and tool arguments/results (default:
     `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`, else no). Credentials dsh holds

@@ -4,12 +4,12 @@ user approves the plan the model presents with `exit_plan_mode`."""
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import field
 from typing import Any, ClassVar
 
-from ..._record import record
+import msgspec
+
 from ...agent import Agent
-from ...kernel import SYSTEM_PROMPT, TOOLS, Context, Next, ServiceKey
+from ...kernel import SYSTEM_PROMPT, TOOLS, ConfigRecord, Context, Next, ServiceKey
 from ...llm import HarnessError
 from ...prompt import AssembleContext
 from ...session import SESSION_DISPOSED, Session
@@ -64,9 +64,8 @@ CONTEXT = (
 APPROVED = "The user approved the plan. Plan mode is off: carry out the plan now."
 
 
-@record
-class PlanModeConfig:
-    allow: list[str] = field(default_factory=lambda: list(READ_ONLY))
+class PlanModeConfig(ConfigRecord):
+    allow: list[str] = msgspec.field(default_factory=lambda: list(READ_ONLY))
     """The tools that run in plan mode (`fnmatch` patterns); every other call is refused."""
     order: float = 20
     """The order of the plan-mode runtime context."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 from typing import Annotated, Any, ClassVar
 
-from ..._record import record
-from ...kernel import Context, Ge
+from msgspec import Meta
+
+from ...kernel import ConfigRecord, Context
 from ...llm import Json, Message, TextBlock, ToolResultBlock
 from ...session import ReplaceOp, SessionEvent
 from ..compaction import COMPACTION, Reduction, estimate_message
@@ -14,15 +15,14 @@ from ..compaction import COMPACTION, Reduction, estimate_message
 __all__ = ["PrunerConfig", "PrunerPlugin", "prune", "pruned_message"]
 
 
-@record
-class PrunerConfig:
-    min_chars: Annotated[int, Ge(0)] = 2_000
+class PrunerConfig(ConfigRecord):
+    min_chars: Annotated[int, Meta(ge=0)] = 2_000
     """Results with at most this much text are left alone."""
-    head_chars: Annotated[int, Ge(0)] = 1_000
+    head_chars: Annotated[int, Meta(ge=0)] = 1_000
     """What a pruned result keeps of its beginning…"""
-    tail_chars: Annotated[int, Ge(0)] = 500
+    tail_chars: Annotated[int, Meta(ge=0)] = 500
     """…and of its end."""
-    protect_tokens: Annotated[int, Ge(0)] | None = None
+    protect_tokens: Annotated[int, Meta(ge=0)] | None = None
     """The newest tool results, up to this many tokens, are never pruned; default: the
     compaction's retained tail (0 on overflow)."""
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import weakref
-from dataclasses import field
 from typing import Any, ClassVar
+
+import msgspec
 
 from ..._record import record
 from ...agent import PROMPT_SUBMIT, PromptDecision, PromptSubmit
-from ...kernel import TOOLS, Context, Next
+from ...kernel import TOOLS, ConfigRecord, Context, Next
 from ...llm import Json, plugin_source, user_message
 from ...tools import TOOLS_POST_EXECUTE, Accept, PostDecision, PostExecute
 
@@ -23,11 +24,10 @@ NOTICE = (
 )
 
 
-@record
-class RepeatReminderConfig:
-    thresholds: list[int] = field(default_factory=lambda: [3, 5, 8])
+class RepeatReminderConfig(ConfigRecord):
+    thresholds: list[int] = msgspec.field(default_factory=lambda: [3, 5, 8])
     """Remind when the same call has been made this many times in a row."""
-    exclude: list[str] = field(default_factory=list)
+    exclude: list[str] = msgspec.field(default_factory=list)
     """Tools that are never counted (they do not break a run of repeats either)."""
 
 

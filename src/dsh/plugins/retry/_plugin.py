@@ -6,25 +6,26 @@ import dataclasses
 import random
 from typing import Annotated, ClassVar, Literal
 
+import msgspec
+from msgspec import Meta
+
 from ..._ids import uuid4_hex
-from ..._record import record
 from ...agent import AGENT_DISPOSED, REQUEST_ERROR, AgentEvent, RequestError, Retry
-from ...kernel import Context, Ge, Gt, Le, Next
+from ...kernel import ConfigRecord, Context, Next
 from ...llm import RetryPolicy
 
 __all__ = ["RetryOverrides", "RetryPlugin", "backoff_ms"]
 
 
-@record
-class RetryOverrides:
+class RetryOverrides(ConfigRecord):
     """Fields that replace the serving route's policy (None keeps the route's value)."""
 
     mode: Literal["normal", "always", "never"] | None = None
-    max_retries: Annotated[int, Ge(0)] | None = None
-    base_delay_ms: Annotated[int, Gt(0)] | None = None
-    max_delay_ms: Annotated[int, Gt(0)] | None = None
+    max_retries: Annotated[int, Meta(ge=0)] | None = None
+    base_delay_ms: Annotated[int, Meta(gt=0)] | None = None
+    max_delay_ms: Annotated[int, Meta(gt=0)] | None = None
     retryable_codes: list[str] | None = None
-    jitter_ratio: Annotated[float, Ge(0), Le(1)] | None = None
+    jitter_ratio: Annotated[float, Meta(ge=0), Meta(le=1)] | None = None
 
     def __post_init__(self) -> None:
         base, top = self.base_delay_ms, self.max_delay_ms
@@ -32,7 +33,7 @@ class RetryOverrides:
             raise ValueError("base_delay_ms must not exceed max_delay_ms")
 
     def apply(self, policy: RetryPolicy) -> RetryPolicy:
-        changes = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        changes = {k: v for k, v in msgspec.structs.asdict(self).items() if v is not None}
         if "retryable_codes" in changes:
             changes["retryable_codes"] = tuple(changes["retryable_codes"])
         # Overriding one delay bound keeps the pair ordered.

@@ -17,9 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
+from msgspec import Meta
+
 from ..._ids import uuid4_hex
-from ..._record import record
-from ...kernel import Ge
+from ...kernel import ConfigRecord
 
 __all__ = ["Limits", "PidsCgroup", "limit_argv", "pids_cgroup", "processes_bounded"]
 
@@ -27,15 +28,14 @@ _log = logging.getLogger("dsh.plugins.sandbox")
 _MIB = 1024 * 1024
 
 
-@record
-class Limits:
+class Limits(ConfigRecord):
     """Per sandboxed command; `null` lifts a limit."""
 
-    processes: Annotated[int, Ge(16)] | None = 1024
+    processes: Annotated[int, Meta(ge=16)] | None = 1024
     """Processes and threads the command may have at once (a fork bomb stops there)."""
-    address_space_mb: Annotated[int, Ge(64)] | None = 16384
+    address_space_mb: Annotated[int, Meta(ge=64)] | None = 16384
     """Virtual memory of each process, in MiB (`ulimit -v`)."""
-    file_size_mb: Annotated[int, Ge(1)] | None = 4096
+    file_size_mb: Annotated[int, Meta(ge=1)] | None = 4096
     """The largest file a process may write, in MiB (`ulimit -f`)."""
 
 

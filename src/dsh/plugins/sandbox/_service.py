@@ -8,11 +8,11 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import field
 from typing import TYPE_CHECKING, cast
 
-from ..._record import record
-from ...kernel import ServiceKey
+import msgspec
+
+from ...kernel import ConfigRecord, ServiceKey
 from ...session import Session
 from ...tools import SANDBOX as _SANDBOX
 from ...tools import SANDBOX_MODES, Confinement, SandboxMode, ToolExecution
@@ -40,17 +40,15 @@ MODE_EVENT = "sandbox/mode"
 _log = logging.getLogger("dsh.plugins.sandbox")
 
 
-@record
-class SandboxNetwork:
-    allow_hosts: list[str] = field(default_factory=list)
+class SandboxNetwork(ConfigRecord):
+    allow_hosts: list[str] = msgspec.field(default_factory=list)
     """Hosts a command may reach through dsh's filtering proxy: `name`, `name:port` or
     `*.suffix` (ports 80 and 443 when none is given)."""
     allow_private: bool = False
     """Let listed hosts resolve to loopback or private addresses (for tests)."""
 
 
-@record
-class SandboxConfig:
+class SandboxConfig(ConfigRecord):
     mode: SandboxMode = "workspace-write"
     """`read-only`: nothing writable but a private /tmp; `workspace-write`: the workspace too;
     `danger-full-access`: no sandbox."""
@@ -59,17 +57,17 @@ class SandboxConfig:
     through a proxy dsh runs."""
     bwrap: str = "bwrap"
     """The bubblewrap executable: a name looked up on PATH, or a path."""
-    writable_roots: list[str] = field(default_factory=list)
+    writable_roots: list[str] = msgspec.field(default_factory=list)
     """More absolute directories writable in `workspace-write` (`~` expands)."""
-    read_only_paths: list[str] = field(default_factory=lambda: list(CONTROL_PATHS))
+    read_only_paths: list[str] = msgspec.field(default_factory=lambda: list(CONTROL_PATHS))
     """Relative to each writable root, kept read-only (a trailing `/` marks a folder)."""
-    deny_read: list[str] = field(default_factory=lambda: list(DENY_READ))
+    deny_read: list[str] = msgspec.field(default_factory=lambda: list(DENY_READ))
     """Paths no command may read (`~` expands); the dsh home is always among them."""
-    limits: Limits = field(default_factory=Limits)
+    limits: Limits = msgspec.field(default_factory=Limits)
 
     def __post_init__(self) -> None:
         roots = absolute_roots(self.writable_roots, "writable_roots")
-        object.__setattr__(self, "writable_roots", roots)
+        msgspec.structs.force_setattr(self, "writable_roots", roots)
         for entry in self.read_only_paths:
             if os.path.isabs(entry) or ".." in entry.split("/"):
                 raise ValueError(

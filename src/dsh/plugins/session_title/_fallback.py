@@ -7,19 +7,19 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar
 
-from ..._record import record
-from ...kernel import SESSIONS, Context, Ge
+from msgspec import Meta
+
+from ...kernel import SESSIONS, ConfigRecord, Context
 from ...llm import Json, Message
 from ...session import SESSION_DISPOSED, SESSION_EVENT, Session, SessionEvent, SessionEventPayload
 
 __all__ = ["SessionTitleConfig", "SessionTitlePlugin", "fallback_title", "title_of"]
 
 
-@record
-class SessionTitleConfig:
-    words: Annotated[int, Ge(1)] = 5
+class SessionTitleConfig(ConfigRecord):
+    words: Annotated[int, Meta(ge=1)] = 5
     """The title is the prompt's first `words` words (the reference runtime's fallback)."""
-    max_chars: Annotated[int, Ge(8)] = 80
+    max_chars: Annotated[int, Meta(ge=8)] = 80
     subagents: bool = False
     """Title subagents' sessions too (off: they are named by their parent's call)."""
 

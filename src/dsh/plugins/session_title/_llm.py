@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Any, ClassVar
 
-from ..._record import record
-from ...kernel import AGENTS, LLM, CancelSignal, Context, Ge, Gt
+from msgspec import Meta
+
+from ...kernel import AGENTS, LLM, CancelSignal, ConfigRecord, Context
 from ...llm import (
     BlockAssembler,
     GenerateOptions,
@@ -35,13 +36,12 @@ SYSTEM = (
 )
 
 
-@record
-class LlmTitleConfig:
+class LlmTitleConfig(ConfigRecord):
     provider: str | None = None
     """The route of the title call; default: the session's own provider and model."""
     model: str | None = None
-    max_tokens: Annotated[int, Gt(0)] = 64
-    max_chars: Annotated[int, Ge(8)] = 80
+    max_tokens: Annotated[int, Meta(gt=0)] = 64
+    max_chars: Annotated[int, Meta(ge=8)] = 80
 
 
 def clean(text: str, max_chars: int) -> str:

@@ -7,9 +7,8 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..._record import record
 from ...agent import Agent
-from ...kernel import SYSTEM_PROMPT, TOOLS, Context, ServiceKey
+from ...kernel import SYSTEM_PROMPT, TOOLS, ConfigRecord, Context, ServiceKey
 from ...llm import HarnessError
 from ...prompt import AssembleContext
 from ...tools import ToolPlugin, ToolRunContext, tool
@@ -41,8 +40,7 @@ class SkillError(HarnessError):
         super().__init__(message, "SKILL")
 
 
-@record
-class SkillsConfig:
+class SkillsConfig(ConfigRecord):
     claude_compat: bool = True
     """Read `.claude/skills` folders too (a project's and `~/.claude/skills`)."""
     order: float = 110

@@ -4,11 +4,12 @@ results with a preview and the path of the whole."""
 from __future__ import annotations
 
 import logging
-from dataclasses import field
 from typing import Annotated, ClassVar
 
-from ..._record import record
-from ...kernel import Context, Gt, Next, redact_secrets
+import msgspec
+from msgspec import Meta
+
+from ...kernel import ConfigRecord, Context, Next, redact_secrets
 from ...llm import TextBlock
 from ...persistence import SESSION_PERSISTENCE, CachedSpills, SpillArea
 from ...session import SESSION_DISPOSED, Session
@@ -20,13 +21,12 @@ __all__ = ["SpillConfig", "SpillPlugin"]
 _log = logging.getLogger("dsh.plugins.spill")
 
 
-@record
-class SpillConfig:
-    max_chars: Annotated[int, Gt(0)] = 30_000
+class SpillConfig(ConfigRecord):
+    max_chars: Annotated[int, Meta(gt=0)] = 30_000
     """A text result longer than this is saved to a file and previewed."""
-    head_chars: Annotated[int, Gt(0)] = 8_000
-    tail_chars: Annotated[int, Gt(0)] = 4_000
-    skip: list[str] = field(default_factory=lambda: ["read"])
+    head_chars: Annotated[int, Meta(gt=0)] = 8_000
+    tail_chars: Annotated[int, Meta(gt=0)] = 4_000
+    skip: list[str] = msgspec.field(default_factory=lambda: ["read"])
     """Tools whose results are never spilled (`read` pages by itself: spilling it would loop)."""
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from ..._record import record
+from msgspec import Meta
+
 from ...agent import PROMPT_SUBMIT, Notices
-from ...kernel import AGENTS, Context, Ge
+from ...kernel import AGENTS, ConfigRecord, Context
 from ...tools import ToolPlugin
 from ._control import CONTROL_TOOLS, notice
 from ._providers import ForkProvider, SpawnProvider
@@ -40,9 +41,8 @@ BACKGROUND_GUIDANCE = {
 }
 
 
-@record
-class SubagentsConfig:
-    max_depth: Annotated[int, Ge(1)] = DEFAULT_MAX_DEPTH
+class SubagentsConfig(ConfigRecord):
+    max_depth: Annotated[int, Meta(ge=1)] = DEFAULT_MAX_DEPTH
     """How deep delegation may nest (a top-level agent has depth 0)."""
     tools: bool = True
     """Register the model-facing `subagent` and `subagent_fork` tools."""
@@ -55,7 +55,7 @@ class SubagentsConfig:
     `send_message`, `list_agents`, `interrupt_agent`). `job`: a one-shot job of kind
     `subagent` (needs the jobs plugin and its tools mounted before this plugin, else the
     parameter is not offered)."""
-    max_wakes: Annotated[int, Ge(0)] = 3
+    max_wakes: Annotated[int, Meta(ge=0)] = 3
     """Consecutive idle-parent wake-ups by children's notices before a person's prompt."""
 
 

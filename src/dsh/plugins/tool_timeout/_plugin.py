@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import field, replace
+from dataclasses import replace
 from typing import Annotated, Any, ClassVar
 
-from ..._record import record
-from ...kernel import TOOLS, CancelSignal, Context, Gt, Next
+import msgspec
+from msgspec import Meta
+
+from ...kernel import TOOLS, CancelSignal, ConfigRecord, Context, Next
 from ...tools import TOOLS_EXECUTE, ToolExecution, ToolResult, failure
 
 TIMEOUT_CODE = "TOOL_TIMEOUT"
@@ -19,11 +21,10 @@ def timeout_message(timeout_ms: float) -> str:
     return f"tool call timed out after {shown}ms"
 
 
-@record
-class ToolTimeoutConfig:
-    default_timeout_ms: Annotated[float, Gt(0)] | None = None
+class ToolTimeoutConfig(ConfigRecord):
+    default_timeout_ms: Annotated[float, Meta(gt=0)] | None = None
     """The deadline of tools that declare none (default: no deadline for them)."""
-    exempt: list[str] = field(
+    exempt: list[str] = msgspec.field(
         default_factory=lambda: ["job_output", "subagent", "subagent_fork", "bash"]
     )
     """Tools never given a deadline: they bound their own waits (TOOLS.md §0, §7)."""

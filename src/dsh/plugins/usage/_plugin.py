@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import ClassVar
 
-from ..._record import record
-from ...kernel import Context, ServiceKey
+import msgspec
+
+from ...kernel import ConfigRecord, Context, ServiceKey
 from ._prices import DEFAULT_PRICES, Price, PriceTable
 
 __all__ = ["PRICES", "UsageConfig", "UsagePlugin"]
@@ -14,11 +14,10 @@ __all__ = ["PRICES", "UsageConfig", "UsagePlugin"]
 PRICES: ServiceKey[PriceTable] = ServiceKey("prices")
 
 
-@record
-class UsageConfig:
-    prices: list[Price] = field(default_factory=list)
+class UsageConfig(ConfigRecord):
+    prices: list[Price] = msgspec.field(default_factory=list)
     """Checked first, in order."""
-    default_prices: list[Price] = field(default_factory=lambda: list(DEFAULT_PRICES))
+    default_prices: list[Price] = msgspec.field(default_factory=lambda: list(DEFAULT_PRICES))
     """Checked after `prices`: DeepSeek's published prices; `[]` removes them."""
 
 

@@ -6,8 +6,9 @@ from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Annotated
 
-from ..._record import record
-from ...kernel import Ge, MinLen
+from msgspec import Meta
+
+from ...kernel import ConfigRecord
 from ...session import ModelRoute, Usage
 
 __all__ = ["DEFAULT_PRICES", "Price", "PriceTable"]
@@ -15,20 +16,19 @@ __all__ = ["DEFAULT_PRICES", "Price", "PriceTable"]
 _PER = 1_000_000
 
 
-@record
-class Price:
+class Price(ConfigRecord):
     """What a route charges, in US dollars per million tokens. `route` is a glob over
     `provider/model` (`deepseek-official/deepseek-v4-*`); one without a `/` matches the
     model of any provider. Cache reads and writes cost `input` unless priced."""
 
-    route: Annotated[str, MinLen(1)]
-    input: Annotated[float, Ge(0)]
+    route: Annotated[str, Meta(min_length=1)]
+    input: Annotated[float, Meta(ge=0)]
     """Fresh input (a cache miss)."""
-    output: Annotated[float, Ge(0)]
+    output: Annotated[float, Meta(ge=0)]
     """Output, reasoning included."""
-    cache_read: Annotated[float, Ge(0)] | None = None
+    cache_read: Annotated[float, Meta(ge=0)] | None = None
     """Input served from the provider's cache (a cache hit)."""
-    cache_write: Annotated[float, Ge(0)] | None = None
+    cache_write: Annotated[float, Meta(ge=0)] | None = None
     """Input written to the provider's cache."""
 
     def matches(self, provider: str, model: str) -> bool:

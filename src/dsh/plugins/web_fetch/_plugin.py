@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import field
 from typing import Annotated
 
-from ..._record import record
+import msgspec
+from msgspec import Meta
+
 from ..._version import __version__
-from ...kernel import Ge, Gt
+from ...kernel import ConfigRecord
 from ...llm import HarnessError, Json
 from ...tools import ToolDefinition, ToolPlugin, ToolRunContext
 from ._policy import HostRules, Limits
@@ -37,17 +38,16 @@ PARAMETERS: dict[str, Json] = {
 TRUNCATED = "(Content truncated. Fetch a more specific URL or section for the full text.)"
 
 
-@record
-class WebFetchConfig:
-    allow_hosts: list[str] = field(default_factory=list)
+class WebFetchConfig(ConfigRecord):
+    allow_hosts: list[str] = msgspec.field(default_factory=list)
     """Hosts (`name`, or `name:port`) fetched even though they resolve to private,
     loopback or link-local addresses (a local docs server, an intranet wiki)."""
-    timeout_s: Annotated[float, Gt(0)] = 30.0
+    timeout_s: Annotated[float, Meta(gt=0)] = 30.0
     """For the whole fetch, redirects included."""
-    max_redirects: Annotated[int, Ge(0)] = 5
-    max_bytes: Annotated[int, Gt(0)] = 2_000_000
+    max_redirects: Annotated[int, Meta(ge=0)] = 5
+    max_bytes: Annotated[int, Meta(gt=0)] = 2_000_000
     """Bytes of the body read; the rest is not downloaded."""
-    max_chars: Annotated[int, Gt(0)] = 100_000
+    max_chars: Annotated[int, Meta(gt=0)] = 100_000
     """Characters of converted content returned."""
     user_agent: str = f"dsh/{__version__} (web_fetch)"
 

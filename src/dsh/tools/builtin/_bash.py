@@ -9,8 +9,9 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Annotated
 
-from ..._record import record
-from ...kernel import Aborted, Context, Gt
+from msgspec import Meta
+
+from ...kernel import Aborted, Context
 from ...llm import HarnessError, Json
 from .._seams import SANDBOX, SPILLS, Confinement, SpillStore, SpillWriter
 from .._tool_plugin import ToolPlugin
@@ -51,15 +52,14 @@ _log = logging.getLogger("dsh.tools")
 _ENV_DEFAULTS = {"NO_COLOR": "1", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
 
 
-@record
 class BashConfig(WorkspaceConfig):
     """Config of the `bash` tool."""
 
-    timeout_ms: Annotated[int, Gt(0)] = 60_000
+    timeout_ms: Annotated[int, Meta(gt=0)] = 60_000
     """The timeout when the model gives none."""
-    max_timeout_ms: Annotated[int, Gt(0)] = 600_000
+    max_timeout_ms: Annotated[int, Meta(gt=0)] = 600_000
     """The cap on any timeout the model asks for."""
-    max_output_bytes: Annotated[int, Gt(0)] = 12_000
+    max_output_bytes: Annotated[int, Meta(gt=0)] = 12_000
     """Bytes of each stream the model sees (the tail); with a spill store, a stream over
     this is saved whole to a file (up to 64 MiB) and the result names it. Both streams fit
     under the spill store's threshold for whole results (30,000 characters)."""

@@ -78,7 +78,6 @@ Replace exact text in a UTF-8 text file.
 and not changed since."""
 
 
-@record
 class FilesConfig(WorkspaceConfig):
     """Config of the `write` and `edit` tools."""
 

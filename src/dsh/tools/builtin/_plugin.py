@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, ClassVar, TypeVar
 
-from ..._record import record
+import msgspec
+
 from ...kernel import Context
 from .._tool_plugin import ToolPlugin
 from ._bash import BashConfig, BashToolPlugin
@@ -21,7 +21,6 @@ __all__ = ["BuiltinToolsConfig", "BuiltinToolsPlugin"]
 C = TypeVar("C")
 
 
-@record
 class BuiltinToolsConfig(WorkspaceConfig):
     """Each tool: `true` (default config), `false` (not mounted) or its own config.
     `extra_roots` is added to the roots of every tool that touches paths."""
@@ -39,7 +38,7 @@ def _config(value: bool | C, model: type[C], roots: list[str]) -> C:
     """A tool's config: its own, or its defaults for `true`; `roots` added to its roots."""
     config = value if isinstance(value, model) else model()
     if roots and isinstance(config, WorkspaceConfig):
-        config = dataclasses.replace(config, extra_roots=[*roots, *config.extra_roots])
+        config = msgspec.structs.replace(config, extra_roots=[*roots, *config.extra_roots])
     return config
 
 

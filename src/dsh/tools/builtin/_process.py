@@ -324,9 +324,7 @@ async def run_process(
     """
     loop = asyncio.get_running_loop()
     capture = _Capture(loop, max_bytes, keep == "tail", spill)
-    transport = await _spawn(
-        loop, capture, argv, cwd=cwd, env=env, stdin=stdin, pass_fds=pass_fds
-    )
+    transport = await _spawn(loop, capture, argv, cwd=cwd, env=env, stdin=stdin, pass_fds=pass_fds)
     pid = transport.get_pid()
     try:
         stopped = await _until_exit(pid, capture, signal, timeout_s)

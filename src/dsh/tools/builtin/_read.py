@@ -10,7 +10,6 @@ import stat
 from collections.abc import Mapping
 from typing import BinaryIO
 
-from ..._record import record
 from ...kernel import Context
 from ...llm import Json
 from .._seams import SPILLS, EditorFiles
@@ -67,7 +66,6 @@ file is what allows `write` to replace it and `edit` to change it. It also reads
 where oversized tool output was saved (their paths are given with the output)."""
 
 
-@record
 class ReadConfig(WorkspaceConfig):
     """Config of the `read` tool."""
 

@@ -64,7 +64,6 @@ file names must match (`*.py`, `*.{ts,tsx}`). At most 250 matches are shown, eac
 at 2000 bytes."""
 
 
-@record
 class SearchConfig(WorkspaceConfig):
     """Config of the `glob` and `grep` tools."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 
-from ..._record import record
+from ...kernel import ConfigRecord
 from ...llm import Json
 from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
@@ -30,8 +30,7 @@ PARALLEL = {
 }
 
 
-@record
-class TodoConfig:
+class TodoConfig(ConfigRecord):
     """Config of the `todo_write` tool."""
 
     allow_parallel_in_progress: bool = True

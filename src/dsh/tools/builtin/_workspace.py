@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import field
+
+import msgspec
 
 from ..._record import record
+from ...kernel import ConfigRecord
 from ...llm import HarnessError
 from .._types import ToolExecution
 
@@ -107,15 +109,15 @@ def absolute_roots(roots: Sequence[str], key: str) -> list[str]:
     return out
 
 
-@record
-class WorkspaceConfig:
+class WorkspaceConfig(ConfigRecord):
     """Config shared by the tools that touch paths."""
 
-    extra_roots: list[str] = field(default_factory=list)
+    extra_roots: list[str] = msgspec.field(default_factory=list)
     """Absolute directories the tools may use besides the session cwd (`~` expands)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "extra_roots", absolute_roots(self.extra_roots, "extra_roots"))
+        roots = absolute_roots(self.extra_roots, "extra_roots")
+        msgspec.structs.force_setattr(self, "extra_roots", roots)
 
     def workspace(self) -> Workspace:
         return Workspace(tuple(self.extra_roots))
