@@ -61,7 +61,6 @@ async def test_the_sync_harness_streams_and_cancels(tmp_path: Path) -> None:
             env = env_for(tmp_path, server.base_url)
             options = {"provider": "deepseek-official", "model": "m", "cwd": str(tmp_path)}
             with Harness(**options, env=env) as h:
-
                 asked: list[bool] = []
 
                 def stop(event: TypedEvent) -> None:

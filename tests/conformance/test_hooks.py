@@ -80,7 +80,7 @@ async def test_turn_stopping_continue_runs_another_step(runtime: Runtime) -> Non
 async def test_step_result_rewrites_the_committed_message(runtime: Runtime) -> None:
     async def rewrite(payload: Any, nxt: Next[Any, Any]) -> Any:
         message = await nxt()
-        from dataclasses import replace
+        from msgspec.structs import replace
 
         return replace(message, content=(TextBlock("[redacted]"),))
 
@@ -95,7 +95,7 @@ async def test_step_result_rewrites_the_committed_message(runtime: Runtime) -> N
 
 async def test_request_switches_model_and_the_header_records_it(runtime: Runtime) -> None:
     async def switch(payload: Any, nxt: Next[Any, Any]) -> Any:
-        from dataclasses import replace
+        from msgspec.structs import replace
 
         return replace(await nxt(), model="scripted-large", temperature=0.2)
 

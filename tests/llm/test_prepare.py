@@ -1,5 +1,4 @@
-import dataclasses
-
+import msgspec
 import pytest
 
 from dsh.kernel import Aborted, CancelSignal, Context
@@ -109,7 +108,7 @@ async def test_prepared_stream_is_one_shot_and_checks_the_config(
     prepared = await llm.prepare_call(LlmCallConfig("scripted", "m"))
     good = options_for(prepared.config)
     with pytest.raises(LlmError, match="differs") as err:
-        prepared.stream(dataclasses.replace(good, max_tokens=1))
+        prepared.stream(msgspec.structs.replace(good, max_tokens=1))
     assert err.value.code == "INVALID_PREPARED_CALL"
     stream = prepared.stream(good)  # a rejected attempt did not use it up
     with pytest.raises(LlmError, match="once") as again:

@@ -1,9 +1,9 @@
 import asyncio
-import dataclasses
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 
+import msgspec
 import pytest
 
 from dsh.kernel import CancelSignal, Context, Next, create_scope
@@ -150,7 +150,7 @@ async def test_middleware_may_reroute_the_request(ctx: Context, llm: LlmRuntime)
     llm.register_adapter(["real"], adapter)
 
     async def reroute(options: GenerateOptions, next: Next[GenerateOptions, Stream]) -> Stream:
-        return await next(dataclasses.replace(options, provider="real"))
+        return await next(msgspec.structs.replace(options, provider="real"))
 
     ctx.on(LLM_STREAM, reroute)
     asm = await assemble(llm.stream(request("alias")))

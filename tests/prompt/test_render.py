@@ -1,9 +1,9 @@
-from dataclasses import replace
 from types import MappingProxyType
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from dsh.prompt import (
     RUNTIME_CONTEXT_HEADER,

@@ -106,8 +106,7 @@ async def test_a_server_that_never_answers_times_out_waiting_for_the_response(
         code, found = await failed(harness)
     assert accepted.is_set() and code == "TIMEOUT"
     assert found.message == (  # type: ignore[attr-defined]
-        "deepseek-official: no data for 0.2s while waiting for the response to start "
-        "(idle timeout)"
+        "deepseek-official: no data for 0.2s while waiting for the response to start (idle timeout)"
     )
 
 

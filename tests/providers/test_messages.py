@@ -301,12 +301,13 @@ async def test_lone_surrogates_are_cleaned_and_a_split_pair_joined(claude: Harne
     assert claude.bodies[2]["messages"][-1]["content"][0]["text"] == "old \ufffd"
 
 
-def test_a_growing_history_is_grouped_from_the_previous_request() -> None:
-    """Each step encodes like a cold encoder would, whether the new messages extend the last
-    turn (same role), start a new one, or the history was rewritten (not a prefix)."""
+def test_a_growing_history_is_grouped_into_turns_with_a_stable_prefix() -> None:
+    """Each step's turns alternate, whether the new messages extend the last turn (same
+    role) or start a new one; without breakpoints each step's bytes extend the previous
+    step's (the last turn left open), and a rewritten history is grouped afresh."""
     from dsh.llm.adapters import MessagesDialect, MessagesEncoder
 
-    warm, steps = MessagesEncoder(MessagesDialect()), []
+    encoder, steps = MessagesEncoder(MessagesDialect(cache_control=False)), []
     history: list[Any] = [user_message("go")]
     for n in range(4):
         call = ToolCallBlock(f"c{n}", "read", '{"file_path":"a"}')
@@ -314,11 +315,26 @@ def test_a_growing_history_is_grouped_from_the_previous_request() -> None:
         history.append(tool_result_message(f"c{n}", [TextBlock(f"out {n}")]))
         if n == 2:
             history.append(user_message("a notice between results"))  # joins the user turn
-        steps.append(list(history))
-    steps.append([user_message("compacted"), *history[-2:]])  # rewritten: not a prefix
-    for messages in steps:
-        cold = MessagesEncoder(MessagesDialect()).messages_json(messages)
-        assert warm.messages_json(messages, "s1") == cold
-        roles = [turn["role"] for turn in json.loads(cold)]
+        steps.append(encoder.messages_json(history))
+    for step in steps:
+        roles = [turn["role"] for turn in json.loads(step)]
         assert roles[0] == "user" and all(a != b for a, b in itertools.pairwise(roles))
-    assert warm.messages_json([], "s1") == b"[]"
+    assert all(b.startswith(a[:-3]) for a, b in itertools.pairwise(steps))  # a[-3:] == "]}]"
+    rewritten = encoder.messages_json([user_message("compacted"), *history[-2:]])
+    assert [turn["role"] for turn in json.loads(rewritten)] == ["user", "assistant", "user"]
+    assert encoder.messages_json([]) == b"[]"
+
+
+def test_tool_use_input_is_read_as_the_loop_reads_the_arguments() -> None:
+    """msgspec reads the arguments; what only Python's `json` reads (a lone surrogate escape,
+    NaN) is still sent, cleaned; anything but an object is `{}`."""
+    from dsh.llm.adapters import MessagesDialect, MessagesEncoder
+
+    raw = ['{"p":"a\\ud83d\\ude00"}', '{"p":"\\ud83d","n":NaN}', "[1]", "{not json"]
+    calls = [ToolCallBlock(f"c{i}", "t", r) for i, r in enumerate(raw)]
+    message = assistant_message(calls, provider="p", model="m")
+    turns = json.loads(
+        MessagesEncoder(MessagesDialect(cache_control=False)).messages_json([message])
+    )
+    inputs = [block["input"] for block in turns[0]["content"]]
+    assert inputs == [{"p": "a😀"}, {"p": "\ufffd", "n": None}, {}, {}]

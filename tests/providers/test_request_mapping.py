@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+from typing import Any
+
+import pytest
 
 from dsh.llm import (
     GenerateOptions,
@@ -17,6 +21,8 @@ from dsh.llm import (
     user_message,
 )
 from dsh.llm.adapters import USER_AGENT, Dialect, RequestEncoder, wire_messages
+from dsh.llm.adapters import _request as request_module
+from dsh.llm.adapters._request import encode_json
 from dsh.testing import reply
 
 from .conftest import KEY, PROVIDER, Harness
@@ -180,25 +186,49 @@ def test_user_content_mapping() -> None:
     assert wire_messages(injected, Dialect()) == [{"role": "user", "content": "context"}]
 
 
-def test_encoder_caches_fragments_by_message_identity() -> None:
-    encoder = RequestEncoder(Dialect())
-    messages = history()
-    first = encoder.messages_json(GenerateOptions("p", "m", messages))
-    again = encoder.messages_json(GenerateOptions("p", "m", messages))
-    assert first == again
-    assert json.loads(first) == [m for msg in messages for m in wire_messages(msg, Dialect())]
-    # A rewrite keeps the id but is a new object: it is encoded afresh.
+def test_each_step_extends_the_previous_request_byte_for_byte() -> None:
+    """No state between requests, yet a growing history gives a growing byte prefix (what a
+    provider's prompt cache needs), and a rewrite (same id, new object) is sent as it is."""
+    encoder, messages = RequestEncoder(Dialect()), history()
+    options = [GenerateOptions("p", "m", messages[:n], system="sys") for n in range(1, 7)]
+    steps = [encoder.messages_json(o) for o in options]
+    assert json.loads(steps[-1]) == [
+        {"role": "system", "content": "sys"},
+        *(m for msg in messages for m in wire_messages(msg, Dialect())),
+    ]
+    assert all(b.startswith(a[:-1]) for a, b in itertools.pairwise(steps))
+    for step, body in zip(options, (encoder.body(o, stream=True) for o in options), strict=True):
+        assert b'{"model":"m","messages":' + encoder.messages_json(step) + b',"stream":' in body
     rewritten = user_message("list the files, please", id=messages[0].id)
     text = encoder.messages_json(GenerateOptions("p", "m", [rewritten]))
     assert json.loads(text) == [{"role": "user", "content": "list the files, please"}]
 
 
-def test_encoder_cache_is_bounded() -> None:
-    encoder = RequestEncoder(Dialect(), cache_limit=3)
-    messages = [user_message(str(i)) for i in range(10)]
-    text = encoder.messages_json(GenerateOptions("p", "m", messages))
-    assert [m["content"] for m in json.loads(text)] == [str(i) for i in range(10)]
-    assert len(encoder._cache) == 3
+def test_the_body_is_compact_utf8_in_the_wire_key_order() -> None:
+    tool = ToolSchema("read", "Lit un fichier — vite.", {"type": "object"})
+    options = GenerateOptions(
+        "p", "m", [user_message('héllo 😀\n"q"')], system="é", tools=(tool,), temperature=0.5
+    )
+    body = RequestEncoder(Dialect()).body(options, stream=False, extra={"seed": 7})
+    assert body == json.dumps(json.loads(body), ensure_ascii=False, separators=(",", ":")).encode()
+    assert "héllo 😀".encode() in body and "— vite".encode() in body and b"\\u" not in body
+    assert list(json.loads(body)) == ["model", "messages", "stream", "tools", "temperature", "seed"]
+
+
+def test_lone_surrogates_anywhere_are_sent_as_replacement_characters() -> None:
+    tool = ToolSchema("t\udc00", "d", {"properties": {"k\ud83d": {}}})
+    options = GenerateOptions(
+        "p", "m", [user_message("a\ud83d\ude00b \ud83d")], system="s\udfff", tools=(tool,)
+    )
+    body = json.loads(RequestEncoder(Dialect()).body(options, stream=True, extra={"x": "\ud800"}))
+    assert body["messages"] == [
+        {"role": "system", "content": "s\ufffd"},
+        {"role": "user", "content": "a😀b \ufffd"},
+    ]
+    function = body["tools"][0]["function"]
+    assert function["name"] == "t\ufffd"
+    assert function["parameters"] == {"properties": {"k\ufffd": {}}}
+    assert body["x"] == "\ufffd"
 
 
 async def test_non_streaming_route_asks_for_a_whole_completion(harness: Harness) -> None:
@@ -211,13 +241,24 @@ async def test_non_streaming_route_asks_for_a_whole_completion(harness: Harness)
     assert call.assembler.message(provider=PROVIDER, model="m").text == "whole"
 
 
-def test_the_encoder_cache_is_bounded_by_size() -> None:
-    from dsh.llm import user_message
-    from dsh.llm.adapters import Dialect, RequestEncoder
+def test_a_step_encodes_only_its_new_messages_and_sends_what_request_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The body splices each history message's encoding made at an earlier step; the bytes
+    are exactly `request()` encoded, at every step."""
+    encoder, messages = RequestEncoder(Dialect()), history()
+    options = [GenerateOptions("p", "m", messages[:n], system="sys") for n in range(1, 7)]
+    for step in options:
+        body = encoder.body(step, stream=True)
+        assert body == encode_json(encoder.request(step, stream=True))
+    made: list[object] = []
+    real = wire_messages
 
-    encoder = RequestEncoder(Dialect(), char_limit=10_000)
-    for i in range(50):
-        encoder._fragment(user_message("x" * 1_000, id=f"m{i}"))
-    assert encoder._chars <= 10_000
-    assert len(encoder._cache) < 50
-    assert "m49" in encoder._cache  # the newest stays
+    def counting(message: Any, dialect: Dialect) -> Any:
+        made.append(message)
+        return real(message, dialect)
+
+    monkeypatch.setattr(request_module, "wire_messages", counting)
+    grown = GenerateOptions("p", "m", [*messages, user_message("one more")], system="sys")
+    encoder.body(grown, stream=True)
+    assert len(made) == 1  # only the new message was encoded

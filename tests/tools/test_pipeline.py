@@ -1,8 +1,8 @@
 import asyncio
-import dataclasses
 import itertools
 from typing import Any
 
+import msgspec
 import pytest
 
 from dsh.kernel import CancelSignal, Context, Next, read_secret
@@ -331,7 +331,7 @@ async def test_an_execute_wrapper_may_swap_the_signal_and_the_caller_signal_is_f
         return 1
 
     async def wrapper(exec: ToolExecution, next: Next[ToolExecution, ToolResult]) -> ToolResult:
-        return await next(dataclasses.replace(exec, signal=own))
+        return await next(msgspec.structs.replace(exec, signal=own))
 
     ctx.tools.register(define(body=body))
     ctx.on(TOOLS_EXECUTE, wrapper)
@@ -349,7 +349,7 @@ async def test_a_wrapper_signal_aborted_before_the_body_is_aborted_before_dispat
     own.abort("timeout")
 
     async def wrapper(exec: ToolExecution, next: Next[ToolExecution, ToolResult]) -> ToolResult:
-        return await next(dataclasses.replace(exec, signal=own))
+        return await next(msgspec.structs.replace(exec, signal=own))
 
     ctx.tools.register(define(body=lambda a, r: ran.append(1) or 1))
     ctx.on(TOOLS_EXECUTE, wrapper)

@@ -8,6 +8,7 @@ import asyncio
 import os
 from typing import Any
 
+import msgspec
 from acp import PROTOCOL_VERSION, RequestError
 from acp.interfaces import Client
 from acp.schema import (
@@ -26,7 +27,6 @@ from acp.schema import (
 )
 
 from .._ids import uuid4_text
-from .._record import record
 from .._version import __version__
 from ..agent import USER_CANCEL, Agent, AgentHandle, AgentOptions, CreateAgentOptions
 from ..agent import ResumeAgentOptions as Resume
@@ -45,8 +45,7 @@ from ._session import AcpSession
 __all__ = ["AcpAgent", "AcpSettings"]
 
 
-@record
-class AcpSettings:
+class AcpSettings(msgspec.Struct, frozen=True):
     """What every session of the connection runs with."""
 
     agent_options: AgentOptions

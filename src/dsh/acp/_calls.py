@@ -7,6 +7,7 @@ import json
 import os
 from collections.abc import Mapping
 
+import msgspec
 from acp.helpers import text_block, tool_content, tool_diff_content
 from acp.schema import (
     ContentToolCallContent,
@@ -15,7 +16,6 @@ from acp.schema import (
     ToolKind,
 )
 
-from .._record import record
 from ..llm import Json
 
 __all__ = ["CallView", "call_view", "raw_arguments", "result_content"]
@@ -34,8 +34,7 @@ KINDS: Mapping[str, ToolKind] = {
 }
 
 
-@record
-class CallView:
+class CallView(msgspec.Struct, frozen=True):
     kind: ToolKind
     title: str
     locations: list[ToolCallLocation]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import TYPE_CHECKING, TypeAlias
 
-from .._record import record
+import msgspec
+
 from ..kernel import CancelSignal, EventSpec, Mode, SerialSpec, WaterfallSpec
 from ..llm import (
     AssistantMessage,
@@ -23,39 +23,33 @@ if TYPE_CHECKING:
 # -- payloads -----------------------------------------------------------------------------------
 
 
-@record
-class AgentEvent:
+class AgentEvent(msgspec.Struct, frozen=True):
     agent: Agent
 
 
-@record
-class SessionStart:
+class SessionStart(msgspec.Struct, frozen=True):
     agent: Agent
     source: SessionStartSource
 
 
-@record
-class StatusChange:
+class StatusChange(msgspec.Struct, frozen=True):
     agent: Agent
     status: AgentStatus
 
 
-@record
-class InboxChange:
+class InboxChange(msgspec.Struct, frozen=True):
     agent: Agent
     message_id: MessageId
     placement: Placement
 
 
-@record
-class PromptSubmit:
+class PromptSubmit(msgspec.Struct, frozen=True):
     agent: Agent
     message: UserMessage
     signal: CancelSignal
 
 
-@record
-class StepPoint:
+class StepPoint(msgspec.Struct, frozen=True):
     """`agent/pre-step` and `agent/request`: where the turn is."""
 
     agent: Agent
@@ -64,8 +58,7 @@ class StepPoint:
     signal: CancelSignal
 
 
-@record
-class RequestError:
+class RequestError(msgspec.Struct, frozen=True):
     agent: Agent
     turn: int
     step: int
@@ -75,8 +68,7 @@ class RequestError:
     signal: CancelSignal
 
 
-@record
-class StepResult:
+class StepResult(msgspec.Struct, frozen=True):
     agent: Agent
     turn: int
     step: int
@@ -84,21 +76,18 @@ class StepResult:
     signal: CancelSignal
 
 
-@record
-class TurnStopping:
+class TurnStopping(msgspec.Struct, frozen=True):
     agent: Agent
     turn: int
     signal: CancelSignal
 
 
-@record
-class CancelRequested:
+class CancelRequested(msgspec.Struct, frozen=True):
     agent: Agent
     cause: CancelCause
 
 
-@record
-class AgentError:
+class AgentError(msgspec.Struct, frozen=True):
     agent: Agent
     turn: int
     step: int
@@ -108,8 +97,7 @@ class AgentError:
 # -- decisions ----------------------------------------------------------------------------------
 
 
-@record
-class Allow:
+class Allow(msgspec.Struct, frozen=True):
     """Admit the prompt. `content` replaces it (same id) when given; every additional context
     becomes its own `user/message`, after the prompt."""
 
@@ -117,16 +105,14 @@ class Allow:
     additional_contexts: tuple[UserMessage, ...] = ()
 
 
-@record
-class Block:
+class Block(msgspec.Struct, frozen=True):
     reason: str
 
 
 PromptDecision: TypeAlias = Allow | Block
 
 
-@record
-class Retry:
+class Retry(msgspec.Struct, frozen=True):
     """Returned from `agent/request-error`: rebuild the request and try again at once (a
     listener that wants a delay waits before returning, as the retry plugin does).
 
@@ -136,17 +122,15 @@ class Retry:
     delay_ms: int = 0
 
 
-@record
-class Stop:
+class Stop(msgspec.Struct, frozen=True):
     pass
 
 
-@record
-class Continue:
+class Continue(msgspec.Struct, frozen=True):
     """Keep the turn open: `reason` is recorded as steering and another step runs."""
 
     reason: str
-    source: MessageSource = field(
+    source: MessageSource = msgspec.field(
         default_factory=lambda: {"kind": "plugin", "plugin": "agent/turn-stopping"}
     )
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from .._record import record
+import msgspec
+from msgspec.structs import replace
+
 from ..kernel import CancelSignal, Context, Disposer, Next
 from ..llm import LlmCallConfig
 from ..prompt import SYSTEM_PROMPT_ASSEMBLE, AssembleContext, AssemblePayload, PromptAssembly
@@ -15,8 +16,7 @@ if TYPE_CHECKING:
     from ._types import Agent
 
 
-@record(frozen=False)
-class AgentLlmTarget:
+class AgentLlmTarget(msgspec.Struct):
     """A provider / model / reasoning-effort selection for one agent; mutate it to switch.
 
     `reasoning_effort=None` clears an inherited effort so the adapter default applies.

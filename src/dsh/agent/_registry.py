@@ -5,10 +5,10 @@ from __future__ import annotations
 import builtins
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from .._record import record
+import msgspec
+
 from ..kernel import AGENTS, Acquire, Context, Disposer, Publication
 from ..session import SessionMeta
 from ._events import AGENT_CREATED, AGENT_DISPOSED, AgentEvent
@@ -54,11 +54,10 @@ class _Entry(Publication):
             self.bus.emit(AGENT_DISPOSED, AgentEvent(self.agent), self.agent)
 
 
-@record(frozen=False)
-class _State:
-    entries: dict[str, _Entry] = field(default_factory=dict)
+class _State(msgspec.Struct):
+    entries: dict[str, _Entry] = msgspec.field(default_factory=dict)
     factory: AgentFactory | None = None
-    initiator: InitiatorScope = field(default_factory=InitiatorScope)
+    initiator: InitiatorScope = msgspec.field(default_factory=InitiatorScope)
 
 
 class AgentRegistry:

@@ -6,9 +6,9 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar, overload
 
+import msgspec
 from typing_extensions import TypeVar as DefaultTypeVar
 
-from .._record import record
 from ..llm import Json, Message, UserMessage, text_of
 from ..session import (
     SESSION_DISPOSED,
@@ -91,8 +91,7 @@ async def _drain(
         await ctx.owner.dispose()
 
 
-@record
-class RunResult(Generic[OutputT]):
+class RunResult(msgspec.Struct, Generic[OutputT], frozen=True):
     """What one prompt produced: from the message's inbox receipt to the next idle."""
 
     output: OutputT

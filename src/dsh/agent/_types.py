@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from .._record import record
+import msgspec
+
 from ..llm import Json, MessageId, UserMessage
 from ..session import SessionEvent, SessionMeta
 
@@ -21,8 +21,7 @@ Placement = Literal["queued", "steering"]
 SessionStartSource = Literal["startup", "resume", "clear", "compact"]
 
 
-@record
-class CancelCause:
+class CancelCause(msgspec.Struct, frozen=True):
     """Why a turn was cancelled: `user`, `parent`, `hook` (with a reason) or `disposed`.
 
     The first cause wins. Durable `turn/end` records it as `aborted{reason: cause}`.
@@ -46,8 +45,7 @@ def hook_cancel(reason: str) -> CancelCause:
     return CancelCause("hook", reason)
 
 
-@record
-class AgentOptions:
+class AgentOptions(msgspec.Struct, frozen=True):
     """Per-agent settings. `max_tokens` caps output per request (positive int)."""
 
     provider: str | None = None
@@ -143,22 +141,20 @@ when it is a `SetupCommit` (has `commit()`); anything else — None, the `Dispos
 `tools.register` returns, a list of them — is ignored."""
 
 
-@record
-class CreateAgentOptions:
+class CreateAgentOptions(msgspec.Struct, frozen=True):
     session_id: str
-    meta: SessionMeta = field(default_factory=SessionMeta)
+    meta: SessionMeta = msgspec.field(default_factory=SessionMeta)
     seed: Sequence[SessionEvent] | None = None
     """Events to seed the session with (a fork's prefix)."""
-    agent_options: AgentOptions = field(default_factory=AgentOptions)
+    agent_options: AgentOptions = msgspec.field(default_factory=AgentOptions)
     signal: CancelSignal | None = None
     """Cancels creation only (unpublished setup); later use the handle."""
     setup: Setup | None = None
 
 
-@record
-class ResumeAgentOptions:
+class ResumeAgentOptions(msgspec.Struct, frozen=True):
     resume_session_id: str
-    agent_options: AgentOptions = field(default_factory=AgentOptions)
+    agent_options: AgentOptions = msgspec.field(default_factory=AgentOptions)
     signal: CancelSignal | None = None
     setup: Setup | None = None
 

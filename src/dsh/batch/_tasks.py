@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .._record import record
 from ..session import Usage
 
 __all__ = ["BatchError", "Task", "TaskResult", "read_results", "read_tasks", "write_results"]
@@ -43,8 +42,7 @@ class Task(BaseModel):
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
-@record
-class TaskResult:
+class TaskResult(msgspec.Struct, frozen=True):
     """What became of a task; `finish_reason` is None when it never reached a turn end
     (then `error` says why, and a rerun tries it again)."""
 
@@ -62,7 +60,7 @@ class TaskResult:
         return self.finish_reason is not None
 
     def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
+        out: dict[str, Any] = msgspec.to_builtins(self)
         out["wall_time_s"] = round(self.wall_time_s, 3)
         return out
 

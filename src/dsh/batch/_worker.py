@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from .._record import record
+import msgspec
+
 from ..agent import AgentOptions, CreateAgentOptions, ResumeAgentOptions, run_prompt
 from ..kernel import Context, Profile, boot, load_profile
 from ..llm import Json, Message, text_of
@@ -32,8 +33,7 @@ CONTINUE_PROMPT = (
 """What a resumed task's agent is told (its interrupted turn is closed in the log)."""
 
 
-@record
-class WorkerSpec:
+class WorkerSpec(msgspec.Struct, frozen=True):
     """What every worker of a batch shares. Plain values: it travels to Ray actors."""
 
     profiles: tuple[str, ...] = ()

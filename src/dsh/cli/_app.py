@@ -4,7 +4,6 @@ Add a command here as one more decorated function (or `app.add_typer` for a grou
 from __future__ import annotations
 
 import copy
-import dataclasses
 import io
 import itertools
 import os
@@ -13,6 +12,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
+import msgspec
 import typer
 
 from .._process import resume_collector
@@ -184,8 +184,10 @@ def run_command(
     from ._run import RunOptions, run_task
 
     options = RunOptions(profile, model, base_url, provider, cwd, None, continue_, yes, plain)
-    options = dataclasses.replace(options, task=task, json=json_, trust=trust, plan=plan, otel=otel)
-    exit_with(run_task(dataclasses.replace(options, sandbox=_mode(sandbox))))
+    options = msgspec.structs.replace(
+        options, task=task, json=json_, trust=trust, plan=plan, otel=otel
+    )
+    exit_with(run_task(msgspec.structs.replace(options, sandbox=_mode(sandbox))))
 
 
 @app.command("chat")
@@ -209,7 +211,7 @@ def chat_command(
     from ._runtime import Options
 
     options = Options(profile, model, base_url, provider, cwd, resume, continue_, yes, plain)
-    exit_with(chat(dataclasses.replace(options, sandbox=_mode(sandbox), otel=otel)))
+    exit_with(chat(msgspec.structs.replace(options, sandbox=_mode(sandbox), otel=otel)))
 
 
 @app.command("demo")
@@ -304,7 +306,7 @@ def sessions_resume(
         from ._chat import chat
 
         exit_with(chat(options))
-    exit_with(run_task(dataclasses.replace(options, task=task)))
+    exit_with(run_task(msgspec.structs.replace(options, task=task)))
 
 
 @hooks_app.command("list")

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from .._record import record
+import msgspec
+
 from ..tools import Decision
 from ..tools.builtin import FileChange, file_change
 
@@ -43,8 +44,7 @@ REASON_PROMPT = "why not? (the model reads this) > "
 REASK = "answer y, s, a, n or r (r: no, with a reason); nothing was decided yet"
 
 
-@record
-class Answer:
+class Answer(msgspec.Struct, frozen=True):
     choice: Choice
     reason: str | None = None
 

@@ -6,7 +6,8 @@ import asyncio
 import os
 from pathlib import Path
 
-from .._record import record
+import msgspec
+
 from ..kernel import load_profile
 from ._runtime import CliError, profile_files, resolve_route
 
@@ -17,8 +18,7 @@ LOCAL_RAY = "local"
 """`--ray` without an address: start (or join, with RAY_ADDRESS) a Ray on this machine."""
 
 
-@record
-class BatchOptions:
+class BatchOptions(msgspec.Struct, frozen=True):
     tasks: Path
     out: Path
     concurrency: int = 8

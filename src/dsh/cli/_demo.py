@@ -3,11 +3,12 @@ scripted model behind a real loopback HTTP server otherwise."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from ._run import RunOptions, run_task
 
@@ -97,7 +98,7 @@ async def run_demo(task: str | None, workspace: Path | None, *, yes: bool = Fals
         os.environ["DEEPSEEK_API_KEY"] = "demo-key-not-a-secret"
         try:
             banner = f"{DEMO_BANNER}\n{banner}"
-            return await run_task(dataclasses.replace(options, banner=banner, model=DEMO_MODEL))
+            return await run_task(msgspec.structs.replace(options, banner=banner, model=DEMO_MODEL))
         finally:
             for key, value in saved.items():
                 if value is None:

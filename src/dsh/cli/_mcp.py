@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from ..kernel import CancelSignal, Profile, boot
 from ..workspace import SettingsError, Trust, edit_json_file, read_json_object
@@ -60,7 +61,7 @@ async def list_servers(profile: list[Path] | None, cwd: Path | None, as_json: bo
         await ctx.owner.dispose()
     if as_json:
         for status in statuses:
-            sys.stdout.write(json.dumps(dataclasses.asdict(status)) + "\n")
+            sys.stdout.write(json.dumps(msgspec.to_builtins(status)) + "\n")
     else:
         print("\n".join(describe_statuses(statuses)))
     return 0

@@ -12,7 +12,6 @@ import sys
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
-from .._record import record
 from ..agent import USER_CANCEL, Agent, RunResult, run_prompt
 from ..kernel import Context
 from ..llm import clean_text
@@ -38,8 +37,7 @@ EXIT_TURN_FAILED = 1
 EXIT_INTERRUPTED = 130
 
 
-@record
-class RunOptions(Options):
+class RunOptions(Options, frozen=True):
     task: str | None = None
     json: bool = False
     banner: str | None = None

@@ -8,9 +8,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
+
 from .._ids import uuid4_text
 from .._process import settle_collector
-from .._record import record
 from ..agent import AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
 from ..kernel import Context, Profile, boot, load_config, load_profile
 from ..llm import Json
@@ -87,8 +88,7 @@ async def sandbox_status(profile: Profile, workspace: Path) -> list[tuple[str, s
     return await report(Sandbox(config), config.mode, str(workspace))
 
 
-@record
-class Options:
+class Options(msgspec.Struct, frozen=True):
     """What `dsh run` and `dsh chat` share: the profile, the model, the workspace, the
     session to continue, approval and rendering."""
 
@@ -140,8 +140,7 @@ BASE_URL_ENV = {"deepseek-official": "DEEPSEEK_BASE_URL", "openai": "OPENAI_BASE
 """The variable each built-in route reads its URL from."""
 
 
-@record
-class Route:
+class Route(msgspec.Struct, frozen=True):
     """The model route of a command, and where its URL was set (to say what to change)."""
 
     route: ModelRoute

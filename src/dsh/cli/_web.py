@@ -9,7 +9,8 @@ import sys
 import webbrowser
 from pathlib import Path
 
-from .._record import record
+import msgspec
+
 from ..agent import AgentOptions
 from ._hooks import trust_note, untrusted_files
 from ._runtime import CliError, Options, prepare, start_runtime
@@ -18,8 +19,7 @@ MIN_TOKEN = 16
 EXTRA = "dsh web needs the web extra: pip install 'dsh[web]'"
 
 
-@record
-class WebOptions:
+class WebOptions(msgspec.Struct, frozen=True):
     model: Options
     """The profile, model route and workspace, as for `dsh chat`."""
     port: int

@@ -10,11 +10,11 @@ import os
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+import msgspec
+
 from .._ids import uuid4_hex, uuid4_text
-from .._record import record
 
 if TYPE_CHECKING:  # dsh.llm would pull in the kernel: a client stays light
     from ..events import TypedEvent
@@ -39,15 +39,14 @@ class HarnessRpcError(Exception):
         self.code = code
 
 
-@record
-class RunResult:
+class RunResult(msgspec.Struct, frozen=True):
     """One prompt's run: from its inbox receipt to the next `idle` of its session."""
 
     session_id: str
     final_response: str
     finish_reason: str | None
     events: tuple[dict[str, Json], ...]
-    notifications: tuple[dict[str, Json], ...] = field(repr=False)
+    notifications: tuple[dict[str, Json], ...] = msgspec.field()
 
 
 class AsyncHarness:

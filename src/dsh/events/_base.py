@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar, dataclass_transform
 
-from .._record import record
+import msgspec
+
 from ..llm import Json
 from ..session import SessionEvent, SurfaceOp
 
@@ -21,16 +22,14 @@ __all__ = ["Codec", "Event", "event_class", "key"]
 T = TypeVar("T")
 
 
-@record
-class Codec(Generic[T]):
+class Codec(msgspec.Struct, Generic[T], frozen=True):
     """How one field's value is read from and written to JSON."""
 
     decode: Callable[[Json], T]
     encode: Callable[[T], Json]
 
 
-@record
-class _Spec:
+class _Spec(msgspec.Struct, frozen=True):
     name: str
     key: str
     codec: Codec[Any] | None

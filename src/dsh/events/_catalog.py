@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from dataclasses import field
 from typing import Any, ClassVar, TypeAlias, get_args
 
-from .._record import record
+import msgspec
+
 from ..llm import (
     BlockEnd,
     BlockStart,
@@ -186,7 +187,7 @@ class _ChunkEvent(Event):
     @property
     def chunk(self) -> StreamChunk:
         """The `dsh.llm` stream chunk this event logged."""
-        own = {f: getattr(self, f) for f in self.chunk_class.__dataclass_fields__ if f != "type"}
+        own = {f: getattr(self, f) for f in self.chunk_class.__struct_fields__}
         chunk: StreamChunk = self.chunk_class(**own)
         return chunk
 
@@ -198,7 +199,7 @@ class _ChunkEvent(Event):
         chunk = chunk_from_json(data["chunk"])
         if not isinstance(chunk, cls.chunk_class):
             raise ValueError(f"not a {cls.chunk_type} chunk")
-        own = {f: getattr(chunk, f) for f in cls.chunk_class.__dataclass_fields__ if f != "type"}
+        own = {f: getattr(chunk, f) for f in cls.chunk_class.__struct_fields__}
         extra = {k: v for k, v in data.items() if k not in ("turn", "step", "chunk")}
         fields = {"turn": data["turn"], "step": data["step"], **own}
         return {**fields, "extra": extra} if extra else fields
@@ -482,18 +483,17 @@ class PlanModeEvent(Event):
 # -- everything else ---------------------------------------------------------------------------
 
 
-@record(kw_only=True)
-class OtherEvent:
+class OtherEvent(msgspec.Struct, frozen=True, kw_only=True):
     """An event of a type this module does not model (a peripheral or plugin type, Code Mode),
     or whose data does not have its type's shape; kept verbatim."""
 
     type: str
     data: Mapping[str, Json]
     seq: int = -1
-    time: int = field(default=0, repr=False)
-    surface_op: Any = field(default=None, repr=False)
-    source_event_seqs: tuple[int, ...] | None = field(default=None, repr=False)
-    ignorable: bool | None = field(default=None, repr=False)
+    time: int = msgspec.field(default=0)
+    surface_op: Any = msgspec.field(default=None)
+    source_event_seqs: tuple[int, ...] | None = msgspec.field(default=None)
+    ignorable: bool | None = msgspec.field(default=None)
 
     def to_data(self) -> dict[str, Json]:
         return dict(self.data)

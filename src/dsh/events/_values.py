@@ -4,10 +4,10 @@ the codecs that read and write every nested value."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import field
 from typing import Any
 
-from .._record import record
+import msgspec
+
 from ..agent import CancelCause
 from ..llm import Json, LlmFailure, Message, TokenUsage
 from ..session import EpochHeader
@@ -31,15 +31,14 @@ __all__ = [
 ]
 
 
-@record
-class TurnEndReason:
+class TurnEndReason(msgspec.Struct, frozen=True):
     """Why a turn ended: `kind` is `completed`, `aborted` (with the `cause`), `blocked`,
     `error` (with the `error`), `max-tokens` or `interrupted` (crash repair)."""
 
     kind: str
     cause: CancelCause | None = None
     error: LlmFailure | None = None
-    extra: Mapping[str, Json] = field(default_factory=dict, repr=False)
+    extra: Mapping[str, Json] = msgspec.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Json]:
         out: dict[str, Json] = {"kind": self.kind}
@@ -62,26 +61,23 @@ class TurnEndReason:
         )
 
 
-@record
-class ToolError:
+class ToolError(msgspec.Struct, frozen=True):
     """The `{name, code}` a failed tool call logs beside its result."""
 
     name: str
     code: str
 
 
-@record
-class Todo:
+class Todo(msgspec.Struct, frozen=True):
     """One entry of the agent's todo list."""
 
     content: str
     status: str
     """`pending`, `in_progress` or `completed`."""
-    extra: Mapping[str, Json] = field(default_factory=dict, repr=False)
+    extra: Mapping[str, Json] = msgspec.field(default_factory=dict)
 
 
-@record
-class SeqRange:
+class SeqRange(msgspec.Struct, frozen=True):
     """Seqs `start..end` of the log, inclusive."""
 
     start: int

@@ -4,14 +4,13 @@ logged, and its result."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic
 
+import msgspec
 from typing_extensions import TypeVar
 
-from .._record import record
 from ..agent import REQUEST, USER_CANCEL, Agent, RunResult, StepPoint, run_prompt
 from ..events import TextDeltaEvent, TypedEvent, typed
 from ..llm import LlmCallConfig
@@ -29,8 +28,7 @@ OutputT = TypeVar("OutputT", default=str)
 _END = object()
 
 
-@record
-class RunPlan:
+class RunPlan(msgspec.Struct, frozen=True):
     """What one run asks for."""
 
     prompt: str
@@ -108,7 +106,7 @@ class StreamedRun(Generic[OutputT]):
     def _finish(self, result: RunResult[str]) -> RunResult[OutputT]:
         output = self._output
         if output is not None and output.done:
-            done: RunResult[Any] = dataclasses.replace(result, output=output.value)  # type: ignore[arg-type]
+            done: RunResult[Any] = msgspec.structs.replace(result, output=output.value)
             return done
         if output is not None and output.failures > output.retries:
             raise OutputValidationError(output.error(), result)

@@ -7,8 +7,9 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
+
 from .._ids import uuid4_text
-from .._record import record
 from ..agent import Agent, AgentHandle, AgentOptions
 from ..kernel import Context, Profile, boot
 from ..llm import LlmAdapter
@@ -21,8 +22,7 @@ from ._stores import Store
 __all__ = ["Blueprint", "Runtime"]
 
 
-@record
-class Blueprint:
+class Blueprint(msgspec.Struct, frozen=True):
     """Everything a runtime of one `Agent` is made of, fixed when the agent is built."""
 
     profile: Profile

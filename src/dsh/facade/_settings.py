@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import fields, replace
 
-from .._record import record
+import msgspec
+from msgspec.structs import fields, replace
+
 from ..llm import LlmCallConfig
 
 __all__ = ["ModelSettings"]
 
 
-@record(kw_only=True)
-class ModelSettings:
+class ModelSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Sampling settings for the model calls of a run. None leaves a field to the model's
     default (`max_tokens` and `reasoning_effort` are then filled in from the model's
     metadata). They reach every request and the `request/header` the log keeps."""
@@ -25,7 +25,7 @@ class ModelSettings:
 
     def __post_init__(self) -> None:
         if self.stop is not None:
-            object.__setattr__(self, "stop", tuple(self.stop))
+            msgspec.structs.force_setattr(self, "stop", tuple(self.stop))
         if self.max_tokens is not None and self.max_tokens <= 0:
             raise ValueError(f"max_tokens must be positive, got {self.max_tokens}")
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from .._record import record
+import msgspec
 
 if TYPE_CHECKING:
     from ..persistence import MemoryBackend, SessionBackend
@@ -22,11 +21,10 @@ class Store(Protocol):
     def open(self) -> SessionBackend: ...
 
 
-@record(frozen=False)
-class MemoryStore:
+class MemoryStore(msgspec.Struct):
     """Sessions in this process, for as long as the store object lives (the default)."""
 
-    _backend: MemoryBackend | None = field(default=None, repr=False)
+    _backend: MemoryBackend | None = msgspec.field(default=None)
 
     def open(self) -> SessionBackend:
         if self._backend is None:
@@ -36,8 +34,7 @@ class MemoryStore:
         return self._backend
 
 
-@record
-class JsonlStore:
+class JsonlStore(msgspec.Struct, frozen=True):
     """Session logs as JSONL files under `root` (the CLI's format and layout)."""
 
     root: str | os.PathLike[str]
@@ -48,8 +45,7 @@ class JsonlStore:
         return JsonlBackend(Path(self.root).expanduser())
 
 
-@record
-class SqliteStore:
+class SqliteStore(msgspec.Struct, frozen=True):
     """Every session in one SQLite database file."""
 
     path: str | os.PathLike[str]

@@ -7,11 +7,12 @@ import importlib
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._record import record
+import msgspec
+from msgspec.structs import replace
+
 from ._config import ConfigError, ConfigRecord, format_loc, load_config
 from ._context import Context
 from ._owner import Acquire
@@ -50,8 +51,7 @@ class _RowData(ConfigRecord):
     after: str | None = None
 
 
-@record
-class PluginRow:
+class PluginRow(msgspec.Struct, frozen=True):
     """One resolved row: plugin `name` mounted as `id` with `config`."""
 
     id: str
@@ -61,12 +61,11 @@ class PluginRow:
     source: str = DEFAULT_PROFILE
 
 
-@record(frozen=False)
-class Profile:
+class Profile(msgspec.Struct):
     """The ordered rows after every layer has been applied."""
 
-    rows: list[PluginRow] = field(default_factory=list)
-    sources: list[str] = field(default_factory=list)
+    rows: list[PluginRow] = msgspec.field(default_factory=list)
+    sources: list[str] = msgspec.field(default_factory=list)
 
     def row(self, id: str) -> PluginRow | None:
         return next((r for r in self.rows if r.id == id), None)
@@ -261,8 +260,7 @@ def _entry_points() -> dict[str, metadata.EntryPoint]:
     return found
 
 
-@record
-class _Prepared:
+class _Prepared(msgspec.Struct, frozen=True):
     row: PluginRow
     plugin: object
     config: object

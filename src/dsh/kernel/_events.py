@@ -8,10 +8,10 @@ import inspect
 import logging
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import field
 from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
-from .._record import record
+import msgspec
+
 from ._owner import Disposer, Owner
 from ._scope import is_scope_ancestor
 
@@ -56,8 +56,7 @@ class WaterfallError(RuntimeError):
     """A waterfall listener called `next` more than once."""
 
 
-@record(eq=False)
-class EventSpec(Generic[P, R]):
+class EventSpec(msgspec.Struct, Generic[P, R], frozen=True, eq=False):
     """The one declaration of an event: its name, dispatch mode and payload/result types.
 
     Declared events are instances of the subclass of their mode (`EmitSpec`, `ParallelSpec`,
@@ -74,7 +73,7 @@ class EventSpec(Generic[P, R]):
     scoped: bool = True
     vetoing: bool = False
     doc: str = ""
-    package: str = field(default="", compare=False)
+    package: str = msgspec.field(default="")
 
     @overload
     @staticmethod
@@ -164,23 +163,19 @@ class EventSpec(Generic[P, R]):
         return spec
 
 
-@record(eq=False)
-class EmitSpec(EventSpec[P, None]):
+class EmitSpec(EventSpec[P, None], frozen=True, eq=False):
     """A notification: listeners `(payload) -> None` (or a coroutine the owner waits for)."""
 
 
-@record(eq=False)
-class ParallelSpec(EventSpec[P, None]):
+class ParallelSpec(EventSpec[P, None], frozen=True, eq=False):
     """Awaited together: listeners `async (payload) -> None`."""
 
 
-@record(eq=False)
-class SerialSpec(EventSpec[P, R]):
+class SerialSpec(EventSpec[P, R], frozen=True, eq=False):
     """Awaited in order until one answers: listeners `(payload) -> R | None` (or async)."""
 
 
-@record(eq=False)
-class WaterfallSpec(EventSpec[P, R]):
+class WaterfallSpec(EventSpec[P, R], frozen=True, eq=False):
     """Middleware: listeners `async (payload, next) -> R` (an async generator when `R` is an
     async iterator)."""
 

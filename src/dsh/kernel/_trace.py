@@ -11,7 +11,7 @@ import contextvars
 import re
 from collections.abc import Mapping
 
-from .._record import record
+import msgspec
 
 __all__ = ["TraceContext", "current_trace", "using_trace"]
 
@@ -20,8 +20,7 @@ _ZERO_TRACE = "0" * 32
 _ZERO_SPAN = "0" * 16
 
 
-@record
-class TraceContext:
+class TraceContext(msgspec.Struct, frozen=True):
     """A W3C trace context (https://www.w3.org/TR/trace-context/): `traceparent` names the
     trace and the span the current work belongs to; `tracestate` is passed on untouched."""
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Literal, Protocol
 
-from .._record import record
+import msgspec
+
 from ..kernel import Aborted
 from ._chunks import LlmFailure, StreamChunk
 from ._request import GenerateOptions, HarnessError, LlmError, error_chain
@@ -56,16 +57,14 @@ class _RetryPolicyHook(Protocol):
     def __call__(self, provider: str, /) -> RetryPolicy | None: ...
 
 
-@record
-class ProviderInfo:
+class ProviderInfo(msgspec.Struct, frozen=True):
     """Display metadata of one provider route; `id` is the route name."""
 
     id: str
     name: str
 
 
-@record
-class ModelInfo:
+class ModelInfo(msgspec.Struct, frozen=True):
     """What an adapter knows about one model of one provider route."""
 
     provider: str
@@ -89,8 +88,7 @@ DEFAULT_RETRYABLE_CODES: tuple[str, ...] = (
 )
 
 
-@record
-class RetryPolicy:
+class RetryPolicy(msgspec.Struct, frozen=True):
     """A provider route's model-request retry policy, executed by a retry plugin.
 
     `normal` retries the `retryable_codes` up to `max_retries` times; `always` retries

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
 from typing import assert_never
 
-from .._record import record
+import msgspec
+
 from ._chunks import (
     STOP,
     BlockEnd,
@@ -34,13 +34,12 @@ from ._content import (
 __all__ = ["BlockAssembler"]
 
 
-@record(frozen=False)
-class _Partial:
+class _Partial(msgspec.Struct):
     block_type: str
-    text: list[str] = field(default_factory=list)
+    text: list[str] = msgspec.field(default_factory=list)
     call_id: str | None = None
     name: str | None = None
-    arguments: list[str] = field(default_factory=list)
+    arguments: list[str] = msgspec.field(default_factory=list)
     closed: ContentBlock | None = None
     """Set by `block-end`: authoritative, and freezes the partial."""
 

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
-from typing import Literal, TypeAlias
+from typing import ClassVar, Literal, TypeAlias
 
-from .._record import record
+import msgspec
+
 from ._content import CallId, ContentBlock, Json, block_from_json
 
 # -- failures, usage, finish -------------------------------------------------------------------
 
 
-@record
-class LlmFailure:
+class LlmFailure(msgspec.Struct, frozen=True):
     """Serializable facts about a failed model call; `code` is provider-neutral."""
 
     message: str
@@ -43,8 +42,7 @@ class LlmFailure:
         )
 
 
-@record
-class TokenUsage:
+class TokenUsage(msgspec.Struct, frozen=True):
     """Disjoint buckets: billed input = input + cache_read + cache_write;
     `reasoning_tokens` is a subset of `output_tokens`."""
 
@@ -90,8 +88,7 @@ class TokenUsage:
 FinishKind = Literal["stop", "tool-calls", "max-tokens", "aborted", "error"]
 
 
-@record
-class FinishReason:
+class FinishReason(msgspec.Struct, frozen=True):
     kind: str
     failure: LlmFailure | None = None
 
@@ -134,43 +131,39 @@ def aborted_because(reason: object) -> FinishReason:
 # -- stream chunks -----------------------------------------------------------------------------
 
 
-@record
-class BlockStart:
+class BlockStart(msgspec.Struct, frozen=True):
     index: int
     block_type: str
-    type: Literal["block-start"] = field(default="block-start", init=False, repr=False)
+    type: ClassVar[Literal["block-start"]] = "block-start"
 
     def to_json(self) -> dict[str, Json]:
         return {"type": "block-start", "index": self.index, "blockType": self.block_type}
 
 
-@record
-class TextDelta:
+class TextDelta(msgspec.Struct, frozen=True):
     index: int
     text: str
-    type: Literal["text-delta"] = field(default="text-delta", init=False, repr=False)
+    type: ClassVar[Literal["text-delta"]] = "text-delta"
 
     def to_json(self) -> dict[str, Json]:
         return {"type": "text-delta", "index": self.index, "text": self.text}
 
 
-@record
-class ReasoningDelta:
+class ReasoningDelta(msgspec.Struct, frozen=True):
     index: int
     text: str
-    type: Literal["reasoning-delta"] = field(default="reasoning-delta", init=False, repr=False)
+    type: ClassVar[Literal["reasoning-delta"]] = "reasoning-delta"
 
     def to_json(self) -> dict[str, Json]:
         return {"type": "reasoning-delta", "index": self.index, "text": self.text}
 
 
-@record
-class ToolCallDelta:
+class ToolCallDelta(msgspec.Struct, frozen=True):
     index: int
     id: CallId
     arguments_delta: str
     name: str | None = None
-    type: Literal["tool-call-delta"] = field(default="tool-call-delta", init=False, repr=False)
+    type: ClassVar[Literal["tool-call-delta"]] = "tool-call-delta"
 
     def to_json(self) -> dict[str, Json]:
         out: dict[str, Json] = {"type": "tool-call-delta", "index": self.index, "id": self.id}
@@ -180,27 +173,24 @@ class ToolCallDelta:
         return out
 
 
-@record
-class BlockEnd:
+class BlockEnd(msgspec.Struct, frozen=True):
     index: int
     block: ContentBlock
-    type: Literal["block-end"] = field(default="block-end", init=False, repr=False)
+    type: ClassVar[Literal["block-end"]] = "block-end"
 
     def to_json(self) -> dict[str, Json]:
         return {"type": "block-end", "index": self.index, "block": self.block.to_json()}
 
 
-@record
-class UsageChunk:
+class UsageChunk(msgspec.Struct, frozen=True):
     usage: TokenUsage
-    type: Literal["usage"] = field(default="usage", init=False, repr=False)
+    type: ClassVar[Literal["usage"]] = "usage"
 
     def to_json(self) -> dict[str, Json]:
         return {"type": "usage", "usage": self.usage.to_json()}
 
 
-@record
-class Finish:
+class Finish(msgspec.Struct, frozen=True):
     """The end of a stream. `response_id` / `response_model` are what the provider called
     its response and the model that wrote it, when it said so (for traces; never sent back)."""
 
@@ -208,7 +198,7 @@ class Finish:
     replay_state: Json = None
     response_id: str | None = None
     response_model: str | None = None
-    type: Literal["finish"] = field(default="finish", init=False, repr=False)
+    type: ClassVar[Literal["finish"]] = "finish"
 
     def to_json(self) -> dict[str, Json]:
         out: dict[str, Json] = {"type": "finish", "reason": self.reason.to_json()}

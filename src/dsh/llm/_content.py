@@ -8,11 +8,11 @@ mappings because they are extensible on `kind`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import field
-from typing import Any, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
+
+import msgspec
 
 from .._ids import uuid4_text
-from .._record import record
 
 Json: TypeAlias = Any
 """A lossless JSON value: dict (str keys), list, str, int, float, bool or None."""
@@ -30,51 +30,46 @@ def new_message_id() -> MessageId:
 # -- content blocks ----------------------------------------------------------------------------
 
 
-@record
-class TextBlock:
+class TextBlock(msgspec.Struct, frozen=True):
     text: str
-    type: Literal["text"] = field(default="text", init=False, repr=False)
+    type: ClassVar[Literal["text"]] = "text"
 
     def to_json(self) -> dict[str, Json]:
         return {"type": "text", "text": self.text}
 
 
-@record
-class ReasoningBlock:
+class ReasoningBlock(msgspec.Struct, frozen=True):
     text: str
-    type: Literal["reasoning"] = field(default="reasoning", init=False, repr=False)
+    type: ClassVar[Literal["reasoning"]] = "reasoning"
 
     def to_json(self) -> dict[str, Json]:
         return {"type": "reasoning", "text": self.text}
 
 
-@record
-class ImageBlock:
+class ImageBlock(msgspec.Struct, frozen=True):
     attachment: Mapping[str, Json]
-    type: Literal["image"] = field(default="image", init=False, repr=False)
+    type: ClassVar[Literal["image"]] = "image"
 
     def to_json(self) -> dict[str, Json]:
         return {"type": "image", "attachment": dict(self.attachment)}
 
 
-@record
-class ToolCallBlock:
+class ToolCallBlock(msgspec.Struct, frozen=True):
     id: CallId
     name: str
     arguments: str
     """The raw JSON text of the arguments, exactly as the model produced it."""
-    type: Literal["tool-call"] = field(default="tool-call", init=False, repr=False)
+    type: ClassVar[Literal["tool-call"]] = "tool-call"
 
     def to_json(self) -> dict[str, Json]:
         return {"type": "tool-call", "id": self.id, "name": self.name, "arguments": self.arguments}
 
 
-@record
-class ToolResultBlock:
+class ToolResultBlock(msgspec.Struct, frozen=True):
     tool_call_id: CallId
     content: tuple[ContentBlock, ...]
     is_error: bool | None = None
-    type: Literal["tool-result"] = field(default="tool-result", init=False, repr=False)
+    type: ClassVar[Literal["tool-result"]] = "tool-result"
 
     def to_json(self) -> dict[str, Json]:
         out: dict[str, Json] = {
@@ -87,8 +82,7 @@ class ToolResultBlock:
         return out
 
 
-@record
-class OtherBlock:
+class OtherBlock(msgspec.Struct, frozen=True):
     """A block type this runtime does not model; kept verbatim so logs round-trip."""
 
     type: str
@@ -161,8 +155,7 @@ def tool_source(call_id: CallId) -> MessageSource:
     return {"kind": "tool", "callId": call_id}
 
 
-@record
-class Message:
+class Message(msgspec.Struct, frozen=True):
     """An identified, immutable message. Rewrites keep the id."""
 
     id: MessageId

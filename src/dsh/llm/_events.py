@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from .._record import record
+import msgspec
+
 from ..kernel import EmitSpec, EventSpec, Mode, WaterfallSpec
 from ._chunks import StreamChunk
 from ._request import GenerateOptions
@@ -12,8 +13,7 @@ from ._request import GenerateOptions
 __all__ = ["ADAPTER_CHANGE", "LLM_STREAM", "AdapterChange"]
 
 
-@record
-class AdapterChange:
+class AdapterChange(msgspec.Struct, frozen=True):
     """The provider routes that appeared and disappeared in one registry change."""
 
     added: tuple[str, ...]

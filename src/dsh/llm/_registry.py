@@ -6,7 +6,8 @@ import inspect
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
-from .._record import record
+import msgspec
+
 from ._adapter import (
     LlmAdapter,
     ModelInfo,
@@ -31,8 +32,7 @@ def llm_error(code: str, message: str) -> LlmError:
     return LlmError(LlmFailure(message, code))
 
 
-@record(eq=False)
-class Route:
+class Route(msgspec.Struct, frozen=True, eq=False):
     """One provider route: the adapter serving it and what was captured at registration."""
 
     adapter: LlmAdapter

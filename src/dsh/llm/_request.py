@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
-from .._record import record
+import msgspec
+
 from ._chunks import LlmFailure
 from ._content import Json, Message, SessionId
 
@@ -15,8 +16,7 @@ if TYPE_CHECKING:
 # -- requests ----------------------------------------------------------------------------------
 
 
-@record
-class ToolSchema:
+class ToolSchema(msgspec.Struct, frozen=True):
     """What the model is told about a tool."""
 
     name: str
@@ -35,8 +35,7 @@ class ToolSchema:
         return ToolSchema(data["name"], data.get("description", ""), data.get("parameters", {}))
 
 
-@record
-class LlmCallConfig:
+class LlmCallConfig(msgspec.Struct, frozen=True):
     """The routing and sampling of one model call (a subset of `GenerateOptions`)."""
 
     provider: str
@@ -102,8 +101,7 @@ class LlmCallConfig:
         )
 
 
-@record
-class AdapterDefaults:
+class AdapterDefaults(msgspec.Struct, frozen=True):
     """Which fields of a prepared call config the adapter filled in."""
 
     reasoning_effort: bool = False
@@ -126,8 +124,7 @@ class AdapterDefaults:
 Purpose = Literal["compaction", "session-title"]
 
 
-@record
-class GenerateOptions:
+class GenerateOptions(msgspec.Struct, frozen=True):
     """One model request: routing, sampling, the system prompt, history and tools."""
 
     provider: str

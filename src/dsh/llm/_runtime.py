@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, ClassVar
+
+import msgspec
 
 from ..kernel import LLM, Context
 from ._adapter import LlmAdapter, ModelInfo, ProviderInfo, RetryPolicy
@@ -144,7 +145,7 @@ def apply_model_defaults(
         max_tokens, max_default = info.default_max_tokens, True
     if not (effort_default or max_default):
         return config, AdapterDefaults()
-    resolved = dataclasses.replace(config, reasoning_effort=effort, max_tokens=max_tokens)
+    resolved = msgspec.structs.replace(config, reasoning_effort=effort, max_tokens=max_tokens)
     return resolved, AdapterDefaults(reasoning_effort=effort_default, max_tokens=max_default)
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from ._adapter import LlmAdapter, failure_of
 from ._chunks import (
@@ -103,7 +104,7 @@ def strip_foreign_replay_state(
         messages[i] = Message(message.id, message.role, message.content, stripped)
     if messages is None:
         return options
-    return dataclasses.replace(options, messages=tuple(messages))
+    return msgspec.structs.replace(options, messages=tuple(messages))
 
 
 def _failed(exc: Exception, signal: CancelSignal | None) -> Finish:

@@ -7,7 +7,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from .._record import record
+import msgspec
+
 from ..agent import (
     AGENT_STATUS,
     CANCEL_REQUESTED,
@@ -41,8 +42,7 @@ _log = logging.getLogger("dsh.loop")
 T = TypeVar("T")
 
 
-@record(frozen=False, eq=False)
-class Activity:
+class Activity(msgspec.Struct, eq=False):
     """A running driver or a maintenance task. `turn`/`step` are the current position."""
 
     kind: str  # "running" | "maintenance"

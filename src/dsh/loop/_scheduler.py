@@ -6,7 +6,8 @@ import asyncio
 import json
 from typing import TYPE_CHECKING
 
-from .._record import record
+import msgspec
+
 from ..llm import Json, TextBlock, ToolCallBlock, clean_json, tool_result_message
 from ..tools import Prepared, ToolExecutionInput, ToolFailure, ToolResult
 
@@ -30,8 +31,7 @@ def parse_arguments(raw: str) -> Json:
     return clean_json(value)
 
 
-@record(frozen=False, eq=False)
-class _Slot:
+class _Slot(msgspec.Struct, eq=False):
     block: ToolCallBlock
     call_seq: int
     prepared: Prepared

@@ -6,14 +6,12 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Sequence
-from dataclasses import field
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import msgspec
 from msgspec import Meta
 
 from .._ids import uuid4_text
-from .._record import record
 from ..agent import (
     AGENT_SESSION_START,
     AgentHandle,
@@ -53,8 +51,7 @@ HARNESS_IDENTITY = (
 )
 
 
-@record
-class ConfigStartFailed:
+class ConfigStartFailed(msgspec.Struct, frozen=True):
     session_id: str
     error: BaseException
 
@@ -88,8 +85,7 @@ class LoopConfig(ConfigRecord):
     agents: list[ConfigAgent] = msgspec.field(default_factory=list)
 
 
-@record(frozen=False, eq=False)
-class LoopState:
+class LoopState(msgspec.Struct, eq=False):
     """What every agent of this loop shares: the loop plugin's context (services are reached
     through contexts: this one for the loop, each agent's scoped one for its turns), the
     config, and the handles of the agents it made."""
@@ -98,7 +94,7 @@ class LoopState:
     max_parallel_tool_calls: int = 10
     default_provider: str | None = None
     default_model: str | None = None
-    handles: set[AgentHandle] = field(default_factory=set)
+    handles: set[AgentHandle] = msgspec.field(default_factory=set)
 
     @property
     def initiator(self) -> InitiatorScope:

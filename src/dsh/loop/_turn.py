@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from typing import TYPE_CHECKING, Literal, assert_never
+
+from msgspec.structs import replace
 
 from ..agent import (
     AGENT_ERROR,

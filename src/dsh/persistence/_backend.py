@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field
 from typing import Any, Protocol, runtime_checkable
 
-from .._record import record
+import msgspec
+
 from ..session import SessionHeader
 from ._types import Record, Salvage, SeqMismatchError, SessionLocation
 
 __all__ = ["RawLog", "Salvager", "SessionBackend", "WriterLease", "check_contiguous"]
 
 
-@record
-class RawLog:
+class RawLog(msgspec.Struct, frozen=True):
     """A stored log as parsed JSON: the header line and the event rows (packed rows already
     expanded). `torn_bytes`: the size of a torn tail that was found (and truncated if asked).
     For messages: `source` names the log (its file; a database and session), `locate` where
@@ -24,7 +23,7 @@ class RawLog:
     rows: list[Mapping[str, Any]]
     torn_bytes: int = 0
     source: str = "the log"
-    locate: Callable[[int], str] | None = field(default=None, compare=False)
+    locate: Callable[[int], str] | None = msgspec.field(default=None)
 
     @property
     def next_seq(self) -> int:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._record import record
+import msgspec
+
 from ..session import Session, import_events
 from ._backend import RawLog
 from ._codec import decode_header, decode_rows
@@ -18,8 +19,7 @@ from ._types import CorruptLogError
 __all__ = ["corrupt", "first_problem", "valid_prefix"]
 
 
-@record
-class Problem:
+class Problem(msgspec.Struct, frozen=True):
     index: int
     """The first bad row (-1: the header)."""
     message: str

@@ -6,7 +6,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .._record import record
+import msgspec
+
 from ..llm import json_bytes
 from ..session import SessionEvent, SessionHeader
 from ._types import CorruptLogError, Record
@@ -89,8 +90,7 @@ def encode_lines(texts: Sequence[str]) -> bytes:
     return json_bytes("\n".join(texts) + "\n")
 
 
-@record
-class ParsedLines:
+class ParsedLines(msgspec.Struct, frozen=True):
     """The records of a text of lines; `torn` is the length (in bytes) of a torn tail."""
 
     values: list[Any]
@@ -132,8 +132,7 @@ def _parse_slowly(body: bytes, torn: int, where: str, cause: Exception | None) -
     raise CorruptLogError(f"{where}: {prefix.problem}") from cause
 
 
-@record
-class LinePrefix:
+class LinePrefix(msgspec.Struct, frozen=True):
     """The lines of a text that parse, up to the first that does not."""
 
     values: list[Any]

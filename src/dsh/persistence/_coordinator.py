@@ -15,7 +15,8 @@ import weakref
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
-from .._record import record
+import msgspec
+
 from ..session import (
     SESSION_CREATED,
     SESSION_DISPOSED,
@@ -370,8 +371,7 @@ def _give_up(lease: WriterHold | None) -> None:
         _log.warning("could not release a writer lease: %s", exc)
 
 
-@record
-class _Prepared:
+class _Prepared(msgspec.Struct, frozen=True):
     stored: int
     lease: WriterHold | None
     release: weakref.finalize[..., Any] | None

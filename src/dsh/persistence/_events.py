@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from .._record import record
+import msgspec
+
 from ..kernel import EmitSpec, EventSpec, Mode
 
 __all__ = ["PERSISTENCE_WRITTEN", "Written"]
 
 
-@record
-class Written:
+class Written(msgspec.Struct, frozen=True):
     """A batch of `session_id`'s events reached the store: every seq up to `through_seq`
     is stored; `durable` says it was also synced (a flush)."""
 

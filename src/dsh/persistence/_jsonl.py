@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
+import msgspec
+
 from .._ids import uuid4_hex
-from .._record import record
 from ..session import SessionHeader
 from ..workspace import open_private, private_dirs
 from ._backend import RawLog, check_contiguous
@@ -103,8 +104,7 @@ def _unit_escape(char: str) -> str:
     return "".join(f"~{units[i] << 8 | units[i + 1]:04X}" for i in range(0, len(units), 2))
 
 
-@record
-class RootContents:
+class RootContents(msgspec.Struct, frozen=True):
     """What the logs under a root are: each (format version, compression) found."""
 
     kinds: frozenset[tuple[int, Compression]]
@@ -164,8 +164,7 @@ def _newest_log(session_dir: Path) -> Path | None:
     return found
 
 
-@record(frozen=False)
-class _Known:
+class _Known(msgspec.Struct):
     """What this backend knows about a stored file: where it is, and its next seq."""
 
     path: Path

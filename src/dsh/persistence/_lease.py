@@ -19,7 +19,8 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from .._record import record
+import msgspec
+
 from ..workspace import open_private, private_dirs
 from ._types import SessionLockedError
 
@@ -99,8 +100,7 @@ def _holder(fd: int) -> str:
 # -- sharing one lease in this process ------------------------------------------------------
 
 
-@record(frozen=False)
-class _Shared:
+class _Shared(msgspec.Struct):
     lease: WriterLease
     count: int
 
@@ -109,8 +109,7 @@ _held: dict[tuple[str, str], _Shared] = {}
 _held_guard = threading.Lock()
 
 
-@record(frozen=False, eq=False)
-class WriterHold:
+class WriterHold(msgspec.Struct, eq=False):
     """This process's claim on a session's writer lease; `release()` is idempotent."""
 
     key: tuple[str, str]

@@ -23,11 +23,11 @@ import json
 import os
 import socket
 from collections.abc import Mapping, Sequence
-from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._record import record
+import msgspec
+
 from ..session import SessionHeader
 from ._backend import RawLog, check_contiguous
 from ._codec import encode_header, utf8_safe
@@ -118,15 +118,14 @@ SET epoch = dsh_leases.epoch + 1, holder = EXCLUDED.holder, acquired_at = now()
 RETURNING epoch"""
 
 
-@record(eq=False)
-class PostgresLease:
+class PostgresLease(msgspec.Struct, frozen=True, eq=False):
     """A held writer lease: `epoch` fences every append of the session."""
 
     session_id: str
     epoch: int
     generation: int
     """Which lease connection holds the advisory lock (a new one after a reconnect)."""
-    backend: PostgresBackend = field(repr=False)
+    backend: PostgresBackend = msgspec.field()
 
     def release(self) -> None:
         self.backend.release_writer(self)

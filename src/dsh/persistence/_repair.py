@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._record import record
+import msgspec
+
 from ..session import SessionEvent, SessionHeader, last_turn
 from ._codec import encode_text, records_of
 from ._types import Record
@@ -54,8 +55,7 @@ _ERRORS = {
 }
 
 
-@record
-class Repair:
+class Repair(msgspec.Struct, frozen=True):
     """The closers to append, as events and as their log lines."""
 
     events: tuple[SessionEvent, ...] = ()
@@ -65,8 +65,7 @@ class Repair:
         return bool(self.events)
 
 
-@record(frozen=False)
-class _Call:
+class _Call(msgspec.Struct):
     id: str
     requested_at: int
     """The seq of the `assistant/message` that asked for it."""

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from .._record import record
+import msgspec
+
 from ..kernel import ServiceKey
 from ..session import ForkSeed, SessionEvent, SessionHeader
 
@@ -75,16 +76,14 @@ class CorruptLogError(PersistenceError):
     """A stored log that cannot be read (not a torn tail: that one is truncated)."""
 
 
-@record
-class SessionLocation:
+class SessionLocation(msgspec.Struct, frozen=True):
     """Where a backend keeps (or would keep) a session: `kind` is the backend's name."""
 
     kind: str
     path: Path
 
 
-@record
-class Record:
+class Record(msgspec.Struct, frozen=True):
     """One event as stored: its seq, type and time, and its JSON text (one line, no newline)."""
 
     seq: int
@@ -93,8 +92,7 @@ class Record:
     text: str
 
 
-@record
-class StoredLog:
+class StoredLog(msgspec.Struct, frozen=True):
     """A stored session: its header and events.
 
     `repair` holds the crash-repair closers at the end of `events` (committed by `load` and
@@ -113,8 +111,7 @@ class StoredLog:
         return self.header.id
 
 
-@record
-class Salvage:
+class Salvage(msgspec.Struct, frozen=True):
     """What a repair of a corrupt log kept and moved aside."""
 
     location: Path

@@ -7,11 +7,12 @@ import itertools
 import math
 import operator
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from .._record import record
+import msgspec
+from msgspec.structs import replace
+
 from ..kernel import Disposer, EventBus, ScopedLayers, scope_chain
 from ..session import FrozenDict
 from ._events import SYSTEM_PROMPT_ASSEMBLE, SYSTEM_PROMPT_CHANGE
@@ -39,8 +40,7 @@ T = TypeVar("T")
 
 
 # Entries compare by identity: a remover must never take out a later re-registration.
-@record(eq=False)
-class _Part:
+class _Part(msgspec.Struct, frozen=True, eq=False):
     name: str
     order: float
     text: TextSource
@@ -50,13 +50,11 @@ class _Part:
     """The evaluated part of a plain-text `text`, made once (assemblies share it)."""
 
 
-@record(eq=False)
-class _Variable:
+class _Variable(msgspec.Struct, frozen=True, eq=False):
     provider: VariableProvider
 
 
-@record(eq=False)
-class _Tools:
+class _Tools(msgspec.Struct, frozen=True, eq=False):
     provider: ToolsProvider
 
 

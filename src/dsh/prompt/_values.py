@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from .._record import record
+import msgspec
+
 from ..llm import HarnessError, Json, ToolSchema
 
 if TYPE_CHECKING:
@@ -27,8 +27,7 @@ __all__ = [
 ]
 
 
-@record
-class AssembleContext:
+class AssembleContext(msgspec.Struct, frozen=True):
     """Who an assembly is for: the agent, its scope (None = global only) and its signal."""
 
     agent: object | None = None
@@ -36,8 +35,7 @@ class AssembleContext:
     signal: CancelSignal | None = None
 
 
-@record
-class NamedText:
+class NamedText(msgspec.Struct, frozen=True):
     """One named piece of prompt text (a section or a runtime context)."""
 
     name: str
@@ -47,8 +45,7 @@ class NamedText:
         return {"name": self.name, "text": self.text}
 
 
-@record
-class ToolSchemaSet:
+class ToolSchemaSet(msgspec.Struct, frozen=True):
     """What one tool-schema provider offers an assembly.
 
     `schemas` are the tools the model sees; `known_names` are every tool name the provider
@@ -63,8 +60,7 @@ class ToolSchemaSet:
 _NO_VARIABLES: Mapping[str, str | None] = MappingProxyType({})
 
 
-@record
-class PromptAssembly:
+class PromptAssembly(msgspec.Struct, frozen=True):
     """The evaluated prompt of one assembly; render it with `render_prompt`.
 
     Sections are in order (unrendered templates), contexts likewise, tools in canonical
@@ -74,11 +70,10 @@ class PromptAssembly:
     sections: tuple[NamedText, ...] = ()
     contexts: tuple[NamedText, ...] = ()
     tools: tuple[ToolSchema, ...] = ()
-    variables: Mapping[str, str | None] = field(default_factory=lambda: _NO_VARIABLES)
+    variables: Mapping[str, str | None] = msgspec.field(default_factory=lambda: _NO_VARIABLES)
 
 
-@record
-class AssemblePayload:
+class AssemblePayload(msgspec.Struct, frozen=True):
     """The payload of `system-prompt/assemble`: the assembly so far and whom it is for."""
 
     assembly: PromptAssembly

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from .._record import record
+import msgspec
+
 from ..kernel import Profile, load_profile
 from ..workspace import dsh_home
 
@@ -42,10 +42,9 @@ class LaunchError(Exception):
     """Bad arguments or an unusable patch file: one line, exit status 2."""
 
 
-@record
-class Launch:
+class Launch(msgspec.Struct, frozen=True):
     profile: str | None = None
-    patches: tuple[Path, ...] = field(default_factory=tuple)
+    patches: tuple[Path, ...] = msgspec.field(default_factory=tuple)
 
 
 def profile_files() -> list[Path]:

@@ -7,6 +7,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Literal
 
+import msgspec
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -17,7 +18,6 @@ from pydantic import (
     model_validator,
 )
 
-from .._record import record
 from ..llm import ContentBlock, ImageBlock, Json, TextBlock, clean_json, clean_text, json_bytes
 
 if TYPE_CHECKING:
@@ -41,8 +41,7 @@ class RpcError(Exception):
         self.data = data
 
 
-@record
-class Request:
+class Request(msgspec.Struct, frozen=True):
     method: str
     params: Json
     id: Json = None
@@ -53,8 +52,7 @@ class Request:
         return self.id is None
 
 
-@record
-class Response:
+class Response(msgspec.Struct, frozen=True):
     """The client's answer to a request the server sent (`session/ask-user-question`)."""
 
     id: Json

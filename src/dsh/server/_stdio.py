@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+import msgspec
+
 from .._process import lighten_imports, pause_collector, resume_collector, settle_collector
-from .._record import record
 from ..kernel import CompositionError, Owner, Profile, boot, load_profile
 from ..llm import Json
 from ._launch import Launch, LaunchError, compose, parse_args, profile_files
@@ -70,8 +71,7 @@ _KEPT = 64 * 1024
 _CHUNK = 256 * 1024
 
 
-@record
-class Overlong:
+class Overlong(msgspec.Struct, frozen=True):
     """A line longer than `MAX_LINE`: only its first and last bytes were kept."""
 
     head: bytes

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
-from .._record import record
+import msgspec
+
 from ._json import FrozenDict, Json, LosslessJsonError, freeze_json
 
 __all__ = [
@@ -21,8 +22,7 @@ class InvalidEventError(ValueError):
     """An envelope or an append breaks the log's rules (shape, surface op, source seqs)."""
 
 
-@record
-class ReplaceOp:
+class ReplaceOp(msgspec.Struct, frozen=True):
     """Replace the current surface nodes `start..end` (seqs, inclusive) with the new event."""
 
     start: int
@@ -51,8 +51,7 @@ def _is_seq(value: object) -> bool:
     return type(value) is int and value >= 0
 
 
-@record
-class SessionEvent:
+class SessionEvent(msgspec.Struct, frozen=True):
     """One committed entry of a session log. `data` is frozen lossless JSON (a JSON object)."""
 
     type: str
@@ -70,9 +69,9 @@ class SessionEvent:
         if type(self.data) is not FrozenDict:
             if not isinstance(self.data, Mapping):
                 raise LosslessJsonError("data", "an event's data must be a JSON object")
-            object.__setattr__(self, "data", freeze_json(self.data))
+            msgspec.structs.force_setattr(self, "data", freeze_json(self.data))
         if self.source_event_seqs is not None and type(self.source_event_seqs) is not tuple:
-            object.__setattr__(self, "source_event_seqs", tuple(self.source_event_seqs))
+            msgspec.structs.force_setattr(self, "source_event_seqs", tuple(self.source_event_seqs))
 
     def __hash__(self) -> int:
         # `data` is an unhashable dict; (type, seq, time) is enough for equal events.

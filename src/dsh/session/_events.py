@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .._record import record
+import msgspec
+
 from ..kernel import EmitSpec, EventSpec, Mode, ParallelSpec
 from ._envelope import SessionEvent
 from ._session import Session
@@ -16,25 +17,14 @@ __all__ = [
 ]
 
 
-@record
-class SessionEventPayload:
+class SessionEventPayload(msgspec.Struct, frozen=True):
     session: Session
     event: SessionEvent
 
 
-# One payload per logged event: built through the slot descriptors, without the frozen
-# dataclass `__init__` (a third of the cost). A new field must be set here too.
-_new_payload = object.__new__
-_set_session = vars(SessionEventPayload)["session"].__set__
-_set_event = vars(SessionEventPayload)["event"].__set__
-
-
 def event_payload(session: Session, event: SessionEvent) -> SessionEventPayload:
-    """`SessionEventPayload(session, event)`, built for the append path."""
-    payload: SessionEventPayload = _new_payload(SessionEventPayload)
-    _set_session(payload, session)
-    _set_event(payload, event)
-    return payload
+    """`SessionEventPayload(session, event)`, for the append path."""
+    return SessionEventPayload(session, event)
 
 
 SESSION_CREATED: EmitSpec[Session] = EventSpec.declare(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._record import record
+import msgspec
+
 from ._envelope import SessionEvent
 from ._header import SessionMeta
 from ._turns import last_turn
@@ -16,8 +17,7 @@ class ForkError(ValueError):
     """A fork boundary outside the log, or inside an open turn."""
 
 
-@record
-class ForkSeed:
+class ForkSeed(msgspec.Struct, frozen=True):
     """What a fork needs: the prefix and the child's metadata.
 
     Use it as `ctx.sessions.create(child_id, seed=fork.events, meta=fork.meta)` or

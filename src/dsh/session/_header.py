@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import field
 from typing import Any, Literal
 
-from .._record import record
+import msgspec
+
 from ..llm import AdapterDefaults, LlmCallConfig, ToolSchema
 from ._json import Json, freeze_json
 
@@ -33,8 +33,7 @@ _HEADER_KEYS = (
 )
 
 
-@record
-class SessionMeta:
+class SessionMeta(msgspec.Struct, frozen=True):
     """What a caller may state about a new session; the store completes the header."""
 
     cwd: str | None = None
@@ -54,8 +53,7 @@ class SessionMeta:
             raise ValueError("delegation_depth must be >= 0")
 
 
-@record
-class SessionHeader:
+class SessionHeader(msgspec.Struct, frozen=True):
     """The first line of a session log. Unknown keys of a loaded header are kept in `extra`."""
 
     id: str
@@ -67,7 +65,7 @@ class SessionHeader:
     delegation_depth: int = 0
     agent_preset: str | None = None
     version: int = FORMAT_VERSION
-    extra: Mapping[str, Json] = field(default_factory=dict)
+    extra: Mapping[str, Json] = msgspec.field(default_factory=dict)
 
     @property
     def system_on_surface(self) -> bool:
@@ -133,12 +131,11 @@ def _get(raw: Mapping[str, Json], key: str, kind: type, *, optional: bool = Fals
     return value
 
 
-@record
-class EpochHeader:
+class EpochHeader(msgspec.Struct, frozen=True):
     """What every request of an epoch shares: routing/sampling, the system prompt, the tools."""
 
     config: LlmCallConfig
-    adapter_defaults: AdapterDefaults = field(default_factory=AdapterDefaults)
+    adapter_defaults: AdapterDefaults = msgspec.field(default_factory=AdapterDefaults)
     system: str | None = None
     tools: tuple[ToolSchema, ...] = ()
 

@@ -6,7 +6,8 @@ import time as _time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
-from .._record import record
+import msgspec
+
 from ..llm import Message, ToolResultBlock
 from ._envelope import InvalidEventError, ReplaceOp, SessionEvent, SurfaceOp
 from ._header import EpochHeader, SessionHeader
@@ -25,26 +26,11 @@ class ReentrantAppendError(RuntimeError):
     write schedule the write (e.g. `loop.call_soon`)."""
 
 
-@record
-class Surface:
+class Surface(msgspec.Struct, frozen=True):
     """The seqs of the events that make up the model history, and how often it was rewritten."""
 
     nodes: tuple[int, ...]
     replace_generation: int
-
-
-# The append path builds events through the slot descriptors: it skips the dataclass
-# `__init__` (and its freezing `__post_init__`), because its data is frozen already. A new
-# field of SessionEvent must be filled here too (a test fails while one is not).
-_new_object = object.__new__
-_slots: Mapping[str, Any] = vars(SessionEvent)
-_set_type = _slots["type"].__set__
-_set_seq = _slots["seq"].__set__
-_set_time = _slots["time"].__set__
-_set_data = _slots["data"].__set__
-_set_op = _slots["surface_op"].__set__
-_set_seqs = _slots["source_event_seqs"].__set__
-_set_ignorable = _slots["ignorable"].__set__
 
 
 def _event(
@@ -56,15 +42,7 @@ def _event(
     seqs: tuple[int, ...] | None,
     ignorable: bool | None,
 ) -> SessionEvent:
-    event: SessionEvent = _new_object(SessionEvent)
-    _set_type(event, kind)
-    _set_seq(event, seq)
-    _set_time(event, time)
-    _set_data(event, data)
-    _set_op(event, op)
-    _set_seqs(event, seqs)
-    _set_ignorable(event, ignorable)
-    return event
+    return SessionEvent(kind, seq, time, data, op, seqs, ignorable)
 
 
 class _EventsView(Sequence[SessionEvent]):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from .._record import record
+import msgspec
+
 from ..llm import Message
 from ._envelope import SessionEvent
 from ._header import SessionHeader
@@ -12,8 +13,7 @@ from ._header import SessionHeader
 __all__ = ["SessionSummary", "summary_of"]
 
 
-@record
-class SessionSummary:
+class SessionSummary(msgspec.Struct, frozen=True):
     """What a list of sessions shows of one (`dsh sessions list`, the web UI)."""
 
     id: str

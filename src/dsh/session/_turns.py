@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._record import record
+import msgspec
+
 from ._envelope import SessionEvent
 from ._json import Json
 
 __all__ = ["LastTurn", "last_turn"]
 
 
-@record
-class LastTurn:
+class LastTurn(msgspec.Struct, frozen=True):
     """The last turn of a log: the index of its `turn/start`, its number, whether it ended."""
 
     index: int

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import field
 from typing import TypeVar
 
-from .._record import record
+import msgspec
+
 from ._envelope import SessionEvent
 from ._session import Session
 
@@ -27,8 +27,7 @@ ModelRoute = tuple[str, str]
 """`(provider, model)` of the route that answered."""
 
 
-@record
-class Usage:
+class Usage(msgspec.Struct, frozen=True):
     """What a span of a session cost, as the provider reported it.
 
     Buckets follow `TokenUsage`: `input_tokens` excludes cache reads and writes;
@@ -118,8 +117,7 @@ def usage_of(events: Iterable[SessionEvent]) -> Usage:
     return sum(usage_by_model(events).values(), Usage())
 
 
-@record
-class TurnUsage:
+class TurnUsage(msgspec.Struct, frozen=True):
     """One turn: its usage by model and how long it took."""
 
     turn: int
@@ -129,15 +127,14 @@ class TurnUsage:
     """From `turn/start` to `turn/end` (to the last event while the turn is open)."""
     end: str | None
     """The `turn/end` reason's kind; None while the turn is open."""
-    by_model: Mapping[ModelRoute, Usage] = field(default_factory=dict)
+    by_model: Mapping[ModelRoute, Usage] = msgspec.field(default_factory=dict)
 
     @property
     def usage(self) -> Usage:
         return sum(self.by_model.values(), Usage())
 
 
-@record
-class SessionUsage:
+class SessionUsage(msgspec.Struct, frozen=True):
     """A session's (or a slice's) usage: per turn, and in total by model. The total also
     counts what happened outside turns (a compaction asked for while idle)."""
 

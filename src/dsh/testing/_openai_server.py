@@ -16,10 +16,10 @@ import json
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import field
 from typing import Any, Self, TypeAlias
 
-from .._record import record
+import msgspec
+
 from ..llm import Json
 from ._messages_wire import MessagesResponse, messages_error_body
 from ._openai_wire import (
@@ -44,8 +44,7 @@ _USAGE = re.compile(rb'"include_usage"\s*:\s*(true|false)')
 _MODEL = re.compile(rb'"model"\s*:\s*"([^"\\]*)"')
 
 
-@record(frozen=False, eq=False)
-class RecordedRequest:
+class RecordedRequest(msgspec.Struct, eq=False):
     """One request the server received, and what became of its response."""
 
     method: str
@@ -57,8 +56,8 @@ class RecordedRequest:
     """The whole response was written."""
     disconnected: bool = False
     """The client closed the connection before the response ended."""
-    gone: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
-    _body: Json = field(default=_UNPARSED, repr=False)
+    gone: asyncio.Event = msgspec.field(default_factory=asyncio.Event)
+    _body: Json = msgspec.field(default=_UNPARSED)
 
     @property
     def api(self) -> str:

@@ -6,10 +6,10 @@ import http
 import json
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import field
 from typing import TypeAlias
 
-from .._record import record
+import msgspec
+
 from ..llm import Json, LlmFailure, TokenUsage
 from ._script import Crash, Failure, Hold, Reasoning, Reply, ToolCall, _pieces, reply
 
@@ -28,8 +28,7 @@ __all__ = [
 ]
 
 
-@record
-class HttpError:
+class HttpError(msgspec.Struct, frozen=True):
     """Answer with an HTTP error: an OpenAI-style `{"error": {...}}` body."""
 
     status: int
@@ -37,11 +36,10 @@ class HttpError:
     code: str | None = None
     retry_after: float | None = None
     """Seconds, sent as `Retry-After`."""
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = msgspec.field(default_factory=dict)
 
 
-@record
-class Malformed:
+class Malformed(msgspec.Struct, frozen=True):
     """Stream `reply`'s parts, then an event whose data is not JSON."""
 
     reply: Reply

@@ -7,7 +7,8 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import TypeAlias
 
-from .._record import record
+import msgspec
+
 from ..llm import (
     BlockEnd,
     BlockStart,
@@ -47,27 +48,23 @@ __all__ = [
 ]
 
 
-@record
-class Reasoning:
+class Reasoning(msgspec.Struct, frozen=True):
     text: str
 
 
-@record
-class ToolCall:
+class ToolCall(msgspec.Struct, frozen=True):
     name: str
     arguments: str
     id: str | None = None
 
 
-@record
-class Failure:
+class Failure(msgspec.Struct, frozen=True):
     """Ends the reply with `finish error` carrying `failure` (an in-band provider failure)."""
 
     failure: LlmFailure
 
 
-@record
-class Crash:
+class Crash(msgspec.Struct, frozen=True):
     """Makes the adapter raise `error` at this point of the stream."""
 
     error: Exception
@@ -158,8 +155,7 @@ def crash(error: Exception | str) -> Crash:
 _FINISH_KINDS = ("stop", "tool-calls", "max-tokens", "error", "aborted")
 
 
-@record
-class Reply:
+class Reply(msgspec.Struct, frozen=True):
     """One scripted response. Build it with `reply(...)`."""
 
     parts: tuple[Part, ...]

@@ -28,9 +28,8 @@ from typing import (
     get_type_hints,
 )
 
+import msgspec
 import typing_extensions
-
-from .._record import record
 
 __all__ = ["Arg", "Unknown", "describe", "describe_fields"]
 
@@ -58,8 +57,7 @@ class Unknown(Exception):
     """A hint `describe` does not know: the caller asks pydantic."""
 
 
-@record
-class Arg:
+class Arg(msgspec.Struct, frozen=True):
     """What a tool parameter (or a key of a `TypedDict` parameter) says beyond its type, in
     `Annotated[...]`: its description, and bounds on its length (items of a list, characters
     of a string), e.g. `Annotated[list[Question], Arg("The questions.", min_length=1)]`.

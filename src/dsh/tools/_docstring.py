@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import inspect
 import re
-from dataclasses import field
 
-from .._record import record
+import msgspec
 
 __all__ = ["Docstring", "parse_docstring"]
 
@@ -27,10 +26,9 @@ _ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 _SPHINX = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
 
 
-@record
-class Docstring:
+class Docstring(msgspec.Struct, frozen=True):
     description: str = ""
-    params: dict[str, str] = field(default_factory=dict)
+    params: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 def _indent(line: str) -> int:

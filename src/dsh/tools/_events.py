@@ -29,7 +29,7 @@ TOOLS_EXECUTE: WaterfallSpec[ToolExecution, ToolResult] = EventSpec.declare(
     ToolExecution,
     ToolResult,
     doc="Around dispatch (timeouts, retries, metrics); scoped by the call's agent. "
-    "`await next(dataclasses.replace(exec, signal=s))` may swap only the signal; the caller's "
+    "`await next(msgspec.structs.replace(exec, signal=s))` may swap only the signal; the caller's "
     "signal is fused back in before the body.",
 )
 

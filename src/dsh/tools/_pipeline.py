@@ -14,8 +14,9 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+from msgspec.structs import replace
 
 from ..kernel import Aborted, CancelSignal, holds_secrets, json_holds_secrets, redact_secrets
 from ..llm import ContentBlock, Json, Message, TextBlock, blocks_from_json, clean_json

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from .._record import record
+import msgspec
+
 from ..kernel import DuplicateEntryError, ScopedLayers, scope_chain
 from ._types import ToolDefinition, ToolExecution
 
@@ -20,8 +21,7 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
-@record(eq=False)
-class Restriction:
+class Restriction(msgspec.Struct, frozen=True, eq=False):
     """One scope's mask over the global tools: keep only `allow`, and/or drop `deny`."""
 
     allow: frozenset[str] | None

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
 
-from .._record import record
+import msgspec
+
 from ..kernel import ServiceKey
 from ._types import ToolExecution
 
@@ -31,8 +32,7 @@ SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "dange
 """From the narrowest to the widest."""
 
 
-@record
-class Confinement:
+class Confinement(msgspec.Struct, frozen=True):
     """How one command runs: `argv` to start (the command itself, or wrapped in the
     sandbox), the session's `mode`, whether `argv` is actually confined, the file descriptors
     the process must inherit (`pass_fds`), and `release`, which the runner calls once the

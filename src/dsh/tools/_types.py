@@ -6,10 +6,11 @@ import json
 import math
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import field, replace
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeAlias
 
-from .._record import record
+import msgspec
+from msgspec.structs import replace
+
 from ..kernel import ServiceKey
 from ..llm import ContentBlock, HarnessError, Json, Message, TextBlock, block_from_json
 from ..session import Session
@@ -88,8 +89,7 @@ def as_content(content: object) -> tuple[ContentBlock, ...]:
 # -- definitions -------------------------------------------------------------------------------
 
 
-@record(eq=False)
-class ToolDefinition:
+class ToolDefinition(msgspec.Struct, frozen=True, eq=False):
     """A tool: what the model is told (`name`, `description`, `parameters`) and how it runs.
 
     `execute(args, run)` returns the canonical JSON value (sync or async); it is validated
@@ -106,7 +106,7 @@ class ToolDefinition:
     description: str
     parameters: Mapping[str, Json]
     execute: Callable[[Any, ToolRunContext], Json | Awaitable[Json]]
-    output_schema: Mapping[str, Json] = field(default_factory=dict)
+    output_schema: Mapping[str, Json] = msgspec.field(default_factory=dict)
     render: Callable[[Any, Any], Content] = default_render
     is_concurrency_safe: Callable[[Any], bool] | None = None
     timeout_ms: float | None = None
@@ -129,8 +129,10 @@ class ToolDefinition:
         ):
             raise ValueError(f'tool "{self.name}": timeout_ms must be a positive finite number')
         # Frozen copies: the registry and every schema consumer may share them safely.
-        object.__setattr__(self, "parameters", freeze_json(dict(self.parameters), "parameters"))
-        object.__setattr__(
+        msgspec.structs.force_setattr(
+            self, "parameters", freeze_json(dict(self.parameters), "parameters")
+        )
+        msgspec.structs.force_setattr(
             self, "output_schema", freeze_json(dict(self.output_schema), "output_schema")
         )
 
@@ -138,8 +140,7 @@ class ToolDefinition:
 # -- executions --------------------------------------------------------------------------------
 
 
-@record
-class ToolExecutionInput:
+class ToolExecutionInput(msgspec.Struct, frozen=True):
     """One call as the caller describes it. `arguments` is the parsed JSON (an unparseable
     raw string stays a str and fails validation); `agent` is also the scope key."""
 
@@ -152,8 +153,7 @@ class ToolExecutionInput:
     parent: object | None = None
 
 
-@record(eq=False)
-class ToolExecution:
+class ToolExecution(msgspec.Struct, frozen=True, eq=False):
     """One call inside the pipeline: the input with its arguments frozen, `root_call_id`
     resolved, and a fresh `token` (an opaque object for correlation only)."""
 
@@ -164,7 +164,7 @@ class ToolExecution:
     agent: object | None = None
     root_call_id: str = ""
     parent: object | None = None
-    token: object = field(default_factory=object)
+    token: object = msgspec.field(default_factory=object)
 
     @property
     def session(self) -> Session | None:
@@ -191,11 +191,10 @@ class RunState:
         self.dispatched: ToolResult | None = None
 
 
-@record(eq=False)
-class ToolRunContext(ToolExecution):
+class ToolRunContext(ToolExecution, frozen=True, eq=False):
     """The execution as a tool body sees it, with two ways to reach past its result."""
 
-    _state: RunState | None = field(default=None, repr=False)
+    _state: RunState | None = msgspec.field(default=None)
 
     def defer_context(self, message: Message) -> None:
         """Add a user-role context message to this call's result; the loop commits it after
@@ -214,8 +213,7 @@ class ToolRunContext(ToolExecution):
 # -- results -----------------------------------------------------------------------------------
 
 
-@record
-class ToolErrorInfo:
+class ToolErrorInfo(msgspec.Struct, frozen=True):
     """Why a call failed: the message (rendered as `Error: <message>`), and for raised
     errors the error's class `name` and its `code` attribute when it has one."""
 
@@ -230,23 +228,21 @@ class ToolErrorInfo:
         return {"name": self.name, "code": self.code}
 
 
-@record
-class ToolSuccess:
+class ToolSuccess(msgspec.Struct, frozen=True):
     value: Json
     content: tuple[ContentBlock, ...]
     meta: Json = None
     additional_contexts: tuple[Message, ...] = ()
     concludes_turn: bool = False
-    is_error: Literal[False] = field(default=False, init=False)
+    is_error: ClassVar[Literal[False]] = False
 
 
-@record
-class ToolFailure:
+class ToolFailure(msgspec.Struct, frozen=True):
     error: ToolErrorInfo
     content: tuple[ContentBlock, ...]
     meta: Json = None
     additional_contexts: tuple[Message, ...] = ()
-    is_error: Literal[True] = field(default=True, init=False)
+    is_error: ClassVar[Literal[True]] = True
 
     @property
     def concludes_turn(self) -> bool:
@@ -264,23 +260,20 @@ def failure(message: str, name: str | None = None, code: str | None = None) -> T
 # -- policy decisions --------------------------------------------------------------------------
 
 
-@record
-class Allow:
+class Allow(msgspec.Struct, frozen=True):
     """Pre-execute: run the call. `arguments`, when given, replace the model's arguments
     for the rest of the pipeline (the logged `tool/call` keeps what the model sent)."""
 
     arguments: Mapping[str, Json] | None = None
 
 
-@record
-class Deny:
+class Deny(msgspec.Struct, frozen=True):
     """Pre-execute: fail the call with `Error: <reason>` (it still reaches post-execute)."""
 
     reason: str
 
 
-@record
-class Ask:
+class Ask(msgspec.Struct, frozen=True):
     """Pre-execute: ask the approval service; without one (or without an agent), deny.
     `arguments` replace the model's arguments as for `Allow` (the person is asked about
     the replacement)."""
@@ -308,8 +301,7 @@ def stricter(ours: PreDecision, theirs: PreDecision) -> PreDecision:
     return winner
 
 
-@record
-class Accept:
+class Accept(msgspec.Struct, frozen=True):
     """Post-execute: keep the result; `content` replaces its presentation (the value stays);
     `additional_contexts` are appended after the tool's own deferred contexts."""
 
@@ -317,8 +309,7 @@ class Accept:
     additional_contexts: Sequence[Message] = ()
 
 
-@record
-class Block:
+class Block(msgspec.Struct, frozen=True):
     """Post-execute: turn the result into a valueless failure whose content is `feedback`.
     The tool's deferred contexts are dropped; only `additional_contexts` are kept."""
 
@@ -329,16 +320,14 @@ class Block:
 PostDecision: TypeAlias = Accept | Block
 
 
-@record
-class PostExecute:
+class PostExecute(msgspec.Struct, frozen=True):
     """The payload of `tools/post-execute`."""
 
     exec: ToolExecution
     result: ToolResult
 
 
-@record
-class ToolOutcome:
+class ToolOutcome(msgspec.Struct, frozen=True):
     """The payload of `tools/result`: the final, frozen outcome of one call."""
 
     exec: ToolExecution
@@ -348,8 +337,7 @@ class ToolOutcome:
 PreparedKind = Literal["dispatch", "post-result", "final-result"]
 
 
-@record
-class Prepared:
+class Prepared(msgspec.Struct, frozen=True):
     """A call after `ToolRuntime.prepare`: to `dispatch`, or already decided — a
     `post-result` (a denial) still goes through post-execute, a `final-result` does not."""
 
@@ -364,8 +352,7 @@ class Prepared:
 ApprovalAnswer: TypeAlias = Literal["once", "always", "deny"]
 
 
-@record
-class Decision:
+class Decision(msgspec.Struct, frozen=True):
     """An answer to an approval ask.
 
     `once` allows this call, `always` this tool for the rest of the session, `deny` refuses

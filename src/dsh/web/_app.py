@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -15,7 +16,6 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from .._record import record
 from ..agent import USER_CANCEL, Agent, AgentOptions
 from ..kernel import Context
 from ..persistence import (
@@ -48,8 +48,7 @@ STATIC = Path(__file__).parent / "static"
 ANSWERS = ("once", "always", "deny")
 
 
-@record
-class WebConfig:
+class WebConfig(msgspec.Struct, frozen=True):
     cwd: Path
     """The workspace of new sessions; the session list shows its sessions by default."""
     agent_options: AgentOptions

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._record import record
+import msgspec
+
 from ..events import (
     ApprovalAskedEvent,
     ApprovalDecidedEvent,
@@ -31,8 +32,7 @@ from ._diff import FileSnapshots, diff_lines, parse_arguments
 __all__ = ["LogView", "page_event", "usage_json"]
 
 
-@record
-class LogView:
+class LogView(msgspec.Struct, frozen=True):
     """The log an event belongs to: for a turn's usage, and a file change's snapshot."""
 
     session_id: str

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
-from .._record import record
+import msgspec
+
 from ._home import dsh_home, read_json_object
 from ._trust import Trust
 
@@ -16,8 +16,7 @@ __all__ = ["Settings", "SettingsLayer", "SettingsSource", "load_settings", "sett
 Scope = Literal["user", "project", "local"]
 
 
-@record
-class SettingsSource:
+class SettingsSource(msgspec.Struct, frozen=True):
     path: Path
     scope: Scope
     compat: bool
@@ -29,21 +28,19 @@ class SettingsSource:
         return self.scope != "user"
 
 
-@record
-class SettingsLayer:
+class SettingsLayer(msgspec.Struct, frozen=True):
     source: SettingsSource
     data: dict[str, Any]
     trusted: bool
 
 
-@record
-class Settings:
+class Settings(msgspec.Struct, frozen=True):
     """The settings files found for one workspace, earliest first; later layers add to
     earlier ones. Layers of an untrusted workspace are kept (to show them) but
     `values()` skips them unless asked."""
 
     workspace: Path
-    layers: tuple[SettingsLayer, ...] = field(default=())
+    layers: tuple[SettingsLayer, ...] = msgspec.field(default=())
 
     def values(self, key: str, *, untrusted: bool = False) -> Iterator[tuple[SettingsSource, Any]]:
         """Each layer's value for a top-level `key`, in layer order."""

@@ -100,7 +100,7 @@ async def make_world() -> AsyncIterator[Any]:
 
 
 def _named(definition: Any, name: str) -> Any:
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     return replace(definition, name=name)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 from collections.abc import (
     AsyncGenerator,
@@ -21,10 +20,10 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
-from ..._record import record
+import msgspec
+
 from ...kernel import read_secret
 from .._adapter import ModelInfo, ProviderInfo, RetryPolicy
 from .._chunks import Finish, LlmFailure, StreamChunk, aborted_because, error_finish
@@ -69,8 +68,7 @@ class _Encoder(Protocol):
     ) -> bytes: ...
 
 
-@record
-class Endpoint:
+class Endpoint(msgspec.Struct, frozen=True):
     """One provider route served over HTTP.
 
     `api` is the wire protocol and `url` its full endpoint (`…/chat/completions`,
@@ -86,14 +84,14 @@ class Endpoint:
     name: str
     url: str
     api_key_env: str | None
-    models: Mapping[str, ModelInfo] = field(default_factory=dict)
+    models: Mapping[str, ModelInfo] = msgspec.field(default_factory=dict)
     fallback: ModelInfo | None = None
-    dialect: Dialect | MessagesDialect = field(default_factory=Dialect)
+    dialect: Dialect | MessagesDialect = msgspec.field(default_factory=Dialect)
     api: Api = "chat-completions"
-    retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
+    retry_policy: RetryPolicy = msgspec.field(default_factory=RetryPolicy)
     stream: bool = True
-    headers: Mapping[str, str] = field(default_factory=dict)
-    extra_body: Mapping[str, Json] = field(default_factory=dict)
+    headers: Mapping[str, str] = msgspec.field(default_factory=dict)
+    extra_body: Mapping[str, Json] = msgspec.field(default_factory=dict)
     connect_timeout_s: float = 10.0
     idle_timeout_s: float = 60.0
     call_timeout_s: float = 600.0
@@ -172,22 +170,24 @@ class _ReadGuard:
             self._remove = None
 
 
-@record(frozen=False, eq=False)
-class _Call:
+class _Call(msgspec.Struct, eq=False):
     """One request in flight: its route, credential, signal, and the response once sent."""
 
     endpoint: Endpoint
-    secret: str | None = field(repr=False)
+    secret: str | None = msgspec.field()
     signal: CancelSignal | None
     pool: Pool
     route: PreparedRoute
-    request: bytes = field(repr=False)  # (its head holds the key)
+    request: bytes = msgspec.field()  # (its head holds the key)
     guard: _ReadGuard
     response: Response | None = None
 
     @property
     def provider(self) -> str:
         return self.endpoint.provider
+
+    def __repr__(self) -> str:  # never the secret, nor the request (its head holds the key)
+        return f"_Call(provider={self.provider!r}, route={self.route!r})"
 
 
 def _aborted(signal: CancelSignal | None) -> Finish:
@@ -248,7 +248,9 @@ class HttpAdapter:
         endpoint = self._endpoints[provider]
         info = endpoint.models.get(model)
         if info is None and endpoint.fallback is not None:
-            info = dataclasses.replace(endpoint.fallback, provider=provider, id=model, name=model)
+            info = msgspec.structs.replace(
+                endpoint.fallback, provider=provider, id=model, name=model
+            )
         return info
 
     def retry_policy(self, provider: str) -> RetryPolicy:

@@ -3,7 +3,6 @@ Anthropic-compatible endpoint (preset `deepseek`)."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -78,7 +77,7 @@ class MessagesRouteConfig(ConnectionConfig, kw_only=True):
         key_env = preset["api_key_env"] if self.api_key_env is None else self.api_key_env
         provider = self.provider
         if self.preset == "deepseek":
-            models = {m.id: dataclasses.replace(m, provider=provider) for m in DEEPSEEK_MODELS}
+            models = {m.id: msgspec.structs.replace(m, provider=provider) for m in DEEPSEEK_MODELS}
             fallback = FALLBACK_MODEL
         else:
             models, fallback = {}, _CLAUDE_FALLBACK

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Annotated, Any, ClassVar
 
@@ -69,7 +68,7 @@ class DeepSeekPlugin:
     def endpoint(config: DeepSeekConfig) -> Endpoint:
         provider = config.provider
         base = config.base_url or os.environ.get("DEEPSEEK_BASE_URL") or DEFAULT_BASE_URL
-        models = {m.id: dataclasses.replace(m, provider=provider) for m in DEEPSEEK_MODELS}
+        models = {m.id: msgspec.structs.replace(m, provider=provider) for m in DEEPSEEK_MODELS}
         models.update({m.id: m.info(provider) for m in config.models})
         return Endpoint(
             provider=provider,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from dataclasses import field
 from typing import TYPE_CHECKING
 
-from ..._record import record
+import msgspec
+
 from ..._version import __version__
 from ._failures import UnsupportedProtocol
 from ._messages_request import MessagesDialect
@@ -28,8 +28,7 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _UNSENDABLE = re.compile(r"[\x00\r\n]")
 
 
-@record
-class PreparedRoute:
+class PreparedRoute(msgspec.Struct, frozen=True):
     """What every request of one route shares, prepared once: the origin, the proxy it is
     reached through (None: directly), the timeouts (connect, read, write) and the request
     head up to its per-call headers: `head` for a call that adds its key as `key_header`
@@ -37,11 +36,14 @@ class PreparedRoute:
 
     origin: Origin
     proxy: Proxy | None
-    head: bytes = field(repr=False)  # (an `http:` route's proxy credentials are in it)
-    keyless: bytes = field(repr=False)
+    head: bytes = msgspec.field()  # (an `http:` route's proxy credentials are in it)
+    keyless: bytes = msgspec.field()
     key_header: bytes | None
     key_prefix: str
     timeouts: tuple[float, float, float]
+
+    def __repr__(self) -> str:  # never the heads: one may carry a proxy's credentials
+        return f"PreparedRoute(origin={self.origin!r}, proxy={self.proxy!r})"
 
     def request(self, body: bytes, secret: str | None) -> bytes:
         """The whole request: head and body, to be sent in one write."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import field
 from typing import Any
 
-from ..._record import record
+import msgspec
+
 from .._chunks import (
     MAX_TOKENS,
     STOP,
@@ -56,16 +56,15 @@ def messages_usage(usage: Mapping[str, Any], into: TokenUsage | None = None) -> 
     )
 
 
-@record(frozen=False)
-class _Block:
+class _Block(msgspec.Struct):
     index: int
     kind: str  # text | reasoning | tool-call
-    parts: list[str] = field(default_factory=list)
+    parts: list[str] = msgspec.field(default_factory=list)
     id: str = ""
     name: str = ""
-    entry: dict[str, Json] = field(default_factory=dict)
+    entry: dict[str, Json] = msgspec.field(default_factory=dict)
     closed: bool = False
-    joiner: PairJoiner = field(default_factory=PairJoiner)
+    joiner: PairJoiner = msgspec.field(default_factory=PairJoiner)
     """Cleans the deltas: a surrogate pair split across two events is joined."""
 
     def block(self) -> ContentBlock:

@@ -15,10 +15,10 @@ import ipaddress
 import os
 import urllib.parse
 from collections.abc import Mapping
-from dataclasses import field
 from typing import TYPE_CHECKING
 
-from ..._record import record
+import msgspec
+
 from ._failures import UnsupportedProtocol
 
 if TYPE_CHECKING:
@@ -27,18 +27,20 @@ if TYPE_CHECKING:
 __all__ = ["Proxy", "proxy_for"]
 
 
-@record
-class Proxy:
+class Proxy(msgspec.Struct, frozen=True):
     """An HTTP proxy: where it listens, the variable that named it, and the
     `Proxy-Authorization` value its URL's credentials make (never shown)."""
 
     host: str
     port: int
     source: str
-    authorization: bytes | None = field(default=None, repr=False)
+    authorization: bytes | None = msgspec.field(default=None)
 
     def __str__(self) -> str:
         return f"the proxy {self.host}:{self.port} ({self.source})"
+
+    def __repr__(self) -> str:  # never the credentials
+        return f"Proxy(host={self.host!r}, port={self.port!r}, source={self.source!r})"
 
 
 def proxy_for(origin: Origin, environ: Mapping[str, str] = os.environ) -> Proxy | None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import field
 from typing import Any
 
-from ..._record import record
+import msgspec
+
 from .._chunks import (
     MAX_TOKENS,
     STOP,
@@ -56,13 +56,12 @@ def token_usage(usage: Mapping[str, Any]) -> TokenUsage:
     return TokenUsage(miss, output, hit, None, reasoning)
 
 
-@record(frozen=False)
-class _Call:
+class _Call(msgspec.Struct):
     index: int
     id: str
     name: str
-    arguments: list[str] = field(default_factory=list)
-    joiner: PairJoiner = field(default_factory=PairJoiner)
+    arguments: list[str] = msgspec.field(default_factory=list)
+    joiner: PairJoiner = msgspec.field(default_factory=PairJoiner)
 
 
 class ChunkMapper:

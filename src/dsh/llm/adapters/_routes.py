@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..._record import record
+import msgspec
 
 if TYPE_CHECKING:
     from ...kernel import Profile
@@ -27,8 +26,7 @@ class RouteError(ValueError):
     """A model string that names no route; the message says what to write instead."""
 
 
-@record
-class ModelRoute:
+class ModelRoute(msgspec.Struct, frozen=True):
     """Where a model string leads.
 
     `provider` is the route id an adapter serves (what `AgentOptions.provider` names) and
@@ -43,7 +41,7 @@ class ModelRoute:
     api: Api = "profile"
     base_url: str | None = None
     api_key_env: str | None = None
-    row: Mapping[str, Any] | None = field(default=None)
+    row: Mapping[str, Any] | None = msgspec.field(default=None)
 
     def apply(self, profile: Profile) -> Profile:
         """`profile` with this route mounted: its row added, or merged into the row of the same

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from ..._record import record
+import msgspec
+
 from ...llm import Json
 from ...tools import Allow, Ask, Deny, PreDecision
 from ...workspace import SettingsError, Trust, edit_json_file, load_settings, settings_sources
@@ -34,8 +35,7 @@ RECHECK_S = 0.5
 (a stat of each settings file per tool call would cost tens of µs)."""
 
 
-@record
-class PermissionRule:
+class PermissionRule(msgspec.Struct, frozen=True):
     """`bash`, `bash(git status)`, `bash(npm run test:*)` (a command prefix), `edit(src/**)`
     (a path pattern, relative to the workspace)."""
 
@@ -166,8 +166,7 @@ def _read_rules(workspace: Path) -> tuple[PermissionRule, ...]:
     return tuple(found)
 
 
-@record(frozen=False)
-class _Cached:
+class _Cached(msgspec.Struct):
     files: tuple[str, ...]
     """The settings files of a workspace, and the trust file."""
     stamp: tuple[int, ...] = ()

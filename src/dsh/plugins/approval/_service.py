@@ -13,7 +13,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 
-from ..._record import record
+import msgspec
+
 from ...kernel import Aborted, CancelSignal, Disposer, ServiceKey
 from ...llm import Json
 from ...tools import APPROVAL as _APPROVAL
@@ -32,8 +33,7 @@ Answer: TypeAlias = ApprovalAnswer
 Via = Literal["answerer", "no-answerer", "cancelled", "answerer-error"]
 
 
-@record
-class ApprovalRequest:
+class ApprovalRequest(msgspec.Struct, frozen=True):
     """What an answerer is asked about. `signal` fires if the turn is cancelled meanwhile
     (the answer is then ignored: the call is denied)."""
 

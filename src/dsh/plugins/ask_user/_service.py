@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeAlias
 
-from ..._record import record
+import msgspec
+
 from ...kernel import CancelSignal, Disposer, ServiceKey
 from ...llm import HarnessError, Json
 from ...tools import Answerers
@@ -28,14 +29,12 @@ __all__ = [
 ]
 
 
-@record
-class Option:
+class Option(msgspec.Struct, frozen=True):
     label: str
     description: str = ""
 
 
-@record
-class Question:
+class Question(msgspec.Struct, frozen=True):
     """One question; with no options the person answers in words. They may always write
     something else than the options."""
 
@@ -54,8 +53,7 @@ class Question:
         }
 
 
-@record
-class Answer:
+class Answer(msgspec.Struct, frozen=True):
     """The labels the person chose, and what they wrote (either may be empty)."""
 
     selected: tuple[str, ...] = ()
@@ -72,8 +70,7 @@ class Answer:
         return Answer(tuple(str(s) for s in selected), text)
 
 
-@record
-class QuestionRequest:
+class QuestionRequest(msgspec.Struct, frozen=True):
     """What an answerer is asked. `signal` fires if the turn is cancelled meanwhile."""
 
     call_id: str

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from ..._ids import uuid4_text
-from ..._record import record
 from ...kernel import CancelSignal
 from ...llm import (
     BlockAssembler,
@@ -35,8 +36,7 @@ INSTRUCTION = (
 )
 
 
-@record
-class CompactionResult:
+class CompactionResult(msgspec.Struct, frozen=True):
     compaction_id: str
     shadowed_seqs: tuple[int, ...]
     shadowed_tokens: int

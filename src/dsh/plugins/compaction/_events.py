@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from ..._record import record
+import msgspec
+
 from ...kernel import CancelSignal, EventSpec, Mode, SerialSpec
 from ...llm import HarnessError
 
@@ -29,8 +30,7 @@ class CompactionError(HarnessError):
         super().__init__(message, "COMPACTION")
 
 
-@record
-class CompactionStarting:
+class CompactionStarting(msgspec.Struct, frozen=True):
     """A compaction of `agent` is about to summarise; `turn` is None for idle maintenance."""
 
     agent: Agent
@@ -39,8 +39,7 @@ class CompactionStarting:
     signal: CancelSignal
 
 
-@record
-class Reduction:
+class Reduction(msgspec.Struct, frozen=True):
     """What a reducer is asked to shrink: `agent`'s history, keeping the recent
     `retain_tokens` (0 on overflow: as much as it can)."""
 

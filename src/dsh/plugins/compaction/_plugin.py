@@ -6,9 +6,9 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
+import msgspec
 from msgspec import Meta
 
-from ..._record import record
 from ...agent import AGENT_DISPOSED, PRE_STEP, REQUEST_ERROR, Agent, RequestError, Retry, StepPoint
 from ...kernel import AGENTS, CancelSignal, ConfigRecord, Context, Next, ServiceKey
 from ._events import CompactionError, Reducer, Reduction, Trigger
@@ -176,8 +176,7 @@ MIN_SUMMARISED_TOKENS = 256
 """Less than this is not worth a manual compaction (a summary of it rarely shrinks it)."""
 
 
-@record
-class ManualPlan:
+class ManualPlan(msgspec.Struct, frozen=True):
     tokens: int
     """The conversation (its messages, estimated)."""
     messages: int

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
-from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
-from ..._record import record
+import msgspec
+
 from ...kernel import CancelSignal, ServiceKey
 from ...llm import Json, UserMessage, plugin_source, user_message
 from ...session import Session
@@ -30,20 +30,19 @@ PLUGIN_ID = "hooks-claude-code"
 """The source plugin of the contexts hooks add (the reference runtime's, so logs read alike)."""
 
 
-@record(frozen=False, eq=False)
-class AgentHooks:
+class AgentHooks(msgspec.Struct, eq=False):
     """One agent's hooks (loaded when it was created) and what its hook points carry over."""
 
     agent: Agent
     hooks: HookSet
     subagent: bool
-    starting: list[asyncio.Task[None]] = field(default_factory=list)
+    starting: list[asyncio.Task[None]] = msgspec.field(default_factory=list)
     """Running `SessionStart` hooks; the next prompt waits for them."""
-    contexts: list[UserMessage] = field(default_factory=list)
+    contexts: list[UserMessage] = msgspec.field(default_factory=list)
     """`SessionStart` contexts for the next prompt."""
     continued_turn: int | None = None
     """The turn a `Stop` hook already kept going (`stop_hook_active`)."""
-    tool_contexts: dict[str, list[UserMessage]] = field(default_factory=dict)
+    tool_contexts: dict[str, list[UserMessage]] = msgspec.field(default_factory=dict)
     """`PreToolUse` contexts by call id, added to that call's result."""
     idle: asyncio.TimerHandle | None = None
 

@@ -12,7 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from ..._record import record
+import msgspec
+
 from ._config import Point
 from ._runner import HookRun
 
@@ -28,8 +29,7 @@ BLOCKING_POINTS: frozenset[str] = frozenset(
 """Points an exit code 2 blocks; at the others it is an error shown to the person."""
 
 
-@record
-class HookOutcome:
+class HookOutcome(msgspec.Struct, frozen=True):
     """One hook's answer. `reason` explains a block / deny / ask; `context` reaches the
     model; `output` and `error` are for the person; `stop` is `continue: false`."""
 

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 from msgspec import Meta
+from msgspec.structs import replace
 
-from ..._record import record
 from ...kernel import ConfigRecord
 from ...workspace import SettingsError, Trust, load_settings
 
@@ -79,8 +78,7 @@ class HooksConfig(ConfigRecord):
             raise ValueError(str(exc)) from None
 
 
-@record
-class HookEntry:
+class HookEntry(msgspec.Struct, frozen=True):
     """One command hook as configured. `timeout_s` None takes the plugin's default."""
 
     point: Point
@@ -93,7 +91,7 @@ class HookEntry:
     trusted: bool
     ordinal: int = 0
     """Its place among the point's hooks (1-based), for `handler_id`."""
-    pattern: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+    pattern: re.Pattern[str] | None = msgspec.field(default=None)
 
     @property
     def handler_id(self) -> str:
@@ -105,8 +103,7 @@ class HookEntry:
         return self.pattern is None or any(self.pattern.fullmatch(n) for n in names)
 
 
-@record
-class SkippedHook:
+class SkippedHook(msgspec.Struct, frozen=True):
     """Something in a `hooks` value dsh does not run, and why (shown by `dsh hooks list`)."""
 
     point: str
@@ -114,8 +111,7 @@ class SkippedHook:
     why: str
 
 
-@record
-class HookSet:
+class HookSet(msgspec.Struct, frozen=True):
     """The hooks of one workspace: every configured entry (trusted or not) in layer order."""
 
     workspace: Path

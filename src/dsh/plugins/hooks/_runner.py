@@ -9,7 +9,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..._record import record
+import msgspec
+
 from ...kernel import CancelSignal
 from ...llm import Json, json_bytes
 from ...tools.builtin import run_process, signal_name
@@ -17,8 +18,7 @@ from ...tools.builtin import run_process, signal_name
 __all__ = ["HookRun", "run_hook"]
 
 
-@record
-class HookRun:
+class HookRun(msgspec.Struct, frozen=True):
     """What one command did. `exit_code` is None when it did not end by itself; `failure`
     then says why (`timed out after 60 s`, `cancelled`, …)."""
 

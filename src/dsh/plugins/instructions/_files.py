@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from ..._record import record
+import msgspec
+
 from ...workspace import FileCache, Stamp, WorkspaceMemo, dsh_home, file_stamp, project_folders
 
 __all__ = ["InstructionFile", "InstructionReader", "InstructionsText", "candidates", "render"]
@@ -21,8 +22,7 @@ HEADER = (
 )
 
 
-@record
-class InstructionFile:
+class InstructionFile(msgspec.Struct, frozen=True):
     path: Path
     scope: Scope
     text: str

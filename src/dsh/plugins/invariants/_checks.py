@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+import msgspec
 
-from ..._record import record
 from ...events import EVENT_CLASSES, OtherEvent, logged, typed
 from ...session import SessionEvent
 
@@ -12,16 +11,15 @@ MODELLED = frozenset(cls.type for cls in EVENT_CLASSES)
 STEP_EVENTS = frozenset({"assistant/chunk", "assistant/message", "tool/call", "tool/result"})
 
 
-@record(frozen=False)
-class LogState:
+class LogState(msgspec.Struct):
     """What the checks remember about one session."""
 
     next_seq: int = 0
     turn: int | None = None
     last_turn: int = 0
     step: int | None = None
-    open_calls: dict[str, int] = field(default_factory=dict)
-    answered: set[int] = field(default_factory=set)
+    open_calls: dict[str, int] = msgspec.field(default_factory=dict)
+    answered: set[int] = msgspec.field(default_factory=set)
 
 
 def check_event(state: LogState, event: SessionEvent) -> list[str]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import AsyncIterator
-from dataclasses import field
 from typing import ClassVar
 
-from ..._record import record
+import msgspec
+
 from ...agent import AGENT_STATUS, StatusChange
 from ...kernel import Context, EventSpec, Mode, Next, ServiceKey
 from ...llm import LLM_STREAM, GenerateOptions, StreamChunk
@@ -24,8 +24,7 @@ from ._checks import LogState, check_event
 _log = logging.getLogger("dsh.invariants")
 
 
-@record
-class Violation:
+class Violation(msgspec.Struct, frozen=True):
     session_id: str
     rule: str
     message: str
@@ -40,12 +39,11 @@ INVARIANT_VIOLATION = EventSpec.declare(
 )
 
 
-@record(frozen=False)
-class Invariants:
+class Invariants(msgspec.Struct):
     """Collected violations; tests turn them into failures."""
 
     ctx: Context
-    violations: list[Violation] = field(default_factory=list)
+    violations: list[Violation] = msgspec.field(default_factory=list)
 
     def report(self, session_id: str, rule: str, message: str) -> None:
         violation = Violation(session_id, rule, message)

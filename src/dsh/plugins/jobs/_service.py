@@ -8,10 +8,10 @@ import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import field
 from typing import Literal
 
-from ..._record import record
+import msgspec
+
 from ...agent import Agent
 from ...kernel import Aborted, CancelSignal, Context, EventSpec, Mode, ServiceKey
 from ...llm import HarnessError, Json
@@ -32,8 +32,7 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-@record(frozen=False, eq=False)
-class Job:
+class Job(msgspec.Struct, eq=False):
     """One background job. `owner` is the agent (session) that started it and alone sees it."""
 
     id: str
@@ -49,7 +48,7 @@ class Job:
     reported: bool = False
     """Its settled output was read (no completion notice is due)."""
     waiters: int = 0
-    done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    done: asyncio.Event = msgspec.field(default_factory=asyncio.Event)
 
     @property
     def active(self) -> bool:
@@ -76,12 +75,11 @@ JOB_END = EventSpec.declare(
 )
 
 
-@record(frozen=False)
-class _State:
+class _State(msgspec.Struct):
     ctx: Context
     max_active: int
-    jobs: dict[str, Job] = field(default_factory=dict)
-    counters: dict[str, itertools.count[int]] = field(default_factory=dict)
+    jobs: dict[str, Job] = msgspec.field(default_factory=dict)
+    counters: dict[str, itertools.count[int]] = msgspec.field(default_factory=dict)
 
 
 _log = logging.getLogger("dsh.jobs")

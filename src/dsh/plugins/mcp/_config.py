@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from ..._record import record
+import msgspec
+
 from ...kernel import CompositionError, interpolate
 from ...workspace import SettingsError, Trust, dsh_home, read_json_object
 
@@ -38,8 +38,7 @@ _TRANSPORTS = ("stdio", "http", "sse")
 _ACTIONS = ("allow", "ask", "deny")
 
 
-@record
-class RestartPolicy:
+class RestartPolicy(msgspec.Struct, frozen=True):
     """A crashed server restarts after `backoff_ms`, doubling up to `max_backoff_ms`; after
     `max_restarts` crashes in a row it stays failed. A session that stayed up `stable_ms`
     starts the count over."""
@@ -58,8 +57,7 @@ class McpConfigError(SettingsError):
     """A configuration that cannot be used; the message is one line naming file and key."""
 
 
-@record
-class ServerSpec:
+class ServerSpec(msgspec.Struct, frozen=True):
     """One configured MCP server. `problem` is set when the entry cannot start (e.g. a
     variable it uses is not set): it is listed as failed, with that reason."""
 
@@ -68,10 +66,10 @@ class ServerSpec:
     source: str
     command: str | None = None
     args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = msgspec.field(default_factory=dict)
     cwd: str | None = None
     url: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = msgspec.field(default_factory=dict)
     approval: Action | None = None
     timeout_ms: float | None = None
     problem: str | None = None
@@ -105,8 +103,7 @@ class ServerSpec:
         )
 
 
-@record
-class Servers:
+class Servers(msgspec.Struct, frozen=True):
     """The servers to run, and those skipped because their workspace is not trusted."""
 
     specs: tuple[ServerSpec, ...] = ()

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from ..._record import record
+import msgspec
+
 from ...kernel import (
     CancelSignal,
     Context,
@@ -33,8 +34,7 @@ __all__ = ["MCP", "MCP_SERVER_STATUS", "HubOptions", "McpHub", "ServerStatus"]
 _log = logging.getLogger("dsh.mcp")
 
 
-@record
-class ServerStatus:
+class ServerStatus(msgspec.Struct, frozen=True):
     """What `dsh mcp list` and `/mcp` show of one server. `state` is a connection state, or
     `untrusted` for a workspace server skipped until the workspace is trusted."""
 
@@ -60,12 +60,11 @@ MCP_SERVER_STATUS = EventSpec.declare(
 )
 
 
-@record
-class HubOptions:
+class HubOptions(msgspec.Struct, frozen=True):
     startup: Literal["boot", "first-use"] = "first-use"
     startup_timeout_ms: float = 30_000
     tool_timeout_ms: float | None = 600_000
-    restart: RestartPolicy = field(default_factory=RestartPolicy)
+    restart: RestartPolicy = msgspec.field(default_factory=RestartPolicy)
     resource_tools: bool = True
 
 

@@ -11,13 +11,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
+import msgspec
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context as RequestContext
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 
 from ..._ids import uuid4_text
-from ..._record import record
 from ..._version import __version__
 from ...agent import (
     USER_CANCEL,
@@ -42,8 +42,7 @@ RUN_AGENT_DESCRIPTION = (
 )
 
 
-@record
-class ServeOptions:
+class ServeOptions(msgspec.Struct, frozen=True):
     provider: str
     model: str
     cwd: Path

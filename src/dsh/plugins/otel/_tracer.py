@@ -14,10 +14,10 @@ each event once, in a plain loop, and the cost per step stays small (`bench/otel
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
-from ..._record import record
+import msgspec
+
 from ...agent import StepPoint
 from ...kernel import Next, TraceContext, current_trace, redact_secrets, using_trace
 from ...llm import LlmCallConfig, Message
@@ -38,8 +38,7 @@ _FINISH = {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "length"}
 _MS = 1_000_000
 
 
-@record(frozen=False, eq=False)
-class _Call:
+class _Call(msgspec.Struct, eq=False):
     """A tool call between its `tool/call` and its `tool/result`."""
 
     name: str
@@ -49,14 +48,13 @@ class _Call:
     arguments: str | None = None
 
 
-@record(frozen=False, eq=False)
-class _Turn:
+class _Turn(msgspec.Struct, eq=False):
     span: Span
     step_ns: int = 0
     """When the current step's model call began (its `step/start`)."""
-    retries: list[Event] = field(default_factory=list)
-    calls: dict[str, _Call] = field(default_factory=dict)
-    dispatched: set[str] = field(default_factory=set)
+    retries: list[Event] = msgspec.field(default_factory=list)
+    calls: dict[str, _Call] = msgspec.field(default_factory=dict)
+    dispatched: set[str] = msgspec.field(default_factory=set)
     """Calls whose body ran (the policy let them through)."""
     route: Route = ("", "")
     """The route of the last answer."""
@@ -70,8 +68,7 @@ class _Turn:
     """The history of the last request (kept only to record content)."""
 
 
-@record(frozen=False, eq=False)
-class _Compaction:
+class _Compaction(msgspec.Struct, eq=False):
     span: Span
     route: Route = ("", "")
 

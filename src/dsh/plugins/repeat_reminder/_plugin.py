@@ -8,7 +8,6 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from ..._record import record
 from ...agent import PROMPT_SUBMIT, PromptDecision, PromptSubmit
 from ...kernel import TOOLS, ConfigRecord, Context, Next
 from ...llm import Json, plugin_source, user_message
@@ -31,8 +30,7 @@ class RepeatReminderConfig(ConfigRecord):
     """Tools that are never counted (they do not break a run of repeats either)."""
 
 
-@record(frozen=False)
-class _Run:
+class _Run(msgspec.Struct):
     key: str = ""
     count: int = 0
 

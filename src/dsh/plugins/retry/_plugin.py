@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from typing import Annotated, ClassVar, Literal
 
@@ -41,7 +40,7 @@ class RetryOverrides(ConfigRecord):
             changes["max_delay_ms"] = max(changes["base_delay_ms"], policy.max_delay_ms)
         if "max_delay_ms" in changes and "base_delay_ms" not in changes:
             changes["base_delay_ms"] = min(changes["max_delay_ms"], policy.base_delay_ms)
-        return dataclasses.replace(policy, **changes) if changes else policy
+        return msgspec.structs.replace(policy, **changes) if changes else policy
 
 
 def backoff_ms(

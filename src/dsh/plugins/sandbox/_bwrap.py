@@ -25,7 +25,8 @@ import subprocess
 import tempfile
 from collections.abc import Sequence
 
-from ..._record import record
+import msgspec
+
 from ...tools import SandboxMode
 
 __all__ = ["Mounts", "bwrap_argv", "find_bwrap", "probe", "real_dirs", "supports_disable_userns"]
@@ -35,8 +36,7 @@ NOBODY = 65534
 """The id a command runs as inside the sandbox when dsh runs as root."""
 
 
-@record
-class Mounts:
+class Mounts(msgspec.Struct, frozen=True):
     """What a command sees besides the read-only root: the workspace `roots`, the `masked`
     paths (existing, real), and the control paths `(path, is_folder, exists)` of the roots."""
 

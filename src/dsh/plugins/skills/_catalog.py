@@ -9,7 +9,8 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from ..._record import record
+import msgspec
+
 from ...workspace import FileCache, Stamp, dsh_home, file_stamp, project_folders
 
 __all__ = ["Skill", "SkillCatalog", "SkillIssue", "SkillReader", "parse_skill", "skill_roots"]
@@ -21,8 +22,7 @@ MAX_DESCRIPTION = 1024
 SKILL_FILE = "SKILL.md"
 
 
-@record
-class Skill:
+class Skill(msgspec.Struct, frozen=True):
     name: str
     description: str
     folder: Path
@@ -31,8 +31,7 @@ class Skill:
     """The instructions: SKILL.md after its front matter."""
 
 
-@record
-class SkillIssue:
+class SkillIssue(msgspec.Struct, frozen=True):
     """A SKILL.md that was skipped, and why (one line)."""
 
     path: Path
@@ -42,8 +41,7 @@ class SkillIssue:
         return f"{self.path}: {self.problem}; the skill is skipped"
 
 
-@record
-class SkillCatalog:
+class SkillCatalog(msgspec.Struct, frozen=True):
     """The skills of one workspace: nearest definition of a name first, shadowed ones out."""
 
     skills: tuple[Skill, ...] = ()

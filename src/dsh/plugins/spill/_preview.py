@@ -3,13 +3,12 @@ near, and a note with the size, the path and where `read` continues."""
 
 from __future__ import annotations
 
-from ..._record import record
+import msgspec
 
 __all__ = ["Preview", "preview"]
 
 
-@record
-class Preview:
+class Preview(msgspec.Struct, frozen=True):
     head: str
     tail: str
     head_lines: int

@@ -6,11 +6,11 @@ import asyncio
 import builtins
 import itertools
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import field
 from typing import TYPE_CHECKING, Literal, Protocol
 
+import msgspec
+
 from ..._ids import uuid4_text
-from ..._record import record
 from ...agent import PARENT_CANCEL, Agent, AgentOptions, CreateAgentOptions
 from ...kernel import CancelSignal, Context, Disposer, EventSpec, Mode, ServiceKey
 from ...llm import (
@@ -37,16 +37,14 @@ class SubagentError(HarnessError):
         super().__init__(message, code)
 
 
-@record
-class ToolFilter:
+class ToolFilter(msgspec.Struct, frozen=True):
     """Which tools the child sees: an allow list or a deny list over the parent's tools."""
 
     allow: tuple[str, ...] | None = None
     deny: tuple[str, ...] | None = None
 
 
-@record
-class SubagentRequest:
+class SubagentRequest(msgspec.Struct, frozen=True):
     """What a caller asks of a provider. `signal` is the caller's (a parent turn's) signal:
     when it fires the child is cancelled with cause `parent` — for a `continuable` child,
     only while it is being created: it outlives the call, and stops with `interrupt` or
@@ -65,8 +63,7 @@ class SubagentRequest:
     """Keep the child after its answer, for `send`; its parent gets each answer as a notice."""
 
 
-@record
-class SubagentResult:
+class SubagentResult(msgspec.Struct, frozen=True):
     output: tuple[ContentBlock, ...]
     """The child's last non-empty assistant message (else all its assistant text)."""
     stop_reason: StopReason
@@ -79,8 +76,7 @@ class SubagentResult:
         return "".join(b.text for b in self.output if isinstance(b, TextBlock))
 
 
-@record(frozen=False, eq=False)
-class SubagentRun:
+class SubagentRun(msgspec.Struct, eq=False):
     """A started child. `result` settles when the child is idle again; always `dispose()`
     a one-shot run. A continuable run (in-process only) is kept by the runtime until its
     parent (or it) is disposed; each activation (`send` to an idle child) gets a fresh
@@ -90,11 +86,11 @@ class SubagentRun:
     provider: str
     agent: Agent | None
     """The child agent; None for a child in another process (an ACP agent)."""
-    result: asyncio.Future[SubagentResult] = field(repr=False)
-    close: Callable[[], Awaitable[None]] = field(repr=False)
+    result: asyncio.Future[SubagentResult] = msgspec.field()
+    close: Callable[[], Awaitable[None]] = msgspec.field()
     """Ends the child (an in-process child's `AgentHandle.dispose`)."""
-    parent: Agent | None = field(default=None, repr=False)
-    setup: ChildSetup | None = field(default=None, repr=False)
+    parent: Agent | None = msgspec.field(default=None)
+    setup: ChildSetup | None = msgspec.field(default=None)
     """The in-process child's setup (None for a child in another process)."""
     label: str | None = None
     continuable: bool = False
@@ -107,16 +103,14 @@ class SubagentRun:
         await self.close()
 
 
-@record
-class SubagentStart:
+class SubagentStart(msgspec.Struct, frozen=True):
     parent: Agent
     run_id: str
     provider: str
     child_id: str
 
 
-@record
-class SubagentEnd:
+class SubagentEnd(msgspec.Struct, frozen=True):
     parent: Agent
     run_id: str
     provider: str
@@ -142,12 +136,11 @@ class SubagentProvider(Protocol):
     async def start(self, request: SubagentRequest, runtime: SubagentRuntime) -> SubagentRun: ...
 
 
-@record(frozen=False)
-class _State:
+class _State(msgspec.Struct):
     ctx: Context
-    providers: dict[str, SubagentProvider] = field(default_factory=dict)
-    counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    children: dict[str, dict[str, SubagentRun]] = field(default_factory=dict)
+    providers: dict[str, SubagentProvider] = msgspec.field(default_factory=dict)
+    counter: itertools.count[int] = msgspec.field(default_factory=lambda: itertools.count(1))
+    children: dict[str, dict[str, SubagentRun]] = msgspec.field(default_factory=dict)
     """Continuable runs by parent id, then run id."""
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Literal, TypeAlias
 
-from ..._record import record
+import msgspec
+
 from ...agent import Agent
 from ...kernel import CancelSignal
 from ...llm import HarnessError, Json, TextBlock
@@ -94,8 +95,7 @@ def failure_text(result: SubagentResult) -> str:
     return text
 
 
-@record
-class _Delegation:
+class _Delegation(msgspec.Struct, frozen=True):
     """What one subagent tool instance delegates to: its provider, limits and modes."""
 
     provider: str

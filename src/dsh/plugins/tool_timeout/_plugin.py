@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from typing import Annotated, Any, ClassVar
 
 import msgspec
 from msgspec import Meta
+from msgspec.structs import replace
 
 from ...kernel import TOOLS, CancelSignal, ConfigRecord, Context, Next
 from ...tools import TOOLS_EXECUTE, ToolExecution, ToolResult, failure

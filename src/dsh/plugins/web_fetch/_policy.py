@@ -6,7 +6,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 
-from ..._record import record
+import msgspec
 
 __all__ = ["HostRules", "Limits", "public"]
 
@@ -30,8 +30,7 @@ class HostRules:
         return host in self._allowed or f"{host}:{port}" in self._allowed
 
 
-@record
-class Limits:
+class Limits(msgspec.Struct, frozen=True):
     timeout_s: float
     max_redirects: int
     max_bytes: int

@@ -7,14 +7,14 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 
-from ..._record import record
+import msgspec
+
 from ...llm import Json
 
 __all__ = ["FileChange", "file_change"]
 
 
-@record
-class FileChange:
+class FileChange(msgspec.Struct, frozen=True):
     path: str
     """The file as the call names it."""
     before: str

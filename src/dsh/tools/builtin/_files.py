@@ -16,7 +16,8 @@ import stat
 import tempfile
 from collections.abc import Callable, Mapping
 
-from ..._record import record
+import msgspec
+
 from ...kernel import Context
 from ...llm import Json
 from .._seams import EditorFiles
@@ -218,8 +219,7 @@ EDIT_PARAMETERS = schema(
 )
 
 
-@record
-class FileChanges:
+class FileChanges(msgspec.Struct, frozen=True):
     """The bodies of `write` and `edit`: the workspace they may touch, what was read, and
     where an editor's files are served (`services`)."""
 
@@ -271,8 +271,7 @@ def render_write(args: Json, value: Mapping[str, Json]) -> str:
     return f"<path>{value['path']}</path>\n<type>file</type>\n<content>\n{done}\n</content>"
 
 
-@record
-class _Replacement:
+class _Replacement(msgspec.Struct, frozen=True):
     old: str
     new: str
     replace_all: bool

@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Sequence
 
-from ..._record import record
+import msgspec
 
 __all__ = ["GlobRule", "IgnoreFile", "glob_regex", "top_level_comma"]
 
@@ -109,8 +109,7 @@ def top_level_comma(pattern: str) -> bool:
     return False
 
 
-@record
-class GlobRule:
+class GlobRule(msgspec.Struct, frozen=True):
     """One glob: `exclude` rules ignore what they match, the others re-include (whitelist)."""
 
     regex: re.Pattern[str]
@@ -147,8 +146,7 @@ def decide(rules: Sequence[GlobRule], path: str, *, is_dir: bool) -> bool | None
     return None
 
 
-@record
-class IgnoreFile:
+class IgnoreFile(msgspec.Struct, frozen=True):
     """The rules of one directory's ignore files (.rgignore over .ignore over .gitignore)."""
 
     base: str

@@ -12,7 +12,8 @@ import hashlib
 import os
 from typing import ClassVar, Final, TypeAlias
 
-from ..._record import record
+import msgspec
+
 from ...kernel import Context, ServiceKey
 from ...llm import HarnessError
 from ...session import SESSION_DISPOSED, Session
@@ -35,8 +36,7 @@ class FsError(HarnessError):
     """A file tool refused or failed; `code` is one of the reference's `FS_*` codes."""
 
 
-@record
-class FileVersion:
+class FileVersion(msgspec.Struct, frozen=True):
     mtime_ns: int
     size: int
     inode: int
@@ -46,8 +46,7 @@ class FileVersion:
         return FileVersion(st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-@record
-class TextVersion:
+class TextVersion(msgspec.Struct, frozen=True):
     """The version of a file read through an editor: a digest of its text."""
 
     sha256: str

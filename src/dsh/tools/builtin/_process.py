@@ -22,7 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from ..._record import record
+import msgspec
+
 from ...kernel import CancelSignal
 from .._seams import SpillWriter
 
@@ -95,8 +96,7 @@ class _Reaper:
 _REAPER = _Reaper()
 
 
-@record
-class StreamResult:
+class StreamResult(msgspec.Struct, frozen=True):
     """One stream: the kept bytes, whether some were dropped, how many it carried, and the
     spill file holding all of them (up to `SPILL_MAX_BYTES`), if one was opened."""
 
@@ -106,8 +106,7 @@ class StreamResult:
     spill: SpillWriter | None
 
 
-@record
-class ProcessResult:
+class ProcessResult(msgspec.Struct, frozen=True):
     """What a child left: `returncode` (negative: killed by that signal), why it was stopped
     early (None if it exited by itself), and each stream."""
 

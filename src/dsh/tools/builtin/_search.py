@@ -13,7 +13,8 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
-from ..._record import record
+import msgspec
+
 from ...llm import Json
 from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
@@ -122,8 +123,7 @@ GREP_PARAMETERS = schema(
 )
 
 
-@record
-class Search:
+class Search(msgspec.Struct, frozen=True):
     """The bodies of `glob` and `grep`: where they may look, and ripgrep when it is used."""
 
     workspace: Workspace

@@ -15,7 +15,8 @@ import re
 import threading
 from collections.abc import Iterator
 
-from ..._record import record
+import msgspec
+
 from ._globs import GlobRule, IgnoreFile, decide
 from ._lines import BinaryFileError, line_blocks
 from ._workspace import display_path, path_text
@@ -39,8 +40,7 @@ class SearchStopped(Exception):
     """The caller set `stop` (cancellation or timeout)."""
 
 
-@record
-class Match:
+class Match(msgspec.Struct, frozen=True):
     path: str
     line_number: int
     line: str | None

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 import msgspec
 
-from ..._record import record
 from ...kernel import ConfigRecord
 from ...llm import HarnessError
 from .._types import ToolExecution
@@ -62,8 +61,7 @@ def path_text(path: str) -> str:
     return os.fsencode(path).decode("utf-8", "replace")
 
 
-@record
-class ResolvedPath:
+class ResolvedPath(msgspec.Struct, frozen=True):
     """A confined path: `display` is absolute and normalized but keeps symlinks (what the
     model is shown); `real` has them resolved (what is opened and compared)."""
 
@@ -72,8 +70,7 @@ class ResolvedPath:
     cwd: str
 
 
-@record
-class Workspace:
+class Workspace(msgspec.Struct, frozen=True):
     """The confinement policy of the file tools and of bash's working directory.
 
     `extra_roots` are absolute directories allowed besides the session cwd.
