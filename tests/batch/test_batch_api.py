@@ -78,9 +78,12 @@ def test_progress_is_read_from_the_log() -> None:
 @pytest.mark.parametrize(
     ("lines", "problem"),
     [
-        (['{"id": "a", "prompt": "x"}', "{oops"], "tasks.jsonl:2: line: Invalid JSON"),
-        (['{"id": "a"}'], "tasks.jsonl:1: prompt: Field required"),
-        (['{"id": "a", "prompt": "x", "modle": "m"}'], "tasks.jsonl:1: modle: Extra inputs"),
+        (['{"id": "a", "prompt": "x"}', "{oops"], "tasks.jsonl:2: line: invalid JSON"),
+        (['{"id": "a"}'], "tasks.jsonl:1: prompt: required, not given"),
+        (
+            ['{"id": "a", "prompt": "x", "modle": "m"}'],
+            "tasks.jsonl:1: modle: unknown key (known keys: id, prompt, cwd",
+        ),
         (['{"id": "a", "prompt": "x"}', '{"id": "a", "prompt": "y"}'], "'a' appears twice"),
     ],
 )

@@ -142,7 +142,7 @@ async def test_lone_surrogates_in_a_prompt_and_in_events(harness: AsyncHarness) 
     assert result.finish_reason == "completed"
     for method in ("session/prompt", "session/resume"):
         params = {"sessionId": "s-\udfff", "contentBlocks": [{"type": "text", "text": "x"}]}
-        with pytest.raises(HarnessRpcError, match="sessionId: Input should be a valid") as bad:
+        with pytest.raises(HarnessRpcError, match="sessionId must be valid Unicode text") as bad:
             await harness.request(method, params)
         assert bad.value.code == -32602
 
@@ -150,13 +150,13 @@ async def test_lone_surrogates_in_a_prompt_and_in_events(harness: AsyncHarness) 
 @pytest.mark.parametrize(
     ("block", "problem"),
     [
-        ({"type": "text", "text": 123}, "contentBlocks.0.text: Input should be a valid string"),
+        ({"type": "text", "text": 123}, "contentBlocks[0].text: Expected `str | null`, got `int`"),
         ({"type": "text", "text": None}, "a text block needs a string `text`"),
-        ({"type": "text", "text": {}}, "contentBlocks.0.text: Input should be a valid string"),
-        ({}, "contentBlocks.0.type: Field required"),
-        (None, "contentBlocks.0: Input should be a valid dictionary"),
+        ({"type": "text", "text": {}}, "contentBlocks[0].text: Expected `str | null`, got `obj"),
+        ({}, "contentBlocks[0]: Object missing required field `type`"),
+        (None, "contentBlocks[0]: Expected `object`, got `null`"),
         ({"type": "image"}, "an image block needs an `attachment` object"),
-        ({"type": "tool-result", "toolCallId": "x", "content": []}, "contentBlocks.0.type"),
+        ({"type": "tool-result", "toolCallId": "x", "content": []}, "contentBlocks[0].type"),
     ],
 )
 async def test_wrong_typed_prompt_content_is_refused_before_it_is_stored(

@@ -14,6 +14,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import msgspec
+
 from ..kernel import HELD, read_secret
 from ..persistence import PersistenceError, store_config
 from ._tasks import BatchError, Task, TaskResult
@@ -76,7 +78,7 @@ class RayExecutor:
         index = min(range(len(self._actors)), key=self._load.__getitem__)
         self._load[index] += 1
         try:
-            data = await self._actors[index].run.remote(task.model_dump())
+            data = await self._actors[index].run.remote(msgspec.structs.asdict(task))
         finally:
             self._load[index] -= 1
         return TaskResult.from_json(data)
@@ -101,7 +103,7 @@ class RayWorker:
         self.worker = BatchWorker(spec)
 
     async def run(self, task: dict[str, Any]) -> dict[str, Any]:
-        return (await self.worker.run(Task.model_validate(task))).to_json()
+        return (await self.worker.run(Task(**task))).to_json()
 
     async def close(self) -> None:
         await self.worker.close()

@@ -6,11 +6,12 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from msgspec import Meta
 
+from ..kernel import ConfigError, ConfigRecord, format_loc, load_config
 from ..session import Usage
 
 __all__ = ["BatchError", "Task", "TaskResult", "read_results", "read_tasks", "write_results"]
@@ -20,7 +21,7 @@ class BatchError(Exception):
     """A problem with the batch itself (its tasks file, store or executor), named in one line."""
 
 
-class Task(BaseModel):
+class Task(ConfigRecord):
     """One task: a prompt for a new agent, in its own session.
 
     `cwd` is the agent's workspace (default: the batch's); `model` a model string
@@ -28,18 +29,16 @@ class Task(BaseModel):
     batch's profiles for this task.
     """
 
-    model_config = ConfigDict(extra="forbid", defer_build=True, frozen=True)
-    id: str = Field(min_length=1)
-    prompt: str = Field(min_length=1)
+    id: Annotated[str, Meta(min_length=1)]
+    prompt: Annotated[str, Meta(min_length=1)]
     cwd: str | None = None
     model: str | None = None
     profile: str | None = None
 
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_text(cls, value: Any) -> Any:
-        # Numbered tasks are common: `{"id": 7}` is task "7".
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    def __post_init__(self) -> None:
+        # Numbered tasks are common: `{"id": 7}` (or `Task(id=7, …)`) is task "7".
+        if isinstance(self.id, int) and not isinstance(self.id, bool):
+            msgspec.structs.force_setattr(self, "id", str(self.id))
 
 
 class TaskResult(msgspec.Struct, frozen=True):
@@ -89,15 +88,24 @@ def read_tasks(path: str | os.PathLike[str]) -> list[Task]:
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            task = Task.model_validate_json(line)
-        except ValidationError as exc:
-            problem = exc.errors()[0]
-            where = ".".join(str(p) for p in problem["loc"]) or "line"
-            raise BatchError(f"{source}:{number}: {where}: {problem['msg']}") from None
-        tasks.append(_relative_to(task, source.parent))
+        tasks.append(_relative_to(_task(line, f"{source}:{number}"), source.parent))
     check_unique(tasks, str(source))
     return tasks
+
+
+def _task(line: str, where: str) -> Task:
+    """The task of one line, or a `BatchError` naming the line and the key."""
+    try:
+        data = json.loads(line)
+    except ValueError as exc:
+        raise BatchError(f"{where}: line: invalid JSON ({exc})") from None
+    if isinstance(data, dict) and type(data.get("id")) is int:
+        data["id"] = str(data["id"])
+    try:
+        return load_config(Task, data)
+    except ConfigError as exc:
+        problems = (f"{format_loc(loc, '')[1:] or 'line'}: {text}" for loc, text in exc.problems)
+        raise BatchError(f"{where}: {'; '.join(problems)}") from None
 
 
 def check_unique(tasks: Iterable[Task], where: str) -> None:
@@ -114,7 +122,7 @@ def _relative_to(task: Task, folder: Path) -> Task:
         for key, value in (("cwd", task.cwd), ("profile", task.profile))
         if value is not None and not Path(value).expanduser().is_absolute()
     }
-    return task.model_copy(update=changes) if changes else task
+    return msgspec.structs.replace(task, **changes) if changes else task
 
 
 def read_results(path: str | os.PathLike[str]) -> dict[str, TaskResult]:

@@ -5,18 +5,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import msgspec
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    StrictStr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
 
 from ..llm import ContentBlock, ImageBlock, Json, TextBlock, clean_json, clean_text, json_bytes
 
@@ -143,47 +134,43 @@ def too_large(head: bytes, tail: bytes, size: int, limit: int) -> dict[str, Json
     return error(id, INVALID_REQUEST, message)
 
 
-class InitializeCapabilities(BaseModel):
+class _Params(msgspec.Struct, frozen=True, rename="camel"):
+    """A method's params: camelCase keys, unknown keys ignored."""
+
+
+class InitializeCapabilities(_Params, frozen=True):
     """What the client can do beyond the reference protocol."""
 
-    model_config = ConfigDict(extra="ignore")
-    ask_user_question: bool = Field(default=False, alias="askUserQuestion")
+    ask_user_question: bool = False
     """It answers `session/ask-user-question` requests (a person is at hand)."""
 
 
-class InitializeParams(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class InitializeParams(_Params, frozen=True):
     cwd: str
     provider: str
     model: str
-    max_tokens: int | None = Field(default=None, alias="maxTokens")
-    reasoning_effort: str | None = Field(default=None, alias="reasoningEffort")
-    capabilities: InitializeCapabilities = Field(default_factory=InitializeCapabilities)
+    max_tokens: int | None = None
+    reasoning_effort: str | None = None
+    capabilities: InitializeCapabilities = msgspec.field(default_factory=InitializeCapabilities)
 
-    @field_validator("cwd")
-    @classmethod
-    def _absolute(cls, value: str) -> str:
-        if not os.path.isabs(value):
+    def __post_init__(self) -> None:
+        if not os.path.isabs(self.cwd):
             raise ValueError("cwd must be an absolute path")
-        return value
 
 
-class PromptBlock(BaseModel):
+class PromptBlock(_Params, frozen=True):
     """A block of a client's prompt: text, or an image attachment. Checked here, so that
     nothing malformed is stored and then breaks every later turn of the session."""
 
-    model_config = ConfigDict(extra="ignore")
     type: Literal["text", "image"]
-    text: StrictStr | None = None
+    text: str | None = None
     attachment: dict[str, Any] | None = None
 
-    @model_validator(mode="after")
-    def _complete(self) -> PromptBlock:
+    def __post_init__(self) -> None:
         if self.type == "text" and self.text is None:
             raise ValueError("a text block needs a string `text`")
         if self.type == "image" and self.attachment is None:
             raise ValueError("an image block needs an `attachment` object")
-        return self
 
     def block(self) -> ContentBlock:
         """The content block, its text cleaned (a lone surrogate becomes U+FFFD)."""
@@ -192,16 +179,26 @@ class PromptBlock(BaseModel):
         return ImageBlock(clean_json(self.attachment or {}))
 
 
-class SessionParams(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    session_id: str = Field(alias="sessionId", min_length=1)  # pydantic refuses lone surrogates
+class SessionParams(_Params, frozen=True):
+    session_id: Annotated[str, msgspec.Meta(min_length=1)]
+
+    def __post_init__(self) -> None:
+        if clean_text(self.session_id) != self.session_id:  # a lone surrogate: no valid name
+            raise ValueError("sessionId must be valid Unicode text")
 
 
-class PromptParams(SessionParams):
-    content_blocks: list[PromptBlock] = Field(alias="contentBlocks", min_length=1)
+class PromptParams(SessionParams, frozen=True):
+    content_blocks: Annotated[list[PromptBlock], msgspec.Meta(min_length=1)]
 
 
-def params_error(method: str, exc: ValidationError) -> RpcError:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "params"
-    return RpcError(INVALID_PARAMS, f"{method}: invalid params: {where}: {first['msg']}")
+P = TypeVar("P", bound=_Params)
+
+
+def parse_params(cls: type[P], method: str, params: object) -> P:
+    """`params` checked against `cls`, or an `RpcError` (invalid params) naming the key."""
+    try:
+        return msgspec.convert({} if params is None else params, cls)
+    except msgspec.ValidationError as exc:
+        message, _, where = str(exc).partition(" - at `$")
+        where = where.rstrip("`").lstrip(".") or "params"
+        raise RpcError(INVALID_PARAMS, f"{method}: invalid params: {where}: {message}") from None

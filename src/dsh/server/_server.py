@@ -8,8 +8,6 @@ import logging
 import os
 from collections.abc import Awaitable, Callable
 
-from pydantic import ValidationError
-
 from ..agent import AGENT_STATUS, USER_CANCEL, AgentHandle, AgentOptions, StatusChange
 from ..agent import ResumeAgentOptions as _Resume
 from ..kernel import Context, Disposer, TraceContext, resolve_plugin, using_trace
@@ -34,7 +32,7 @@ from ._protocol import (
     SessionParams,
     event_frame,
     notification,
-    params_error,
+    parse_params,
 )
 from ._protocol import request as request_frame
 
@@ -122,10 +120,7 @@ class JsonRpcServer:
     async def initialize(self, params: Json) -> Json:
         if isinstance(params, dict) and "cwd" not in params and os.environ.get("DSH_CWD"):
             params = {**params, "cwd": os.environ["DSH_CWD"]}
-        try:
-            parsed = InitializeParams.model_validate(params or {})
-        except ValidationError as exc:
-            raise params_error("initialize", exc) from None
+        parsed = parse_params(InitializeParams, "initialize", params)
         if parsed.max_tokens is not None and parsed.max_tokens <= 0:
             raise RpcError(INVALID_PARAMS, "initialize maxTokens must be a positive safe integer")
         await self.ctx.settled()
@@ -163,10 +158,7 @@ class JsonRpcServer:
 
     async def prompt(self, params: Json) -> Json:
         options = self._ready("session/prompt")
-        try:
-            parsed = PromptParams.model_validate(params or {})
-        except ValidationError as exc:
-            raise params_error("session/prompt", exc) from None
+        parsed = parse_params(PromptParams, "session/prompt", params)
         content = tuple(block.block() for block in parsed.content_blocks)
         handle = await self._agent(parsed.session_id, options)
         if self.ctx.agents.get(parsed.session_id) is not handle.agent:
@@ -193,10 +185,7 @@ class JsonRpcServer:
 
     async def resume(self, params: Json) -> Json:
         options = self._ready("session/resume")
-        try:
-            parsed = SessionParams.model_validate(params or {})
-        except ValidationError as exc:
-            raise params_error("session/resume", exc) from None
+        parsed = parse_params(SessionParams, "session/resume", params)
         if parsed.session_id in self.handles:
             return {}
         try:
@@ -209,10 +198,7 @@ class JsonRpcServer:
     async def cancel(self, params: Json) -> Json:
         """Cancel the running turn of a session this server drives (cause `user`)."""
         self._ready("session/cancel")
-        try:
-            parsed = SessionParams.model_validate(params or {})
-        except ValidationError as exc:
-            raise params_error("session/cancel", exc) from None
+        parsed = parse_params(SessionParams, "session/cancel", params)
         handle = self.handles.get(parsed.session_id)
         if handle is None:
             raise RpcError(INVALID_PARAMS, f'session "{parsed.session_id}" is not open here')
