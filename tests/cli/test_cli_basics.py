@@ -117,3 +117,21 @@ def test_the_collector_is_paused_only_until_a_runtime_is_booted(tmp_path: Path) 
     assert (on_at_show, on_after_show) == (True, True)
     assert (on_at_run, on_after_run) == (False, True)
     assert (paused, on, frozen) == (False, True, True)
+
+
+def test_config_show_says_where_sessions_are_kept(tmp_path: Path) -> None:
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(Path(__file__).parents[2])}
+    for store, shown in (
+        (None, f"jsonl in {tmp_path / 'root'}"),
+        (f"sqlite:{tmp_path / 's.db'}", f"sqlite at {tmp_path / 's.db'}"),
+        ("postgresql://u:secret@127.0.0.1/db", "postgres (the row's url"),
+    ):
+        env.pop("DSH_SESSION_STORE", None)
+        env["DSH_SESSION_ROOT"] = str(tmp_path / "root")
+        if store:
+            env["DSH_SESSION_STORE"] = store
+        result = subprocess.run(
+            [*DSH, "config", "show"], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        [row] = [line for line in result.stdout.splitlines() if line.startswith("sessions:")]
+        assert shown in row and "secret" not in row, row

@@ -52,9 +52,9 @@ def effective_settings(prepared: dict[str, Any], route: Route) -> list[tuple[str
         )
     persistence = getattr(prepared.get("persistence"), "config", None)
     if persistence is not None:
-        from ..persistence import default_root
+        from ..persistence import describe_store
 
-        rows.append(("sessions", f"{persistence.backend} in {default_root(persistence.root)}"))
+        rows.append(("sessions", describe_store(persistence)))
     return rows
 
 

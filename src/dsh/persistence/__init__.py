@@ -12,6 +12,7 @@ from ._plugin import (
     PersistenceConfig,
     PersistencePlugin,
     default_root,
+    describe_store,
     mount_persistence,
     store_config,
 )
@@ -109,6 +110,7 @@ __all__ = [
     "WriterLease",
     "Written",
     "default_root",
+    "describe_store",
     "mount_persistence",
     "project_dir_name",
     "repair_closers",

@@ -119,6 +119,24 @@ def resolve_config(config: PersistenceConfig) -> PersistenceConfig:
     return msgspec.structs.replace(config, backend="jsonl")
 
 
+def sqlite_path(config: PersistenceConfig) -> Path:
+    """The database file of a SQLite config: `path`, else `sessions.sqlite3` in the root."""
+    return (
+        Path(config.path).expanduser() if config.path else default_root(config.root) / SQLITE_FILE
+    )
+
+
+def describe_store(config: PersistenceConfig) -> str:
+    """Where the sessions of `config` are kept, for people (`dsh config show`); a PostgreSQL
+    URL is not shown (it may hold a password)."""
+    config = resolve_config(config)
+    if config.backend == "postgres":
+        return "postgres (the row's url, or $DSH_SESSION_STORE)"
+    if config.backend == "sqlite":
+        return f"sqlite at {sqlite_path(config)}"
+    return f"jsonl in {default_root(config.root)}"
+
+
 def open_backend(config: PersistenceConfig) -> tuple[SessionBackend, int]:
     """The backend of `config`, and the format version of the new logs it will hold."""
     config = resolve_config(config)
@@ -132,8 +150,7 @@ def open_backend(config: PersistenceConfig) -> tuple[SessionBackend, int]:
 
         return PostgresBackend(config.url, pool_size=config.pool_size), version
     if config.backend == "sqlite":
-        path = Path(config.path).expanduser() if config.path else None
-        path = path or default_root(config.root) / SQLITE_FILE
+        path = sqlite_path(config)
         check_writable(path.parent, "the session database's folder")
         from ._sqlite import SqliteBackend
 
