@@ -45,7 +45,8 @@ class SandboxNetwork(ConfigRecord):
     """Hosts a command may reach through dsh's filtering proxy: `name`, `name:port` or
     `*.suffix` (ports 80 and 443 when none is given)."""
     allow_private: bool = False
-    """Let listed hosts resolve to loopback or private addresses (for tests)."""
+    """Let listed hosts resolve to loopback or private addresses (an internal package mirror;
+    tests). Off, a listed name that resolves to one is refused (DNS rebinding)."""
 
 
 class SandboxConfig(ConfigRecord):
