@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import zlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -195,3 +197,51 @@ async def test_an_answer_closed_after_its_pool_closes_its_connection(raw: _Raw) 
     assert await response.aread() == b"ok"
     await response.aclose()
     assert response._connection.is_closed()  # not left idle in the closed pool
+
+
+def _chunked(head: bytes, body: bytes, size: int) -> list[bytes]:
+    """An answer whose `body` is sent chunked, `size` bytes a chunk, each its own write."""
+    pieces = [head + b"Transfer-Encoding: chunked\r\n\r\n"]
+    for start in range(0, len(body), size):
+        piece = body[start : start + size]
+        pieces.append(b"%x\r\n" % len(piece) + piece + b"\r\n")
+    return [*pieces, b"0\r\n\r\n"]
+
+
+EVENTS = b"".join(b'data: {"n": %d, "text": "%s"}\n\n' % (n, b"x" * 40) for n in range(50))
+
+
+@pytest.mark.parametrize(
+    ("coding", "compress"),
+    [
+        (b"gzip", lambda data: zlib.compress(data, wbits=zlib.MAX_WBITS | 16)),
+        (b"deflate", zlib.compress),  # zlib-wrapped, as RFC 9110 means it
+        (b"deflate", lambda data: zlib.compress(data, wbits=-zlib.MAX_WBITS)),  # raw, as some send
+    ],
+)
+async def test_a_compressed_answer_is_decoded_as_it_arrives(
+    raw: _Raw, coding: bytes, compress: Any
+) -> None:
+    """A server or proxy that compresses although `identity` was asked: the stream is
+    decoded piece by piece (an event stream stays one), and the connection is reused."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: " + coding
+    raw.answers = [_chunked(head + b"\r\n", compress(EVENTS), 64)]
+    raw.answers.append([b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"])
+    async with Pool(None) as pool:
+        status, body, pieces = await _get(pool, raw)
+        assert (status, body) == (200, EVENTS)
+        assert len(pieces) > 1
+        assert (await _get(pool, raw))[:2] == (200, b"ok")
+    assert raw.opened == 1
+
+
+async def test_a_body_that_does_not_decode_or_an_unknown_coding_is_a_protocol_error(
+    raw: _Raw,
+) -> None:
+    bad = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 9\r\n\r\nnot gzip!"
+    unknown = b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 2\r\n\r\nok"
+    for answer, words in ((bad, "a gzip body that does not decode"), (unknown, "coding: b'br'")):
+        raw.answers = [[answer]]
+        async with Pool(None) as pool:
+            with pytest.raises(ProtocolError, match=words):
+                await _get(pool, raw)

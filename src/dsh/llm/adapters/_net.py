@@ -17,6 +17,7 @@ import asyncio
 import re
 import select
 import ssl
+import zlib
 from collections import deque
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any
@@ -291,7 +292,7 @@ class Response:
         self._connection = connection
         self._keep_alive = keep_alive
         self._timeout = timeout
-        self._body = self._chunks()
+        self._body = _decoded(self._chunks(), headers)
         self._done = False
         self.on_close: Callable[[Connection], None] | None = None
         """Called once with the connection when the answer is closed (the pool's give-back)."""
@@ -384,3 +385,54 @@ class Response:
             raise ProtocolError(f"a malformed {what}: {buffer[: line_end + 1][:80]!r}")
         connection._buffer = buffer[match.end() :]
         return match
+
+
+def _content_coding(headers: list[tuple[bytes, bytes]]) -> bytes | None:
+    """The body's content coding when it is compressed (`gzip`, `deflate`), None when it is
+    not; another coding is a ProtocolError. dsh asks for `identity`, but some servers and
+    proxies compress all the same."""
+    for name, value in headers:
+        if name.lower() == b"content-encoding":
+            coding = value.strip().lower()
+            if coding in (b"", b"identity"):
+                return None
+            if coding in (b"gzip", b"x-gzip", b"deflate"):
+                return coding
+            raise ProtocolError(f"an unsupported content coding: {value[:40]!r}")
+    return None
+
+
+async def _decoded(
+    body: AsyncGenerator[bytes, None], headers: list[tuple[bytes, bytes]]
+) -> AsyncGenerator[bytes, None]:
+    """`body` decompressed as it arrives (stdlib zlib), or as it is without a coding (read
+    when the body is, so that a refused coding ends the answer like any other failure)."""
+    try:
+        coding = _content_coding(headers)
+        if coding is None:
+            async for data in body:
+                yield data
+            return
+        # gzip, or zlib-wrapped deflate (told by its header); raw deflate, which some servers
+        # send as `deflate`, when the first bytes are no such header.
+        decoder = zlib.decompressobj(zlib.MAX_WBITS | 32)
+        started = False
+        async for data in body:
+            try:
+                try:
+                    out = decoder.decompress(data)
+                except zlib.error:
+                    if started or coding != b"deflate":
+                        raise
+                    decoder = zlib.decompressobj(-zlib.MAX_WBITS)
+                    out = decoder.decompress(data)
+            except zlib.error as exc:
+                what = coding.decode()
+                raise ProtocolError(f"a {what} body that does not decode: {exc}") from None
+            started = True
+            if out:
+                yield out
+        if rest := decoder.flush():
+            yield rest
+    finally:
+        await body.aclose()
