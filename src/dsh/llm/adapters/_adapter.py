@@ -37,6 +37,7 @@ from ._failures import (
     missing_credential,
     scrub,
     transport_failure,
+    whole_failure,
 )
 from ._messages_request import MessagesDialect, MessagesEncoder
 from ._request import Dialect, RequestEncoder
@@ -406,6 +407,12 @@ class HttpAdapter:
         mapper = _mapper(call)
         out: list[StreamChunk] = []
         raw = await call.guard.read(response.aread())
+        from ._http import content_type
+
+        kind = content_type(response.headers)
+        failure = whole_failure(call.provider, raw, kind, call.secret, call.endpoint.url)
+        if failure is not None:
+            return [Finish(error_finish(failure))]
         try:
             mapper.feed_whole(json.loads(raw), out)
         except (ValueError, AttributeError, TypeError, IndexError, KeyError):

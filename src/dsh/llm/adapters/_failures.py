@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -152,6 +153,44 @@ def stream_error(provider: str, error: object, secret: str | None) -> LlmFailure
     else:
         code = "SERVER"
     return LlmFailure(detail, code)
+
+
+_TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_WRONG_ASK = ("model_not_found", "invalid", "not_found", "unsupported")
+
+
+def whole_failure(
+    provider: str, raw: bytes, kind: bytes, secret: str | None, url: str | None
+) -> LlmFailure | None:
+    """What is wrong with a 2xx answer that is no completion, or None: an HTML page (a wrong
+    base URL, a login or proxy page), or an API error sent with a 2xx status. A wrong model
+    or request is not retried (it would fail the same way)."""
+    where = f" ({url})" if url else ""
+    if b"html" in kind or raw.lstrip()[:1] == b"<":
+        found = _TITLE.search(raw)
+        title = found[1].decode("utf-8", "replace").strip()[:120] if found else ""
+        page = f' ("{title}")' if title else ""
+        return LlmFailure(
+            f"{provider}: the answer is a web page{page}, not the model API's: check the base "
+            f"URL{where}",
+            "INVALID_REQUEST",
+            status=200,
+        )
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or "error" not in data or "choices" in data:
+        return None
+    failure = stream_error(provider, data["error"], secret)
+    code = (
+        str(data["error"].get("code") or data["error"].get("type") or "").lower()
+        if isinstance(data["error"], dict)
+        else ""
+    )
+    if any(word in code for word in _WRONG_ASK):
+        return LlmFailure(failure.message, "INVALID_REQUEST", status=200)
+    return failure
 
 
 def malformed_event(provider: str, data: str) -> LlmFailure:

@@ -1,0 +1,113 @@
+"""Answers of odd shapes from real server software (uvicorn + Starlette on 127.0.0.1): an
+event stream compressed although the adapter asked for `identity` is read, not retried as a
+broken stream; a web page or an API error sent with 200 ends the call once, saying what to
+fix, instead of being retried as a server failure."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import zlib
+from collections.abc import Iterator
+
+import pytest
+
+pytest.importorskip("uvicorn")
+pytest.importorskip("starlette")
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, StreamingResponse
+from starlette.routing import Route
+
+from .conftest import Harness
+
+EVENTS = [
+    b'data: {"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":"Hello"}}]}\n\n',
+    b'data: {"id":"c","choices":[{"index":0,"delta":{"content":" from gzip"}}]}\n\n',
+    b'data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
+    b'data: {"id":"c","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}\n\n',
+    b"data: [DONE]\n\n",
+]
+
+
+async def completions(request: Request) -> StreamingResponse:
+    await request.body()
+    coding = request.path_params["coding"]
+    compressor = zlib.compressobj(wbits=31 if coding == "gzip" else 15)
+
+    async def stream() -> object:
+        for event in EVENTS:  # flushed per event: the client decodes as it arrives
+            yield compressor.compress(event) + compressor.flush(zlib.Z_SYNC_FLUSH)
+        yield compressor.flush()
+
+    headers = {"Content-Encoding": coding}
+    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)  # type: ignore[arg-type]
+
+
+PAGE = "<html><head><title>Welcome to nginx!</title></head><body>It works</body></html>"
+
+
+async def page(request: Request) -> HTMLResponse:
+    return HTMLResponse(PAGE)
+
+
+async def api_error(request: Request) -> JSONResponse:
+    code = request.path_params["code"]
+    return JSONResponse({"error": {"message": f"the error {code}", "code": code}})
+
+
+@pytest.fixture
+def odd() -> Iterator[str]:
+    """The base URL of a uvicorn server: `/gzip`, `/deflate` (compressed streams), `/page`
+    (a web page) and `/error/CODE` (an API error with status 200)."""
+    routes = [  # (the first that matches answers)
+        Route("/page/chat/completions", page, methods=["POST"]),
+        Route("/error/{code}/chat/completions", api_error, methods=["POST"]),
+        Route("/{coding}/chat/completions", completions, methods=["POST"]),
+    ]
+    app = Starlette(routes=routes)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)  # connections queue until uvicorn accepts them: no wait for start
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    server.should_exit = True
+    thread.join()
+    listener.close()
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+async def test_a_compressed_event_stream_is_read(harness: Harness, odd: str, coding: str) -> None:
+    await harness.mount(base_url=f"{odd}/{coding}")
+    call = await harness.call()
+    assert call.failure_code is None
+    text = "".join(getattr(c, "text", "") for c in call.chunks)
+    assert text == "Hello from gzip"
+
+
+async def test_a_web_page_ends_the_call_once_saying_to_check_the_base_url(
+    harness: Harness, odd: str
+) -> None:
+    await harness.mount(base_url=f"{odd}/page")
+    call = await harness.call()
+    failure = call.assembler.finish.failure
+    assert failure is not None and failure.code == "INVALID_REQUEST"  # not retried
+    assert '"Welcome to nginx!"' in failure.message and "check the base URL" in failure.message
+    assert "<html>" not in failure.message
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"), [("model_not_found", "INVALID_REQUEST"), ("overloaded", "SERVER")]
+)
+async def test_an_api_error_sent_with_200_is_that_error(
+    harness: Harness, odd: str, code: str, expected: str
+) -> None:
+    await harness.mount(base_url=f"{odd}/error/{code}")
+    call = await harness.call()
+    failure = call.assembler.finish.failure
+    assert failure is not None and failure.code == expected
+    assert f"the error {code}" in failure.message
