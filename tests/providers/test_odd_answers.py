@@ -53,6 +53,13 @@ async def page(request: Request) -> HTMLResponse:
     return HTMLResponse(PAGE)
 
 
+async def error_page(request: Request) -> HTMLResponse:
+    status = int(request.path_params["status"])
+    title = f"{status} Bad Gateway" if status == 502 else f"{status} Request Entity Too Large"
+    html = f"<html>\r\n<head><title>{title}</title></head>\r\n<body><center><h1>{title}</h1>"
+    return HTMLResponse(html + "</center><hr><center>nginx</center></body></html>", status)
+
+
 async def api_error(request: Request) -> JSONResponse:
     code = request.path_params["code"]
     return JSONResponse({"error": {"message": f"the error {code}", "code": code}})
@@ -65,6 +72,7 @@ def odd() -> Iterator[str]:
     routes = [  # (the first that matches answers)
         Route("/page/chat/completions", page, methods=["POST"]),
         Route("/error/{code}/chat/completions", api_error, methods=["POST"]),
+        Route("/status/{status}/chat/completions", error_page, methods=["POST"]),
         Route("/{coding}/chat/completions", completions, methods=["POST"]),
     ]
     app = Starlette(routes=routes)
@@ -111,3 +119,15 @@ async def test_an_api_error_sent_with_200_is_that_error(
     failure = call.assembler.finish.failure
     assert failure is not None and failure.code == expected
     assert f"the error {code}" in failure.message
+
+
+@pytest.mark.parametrize(("status", "code"), [(502, "SERVER"), (413, "INVALID_REQUEST")])
+async def test_an_error_page_is_shown_by_its_title(
+    harness: Harness, odd: str, status: int, code: str
+) -> None:
+    await harness.mount(base_url=f"{odd}/status/{status}")
+    call = await harness.call()
+    failure = call.assembler.finish.failure
+    assert failure is not None and failure.code == code
+    assert failure.message.startswith(f"deepseek-official: HTTP {status}: {status} ")
+    assert "<" not in failure.message and "nginx" not in failure.message

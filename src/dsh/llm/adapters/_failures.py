@@ -85,6 +85,8 @@ def _error_object(body: bytes) -> tuple[str, str]:
     try:
         data: Any = json.loads(body)
     except (ValueError, UnicodeDecodeError):
+        if body.lstrip()[:1] == b"<":  # an error page (nginx, a proxy): its title, not its HTML
+            return _page_title(body) or "an error page", ""
         return body.decode("utf-8", "replace").strip()[:_MAX_DETAIL], ""
     error = data.get("error") if isinstance(data, dict) else None
     if isinstance(error, dict):
@@ -159,6 +161,12 @@ _TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 _WRONG_ASK = ("model_not_found", "invalid", "not_found", "unsupported")
 
 
+def _page_title(page: bytes) -> str:
+    """The `<title>` of an HTML page, on one line ("" when it has none)."""
+    found = _TITLE.search(page)
+    return " ".join(found[1].decode("utf-8", "replace").split())[:120] if found else ""
+
+
 def whole_failure(
     provider: str, raw: bytes, kind: bytes, secret: str | None, url: str | None
 ) -> LlmFailure | None:
@@ -167,8 +175,7 @@ def whole_failure(
     or request is not retried (it would fail the same way)."""
     where = f" ({url})" if url else ""
     if b"html" in kind or raw.lstrip()[:1] == b"<":
-        found = _TITLE.search(raw)
-        title = found[1].decode("utf-8", "replace").strip()[:120] if found else ""
+        title = _page_title(raw)
         page = f' ("{title}")' if title else ""
         return LlmFailure(
             f"{provider}: the answer is a web page{page}, not the model API's: check the base "
