@@ -18,7 +18,12 @@ pytest.importorskip("starlette")
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, StreamingResponse
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    StreamingResponse,
+)
 from starlette.routing import Route
 
 from .conftest import Harness
@@ -60,6 +65,10 @@ async def error_page(request: Request) -> HTMLResponse:
     return HTMLResponse(html + "</center><hr><center>nginx</center></body></html>", status)
 
 
+async def moved(request: Request) -> RedirectResponse:
+    return RedirectResponse("https://api.example.test/v1/chat/completions", 308)
+
+
 async def api_error(request: Request) -> JSONResponse:
     code = request.path_params["code"]
     return JSONResponse({"error": {"message": f"the error {code}", "code": code}})
@@ -71,6 +80,7 @@ def odd() -> Iterator[str]:
     (a web page) and `/error/CODE` (an API error with status 200)."""
     routes = [  # (the first that matches answers)
         Route("/page/chat/completions", page, methods=["POST"]),
+        Route("/moved/chat/completions", moved, methods=["POST"]),
         Route("/error/{code}/chat/completions", api_error, methods=["POST"]),
         Route("/status/{status}/chat/completions", error_page, methods=["POST"]),
         Route("/{coding}/chat/completions", completions, methods=["POST"]),
@@ -131,3 +141,13 @@ async def test_an_error_page_is_shown_by_its_title(
     assert failure is not None and failure.code == code
     assert failure.message.startswith(f"deepseek-official: HTTP {status}: {status} ")
     assert "<" not in failure.message and "nginx" not in failure.message
+
+
+async def test_a_redirect_names_where_the_api_moved(harness: Harness, odd: str) -> None:
+    await harness.mount(base_url=f"{odd}/moved")
+    failure = (await harness.call()).assembler.finish.failure
+    assert failure is not None and failure.code == "INVALID_REQUEST"
+    assert failure.message == (
+        "deepseek-official: HTTP 308: moved to https://api.example.test/v1/chat/completions: "
+        "set the base URL to the new address"
+    )
