@@ -131,11 +131,17 @@ def test_model_calls_are_bounded_by_default() -> None:
     assert (config.idle_timeout_s, config.call_timeout_s) == (60.0, 600.0)
 
 
-async def test_unreachable_server_is_transport(harness: Harness) -> None:
+async def test_a_local_server_that_is_down_is_not_retried(harness: Harness) -> None:
+    """Refused on a loopback (or private) address: no retry starts the server."""
     port = harness.server.port
     await harness.server.close()
     await harness.mount(base_url=f"http://127.0.0.1:{port}")
-    assert (await failed(harness))[0] == "TRANSPORT"
+    code, found = await failed(harness)
+    assert code == "INVALID_REQUEST"
+    assert found.message.endswith(  # type: ignore[attr-defined]
+        f"connection refused (http://127.0.0.1:{port}/chat/completions): is the server "
+        "running? (not retried)"
+    )
 
 
 async def test_missing_key_fails_the_call_not_the_mount(

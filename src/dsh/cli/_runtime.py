@@ -269,7 +269,8 @@ def failure_advice(reason: Json, route: Route) -> str | None:
             return "→ the server wants an API key: set one for this route (api_key_env)"
         return f"→ the server refused the API key: check {key}"
     unreachable = ("connection refused", "unknown host", "connection timed out", "cannot connect")
-    if code in ("TRANSPORT", "TIMEOUT") and any(word in message for word in unreachable):
+    reachable_codes = ("TRANSPORT", "TIMEOUT", "INVALID_REQUEST")  # (a local server: not retried)
+    if code in reachable_codes and any(word in message for word in unreachable):
         where = route.url_from or "the profile's base_url"
         change = where if where == "--base-url" else f"{where} (or pass --base-url)"
         return f"→ no model server answers there: check {change}, or start the server"

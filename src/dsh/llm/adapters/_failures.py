@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import re
 import time
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from .._chunks import LlmFailure
 
@@ -299,10 +301,29 @@ def transport_failure(
         why = f": {_connect_cause(cause)}" if isinstance(cause, ConnectError) else why
         return LlmFailure(f"{provider}: {text}{why}{where}", "TRANSPORT")
     if isinstance(exc, ConnectError):
-        return LlmFailure(f"{provider}: {_connect_cause(exc)}{where}", "TRANSPORT")
+        plain = _connect_cause(exc)
+        if plain == "connection refused" and _local(url):  # a local server that is down
+            text = f"{provider}: {plain}{where}: is the server running? (not retried)"
+            return LlmFailure(text, "INVALID_REQUEST")
+        return LlmFailure(f"{provider}: {plain}{where}", "TRANSPORT")
     if isinstance(exc, TransportError | OSError):
         return LlmFailure(f"{provider}: {name}: {text}", "TRANSPORT")
     return LlmFailure(f"{provider}: {name}: {text}", "UNKNOWN")
+
+
+def _local(url: str | None) -> bool:
+    """Whether `url` names this machine or a private network by address (or `localhost`):
+    a refused connection there is a server that is not running, which no retry starts."""
+    host = urlsplit(url).hostname if url else None
+    if host is None:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private
 
 
 def _connect_cause(exc: BaseException) -> str:
