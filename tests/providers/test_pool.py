@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dsh.llm.adapters import _pool
-from dsh.llm.adapters._failures import ConnectError
+from dsh.llm.adapters._failures import ConnectError, transport_failure
 from dsh.llm.adapters._net import Response
 from dsh.llm.adapters._pool import Pool
 
@@ -179,7 +179,11 @@ async def test_a_tls_origin_is_reached_through_its_certificate(
             assert len(await client.get("/big")) == BIG
         assert served.opened == 1
         async with Pool(ssl.create_default_context()) as untrusting:
-            with pytest.raises(ConnectError):
+            with pytest.raises(ConnectError) as refused:
                 await _Client(untrusting, url).get("/small")
+        failure = transport_failure("p", refused.value, 60, False, url)
+        assert failure.code == "INVALID_REQUEST"  # not retried: the certificate stays the same
+        assert failure.message.startswith("p: the server's certificate is not trusted (")
+        assert failure.message.endswith(f"({url}): not retried"), failure.message
     finally:
         listener.close()

@@ -301,6 +301,10 @@ def transport_failure(
         why = f": {_connect_cause(cause)}" if isinstance(cause, ConnectError) else why
         return LlmFailure(f"{provider}: {text}{why}{where}", "TRANSPORT")
     if isinstance(exc, ConnectError):
+        untrusted = _certificate_error(exc)
+        if untrusted is not None:  # a retry meets the same certificate
+            text = f"{provider}: the server's certificate is not trusted ({untrusted}){where}"
+            return LlmFailure(f"{text}: not retried", "INVALID_REQUEST")
         plain = _connect_cause(exc)
         if plain == "connection refused" and _local(url):  # a local server that is down
             text = f"{provider}: {plain}{where}: is the server running? (not retried)"
@@ -324,6 +328,19 @@ def _local(url: str | None) -> bool:
     except ValueError:
         return False
     return address.is_loopback or address.is_private
+
+
+def _certificate_error(exc: BaseException) -> str | None:
+    """Why TLS refused the server's certificate (`certificate verify failed: …`, a name that
+    does not match), from the exception chain; None when that is not what failed."""
+    import ssl
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return str(seen.verify_message or seen.reason or "certificate verify failed")
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _connect_cause(exc: BaseException) -> str:
