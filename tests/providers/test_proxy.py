@@ -158,9 +158,10 @@ async def test_a_refused_tunnel_names_the_proxy_and_never_its_credentials(
     await harness.ctx.plugin(DeepSeekPlugin, {"base_url": f"https://{HOST}"})
     call = await harness.call()
     failure = call.assembler.finish.failure
-    assert failure is not None and failure.code == "TRANSPORT"
+    assert failure is not None and failure.code == "INVALID_REQUEST"  # not retried
     assert f"the proxy 127.0.0.1:{port} (HTTPS_PROXY) refused a tunnel" in failure.message
     assert f"{HOST}:443 (status 407)" in failure.message
+    assert "the proxy wants credentials: give them in its URL" in failure.message
     assert "hunter2" not in repr(call.chunks)
 
 

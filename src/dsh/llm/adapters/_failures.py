@@ -252,6 +252,11 @@ class ConnectError(TransportError):
 class ProxyError(ConnectError):
     """The proxy could not be reached, or would not open a tunnel to the server."""
 
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        """The proxy's answer to `CONNECT` when it refused the tunnel."""
+
 
 class ReadError(TransportError):
     """The connection broke while the answer was read."""
@@ -295,6 +300,9 @@ def transport_failure(
         return LlmFailure(f"{provider}: {name}: {text}", "TIMEOUT")
     if isinstance(exc, UnsupportedProtocol):  # what no retry can send: a URL, header, proxy
         return LlmFailure(f"{provider}: {text}", "INVALID_REQUEST")
+    if isinstance(exc, ProxyError) and exc.status in (403, 407):  # a retry is refused alike
+        fix = _PROXY_FIX[exc.status]
+        return LlmFailure(f"{provider}: {text}{where}: {fix} (not retried)", "INVALID_REQUEST")
     if isinstance(exc, ProxyError):
         cause = exc.__cause__
         why = ": timed out" if isinstance(cause, ConnectTimeout) else ""
@@ -313,6 +321,12 @@ def transport_failure(
     if isinstance(exc, TransportError | OSError):
         return LlmFailure(f"{provider}: {name}: {text}", "TRANSPORT")
     return LlmFailure(f"{provider}: {name}: {text}", "UNKNOWN")
+
+
+_PROXY_FIX = {
+    407: "the proxy wants credentials: give them in its URL (http://user:password@host:port)",
+    403: "the proxy does not allow this host (NO_PROXY lists hosts reached directly)",
+}
 
 
 def _local(url: str | None) -> bool:

@@ -177,7 +177,8 @@ class Connection:
         except (ProtocolError, ReadError, ReadTimeout, WriteError, WriteTimeout) as exc:
             raise ProxyError(f"{proxy} did not open a tunnel to {target.decode()}: {exc}") from exc
         if not 200 <= status < 300 or self._buffer or self._protocol.chunks:
-            raise ProxyError(f"{proxy} refused a tunnel to {target.decode()} (status {status})")
+            refused = f"{proxy} refused a tunnel to {target.decode()} (status {status})"
+            raise ProxyError(refused, status)
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(limit_s):
