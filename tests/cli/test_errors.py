@@ -162,3 +162,30 @@ def test_internal_errors_are_one_line_unless_verbose(tmp_path: Path) -> None:
     assert "Traceback" in loud.stderr
     debug = dsh(tmp_path, "config", "show", "--profile", str(broken), DSH_LOG_LEVEL="debug")
     assert "Traceback" in debug.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        (["--base-url", "localhost:8000", "hi"], "--base-url 'localhost:8000': not an http://"),
+        (["--base-url", "ftp://host/v1", "hi"], "not an http:// or https:// URL"),
+        ([""], "no task: the task given is empty"),
+        (["   "], "no task: the task given is empty"),
+    ],
+)
+def test_usage_errors_exit_2_before_any_session(
+    tmp_path: Path, args: list[str], problem: str
+) -> None:
+    result = subprocess.run(
+        [sys.executable, *DSH, "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=cli_env(tmp_path, DEEPSEEK_API_KEY="sk-test"),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("dsh: ") and problem in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "sessions").exists()  # nothing was started

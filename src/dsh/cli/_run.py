@@ -51,6 +51,8 @@ def read_task(task: str | None) -> str:
     "review this"`)."""
     if task is not None and task != "-":
         piped = sys.stdin.read().strip() if _piped() else ""
+        if not task.strip() and not piped:
+            raise CliError("no task: the task given is empty (say what to do, or `-` for stdin)")
         return f"{task}\n\n{piped}" if piped else task
     if task is None and sys.stdin.isatty():
         raise CliError("no task: pass it as an argument, or `-` to read it from standard input")

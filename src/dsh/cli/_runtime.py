@@ -169,6 +169,8 @@ def resolve_route(
     needs a key which is not set stops here, before any model call."""
     from ..llm.adapters import RouteError, parse_model
 
+    if base_url is not None:
+        _check_url(base_url)
     spec = _model_string(profile, model or os.environ.get("DSH_MODEL"), provider)
     try:
         route = parse_model(spec, base_url=base_url)
@@ -183,6 +185,18 @@ def resolve_route(
         )
     url_from = "--base-url" if base_url else BASE_URL_ENV.get(route.provider)
     return route.apply(profile), Route(route, url_from)
+
+
+def _check_url(url: str) -> None:
+    """A usage error, before anything starts, for a `--base-url` no request can go to."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise CliError(
+            f"--base-url {url!r}: not an http:// or https:// URL "
+            "(e.g. http://localhost:8000/v1)"
+        )
 
 
 def _model_string(profile: Profile, model: str | None, provider: str | None) -> str:
