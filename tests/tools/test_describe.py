@@ -440,3 +440,21 @@ def test_a_default_pydantic_cannot_write_is_left_out() -> None:
         """F."""
 
     assert f.parameters["properties"] == {"x": {}}
+
+
+async def test_a_tool_function_can_still_be_called_directly() -> None:
+    @tool
+    def add(a: int, b: int = 1) -> int:
+        """Add."""
+        return a + b
+
+    @tool
+    async def later(text: str) -> str:
+        """Later."""
+        return text.upper()
+
+    assert (add(2, 3), add(2), add(a=4)) == (5, 3, 5)
+    assert await later("hi") == "HI"
+    plain = ToolDefinition("plain", "No function.", {"type": "object"}, lambda args, run: 1)
+    with pytest.raises(TypeError, match='tool "plain" is not a Python function'):
+        plain()

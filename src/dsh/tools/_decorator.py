@@ -129,6 +129,7 @@ def _build(
         render=render or default_render,
         is_concurrency_safe=_classifier(concurrency_safe),
         timeout_ms=timeout_ms,
+        function=fn,
     )
 
 

@@ -112,6 +112,15 @@ class ToolDefinition(msgspec.Struct, frozen=True, eq=False):
     timeout_ms: float | None = None
     finalize_content: Callable[[ToolExecution, ToolResult], Content | None] | None = None
     presentation_meta: Callable[[Any, Any], Json] | None = None
+    function: Callable[..., Any] | None = None
+    """The Python function `@tool` made this tool of: calling the tool calls it."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """A `@tool` function called directly, as it was written (no validation, no run
+        context): `add(2, 3)` still gives 5."""
+        if self.function is None:
+            raise TypeError(f'tool "{self.name}" is not a Python function: run it with ctx.tools')
+        return self.function(*args, **kwargs)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _TOOL_NAME.fullmatch(self.name):
