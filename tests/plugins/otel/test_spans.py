@@ -122,6 +122,7 @@ async def test_the_metrics_count_tokens_and_time_per_model_call(traced: Traced) 
         for p in metrics["gen_ai.client.token.usage"].data.data_points
     }
     assert (points["input"].count, points["input"].sum) == (2, 105)  # cache included
+    assert list(points["input"].explicit_bounds) == [4**n for n in range(14)]  # GenAI's 14
     assert (points["output"].count, points["output"].sum) == (2, 3)
     assert dict(points["input"].attributes) == {
         "gen_ai.operation.name": "chat",

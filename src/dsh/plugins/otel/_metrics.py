@@ -32,7 +32,9 @@ MetricKey = tuple[tuple[str, str], ...]
 """A data point's attributes, as sorted pairs."""
 
 # The bucket boundaries the GenAI semantic conventions advise for these two metrics.
-TOKEN_BOUNDS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216)
+TOKEN_BOUNDS = (
+    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
+)  # fmt: skip
 DURATION_BOUNDS = (
     0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
 )  # fmt: skip
