@@ -53,10 +53,15 @@ def test_the_transcript_shows_emoji_codes_verbatim(tmp_path: Path) -> None:
     assert "\N{SMILING FACE WITH OPEN MOUTH AND SMILING EYES}" not in result.stderr
 
 
-def test_without_yes_an_ask_tool_is_denied(tmp_path: Path) -> None:
-    result = dsh(tmp_path, [{"tool": "shout", "args": {"text": "hey"}}, "Denied."], "shout hey")
-    assert result.returncode == 0, result.stderr
+def test_without_yes_an_ask_tool_is_denied_and_the_exit_says_so(tmp_path: Path) -> None:
+    calls = [{"tool": "shout", "args": {"text": "hey"}}, {"tool": "shout", "args": {"text": "yo"}}]
+    result = dsh(tmp_path, [*calls, "Denied."], "shout hey")
+    assert result.returncode == 3, result.stderr  # completed, but what it needed was refused
     assert "requires approval" in result.stderr
+    assert result.stderr.rstrip().splitlines()[-1] == (
+        "denied (they need approval): shout (2 calls) — to allow: pass --yes, add "
+        "`{tool: shout, action: allow}` to the approval policy, or use dsh chat"
+    )
 
 
 def test_failing_tool_is_shown_and_the_turn_still_completes(tmp_path: Path) -> None:

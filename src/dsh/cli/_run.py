@@ -34,6 +34,8 @@ from ._sessions import open_agent
 
 EXIT_OK = 0
 EXIT_TURN_FAILED = 1
+EXIT_DENIED = 3
+"""The turn completed, but tool calls that needed approval were refused (no `--yes`)."""
 EXIT_INTERRUPTED = 130
 
 
@@ -90,6 +92,7 @@ async def run_task(options: RunOptions) -> int:
             if options.banner:
                 surface.note(options.banner, "bold yellow")
             ctx.on(SESSION_EVENT, _printer(agent, renderer, as_json=options.json))
+            denied = _unanswered(ctx)
             if options.plan:
                 _plan_first(ctx, agent)
             with _Interrupts(agent, surface) as interrupts:
@@ -97,7 +100,7 @@ async def run_task(options: RunOptions) -> int:
                 if result is not None:
                     result = await _until_done(_with_helpers(agent, result, interrupts.first))
             renderer.close()
-        return _report(agent, result, route)
+        return _report(agent, result, route, denied)
     finally:
         await ctx.owner.dispose()
 
@@ -190,7 +193,34 @@ class _Interrupts:
             self.main.cancel()
 
 
-def _report(agent: Agent, result: RunResult | None, route: Route) -> int:
+def _unanswered(ctx: Context) -> list[str]:
+    """The tools whose calls were refused because they needed approval and nothing could
+    answer (a `dsh run` without `--yes`), in order, filled as the run goes."""
+    from ..plugins.approval import no_answerer
+    from ..tools import TOOLS_RESULT, ToolFailure, ToolOutcome
+
+    denied: list[str] = []
+
+    def record(outcome: ToolOutcome) -> None:
+        result, name = outcome.result, outcome.exec.name
+        if isinstance(result, ToolFailure) and result.error.message == no_answerer(name):
+            denied.append(name)
+
+    ctx.on(TOOLS_RESULT, record)
+    return denied
+
+
+def _denial_line(denied: list[str]) -> str:
+    counts = {name: denied.count(name) for name in dict.fromkeys(denied)}
+    tools = ", ".join(f"{n} ({c} calls)" if c > 1 else n for n, c in counts.items())
+    first = next(iter(counts))
+    return (
+        f"denied (they need approval): {tools} — to allow: pass --yes, add "
+        f"`{{tool: {first}, action: allow}}` to the approval policy, or use dsh chat"
+    )
+
+
+def _report(agent: Agent, result: RunResult | None, route: Route, denied: list[str]) -> int:
     from rich.console import Console
 
     err = Console(stderr=True, highlight=False, emoji=False)
@@ -208,8 +238,10 @@ def _report(agent: Agent, result: RunResult | None, route: Route) -> int:
     advice = failure_advice(result.reason, route)
     if advice:
         err.print(advice, style="yellow", markup=False, soft_wrap=True)
+    if denied:
+        err.print(_denial_line(denied), style="yellow", markup=False, soft_wrap=True)
     if ok:
-        return EXIT_OK
+        return EXIT_DENIED if denied else EXIT_OK
     cancelled = result.reason.get("kind") == "aborted"
     return EXIT_INTERRUPTED if cancelled else EXIT_TURN_FAILED
 

@@ -4,7 +4,7 @@ durable record of every decision."""
 
 from ...tools import Decision
 from ._permissions import PermissionRule, ProjectPermissions, project_rule
-from ._plugin import ApprovalPlugin
+from ._plugin import ApprovalPlugin, no_answerer
 from ._policy import DEFAULT_POLICY, Action, ApprovalConfig, DefaultRules, Rule, decide
 from ._service import APPROVAL, Answer, Answerer, Approval, ApprovalRequest
 
@@ -24,5 +24,6 @@ __all__ = [
     "ProjectPermissions",
     "Rule",
     "decide",
+    "no_answerer",
     "project_rule",
 ]
