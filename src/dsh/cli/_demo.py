@@ -98,7 +98,11 @@ async def run_demo(task: str | None, workspace: Path | None, *, yes: bool = Fals
         os.environ["DEEPSEEK_API_KEY"] = "demo-key-not-a-secret"
         try:
             banner = f"{DEMO_BANNER}\n{banner}"
-            return await run_task(msgspec.structs.replace(options, banner=banner, model=DEMO_MODEL))
+            return await run_task(
+                msgspec.structs.replace(
+                    options, banner=banner, model=DEMO_MODEL, denials_fail=False
+                )
+            )
         finally:
             for key, value in saved.items():
                 if value is None:

@@ -15,7 +15,7 @@ from typing import Any
 from ..agent import USER_CANCEL, Agent, RunResult, run_prompt
 from ..kernel import Context
 from ..llm import clean_text
-from ..plugins.plan_mode import PLAN_MODE
+from ..plugins.plan_mode import PLAN_MODE, exit_plan_mode
 from ..plugins.subagents import SUBAGENTS, SubagentRuntime
 from ..session import SESSION_EVENT, SessionEventPayload
 from ._format import describe_end
@@ -45,6 +45,9 @@ class RunOptions(Options, frozen=True):
     banner: str | None = None
     plan: bool = False
     """`--plan`: start in plan mode (only reading tools run until a plan is approved)."""
+    denials_fail: bool = True
+    """Exit 3 when tool calls were refused for want of an answerer (the demo, which says
+    it denies changes in your folder, exits 0)."""
 
 
 def read_task(task: str | None) -> str:
@@ -92,7 +95,7 @@ async def run_task(options: RunOptions) -> int:
             if options.banner:
                 surface.note(options.banner, "bold yellow")
             ctx.on(SESSION_EVENT, _printer(agent, renderer, as_json=options.json))
-            denied = _unanswered(ctx)
+            denied = _unanswered(ctx) if options.denials_fail else []
             if options.plan:
                 _plan_first(ctx, agent)
             with _Interrupts(agent, surface) as interrupts:
@@ -203,6 +206,8 @@ def _unanswered(ctx: Context) -> list[str]:
 
     def record(outcome: ToolOutcome) -> None:
         result, name = outcome.result, outcome.exec.name
+        if name == exit_plan_mode.name:  # an unapproved plan is `--plan`'s answer, no refusal
+            return
         if isinstance(result, ToolFailure) and result.error.message == no_answerer(name):
             denied.append(name)
 

@@ -194,8 +194,7 @@ def _check_url(url: str) -> None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise CliError(
-            f"--base-url {url!r}: not an http:// or https:// URL "
-            "(e.g. http://localhost:8000/v1)"
+            f"--base-url {url!r}: not an http:// or https:// URL (e.g. http://localhost:8000/v1)"
         )
 
 
