@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -189,3 +190,25 @@ def test_usage_errors_exit_2_before_any_session(
     assert result.stderr.startswith("dsh: ") and problem in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "sessions").exists()  # nothing was started
+
+
+def test_ctrl_c_while_the_command_loads_exits_130_without_a_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C before the command's own handling is set up (while typer and the runtime are
+    imported) ends the command as a cancel: 130, nothing printed."""
+    import builtins
+
+    from dsh.cli import main
+
+    real_import = builtins.__import__
+
+    def interrupted(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "_app" or name.endswith("cli._app"):
+            raise KeyboardInterrupt
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", interrupted)
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "hi"])
+    assert exited.value.code == 130

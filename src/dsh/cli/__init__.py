@@ -13,16 +13,19 @@ def main(argv: list[str] | None = None) -> None:
 
         print(f"dsh {__version__}")
         return
-    from .._process import lighten_imports, pause_collector, resume_collector
-
-    lighten_imports()
-    pause_collector()
     try:
-        from ._app import run
+        from .._process import lighten_imports, pause_collector, resume_collector
 
-        run(args)
-    finally:
-        resume_collector()
+        lighten_imports()
+        pause_collector()
+        try:
+            from ._app import run
+
+            run(args)
+        finally:
+            resume_collector()
+    except KeyboardInterrupt:  # Ctrl-C before the command's own handling (while importing)
+        sys.exit(130)
 
 
 __all__ = ["main"]
