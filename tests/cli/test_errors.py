@@ -212,3 +212,22 @@ def test_ctrl_c_while_the_command_loads_exits_130_without_a_traceback(
     with pytest.raises(SystemExit) as exited:
         main(["run", "hi"])
     assert exited.value.code == 130
+
+
+def test_a_key_an_openai_compatible_server_wants_names_its_variable(tmp_path: Path) -> None:
+    server = ModelServer(tmp_path, [{"http_error": {"status": 401, "message": "key needed"}}])
+    try:
+        env = cli_env(tmp_path)
+        env.pop("OPENAI_API_KEY", None)
+        result = subprocess.run(
+            [sys.executable, *DSH, "run", "-m", "openai:local", "--base-url", server.url, "hi"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            cwd=tmp_path,
+        )
+    finally:
+        server.close()
+    assert result.returncode == 1
+    assert "→ the server wants an API key: set OPENAI_API_KEY" in result.stderr

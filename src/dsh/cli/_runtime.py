@@ -278,8 +278,13 @@ def failure_advice(reason: Json, route: Route) -> str | None:
     code, message = error.get("code"), str(error.get("message", ""))
     if code == "INVALID_CREDENTIAL":
         key = route.route.api_key_env
+        if key is None and route.route.provider == "openai":  # sent whenever it is set
+            return "→ the server wants an API key: set OPENAI_API_KEY"
         if key is None:
-            return "→ the server wants an API key: set one for this route (api_key_env)"
+            return (
+                "→ the server wants an API key: name the variable holding it in the "
+                f"profile's {route.route.provider} route (api_key_env)"
+            )
         return f"→ the server refused the API key: check {key}"
     unreachable = ("connection refused", "unknown host", "connection timed out", "cannot connect")
     reachable_codes = ("TRANSPORT", "TIMEOUT", "INVALID_REQUEST")  # (a local server: not retried)
