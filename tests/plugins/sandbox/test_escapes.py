@@ -285,6 +285,7 @@ async def test_read_deny_rules_of_trusted_settings_mask_paths_too(
     command = bash("cat .env ~/vault/key")
     assert "planted" in await tools.ok("bash", command)  # an untrusted project's rules: none
     Trust().trust(root)
+    tools.ctx.require(APPROVAL).permissions.reload()  # (read again at once, not in 0.5 s)
     text = await tools.ok("bash", command)
     assert "planted" not in text, text
 

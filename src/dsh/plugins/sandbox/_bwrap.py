@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import functools
 import os
 import re
 import shutil
@@ -140,8 +141,9 @@ def real_dirs(roots: Sequence[str]) -> list[str]:
     return seen
 
 
+@functools.cache
 def supports_disable_userns(bwrap: str) -> bool:
-    """Whether this bubblewrap has `--disable-userns` (0.8 and later)."""
+    """Whether this bubblewrap has `--disable-userns` (0.8 and later); asked once per path."""
     try:
         done = subprocess.run(
             [bwrap, "--version"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S

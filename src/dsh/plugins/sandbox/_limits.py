@@ -10,6 +10,7 @@ starts in a `pids` cgroup of its own (cgroup v1 or v2, where dsh may create one)
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -101,10 +102,11 @@ def processes_bounded() -> bool:
     return os.geteuid() != 0 or bool(_parents())
 
 
-def _parents() -> list[Path]:
+@functools.cache
+def _parents() -> tuple[Path, ...]:
     """Where this process may create a `pids` cgroup: its own cgroup in a v1 `pids` hierarchy,
     or the parent of its own cgroup in v2 (a v2 cgroup holding processes cannot have
-    children with controllers)."""
+    children with controllers). Read once: a process does not change cgroups by itself."""
     own: dict[str, str] = {}
     try:
         for line in Path("/proc/self/cgroup").read_text().splitlines():
@@ -112,7 +114,7 @@ def _parents() -> list[Path]:
             for name in controllers.split(",") if controllers else [""]:
                 own[name] = path
     except (OSError, ValueError):
-        return []
+        return ()
     found: list[Path] = []
     for mount, kind, options in _cgroup_mounts():
         if kind == "cgroup" and "pids" in options and "pids" in own:
@@ -121,7 +123,7 @@ def _parents() -> list[Path]:
             parent = Path(mount + own[""]).parent
             if "pids" in _read(parent / "cgroup.subtree_control").split():
                 found.append(parent)
-    return found
+    return tuple(found)
 
 
 def _cgroup_mounts() -> list[tuple[str, str, set[str]]]:

@@ -13,7 +13,8 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ...workspace import SettingsError, dsh_home, load_settings
+from ...workspace import dsh_home
+from ..approval import ProjectPermissions
 
 __all__ = [
     "CONTROL_PATHS",
@@ -66,28 +67,22 @@ def masked(deny_read: Iterable[str]) -> list[str]:
     return found
 
 
-def settings_denied(workspace: str) -> list[str]:
+def settings_denied(permissions: ProjectPermissions, workspace: str) -> list[str]:
     """The paths the `permissions.deny` `Read(…)` rules of the workspace's trusted settings
-    files name (Claude Code's shape): `//abs`, `~/…`, `/…` (from the workspace), `./…` or
-    `…`; a trailing `/**` or `/*` means the folder; other patterns are left to approval."""
-    try:
-        settings = load_settings(Path(workspace))
-    except (OSError, SettingsError):
-        return []
+    files name (Claude Code's shape, read and cached by the approval plugin's
+    `ProjectPermissions`): `//abs`, `~/…`, `/…` (from the workspace), `./…` or `…`; a trailing
+    `/**` or `/*` means the folder; other patterns are left to approval."""
     found: list[str] = []
-    for _, permissions in settings.values("permissions"):
-        rules = permissions.get("deny") if isinstance(permissions, dict) else None
-        for rule in rules if isinstance(rules, list) else []:
-            path = _read_rule(rule, workspace)
+    for rule in permissions.rules(workspace):
+        if rule.kind == "deny" and rule.tool == "read" and rule.specifier:
+            path = _read_path(rule.specifier, workspace)
             if path is not None:
                 found.append(path)
     return found
 
 
-def _read_rule(rule: object, workspace: str) -> str | None:
-    if not isinstance(rule, str) or not (rule.startswith("Read(") and rule.endswith(")")):
-        return None
-    path = rule[5:-1].strip()
+def _read_path(specifier: str, workspace: str) -> str | None:
+    path = specifier.strip()
     for tail in ("/**", "/*"):
         path = path.removesuffix(tail)
     if not path or any(c in path for c in "*?["):

@@ -13,6 +13,7 @@ from ...kernel import AGENTS, Context, Next
 from ...session import SESSION_DISPOSED, Session
 from ...tools import TOOLS_PRE_EXECUTE, Allow, Ask, Deny, PreDecision, ToolExecution
 from ...tools.builtin import session_cwd
+from ..approval import APPROVAL, ProjectPermissions
 from ._paths import denied, masked
 from ._service import SANDBOX, Sandbox, SandboxConfig
 
@@ -36,7 +37,11 @@ class SandboxPlugin:
 
     @staticmethod
     def apply(ctx: Context, config: SandboxConfig) -> None:
-        sandbox = Sandbox(config)
+        def permissions() -> ProjectPermissions | None:
+            approval = ctx.get(APPROVAL)
+            return approval.permissions if approval is not None else None
+
+        sandbox = Sandbox(config, permissions)
         ctx.provide(SANDBOX, sandbox)
         ctx.owner.effect(sandbox.close)
         masks = masked(config.deny_read)

@@ -8,7 +8,7 @@ it accepts over a socketpair that `attach()` made (SCM_RIGHTS). The proxy serves
 HTTP proxy: `CONNECT host:port` (a tunnel, TLS end to end) or a request in absolute form
 (`GET http://host/path`), to an allowed host only, at addresses checked after resolution as
 web_fetch's guard does: loopback, private and link-local addresses are refused unless
-`allow_private` (tests).
+`allow_private` (an internal mirror; tests).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class AllowListProxy:
     `allow_hosts` entries: `host`, `host:port` (`[v6-address]:port`) or `*.suffix` (any
     subdomain of `suffix`, not `suffix` itself), compared case-insensitively. An entry
     without a port allows ports 80 and 443 only. Whatever the entry, every address the host
-    resolves to must be public, unless `allow_private` (meant for tests).
+    resolves to must be public, unless `allow_private` (an internal mirror; tests).
     """
 
     def __init__(self, allow_hosts: Sequence[str], *, allow_private: bool = False) -> None:

@@ -17,6 +17,7 @@ from ...session import Session
 from ...tools import SANDBOX as _SANDBOX
 from ...tools import SANDBOX_MODES, Confinement, SandboxMode, ToolExecution
 from ...tools.builtin import absolute_roots, session_cwd
+from ..approval import ProjectPermissions
 from ._bwrap import Mounts, bwrap_argv, find_bwrap, probe, real_dirs, supports_disable_userns
 from ._limits import Limits, PidsCgroup, limit_argv, pids_cgroup
 from ._paths import (
@@ -84,15 +85,32 @@ class Sandbox:
     """The sandbox service: modes per session (the last `sandbox/mode` of its log), whether
     bubblewrap works here (probed once, on first need), and `confine` for command tools."""
 
-    __slots__ = ("_config", "_disable_userns", "_lock", "_modes", "_proxy", "_unavailable")
+    __slots__ = (
+        "_config",
+        "_disable_userns",
+        "_lock",
+        "_modes",
+        "_own_permissions",
+        "_permissions",
+        "_proxy",
+        "_unavailable",
+    )
 
-    def __init__(self, config: SandboxConfig) -> None:
+    def __init__(
+        self,
+        config: SandboxConfig,
+        permissions: Callable[[], ProjectPermissions | None] = lambda: None,
+    ) -> None:
+        """`permissions` gives the approval service's `ProjectPermissions` (their cache is
+        shared) when there is one; without, the sandbox keeps its own."""
         self._config = config
         self._modes: dict[str, SandboxMode] = {}
         self._unavailable: str | bool | None = False  # False: not probed yet
         self._lock: asyncio.Lock | None = None
         self._disable_userns = True
         self._proxy: AllowListProxy | None = None
+        self._permissions = permissions
+        self._own_permissions: ProjectPermissions | None = None
 
     @property
     def config(self) -> SandboxConfig:
@@ -180,7 +198,7 @@ class Sandbox:
         config = self._config
         roots = [*roots, *config.writable_roots]
         control = control_targets(real_dirs(roots), config.read_only_paths)
-        deny = [*config.deny_read, *settings_denied(session_cwd(exec))]
+        deny = [*config.deny_read, *settings_denied(self._settings(), session_cwd(exec))]
         return Mounts(tuple(roots), tuple(masked(deny)), tuple(control))
 
     def _contained(
@@ -196,6 +214,15 @@ class Sandbox:
             _warn_once("dsh runs as root and cannot make a pids cgroup: no process limit")
         inner = [*self._limits(cgroup is not None), *argv]
         return self._networked(inner, fds), cgroup
+
+    def _settings(self) -> ProjectPermissions:
+        """The settings files' `permissions`, read and cached by the approval service."""
+        shared = self._permissions()
+        if shared is not None:
+            return shared
+        if self._own_permissions is None:
+            self._own_permissions = ProjectPermissions()
+        return self._own_permissions
 
     def _limits(self, cgroup: bool) -> list[str]:
         prefix = limit_argv(self._config.limits, cgroup=cgroup)
