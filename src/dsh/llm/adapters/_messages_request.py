@@ -3,8 +3,9 @@
 The history becomes alternating `user` / `assistant` turns (consecutive messages of one role
 are joined, tool results first as the API wants them); reasoning goes back as `thinking`
 blocks only with the signature the provider gave (kept in the message's replay state).
-A request is built as plain values and encoded whole by `encode_json`, as for Chat
-Completions: the same history always gives the same bytes.
+A request is built as plain values and encoded whole by `encode_json` at every step (the
+turns regroup consecutive messages, so no message's encoding is kept as Chat Completions
+keeps them): the same history always gives the same bytes.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ ThinkingStyle = Literal["adaptive", "enabled", "budget"]
 REPLAY_KIND = "anthropic-messages"
 """`replayState.response.kind` of messages this API produced."""
 
-_DECODER = msgspec.json.Decoder()
 _BUDGETS = {"low": 2048, "medium": 8192, "high": 16384, "max": 32000}
 
 
@@ -82,15 +82,12 @@ def _replay_entries(message: Message) -> list[Json] | None:
 
 
 def _arguments(raw: str) -> Json:
-    """The call's arguments as an object (else `{}`), read as the loop reads them: what
-    msgspec refuses and Python's `json` reads (NaN, a lone surrogate escape) is kept."""
+    """The call's arguments as an object (else `{}`), read as the loop reads them (Python's
+    `json`, which also takes NaN and a lone surrogate escape)."""
     try:
-        value = _DECODER.decode(raw)
-    except msgspec.DecodeError:
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            return {}
+        value = json.loads(raw)
+    except ValueError:
+        return {}
     return value if isinstance(value, dict) else {}
 
 

@@ -1,8 +1,9 @@
 """Request mapping: `GenerateOptions` to a Chat Completions request body.
 
 A request is built as plain values (dicts in the wire's key order, lists, strings, numbers)
-and encoded whole by one msgspec encoder: compact UTF-8 JSON, keys in insertion order,
-non-ASCII written as itself. Nothing is cached between requests: the same history always
+and encoded by one msgspec encoder: compact UTF-8 JSON, keys in insertion order, non-ASCII
+written as itself. Each history message's encoding is kept (`msgspec.Raw`, by identity) and
+spliced into later bodies, so a step encodes only its new messages; the same history always
 gives the same bytes, so each step's body starts with the previous step's messages and a
 provider's prefix cache keeps hitting.
 """
