@@ -3,11 +3,14 @@
 The curated public surface: `dsh.Agent` (the facade) and what its users need, then the
 lower-level pieces it is built from. Packages (`dsh.kernel`, `dsh.llm`, `dsh.session`,
 `dsh.events`, `dsh.prompt`, `dsh.tools`, `dsh.agent`, `dsh.loop`, `dsh.testing`) export the
-rest of their own API. Everything loads on first use, so `import dsh` stays light.
+rest of their own API. Everything loads on first use, so `import dsh` stays light; inside
+the packages imports are plain, except at an optional extra's boundary (`dsh._lazy`).
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._lazy import lazy_attribute
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -102,17 +105,11 @@ _SUBPACKAGES = frozenset({"events"})
 
 
 def __getattr__(name: str) -> Any:
-    """Load the public names on first use, so `import dsh` stays light."""
-    import importlib
-
+    """Load the public names on first use, so `import dsh` stays light (a process that needs
+    only `dsh.client` pays for nothing else)."""
     if name in _SUBPACKAGES:
         return importlib.import_module(f"dsh.{name}")
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dsh' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return lazy_attribute(__name__, name, _LAZY)
 
 
 __all__ = [

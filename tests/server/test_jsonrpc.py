@@ -150,11 +150,11 @@ async def test_lone_surrogates_in_a_prompt_and_in_events(harness: AsyncHarness) 
 @pytest.mark.parametrize(
     ("block", "problem"),
     [
-        ({"type": "text", "text": 123}, "contentBlocks[0].text: Expected `str | null`, got `int`"),
+        ({"type": "text", "text": 123}, "contentBlocks[0].text: expected a string or null, got 123"),
         ({"type": "text", "text": None}, "a text block needs a string `text`"),
-        ({"type": "text", "text": {}}, "contentBlocks[0].text: Expected `str | null`, got `obj"),
-        ({}, "contentBlocks[0]: Object missing required field `type`"),
-        (None, "contentBlocks[0]: Expected `object`, got `null`"),
+        ({"type": "text", "text": {}}, "contentBlocks[0].text: expected a string or null, got {}"),
+        ({}, "contentBlocks[0].type: required, not given"),
+        (None, "contentBlocks[0]: expected a mapping, got null"),
         ({"type": "image"}, "an image block needs an `attachment` object"),
         ({"type": "tool-result", "toolCallId": "x", "content": []}, "contentBlocks[0].type"),
     ],

@@ -149,7 +149,7 @@ async def test_overlapping_union_branches_collapse_so_calls_succeed(ctx: Context
 
 
 def test_a_union_whose_branches_still_overlap_is_rejected_naming_the_parameter() -> None:
-    with pytest.raises(TypeError, match=r"@tool 'pick': parameter 'ids': union branches"):
+    with pytest.raises(TypeError, match=r"@tool 'pick': parameter 'ids': .*union branches"):
 
         @tool
         def pick(ids: list[int] | list[str]) -> None:
@@ -253,14 +253,12 @@ async def test_invalid_arguments_are_invalid_args_failures(ctx: Context) -> None
             'missing required property "height"; "width" must be an integer'
         ),
     )
-    # A constraint the schema subset cannot express is still enforced by pydantic.
+    # A constraint the schema subset cannot express is still enforced (pydantic's `Field`
+    # read as the bound it means).
     result = await run(ctx, resize, {"width": 0, "height": 1})
     assert isinstance(result, ToolFailure)
     assert result.error.log_info() == {"name": "ToolArgsError", "code": "INVALID_ARGS"}
-    assert (
-        result.error.message
-        == 'invalid arguments: "width": Input should be greater than or equal to 1'
-    )
+    assert result.error.message == 'invalid arguments: "width": must be >= 1, got 0'
 
 
 async def test_the_run_context_parameter_is_found_by_annotation(ctx: Context) -> None:

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
-from ..kernel import ConfigError, ConfigRecord, format_loc, load_config
+from ..kernel import ConfigError, ConfigRecord, load_config
 from ..session import Usage
 
 __all__ = ["BatchError", "Task", "TaskResult", "read_results", "read_tasks", "write_results"]
@@ -104,8 +104,7 @@ def _task(line: str, where: str) -> Task:
     try:
         return load_config(Task, data)
     except ConfigError as exc:
-        problems = (f"{format_loc(loc, '')[1:] or 'line'}: {text}" for loc, text in exc.problems)
-        raise BatchError(f"{where}: {'; '.join(problems)}") from None
+        raise BatchError(f"{where}: {exc.lines('', root='line')}") from None
 
 
 def check_unique(tasks: Iterable[Task], where: str) -> None:

@@ -6,19 +6,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
+from typing_extensions import TypedDict
 
 from ..agent import TURN_STOPPING, Agent, Continue, StopDecision, TurnStopping, hook_cancel
 from ..llm import Json
 from ..tools import (
     TOOLS_RESULT,
-    ToolArgsError,
     ToolDefinition,
     ToolExecution,
     ToolOutcome,
     ToolRunContext,
-    fit_schema,
-    pydantic_violations,
+    convert_arguments,
+    hint_schema,
 )
 
 if TYPE_CHECKING:
@@ -29,6 +28,7 @@ __all__ = ["FINAL_RESULT", "OutputTool", "OutputValidationError", "RunError"]
 T = TypeVar("T")
 
 FINAL_RESULT = "final_result"
+_typed_dict: Any = TypedDict  # the functional form, with a name made at run time
 _WRAPPED = "result"
 
 
@@ -53,14 +53,12 @@ class OutputTool(Generic[T]):
     """
 
     def __init__(self, output_type: Any, retries: int) -> None:
-        self._adapter: TypeAdapter[T] = TypeAdapter(output_type)
-        schema = fit_schema(self._adapter.json_schema())
-        self._wrapped = schema.get("type") != "object"
-        parameters = (
-            {"type": "object", "properties": {_WRAPPED: schema}, "required": [_WRAPPED]}
-            if self._wrapped
-            else schema
-        )
+        self._type: Any = output_type
+        parameters = hint_schema(output_type)
+        self._wrapped = parameters.get("type") != "object"
+        if self._wrapped:
+            self._type = _typed_dict(FINAL_RESULT, {_WRAPPED: output_type})
+            parameters = hint_schema(self._type)
         name = getattr(output_type, "__name__", "the result")
         self.definition = ToolDefinition(
             FINAL_RESULT,
@@ -75,11 +73,8 @@ class OutputTool(Generic[T]):
         self.last_error: str | None = None
 
     def _submit(self, args: Json, run: ToolRunContext) -> Json:
-        try:
-            value = self._adapter.validate_python(args[_WRAPPED] if self._wrapped else args)
-        except ValidationError as exc:
-            raise ToolArgsError(pydantic_violations(exc)) from None
-        self.value, self.done = value, True
+        value = convert_arguments(self._type, args)
+        self.value, self.done = (value[_WRAPPED] if self._wrapped else value), True
         run.conclude_turn()
         return "final result recorded"
 

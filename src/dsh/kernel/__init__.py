@@ -10,7 +10,7 @@ from ._compose import (
     load_profile,
     resolve_plugin,
 )
-from ._config import ConfigError, ConfigRecord, format_loc, load_config
+from ._config import ConfigError, ConfigRecord, convert, format_loc, load_config
 from ._context import (
     AGENT_LOOP,
     AGENTS,
@@ -103,6 +103,7 @@ __all__ = [
     "holds_secrets",
     "json_holds_secrets",
     "interpolate",
+    "convert",
     "format_loc",
     "load_config",
     "load_profile",

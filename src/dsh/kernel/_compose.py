@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec.structs import replace
 
-from ._config import ConfigError, ConfigRecord, format_loc, load_config
+from ._config import ConfigError, ConfigRecord, load_config
 from ._context import Context
 from ._owner import Acquire
 from ._plugin import PluginError, validate_config
@@ -129,9 +129,7 @@ def _rows(data: Sequence[object], source: str) -> list[_RowData]:
         try:
             row = load_config(_RowData, raw)
         except ConfigError as exc:
-            problems = "; ".join(
-                f"{format_loc(loc, '')[1:] or 'row'}: {message}" for loc, message in exc.problems
-            )
+            problems = exc.lines("", root="row")
             raise CompositionError(f"{source}: {label}: {problems}") from None
         if row.id in seen:
             raise CompositionError(f'{source}: {label}: duplicate id "{row.id}"')

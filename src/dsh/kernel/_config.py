@@ -18,14 +18,16 @@ import dataclasses
 import enum
 import functools
 import re
+import sys
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Sized
 from pathlib import PurePath
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args, get_origin
 
 import msgspec
+import typing_extensions
 
-__all__ = ["ConfigError", "ConfigRecord", "load_config"]
+__all__ = ["ConfigError", "ConfigRecord", "convert", "load_config"]
 
 T = TypeVar("T")
 Loc = tuple[str | int, ...]
@@ -47,17 +49,21 @@ class ConfigError(ValueError):
         self.problems = problems
         super().__init__(self.lines())
 
-    def lines(self, prefix: str = "config") -> str:
-        """The problems on one line: `config.a[0].b: message; …`."""
-        return "; ".join(f"{format_loc(loc, prefix)}: {message}" for loc, message in self.problems)
+    def lines(self, prefix: str = "config", root: str = "value") -> str:
+        """The problems on one line: `config.a[0].b: message; …` (with no prefix `a[0].b: …`,
+        and `root` naming the whole value)."""
+        return "; ".join(
+            f"{format_loc(loc, prefix, root)}: {message}" for loc, message in self.problems
+        )
 
 
-def format_loc(loc: Sequence[str | int], prefix: str = "config") -> str:
-    """`config.servers[0].name` from `("servers", 0, "name")`."""
+def format_loc(loc: Sequence[str | int], prefix: str = "config", root: str = "value") -> str:
+    """`config.servers[0].name` from `("servers", 0, "name")`; with no prefix `servers[0].name`
+    (and `root` for the whole value)."""
     path = prefix
     for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return path
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else part)
+    return path or root
 
 
 def load_config(cls: type[T], data: object) -> T:
@@ -70,26 +76,40 @@ def load_config(cls: type[T], data: object) -> T:
     return typing.cast(T, value)
 
 
+def convert(hint: Any, data: object) -> Any:
+    """`data` (plain data from outside: JSON, YAML, a model's tool arguments) checked against
+    any type msgspec converts and converted, as `load_config` converts a record's field: the
+    same lax mode, the same words, every problem of a record's keys. A pydantic model in
+    `hint` is validated by pydantic (the boundary where users hand us their own types)."""
+    problems: list[tuple[Loc, str]] = []
+    value = _field(hint, data, (), problems)
+    if problems:
+        raise ConfigError(problems)
+    return value
+
+
 def _record(cls: type, data: object, loc: Loc, problems: list[tuple[Loc, str]]) -> Any:
     if isinstance(data, cls):
         return data
     if not isinstance(data, Mapping):
         problems.append((loc, f"expected a mapping, got {_show(data)}"))
         return None
-    fields = _fields(cls)
+    fields = _keys(cls)
     aliases: Mapping[str, str] = getattr(cls, "aliases", {})
     checked: dict[str, Any] = {}
     count = len(problems)
     for key, value in data.items():
-        name = aliases.get(key, key)
-        if not isinstance(name, str) or name not in fields:
-            known = ", ".join(fields) or "none"
-            problems.append(((*loc, str(key)), f"unknown key (known keys: {known})"))
+        field = fields.get(aliases.get(key, key)) if isinstance(key, str) else None
+        if field is None:
+            if _refuses_unknown(cls):
+                known = ", ".join(fields) or "none"
+                problems.append(((*loc, str(key)), f"unknown key (known keys: {known})"))
             continue
-        checked[name] = _field(fields[name][0], value, (*loc, key), problems)
-    for name, (_, required) in fields.items():
+        name, hint, _ = field
+        checked[name] = _field(hint, value, (*loc, key), problems)
+    for key, (name, _, required) in fields.items():
         if required and name not in checked:
-            problems.append(((*loc, name), "required, not given"))
+            problems.append(((*loc, key), "required, not given"))
     if len(problems) > count:
         return None
     try:
@@ -109,11 +129,13 @@ def _field(hint: Any, value: object, loc: Loc, problems: list[tuple[Loc, str]]) 
     args = get_args(plain)
     if get_origin(plain) in (dict, Mapping) and isinstance(value, Mapping):
         key_hint, item = args or (Any, Any)
+        _check_size(hint, value, loc, problems)
         return {
             _field(key_hint, k, (*loc, str(k)), problems): _field(item, v, (*loc, str(k)), problems)
             for k, v in value.items()
         }
     if get_origin(plain) is list and args and isinstance(value, list):
+        _check_size(hint, value, loc, problems)
         return [_field(args[0], v, (*loc, i), problems) for i, v in enumerate(value)]
     try:
         return msgspec.convert(value, hint, strict=False, dec_hook=_decode)
@@ -124,26 +146,62 @@ def _field(hint: Any, value: object, loc: Loc, problems: list[tuple[Loc, str]]) 
         raise TypeError(f"load_config cannot check {hint!r}: use a pydantic model") from None
 
 
+def _check_size(hint: Any, value: Sized, loc: Loc, problems: list[tuple[Loc, str]]) -> None:
+    """The length bounds of a walked list or mapping (msgspec checks them on the rest)."""
+    metas = get_args(hint)[1:] if get_origin(hint) is Annotated else ()
+    for meta in metas:
+        low, high = getattr(meta, "min_length", None), getattr(meta, "max_length", None)
+        if low is not None and len(value) < low:
+            problems.append((loc, _length("array", ">=", low, value)))
+        elif high is not None and len(value) > high:
+            problems.append((loc, _length("array", "<=", high, value)))
+
+
 def _decode(hint: type, value: Any) -> Any:
     if isinstance(hint, type) and issubclass(hint, PurePath) and isinstance(value, str):
         return hint(value)
+    pydantic = sys.modules.get("pydantic")  # a model class exists only once it is imported
+    if pydantic is not None and isinstance(hint, type) and issubclass(hint, pydantic.BaseModel):
+        try:
+            return hint.model_validate(value)  # type: ignore[attr-defined]
+        except pydantic.ValidationError as exc:
+            raise ValueError(pydantic_problems(exc)) from None
     raise NotImplementedError
 
 
+def pydantic_problems(exc: Any) -> str:
+    """A pydantic `ValidationError` on one line: `a.b: message; …`."""
+    return "; ".join(
+        f"{format_loc(e['loc'], '')}: {e['msg']}" for e in exc.errors(include_url=False)
+    )
+
+
 @functools.cache
-def _fields(cls: type) -> dict[str, tuple[Any, bool]]:
-    """A record's fields: name -> (type hint, required)."""
+def _keys(cls: type) -> dict[str, tuple[str, Any, bool]]:
+    """A record's keys as data spells them: key -> (field name, type hint, required)."""
     if isinstance(cls, type) and issubclass(cls, msgspec.Struct):
-        return {f.name: (f.type, f.required) for f in msgspec.structs.fields(cls)}
+        fields = msgspec.structs.fields(cls)
+        return {f.encode_name: (f.name, f.type, f.required) for f in fields}
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls!r} is not a record: make it a dsh.kernel.ConfigRecord")
     hints = typing.get_type_hints(cls, include_extras=True)
     missing = dataclasses.MISSING
     return {
-        f.name: (hints.get(f.name, Any), f.default is missing and f.default_factory is missing)
+        f.name: (
+            f.name,
+            hints.get(f.name, Any),
+            f.default is missing and f.default_factory is missing,
+        )
         for f in dataclasses.fields(cls)
         if f.init
     }
+
+
+def _refuses_unknown(cls: type) -> bool:
+    """A Struct says so in its options (a `ConfigRecord` does); a dataclass config does."""
+    if issubclass(cls, msgspec.Struct):
+        return bool(cls.__struct_config__.forbid_unknown_fields)
+    return True
 
 
 _AT = re.compile(r" - at `\$(.*)`$")
@@ -167,9 +225,11 @@ def _problem(text: str, hint: Any, value: object, loc: Loc) -> tuple[Loc, str]:
 def _inner(hint: Any, key: str | int) -> Any:
     hint = _plain(hint)
     if isinstance(key, str) and isinstance(hint, type) and issubclass(hint, msgspec.Struct):
-        return _fields(hint).get(key, (Any, False))[0]
-    if isinstance(key, str) and typing.is_typeddict(hint):
-        return typing.get_type_hints(hint).get(key, Any)
+        return _keys(hint).get(key, (key, Any, False))[1]
+    if isinstance(key, str) and typing_extensions.is_typeddict(hint):
+        inner = typing.get_type_hints(hint, include_extras=True).get(key, Any)
+        qualified = get_origin(inner) in (typing.Required, typing.NotRequired)
+        return get_args(inner)[0] if qualified else inner
     args = get_args(hint)
     if get_origin(hint) is tuple and args and args[-1] is not Ellipsis:
         return args[key] if isinstance(key, int) and key < len(args) else Any
@@ -258,7 +318,7 @@ def _plain(hint: Any) -> Any:
 
 
 def _is_record(hint: Any) -> bool:
-    return typing.is_typeddict(hint) or (
+    return typing_extensions.is_typeddict(hint) or (
         isinstance(hint, type) and issubclass(hint, msgspec.Struct)
     )
 
@@ -266,10 +326,10 @@ def _is_record(hint: Any) -> bool:
 def _known(hint: Any) -> str:
     """The keys of the record (or TypedDict) `hint`, for a misspelt one."""
     hint = _plain(hint)
-    if typing.is_typeddict(hint):
+    if typing_extensions.is_typeddict(hint):
         return ", ".join(typing.get_type_hints(hint)) or "none"
     if isinstance(hint, type) and issubclass(hint, msgspec.Struct):
-        return ", ".join(_fields(hint)) or "none"
+        return ", ".join(_keys(hint)) or "none"
     return "none"
 
 

@@ -3,6 +3,7 @@ SQLite and PostgreSQL backends, crash repair, and resume."""
 
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import lazy_attribute
 from ._backend import RawLog, Salvager, SessionBackend, WriterLease
 from ._events import PERSISTENCE_WRITTEN, Written
 from ._jsonl import JsonlBackend, project_dir_name
@@ -58,14 +59,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    import importlib
-
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+    return lazy_attribute(__name__, name, _LAZY)
 
 
 __all__ = [

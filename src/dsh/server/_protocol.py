@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import typing
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import msgspec
 
+from ..kernel import ConfigError, convert
 from ..llm import ContentBlock, ImageBlock, Json, TextBlock, clean_json, clean_text, json_bytes
 
 if TYPE_CHECKING:
@@ -197,8 +199,6 @@ P = TypeVar("P", bound=_Params)
 def parse_params(cls: type[P], method: str, params: object) -> P:
     """`params` checked against `cls`, or an `RpcError` (invalid params) naming the key."""
     try:
-        return msgspec.convert({} if params is None else params, cls)
-    except msgspec.ValidationError as exc:
-        message, _, where = str(exc).partition(" - at `$")
-        where = where.rstrip("`").lstrip(".") or "params"
-        raise RpcError(INVALID_PARAMS, f"{method}: invalid params: {where}: {message}") from None
+        return typing.cast(P, convert(cls, {} if params is None else params))
+    except ConfigError as exc:
+        raise RpcError(INVALID_PARAMS, f"{method}: invalid params: {exc.lines('')}") from None

@@ -1,8 +1,7 @@
 """The tool registry and its guarded execution pipeline (`ctx.tools`)."""
 
 from ._answerers import Answerers
-from ._decorator import pydantic_violations, tool
-from ._describe import Arg
+from ._decorator import tool
 from ._events import (
     TOOLS_CHANGE,
     TOOLS_EXECUTE,
@@ -11,6 +10,7 @@ from ._events import (
     TOOLS_RESULT,
 )
 from ._fit import fit_schema
+from ._hints import Arg, convert_arguments, hint_schema, to_json
 from ._plugin import ToolsConfig, ToolsPlugin
 from ._registry import Guard
 from ._runtime import ExecutionMode, ToolRuntime
@@ -117,10 +117,12 @@ __all__ = [
     "ToolsPlugin",
     "as_content",
     "check_schema",
+    "convert_arguments",
     "default_render",
     "fit_schema",
-    "pydantic_violations",
+    "hint_schema",
     "stricter",
+    "to_json",
     "tool",
     "validate_value",
 ]

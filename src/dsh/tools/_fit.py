@@ -1,7 +1,8 @@
-"""`fit_schema`: a pydantic-shaped JSON schema fitted to the subset tools declare.
+"""`fit_schema`: a JSON schema (msgspec's, pydantic's, an MCP server's) fitted to the subset
+tools declare.
 
-Used by `@tool` (on the schemas it writes itself and on pydantic's), by the structured-output
-tool and for MCP servers' input schemas.
+Used for the schemas of `@tool` and the structured-output tool (written from type hints by
+msgspec), for pydantic models those hints name, and for MCP servers' input schemas.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from ._types import compact_json
 
 __all__ = ["fit_schema"]
 
-# What the subset keeps; every other keyword pydantic emits (titles, numeric and length
-# bounds, formats, patterns, tuple prefixes …) is dropped from the schema the model sees
-# and still enforced by pydantic when the tool is called.
+# What the subset keeps; every other keyword (titles, numeric and length bounds, formats,
+# patterns, tuple prefixes …) is dropped from the schema the model sees, and enforced (for
+# type hints) when the tool is called.
 _KEEP = ("type", "required", "enum", "const", "description", "default", "examples")
 # The order keys are written in: what a reader (and the model) wants first comes first.
 _ORDER = (
@@ -49,7 +50,7 @@ def _scalar_type(value: object) -> str | None:
 
 
 def fit_schema(schema: Mapping[str, Any]) -> dict[str, Json]:
-    """Fit a pydantic JSON schema to the tool subset: inline `$defs` (recursive types are
+    """Fit a JSON schema to the tool subset: inline `$defs` (recursive types are
     rejected), `anyOf` → `oneOf`, drop titles and the keywords the subset lacks.
 
     The subset's `oneOf` means exactly one branch, so duplicate branches and branches a plain
@@ -91,6 +92,8 @@ def _fit(
             }
         elif key == "items" and isinstance(value, Mapping):
             out[key] = _fit(value, defs, stack, f"{where}[]")
+        elif key == "required" and not value:
+            continue
         elif key in _KEEP or (key == "additionalProperties" and isinstance(value, bool)):
             out[key] = value
     literals = out.get("enum", [out["const"]] if "const" in out else None)

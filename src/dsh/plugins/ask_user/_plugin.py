@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, NotRequired
+from typing import Annotated, Any, ClassVar, NotRequired
 
 from typing_extensions import TypedDict
 
 from ...agent import Agent
-from ...kernel import TOOLS, Context
+from ...kernel import TOOLS, ConfigError, Context, convert
 from ...llm import Json
 from ...tools import Arg, ToolPlugin, ToolRunContext, tool
 from ._service import (
@@ -22,9 +21,6 @@ from ._service import (
     QuestionRequest,
     UserQuestions,
 )
-
-if TYPE_CHECKING:
-    from pydantic import TypeAdapter
 
 __all__ = ["DECLINED", "AskUserPlugin", "ask_user_question", "questions_of", "render_answers"]
 
@@ -58,23 +54,13 @@ def _question(raw: QuestionArg) -> Question:
     return Question(raw["question"], raw.get("header", ""), options, raw.get("multi_select", False))
 
 
-@functools.cache
-def _arguments() -> TypeAdapter[list[QuestionArg]]:
-    """Built on first use: only a surface showing a question needs it, never boot."""
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(list[QuestionArg])
-
-
 def questions_of(arguments: Json) -> tuple[Question, ...]:
     """The questions of an `ask_user_question` call's parsed arguments (as logged, so a
     surface can show them and check answers); `QuestionError` when they are not its shape."""
-    from pydantic import ValidationError
-
     raw = arguments.get("questions") if isinstance(arguments, dict) else None
     try:
-        parsed = _arguments().validate_python(raw)
-    except ValidationError:
+        parsed: list[QuestionArg] = convert(list[QuestionArg], raw)
+    except ConfigError:
         raise QuestionError("the call's arguments are not a list of questions") from None
     return tuple(_question(q) for q in parsed)
 

@@ -1,8 +1,6 @@
 """Compaction: summarise old history into a surface replacement when the context fills up."""
 
-from typing import TYPE_CHECKING, Any
-
-from ..._lazy import lazy_attribute
+from ._compactor import INSTRUCTION, CompactionResult, choose_cut, compact
 from ._events import (
     COMPACTION_STARTING,
     CompactionError,
@@ -13,12 +11,6 @@ from ._events import (
 )
 from ._meter import context_tokens, estimate_message, estimate_messages, estimate_text
 from ._plugin import COMPACTION, Compaction, CompactionConfig, CompactionPlugin, ManualPlan
-
-if TYPE_CHECKING:
-    from ._compactor import INSTRUCTION, CompactionResult, choose_cut, compact
-
-# The summariser: loaded by the first compaction.
-_LAZY = dict.fromkeys(["INSTRUCTION", "CompactionResult", "choose_cut", "compact"], "._compactor")
 
 __all__ = [
     "COMPACTION",
@@ -41,7 +33,3 @@ __all__ = [
     "estimate_messages",
     "estimate_text",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    return lazy_attribute(__name__, name, _LAZY)

@@ -1,10 +1,8 @@
 """Command hooks in Claude Code's dialect: users' scripts at every lifecycle point, from the
 `hooks` key of settings files and of the `hooks` profile row."""
 
-from typing import TYPE_CHECKING, Any
-
-from ..._lazy import lazy_attribute
 from ._bridge import HOOKS, PLUGIN_ID, AgentHooks, HookBridge, open_turn
+from ._codec import BLOCKING_POINTS, CONTEXT_POINTS, Decision, HookOutcome, decode
 from ._config import (
     POINTS,
     HookEntry,
@@ -17,18 +15,7 @@ from ._config import (
 )
 from ._plugin import HooksPlugin
 from ._points import CLAUDE_TOOL_NAMES, HookPoints, tool_names
-
-if TYPE_CHECKING:
-    from ._codec import BLOCKING_POINTS, CONTEXT_POINTS, Decision, HookOutcome, decode
-    from ._runner import HookRun, run_hook
-
-# Running a hook and reading its output: loaded when the first hook runs.
-_LAZY = {
-    **dict.fromkeys(
-        ["BLOCKING_POINTS", "CONTEXT_POINTS", "Decision", "HookOutcome", "decode"], "._codec"
-    ),
-    **dict.fromkeys(["HookRun", "run_hook"], "._runner"),
-}
+from ._runner import HookRun, run_hook
 
 __all__ = [
     "BLOCKING_POINTS",
@@ -56,7 +43,3 @@ __all__ = [
     "run_hook",
     "tool_names",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    return lazy_attribute(__name__, name, _LAZY)

@@ -2,9 +2,6 @@
 dsh itself as an MCP server (`dsh mcp serve`). The `mcp` SDK (extra `dsh[mcp]`) is
 imported only when a server starts."""
 
-from typing import TYPE_CHECKING, Any
-
-from ..._lazy import lazy_attribute
 from ._config import (
     PROFILE_SOURCE,
     McpConfigError,
@@ -20,19 +17,8 @@ from ._config import (
 )
 from ._hub import MCP, MCP_SERVER_STATUS, HubOptions, McpHub, ServerStatus
 from ._plugin import McpConfig, McpPlugin, connect_servers
-
-if TYPE_CHECKING:
-    from ._resources import LIST_RESOURCES, READ_RESOURCE
-    from ._tools import McpToolError, model_parameters, render_result, server_prefix, tool_name
-
-# A server's tools and resources: loaded with the first server connected.
-_LAZY = {
-    **dict.fromkeys(["LIST_RESOURCES", "READ_RESOURCE"], "._resources"),
-    **dict.fromkeys(
-        ["McpToolError", "model_parameters", "render_result", "server_prefix", "tool_name"],
-        "._tools",
-    ),
-}
+from ._resources import LIST_RESOURCES, READ_RESOURCE
+from ._tools import McpToolError, model_parameters, render_result, server_prefix, tool_name
 
 __all__ = [
     "LIST_RESOURCES",
@@ -62,7 +48,3 @@ __all__ = [
     "tool_name",
     "user_file",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    return lazy_attribute(__name__, name, _LAZY)

@@ -1,10 +1,8 @@
 """The built-in tools — bash, read, write, edit, glob, grep, todo_write — each a plugin,
 confined to the session's workspace, with the reference runtime's names and renderings."""
 
-from typing import TYPE_CHECKING, Any
-
-from ..._lazy import lazy_attribute
 from ._bash import BashConfig, BashToolPlugin, bash_tool
+from ._change import FileChange, file_change
 from ._files import EditToolPlugin, FilesConfig, WriteToolPlugin, edit_tool, write_tool
 from ._observations import (
     FS_OBSERVATIONS,
@@ -17,6 +15,7 @@ from ._observations import (
 from ._plugin import BuiltinToolsConfig, BuiltinToolsPlugin
 from ._process import ProcessResult, run_process, signal_name
 from ._read import ReadConfig, ReadToolPlugin, read_tool
+from ._ripgrep import SearchError
 from ._search import GlobToolPlugin, GrepToolPlugin, SearchConfig, glob_tool, grep_tool
 from ._todo import TodoConfig, TodoWriteToolPlugin, todo_write_tool
 from ._workspace import (
@@ -27,14 +26,6 @@ from ._workspace import (
     absolute_roots,
     session_cwd,
 )
-
-if TYPE_CHECKING:
-    from ._change import FileChange, file_change
-    from ._ripgrep import SearchError
-
-# The diff of a write or edit (difflib), for the interfaces that show one, and the searches'
-# error: loaded on first use.
-_LAZY = {**dict.fromkeys(["FileChange", "file_change"], "._change"), "SearchError": "._ripgrep"}
 
 __all__ = [
     "FS_OBSERVATIONS",
@@ -77,7 +68,3 @@ __all__ = [
     "todo_write_tool",
     "write_tool",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    return lazy_attribute(__name__, name, _LAZY)
