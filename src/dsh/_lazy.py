@@ -1,6 +1,14 @@
-"""The one way dsh loads a name on first use: at an optional extra's boundary (OpenTelemetry,
-MCP, PostgreSQL), and for `dsh`'s own names (so that `import dsh.client` loads no core).
-Inside the core, imports are plain."""
+"""Where dsh loads code on first use, and how. Inside the core, imports are plain (a cycle is
+fixed, not hidden in a function). Laziness is kept where it keeps an optional extra, or a
+heavy module few processes need, off every process:
+- a function imports such a module where it first needs it: the extras (psycopg, the mcp
+  SDK, OpenTelemetry, Ray, zstandard, markdownify, pydantic for a hint only it takes), and
+  PyYAML (profile and skill files), package metadata (third-party plugin names), httpx (the
+  TLS trust roots, at the first `https:` connection), libseccomp (the first sandboxed
+  command), ctypes (secrets' process hardening);
+- a package that exports a name from such a module loads it with `lazy_attribute` (`dsh`
+  itself too, so that `import dsh.client` loads no core).
+"""
 
 from __future__ import annotations
 

@@ -150,7 +150,10 @@ async def test_lone_surrogates_in_a_prompt_and_in_events(harness: AsyncHarness) 
 @pytest.mark.parametrize(
     ("block", "problem"),
     [
-        ({"type": "text", "text": 123}, "contentBlocks[0].text: expected a string or null, got 123"),
+        (
+            {"type": "text", "text": 123},
+            "contentBlocks[0].text: expected a string or null, got 123",
+        ),
         ({"type": "text", "text": None}, "a text block needs a string `text`"),
         ({"type": "text", "text": {}}, "contentBlocks[0].text: expected a string or null, got {}"),
         ({}, "contentBlocks[0].type: required, not given"),

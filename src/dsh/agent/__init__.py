@@ -1,6 +1,7 @@
 """The Agent protocol, the live registry (`ctx.agents`), the inbox, the initiator scope and
 the `agent/*` event vocabulary. Nothing here depends on the concrete loop."""
 
+from ..events import CancelCause
 from ._events import (
     AGENT_CREATED,
     AGENT_DISPOSED,
@@ -51,7 +52,6 @@ from ._types import (
     AgentHandle,
     AgentOptions,
     AgentStatus,
-    CancelCause,
     CreateAgentOptions,
     Placement,
     ResumeAgentOptions,

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import msgspec
 
+from ..events import CancelCause
 from ..kernel import CancelSignal, EventSpec, Mode, SerialSpec, WaterfallSpec
 from ..llm import (
     AssistantMessage,
@@ -15,7 +16,7 @@ from ..llm import (
     MessageSource,
     UserMessage,
 )
-from ._types import Agent, AgentStatus, CancelCause, Placement, SessionStartSource
+from ._types import Agent, AgentStatus, Placement, SessionStartSource
 
 if TYPE_CHECKING:
     from ..llm import RetryPolicy

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Generic, Literal, TypeVar, overload
 import msgspec
 from typing_extensions import TypeVar as DefaultTypeVar
 
+from ..events import typed as typed_event
 from ..llm import Json, Message, UserMessage, text_of
 from ..session import (
     SESSION_DISPOSED,
@@ -67,8 +68,6 @@ def session_events(
     # the end of the agent ends the iteration too.
     ctx.owner.effect(lambda: queue.put_nowait(_CLOSED))
     if typed:
-        from ..events import typed as typed_event
-
         return _drain(queue, ctx, typed_event)
     return _drain(queue, ctx, _same)
 

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_che
 
 import msgspec
 
-from ..llm import Json, MessageId, UserMessage
+from ..events import CancelCause
+from ..llm import MessageId, UserMessage
 from ..session import SessionEvent, SessionMeta
 
 if TYPE_CHECKING:
@@ -19,21 +20,6 @@ AgentStatus = Literal["idle", "running"]
 SendTarget = Literal["next-turn", "next-step"]
 Placement = Literal["queued", "steering"]
 SessionStartSource = Literal["startup", "resume", "clear", "compact"]
-
-
-class CancelCause(msgspec.Struct, frozen=True):
-    """Why a turn was cancelled: `user`, `parent`, `hook` (with a reason) or `disposed`.
-
-    The first cause wins. Durable `turn/end` records it as `aborted{reason: cause}`.
-    """
-
-    kind: Literal["user", "parent", "hook", "disposed", "legacy"]
-    reason: str | None = None
-
-    def to_json(self) -> dict[str, Json]:
-        if self.reason is None:
-            return {"kind": self.kind}
-        return {"kind": self.kind, "reason": self.reason}
 
 
 USER_CANCEL = CancelCause("user")

@@ -44,7 +44,7 @@ from ._catalog import (
     UserMessageEvent,
 )
 from ._convert import append, logged, typed
-from ._values import SeqRange, Todo, ToolError, TurnEndReason
+from ._values import CancelCause, SeqRange, Todo, ToolError, TurnEndReason
 
 __all__ = [
     "EVENT_CLASSES",
@@ -91,4 +91,5 @@ __all__ = [
     "append",
     "logged",
     "typed",
+    "CancelCause",
 ]

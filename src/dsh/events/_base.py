@@ -1,23 +1,22 @@
 """The machinery of typed events: the envelope base and one declarative field mapping.
 
-Each event class declares its `data` keys once, as dataclass fields (`key()`); building an
-event from logged data and writing it back both walk that declaration, so the two
-directions cannot drift apart.
+An event class is a frozen msgspec Struct; each field it declares beyond the envelope is a
+key of the logged `data` (its name in camelCase), and `Annotated[T, Key(...)]` says how a
+key is read and written when that is not plain JSON. Building an event from logged data and
+writing it back both walk that declaration, so the two directions cannot drift apart.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar, dataclass_transform
+from typing import Annotated, Any, ClassVar, Generic, TypeVar, get_args, get_origin
 
 import msgspec
 
 from ..llm import Json
 from ..session import SessionEvent, SurfaceOp
 
-__all__ = ["Codec", "Event", "event_class", "key"]
+__all__ = ["Codec", "Event", "Key"]
 
 T = TypeVar("T")
 
@@ -29,6 +28,18 @@ class Codec(msgspec.Struct, Generic[T], frozen=True):
     encode: Callable[[T], Json]
 
 
+class Key(msgspec.Struct, frozen=True):
+    """How a data field is logged, in `Annotated[T, Key(...)]`: its `codec`, and its presence:
+    written unless the value `is omit` (None), or `always` (even null)."""
+
+    codec: Codec[Any] | None = None
+    omit: object = None
+    always: bool = False
+
+
+_PLAIN = Key()
+
+
 class _Spec(msgspec.Struct, frozen=True):
     name: str
     key: str
@@ -36,27 +47,6 @@ class _Spec(msgspec.Struct, frozen=True):
     omit: object
     always: bool
     required: bool
-
-
-def key(
-    name: str | None = None,
-    *,
-    codec: Codec[Any] | None = None,
-    default: Any = dataclasses.MISSING,
-    omit: object = None,
-    always: bool = False,
-) -> Any:
-    """Declare a data field: its JSON `name` (default: the field name in camelCase), its
-    `codec`, and presence: written unless the value `is omit` (None), or `always` (even null)."""
-    meta = {"key": name, "codec": codec, "omit": omit, "always": always}
-    return field(default=default, metadata=meta)
-
-
-@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(key, field))
-def event_class(cls: type[T]) -> type[T]:
-    """Make an event class: a frozen, slotted, keyword-only dataclass (type checkers see its
-    `key()` fields as constructor arguments)."""
-    return dataclass(frozen=True, slots=True, kw_only=True)(cls)
 
 
 def _camel(name: str) -> str:
@@ -71,35 +61,36 @@ def _specs(cls: type) -> tuple[_Spec, ...]:
     specs = _SPECS.get(cls)
     if specs is None:
         specs = _SPECS[cls] = tuple(
-            _Spec(
-                f.name,
-                f.metadata["key"] or _camel(f.name),
-                f.metadata["codec"],
-                f.metadata["omit"],
-                f.metadata["always"],
-                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
-            )
-            for f in dataclasses.fields(cls)
-            if "key" in f.metadata
+            _spec(f) for f in msgspec.structs.fields(cls) if f.name not in _ENVELOPE
         )
     return specs
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Event:
+def _spec(field: msgspec.structs.FieldInfo) -> _Spec:
+    hint = field.type
+    metadata = get_args(hint)[1:] if get_origin(hint) is Annotated else ()
+    key = next((m for m in metadata if isinstance(m, Key)), _PLAIN)
+    return _Spec(field.name, _camel(field.name), key.codec, key.omit, key.always, field.required)
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True):
     """A session event with typed fields. `seq` is its place in the log (-1 for one built in
     code and not logged yet). The envelope's other parts and any data keys the type does not
     model are kept (out of the repr), so `logged(typed(e)) == e`."""
 
     type: ClassVar[str]
     seq: int = -1
-    time: int = field(default=0, repr=False)
+    time: int = 0
     """Epoch milliseconds."""
-    surface_op: SurfaceOp | None = field(default=None, repr=False)
-    source_event_seqs: tuple[int, ...] | None = field(default=None, repr=False)
-    ignorable: bool | None = field(default=None, repr=False)
-    extra: Mapping[str, Json] = field(default_factory=dict, repr=False)
+    surface_op: SurfaceOp | None = None
+    source_event_seqs: tuple[int, ...] | None = None
+    ignorable: bool | None = None
+    extra: Mapping[str, Json] = msgspec.field(default_factory=dict)
     """Data keys this type does not model (a newer writer's), written back unchanged."""
+
+    def __repr__(self) -> str:
+        shown = (n for n in self.__struct_fields__ if n not in _OUT_OF_REPR)
+        return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in shown)})"
 
     def to_data(self) -> dict[str, Json]:
         """The event's `data` object, exactly as the log holds it (camelCase keys)."""
@@ -135,6 +126,10 @@ class Event:
     @classmethod
     def from_session_event(cls, event: SessionEvent) -> Event:
         return cls(**envelope(event), **cls.fields_of(event.data))
+
+
+_ENVELOPE = frozenset(Event.__struct_fields__)
+_OUT_OF_REPR = _ENVELOPE - {"seq"}
 
 
 def envelope(event: SessionEvent) -> dict[str, Any]:

@@ -4,8 +4,7 @@ chunk kinds of `assistant/chunk`, the approval record, and `OtherEvent` for the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
-from typing import Any, ClassVar, TypeAlias, get_args
+from typing import Annotated, Any, ClassVar, TypeAlias, get_args
 
 import msgspec
 
@@ -30,7 +29,7 @@ from ..llm import (
     text_of,
 )
 from ..session import EpochHeader, SessionEvent
-from ._base import Event, envelope, event_class, key
+from ._base import Event, Key, envelope
 from ._values import (
     FAILURE,
     HEADER,
@@ -51,38 +50,33 @@ from ._values import (
 # -- turns and steps ---------------------------------------------------------------------------
 
 
-@event_class
-class TurnStartEvent(Event):
+class TurnStartEvent(Event, frozen=True, kw_only=True):
     type: ClassVar[str] = "turn/start"
-    turn: int = key()
+    turn: int
 
 
-@event_class
-class TurnEndEvent(Event):
+class TurnEndEvent(Event, frozen=True, kw_only=True):
     type: ClassVar[str] = "turn/end"
-    turn: int = key()
-    reason: TurnEndReason = key(codec=REASON)
+    turn: int
+    reason: Annotated[TurnEndReason, Key(codec=REASON)]
 
 
-@event_class
-class StepStartEvent(Event):
+class StepStartEvent(Event, frozen=True, kw_only=True):
     type: ClassVar[str] = "step/start"
-    turn: int = key()
-    step: int = key()
+    turn: int
+    step: int
 
 
-@event_class
-class StepEndEvent(Event):
+class StepEndEvent(Event, frozen=True, kw_only=True):
     type: ClassVar[str] = "step/end"
-    turn: int = key()
-    step: int = key()
+    turn: int
+    step: int
 
 
 # -- messages ----------------------------------------------------------------------------------
 
 
-@event_class
-class UserMessageEvent(Event):
+class UserMessageEvent(Event, frozen=True, kw_only=True):
     """A message in the model's history from the user side: a prompt (`source.kind ==
     'user'`), steering, injected context, a compaction checkpoint. The data is the message."""
 
@@ -105,16 +99,15 @@ class UserMessageEvent(Event):
         return {"message": Message.from_json(data)}
 
 
-@event_class
-class AssistantMessageEvent(Event):
+class AssistantMessageEvent(Event, frozen=True, kw_only=True):
     """One committed model answer (`interrupted` when a cancel cut it short)."""
 
     type: ClassVar[str] = "assistant/message"
-    turn: int = key()
-    step: int = key()
-    message: Message = key(codec=MESSAGE)
-    usage: TokenUsage | None = key(codec=USAGE, default=None)
-    interrupted: bool = key(default=False, omit=False)
+    turn: int
+    step: int
+    message: Annotated[Message, Key(codec=MESSAGE)]
+    usage: Annotated[TokenUsage | None, Key(codec=USAGE)] = None
+    interrupted: Annotated[bool, Key(omit=False)] = False
 
     @property
     def text(self) -> str:
@@ -129,28 +122,26 @@ class AssistantMessageEvent(Event):
         return self.message.tool_calls
 
 
-@event_class
-class ToolCallEvent(Event):
+class ToolCallEvent(Event, frozen=True, kw_only=True):
     """A tool call started; `arguments` is the model's raw JSON text."""
 
     type: ClassVar[str] = "tool/call"
-    turn: int = key()
-    step: int = key()
-    call_id: str = key()
-    name: str = key()
-    arguments: str = key(default="")
+    turn: int
+    step: int
+    call_id: str
+    name: str
+    arguments: str = ""
 
 
-@event_class
-class ToolResultEvent(Event):
+class ToolResultEvent(Event, frozen=True, kw_only=True):
     """A tool call's outcome as the model sees it (`message` holds one tool-result block)."""
 
     type: ClassVar[str] = "tool/result"
-    turn: int = key()
-    step: int = key()
-    message: Message = key(codec=MESSAGE)
-    error: ToolError | None = key(codec=TOOL_ERROR, default=None)
-    meta: Json = key(default=None)
+    turn: int
+    step: int
+    message: Annotated[Message, Key(codec=MESSAGE)]
+    error: Annotated[ToolError | None, Key(codec=TOOL_ERROR)] = None
+    meta: Json = None
 
     @property
     def call_id(self) -> str:
@@ -174,15 +165,14 @@ class ToolResultEvent(Event):
 # -- the stream: one event per chunk kind of `assistant/chunk` --------------------------------
 
 
-@event_class
-class _ChunkEvent(Event):
+class _ChunkEvent(Event, frozen=True, kw_only=True):
     """`assistant/chunk {turn, step, chunk}`, with the chunk's fields flattened."""
 
     type: ClassVar[str] = "assistant/chunk"
     chunk_type: ClassVar[str]
     chunk_class: ClassVar[Any]
-    turn: int = key()
-    step: int = key()
+    turn: int
+    step: int
 
     @property
     def chunk(self) -> StreamChunk:
@@ -205,32 +195,28 @@ class _ChunkEvent(Event):
         return {**fields, "extra": extra} if extra else fields
 
 
-@event_class
-class BlockStartEvent(_ChunkEvent):
+class BlockStartEvent(_ChunkEvent, frozen=True, kw_only=True):
     chunk_type: ClassVar[str] = "block-start"
     chunk_class: ClassVar[Any] = BlockStart
     index: int
     block_type: str
 
 
-@event_class
-class TextDeltaEvent(_ChunkEvent):
+class TextDeltaEvent(_ChunkEvent, frozen=True, kw_only=True):
     chunk_type: ClassVar[str] = "text-delta"
     chunk_class: ClassVar[Any] = TextDelta
     index: int
     text: str
 
 
-@event_class
-class ReasoningDeltaEvent(_ChunkEvent):
+class ReasoningDeltaEvent(_ChunkEvent, frozen=True, kw_only=True):
     chunk_type: ClassVar[str] = "reasoning-delta"
     chunk_class: ClassVar[Any] = ReasoningDelta
     index: int
     text: str
 
 
-@event_class
-class ToolCallDeltaEvent(_ChunkEvent):
+class ToolCallDeltaEvent(_ChunkEvent, frozen=True, kw_only=True):
     """A fragment of a tool call's arguments; `name` comes with the first fragment."""
 
     chunk_type: ClassVar[str] = "tool-call-delta"
@@ -241,16 +227,14 @@ class ToolCallDeltaEvent(_ChunkEvent):
     name: str | None = None
 
 
-@event_class
-class BlockEndEvent(_ChunkEvent):
+class BlockEndEvent(_ChunkEvent, frozen=True, kw_only=True):
     chunk_type: ClassVar[str] = "block-end"
     chunk_class: ClassVar[Any] = BlockEnd
     index: int
     block: ContentBlock
 
 
-@event_class
-class UsageEvent(_ChunkEvent):
+class UsageEvent(_ChunkEvent, frozen=True, kw_only=True):
     """The token usage the provider reported for this model call."""
 
     chunk_type: ClassVar[str] = "usage"
@@ -258,14 +242,13 @@ class UsageEvent(_ChunkEvent):
     usage: TokenUsage
 
 
-@event_class
-class FinishEvent(_ChunkEvent):
+class FinishEvent(_ChunkEvent, frozen=True, kw_only=True):
     """The model call's end: `reason.kind` is stop, tool-calls, max-tokens, aborted or error."""
 
     chunk_type: ClassVar[str] = "finish"
     chunk_class: ClassVar[Any] = Finish
     reason: FinishReason
-    replay_state: Json = field(default=None, repr=False)
+    replay_state: Json = None
     response_id: str | None = None
     """What the provider called its response, when it said so."""
     response_model: str | None = None
@@ -275,209 +258,191 @@ class FinishEvent(_ChunkEvent):
 # -- requests ----------------------------------------------------------------------------------
 
 
-@event_class
-class RequestHeaderEvent(Event):
+class RequestHeaderEvent(Event, frozen=True, kw_only=True):
     """What the following requests share: route, sampling, system prompt, tools.
     `reason` is `initial`, `resume` or `change`."""
 
     type: ClassVar[str] = "request/header"
-    header: EpochHeader = key(codec=HEADER)
-    reason: str = key()
+    header: Annotated[EpochHeader, Key(codec=HEADER)]
+    reason: str
 
 
-@event_class
-class RequestContextEvent(Event):
+class RequestContextEvent(Event, frozen=True, kw_only=True):
     type: ClassVar[str] = "request/context"
-    provider: str = key()
-    model: str = key()
-    context_window: int | None = key(default=None)
+    provider: str
+    model: str
+    context_window: int | None = None
 
 
 # -- session, inbox, todo ----------------------------------------------------------------------
 
 
-@event_class
-class SeedEndEvent(Event):
+class SeedEndEvent(Event, frozen=True, kw_only=True):
     """`session/end-seed`: the seeded prefix (a fork's, a resume's) ends here."""
 
     type: ClassVar[str] = "session/end-seed"
 
 
-@event_class
-class InboxSplicedEvent(Event):
+class InboxSplicedEvent(Event, frozen=True, kw_only=True):
     """The inbox changed: `inserted` messages at `start` of the `target` queue (`next-turn` or
     `next-step`), `removed_count` removed; `outcome` `canceled` when a cancel cleared it."""
 
     type: ClassVar[str] = "agent/inbox/spliced"
-    target: str = key()
-    start: int = key()
-    removed_count: int | None = key(default=None)
-    inserted: tuple[Message, ...] = key(codec=MESSAGES, default=())
-    outcome: str | None = key(default=None)
+    target: str
+    start: int
+    removed_count: int | None = None
+    inserted: Annotated[tuple[Message, ...], Key(codec=MESSAGES)] = ()
+    outcome: str | None = None
 
 
-@event_class
-class TodoWriteEvent(Event):
+class TodoWriteEvent(Event, frozen=True, kw_only=True):
     type: ClassVar[str] = "todo/write"
-    todos: tuple[Todo, ...] = key(codec=TODOS)
+    todos: Annotated[tuple[Todo, ...], Key(codec=TODOS)]
 
 
 # -- plugins of the core: compaction, retry, hooks, subagents, approval -------------------------
 
 
-@event_class
-class CompactionStartEvent(Event):
+class CompactionStartEvent(Event, frozen=True, kw_only=True):
     type: ClassVar[str] = "compaction/start"
-    compaction_id: str = key()
-    source_command_id: str | None = key(default=None)
-    turn: int | None = key(always=True, default=None)
+    compaction_id: str
+    source_command_id: str | None = None
+    turn: Annotated[int | None, Key(always=True)] = None
     """None for a compaction between turns."""
 
 
-@event_class
-class CompactionSummaryEvent(Event):
+class CompactionSummaryEvent(Event, frozen=True, kw_only=True):
     """The summary that replaced the `shadowed_range` of the history."""
 
     type: ClassVar[str] = "compaction/summary"
-    compaction_id: str = key()
-    summary: str = key()
-    shadowed_range: SeqRange = key(codec=RANGE)
-    shadowed_seqs: tuple[int, ...] = key(codec=SEQS)
-    shadowed_token_count: int = key()
-    provider: str = key()
-    model: str = key()
-    max_tokens: int | None = key(default=None)
-    trigger: str | None = key(default=None)
-    usage: TokenUsage | None = key(codec=USAGE, default=None)
+    compaction_id: str
+    summary: str
+    shadowed_range: Annotated[SeqRange, Key(codec=RANGE)]
+    shadowed_seqs: Annotated[tuple[int, ...], Key(codec=SEQS)]
+    shadowed_token_count: int
+    provider: str
+    model: str
+    max_tokens: int | None = None
+    trigger: str | None = None
+    usage: Annotated[TokenUsage | None, Key(codec=USAGE)] = None
 
 
-@event_class
-class CompactionEndEvent(Event):
+class CompactionEndEvent(Event, frozen=True, kw_only=True):
     type: ClassVar[str] = "compaction/end"
-    compaction_id: str = key()
-    turn: int | None = key(always=True, default=None)
-    error: str | None = key(default=None)
+    compaction_id: str
+    turn: Annotated[int | None, Key(always=True)] = None
+    error: str | None = None
 
 
-@event_class
-class CompactionPruneEvent(Event):
+class CompactionPruneEvent(Event, frozen=True, kw_only=True):
     """Old tool results (`shadowed_seqs`) replaced by pruned copies (the pruner plugin)."""
 
     type: ClassVar[str] = "compaction/prune"
-    shadowed_range: SeqRange = key(codec=RANGE)
-    shadowed_seqs: tuple[int, ...] = key(codec=SEQS)
-    shadowed_token_count: int = key()
-    trigger: str | None = key(default=None)
+    shadowed_range: Annotated[SeqRange, Key(codec=RANGE)]
+    shadowed_seqs: Annotated[tuple[int, ...], Key(codec=SEQS)]
+    shadowed_token_count: int
+    trigger: str | None = None
 
 
-@event_class
-class RetryEvent(Event):
+class RetryEvent(Event, frozen=True, kw_only=True):
     """`llm/retry`: a failed model call will be retried after `delay_ms`."""
 
     type: ClassVar[str] = "llm/retry"
-    retry_id: str = key()
-    turn: int = key()
-    step: int = key()
-    provider: str = key()
-    mode: str = key()
-    policy_key: str = key()
-    retry: int = key()
-    max_retries: int | None = key(default=None)
-    delay_ms: int = key()
-    failure: LlmFailure = key(codec=FAILURE)
+    retry_id: str
+    turn: int
+    step: int
+    provider: str
+    mode: str
+    policy_key: str
+    retry: int
+    max_retries: int | None = None
+    delay_ms: int
+    failure: Annotated[LlmFailure, Key(codec=FAILURE)]
 
 
-@event_class
-class RetryStartedEvent(Event):
+class RetryStartedEvent(Event, frozen=True, kw_only=True):
     type: ClassVar[str] = "llm/retry-started"
-    retry_id: str = key()
-    turn: int = key()
-    step: int = key()
-    retry: int = key()
+    retry_id: str
+    turn: int
+    step: int
+    retry: int
 
 
-@event_class
-class HookInvokedEvent(Event):
+class HookInvokedEvent(Event, frozen=True, kw_only=True):
     """A command hook started (inside a turn): at `point`, by the handler `handler_id`."""
 
     type: ClassVar[str] = "hook/invoked"
-    turn: int = key()
-    point: str = key()
-    dialect: str = key()
-    handler_id: str = key()
-    matcher: str | None = key(default=None)
+    turn: int
+    point: str
+    dialect: str
+    handler_id: str
+    matcher: str | None = None
 
 
-@event_class
-class HookResultEvent(Event):
+class HookResultEvent(Event, frozen=True, kw_only=True):
     """A command hook's outcome: `decision` as recorded, its exit code and stderr summary, and
     what the person is shown (`reason`, `output`)."""
 
     type: ClassVar[str] = "hook/result"
-    turn: int = key()
-    point: str = key()
-    handler_id: str = key()
-    decision: Json = key()
-    duration_ms: int = key()
-    exit_code: int | None = key(default=None)
-    stderr_summary: str | None = key(default=None)
-    reason: str | None = key(default=None)
-    output: str | None = key(default=None)
+    turn: int
+    point: str
+    handler_id: str
+    decision: Json
+    duration_ms: int
+    exit_code: int | None = None
+    stderr_summary: str | None = None
+    reason: str | None = None
+    output: str | None = None
 
 
-@event_class
-class SubagentDescriptorEvent(Event):
+class SubagentDescriptorEvent(Event, frozen=True, kw_only=True):
     """In a subagent's log: how it was started."""
 
     type: ClassVar[str] = "subagent/descriptor"
-    version: int = key()
-    mode: str = key()
-    provider: str = key()
-    label: str | None = key(default=None)
-    agent_provider: str | None = key(default=None)
-    agent_model: str | None = key(default=None)
-    persona: str | None = key(default=None)
-    tool_filter: Json = key(default=None)
+    version: int
+    mode: str
+    provider: str
+    label: str | None = None
+    agent_provider: str | None = None
+    agent_model: str | None = None
+    persona: str | None = None
+    tool_filter: Json = None
 
 
-@event_class
-class ApprovalAskedEvent(Event):
+class ApprovalAskedEvent(Event, frozen=True, kw_only=True):
     type: ClassVar[str] = "approval/asked"
-    call_id: str = key()
-    tool: str = key()
-    reason: str | None = key(always=True, default=None)
+    call_id: str
+    tool: str
+    reason: Annotated[str | None, Key(always=True)] = None
 
 
-@event_class
-class ApprovalDecidedEvent(Event):
+class ApprovalDecidedEvent(Event, frozen=True, kw_only=True):
     """`decision` is once, always or deny; `by` who answered (`answerer`, `no-answerer`,
     `cancelled`, `answerer-error`); `reason` the answerer's words, when given."""
 
     type: ClassVar[str] = "approval/decided"
-    call_id: str = key()
-    tool: str = key()
-    decision: str = key()
-    by: str = key()
-    reason: str | None = key(default=None)
+    call_id: str
+    tool: str
+    decision: str
+    by: str
+    reason: str | None = None
 
 
-@event_class
-class SessionTitleEvent(Event):
+class SessionTitleEvent(Event, frozen=True, kw_only=True):
     """The session's title (the latest one counts): `source` is `{kind: fallback}` (the first
     prompt's words) or `{kind: provider, provider, model: {provider, model}}` (a model's)."""
 
     type: ClassVar[str] = "session/title"
-    title: str = key()
-    message_seqs: tuple[int, ...] = key(codec=SEQS)
-    source: Json = key()
+    title: str
+    message_seqs: Annotated[tuple[int, ...], Key(codec=SEQS)]
+    source: Json
 
 
-@event_class
-class PlanModeEvent(Event):
+class PlanModeEvent(Event, frozen=True, kw_only=True):
     """Plan mode turned on or off (only reading tools run while it is on)."""
 
     type: ClassVar[str] = "plan/mode"
-    active: bool = key()
+    active: bool
 
 
 # -- everything else ---------------------------------------------------------------------------

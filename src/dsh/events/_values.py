@@ -4,11 +4,10 @@ the codecs that read and write every nested value."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
-from ..agent import CancelCause
 from ..llm import Json, LlmFailure, Message, TokenUsage
 from ..session import EpochHeader
 from ._base import Codec
@@ -24,11 +23,27 @@ __all__ = [
     "TODOS",
     "TOOL_ERROR",
     "USAGE",
+    "CancelCause",
     "SeqRange",
     "Todo",
     "ToolError",
     "TurnEndReason",
 ]
+
+
+class CancelCause(msgspec.Struct, frozen=True):
+    """Why a turn was cancelled: `user`, `parent`, `hook` (with a reason) or `disposed`.
+
+    The first cause wins. Durable `turn/end` records it as `aborted{reason: cause}`.
+    """
+
+    kind: Literal["user", "parent", "hook", "disposed", "legacy"]
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Json]:
+        if self.reason is None:
+            return {"kind": self.kind}
+        return {"kind": self.kind, "reason": self.reason}
 
 
 class TurnEndReason(msgspec.Struct, frozen=True):

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Any, Generic
 from typing_extensions import TypeVar
 
 from ..agent import AgentOptions, RunResult
+from ._blueprint import blueprint
 from ._output import FINAL_RESULT
 from ._run import RunPlan, StreamedRun
+from ._runtime import Runtime
 from ._settings import ModelSettings
 from ._stores import MemoryStore, Store
 
@@ -74,7 +76,6 @@ class Agent(Generic[OutputT]):
         cwd: str | os.PathLike[str] | None = None,
         settings_files: bool = False,
     ) -> None:
-        from ._blueprint import blueprint
 
         if output_retries < 0:
             raise ValueError(f"output_retries must be >= 0, got {output_retries}")
@@ -153,7 +154,6 @@ class Agent(Generic[OutputT]):
     # -- the runtime ---------------------------------------------------------------------------
 
     async def _ensure_runtime(self) -> Runtime:
-        from ._runtime import Runtime
 
         loop = asyncio.get_running_loop()
         runtime = self._runtime

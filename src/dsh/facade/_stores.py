@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
+from ..persistence import JsonlBackend, MemoryBackend, SqliteBackend
+
 if TYPE_CHECKING:
     from ..persistence import MemoryBackend, SessionBackend
 
@@ -28,8 +30,6 @@ class MemoryStore(msgspec.Struct):
 
     def open(self) -> SessionBackend:
         if self._backend is None:
-            from ..persistence import MemoryBackend
-
             self._backend = MemoryBackend()
         return self._backend
 
@@ -40,7 +40,6 @@ class JsonlStore(msgspec.Struct, frozen=True):
     root: str | os.PathLike[str]
 
     def open(self) -> SessionBackend:
-        from ..persistence import JsonlBackend
 
         return JsonlBackend(Path(self.root).expanduser())
 
@@ -51,6 +50,5 @@ class SqliteStore(msgspec.Struct, frozen=True):
     path: str | os.PathLike[str]
 
     def open(self) -> SessionBackend:
-        from ..persistence import SqliteBackend
 
         return SqliteBackend(Path(self.path).expanduser())

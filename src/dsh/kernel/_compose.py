@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec.structs import replace
 
+from ..profiles import BUILTIN_PLUGINS, default_rows
 from ._config import ConfigError, ConfigRecord, load_config
 from ._context import Context
 from ._owner import Acquire
@@ -98,7 +99,6 @@ class Profile(msgspec.Struct):
 
 def default_layer() -> list[dict[str, Any]]:
     """The built-in default profile: it boots a working agent with no file at all."""
-    from ..profiles import default_rows
 
     return [dict(row) for row in default_rows()]
 
@@ -233,7 +233,6 @@ def resolve_plugin(name: str) -> object:
             except AttributeError:
                 raise LookupError(f"module {module_name!r} has no attribute {attr!r}") from None
         return target
-    from ..profiles import BUILTIN_PLUGINS
 
     if name in BUILTIN_PLUGINS:
         return resolve_plugin(BUILTIN_PLUGINS[name])

@@ -18,6 +18,7 @@ from ._events import (
     lookup_event,
 )
 from ._owner import Disposer, Owner
+from ._plugin import PluginHost
 
 if TYPE_CHECKING:
     from ..agent import AgentRegistry
@@ -109,8 +110,6 @@ class Context:
         self.parent = parent
         self._bound: dict[str, tuple[_Provision, object]] | None = None
         if parent is None:
-            from ._plugin import PluginHost
-
             self.owner = owner or Owner("root")
             self.bus = bus or EventBus()
             self._realm = realm or _Realm(None, PluginHost())

@@ -166,12 +166,10 @@ class Fiber:
                 await self._load(epoch)
 
     async def _load(self, epoch: tuple[object | None, ...]) -> None:
-        from ._context import Context
-
         self.state = FiberState.LOADING
         self._epoch = epoch
         owner = self.parent.owner.child(f"plugin:{self.id}")
-        ctx = Context(parent=self.parent, owner=owner)
+        ctx = type(self.parent)(parent=self.parent, owner=owner)  # a context of the parent's kind
         self.ctx = ctx
         try:
             result = _apply_fn(self.plugin)(ctx, self.config)

@@ -12,6 +12,7 @@ import msgspec
 from ..agent import (
     AGENT_STATUS,
     CANCEL_REQUESTED,
+    DISPOSED_CANCEL,
     INBOX_DEQUEUE,
     INBOX_DISCARD,
     INBOX_ENQUEUE,
@@ -26,7 +27,7 @@ from ..agent import (
     SendTarget,
     StatusChange,
 )
-from ..kernel import CancelSignal
+from ..kernel import CancelSignal, create_scope
 from ..llm import MessageId, UserMessage, user_message
 from ..session import last_turn
 from ._turn import TurnRunner
@@ -70,7 +71,6 @@ class ReactLoopAgent:
         session: Session,
         options: AgentOptions,
     ) -> None:
-        from ..kernel import create_scope
 
         self._state = state
         self._session = session
@@ -256,7 +256,6 @@ class ReactLoopAgent:
 
     async def shutdown(self) -> None:
         """Cancel (cause `disposed`), wait for quiescence, unwind the scope."""
-        from ..agent import DISPOSED_CANCEL
 
         self.cancel(DISPOSED_CANCEL)
         self._disposed = True

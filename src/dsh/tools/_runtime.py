@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..kernel import Disposer
 from ..llm import ToolSchema
+from ..prompt import ToolSchemaSet
 from . import _pipeline
 from ._events import TOOLS_CHANGE
 from ._registry import Guard, Restriction, ToolTable
@@ -168,7 +169,6 @@ class ToolRuntime:
         """The system prompt's tool-schema provider (registered by `ToolsPlugin`): the same
         offer as the last assembly's while no tool or restriction changed and the scope is
         the same (every step would otherwise sort and rebuild it)."""
-        from ..prompt import ToolSchemaSet
 
         shared, scope = self._shared, context.scope
         key = _UNSCOPED if scope is None else scope

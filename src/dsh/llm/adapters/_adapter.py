@@ -39,8 +39,13 @@ from ._failures import (
     transport_failure,
     whole_failure,
 )
+from ._http import content_type, header_map, prepare_route
 from ._messages_request import MessagesDialect, MessagesEncoder
+from ._messages_response import MessagesMapper
+from ._pool import Pool
 from ._request import Dialect, RequestEncoder
+from ._response import ChunkMapper
+from ._sse import SseDecoder
 
 if TYPE_CHECKING:
     from ...kernel import CancelSignal, Context
@@ -204,10 +209,7 @@ def _encoder(endpoint: Endpoint) -> _Encoder:
 def _mapper(call: _Call) -> _Mapper:
     # The HTTP client and the answers' readers load with the first request, not at boot.
     if call.endpoint.api == "messages":
-        from ._messages_response import MessagesMapper
-
         return MessagesMapper(call.provider, call.secret)
-    from ._response import ChunkMapper
 
     return ChunkMapper(call.provider, call.secret)
 
@@ -260,7 +262,6 @@ class HttpAdapter:
     # -- the HTTP connections ------------------------------------------------------------------
 
     def _open(self) -> Pool:
-        from ._pool import Pool
 
         self._pool = Pool(None)  # (its TLS context is made at its first `https:` connection)
         return self._pool
@@ -295,7 +296,6 @@ class HttpAdapter:
         if isinstance(call, Finish):
             yield call
             return
-        from ._http import content_type, header_map  # (loaded by `_preflight`)
 
         try:
             route = call.route
@@ -344,7 +344,6 @@ class HttpAdapter:
             if not secret:
                 failure = missing_credential(endpoint.provider, endpoint.api_key_env)
                 return Finish(error_finish(failure))
-        from ._http import prepare_route  # the HTTP client: at the first request, not at boot
 
         pool = self._pool or self._open()
         body = self._encoders[endpoint.provider].body(
@@ -366,7 +365,6 @@ class HttpAdapter:
     async def _read_sse(self, call: _Call, response: Response) -> AsyncGenerator[StreamChunk, None]:
         """The chunks of an SSE answer, as its events arrive, up to its end (`[DONE]`,
         `message_stop`)."""
-        from ._sse import SseDecoder
 
         mapper = _mapper(call)
         out: list[StreamChunk] = []
@@ -407,7 +405,6 @@ class HttpAdapter:
         mapper = _mapper(call)
         out: list[StreamChunk] = []
         raw = await call.guard.read(response.aread())
-        from ._http import content_type
 
         kind = content_type(response.headers)
         failure = whole_failure(call.provider, raw, kind, call.secret, call.endpoint.url)

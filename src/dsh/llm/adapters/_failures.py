@@ -6,8 +6,11 @@ import ipaddress
 import json
 import math
 import re
+import socket
+import ssl
 import time
 from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -70,8 +73,6 @@ def retry_after_ms(headers: Mapping[str, str]) -> int | None:
     try:
         seconds = float(raw)
     except ValueError:
-        from email.utils import parsedate_to_datetime  # an HTTP date: rare, and email is big
-
         try:
             seconds = parsedate_to_datetime(raw).timestamp() - time.time()
         except (TypeError, ValueError, IndexError):
@@ -347,8 +348,6 @@ def _local(url: str | None) -> bool:
 def _certificate_error(exc: BaseException) -> str | None:
     """Why TLS refused the server's certificate (`certificate verify failed: …`, a name that
     does not match), from the exception chain; None when that is not what failed."""
-    import ssl
-
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, ssl.SSLCertVerificationError):
@@ -359,8 +358,6 @@ def _certificate_error(exc: BaseException) -> str | None:
 
 def _connect_cause(exc: BaseException) -> str:
     """What stopped a connection, in plain words, from the exception chain."""
-    import socket
-
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, ConnectionRefusedError):

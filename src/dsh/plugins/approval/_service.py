@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 
 import msgspec
 
+from ...events import ApprovalAskedEvent, ApprovalDecidedEvent, append
 from ...kernel import Aborted, CancelSignal, Disposer, ServiceKey
 from ...llm import Json
 from ...tools import APPROVAL as _APPROVAL
@@ -132,14 +133,12 @@ class Approval:
 
     def record_asked(self, exec: ToolExecution, reason: str | None) -> None:
         # The typed events load on the first ask: the catalog is a tenth of the boot.
-        from ...events import ApprovalAskedEvent, append
 
         if exec.session is not None:
             asked = ApprovalAskedEvent(call_id=exec.call_id, tool=exec.name, reason=reason)
             append(exec.session, asked)
 
     def record_decided(self, exec: ToolExecution, decision: Decision, via: Via) -> None:
-        from ...events import ApprovalDecidedEvent, append
 
         session = exec.session
         if session is None:

@@ -11,6 +11,7 @@ from msgspec import Meta
 
 from ...agent import AGENT_DISPOSED, PRE_STEP, REQUEST_ERROR, Agent, RequestError, Retry, StepPoint
 from ...kernel import AGENTS, CancelSignal, ConfigRecord, Context, Next, ServiceKey
+from ._compactor import choose_cut, compact
 from ._events import CompactionError, Reducer, Reduction, Trigger
 from ._meter import context_tokens, estimate_message
 
@@ -85,7 +86,6 @@ class Compaction:
             if reduced and threshold is not None and context_tokens(agent.session) < threshold:
                 return None  # no model call needed
             # The summariser loads with the first compaction: most sessions never need it.
-            from ._compactor import compact
 
             return await compact(agent, self.config, trigger, signal, turn, retain_tokens)
         finally:
@@ -117,7 +117,6 @@ class Compaction:
         configured = self.config.retain_tokens is not None or window is not None
         cap = self.retain(window) if configured else total
         retain = min(cap, int(total * self.config.manual_retain_ratio))
-        from ._compactor import choose_cut
 
         head = choose_cut(session, retain) or []
         shadowed = sum(sizes[: len(head)])  # the head is a prefix of the surface

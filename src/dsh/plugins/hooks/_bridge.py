@@ -14,7 +14,9 @@ from ...kernel import CancelSignal, ServiceKey
 from ...llm import Json, UserMessage, plugin_source, user_message
 from ...session import Session
 from ...workspace import agent_workspace
+from ._codec import decode
 from ._config import HookEntry, HooksConfig, HookSet, Point, load_hooks
+from ._runner import run_hook
 
 if TYPE_CHECKING:
     from ...agent import Agent
@@ -115,8 +117,6 @@ class HookBridge:
         signal: CancelSignal,
     ) -> HookOutcome:
         # Loaded by the first hook that runs: a session with no hooks never needs them.
-        from ._codec import decode
-        from ._runner import run_hook
 
         session = state.agent.session
         if turn is not None:

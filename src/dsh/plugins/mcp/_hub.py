@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 import msgspec
@@ -23,6 +22,9 @@ from ...kernel import (
 )
 from ..approval import Rule
 from ._config import RestartPolicy, ServerSpec, State, Transport
+from ._connection import Connection
+from ._resources import LIST_RESOURCES, READ_RESOURCE, resource_tools
+from ._tools import mcp_tool_definitions, server_prefix, tool_names
 
 if TYPE_CHECKING:
     # A connection and its tools load with the first server connected (most workspaces
@@ -68,13 +70,12 @@ class HubOptions(msgspec.Struct, frozen=True):
     resource_tools: bool = True
 
 
-@dataclass(eq=False)
-class _Attachment:
+class _Attachment(msgspec.Struct, eq=False):
     """Servers connected through one context: their tools live in its layer."""
 
     ctx: Context
     connections: list[Connection]
-    registered: dict[Connection, tuple[tuple[object, ...], list[Disposer]]] = field(
+    registered: dict[Connection, tuple[tuple[object, ...], list[Disposer]]] = msgspec.field(
         default_factory=dict
     )
 
@@ -159,8 +160,6 @@ class McpHub:
         resource tools only read, and are allowed."""
         if not tool.startswith("mcp"):
             return None
-        from ._resources import LIST_RESOURCES, READ_RESOURCE
-        from ._tools import server_prefix
 
         if tool in (LIST_RESOURCES, READ_RESOURCE):
             return Rule(tool=tool, action="allow")
@@ -176,8 +175,6 @@ class McpHub:
     def _acquire(self, spec: ServerSpec) -> Connection:
         connection = self._connections.get(spec.key)
         if connection is None:
-            from ._connection import Connection
-
             connection = Connection(
                 spec,
                 owner=self._ctx.owner,
@@ -219,7 +216,6 @@ class McpHub:
             return
         for disposer in previous[1] if previous else ():
             disposer()
-        from ._tools import mcp_tool_definitions
 
         spec = connection.spec
         timeout = spec.timeout_ms or self.options.tool_timeout_ms
@@ -239,8 +235,6 @@ class McpHub:
         if wanted == bool(self._resource_tools) or not self._ctx.owner.active:
             return
         if wanted:
-            from ._resources import resource_tools
-
             tools = resource_tools(self.visible)
             self._resource_tools = [self._ctx.tools.register(t) for t in tools]
         else:
@@ -257,7 +251,6 @@ class McpHub:
 
 
 def _status(connection: Connection, scoped: bool) -> ServerStatus:
-    from ._tools import tool_names
 
     spec = connection.spec
     names = tuple(tool_names(spec.name, connection.tools))

@@ -10,6 +10,7 @@ from msgspec import Meta
 
 from ..._ids import uuid4_hex
 from ...agent import AGENT_DISPOSED, REQUEST_ERROR, AgentEvent, RequestError, Retry
+from ...events import RetryEvent, RetryStartedEvent, append
 from ...kernel import ConfigRecord, Context, Next
 from ...llm import RetryPolicy
 
@@ -94,7 +95,6 @@ class Retrier:
         self._counts[agent.id] = (payload.turn, payload.step, retry, retry_id)
         delay = backoff_ms(policy, done, failure.provider_retry_after_ms, self.rng)
         # The typed events load on the first retry: the catalog is a tenth of the boot.
-        from ...events import RetryEvent, RetryStartedEvent, append
 
         planned = RetryEvent(
             retry_id=retry_id,

@@ -28,6 +28,7 @@ from ._paths import (
     masked,
     settings_denied,
 )
+from ._proxy import AllowListProxy, bridge_argv
 from ._seccomp import SeccompUnavailable, filter_fd
 
 if TYPE_CHECKING:  # the proxy loads when a profile lists hosts
@@ -237,11 +238,8 @@ class Sandbox:
         if not isinstance(network, SandboxNetwork) or not network.allow_hosts:
             return argv
         if self._proxy is None:
-            from ._proxy import AllowListProxy
-
             hosts, private = network.allow_hosts, network.allow_private
             self._proxy = AllowListProxy(hosts, allow_private=private)
-        from ._proxy import bridge_argv
 
         fd = self._proxy.attach()
         fds.append(fd)  # dsh's copy, closed when the command has ended

@@ -14,6 +14,7 @@ from ...llm import TextBlock
 from ...persistence import SESSION_PERSISTENCE, CachedSpills, SpillArea
 from ...session import SESSION_DISPOSED, Session
 from ...tools import TOOLS_POST_EXECUTE, Accept, PostDecision, PostExecute
+from ._preview import preview
 from ._store import SPILLS, Spills
 
 __all__ = ["SpillConfig", "SpillPlugin"]
@@ -66,8 +67,6 @@ class SpillPlugin:
             except OSError as exc:
                 _log.warning("cannot spill the result of %s: %s", exec.name, exc)
                 return decision
-            from ._preview import preview  # the first oversized result loads it
-
             shown = preview(text, config.head_chars, config.tail_chars).text(len(text), path)
             return Accept(shown, decision.additional_contexts)
 

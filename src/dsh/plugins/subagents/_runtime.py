@@ -24,6 +24,7 @@ from ...llm import (
     user_message,
 )
 from ...session import SessionEvent, SessionMeta
+from ._setup import ChildSetup
 
 if TYPE_CHECKING:
     from ._setup import ChildSetup
@@ -183,7 +184,6 @@ class SubagentRuntime:
         self, provider: str, request: SubagentRequest, seed: Sequence[SessionEvent] | None
     ) -> SubagentRun:
         """The in-process driver shared by `spawn` and `fork` (SPEC §3.9)."""
-        from ._setup import ChildSetup
 
         parent = request.parent
         depth = parent.session.header.delegation_depth + 1

@@ -19,6 +19,9 @@ from ...llm import Json
 from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
 from ._args import ArgumentError, always, optional_text, required_text, schema
+from ._globs import GlobRule, top_level_comma
+from ._ripgrep import RAW_OUTPUT_LIMIT, SearchError, aborted, overflow, rg_glob, rg_grep
+from ._walk import SearchStopped, compile_pattern, glob_files, grep_files
 from ._workspace import ResolvedPath, Workspace, WorkspaceConfig, display_path
 
 if TYPE_CHECKING:
@@ -80,7 +83,6 @@ def _ripgrep(config: SearchConfig) -> str | None:
 
 
 def _root(workspace: Workspace, run: ToolRunContext, tool: str, path: str | None) -> ResolvedPath:
-    from ._ripgrep import SearchError
 
     root = workspace.resolve(run, path or ".")
     if not os.path.exists(root.real):
@@ -93,8 +95,6 @@ def _root(workspace: Workspace, run: ToolRunContext, tool: str, path: str | None
 
 
 async def _in_thread(tool: str, run: ToolRunContext, work: Callable[[threading.Event], T]) -> T:
-    from ._ripgrep import aborted
-    from ._walk import SearchStopped
 
     stop = threading.Event()
     remove = run.signal.add_callback(lambda _reason: stop.set())
@@ -134,8 +134,6 @@ class Search(msgspec.Struct, frozen=True):
         return Search(config.workspace(), _ripgrep(config))
 
     async def glob(self, args: Mapping[str, Json], run: ToolRunContext) -> Json:
-        from ._ripgrep import rg_glob
-        from ._walk import glob_files
 
         pattern = required_text(args, "pattern", "pattern must be a non-empty string")
         path = optional_text(args, "path", "path must be a non-empty string when given")
@@ -150,7 +148,6 @@ class Search(msgspec.Struct, frozen=True):
         return {"root": display_path(root.display, cwd), "paths": paths}
 
     async def grep(self, args: Mapping[str, Json], run: ToolRunContext) -> Json:
-        from ._ripgrep import rg_grep
 
         pattern = args.get("pattern")
         if not isinstance(pattern, str) or not pattern:
@@ -177,9 +174,6 @@ class Search(msgspec.Struct, frozen=True):
 async def _python_grep(
     run: ToolRunContext, root: ResolvedPath, pattern: str, include: str | None
 ) -> list[Match]:
-    from ._globs import GlobRule
-    from ._ripgrep import RAW_OUTPUT_LIMIT, SearchError, overflow
-    from ._walk import compile_pattern, grep_files
 
     try:
         regexes = compile_pattern(pattern)
@@ -252,7 +246,6 @@ def _include(args: Mapping[str, Json]) -> str | None:
         raise ArgumentError(
             'include must be a positive glob filter; negated patterns ("!…") are not supported'
         )
-    from ._globs import top_level_comma
 
     if top_level_comma(include):
         raise ArgumentError(
