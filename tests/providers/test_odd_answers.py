@@ -26,6 +26,8 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
+from dsh.llm.adapters._http import redirect_target
+
 from .conftest import Harness
 
 EVENTS = [
@@ -39,7 +41,7 @@ EVENTS = [
 
 async def completions(request: Request) -> StreamingResponse:
     await request.body()
-    coding = request.path_params["coding"]
+    coding = request.path_params.get("coding", "gzip")
     compressor = zlib.compressobj(wbits=31 if coding == "gzip" else 15)
 
     async def stream() -> object:
@@ -69,6 +71,29 @@ async def moved(request: Request) -> RedirectResponse:
     return RedirectResponse("https://api.example.test/v1/chat/completions", 308)
 
 
+SEEN: list[tuple[str, str | None, bytes]] = []  # (path, authorization, body) of each request
+
+
+async def hop(request: Request) -> RedirectResponse:
+    """`/hop/N/...` moves (307 for odd N, 308 for even) to `/hop/N-1/...`, and `/hop/0/...` to
+    `/gzip/...`: relative, on the same host."""
+    SEEN.append((request.url.path, request.headers.get("authorization"), await request.body()))
+    left = int(request.path_params["left"])
+    target = f"/hop/{left - 1}/chat/completions" if left else "/gzip/chat/completions"
+    return RedirectResponse(target, 307 if left % 2 else 308)
+
+
+async def away(request: Request) -> RedirectResponse:
+    SEEN.append((request.url.path, request.headers.get("authorization"), await request.body()))
+    port = request.url.port
+    return RedirectResponse(f"http://localhost:{port}/gzip/chat/completions", 307)
+
+
+async def recorded(request: Request) -> StreamingResponse:
+    SEEN.append((request.url.path, request.headers.get("authorization"), await request.body()))
+    return await completions(request)
+
+
 async def api_error(request: Request) -> JSONResponse:
     code = request.path_params["code"]
     return JSONResponse({"error": {"message": f"the error {code}", "code": code}})
@@ -81,6 +106,9 @@ def odd() -> Iterator[str]:
     routes = [  # (the first that matches answers)
         Route("/page/chat/completions", page, methods=["POST"]),
         Route("/moved/chat/completions", moved, methods=["POST"]),
+        Route("/hop/{left}/chat/completions", hop, methods=["POST"]),
+        Route("/away/chat/completions", away, methods=["POST"]),
+        Route("/gzip/chat/completions", recorded, methods=["POST"]),
         Route("/error/{code}/chat/completions", api_error, methods=["POST"]),
         Route("/status/{status}/chat/completions", error_page, methods=["POST"]),
         Route("/{coding}/chat/completions", completions, methods=["POST"]),
@@ -151,3 +179,62 @@ async def test_a_redirect_names_where_the_api_moved(harness: Harness, odd: str) 
         "deepseek-official: HTTP 308: moved to https://api.example.test/v1/chat/completions: "
         "set the base URL to the new address"
     )
+
+
+@pytest.mark.parametrize("hops", [0, 2])
+async def test_a_redirect_on_the_same_host_is_followed_with_the_same_request(
+    harness: Harness, odd: str, hops: int
+) -> None:
+    SEEN.clear()
+    await harness.mount(base_url=f"{odd}/hop/{hops}")
+    call = await harness.call()
+    assert call.failure_code is None
+    assert "".join(getattr(c, "text", "") for c in call.chunks) == "Hello from gzip"
+    paths = [path for path, _, _ in SEEN]
+    assert paths == [f"/hop/{n}/chat/completions" for n in range(hops, -1, -1)] + [
+        "/gzip/chat/completions"
+    ]
+    assert len({(key, body) for _, key, body in SEEN}) == 1  # the same key and body each time
+
+
+async def test_more_than_three_redirects_end_the_call_naming_the_last(
+    harness: Harness, odd: str
+) -> None:
+    SEEN.clear()
+    await harness.mount(base_url=f"{odd}/hop/5")
+    failure = (await harness.call()).assembler.finish.failure
+    assert failure is not None and failure.code == "INVALID_REQUEST"
+    assert len(SEEN) == 4  # the request and three redirects followed
+    assert failure.message.startswith("deepseek-official: HTTP 308: moved to /hop/1/")
+
+
+async def test_a_redirect_to_another_host_is_not_followed_with_the_key(
+    harness: Harness, odd: str
+) -> None:
+    SEEN.clear()
+    await harness.mount(base_url=f"{odd}/away")
+    failure = (await harness.call()).assembler.finish.failure
+    assert failure is not None and failure.code == "INVALID_REQUEST"
+    assert "moved to http://localhost:" in failure.message
+    assert [path for path, _, _ in SEEN] == ["/away/chat/completions"]  # localhost never asked
+
+
+@pytest.mark.parametrize(
+    ("url", "status", "location", "followed"),
+    [
+        ("http://h:8000/v1/x", 307, "/v2/x", "http://h:8000/v2/x"),
+        ("https://h/v1/x", 308, "https://h/v2/x", "https://h/v2/x"),
+        ("http://h/v1/x", 308, "https://h/v1/x", "https://h/v1/x"),  # up to https
+        ("https://h/v1/x", 308, "http://h/v1/x", None),  # never down to http
+        ("http://h:8000/v1/x", 307, "https://h:8443/v1/x", None),  # https, another port
+        ("http://h:8000/v1/x", 307, "http://h:9000/v1/x", None),  # another port
+        ("https://h/v1/x", 307, "https://evil.test/v1/x", None),  # another host
+        ("https://h/v1/x", 302, "/v2/x", None),  # a 302 may change the method: named only
+        ("https://h/v1/x", 307, "https://h:port/x", None),
+        ("https://h/v1/x", 307, "", None),
+    ],
+)
+def test_which_redirects_are_followed(
+    url: str, status: int, location: str, followed: str | None
+) -> None:
+    assert redirect_target(url, status, {"location": location}) == followed

@@ -76,7 +76,6 @@ class Agent(Generic[OutputT]):
         cwd: str | os.PathLike[str] | None = None,
         settings_files: bool = False,
     ) -> None:
-
         if output_retries < 0:
             raise ValueError(f"output_retries must be >= 0, got {output_retries}")
         self.settings = settings or ModelSettings()
@@ -154,7 +153,6 @@ class Agent(Generic[OutputT]):
     # -- the runtime ---------------------------------------------------------------------------
 
     async def _ensure_runtime(self) -> Runtime:
-
         loop = asyncio.get_running_loop()
         runtime = self._runtime
         if runtime is not None and runtime.loop is not loop:

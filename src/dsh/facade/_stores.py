@@ -40,7 +40,6 @@ class JsonlStore(msgspec.Struct, frozen=True):
     root: str | os.PathLike[str]
 
     def open(self) -> SessionBackend:
-
         return JsonlBackend(Path(self.root).expanduser())
 
 
@@ -50,5 +49,4 @@ class SqliteStore(msgspec.Struct, frozen=True):
     path: str | os.PathLike[str]
 
     def open(self) -> SessionBackend:
-
         return SqliteBackend(Path(self.path).expanduser())

@@ -71,7 +71,6 @@ class ReactLoopAgent:
         session: Session,
         options: AgentOptions,
     ) -> None:
-
         self._state = state
         self._session = session
         self._options = options

@@ -3,9 +3,8 @@ Completions or the Anthropic Messages API, per route — on its own HTTP/1.1 con
 
 A request is prepared once per route (origin, head, timeouts) and sent on the adapter's own
 keep-alive pool (`_pool.py`, `_net.py`); the event stream is read from the body's bytes
-(`SseDecoder`). No client layer runs per request (no cookies, redirects, hooks or header
-merging: a model API needs none). The connection code is imported on the first request, so
-mounting a provider (and `import dsh`) stays light.
+(`SseDecoder`). No client layer runs per request (no cookies, hooks or header merging: a
+model API needs none); a 307/308 to the same host is followed (`redirect_target`).
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -39,7 +39,7 @@ from ._failures import (
     transport_failure,
     whole_failure,
 )
-from ._http import content_type, header_map, prepare_route
+from ._http import MAX_REDIRECTS, content_type, header_map, prepare_route, redirect_target
 from ._messages_request import MessagesDialect, MessagesEncoder
 from ._messages_response import MessagesMapper
 from ._pool import Pool
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = ["Api", "Endpoint", "HttpAdapter", "mount_adapter"]
 
 T = TypeVar("T")
+_log = logging.getLogger(__name__)
 
 Api = Literal["chat-completions", "messages"]
 
@@ -184,6 +185,7 @@ class _Call(msgspec.Struct, eq=False):
     signal: CancelSignal | None
     pool: Pool
     route: PreparedRoute
+    body: bytes
     request: bytes = msgspec.field()  # (its head holds the key)
     guard: _ReadGuard
     response: Response | None = None
@@ -207,10 +209,8 @@ def _encoder(endpoint: Endpoint) -> _Encoder:
 
 
 def _mapper(call: _Call) -> _Mapper:
-    # The HTTP client and the answers' readers load with the first request, not at boot.
     if call.endpoint.api == "messages":
         return MessagesMapper(call.provider, call.secret)
-
     return ChunkMapper(call.provider, call.secret)
 
 
@@ -262,7 +262,6 @@ class HttpAdapter:
     # -- the HTTP connections ------------------------------------------------------------------
 
     def _open(self) -> Pool:
-
         self._pool = Pool(None)  # (its TLS context is made at its first `https:` connection)
         return self._pool
 
@@ -298,11 +297,7 @@ class HttpAdapter:
             return
 
         try:
-            route = call.route
-            response = await call.guard.read(
-                call.pool.send(route.origin, call.request, route.timeouts, route.proxy)
-            )
-            call.response = response
+            response = await self._send(call)
             if response.status >= 300:
                 raw = await call.guard.read(response.aread())
                 headers = header_map(response.headers)
@@ -326,6 +321,26 @@ class HttpAdapter:
             if call.response is not None:
                 with contextlib.suppress(TransportError, OSError):
                     await call.response.aclose()  # the connection is gone either way
+
+    async def _send(self, call: _Call) -> Response:
+        """Send the call's request; a 307 or 308 that may be followed (`redirect_target`) is
+        followed with the same body, up to `MAX_REDIRECTS` times. The answer is also kept in
+        `call.response`, so that the stream's end closes it."""
+        route, request, url = call.route, call.request, call.endpoint.url
+        hops = 0
+        while True:
+            send = call.pool.send(route.origin, request, route.timeouts, route.proxy)
+            response = call.response = await call.guard.read(send)
+            target = redirect_target(url, response.status, header_map(response.headers))
+            if target is None or hops == MAX_REDIRECTS:
+                return response
+            hops += 1
+            await response.aclose()
+            moved = scrub(target, call.secret)
+            _log.info("%s: HTTP %d: following it to %s", call.provider, response.status, moved)
+            url = target
+            route = prepare_route(msgspec.structs.replace(call.endpoint, url=target))
+            request = route.request(call.body, call.secret)
 
     def _preflight(self, options: GenerateOptions) -> _Call | Finish:
         """The call to make, or the `finish` that ends it before anything is sent."""
@@ -360,7 +375,7 @@ class HttpAdapter:
             )
             return Finish(error_finish(failure))
         guard = _ReadGuard(signal, endpoint.call_timeout_s)
-        return _Call(endpoint, secret, signal, pool, route, request, guard)
+        return _Call(endpoint, secret, signal, pool, route, body, request, guard)
 
     async def _read_sse(self, call: _Call, response: Response) -> AsyncGenerator[StreamChunk, None]:
         """The chunks of an SSE answer, as its events arrive, up to its end (`[DONE]`,
@@ -405,7 +420,6 @@ class HttpAdapter:
         mapper = _mapper(call)
         out: list[StreamChunk] = []
         raw = await call.guard.read(response.aread())
-
         kind = content_type(response.headers)
         failure = whole_failure(call.provider, raw, kind, call.secret, call.endpoint.url)
         if failure is not None:

@@ -119,7 +119,7 @@ def http_failure(
     message, kind = _error_object(body)
     message = scrub(message, secret)
     location = headers.get("location")
-    if 300 <= status < 400 and location:  # no redirect is followed: the URL is what to fix
+    if 300 <= status < 400 and location:  # not followed (`redirect_target`): fix the URL
         message = f"moved to {scrub(location, secret)}: set the base URL to the new address"
     detail = f"{provider}: HTTP {status}" + (f": {message}" if message else "")
     request_id = headers.get("x-request-id") or headers.get("request-id")

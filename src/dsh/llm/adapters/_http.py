@@ -1,11 +1,12 @@
 """The HTTP side of a model call: each route's request head prepared once, and what an
-answer's headers say. No client layer runs per request (no cookies, redirects, hooks or
-header merging: a model API needs none)."""
+answer's headers say (and which redirect may be followed). No client layer runs per request
+(no cookies, hooks or header merging: a model API needs none)."""
 
 from __future__ import annotations
 
 import re
 import urllib.parse
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -119,6 +120,34 @@ def prepare_route(endpoint: Endpoint) -> PreparedRoute:
         key_prefix,
         (connect, endpoint.idle_timeout_s, connect),
     )
+
+
+MAX_REDIRECTS = 3
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def redirect_target(url: str, status: int, headers: Mapping[str, str]) -> str | None:
+    """Where a 307 or 308 answer to a request to `url` moves it, when the move may be
+    followed with the same method and body: to the same host (the key never goes to another
+    one), on the same scheme and port, or from `http:` up to `https:` on its default port.
+    None for any other answer (the failure then names the `Location`)."""
+    location = headers.get("location")
+    if status not in (307, 308) or not location:
+        return None
+    target = urllib.parse.urljoin(url, location)
+    old, new = urllib.parse.urlsplit(url), urllib.parse.urlsplit(target)
+    try:
+        ports = (
+            old.port or _DEFAULT_PORTS.get(old.scheme),
+            new.port or _DEFAULT_PORTS.get(new.scheme),
+        )
+    except ValueError:  # a port that is not a number
+        return None
+    if not old.hostname or old.hostname != new.hostname:
+        return None
+    same = old.scheme == new.scheme and ports[0] == ports[1]
+    upgrade = (old.scheme, new.scheme) == ("http", "https") and ports[1] == 443
+    return target if same or upgrade else None
 
 
 def content_type(headers: list[tuple[bytes, bytes]]) -> bytes:

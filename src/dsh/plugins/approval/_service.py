@@ -139,7 +139,6 @@ class Approval:
             append(exec.session, asked)
 
     def record_decided(self, exec: ToolExecution, decision: Decision, via: Via) -> None:
-
         session = exec.session
         if session is None:
             return

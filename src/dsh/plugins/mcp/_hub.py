@@ -251,7 +251,6 @@ class McpHub:
 
 
 def _status(connection: Connection, scoped: bool) -> ServerStatus:
-
     spec = connection.spec
     names = tuple(tool_names(spec.name, connection.tools))
     return ServerStatus(

@@ -83,7 +83,6 @@ def _ripgrep(config: SearchConfig) -> str | None:
 
 
 def _root(workspace: Workspace, run: ToolRunContext, tool: str, path: str | None) -> ResolvedPath:
-
     root = workspace.resolve(run, path or ".")
     if not os.path.exists(root.real):
         raise SearchError(f'{tool} search failed: "{root.display}" does not exist', "SEARCH_FAILED")
@@ -95,7 +94,6 @@ def _root(workspace: Workspace, run: ToolRunContext, tool: str, path: str | None
 
 
 async def _in_thread(tool: str, run: ToolRunContext, work: Callable[[threading.Event], T]) -> T:
-
     stop = threading.Event()
     remove = run.signal.add_callback(lambda _reason: stop.set())
     try:
@@ -134,7 +132,6 @@ class Search(msgspec.Struct, frozen=True):
         return Search(config.workspace(), _ripgrep(config))
 
     async def glob(self, args: Mapping[str, Json], run: ToolRunContext) -> Json:
-
         pattern = required_text(args, "pattern", "pattern must be a non-empty string")
         path = optional_text(args, "path", "path must be a non-empty string when given")
         root = _root(self.workspace, run, "glob", path)
@@ -148,7 +145,6 @@ class Search(msgspec.Struct, frozen=True):
         return {"root": display_path(root.display, cwd), "paths": paths}
 
     async def grep(self, args: Mapping[str, Json], run: ToolRunContext) -> Json:
-
         pattern = args.get("pattern")
         if not isinstance(pattern, str) or not pattern:
             raise ArgumentError("pattern must be a non-empty string")
@@ -174,7 +170,6 @@ class Search(msgspec.Struct, frozen=True):
 async def _python_grep(
     run: ToolRunContext, root: ResolvedPath, pattern: str, include: str | None
 ) -> list[Match]:
-
     try:
         regexes = compile_pattern(pattern)
     except re.error as exc:
