@@ -110,6 +110,12 @@ def _mode(value: SandboxMode | None) -> str | None:
     return None if value is None else value.value
 
 
+class OutputFormat(StrEnum):
+    text = "text"
+    json = "json"
+    stream_json = "stream-json"
+
+
 OtelOption = Annotated[
     bool,
     typer.Option(
@@ -165,8 +171,17 @@ def run_command(
     continue_: ContinueOption = False,
     plain: PlainOption = False,
     json_: Annotated[
-        bool, typer.Option("--json", help="Print one session event per line (for scripts).")
+        bool,
+        typer.Option("--json", help="Print every session event, one per line, as logged."),
     ] = False,
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option(
+            "--output-format",
+            help="text (default); json: one result object at the end; stream-json: one "
+            "message per line, then the result (Claude Code's headless shapes).",
+        ),
+    ] = OutputFormat.text,
     trust: TrustOption = False,
     sandbox: SandboxOption = None,
     plan: Annotated[
@@ -184,9 +199,12 @@ def run_command(
     from ._run import RunOptions, run_task
 
     options = RunOptions(profile, model, base_url, provider, cwd, None, continue_, yes, plain)
+    if json_ and output_format is not OutputFormat.text:
+        raise typer.BadParameter("--json and --output-format are two outputs: pick one")
     options = msgspec.structs.replace(
         options, task=task, json=json_, trust=trust, plan=plan, otel=otel
     )
+    options = msgspec.structs.replace(options, output_format=output_format.value)
     exit_with(run_task(msgspec.structs.replace(options, sandbox=_mode(sandbox))))
 
 

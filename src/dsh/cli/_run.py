@@ -10,6 +10,7 @@ import signal
 import stat
 import sys
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from ..agent import USER_CANCEL, Agent, RunResult, run_prompt
@@ -19,6 +20,7 @@ from ..plugins.plan_mode import PLAN_MODE, exit_plan_mode
 from ..plugins.subagents import SUBAGENTS, SubagentRuntime
 from ..session import SESSION_EVENT, SessionEventPayload
 from ._format import describe_end
+from ._headless import Headless, OutputFormat
 from ._hooks import trust_note, untrusted_files
 from ._render import Renderer, Surface
 from ._runtime import (
@@ -42,6 +44,9 @@ EXIT_INTERRUPTED = 130
 class RunOptions(Options, frozen=True):
     task: str | None = None
     json: bool = False
+    """`--json`: every session event, one per line, as the log holds it."""
+    output_format: OutputFormat = "text"
+    """`--output-format`: `json` / `stream-json` in Claude Code's headless shapes."""
     banner: str | None = None
     plan: bool = False
     """`--plan`: start in plan mode (only reading tools run until a plan is approved)."""
@@ -94,7 +99,8 @@ async def run_task(options: RunOptions) -> int:
                 surface.note(f"note: {trust_note(cwd, untrusted)}: {remedy}", "yellow")
             if options.banner:
                 surface.note(options.banner, "bold yellow")
-            ctx.on(SESSION_EVENT, _printer(agent, renderer, as_json=options.json))
+            headless = _headless(options, ctx, agent, route, cwd)
+            ctx.on(SESSION_EVENT, _printer(agent, renderer, options, headless))
             denied = _unanswered(ctx) if options.denials_fail else []
             if options.plan:
                 _plan_first(ctx, agent)
@@ -103,6 +109,8 @@ async def run_task(options: RunOptions) -> int:
                 if result is not None:
                     result = await _until_done(_with_helpers(agent, result, interrupts.first))
             renderer.close()
+        if headless is not None:
+            headless.finish(result, denied)
         return _report(agent, result, route, denied)
     finally:
         await ctx.owner.dispose()
@@ -142,15 +150,29 @@ def _working(subagents: SubagentRuntime, agent: Agent) -> list[asyncio.Future[An
     return [child.result for child in subagents.children(agent) if child.active]
 
 
+def _headless(
+    options: RunOptions, ctx: Context, agent: Agent, route: Route, cwd: Path
+) -> Headless | None:
+    """The `json` / `stream-json` output of `--output-format`, its `init` line written."""
+    if options.output_format == "text":
+        return None
+    headless = Headless(options.output_format, agent, route.model, turn_cost(ctx, route))
+    tools = [schema.name for schema in agent.ctx.tools.schemas()]
+    headless.start(cwd, tools, "bypassPermissions" if options.yes else "default")
+    return headless
+
+
 def _printer(
-    agent: Agent, renderer: Renderer, *, as_json: bool
+    agent: Agent, renderer: Renderer, options: RunOptions, headless: Headless | None
 ) -> Callable[[SessionEventPayload], None]:
     """The `session/event` listener that shows the agent's events (or prints them as JSON)."""
 
     def on_event(payload: SessionEventPayload) -> None:
         if payload.session is not agent.session:
             return
-        if as_json:
+        if headless is not None:
+            headless.event(payload.event)
+        elif options.json:
             sys.stdout.write(json.dumps(payload.event.to_json(), ensure_ascii=False) + "\n")
             sys.stdout.flush()
         else:
@@ -260,7 +282,7 @@ def _surface(options: RunOptions) -> Iterator[Surface]:
     """A terminal with a live area when stdout is one, else plain pipes."""
     from ._surfaces import PipeSurface, TerminalSurface
 
-    if options.json or not sys.stdout.isatty():
+    if options.json or options.output_format != "text" or not sys.stdout.isatty():
         yield PipeSurface()
         return
     from rich.console import Console
