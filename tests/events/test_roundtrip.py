@@ -208,6 +208,32 @@ SAMPLES: list[tuple[str, dict[str, Any]]] = [
         },
     ),
     ("plan/mode", {"active": True}),
+    ("sandbox/mode", {"mode": "read-only"}),
+    ("acp/mode", {"mode": "plan"}),
+    (
+        "session/title-llm-request",
+        {
+            "titleProvider": "session_title_llm",
+            "messageSeqs": [7],
+            "route": {"provider": "p", "model": "m"},
+            "system": "Title it.",
+            "messages": [_message("user", {"kind": "user"}, TEXT)],
+            "maxTokens": 20,
+        },
+    ),
+    (
+        "system/message",
+        {
+            "turn": 1,
+            "step": 1,
+            "message": {
+                "role": "system",
+                "content": [{"type": "text", "text": "Be brief."}],
+                "source": {"kind": "system-prompt"},
+                "id": "m0",
+            },
+        },
+    ),
 ]
 
 

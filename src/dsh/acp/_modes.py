@@ -7,6 +7,7 @@ from typing import Literal, TypeGuard, get_args
 
 from acp.schema import SessionMode, SessionModeState
 
+from ..events import AcpModeEvent, append
 from ..kernel import Next
 from ..session import Session
 from ..tools import Allow, Ask, Deny, PreDecision, ToolExecution
@@ -15,7 +16,7 @@ __all__ = ["MODE_EVENT", "ModeGate", "ModeId", "is_mode", "mode_state"]
 
 ModeId = Literal["default", "accept-edits", "read-only"]
 
-MODE_EVENT = "acp/mode"
+MODE_EVENT = AcpModeEvent.type
 """`{mode}`: a session's mode from here on. Logged `ignorable`, so runtimes that do not know
 it (`dsh chat` resuming the session) load the log and keep the line."""
 
@@ -60,7 +61,7 @@ class ModeGate:
 
     def set(self, mode: ModeId) -> None:
         if mode != self.mode:
-            self.session.append(MODE_EVENT, {"mode": mode}, ignorable=True)
+            append(self.session, AcpModeEvent(mode=mode, ignorable=True))
             self.mode = mode
 
     async def pre_execute(

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from ..llm import Json, Message, UserMessage
+from ..events import InboxSplicedEvent, TypedEvent, append, typed
+from ..llm import UserMessage
+from ..session import InvalidEventError
 from ._types import SendTarget
 
 if TYPE_CHECKING:
-    from ..session import Session, SessionEvent
-
-SPLICED = "agent/inbox/spliced"
+    from ..session import Session
 
 
 class Inbox:
@@ -30,19 +30,18 @@ class Inbox:
         self.next_step: list[UserMessage] = []
         start = session.header.seed_length or 0
         for event in session.events[start:]:
-            if event.type == SPLICED:
-                self._apply(event)
+            if event.type == InboxSplicedEvent.type:
+                self._apply(typed(event))
 
     def _list(self, target: SendTarget) -> list[UserMessage]:
         return self.next_turn if target == "next-turn" else self.next_step
 
-    def _apply(self, event: SessionEvent) -> None:
-        data = event.data
-        items = self._list(data["target"])
-        start = data["start"]
-        removed = data.get("removedCount", 0)
-        inserted = [Message.from_json(m) for m in data["inserted"]]
-        items[start : start + removed] = inserted
+    def _apply(self, event: TypedEvent) -> None:
+        if not isinstance(event, InboxSplicedEvent):
+            raise InvalidEventError(f"agent/inbox/spliced #{event.seq} is not a splice")
+        items = self._list("next-turn" if event.target == "next-turn" else "next-step")
+        removed = event.removed_count or 0
+        items[event.start : event.start + removed] = list(event.inserted)
 
     @property
     def has_pending(self) -> bool:
@@ -69,13 +68,14 @@ class Inbox:
             if message.id in ids:
                 raise ValueError(f"message {message.id} is already in the inbox")
             ids.add(message.id)
-        data: dict[str, Json] = {"target": target, "start": start}
-        if delete_count:
-            data["removedCount"] = delete_count
-        data["inserted"] = [m.to_json() for m in inserted]
-        if canceled and delete_count:
-            data["outcome"] = "canceled"
-        self.session.append(SPLICED, data)
+        spliced = InboxSplicedEvent(
+            target=target,
+            start=start,
+            removed_count=delete_count or None,
+            inserted=tuple(inserted),
+            outcome="canceled" if canceled and delete_count else None,
+        )
+        append(self.session, spliced)
         removed = items[start : start + delete_count]
         items[start : start + delete_count] = list(inserted)
         return removed

@@ -7,6 +7,7 @@
 from ._base import Event
 from ._catalog import (
     EVENT_CLASSES,
+    AcpModeEvent,
     ApprovalAskedEvent,
     ApprovalDecidedEvent,
     AssistantMessageEvent,
@@ -27,12 +28,15 @@ from ._catalog import (
     RequestHeaderEvent,
     RetryEvent,
     RetryStartedEvent,
+    SandboxModeEvent,
     SeedEndEvent,
     SessionTitleEvent,
     StepEndEvent,
     StepStartEvent,
     SubagentDescriptorEvent,
+    SystemMessageEvent,
     TextDeltaEvent,
+    TitleRequestEvent,
     TodoWriteEvent,
     ToolCallDeltaEvent,
     ToolCallEvent,
@@ -42,11 +46,17 @@ from ._catalog import (
     TypedEvent,
     UsageEvent,
     UserMessageEvent,
+    chunk_event,
 )
 from ._convert import append, logged, typed
 from ._values import CancelCause, SeqRange, Todo, ToolError, TurnEndReason
 
 __all__ = [
+    "AcpModeEvent",
+    "SandboxModeEvent",
+    "TitleRequestEvent",
+    "SystemMessageEvent",
+    "chunk_event",
     "EVENT_CLASSES",
     "ApprovalAskedEvent",
     "ApprovalDecidedEvent",

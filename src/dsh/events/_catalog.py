@@ -162,6 +162,21 @@ class ToolResultEvent(Event, frozen=True, kw_only=True):
         return text_of(self.content)
 
 
+class SystemMessageEvent(Event, frozen=True, kw_only=True):
+    """The system prompt as the surface's first node (format-4 sessions): replaced in place
+    when the prompt changes. `message` is the logged system message."""
+
+    type: ClassVar[str] = "system/message"
+    turn: int
+    step: int
+    message: Json
+
+    @property
+    def text(self) -> str:
+        content = self.message.get("content", []) if isinstance(self.message, Mapping) else []
+        return "".join(b.get("text", "") for b in content if isinstance(b, Mapping))
+
+
 # -- the stream: one event per chunk kind of `assistant/chunk` --------------------------------
 
 
@@ -253,6 +268,27 @@ class FinishEvent(_ChunkEvent, frozen=True, kw_only=True):
     """What the provider called its response, when it said so."""
     response_model: str | None = None
     """The model that wrote the response, as the provider named it."""
+
+
+def chunk_event(turn: int, step: int, chunk: StreamChunk) -> _ChunkEvent:
+    """The `assistant/chunk` event that logs `chunk` of step `step` of turn `turn`."""
+    cls = _CHUNK_EVENTS[type(chunk)]
+    own = {f: getattr(chunk, f) for f in cls.chunk_class.__struct_fields__}
+    return cls(turn=turn, step=step, **own)
+
+
+_CHUNK_EVENTS: dict[type, type[_ChunkEvent]] = {
+    cls.chunk_class: cls
+    for cls in (
+        BlockStartEvent,
+        TextDeltaEvent,
+        ReasoningDeltaEvent,
+        ToolCallDeltaEvent,
+        BlockEndEvent,
+        UsageEvent,
+        FinishEvent,
+    )
+}
 
 
 # -- requests ----------------------------------------------------------------------------------
@@ -445,6 +481,32 @@ class PlanModeEvent(Event, frozen=True, kw_only=True):
     active: bool
 
 
+class SandboxModeEvent(Event, frozen=True, kw_only=True):
+    """Where the session's commands may write from now on (`/sandbox`, the web UI)."""
+
+    type: ClassVar[str] = "sandbox/mode"
+    mode: str
+
+
+class AcpModeEvent(Event, frozen=True, kw_only=True):
+    """The ACP session mode an editor chose (logged `ignorable`)."""
+
+    type: ClassVar[str] = "acp/mode"
+    mode: str
+
+
+class TitleRequestEvent(Event, frozen=True, kw_only=True):
+    """The model call that titles the session, as sent (`session_title_llm`)."""
+
+    type: ClassVar[str] = "session/title-llm-request"
+    title_provider: str
+    message_seqs: Annotated[tuple[int, ...], Key(codec=SEQS)]
+    route: Json
+    system: str
+    messages: Annotated[tuple[Message, ...], Key(codec=MESSAGES)]
+    max_tokens: int | None = None
+
+
 # -- everything else ---------------------------------------------------------------------------
 
 
@@ -477,6 +539,7 @@ TypedEvent: TypeAlias = (
     | AssistantMessageEvent
     | ToolCallEvent
     | ToolResultEvent
+    | SystemMessageEvent
     | BlockStartEvent
     | TextDeltaEvent
     | ReasoningDeltaEvent
@@ -502,6 +565,9 @@ TypedEvent: TypeAlias = (
     | ApprovalDecidedEvent
     | SessionTitleEvent
     | PlanModeEvent
+    | SandboxModeEvent
+    | AcpModeEvent
+    | TitleRequestEvent
     | OtherEvent
 )
 """Every typed event; `match` on it and close with `assert_never`."""

@@ -50,7 +50,7 @@ def logged(event: TypedEvent) -> SessionEvent:
     )
 
 
-def append(session: Session, event: TypedEvent) -> SessionEvent:
+def append(session: Session, event: Event | OtherEvent) -> SessionEvent:
     """Log `event` (built in code, `seq` -1) in `session`: the writer's side of `logged`."""
     return session.append(
         event.type,

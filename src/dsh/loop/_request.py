@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 from msgspec.structs import replace
 
 from ..agent import REQUEST, StepPoint
+from ..events import RequestContextEvent, RequestHeaderEvent, SystemMessageEvent, append
 from ..llm import (
     AdapterDefaults,
     GenerateOptions,
     HarnessError,
-    Json,
     LlmCallConfig,
     LlmError,
     PreparedCall,
@@ -144,17 +144,23 @@ class RequestBuilder:
             "source": {"kind": "system-prompt"},
             "id": new_message_id(),
         }
-        data = {"turn": turn, "step": step, "message": message}
-        session.append("system/message", data, surface_op=op, source_event_seqs=sources)
+        logged = SystemMessageEvent(
+            turn=turn,
+            step=step,
+            message=message,
+            surface_op=op,
+            source_event_seqs=None if sources is None else tuple(sources),
+        )
+        append(session, logged)
 
     def _log_header(self, header: EpochHeader, previous: EpochHeader | None) -> None:
         """`request/header`: `initial` (or `resume`) first, then only on a `change`."""
         if not self._header_logged:
             reason = "resume" if previous is not None else "initial"
-            self._session.append("request/header", {"header": header.to_json(), "reason": reason})
+            append(self._session, RequestHeaderEvent(header=header, reason=reason))
             self._header_logged = True
         elif not self._unchanged(header, previous):
-            self._session.append("request/header", {"header": header.to_json(), "reason": "change"})
+            append(self._session, RequestHeaderEvent(header=header, reason="change"))
 
     def _unchanged(self, header: EpochHeader, previous: EpochHeader | None) -> bool:
         """`header == previous`. The logged header is parsed from the log, so its tool
@@ -171,9 +177,9 @@ class RequestBuilder:
 
     def _log_route(self, config: LlmCallConfig, prepared: PreparedCall | None) -> None:
         """`request/context` when the route or its context window changed."""
-        route: dict[str, Json] = {"provider": config.provider, "model": config.model}
         window = prepared.model_info.context_window if prepared and prepared.model_info else None
-        if window is not None:
-            route["contextWindow"] = window
-        if route != self._session.request_context():
-            self._session.append("request/context", route)
+        route = RequestContextEvent(
+            provider=config.provider, model=config.model, context_window=window
+        )
+        if route.to_data() != self._session.request_context():
+            append(self._session, route)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from ..events import ToolCallEvent, ToolError, ToolResultEvent, append
 from ..llm import Json, TextBlock, ToolCallBlock, clean_json, tool_result_message
 from ..tools import Prepared, ToolExecutionInput, ToolFailure, ToolResult
 
@@ -135,33 +136,30 @@ class ToolCallScheduler:
 
     def _commit(self, block: ToolCallBlock, call_seq: int, result: ToolResult) -> None:
         message = tool_result_message(block.id, result.content, is_error=result.is_error)
-        data: dict[str, Json] = {
-            "turn": self.activity.turn,
-            "step": self.activity.step,
-            "message": message.to_json(),
-        }
-        if isinstance(result, ToolFailure):
-            info = result.error.log_info()
-            if info is not None:
-                data["error"] = info
-        if result.meta is not None:
-            data["meta"] = result.meta
-        self.session.append("tool/result", data, surface_op="append", source_event_seqs=[call_seq])
+        info = result.error.log_info() if isinstance(result, ToolFailure) else None
+        logged = ToolResultEvent(
+            turn=self.activity.turn,
+            step=self.activity.step,
+            message=message,
+            error=None if info is None else ToolError(info["name"], info["code"]),
+            meta=result.meta,
+            surface_op="append",
+            source_event_seqs=(call_seq,),
+        )
+        append(self.session, logged)
         for context in result.additional_contexts:
             self.agent.inject(context)
         self.concluded = self.concluded or result.concludes_turn
 
     def _append_call(self, block: ToolCallBlock) -> SessionEvent:
-        return self.session.append(
-            "tool/call",
-            {
-                "turn": self.activity.turn,
-                "step": self.activity.step,
-                "callId": block.id,
-                "name": block.name,
-                "arguments": block.arguments,
-            },
+        call = ToolCallEvent(
+            turn=self.activity.turn,
+            step=self.activity.step,
+            call_id=block.id,
+            name=block.name,
+            arguments=block.arguments,
         )
+        return append(self.session, call)
 
     def _synthetic_abort(self, block: ToolCallBlock) -> None:
         turn, step = self.activity.turn, self.activity.step
@@ -169,14 +167,12 @@ class ToolCallScheduler:
         message = tool_result_message(
             block.id, [TextBlock(f"Error: {ABORTED_BEFORE_DISPATCH}")], is_error=True
         )
-        self.session.append(
-            "tool/result",
-            {
-                "turn": turn,
-                "step": step,
-                "message": message.to_json(),
-                "error": {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"},
-            },
+        aborted = ToolResultEvent(
+            turn=turn,
+            step=step,
+            message=message,
+            error=ToolError("AbortError", "ABORTED_BEFORE_DISPATCH"),
             surface_op="append",
-            source_event_seqs=[call.seq],
+            source_event_seqs=(call.seq,),
         )
+        append(self.session, aborted)

@@ -14,6 +14,7 @@ from ..agent import (
     REQUEST_ERROR,
     STEP_RESULT,
     TURN_STOPPING,
+    USER_CANCEL,
     AgentError,
     Allow,
     Block,
@@ -29,12 +30,22 @@ from ..agent import (
     StopDecision,
     TurnStopping,
 )
+from ..events import (
+    AssistantMessageEvent,
+    StepEndEvent,
+    StepStartEvent,
+    TurnEndEvent,
+    TurnEndReason,
+    TurnStartEvent,
+    UserMessageEvent,
+    append,
+    chunk_event,
+)
 from ..kernel import Aborted
 from ..llm import (
     AssistantMessage,
     BlockAssembler,
     GenerateOptions,
-    Json,
     LlmError,
     LlmFailure,
     PreparedCall,
@@ -77,7 +88,7 @@ class TurnRunner:
     def open_turn(self, activity: Activity) -> None:
         """Append `turn/start` and claim the oldest queued prompt (synchronous)."""
         turn = activity.turn + 1
-        self._session.append("turn/start", {"turn": turn})
+        append(self._session, TurnStartEvent(turn=turn))
         activity.turn = turn
         activity.step = 0
         activity.turn_open = True
@@ -93,10 +104,10 @@ class TurnRunner:
         """Run the opened turn to its end; True when another turn should follow at once."""
         signal = activity.signal
         turn = activity.turn
-        reason: dict[str, Json] = {"kind": "completed"}
+        reason = TurnEndReason("completed")
         try:
             ended = await self._steps(activity)
-            reason = {"kind": ended}
+            reason = TurnEndReason(ended)
         except Aborted as exc:
             if not signal.aborted:  # someone else's signal: a failure of this turn
                 reason = self._failed(turn, activity.step, exc)
@@ -113,10 +124,10 @@ class TurnRunner:
             )
         finally:
             activity.turn_open = False
-            self._session.append("turn/end", {"turn": turn, "reason": reason})
+            append(self._session, TurnEndEvent(turn=turn, reason=reason))
         if not await self._checkpoint(turn, activity.step):
             return False
-        if reason["kind"] == "aborted":
+        if reason.kind == "aborted":
             return False  # pending work preserved by keep_inbox waits for a new wake
         return bool(self._agent.inbox.next_turn)
 
@@ -132,14 +143,11 @@ class TurnRunner:
             return False
         return True
 
-    def _failed(self, turn: int, step: int, exc: Exception) -> dict[str, Json]:
+    def _failed(self, turn: int, step: int, exc: Exception) -> TurnEndReason:
         """The `error` reason of a failed turn; `agent/error` is emitted."""
         self._agent.events.emit(AGENT_ERROR, AgentError(self._agent, turn, step, exc))
-        failure = exc.failure.to_json() if isinstance(exc, LlmError) else None
-        return {
-            "kind": "error",
-            "error": failure or {"message": error_chain(exc), "code": "UNKNOWN"},
-        }
+        failure = exc.failure if isinstance(exc, LlmError) else None
+        return TurnEndReason("error", error=failure or LlmFailure(error_chain(exc), "UNKNOWN"))
 
     async def _steps(self, activity: Activity) -> str:
         agent = self._agent
@@ -173,19 +181,19 @@ class TurnRunner:
             step = activity.step + 1
             await agent.events.serial(PRE_STEP, StepPoint(agent, activity.turn, step, signal))
             signal.raise_if_aborted()
-            self._session.append("step/start", {"turn": activity.turn, "step": step})
+            append(self._session, StepStartEvent(turn=activity.turn, step=step))
             activity.step = step
             try:
                 system = render_prompt(assembly)
                 self._requests.log_system_prompt(activity.turn, step, system)
                 for message in messages:
-                    self._session.append("user/message", message.to_json(), surface_op="append")
+                    append(self._session, UserMessageEvent(message=message, surface_op="append"))
                     self._projection.committed(message, self._session.seq - 1)
                 outcome = await self._step(activity, assembly, system)
                 if ends != "max-tokens":
                     ends = outcome  # max-tokens is sticky within the turn
             finally:
-                self._session.append("step/end", {"turn": activity.turn, "step": step})
+                append(self._session, StepEndEvent(turn=activity.turn, step=step))
             signal.raise_if_aborted()
             if ends is not None and not agent.inbox.next_step:
                 await self._turn_stopping(activity)
@@ -258,9 +266,7 @@ class TurnRunner:
         seqs: list[int] = []
 
         def log(chunk: StreamChunk) -> None:
-            event = self._session.append(
-                "assistant/chunk", {"turn": turn, "step": step, "chunk": chunk.to_json()}
-            )
+            event = append(self._session, chunk_event(turn, step, chunk))
             seqs.append(event.seq)
             assembler.push(chunk)
 
@@ -318,10 +324,15 @@ class TurnRunner:
         message = await agent.events.waterfall(
             STEP_RESULT, StepResult(agent, turn, step, message, activity.signal), _same_message
         )
-        data: dict[str, Json] = {"turn": turn, "step": step, "message": message.to_json()}
-        if assembler.usage is not None:
-            data["usage"] = assembler.usage.to_json()
-        self._session.append("assistant/message", data, surface_op="append", source_event_seqs=seqs)
+        answer = AssistantMessageEvent(
+            turn=turn,
+            step=step,
+            message=message,
+            usage=assembler.usage,
+            surface_op="append",
+            source_event_seqs=tuple(seqs),
+        )
+        append(self._session, answer)
         return message
 
     def _commit_interrupted(
@@ -335,21 +346,20 @@ class TurnRunner:
         if not kept:
             return
         message = assistant_message(kept, provider=request.provider, model=request.model)
-        data: dict[str, Json] = {
-            "turn": activity.turn,
-            "step": activity.step,
-            "message": message.to_json(),
-        }
-        if assembler.usage is not None:
-            data["usage"] = assembler.usage.to_json()
-        data["interrupted"] = True
-        self._session.append("assistant/message", data, surface_op="append", source_event_seqs=seqs)
+        answer = AssistantMessageEvent(
+            turn=activity.turn,
+            step=activity.step,
+            message=message,
+            usage=assembler.usage,
+            interrupted=True,
+            surface_op="append",
+            source_event_seqs=tuple(seqs),
+        )
+        append(self._session, answer)
 
 
-def _aborted(cause: object) -> dict[str, Json]:
-    if isinstance(cause, CancelCause):
-        return {"kind": "aborted", "reason": cause.to_json()}
-    return {"kind": "aborted", "reason": {"kind": "user"}}
+def _aborted(cause: object) -> TurnEndReason:
+    return TurnEndReason("aborted", cause if isinstance(cause, CancelCause) else USER_CANCEL)
 
 
 async def _no_retry(payload: RequestError) -> Retry | None:

@@ -8,12 +8,20 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ..._ids import uuid4_text
+from ...events import (
+    CompactionEndEvent,
+    CompactionStartEvent,
+    CompactionSummaryEvent,
+    SeqRange,
+    UserMessageEvent,
+    append,
+)
 from ...kernel import CancelSignal
 from ...llm import (
     BlockAssembler,
     GenerateOptions,
-    Json,
     Message,
+    TokenUsage,
     plugin_source,
     text_of,
     user_message,
@@ -87,7 +95,7 @@ async def compact(
     shadowed = [m for m in (session.derive_event_message(events[s]) for s in head) if m]
     shadowed_tokens = sum(estimate_message(m) for m in shadowed)
     compaction_id = f"compaction-{uuid4_text()}"
-    session.append("compaction/start", {"compactionId": compaction_id, "turn": turn})
+    append(session, CompactionStartEvent(compaction_id=compaction_id, turn=turn))
     error: str | None = None
     try:
         summary, route, usage = await _summarise(agent, config, shadowed, signal)
@@ -97,52 +105,49 @@ async def compact(
                 f"the summary ({summary_tokens} tokens) does not shrink its source "
                 f"({shadowed_tokens} tokens)"
             )
-        record: dict[str, Json] = {
-            "compactionId": compaction_id,
-            "summary": summary,
-            "shadowedRange": {"start": head[0], "end": head[-1]},
-            "shadowedSeqs": list(head),
-            "shadowedTokenCount": shadowed_tokens,
-            "provider": route[0],
-            "model": route[1],
-            "maxTokens": config.summary_max_tokens,
-            "trigger": trigger,
-        }
-        if usage is not None:
-            record["usage"] = usage
-        replacement = _commit_summary(session, record, head)
+        record = CompactionSummaryEvent(
+            compaction_id=compaction_id,
+            summary=summary,
+            shadowed_range=SeqRange(head[0], head[-1]),
+            shadowed_seqs=tuple(head),
+            shadowed_token_count=shadowed_tokens,
+            provider=route[0],
+            model=route[1],
+            max_tokens=config.summary_max_tokens,
+            trigger=trigger,
+            usage=usage,
+        )
+        replacement = _commit_summary(session, record)
     except BaseException as exc:
         error = str(exc) or type(exc).__name__
         raise
     finally:
-        end: dict[str, Json] = {"compactionId": compaction_id, "turn": turn}
-        if error is not None:
-            end["error"] = error
-        session.append("compaction/end", end)
+        append(session, CompactionEndEvent(compaction_id=compaction_id, turn=turn, error=error))
     return CompactionResult(
         compaction_id, tuple(head), shadowed_tokens, summary_tokens, replacement
     )
 
 
-def _commit_summary(session: Session, record: dict[str, Json], head: list[int]) -> int:
-    """Log the summary, then the checkpoint that replaces `head` on the surface; its seq."""
-    session.append("compaction/summary", record)
+def _commit_summary(session: Session, record: CompactionSummaryEvent) -> int:
+    """Log the summary, then the checkpoint that replaces what it shadows on the surface;
+    the checkpoint's seq."""
+    append(session, record)
     checkpoint = user_message(
-        f"<compacted-summary>\n{record['summary']}\n</compacted-summary>",
-        plugin_source(PLUGIN_ID, "checkpoint", compactionId=record["compactionId"]),
+        f"<compacted-summary>\n{record.summary}\n</compacted-summary>",
+        plugin_source(PLUGIN_ID, "checkpoint", compactionId=record.compaction_id),
     )
-    replacement = session.append(
-        "user/message",
-        checkpoint.to_json(),
-        surface_op=ReplaceOp(head[0], head[-1]),
-        source_event_seqs=head,
+    shadowed = record.shadowed_range
+    replacement = UserMessageEvent(
+        message=checkpoint,
+        surface_op=ReplaceOp(shadowed.start, shadowed.end),
+        source_event_seqs=record.shadowed_seqs,
     )
-    return replacement.seq
+    return append(session, replacement).seq
 
 
 async def _summarise(
     agent: Agent, config: CompactionConfig, shadowed: Sequence[Message], signal: CancelSignal
-) -> tuple[str, tuple[str, str], Json]:
+) -> tuple[str, tuple[str, str], TokenUsage | None]:
     session = agent.session
     header = session.request_header()
     provider = config.provider or (header.config.provider if header else agent.options.provider)
@@ -173,5 +178,4 @@ async def _summarise(
     summary = text_of(assembler.blocks()).strip()
     if not summary:
         raise CompactionError("summarisation returned no text")
-    usage = assembler.usage.to_json() if assembler.usage is not None else None
-    return summary, (provider, model), usage
+    return summary, (provider, model), assembler.usage

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ...events import HookInvokedEvent, HookResultEvent, append
 from ...kernel import CancelSignal, ServiceKey
 from ...llm import Json, UserMessage, plugin_source, user_message
 from ...session import Session
@@ -120,15 +121,14 @@ class HookBridge:
 
         session = state.agent.session
         if turn is not None:
-            invoked: dict[str, Json] = {
-                "turn": turn,
-                "point": point,
-                "dialect": "claude-code",
-                "handlerId": entry.handler_id,
-            }
-            if entry.matcher is not None:
-                invoked["matcher"] = entry.matcher
-            session.append("hook/invoked", invoked)
+            invoked = HookInvokedEvent(
+                turn=turn,
+                point=point,
+                dialect="claude-code",
+                handler_id=entry.handler_id,
+                matcher=entry.matcher,
+            )
+            append(session, invoked)
         run = await run_hook(
             entry.command,
             payload,
@@ -141,32 +141,27 @@ class HookBridge:
         if outcome.error is not None:
             _log.warning("%s hook %r: %s", point, entry.command, outcome.error)
         if turn is not None:
-            session.append("hook/result", self._result(turn, point, entry, run, outcome))
+            append(session, self._result(turn, point, entry, run, outcome))
         return outcome
 
     def _result(
         self, turn: int, point: Point, entry: HookEntry, run: HookRun, outcome: HookOutcome
-    ) -> dict[str, Json]:
-        data: dict[str, Json] = {
-            "turn": turn,
-            "point": point,
-            "handlerId": entry.handler_id,
-            "decision": outcome.recorded,
-            "durationMs": run.duration_ms,
-        }
-        if run.exit_code is not None:
-            data["exitCode"] = run.exit_code
+    ) -> HookResultEvent:
         limit = self.config.stderr_summary_chars
-        stderr = _summary(outcome.error or run.stderr, limit)
-        if stderr is not None:
-            data["stderrSummary"] = stderr
         # dsh's additions (optional fields): what the person is shown.
         reason = outcome.stop_reason if outcome.stop else outcome.reason
-        if reason is not None and outcome.recorded != "pass":
-            data["reason"] = _summary(reason, limit)
-        if outcome.output is not None:
-            data["output"] = _summary(outcome.output, limit)
-        return data
+        shown = None if reason is None or outcome.recorded == "pass" else _summary(reason, limit)
+        return HookResultEvent(
+            turn=turn,
+            point=point,
+            handler_id=entry.handler_id,
+            decision=outcome.recorded,
+            duration_ms=run.duration_ms,
+            exit_code=run.exit_code,
+            stderr_summary=_summary(outcome.error or run.stderr, limit),
+            reason=shown,
+            output=None if outcome.output is None else _summary(outcome.output, limit),
+        )
 
     def _transcript_path(self, session: Session) -> str:
         persistence = self.ctx.get("session_persistence")

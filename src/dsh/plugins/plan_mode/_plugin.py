@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from ...agent import Agent
+from ...events import PlanModeEvent, append, typed
 from ...kernel import SYSTEM_PROMPT, TOOLS, ConfigRecord, Context, Next, ServiceKey
 from ...llm import HarnessError
 from ...prompt import AssembleContext
@@ -37,7 +38,7 @@ __all__ = [
     "exit_plan_mode",
 ]
 
-EVENT = "plan/mode"
+EVENT = PlanModeEvent.type
 """The durable record of each change: `plan/mode {active}` (the reference's type)."""
 EXIT_TOOL = "exit_plan_mode"
 
@@ -92,7 +93,7 @@ class PlanMode:
         session = agent.session
         if self.active(session) == active:
             return False
-        session.append(EVENT, {"active": active})
+        append(session, PlanModeEvent(active=active))
         self._active[session.id] = active
         return True
 
@@ -106,7 +107,8 @@ class PlanMode:
 def _logged(session: Session) -> bool:
     for event in reversed(session.events):
         if event.type == EVENT:
-            return bool(event.data.get("active"))
+            mode = typed(event)
+            return isinstance(mode, PlanModeEvent) and mode.active
     return False
 
 

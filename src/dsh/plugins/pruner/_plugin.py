@@ -7,8 +7,9 @@ from typing import Annotated, Any, ClassVar
 
 from msgspec import Meta
 
+from ...events import CompactionPruneEvent, SeqRange, ToolResultEvent, append, typed
 from ...kernel import ConfigRecord, Context
-from ...llm import Json, Message, TextBlock, ToolResultBlock
+from ...llm import Message, TextBlock, ToolResultBlock
 from ...session import ReplaceOp, SessionEvent
 from ..compaction import COMPACTION, Reduction, estimate_message
 
@@ -64,19 +65,27 @@ async def prune(reduction: Reduction, config: PrunerConfig) -> bool:
         return False
     targets.reverse()
     for event, _, pruned in targets:
-        data: dict[str, Json] = {**event.data, "message": pruned.to_json()}
-        op = ReplaceOp(event.seq, event.seq)
-        session.append("tool/result", data, surface_op=op, source_event_seqs=[event.seq])
-    seqs: list[Json] = [event.seq for event, _, _ in targets]
-    session.append(
-        "compaction/prune",
-        {
-            "shadowedRange": {"start": seqs[0], "end": seqs[-1]},
-            "shadowedSeqs": seqs,
-            "shadowedTokenCount": sum(estimate_message(m) for _, m, _ in targets),
-            "trigger": reduction.trigger,
-        },
+        result = typed(event)
+        assert isinstance(result, ToolResultEvent)  # a derived tool result is one
+        copy = ToolResultEvent(
+            turn=result.turn,
+            step=result.step,
+            message=pruned,
+            error=result.error,
+            meta=result.meta,
+            extra=result.extra,
+            surface_op=ReplaceOp(event.seq, event.seq),
+            source_event_seqs=(event.seq,),
+        )
+        append(session, copy)
+    seqs = tuple(event.seq for event, _, _ in targets)
+    prune = CompactionPruneEvent(
+        shadowed_range=SeqRange(seqs[0], seqs[-1]),
+        shadowed_seqs=seqs,
+        shadowed_token_count=sum(estimate_message(m) for _, m, _ in targets),
+        trigger=reduction.trigger,
     )
+    append(session, prune)
     return True
 
 

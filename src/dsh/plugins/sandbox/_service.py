@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, cast
 
 import msgspec
 
+from ...events import SandboxModeEvent, append
 from ...kernel import ConfigRecord, ServiceKey
 from ...session import Session
 from ...tools import SANDBOX as _SANDBOX
@@ -36,7 +37,7 @@ if TYPE_CHECKING:  # the proxy loads when a profile lists hosts
 
 __all__ = ["MODE_EVENT", "SANDBOX", "Sandbox", "SandboxConfig", "SandboxNetwork"]
 
-MODE_EVENT = "sandbox/mode"
+MODE_EVENT = SandboxModeEvent.type
 """The durable record of a session's mode: `{mode}` (the reference runtime's type)."""
 
 _log = logging.getLogger("dsh.plugins.sandbox")
@@ -129,7 +130,7 @@ class Sandbox:
     def set_mode(self, session: Session, mode: SandboxMode) -> None:
         """Make `mode` the session's, logging `sandbox/mode` unless its log already says so."""
         if _logged(session) != mode:
-            session.append(MODE_EVENT, {"mode": mode})
+            append(session, SandboxModeEvent(mode=mode))
         self._modes[session.id] = mode
 
     def forget(self, session_id: str) -> None:

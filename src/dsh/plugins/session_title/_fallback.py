@@ -9,6 +9,7 @@ from typing import Annotated, Any, ClassVar
 
 from msgspec import Meta
 
+from ...events import SessionTitleEvent, append
 from ...kernel import SESSIONS, ConfigRecord, Context
 from ...llm import Json, Message
 from ...session import SESSION_DISPOSED, SESSION_EVENT, Session, SessionEvent, SessionEventPayload
@@ -43,9 +44,11 @@ def title_of(events: Sequence[SessionEvent]) -> str | None:
     return None
 
 
-def title_event(title: str, message_seqs: list[int], source: dict[str, Json]) -> dict[str, Json]:
-    """The `data` of a `session/title` event (the reference runtime's shape)."""
-    return {"title": title, "messageSeqs": list(message_seqs), "source": source}
+def title_event(
+    title: str, message_seqs: Sequence[int], source: dict[str, Json]
+) -> SessionTitleEvent:
+    """A `session/title` event (the reference runtime's shape)."""
+    return SessionTitleEvent(title=title, message_seqs=tuple(message_seqs), source=source)
 
 
 class SessionTitlePlugin:
@@ -77,11 +80,11 @@ class SessionTitlePlugin:
             )
             if title:
                 # Appending from inside `session/event` is refused: write right after it.
-                asyncio.get_running_loop().call_soon(append, session, title, event.seq)
+                asyncio.get_running_loop().call_soon(write, session, title, event.seq)
 
-        def append(session: Session, title: str, seq: int) -> None:
+        def write(session: Session, title: str, seq: int) -> None:
             if session.attached:
-                session.append("session/title", title_event(title, [seq], {"kind": "fallback"}))
+                append(session, title_event(title, [seq], {"kind": "fallback"}))
 
         ctx.on(SESSION_EVENT, on_event)
         ctx.on(SESSION_DISPOSED, lambda session: seen.discard(session.id))

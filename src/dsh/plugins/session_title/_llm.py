@@ -7,6 +7,7 @@ from typing import Annotated, Any, ClassVar
 
 from msgspec import Meta
 
+from ...events import TitleRequestEvent, append
 from ...kernel import AGENTS, LLM, CancelSignal, ConfigRecord, Context
 from ...llm import (
     BlockAssembler,
@@ -108,17 +109,17 @@ async def _titled(
     request = user_message(
         "The person's first message:\n\n" + "\n\n".join(prompts), plugin_source(PLUGIN_ID)
     )
-    record: dict[str, Json] = {
-        "titleProvider": TITLE_PROVIDER,
-        "messageSeqs": list(seqs),
-        "route": {"provider": route[0], "model": route[1]},
-        "system": SYSTEM,
-        "messages": [request.to_json()],
-        "maxTokens": config.max_tokens,
-    }
+    record = TitleRequestEvent(
+        title_provider=TITLE_PROVIDER,
+        message_seqs=tuple(seqs),
+        route={"provider": route[0], "model": route[1]},
+        system=SYSTEM,
+        messages=(request,),
+        max_tokens=config.max_tokens,
+    )
     if not session.attached:
         return
-    session.append("session/title-llm-request", record)
+    append(session, record)
     options = GenerateOptions(
         provider=route[0],
         model=route[1],
@@ -150,4 +151,4 @@ async def _titled(
             "provider": TITLE_PROVIDER,
             "model": {"provider": route[0], "model": route[1]},
         }
-        session.append("session/title", title_event(title, seqs, source))
+        append(session, title_event(title, seqs, source))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ...events import SubagentDescriptorEvent, append
 from ...kernel import Context
 from ...llm import Json
 from ...tools import ToolDefinition, ToolExecution, ToolRunContext
@@ -38,26 +40,19 @@ class ChildSetup:
             ctx.tools.restrict(allow=allow, deny=deny)
         if request.output_schema is not None:
             self._structured_output(ctx, request.output_schema)
-        descriptor: dict[str, Json] = {
-            "version": DESCRIPTOR_VERSION,
-            "mode": "continuable" if request.continuable else "one-shot",
-            "provider": self.provider,
-        }
-        if request.label:
-            descriptor["label"] = request.label
         options = child.options
-        if options.provider:
-            descriptor["agentProvider"] = options.provider
-        if options.model:
-            descriptor["agentModel"] = options.model
-        if request.persona:
-            descriptor["persona"] = request.persona
-        if request.tool_filter is not None:
-            tf = request.tool_filter
-            descriptor["toolFilter"] = (
-                {"allow": list(tf.allow)} if tf.allow is not None else {"deny": list(tf.deny or ())}
-            )
-        child.session.append("subagent/descriptor", descriptor)
+        tf = request.tool_filter
+        descriptor = SubagentDescriptorEvent(
+            version=DESCRIPTOR_VERSION,
+            mode="continuable" if request.continuable else "one-shot",
+            provider=self.provider,
+            label=request.label or None,
+            agent_provider=options.provider or None,
+            agent_model=options.model or None,
+            persona=request.persona or None,
+            tool_filter=None if tf is None else _filter_json(tf.allow, tf.deny),
+        )
+        append(child.session, descriptor)
 
     def _structured_output(self, ctx: Context, schema: dict[str, Json]) -> None:
         def submit(args: Json, run: ToolRunContext) -> Json:
@@ -88,3 +83,8 @@ class ChildSetup:
             f"When you have finished, call the {STRUCTURED_TOOL} tool exactly once with your "
             "result; the task ends when you do.",
         )
+
+
+def _filter_json(allow: Sequence[str] | None, deny: Sequence[str] | None) -> Json:
+    """A tool filter as the descriptor logs it: `{allow}` or `{deny}`."""
+    return {"allow": list(allow)} if allow is not None else {"deny": list(deny or ())}

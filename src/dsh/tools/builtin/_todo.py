@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 
+from ...events import Todo, TodoWriteEvent, append
 from ...kernel import ConfigRecord
 from ...llm import Json
 from .._tool_plugin import ToolPlugin
@@ -74,7 +75,8 @@ def write_todos(config: TodoConfig, args: Mapping[str, Json], run: ToolRunContex
     session = run.session
     if session is None:
         raise ArgumentError("todo_write requires an owning agent session")
-    session.append("todo/write", {"todos": todos})
+    items = tuple(Todo(str(t["content"]), str(t["status"])) for t in todos)
+    append(session, TodoWriteEvent(todos=items))
     return {
         "todos": todos,
         "counts": {
