@@ -118,7 +118,7 @@ class AcpSession:
 
     def _last_end(self, start: int) -> TurnEndReason | None:
         for raw in reversed(self.agent.session.events[start:]):
-            if raw.type == "turn/end":
+            if raw.type == TurnEndEvent.type:
                 event = typed(raw)
                 return event.reason if isinstance(event, TurnEndEvent) else None
         return None

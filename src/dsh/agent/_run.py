@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Generic, Literal, TypeVar, overload
 import msgspec
 from typing_extensions import TypeVar as DefaultTypeVar
 
+from ..events import AssistantMessageEvent, InboxSplicedEvent, TurnEndEvent, UserMessageEvent
 from ..events import typed as typed_event
 from ..llm import Json, Message, UserMessage, text_of
 from ..session import (
@@ -109,7 +110,7 @@ class RunResult(msgspec.Struct, Generic[OutputT], frozen=True):
     def reason(self) -> Json:
         """The whole `reason` of the last `turn/end` of the run (`{}` if there was none)."""
         for event in reversed(self.events):
-            if event.type == "turn/end":
+            if event.type == TurnEndEvent.type:
                 return event.data["reason"]
         return {}
 
@@ -120,9 +121,9 @@ class RunResult(msgspec.Struct, Generic[OutputT], frozen=True):
         finish: str | None = None
         error: Json = None
         for event in events:
-            if event.type == "assistant/message":
+            if event.type == AssistantMessageEvent.type:
                 text = text_of(Message.from_json(event.data["message"]).content)
-            elif event.type == "turn/end":
+            elif event.type == TurnEndEvent.type:
                 finish = event.data["reason"]["kind"]
                 error = event.data["reason"].get("error")
         return RunResult(text, text, finish, tuple(events), session_id, error)
@@ -137,7 +138,7 @@ class RunResult(msgspec.Struct, Generic[OutputT], frozen=True):
         """The run's messages as the model sees them, in order: prompts and other user-side
         messages, model answers, tool results."""
         return tuple(
-            Message.from_json(e.data if e.type == "user/message" else e.data["message"])
+            Message.from_json(e.data if e.type == UserMessageEvent.type else e.data["message"])
             for e in self.events
             if e.type in SURFACE_TYPES
         )
@@ -154,7 +155,7 @@ async def run_prompt(agent: Agent, prompt: UserMessage | str) -> RunResult[str]:
         (
             i
             for i, e in enumerate(events)
-            if e.type == "agent/inbox/spliced"
+            if e.type == InboxSplicedEvent.type
             and any(m.get("id") == message_id for m in e.data.get("inserted", ()))
         ),
         0,

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import msgspec
 
 from ..agent import AgentOptions, CreateAgentOptions, ResumeAgentOptions, run_prompt
+from ..events import AssistantMessageEvent, TurnEndEvent, TurnStartEvent, UserMessageEvent
 from ..kernel import Context, Profile, boot, load_profile
 from ..llm import Json, Message, text_of
 from ..llm.adapters import ModelRoute, parse_model
@@ -164,9 +165,9 @@ def progress_of(events: Sequence[SessionEvent] | None) -> Progress:
     crash put back in the inbox, or one that never durably reached it), `unfinished` (its
     last turn was interrupted: a crash, or the runtime was disposed), or `finished`."""
     events = events or ()
-    if not any(e.type == "user/message" and _from_user(e) for e in events):
+    if not any(e.type == UserMessageEvent.type and _from_user(e) for e in events):
         return "new"
-    reason = next(e.data["reason"] for e in reversed(events) if e.type == "turn/end")
+    reason = next(e.data["reason"] for e in reversed(events) if e.type == TurnEndEvent.type)
     if reason["kind"] == "interrupted":
         return "unfinished"
     if reason["kind"] == "aborted" and reason.get("reason", {}).get("kind") == "disposed":
@@ -186,11 +187,11 @@ def result_of(task_id: str, session_id: str, events: Sequence[SessionEvent]) -> 
     first: int | None = None
     end: SessionEvent | None = None
     for event in events:
-        if event.type == "assistant/message":
+        if event.type == AssistantMessageEvent.type:
             last = event  # only the last one is decoded
-        elif event.type == "turn/start" and first is None:
+        elif event.type == TurnStartEvent.type and first is None:
             first = event.time
-        elif event.type == "turn/end":
+        elif event.type == TurnEndEvent.type:
             end = event
     answer = "" if last is None else text_of(Message.from_json(last.data["message"]).content)
     reason: Any = {} if end is None else end.data["reason"]

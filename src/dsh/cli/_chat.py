@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent import USER_CANCEL, Agent, AgentHandle
+from ..events import TurnEndEvent, TurnStartEvent, UserMessageEvent
 from ..kernel import Aborted, Context, Disposer
 from ..llm import clean_text
 from ..plugins.approval import APPROVAL, Approval, ApprovalRequest
@@ -265,10 +266,13 @@ class Chat:
         if agent is None or payload.session is not agent.session:
             return
         event = payload.event
-        if event.type == "user/message" and self.queued.pop(event.data["id"], None) is not None:
+        if (
+            event.type == UserMessageEvent.type
+            and self.queued.pop(event.data["id"], None) is not None
+        ):
             self.screen.queued = list(self.queued.values())
         self.renderer.event(event)
-        if event.type == "turn/end":
+        if event.type == TurnEndEvent.type:
             if self.queued and agent.status != "running":
                 self.queued.clear()
                 self.screen.queued = []
@@ -479,5 +483,5 @@ async def ask_trust(workspace: Path) -> None:
 
 def _last_turns(events: list[Any], count: int) -> list[Any]:
     """The events of the last `count` turns (a resumed session's recent past)."""
-    starts = [i for i, e in enumerate(events) if e.type == "turn/start"]
+    starts = [i for i, e in enumerate(events) if e.type == TurnStartEvent.type]
     return events[starts[-count] :] if len(starts) >= count else events

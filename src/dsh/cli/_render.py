@@ -4,9 +4,33 @@ and results in log order, and a status line for what is happening now."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from ..llm import Message, ReasoningBlock, TextBlock, text_of
+from ..events import (
+    ASSISTANT_CHUNK,
+    ApprovalAskedEvent,
+    ApprovalDecidedEvent,
+    AssistantMessageEvent,
+    BlockEndEvent,
+    CompactionPruneEvent,
+    CompactionSummaryEvent,
+    FinishEvent,
+    HookResultEvent,
+    PlanModeEvent,
+    ReasoningDeltaEvent,
+    RetryEvent,
+    StepStartEvent,
+    TextDeltaEvent,
+    ToolCallDeltaEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    TypedEvent,
+    UserMessageEvent,
+    typed,
+)
+from ..llm import ReasoningBlock, TextBlock
 from ..session import usage_of
 from ._blocks import StreamedText
 from ._format import call_summary, describe_end, preview, result_summary, usage_line
@@ -19,7 +43,7 @@ if TYPE_CHECKING:
 LIVE_LINES = 8
 """How much of the block being written the live area shows (its tail)."""
 REASONING_PREVIEW = 72
-USAGE_EVENTS = ("assistant/message", "tool/call", "compaction/summary")
+USAGE_EVENTS = (AssistantMessageEvent.type, ToolCallEvent.type, CompactionSummaryEvent.type)
 """What `usage_of` reads."""
 
 
@@ -76,21 +100,72 @@ class Renderer:
     def event(self, event: SessionEvent) -> None:
         if event.type in USAGE_EVENTS:
             self._turn.append(event)
-        handler = getattr(self, "_" + event.type.replace("/", "_").replace("-", "_"), None)
-        if handler is not None:
-            handler(event)
+        self.show(typed(event))
+
+    def show(self, event: TypedEvent) -> None:
+        """What one event puts on the screen (most events put nothing)."""
+        match event:
+            case UserMessageEvent():
+                self._user_message(event)
+            case TurnStartEvent():
+                self._turn = []
+                self.surface.status("thinking…")
+            case StepStartEvent():
+                self.surface.status("thinking…")
+            case TextDeltaEvent():
+                self._step = (event.turn, event.step)
+                self._stream_text(event.text)
+            case ReasoningDeltaEvent():
+                self._step = (event.turn, event.step)
+                self._thought = (self._thought or "") + event.text
+                self.surface.status("thinking…")
+                self.surface.live(_tail(self._thought), "dim italic")
+            case ToolCallDeltaEvent():
+                self._step = (event.turn, event.step)
+                if event.name:
+                    self.surface.status(f"preparing {event.name}…")
+            case BlockEndEvent() | FinishEvent():
+                self._step = (event.turn, event.step)
+                self._close_blocks()
+            case AssistantMessageEvent():
+                self._assistant_message(event)
+            case ToolCallEvent():
+                self._tool_call(event)
+            case ApprovalAskedEvent():
+                self.surface.status(None)
+            case ApprovalDecidedEvent():
+                self._approval_decided(event)
+            case ToolResultEvent():
+                self._tool_result(event)
+            case RetryEvent():
+                self._llm_retry(event)
+            case HookResultEvent():
+                self._hook_result(event)
+            case CompactionSummaryEvent():
+                count = len(event.shadowed_seqs)
+                self.surface.note(f"⇣ compacted {count} earlier messages into a summary", "dim")
+            case CompactionPruneEvent():
+                count = len(event.shadowed_seqs)
+                plural = "s" if count != 1 else ""
+                self.surface.note(f"⇣ pruned {count} old tool result{plural}", "dim")
+            case PlanModeEvent():
+                self.surface.note(f"◇ plan mode {'on' if event.active else 'off'}", "magenta")
+            case TurnEndEvent():
+                self._turn_end(event)
+            case _:
+                pass
 
     def replay(self, events: list[SessionEvent]) -> None:
         """Print stored events (a resumed session's last turns): whole messages, no chunks."""
         for event in events:
-            if event.type != "assistant/chunk":
+            if event.type != ASSISTANT_CHUNK:
                 self.event(event)
         self.surface.status(None)
 
     # -- the turn ------------------------------------------------------------------------------
 
-    def _user_message(self, event: SessionEvent) -> None:
-        message = Message.from_json(event.data)
+    def _user_message(self, event: UserMessageEvent) -> None:
+        message = event.message
         source = message.source
         if self.echo_prompts and source.get("kind") == "user":
             self.surface.note(f"> {message.text}", "bold")
@@ -99,29 +174,6 @@ class Renderer:
             # start a turn on it with nobody typing, so the person sees why.
             first = message.text.strip().split("\n", 1)[0].rstrip(":")
             self.surface.note(f"◆ {first}", "blue")
-
-    def _turn_start(self, event: SessionEvent) -> None:
-        self._turn = []
-        self.surface.status("thinking…")
-
-    def _step_start(self, event: SessionEvent) -> None:
-        self.surface.status("thinking…")
-
-    def _assistant_chunk(self, event: SessionEvent) -> None:
-        data = event.data
-        self._step = (data["turn"], data["step"])
-        chunk = data["chunk"]
-        kind = chunk["type"]
-        if kind == "text-delta":
-            self._stream_text(chunk["text"])
-        elif kind == "reasoning-delta":
-            self._thought = (self._thought or "") + chunk["text"]
-            self.surface.status("thinking…")
-            self.surface.live(_tail(self._thought), "dim italic")
-        elif kind == "tool-call-delta" and chunk.get("name"):
-            self.surface.status(f"preparing {chunk['name']}…")
-        elif kind in ("block-end", "finish"):
-            self._close_blocks()
 
     def _stream_text(self, delta: str) -> None:
         if self._text is None:
@@ -158,11 +210,10 @@ class Renderer:
         lines = text.count("\n") + 1
         self.surface.note(f"∴ {first} ({lines} line{'s' if lines != 1 else ''} of thinking)", "dim")
 
-    def _assistant_message(self, event: SessionEvent) -> None:
-        step = (event.data.get("turn"), event.data.get("step"))
-        if step == self._step:
+    def _assistant_message(self, event: AssistantMessageEvent) -> None:
+        if (event.turn, event.step) == self._step:
             return  # its chunks were shown as they arrived
-        for block in Message.from_json(event.data["message"]).content:
+        for block in event.message.content:
             if isinstance(block, ReasoningBlock):
                 self._print_reasoning(block.text)
             elif isinstance(block, TextBlock) and block.text.strip():
@@ -170,35 +221,27 @@ class Renderer:
 
     # -- tools ---------------------------------------------------------------------------------
 
-    def _tool_call(self, event: SessionEvent) -> None:
-        data = event.data
-        self.calls[data["callId"]] = data["name"]
+    def _tool_call(self, event: ToolCallEvent) -> None:
+        self.calls[event.call_id] = event.name
         self._close_blocks()
-        self.surface.note(f"● {call_summary(data['name'], data['arguments'])}", "cyan")
-        self.surface.status(f"running {data['name']}…")
+        self.surface.note(f"● {call_summary(event.name, event.arguments)}", "cyan")
+        self.surface.status(f"running {event.name}…")
 
-    def _approval_asked(self, event: SessionEvent) -> None:
-        self.surface.status(None)
-
-    def _approval_decided(self, event: SessionEvent) -> None:
-        data = event.data
-        if data.get("by") != "answerer":
+    def _approval_decided(self, event: ApprovalDecidedEvent) -> None:
+        if event.by != "answerer":
             return  # nobody was asked: the tool result says what happened
-        decision = data.get("decision")
         words = {"once": "allowed once", "always": "allowed for this session"}
-        if decision in words:
-            self.surface.note(f"  ✓ {words[decision]}", "green")
+        if event.decision in words:
+            self.surface.note(f"  ✓ {words[event.decision]}", "green")
         else:
-            reason = data.get("reason")
+            reason = event.reason
             self.surface.note("  ✗ denied" + (f": {reason}" if reason else ""), "red")
 
-    def _tool_result(self, event: SessionEvent) -> None:
+    def _tool_result(self, event: ToolResultEvent) -> None:
         if event.surface_op != "append":
             return  # a pruned copy of an old result (compaction/prune says so)
-        block: Any = Message.from_json(event.data["message"]).content[0]
-        text = text_of(getattr(block, "content", ()))
-        failed = bool(getattr(block, "is_error", False))
-        name = self.calls.pop(getattr(block, "tool_call_id", ""), "")
+        text, failed = event.text, event.is_error
+        name = self.calls.pop(event.call_id, "")
         lines = result_summary(text, tool=None if failed else name)
         for i, line in enumerate(lines):
             self.surface.note(("  ⎿ " if i == 0 else "    ") + line, "red" if failed else "dim")
@@ -206,52 +249,35 @@ class Renderer:
 
     # -- everything else -----------------------------------------------------------------------
 
-    def _llm_retry(self, event: SessionEvent) -> None:
-        data = event.data
-        failure = data.get("failure", {})
-        of = f"/{data['maxRetries']}" if "maxRetries" in data else ""
-        what = _without_provider(str(failure.get("message") or failure.get("code", "error")))
-        seconds = data.get("delayMs", 0) / 1000
-        self.surface.status(
-            f"↻ retry {data.get('retry')}{of} in {seconds:.1f} s: {what}", keep=True
-        )
+    def _llm_retry(self, event: RetryEvent) -> None:
+        failure = event.failure
+        of = f"/{event.max_retries}" if event.max_retries is not None else ""
+        what = _without_provider(failure.message or failure.code or "error")
+        seconds = event.delay_ms / 1000
+        self.surface.status(f"↻ retry {event.retry}{of} in {seconds:.1f} s: {what}", keep=True)
 
-    def _hook_result(self, event: SessionEvent) -> None:
+    def _hook_result(self, event: HookResultEvent) -> None:
         """A hook that blocked, failed or has something to say (`hook/result`)."""
-        data = event.data
-        point, decision = data.get("point", "hook"), data.get("decision")
-        failed = "exitCode" not in data or data["exitCode"] not in (0, 2)
+        point, decision = event.point, event.decision
+        failed = event.exit_code not in (0, 2)
         verbs = {"block": "blocked", "deny": "denied", "ask": "asks", "stop": "stopped the turn"}
-        if decision in verbs:
-            line, style = f"{point} hook {verbs[decision]}: {data.get('reason', '')}", "yellow"
-        elif failed and data.get("stderrSummary"):
-            line, style = f"{point} hook failed: {data['stderrSummary']}", "red"
-        elif data.get("output"):
-            line, style = f"{point} hook: {data['output']}", "dim"
+        if isinstance(decision, str) and decision in verbs:
+            line, style = f"{point} hook {verbs[decision]}: {event.reason or ''}", "yellow"
+        elif failed and event.stderr_summary:
+            line, style = f"{point} hook failed: {event.stderr_summary}", "red"
+        elif event.output:
+            line, style = f"{point} hook: {event.output}", "dim"
         else:
             return
         self._close_blocks()
         self.surface.note(f"⚑ {preview(line.rstrip(': '), 160)}", style)
 
-    def _compaction_summary(self, event: SessionEvent) -> None:
-        count = len(event.data.get("shadowedSeqs", ()))
-        self.surface.note(f"⇣ compacted {count} earlier messages into a summary", "dim")
-
-    def _compaction_prune(self, event: SessionEvent) -> None:
-        count = len(event.data.get("shadowedSeqs", ()))
-        self.surface.note(f"⇣ pruned {count} old tool result{'s' if count != 1 else ''}", "dim")
-
-    def _plan_mode(self, event: SessionEvent) -> None:
-        active = event.data.get("active")
-        self.surface.note("◇ plan mode on" if active else "◇ plan mode off", "magenta")
-
-    def _turn_end(self, event: SessionEvent) -> None:
+    def _turn_end(self, event: TurnEndEvent) -> None:
         self._close_blocks()
         self.surface.status(None)
         self._step = None
-        reason = event.data["reason"]
-        if self.outcomes and reason.get("kind") != "completed":
-            self.surface.note(f"✗ {describe_end(reason)}", "red")
+        if self.outcomes and event.reason.kind != "completed":
+            self.surface.note(f"✗ {describe_end(event.reason.to_json())}", "red")
         usage = usage_of(self._turn)
         self._turn = []
         line = usage_line(usage, self.cost(usage) if self.cost else None)

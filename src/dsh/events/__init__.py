@@ -6,6 +6,7 @@
 
 from ._base import Event
 from ._catalog import (
+    ASSISTANT_CHUNK,
     EVENT_CLASSES,
     AcpModeEvent,
     ApprovalAskedEvent,
@@ -52,6 +53,7 @@ from ._convert import append, logged, typed
 from ._values import CancelCause, SeqRange, Todo, ToolError, TurnEndReason
 
 __all__ = [
+    "ASSISTANT_CHUNK",
     "AcpModeEvent",
     "SandboxModeEvent",
     "TitleRequestEvent",

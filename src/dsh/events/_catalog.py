@@ -47,6 +47,9 @@ from ._values import (
     TurnEndReason,
 )
 
+ASSISTANT_CHUNK = "assistant/chunk"
+"""The type of every stream chunk's event (`TextDeltaEvent`, `FinishEvent`, …)."""
+
 # -- turns and steps ---------------------------------------------------------------------------
 
 
@@ -183,7 +186,7 @@ class SystemMessageEvent(Event, frozen=True, kw_only=True):
 class _ChunkEvent(Event, frozen=True, kw_only=True):
     """`assistant/chunk {turn, step, chunk}`, with the chunk's fields flattened."""
 
-    type: ClassVar[str] = "assistant/chunk"
+    type: ClassVar[str] = ASSISTANT_CHUNK
     chunk_type: ClassVar[str]
     chunk_class: ClassVar[Any]
     turn: int

@@ -129,7 +129,7 @@ class RequestBuilder:
         if not session.header.system_on_surface or not system:
             return
         head = session.surface_head()
-        if head is not None and head.type == "system/message":
+        if head is not None and head.type == SystemMessageEvent.type:
             if session.system_prompt() == system:
                 return
             op: SurfaceOp = ReplaceOp(head.seq, head.seq)

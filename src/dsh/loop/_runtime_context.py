@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..events import UserMessageEvent
 from ..llm import UserMessage, plugin_source, user_message
 from ..prompt import (
     RUNTIME_CONTEXT_CLEARED,
@@ -39,7 +40,7 @@ class RuntimeContextProjection:
         events = session.events
         for seq in reversed(session.surface.nodes):
             event = events[seq]
-            if event.type != "user/message":
+            if event.type != UserMessageEvent.type:
                 continue
             source = event.data.get("source", {})
             if source.get("kind") == "plugin" and source.get("plugin") == RUNTIME_CONTEXT_PLUGIN:

@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from ..events import ASSISTANT_CHUNK
 from ..llm import json_bytes
 from ..session import SessionEvent, SessionHeader
 from ._types import CorruptLogError, Record
@@ -225,7 +226,7 @@ def _unpack(row: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
             chunk = {"type": delta, "index": index, "text": part}
         events.append(
             {
-                "type": "assistant/chunk",
+                "type": ASSISTANT_CHUNK,
                 "seq": seq0 + i,
                 "time": time,
                 "data": {"turn": turn, "step": step, "chunk": chunk},

@@ -17,6 +17,16 @@ from typing import Any
 
 import msgspec
 
+from ..events import (
+    AssistantMessageEvent,
+    InboxSplicedEvent,
+    StepEndEvent,
+    StepStartEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    UserMessageEvent,
+)
 from ..session import SessionEvent, SessionHeader, last_turn
 from ._codec import encode_text, records_of
 from ._types import Record
@@ -85,17 +95,17 @@ def repair_closers(events: Sequence[SessionEvent], header: SessionHeader | None 
     pending: dict[str, _Call] = {}
     for event in events[start:]:
         kind, data = event.type, event.data
-        if kind == "step/start":
+        if kind == StepStartEvent.type:
             step, pending = data.get("step"), {}
-        elif kind == "step/end":
+        elif kind == StepEndEvent.type:
             step, pending = None, {}
-        elif kind == "assistant/message":
+        elif kind == AssistantMessageEvent.type:
             pending = {c: _Call(c, event.seq) for c in _requested_calls(data)}
-        elif kind == "tool/call":
+        elif kind == ToolCallEvent.type:
             call = pending.get(str(data.get("callId")))
             if call is not None:
                 call.started_at = event.seq
-        elif kind == "tool/result":
+        elif kind == ToolResultEvent.type:
             pending.pop(_answered_call(data) or "", None)
     last = events[-1]
     seq, time = last.seq + 1, last.time
@@ -106,15 +116,15 @@ def repair_closers(events: Sequence[SessionEvent], header: SessionHeader | None 
         seq += 1
     plain: list[SessionEvent] = []
     if step is not None:
-        plain.append(SessionEvent("step/end", seq, time, {"turn": turn, "step": step}))
+        plain.append(SessionEvent(StepEndEvent.type, seq, time, {"turn": turn, "step": step}))
         seq += 1
     ended = {"turn": turn, "reason": {"kind": "interrupted"}}
-    plain.append(SessionEvent("turn/end", seq, time, ended))
+    plain.append(SessionEvent(TurnEndEvent.type, seq, time, ended))
     seed_length = (header.seed_length or 0) if header is not None else 0
     for target, messages in _unlogged_claims(events, start, seed_length).items():
         seq += 1
         data = {"target": target, "start": 0, "inserted": messages}
-        plain.append(SessionEvent("agent/inbox/spliced", seq, time, data))
+        plain.append(SessionEvent(InboxSplicedEvent.type, seq, time, data))
     closers.extend(zip(plain, records_of(plain, header), strict=True))
     return Repair(tuple(e for e, _ in closers), tuple(r for _, r in closers))
 
@@ -129,9 +139,9 @@ def _unlogged_claims(
     claimed: dict[str, tuple[str, Any]] = {}
     for index in range(seed_length, len(events)):
         kind, data = events[index].type, events[index].data
-        if kind == "user/message":
+        if kind == UserMessageEvent.type:
             claimed.pop(str(data.get("id")), None)
-        elif kind == "agent/inbox/spliced" and data.get("target") in queues:
+        elif kind == InboxSplicedEvent.type and data.get("target") in queues:
             items = queues[data["target"]]
             start, count = data.get("start", 0), data.get("removedCount", 0)
             removed = items[start : start + count]
@@ -188,7 +198,7 @@ def _tool_result(
     cited = call.started_at if call.started_at is not None else call.requested_at
     # Format 4 cites nothing for a call that never started (the reference refuses a citation).
     seqs = (cited,) if started or not v4 else None
-    event = SessionEvent("tool/result", seq, time, data, "append", seqs)
+    event = SessionEvent(ToolResultEvent.type, seq, time, data, "append", seqs)
     stored = data
     if v4:
         message = {
@@ -200,8 +210,8 @@ def _tool_result(
             "content": content,
         }
         stored = {**data, "message": message}
-    line: dict[str, Any] = {"type": "tool/result", "seq": seq, "time": time, "data": stored}
+    line: dict[str, Any] = {"type": ToolResultEvent.type, "seq": seq, "time": time, "data": stored}
     line["surfaceOp"] = "append"
     if seqs is not None:
         line["sourceEventSeqs"] = list(seqs)
-    return event, Record(seq, "tool/result", time, encode_text(line))
+    return event, Record(seq, ToolResultEvent.type, time, encode_text(line))

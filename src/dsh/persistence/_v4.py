@@ -26,6 +26,37 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
+from ..events import (
+    ApprovalAskedEvent,
+    ApprovalDecidedEvent,
+    AssistantMessageEvent,
+    CompactionEndEvent,
+    CompactionPruneEvent,
+    CompactionStartEvent,
+    CompactionSummaryEvent,
+    HookInvokedEvent,
+    HookResultEvent,
+    InboxSplicedEvent,
+    PlanModeEvent,
+    RequestContextEvent,
+    RequestHeaderEvent,
+    RetryEvent,
+    RetryStartedEvent,
+    SandboxModeEvent,
+    SeedEndEvent,
+    SessionTitleEvent,
+    StepEndEvent,
+    StepStartEvent,
+    SubagentDescriptorEvent,
+    SystemMessageEvent,
+    TitleRequestEvent,
+    TodoWriteEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    UserMessageEvent,
+)
 from ..session import ReplaceOp, SessionEvent, SessionHeader, event_kind
 
 __all__ = [
@@ -44,64 +75,64 @@ VERSION = 4
 REFERENCE_TYPES = frozenset(
     {
         "agent-preset/selected",
-        "agent/inbox/spliced",
-        "approval/asked",
-        "approval/decided",
+        InboxSplicedEvent.type,
+        ApprovalAskedEvent.type,
+        ApprovalDecidedEvent.type,
         "approval/policy",
         "assistant/attempt",
-        "assistant/message",
+        AssistantMessageEvent.type,
         "command/done",
         "command/run",
-        "compaction/end",
-        "compaction/prune",
-        "compaction/start",
-        "compaction/summary",
+        CompactionEndEvent.type,
+        CompactionPruneEvent.type,
+        CompactionStartEvent.type,
+        CompactionSummaryEvent.type,
         "deliverables/presented",
         "developer/message",
         "feedback/message-delete",
         "feedback/message-put",
         "feedback/record",
         "goal/change",
-        "hook/invoked",
-        "hook/result",
+        HookInvokedEvent.type,
+        HookResultEvent.type,
         "image/offload",
         "job/registered",
         "job/settled",
-        "llm/retry",
-        "llm/retry-started",
+        RetryEvent.type,
+        RetryStartedEvent.type,
         "model/selection",
         "permission/preset",
-        "plan/mode",
-        "request/context",
-        "request/header",
-        "sandbox/mode",
+        PlanModeEvent.type,
+        RequestContextEvent.type,
+        RequestHeaderEvent.type,
+        SandboxModeEvent.type,
         "schedule/change",
         "session-log-deepseek/delivery-accepted",
-        "session/end-seed",
-        "session/title",
-        "session/title-llm-request",
-        "step/end",
-        "step/start",
+        SeedEndEvent.type,
+        SessionTitleEvent.type,
+        TitleRequestEvent.type,
+        StepEndEvent.type,
+        StepStartEvent.type,
         "subagent/catalog",
-        "subagent/descriptor",
+        SubagentDescriptorEvent.type,
         "subagent/model-selection-policy",
-        "system/message",
+        SystemMessageEvent.type,
         "team/member",
         "team/message/delivered",
         "team/message/queued",
         "team/task",
-        "todo/write",
+        TodoWriteEvent.type,
         "tool-workflow/agent-end",
         "tool-workflow/agent-start",
         "tool-workflow/run-end",
         "tool-workflow/run-start",
-        "tool/call",
+        ToolCallEvent.type,
         "tool/ptc-dispatch",
         "tool/ptc-dispatch-start",
-        "tool/result",
-        "turn/end",
-        "turn/start",
-        "user/message",
+        ToolResultEvent.type,
+        TurnEndEvent.type,
+        TurnStartEvent.type,
+        UserMessageEvent.type,
         "web/deepseek-search-llm-request",
         "working-directory/change",
         "workspace/changes",
@@ -119,15 +150,15 @@ tool result without its `tool/call` only in exactly this shape)."""
 
 _PLUGIN = "plugin:"
 _MESSAGE_KEYS = {
-    "assistant/message": "message",
-    "tool/result": "message",
-    "system/message": "message",
+    AssistantMessageEvent.type: "message",
+    ToolResultEvent.type: "message",
+    SystemMessageEvent.type: "message",
     "developer/message": "message",
-    "agent/inbox/spliced": "inserted",
-    "session/title-llm-request": "messages",
+    InboxSplicedEvent.type: "inserted",
+    TitleRequestEvent.type: "messages",
 }
 """Where an event's data holds messages (a `user/message`'s data is its message)."""
-_TRANSLATED = frozenset({*_MESSAGE_KEYS, "user/message", "session/end-seed"})
+_TRANSLATED = frozenset({*_MESSAGE_KEYS, UserMessageEvent.type, SeedEndEvent.type})
 """The types whose data differs between the formats."""
 _TOOL_FIELDS = frozenset({"role", "source", "toolCallId", "content", "isError", "id"})
 
@@ -159,7 +190,7 @@ def _inherited_cut(rows: Sequence[Mapping[str, Any]]) -> int | None:
     for row in reversed(rows):
         data = row.get("data")
         if (
-            row.get("type") == "session/end-seed"
+            row.get("type") == SeedEndEvent.type
             and isinstance(data, Mapping)
             and data.get("inherited") is True
         ):
@@ -195,9 +226,9 @@ def _lift_row(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _lift_data(kind: str, data: dict[str, Any]) -> Mapping[str, Any]:
-    if kind == "assistant/message" and data.get("stream") == []:
+    if kind == AssistantMessageEvent.type and data.get("stream") == []:
         data = {k: v for k, v in data.items() if k != "stream"}
-    elif kind == "session/end-seed":
+    elif kind == SeedEndEvent.type:
         if data.get("inherited") is True:
             return {k: v for k, v in data.items() if k != "inherited"}
         return data
@@ -207,7 +238,7 @@ def _lift_data(kind: str, data: dict[str, Any]) -> Mapping[str, Any]:
 def _lift_message(kind: str, message: Mapping[str, Any]) -> Mapping[str, Any]:
     source = message.get("source")
     lifted = _lift_source(source) if isinstance(source, dict) else source
-    if kind == "tool/result" and message.get("role") == "tool" and "toolCallId" in message:
+    if kind == ToolResultEvent.type and message.get("role") == "tool" and "toolCallId" in message:
         block: dict[str, Any] = {
             "type": "tool-result",
             "toolCallId": message["toolCallId"],
@@ -259,7 +290,7 @@ def lower_event(event: SessionEvent, header: SessionHeader) -> dict[str, Any]:
     }
     if event.ignorable or _ours(kind):
         line["ignorable"] = True
-    if event.source_event_seqs is not None and kind != "assistant/message":
+    if event.source_event_seqs is not None and kind != AssistantMessageEvent.type:
         line["sourceEventSeqs"] = seq_ranges(event.source_event_seqs)
     op = event.surface_op
     if isinstance(op, ReplaceOp):
@@ -272,15 +303,15 @@ def lower_event(event: SessionEvent, header: SessionHeader) -> dict[str, Any]:
 def _lower_data(event: SessionEvent, header: SessionHeader) -> Mapping[str, Any]:
     kind = event.type
     data: Mapping[str, Any] = event.data
-    if kind == "assistant/message" and "stream" not in data:
+    if kind == AssistantMessageEvent.type and "stream" not in data:
         data = {**data, "stream": []}
-    elif kind == "request/header":
+    elif kind == RequestHeaderEvent.type:
         request = data.get("header")
         if isinstance(request, dict) and "system" in request:
             trimmed = {k: v for k, v in request.items() if k != "system"}
             return {**data, "header": trimmed}
         return data
-    elif kind == "session/end-seed" and event.seq == header.seed_length:
+    elif kind == SeedEndEvent.type and event.seq == header.seed_length:
         return {**data, "inherited": True}
     return _map_messages(kind, data, _lower_message)
 
@@ -288,11 +319,11 @@ def _lower_data(event: SessionEvent, header: SessionHeader) -> Mapping[str, Any]
 def _lower_message(kind: str, message: Mapping[str, Any]) -> Mapping[str, Any]:
     source = message.get("source")
     lowered = _lower_source(source) if isinstance(source, dict) else source
-    if kind == "tool/result":
+    if kind == ToolResultEvent.type:
         tool = _tool_message(message, lowered)
         if tool is not None:
             return tool
-    if kind in ("assistant/message", "system/message", "developer/message"):
+    if kind in (AssistantMessageEvent.type, SystemMessageEvent.type, "developer/message"):
         out = {"role": message.get("role")}
         out.update((k, lowered if k == "source" else v) for k, v in message.items())
         return out
@@ -356,7 +387,7 @@ _MessageMap = Callable[[str, Mapping[str, Any]], Mapping[str, Any]]
 
 def _map_messages(kind: str, data: Mapping[str, Any], convert: _MessageMap) -> Mapping[str, Any]:
     """`data` with `convert` applied to each message it carries (unchanged: `data` itself)."""
-    if kind == "user/message":
+    if kind == UserMessageEvent.type:
         return convert(kind, data)
     key = _MESSAGE_KEYS.get(kind)
     value = None if key is None else data.get(key)

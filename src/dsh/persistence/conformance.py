@@ -26,6 +26,19 @@ from typing import Any, TypeVar
 
 import pytest
 
+from ..events import (
+    AssistantMessageEvent,
+    SeedEndEvent,
+    SessionTitleEvent,
+    StepEndEvent,
+    StepStartEvent,
+    TodoWriteEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    UserMessageEvent,
+)
 from ..kernel import Context
 from ..llm import TextBlock, ToolCallBlock, assistant_message, tool_result_message, user_message
 from ..session import Session, SessionEvent, SessionHeader, SessionPlugin, SessionStore
@@ -79,28 +92,32 @@ def _run(scenario: Callable[[], Awaitable[T]]) -> T:
 
 def closed_turn(session: Session, turn: int, *, text: str = "done") -> None:
     """Append one complete turn (prompt, a tool call and its result, an answer)."""
-    session.append("turn/start", {"turn": turn})
-    session.append("step/start", {"turn": turn, "step": 1})
-    session.append("user/message", user_message(f"prompt {turn}").to_json(), surface_op="append")
+    session.append(TurnStartEvent.type, {"turn": turn})
+    session.append(StepStartEvent.type, {"turn": turn, "step": 1})
+    session.append(
+        UserMessageEvent.type, user_message(f"prompt {turn}").to_json(), surface_op="append"
+    )
     call = f"call-{turn}"
     asked = assistant_message([ToolCallBlock(call, "read", "{}")], provider="p", model="m")
     data = {"turn": turn, "step": 1, "message": asked.to_json()}
-    session.append("assistant/message", data, surface_op="append", source_event_seqs=[])
-    started = session.append("tool/call", {"turn": turn, "step": 1, "callId": call, "name": "read"})
+    session.append(AssistantMessageEvent.type, data, surface_op="append", source_event_seqs=[])
+    started = session.append(
+        ToolCallEvent.type, {"turn": turn, "step": 1, "callId": call, "name": "read"}
+    )
     result = tool_result_message(call, [TextBlock("ok")])
     session.append(
-        "tool/result",
+        ToolResultEvent.type,
         {"turn": turn, "step": 1, "message": result.to_json()},
         surface_op="append",
         source_event_seqs=[started.seq],
     )
-    session.append("step/end", {"turn": turn, "step": 1})
-    session.append("step/start", {"turn": turn, "step": 2})
+    session.append(StepEndEvent.type, {"turn": turn, "step": 1})
+    session.append(StepStartEvent.type, {"turn": turn, "step": 2})
     answer = assistant_message([TextBlock(text)], provider="p", model="m")
     data = {"turn": turn, "step": 2, "message": answer.to_json()}
-    session.append("assistant/message", data, surface_op="append", source_event_seqs=[])
-    session.append("step/end", {"turn": turn, "step": 2})
-    session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    session.append(AssistantMessageEvent.type, data, surface_op="append", source_event_seqs=[])
+    session.append(StepEndEvent.type, {"turn": turn, "step": 2})
+    session.append(TurnEndEvent.type, {"turn": turn, "reason": {"kind": "completed"}})
 
 
 def _header(session_id: str) -> SessionHeader:
@@ -166,7 +183,7 @@ def test_backend_stores_lone_surrogates(backend_factory: BackendFactory) -> None
     backend = backend_factory()
     header = SessionHeader("s-surrogate", 1, cwd="/tmp/dsh-conformance/bad\udcffdir")
     session = Session.create("s-surrogate", header=header)
-    session.append("session/title", {"title": "half \ud83d emoji"})
+    session.append(SessionTitleEvent.type, {"title": "half \ud83d emoji"})
     backend.create(session.header, records_of(session.events[:1]), durable=False)
     backend.append("s-surrogate", records_of(session.events[1:]), durable=True)
     log = backend_factory().read("s-surrogate")
@@ -177,7 +194,7 @@ def test_backend_stores_lone_surrogates(backend_factory: BackendFactory) -> None
 def test_backend_append_requires_the_next_seq(backend_factory: BackendFactory) -> None:
     backend = backend_factory()
     session = _stored(backend, "s-seq")
-    event = session.append("todo/write", {"todos": []})
+    event = session.append(TodoWriteEvent.type, {"todos": []})
     (record,) = records_of([event])
     for wrong in (session.seq - 2, session.seq + 1):
         with pytest.raises(SeqMismatchError):
@@ -191,8 +208,8 @@ def test_backend_append_requires_the_next_seq(backend_factory: BackendFactory) -
 def test_backend_append_is_all_or_nothing(backend_factory: BackendFactory) -> None:
     backend = backend_factory()
     session = _stored(backend, "s-atomic")
-    first = session.append("todo/write", {"todos": []})
-    second = session.append("todo/write", {"todos": []})
+    first = session.append(TodoWriteEvent.type, {"todos": []})
+    second = session.append(TodoWriteEvent.type, {"todos": []})
     records = records_of([first, second])
     broken = [records[0], Record(second.seq + 1, second.type, second.time, records[1].text)]
     with pytest.raises(SeqMismatchError):
@@ -218,7 +235,7 @@ def test_backend_unknown_session(backend_factory: BackendFactory) -> None:
     with pytest.raises(UnknownSessionError):
         backend.read("s-missing")
     with pytest.raises(UnknownSessionError):
-        backend.append("s-missing", [Record(0, "todo/write", 1, "{}")], durable=False)
+        backend.append("s-missing", [Record(0, TodoWriteEvent.type, 1, "{}")], durable=False)
 
 
 def test_backend_read_from_seq(backend_factory: BackendFactory) -> None:
@@ -335,7 +352,7 @@ def test_resume_appends_only_what_follows_the_stored_log(backend_factory: Backen
         service = mount_persistence(ctx.child("persistence"), backend_factory())
         session = await service.prepare("s-resume")
         stored = session.first_live_seq
-        assert session.events[-1].type == "session/end-seed"
+        assert session.events[-1].type == SeedEndEvent.type
         ctx.owner.effect(store.enter(session))
         store.announce(session)
         closed_turn(session, 2)
@@ -350,22 +367,24 @@ def test_resume_appends_only_what_follows_the_stored_log(backend_factory: Backen
     raw = backend_factory().read("s-resume")
     assert [r["seq"] for r in raw.rows] == list(range(len(expected)))
     assert [dict(r) for r in raw.rows] == expected
-    assert raw.rows[stored]["type"] == "session/end-seed"
+    assert raw.rows[stored]["type"] == SeedEndEvent.type
 
 
 def test_crash_repair_closes_the_open_turn_once(backend_factory: BackendFactory) -> None:
     backend = backend_factory()
     session = Session.create("s-crash", header=_header("s-crash"))
     closed_turn(session, 1)
-    session.append("turn/start", {"turn": 2})
-    session.append("step/start", {"turn": 2, "step": 1})
-    session.append("user/message", user_message("go").to_json(), surface_op="append")
+    session.append(TurnStartEvent.type, {"turn": 2})
+    session.append(StepStartEvent.type, {"turn": 2, "step": 1})
+    session.append(UserMessageEvent.type, user_message("go").to_json(), surface_op="append")
     calls = [ToolCallBlock("c-started", "bash", "{}"), ToolCallBlock("c-queued", "bash", "{}")]
     message = assistant_message(calls, provider="p", model="m")
     data = {"turn": 2, "step": 1, "message": message.to_json()}
-    asked = session.append("assistant/message", data, surface_op="append", source_event_seqs=[])
+    asked = session.append(
+        AssistantMessageEvent.type, data, surface_op="append", source_event_seqs=[]
+    )
     started = session.append(
-        "tool/call", {"turn": 2, "step": 1, "callId": "c-started", "name": "bash"}
+        ToolCallEvent.type, {"turn": 2, "step": 1, "callId": "c-started", "name": "bash"}
     )
     backend.create(session.header, records_of(session.events), durable=True)
     last = session.events[-1]
@@ -373,7 +392,10 @@ def test_crash_repair_closes_the_open_turn_once(backend_factory: BackendFactory)
     async def scenario() -> None:
         service = StoredSessions(backend_factory())
         view = await service.inspect("s-crash")
-        assert [e.type for e in view.repair] == ["tool/result"] * 2 + ["step/end", "turn/end"]
+        assert [e.type for e in view.repair] == [ToolResultEvent.type] * 2 + [
+            StepEndEvent.type,
+            TurnEndEvent.type,
+        ]
         assert backend_factory().read("s-crash").next_seq == session.seq  # nothing written
         loaded = await service.load("s-crash")
         assert _json(loaded.repair) == _json(view.repair)
@@ -442,7 +464,7 @@ def test_failed_write_surfaces_at_flush_and_is_retried(backend_factory: BackendF
 
 def test_fork_of_a_stored_session(backend_factory: BackendFactory) -> None:
     source = _stored(backend_factory(), "s-source", turns=2)
-    boundary = next(e.seq for e in source.events if e.type == "turn/end")
+    boundary = next(e.seq for e in source.events if e.type == TurnEndEvent.type)
 
     async def scenario() -> None:
         ctx = Context()
@@ -460,7 +482,7 @@ def test_fork_of_a_stored_session(backend_factory: BackendFactory) -> None:
         assert loaded.header.parent_session == "s-source"
         assert loaded.header.seed_length == boundary + 1
         assert _json(loaded.events[: boundary + 1]) == _json(source.events[: boundary + 1])
-        assert loaded.events[boundary + 1].type == "session/end-seed"
+        assert loaded.events[boundary + 1].type == SeedEndEvent.type
         texts = [m.text for m in child.derive_messages() if m.role == "assistant"]
         assert texts[-1] == "forked"
         unchanged = await StoredSessions(backend_factory()).load("s-source")

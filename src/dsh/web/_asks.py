@@ -8,7 +8,15 @@ from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 from ..agent import Agent
-from ..events import ToolResultEvent, typed
+from ..events import (
+    ApprovalAskedEvent,
+    ApprovalDecidedEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    typed,
+)
 from ..plugins.ask_user import Question, QuestionError, questions_of
 from ..session import SessionEvent
 from ._diff import parse_arguments
@@ -63,10 +71,10 @@ class Waiting(Generic[T]):
 def open_approval(events: Sequence[SessionEvent], call_id: str) -> bool:
     """Whether the log's last approval record of `call_id` is an `approval/asked`."""
     for event in reversed(events):
-        if event.type in ("approval/asked", "approval/decided"):
+        if event.type in (ApprovalAskedEvent.type, ApprovalDecidedEvent.type):
             if event.data.get("callId") == call_id:
-                return event.type == "approval/asked"
-        elif event.type == "turn/start":
+                return event.type == ApprovalAskedEvent.type
+        elif event.type == TurnStartEvent.type:
             return False
     return False
 
@@ -75,14 +83,14 @@ def open_question(events: Sequence[SessionEvent], call_id: str) -> tuple[Questio
     """The questions of `call_id` when it is an `ask_user_question` call of the running turn
     with no result yet (None otherwise, or when its arguments are not questions)."""
     for event in reversed(events):
-        if event.type == "tool/call" and event.data.get("callId") == call_id:
+        if event.type == ToolCallEvent.type and event.data.get("callId") == call_id:
             if event.data.get("name") != "ask_user_question":
                 return None
             try:
                 return questions_of(parse_arguments(str(event.data.get("arguments", ""))))
             except QuestionError:
                 return None
-        if event.type in ("turn/start", "turn/end") or _result_of(event, call_id):
+        if event.type in (TurnStartEvent.type, TurnEndEvent.type) or _result_of(event, call_id):
             return None
     return None
 
@@ -93,7 +101,7 @@ def _result_of(event: SessionEvent, call_id: str) -> bool:
 
 def call_settled(event: SessionEvent) -> str | None:
     """The call id of a `tool/result` event (None for any other event)."""
-    if event.type != "tool/result":
+    if event.type != ToolResultEvent.type:
         return None
     result = typed(event)
     return result.call_id if isinstance(result, ToolResultEvent) else None

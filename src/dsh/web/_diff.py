@@ -12,6 +12,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..events import ToolCallEvent
 from ..llm import Json
 from ..session import SESSION_EVENT, SessionEventPayload
 from ..tools.builtin import FileChange, file_change
@@ -60,7 +61,7 @@ class FileSnapshots:
 
     def _on_event(self, payload: SessionEventPayload) -> None:
         event = payload.event
-        if event.type != "tool/call" or event.data.get("name") not in FILE_TOOLS:
+        if event.type != ToolCallEvent.type or event.data.get("name") not in FILE_TOOLS:
             return
         arguments = parse_arguments(str(event.data.get("arguments", "")))
         path = arguments.get("file_path") if isinstance(arguments, dict) else None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .._ids import uuid4_text
 from ..agent import Agent, AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
-from ..events import UserMessageEvent, typed
+from ..events import TurnEndEvent, TurnStartEvent, UserMessageEvent, typed
 from ..kernel import Context
 from ..persistence import SESSION_PERSISTENCE, StoredLog
 from ..session import ForkError, ForkSeed, SessionEvent, SessionMeta, fork_seed
@@ -108,8 +108,8 @@ def fork_boundary(events: Sequence[SessionEvent], seq: int) -> tuple[int, str]:
     if not isinstance(event, UserMessageEvent) or event.source_kind != "user":
         raise ForkError(f"seq {seq} is not a prompt of this session")
     boundary = seq
-    while boundary >= 0 and events[boundary].type != "turn/start":
+    while boundary >= 0 and events[boundary].type != TurnStartEvent.type:
         boundary -= 1
-    while boundary >= 0 and events[boundary].type != "turn/end":
+    while boundary >= 0 and events[boundary].type != TurnEndEvent.type:
         boundary -= 1
     return boundary, event.text

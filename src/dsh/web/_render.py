@@ -16,6 +16,7 @@ from ..events import (
     InboxSplicedEvent,
     ReasoningDeltaEvent,
     RetryEvent,
+    SessionTitleEvent,
     TextDeltaEvent,
     TodoWriteEvent,
     ToolCallEvent,
@@ -113,7 +114,7 @@ def _record(event: TypedEvent) -> dict[str, Json] | None:
             return {"todos": [{"content": t.content, "status": t.status} for t in event.todos]}
         case CompactionSummaryEvent():
             return {"messages": len(event.shadowed_seqs)}
-        case _ if event.type == "session/title":  # an OtherEvent until it is modelled
+        case _ if event.type == SessionTitleEvent.type:  # an OtherEvent until it is modelled
             title = event.to_data().get("title")
             return {"log_type": event.type, "title": title} if isinstance(title, str) else None
         case _:
@@ -154,7 +155,7 @@ def _turn_events(events: Sequence[SessionEvent], end: TurnEndEvent) -> Sequence[
     start = min(end.seq, len(events) - 1)
     while start > 0:
         candidate = events[start]
-        if candidate.type == "turn/start" and candidate.data.get("turn") == end.turn:
+        if candidate.type == TurnStartEvent.type and candidate.data.get("turn") == end.turn:
             break
         start -= 1
     return events[start : end.seq + 1]

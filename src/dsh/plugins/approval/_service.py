@@ -123,7 +123,7 @@ class Approval:
             tools = self._state.always[session.id] = {
                 str(e.data.get("tool"))
                 for e in session.events
-                if e.type == "approval/decided" and e.data.get("decision") == "always"
+                if e.type == ApprovalDecidedEvent.type and e.data.get("decision") == "always"
             }
         return exec.name in tools
 

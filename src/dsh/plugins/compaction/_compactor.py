@@ -13,6 +13,8 @@ from ...events import (
     CompactionStartEvent,
     CompactionSummaryEvent,
     SeqRange,
+    SystemMessageEvent,
+    ToolResultEvent,
     UserMessageEvent,
     append,
 )
@@ -58,7 +60,7 @@ def choose_cut(session: Session, retain_tokens: int) -> list[int] | None:
     leading `system/message` (format 4's logged system prompt) stays the head."""
     nodes = list(session.surface.nodes)
     events = session.events
-    if nodes and events[nodes[0]].type == "system/message":
+    if nodes and events[nodes[0]].type == SystemMessageEvent.type:
         nodes = nodes[1:]
     if len(nodes) < 2:
         return None
@@ -71,7 +73,7 @@ def choose_cut(session: Session, retain_tokens: int) -> list[int] | None:
             break
         cut -= 1
     # A tool result belongs with the assistant message that asked for it.
-    while cut > 0 and events[nodes[cut]].type == "tool/result":
+    while cut > 0 and events[nodes[cut]].type == ToolResultEvent.type:
         cut -= 1
     return nodes[:cut] if cut > 0 else None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
+from ...events import AssistantMessageEvent
 from ...llm import (
     ContentBlock,
     Message,
@@ -71,7 +72,7 @@ def context_tokens(session: Session) -> int:
         event = events[nodes[position]]
         if isinstance(event.surface_op, ReplaceOp):
             break  # history was rewritten after the last measured request
-        if event.type != "assistant/message":
+        if event.type != AssistantMessageEvent.type:
             continue
         usage = event.data.get("usage")
         if usage is None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ...events import HookInvokedEvent, HookResultEvent, append
+from ...events import HookInvokedEvent, HookResultEvent, TurnEndEvent, TurnStartEvent, append
 from ...kernel import CancelSignal, ServiceKey
 from ...llm import Json, UserMessage, plugin_source, user_message
 from ...session import Session
@@ -190,9 +190,9 @@ HOOKS: ServiceKey[HookBridge] = ServiceKey("hooks")
 def open_turn(session: Session) -> int | None:
     """The number of the session's open turn, or None between turns."""
     for event in reversed(session.events):
-        if event.type == "turn/end":
+        if event.type == TurnEndEvent.type:
             return None
-        if event.type == "turn/start":
+        if event.type == TurnStartEvent.type:
             turn: int = event.data["turn"]
             return turn
     return None

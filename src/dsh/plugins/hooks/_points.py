@@ -18,6 +18,7 @@ from ...agent import (
     TurnStopping,
     hook_cancel,
 )
+from ...events import ApprovalAskedEvent, CompactionEndEvent
 from ...kernel import CancelSignal, Next
 from ...llm import Json, TextBlock, UserMessage, plugin_source, text_of
 from ...session import SessionEventPayload
@@ -104,12 +105,12 @@ class HookPoints:
     def session_event(self, payload: SessionEventPayload) -> None:
         """`compaction/end` → SessionStart (compact); `approval/asked` → Notification."""
         event = payload.event
-        if event.type not in ("compaction/end", "approval/asked"):
+        if event.type not in (CompactionEndEvent.type, ApprovalAskedEvent.type):
             return
         state = self.bridge.agents.get(payload.session.id)
         if state is None or state.subagent or state.agent.session is not payload.session:
             return
-        if event.type == "approval/asked":
+        if event.type == ApprovalAskedEvent.type:
             message = f"dsh needs your permission to use {event.data.get('tool')}"
             self._notify(state, "permission_prompt", message)
         elif "error" not in event.data:

@@ -28,6 +28,7 @@ from ...agent import (
     run_prompt,
     session_events,
 )
+from ...events import StepStartEvent, ToolCallEvent, TurnEndEvent
 from ...kernel import Context, TraceContext, using_trace
 from ...llm import Json
 from ...session import SessionEvent, SessionMeta
@@ -156,10 +157,10 @@ async def _report_progress(events: AsyncIterator[SessionEvent], request: Request
     steps = 0
     async with contextlib.aclosing(events):  # type: ignore[type-var]
         async for event in events:
-            if event.type == "turn/end":
+            if event.type == TurnEndEvent.type:
                 return
-            if event.type == "step/start":
+            if event.type == StepStartEvent.type:
                 steps += 1
                 await request.report_progress(steps, message=f"step {steps}")
-            elif event.type == "tool/call":
+            elif event.type == ToolCallEvent.type:
                 await request.report_progress(steps, message=f"calling {event.data['name']}")

@@ -19,6 +19,20 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ...agent import StepPoint
+from ...events import (
+    ApprovalDecidedEvent,
+    AssistantMessageEvent,
+    CompactionEndEvent,
+    CompactionStartEvent,
+    CompactionSummaryEvent,
+    RetryEvent,
+    StepStartEvent,
+    SubagentDescriptorEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
 from ...kernel import Next, TraceContext, current_trace, redact_secrets, using_trace
 from ...llm import LlmCallConfig, Message
 from ...session import EpochHeader, Session, SessionEvent
@@ -96,17 +110,17 @@ class Tracer:
         self._compactions: dict[Session, _Compaction] = {}
         self._keys: dict[tuple[Route, str, str | None, str | None], MetricKey] = {}
         self._handlers: dict[str, Callable[[Session, SessionEvent], None]] = {
-            "turn/start": self._turn_start,
-            "step/start": self._step_start,
-            "llm/retry": self._retry,
-            "assistant/message": self._answer,
-            "tool/call": self._tool_call,
-            "approval/decided": self._approval,
-            "tool/result": self._tool_result,
-            "compaction/start": self._compaction_start,
-            "compaction/summary": self._compaction_summary,
-            "compaction/end": self._compaction_end,
-            "turn/end": self._turn_end,
+            TurnStartEvent.type: self._turn_start,
+            StepStartEvent.type: self._step_start,
+            RetryEvent.type: self._retry,
+            AssistantMessageEvent.type: self._answer,
+            ToolCallEvent.type: self._tool_call,
+            ApprovalDecidedEvent.type: self._approval,
+            ToolResultEvent.type: self._tool_result,
+            CompactionStartEvent.type: self._compaction_start,
+            CompactionSummaryEvent.type: self._compaction_summary,
+            CompactionEndEvent.type: self._compaction_end,
+            TurnEndEvent.type: self._turn_end,
         }
 
     # -- reading the log -----------------------------------------------------------------------
@@ -424,7 +438,7 @@ def _agent_name(session: Session) -> str:
         return "dsh"
     first = session.first_live_seq
     for event in session.events[first : first + 4]:
-        if event.type == "subagent/descriptor":
+        if event.type == SubagentDescriptorEvent.type:
             return str(event.data.get("label") or "subagent")
     return "subagent"
 

@@ -55,7 +55,9 @@ async def prune(reduction: Reduction, config: PrunerConfig) -> bool:
     targets: list[tuple[SessionEvent, Message, Message]] = []
     for seq in reversed(session.surface.nodes):
         event = session.events[seq]
-        message = session.derive_event_message(event) if event.type == "tool/result" else None
+        message = (
+            session.derive_event_message(event) if event.type == ToolResultEvent.type else None
+        )
         if message is None:
             continue
         if newer >= protect and (pruned := pruned_message(message, config)) is not None:

@@ -9,7 +9,7 @@ from typing import Annotated, Any, ClassVar
 
 from msgspec import Meta
 
-from ...events import SessionTitleEvent, append
+from ...events import SessionTitleEvent, UserMessageEvent, append
 from ...kernel import SESSIONS, ConfigRecord, Context
 from ...llm import Json, Message
 from ...session import SESSION_DISPOSED, SESSION_EVENT, Session, SessionEvent, SessionEventPayload
@@ -38,7 +38,7 @@ def fallback_title(text: str, words: int = 5, max_chars: int = 80) -> str:
 def title_of(events: Sequence[SessionEvent]) -> str | None:
     """The latest `session/title` of a log, or None."""
     for event in reversed(events):
-        if event.type == "session/title":
+        if event.type == SessionTitleEvent.type:
             title = event.data.get("title")
             return title if isinstance(title, str) else None
     return None
@@ -66,7 +66,7 @@ class SessionTitlePlugin:
 
         def on_event(payload: SessionEventPayload) -> None:
             session, event = payload.session, payload.event
-            if event.type != "user/message" or event.data["source"].get("kind") != "user":
+            if event.type != UserMessageEvent.type or event.data["source"].get("kind") != "user":
                 return
             if session.id in seen:
                 return

@@ -7,7 +7,7 @@ from typing import Annotated, Any, ClassVar
 
 from msgspec import Meta
 
-from ...events import TitleRequestEvent, append
+from ...events import SessionTitleEvent, TitleRequestEvent, append
 from ...kernel import AGENTS, LLM, CancelSignal, ConfigRecord, Context
 from ...llm import (
     BlockAssembler,
@@ -67,7 +67,10 @@ class LlmTitlePlugin:
 
         def on_event(payload: SessionEventPayload) -> None:
             session, event = payload.session, payload.event
-            if event.type != "session/title" or event.data["source"].get("kind") != "fallback":
+            if (
+                event.type != SessionTitleEvent.type
+                or event.data["source"].get("kind") != "fallback"
+            ):
                 return
             route = _route(ctx, config, session)
             if route is None:

@@ -7,6 +7,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from msgspec import Meta
 
 from ...agent import PROMPT_SUBMIT, Notices
+from ...events import TurnEndEvent
 from ...kernel import AGENTS, ConfigRecord, Context
 from ...tools import ToolPlugin
 from ._control import CONTROL_TOOLS, notice
@@ -119,6 +120,6 @@ def _disposed(child: SubagentRun) -> bool:
     if child.agent is None:
         return False  # in another process: it says itself when it ends
     for event in reversed(child.agent.session.events):
-        if event.type == "turn/end":
+        if event.type == TurnEndEvent.type:
             return bool(event.data["reason"].get("reason", {}).get("kind") == "disposed")
     return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ...events import TurnEndEvent
 from ...session import SessionEvent
 
 if TYPE_CHECKING:
@@ -35,6 +36,6 @@ def completed_prefix(request: SubagentRequest) -> Sequence[SessionEvent]:
     """The parent's events through its last `turn/end` (empty before the first one)."""
     events = request.parent.session.events
     for index in range(len(events) - 1, -1, -1):
-        if events[index].type == "turn/end":
+        if events[index].type == TurnEndEvent.type:
             return events[: index + 1]
     return ()

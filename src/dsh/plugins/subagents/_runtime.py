@@ -12,6 +12,7 @@ import msgspec
 
 from ..._ids import uuid4_text
 from ...agent import PARENT_CANCEL, Agent, AgentOptions, CreateAgentOptions
+from ...events import AssistantMessageEvent, TurnEndEvent
 from ...kernel import CancelSignal, Context, Disposer, EventSpec, Mode, ServiceKey
 from ...llm import (
     ContentBlock,
@@ -335,13 +336,13 @@ def _result(events: Sequence[SessionEvent], setup: ChildSetup) -> SubagentResult
     stop: str = "completed"
     error: Json = None
     for event in events:
-        if event.type == "assistant/message":
+        if event.type == AssistantMessageEvent.type:
             message = Message.from_json(event.data["message"])
             blocks = tuple(b for b in message.content if isinstance(b, TextBlock) and b.text)
             if blocks:
                 last = blocks
                 texts.extend(b.text for b in blocks)
-        elif event.type == "turn/end":
+        elif event.type == TurnEndEvent.type:
             stop = event.data["reason"]["kind"]
             error = event.data["reason"].get("error")
     output = last or ((TextBlock("".join(texts)),) if texts else ())
