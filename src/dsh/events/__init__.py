@@ -4,9 +4,9 @@
 (the log format does not change). Renderers (the terminal, the web UI, ACP) read these.
 """
 
+from ..session.event_types import ASSISTANT_CHUNK
 from ._base import Event
 from ._catalog import (
-    ASSISTANT_CHUNK,
     EVENT_CLASSES,
     AcpModeEvent,
     ApprovalAskedEvent,

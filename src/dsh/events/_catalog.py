@@ -29,6 +29,39 @@ from ..llm import (
     text_of,
 )
 from ..session import EpochHeader, SessionEvent
+from ..session.event_types import (
+    ACP_MODE,
+    AGENT_INBOX_SPLICED,
+    APPROVAL_ASKED,
+    APPROVAL_DECIDED,
+    ASSISTANT_CHUNK,
+    ASSISTANT_MESSAGE,
+    COMPACTION_END,
+    COMPACTION_PRUNE,
+    COMPACTION_START,
+    COMPACTION_SUMMARY,
+    HOOK_INVOKED,
+    HOOK_RESULT,
+    LLM_RETRY,
+    LLM_RETRY_STARTED,
+    PLAN_MODE,
+    REQUEST_CONTEXT,
+    REQUEST_HEADER,
+    SANDBOX_MODE,
+    SESSION_END_SEED,
+    SESSION_TITLE,
+    SESSION_TITLE_LLM_REQUEST,
+    STEP_END,
+    STEP_START,
+    SUBAGENT_DESCRIPTOR,
+    SYSTEM_MESSAGE,
+    TODO_WRITE,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+)
 from ._base import Event, Key, envelope
 from ._values import (
     FAILURE,
@@ -47,31 +80,28 @@ from ._values import (
     TurnEndReason,
 )
 
-ASSISTANT_CHUNK = "assistant/chunk"
-"""The type of every stream chunk's event (`TextDeltaEvent`, `FinishEvent`, …)."""
-
 # -- turns and steps ---------------------------------------------------------------------------
 
 
 class TurnStartEvent(Event, frozen=True, kw_only=True):
-    type: ClassVar[str] = "turn/start"
+    type: ClassVar[str] = TURN_START
     turn: int
 
 
 class TurnEndEvent(Event, frozen=True, kw_only=True):
-    type: ClassVar[str] = "turn/end"
+    type: ClassVar[str] = TURN_END
     turn: int
     reason: Annotated[TurnEndReason, Key(codec=REASON)]
 
 
 class StepStartEvent(Event, frozen=True, kw_only=True):
-    type: ClassVar[str] = "step/start"
+    type: ClassVar[str] = STEP_START
     turn: int
     step: int
 
 
 class StepEndEvent(Event, frozen=True, kw_only=True):
-    type: ClassVar[str] = "step/end"
+    type: ClassVar[str] = STEP_END
     turn: int
     step: int
 
@@ -83,7 +113,7 @@ class UserMessageEvent(Event, frozen=True, kw_only=True):
     """A message in the model's history from the user side: a prompt (`source.kind ==
     'user'`), steering, injected context, a compaction checkpoint. The data is the message."""
 
-    type: ClassVar[str] = "user/message"
+    type: ClassVar[str] = USER_MESSAGE
     message: Message
 
     @property
@@ -105,7 +135,7 @@ class UserMessageEvent(Event, frozen=True, kw_only=True):
 class AssistantMessageEvent(Event, frozen=True, kw_only=True):
     """One committed model answer (`interrupted` when a cancel cut it short)."""
 
-    type: ClassVar[str] = "assistant/message"
+    type: ClassVar[str] = ASSISTANT_MESSAGE
     turn: int
     step: int
     message: Annotated[Message, Key(codec=MESSAGE)]
@@ -128,7 +158,7 @@ class AssistantMessageEvent(Event, frozen=True, kw_only=True):
 class ToolCallEvent(Event, frozen=True, kw_only=True):
     """A tool call started; `arguments` is the model's raw JSON text."""
 
-    type: ClassVar[str] = "tool/call"
+    type: ClassVar[str] = TOOL_CALL
     turn: int
     step: int
     call_id: str
@@ -139,7 +169,7 @@ class ToolCallEvent(Event, frozen=True, kw_only=True):
 class ToolResultEvent(Event, frozen=True, kw_only=True):
     """A tool call's outcome as the model sees it (`message` holds one tool-result block)."""
 
-    type: ClassVar[str] = "tool/result"
+    type: ClassVar[str] = TOOL_RESULT
     turn: int
     step: int
     message: Annotated[Message, Key(codec=MESSAGE)]
@@ -169,7 +199,7 @@ class SystemMessageEvent(Event, frozen=True, kw_only=True):
     """The system prompt as the surface's first node (format-4 sessions): replaced in place
     when the prompt changes. `message` is the logged system message."""
 
-    type: ClassVar[str] = "system/message"
+    type: ClassVar[str] = SYSTEM_MESSAGE
     turn: int
     step: int
     message: Json
@@ -301,13 +331,13 @@ class RequestHeaderEvent(Event, frozen=True, kw_only=True):
     """What the following requests share: route, sampling, system prompt, tools.
     `reason` is `initial`, `resume` or `change`."""
 
-    type: ClassVar[str] = "request/header"
+    type: ClassVar[str] = REQUEST_HEADER
     header: Annotated[EpochHeader, Key(codec=HEADER)]
     reason: str
 
 
 class RequestContextEvent(Event, frozen=True, kw_only=True):
-    type: ClassVar[str] = "request/context"
+    type: ClassVar[str] = REQUEST_CONTEXT
     provider: str
     model: str
     context_window: int | None = None
@@ -319,14 +349,14 @@ class RequestContextEvent(Event, frozen=True, kw_only=True):
 class SeedEndEvent(Event, frozen=True, kw_only=True):
     """`session/end-seed`: the seeded prefix (a fork's, a resume's) ends here."""
 
-    type: ClassVar[str] = "session/end-seed"
+    type: ClassVar[str] = SESSION_END_SEED
 
 
 class InboxSplicedEvent(Event, frozen=True, kw_only=True):
     """The inbox changed: `inserted` messages at `start` of the `target` queue (`next-turn` or
     `next-step`), `removed_count` removed; `outcome` `canceled` when a cancel cleared it."""
 
-    type: ClassVar[str] = "agent/inbox/spliced"
+    type: ClassVar[str] = AGENT_INBOX_SPLICED
     target: str
     start: int
     removed_count: int | None = None
@@ -335,7 +365,7 @@ class InboxSplicedEvent(Event, frozen=True, kw_only=True):
 
 
 class TodoWriteEvent(Event, frozen=True, kw_only=True):
-    type: ClassVar[str] = "todo/write"
+    type: ClassVar[str] = TODO_WRITE
     todos: Annotated[tuple[Todo, ...], Key(codec=TODOS)]
 
 
@@ -343,7 +373,7 @@ class TodoWriteEvent(Event, frozen=True, kw_only=True):
 
 
 class CompactionStartEvent(Event, frozen=True, kw_only=True):
-    type: ClassVar[str] = "compaction/start"
+    type: ClassVar[str] = COMPACTION_START
     compaction_id: str
     source_command_id: str | None = None
     turn: Annotated[int | None, Key(always=True)] = None
@@ -353,7 +383,7 @@ class CompactionStartEvent(Event, frozen=True, kw_only=True):
 class CompactionSummaryEvent(Event, frozen=True, kw_only=True):
     """The summary that replaced the `shadowed_range` of the history."""
 
-    type: ClassVar[str] = "compaction/summary"
+    type: ClassVar[str] = COMPACTION_SUMMARY
     compaction_id: str
     summary: str
     shadowed_range: Annotated[SeqRange, Key(codec=RANGE)]
@@ -367,7 +397,7 @@ class CompactionSummaryEvent(Event, frozen=True, kw_only=True):
 
 
 class CompactionEndEvent(Event, frozen=True, kw_only=True):
-    type: ClassVar[str] = "compaction/end"
+    type: ClassVar[str] = COMPACTION_END
     compaction_id: str
     turn: Annotated[int | None, Key(always=True)] = None
     error: str | None = None
@@ -376,7 +406,7 @@ class CompactionEndEvent(Event, frozen=True, kw_only=True):
 class CompactionPruneEvent(Event, frozen=True, kw_only=True):
     """Old tool results (`shadowed_seqs`) replaced by pruned copies (the pruner plugin)."""
 
-    type: ClassVar[str] = "compaction/prune"
+    type: ClassVar[str] = COMPACTION_PRUNE
     shadowed_range: Annotated[SeqRange, Key(codec=RANGE)]
     shadowed_seqs: Annotated[tuple[int, ...], Key(codec=SEQS)]
     shadowed_token_count: int
@@ -386,7 +416,7 @@ class CompactionPruneEvent(Event, frozen=True, kw_only=True):
 class RetryEvent(Event, frozen=True, kw_only=True):
     """`llm/retry`: a failed model call will be retried after `delay_ms`."""
 
-    type: ClassVar[str] = "llm/retry"
+    type: ClassVar[str] = LLM_RETRY
     retry_id: str
     turn: int
     step: int
@@ -400,7 +430,7 @@ class RetryEvent(Event, frozen=True, kw_only=True):
 
 
 class RetryStartedEvent(Event, frozen=True, kw_only=True):
-    type: ClassVar[str] = "llm/retry-started"
+    type: ClassVar[str] = LLM_RETRY_STARTED
     retry_id: str
     turn: int
     step: int
@@ -410,7 +440,7 @@ class RetryStartedEvent(Event, frozen=True, kw_only=True):
 class HookInvokedEvent(Event, frozen=True, kw_only=True):
     """A command hook started (inside a turn): at `point`, by the handler `handler_id`."""
 
-    type: ClassVar[str] = "hook/invoked"
+    type: ClassVar[str] = HOOK_INVOKED
     turn: int
     point: str
     dialect: str
@@ -422,7 +452,7 @@ class HookResultEvent(Event, frozen=True, kw_only=True):
     """A command hook's outcome: `decision` as recorded, its exit code and stderr summary, and
     what the person is shown (`reason`, `output`)."""
 
-    type: ClassVar[str] = "hook/result"
+    type: ClassVar[str] = HOOK_RESULT
     turn: int
     point: str
     handler_id: str
@@ -437,7 +467,7 @@ class HookResultEvent(Event, frozen=True, kw_only=True):
 class SubagentDescriptorEvent(Event, frozen=True, kw_only=True):
     """In a subagent's log: how it was started."""
 
-    type: ClassVar[str] = "subagent/descriptor"
+    type: ClassVar[str] = SUBAGENT_DESCRIPTOR
     version: int
     mode: str
     provider: str
@@ -449,7 +479,7 @@ class SubagentDescriptorEvent(Event, frozen=True, kw_only=True):
 
 
 class ApprovalAskedEvent(Event, frozen=True, kw_only=True):
-    type: ClassVar[str] = "approval/asked"
+    type: ClassVar[str] = APPROVAL_ASKED
     call_id: str
     tool: str
     reason: Annotated[str | None, Key(always=True)] = None
@@ -459,7 +489,7 @@ class ApprovalDecidedEvent(Event, frozen=True, kw_only=True):
     """`decision` is once, always or deny; `by` who answered (`answerer`, `no-answerer`,
     `cancelled`, `answerer-error`); `reason` the answerer's words, when given."""
 
-    type: ClassVar[str] = "approval/decided"
+    type: ClassVar[str] = APPROVAL_DECIDED
     call_id: str
     tool: str
     decision: str
@@ -471,7 +501,7 @@ class SessionTitleEvent(Event, frozen=True, kw_only=True):
     """The session's title (the latest one counts): `source` is `{kind: fallback}` (the first
     prompt's words) or `{kind: provider, provider, model: {provider, model}}` (a model's)."""
 
-    type: ClassVar[str] = "session/title"
+    type: ClassVar[str] = SESSION_TITLE
     title: str
     message_seqs: Annotated[tuple[int, ...], Key(codec=SEQS)]
     source: Json
@@ -480,28 +510,28 @@ class SessionTitleEvent(Event, frozen=True, kw_only=True):
 class PlanModeEvent(Event, frozen=True, kw_only=True):
     """Plan mode turned on or off (only reading tools run while it is on)."""
 
-    type: ClassVar[str] = "plan/mode"
+    type: ClassVar[str] = PLAN_MODE
     active: bool
 
 
 class SandboxModeEvent(Event, frozen=True, kw_only=True):
     """Where the session's commands may write from now on (`/sandbox`, the web UI)."""
 
-    type: ClassVar[str] = "sandbox/mode"
+    type: ClassVar[str] = SANDBOX_MODE
     mode: str
 
 
 class AcpModeEvent(Event, frozen=True, kw_only=True):
     """The ACP session mode an editor chose (logged `ignorable`)."""
 
-    type: ClassVar[str] = "acp/mode"
+    type: ClassVar[str] = ACP_MODE
     mode: str
 
 
 class TitleRequestEvent(Event, frozen=True, kw_only=True):
     """The model call that titles the session, as sent (`session_title_llm`)."""
 
-    type: ClassVar[str] = "session/title-llm-request"
+    type: ClassVar[str] = SESSION_TITLE_LLM_REQUEST
     title_provider: str
     message_seqs: Annotated[tuple[int, ...], Key(codec=SEQS)]
     route: Json

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..session import SessionEvent
+from ..session.event_types import ASSISTANT_CHUNK
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -24,7 +25,7 @@ _BY_CHUNK: dict[str, type[Event]] = {
 def typed(event: SessionEvent) -> TypedEvent:
     """The typed form of a logged event. A type this module does not model, or data that
     does not have its type's shape, gives an `OtherEvent` (a renderer never fails on a log)."""
-    if event.type == "assistant/chunk":
+    if event.type == ASSISTANT_CHUNK:
         chunk = event.data.get("chunk")
         cls = _BY_CHUNK.get(str(chunk.get("type"))) if isinstance(chunk, dict) else None
     else:

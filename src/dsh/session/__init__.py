@@ -1,5 +1,6 @@
 """The event-sourced session log: `Session`, `SessionStore` (`ctx.sessions`), durable types."""
 
+from . import event_types
 from ._envelope import InvalidEventError, ReplaceOp, SessionEvent, SurfaceOp
 from ._events import (
     SESSION_CREATED,
@@ -37,6 +38,7 @@ from ._usage import (
 )
 
 __all__ = [
+    "event_types",
     "FORMAT_VERSION",
     "FORMAT_VERSIONS",
     "SESSION_CREATED",

@@ -7,7 +7,8 @@ from typing import Any, Literal, TypeAlias
 
 import msgspec
 
-from ._json import FrozenDict, Json, LosslessJsonError, freeze_json
+from ..llm import Json
+from ._json import FrozenDict, LosslessJsonError, freeze_json
 
 __all__ = [
     "InvalidEventError",

@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..llm import AdapterDefaults, LlmCallConfig, ToolSchema
-from ._json import Json, freeze_json
+from ..llm import AdapterDefaults, Json, LlmCallConfig, ToolSchema
+from ._json import freeze_json
 
 __all__ = ["FORMAT_VERSION", "FORMAT_VERSIONS", "EpochHeader", "SessionHeader", "SessionMeta"]
 

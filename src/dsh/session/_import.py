@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..llm import Json
 from ._envelope import InvalidEventError, SessionEvent
-from ._json import Json
 from ._registry import SURFACE_TYPES, UnknownEventTypeError, event_kind
+from .event_types import TURN_END, TURN_START, USER_MESSAGE
 
 __all__ = ["import_events"]
 
@@ -53,16 +54,16 @@ def import_events(raw_events: Iterable[Mapping[str, Json]], session_id: str) -> 
             dropped = True
             continue
         event = dict(raw)
-        if kind == "turn/start":
+        if kind == TURN_START:
             blocked_turn = False
             data = _data(event)
             if "trigger" in data:
                 event["data"] = {k: v for k, v in data.items() if k != "trigger"}
-        elif kind == "turn/end":
+        elif kind == TURN_END:
             event["data"] = _turn_end(_data(event), blocked_turn)
             blocked_turn = False
         elif kind in _LEGACY_USER_MESSAGES:
-            event["type"] = "user/message"
+            event["type"] = USER_MESSAGE
             event["data"] = _legacy_user_message(_data(event), kind)
         renumber[seq] = next_seq
         event["seq"] = next_seq
@@ -125,7 +126,7 @@ def _mint_missing_id(event: dict[str, Json], session_id: str) -> None:
     data = event.get("data")
     if not isinstance(data, Mapping):
         return
-    message = data if event["type"] == "user/message" else data.get("message")
+    message = data if event["type"] == USER_MESSAGE else data.get("message")
     if isinstance(message, Mapping) and not message.get("id"):
         minted = {**message, "id": f"legacy-message:{session_id}:{event['seq']}"}
         event["data"] = minted if message is data else {**data, "message": minted}

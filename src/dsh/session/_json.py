@@ -6,9 +6,9 @@ import json
 import math
 from typing import Any, NoReturn
 
-__all__ = ["FrozenDict", "FrozenList", "LosslessJsonError", "freeze_json", "thaw_json"]
+from ..llm import Json
 
-Json = Any
+__all__ = ["FrozenDict", "FrozenList", "LosslessJsonError", "freeze_json", "thaw_json"]
 
 
 class LosslessJsonError(ValueError):

@@ -5,6 +5,39 @@ from __future__ import annotations
 import enum
 
 from ._envelope import InvalidEventError
+from .event_types import (
+    AGENT_INBOX_SPLICED,
+    APPROVAL_ASKED,
+    APPROVAL_DECIDED,
+    ASSISTANT_CHUNK,
+    ASSISTANT_MESSAGE,
+    COMPACTION_END,
+    COMPACTION_PRUNE,
+    COMPACTION_START,
+    COMPACTION_SUMMARY,
+    DEVELOPER_MESSAGE,
+    HOOK_INVOKED,
+    HOOK_RESULT,
+    LLM_RETRY,
+    LLM_RETRY_STARTED,
+    PLAN_MODE,
+    REQUEST_CONTEXT,
+    REQUEST_HEADER,
+    SANDBOX_MODE,
+    SESSION_END_SEED,
+    SESSION_TITLE,
+    SESSION_TITLE_LLM_REQUEST,
+    STEP_END,
+    STEP_START,
+    SUBAGENT_DESCRIPTOR,
+    SYSTEM_MESSAGE,
+    TODO_WRITE,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+)
 
 __all__ = [
     "SURFACE_TYPES",
@@ -32,48 +65,48 @@ class UnknownEventTypeError(InvalidEventError):
 
 
 SURFACE_TYPES = frozenset(
-    {"user/message", "assistant/message", "tool/result", "system/message", "developer/message"}
+    {USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT, SYSTEM_MESSAGE, DEVELOPER_MESSAGE}
 )
 """The event types that are surface nodes. `system/message` (the system prompt, the first
 node of a format-4 log) and `developer/message` (the reference runtime's tool announcements)
 are nodes that contribute no history message: the loop sends its own system prompt and tools."""
 
 _CORE_LOG = (
-    "turn/start",
-    "turn/end",
-    "step/start",
-    "step/end",
-    "assistant/chunk",
-    "tool/call",
-    "request/header",
-    "request/context",
-    "session/end-seed",
-    "agent/inbox/spliced",
-    "todo/write",
-    "compaction/start",
-    "compaction/summary",
-    "compaction/end",
-    "compaction/prune",
-    "llm/retry",
-    "llm/retry-started",
-    "hook/invoked",
-    "hook/result",
-    "subagent/descriptor",
+    TURN_START,
+    TURN_END,
+    STEP_START,
+    STEP_END,
+    ASSISTANT_CHUNK,
+    TOOL_CALL,
+    REQUEST_HEADER,
+    REQUEST_CONTEXT,
+    SESSION_END_SEED,
+    AGENT_INBOX_SPLICED,
+    TODO_WRITE,
+    COMPACTION_START,
+    COMPACTION_SUMMARY,
+    COMPACTION_END,
+    COMPACTION_PRUNE,
+    LLM_RETRY,
+    LLM_RETRY_STARTED,
+    HOOK_INVOKED,
+    HOOK_RESULT,
+    SUBAGENT_DESCRIPTOR,
     "tool/code-dispatch-start",
     "tool/code-dispatch",
 )
 
 _PERIPHERAL = (
-    "plan/mode",
-    "sandbox/mode",
-    "approval/asked",
-    "approval/decided",
+    PLAN_MODE,
+    SANDBOX_MODE,
+    APPROVAL_ASKED,
+    APPROVAL_DECIDED,
     "approval/policy",
     "permission/preset",
     "goal/change",
     "schedule/change",
-    "session/title",
-    "session/title-llm-request",
+    SESSION_TITLE,
+    SESSION_TITLE_LLM_REQUEST,
     "command/run",
     "command/done",
     "feedback/record",

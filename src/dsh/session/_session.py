@@ -8,17 +8,27 @@ from typing import Any, overload
 
 import msgspec
 
-from ..llm import Message, ToolResultBlock
+from ..llm import Json, Message, ToolResultBlock
 from ._envelope import InvalidEventError, ReplaceOp, SessionEvent, SurfaceOp
 from ._header import EpochHeader, SessionHeader
 from ._history import History
-from ._json import FrozenDict, Json, LosslessJsonError, freeze_json
+from ._json import FrozenDict, LosslessJsonError, freeze_json
 from ._registry import SURFACE_TYPES, UnknownEventTypeError, _known, event_kind
+from .event_types import (
+    ASSISTANT_MESSAGE,
+    DEVELOPER_MESSAGE,
+    REQUEST_CONTEXT,
+    REQUEST_HEADER,
+    SESSION_END_SEED,
+    SYSTEM_MESSAGE,
+    TOOL_RESULT,
+    USER_MESSAGE,
+)
 
 __all__ = ["ReentrantAppendError", "Session", "Surface"]
 
-END_SEED = "session/end-seed"
-_TRACKED = frozenset({"request/header", "request/context"})
+END_SEED = SESSION_END_SEED
+_TRACKED = frozenset({REQUEST_HEADER, REQUEST_CONTEXT})
 
 
 class ReentrantAppendError(RuntimeError):
@@ -192,7 +202,7 @@ class Session:
 
     def request_header(self) -> EpochHeader | None:
         """The latest `request/header` snapshot, or None before the first request."""
-        event = self._latest.get("request/header")
+        event = self._latest.get(REQUEST_HEADER)
         if event is None:
             return None
         cached = self._epoch
@@ -211,13 +221,13 @@ class Session:
             header = self.request_header()
             return None if header is None else header.system
         head = self.surface_head()
-        if head is None or head.type != "system/message":
+        if head is None or head.type != SYSTEM_MESSAGE:
             return None
         return Message.from_json(head.data["message"]).text or None
 
     def request_context(self) -> Mapping[str, Json] | None:
         """The latest `request/context` data (`{provider, model, contextWindow?}`), or None."""
-        event = self._latest.get("request/context")
+        event = self._latest.get(REQUEST_CONTEXT)
         return None if event is None else event.data
 
     def derive_messages(self) -> Sequence[Message]:
@@ -301,7 +311,7 @@ class Session:
             return None  # inert: kept verbatim, never interpreted
         seqs = event.source_event_seqs
         if seqs is not None:
-            if not seqs and kind != "assistant/message":
+            if not seqs and kind != ASSISTANT_MESSAGE:
                 raise InvalidEventError(f"{where}: only assistant/message may cite no sources")
             for source in seqs:
                 if type(source) is not int or not 0 <= source < event.seq:
@@ -396,20 +406,20 @@ def _where(kind: str, seq: int) -> str:
 
 
 _ROLES = {
-    "user/message": "user",
-    "assistant/message": "assistant",
-    "tool/result": "user",
-    "system/message": "system",
-    "developer/message": "developer",
+    USER_MESSAGE: "user",
+    ASSISTANT_MESSAGE: "assistant",
+    TOOL_RESULT: "user",
+    SYSTEM_MESSAGE: "system",
+    DEVELOPER_MESSAGE: "developer",
 }
-_NO_HISTORY = frozenset({"system/message", "developer/message"})
+_NO_HISTORY = frozenset({SYSTEM_MESSAGE, DEVELOPER_MESSAGE})
 """Surface nodes whose message stays out of the derived history (the loop sends its own
 system prompt and tools)."""
 
 
 def _surface_message(kind: str, data: Mapping[str, Json], where: str) -> Message | None:
     """Parse and check the message a surface event stores. None: an empty assistant turn."""
-    raw: Any = data if kind == "user/message" else data.get("message")
+    raw: Any = data if kind == USER_MESSAGE else data.get("message")
     if not isinstance(raw, Mapping):
         raise InvalidEventError(f"{where}: no message object")
     identifier = raw.get("id")
@@ -430,13 +440,13 @@ def _surface_message(kind: str, data: Mapping[str, Json], where: str) -> Message
         message = Message.from_json(raw)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InvalidEventError(f"{where}: malformed message content: {exc!r}") from None
-    if kind == "assistant/message":
+    if kind == ASSISTANT_MESSAGE:
         if source.get("kind") != "model" or not all(
             type(source.get(k)) is str for k in ("provider", "model")
         ):
             raise InvalidEventError(f"{where}: an assistant message needs a model source")
         if not message.content:
             return None
-    elif kind == "tool/result" and not any(isinstance(b, ToolResultBlock) for b in message.content):
+    elif kind == TOOL_RESULT and not any(isinstance(b, ToolResultBlock) for b in message.content):
         raise InvalidEventError(f"{where}: a tool result needs a tool-result block")
     return message

@@ -9,6 +9,7 @@ import msgspec
 from ..llm import Message
 from ._envelope import SessionEvent
 from ._header import SessionHeader
+from .event_types import AGENT_INBOX_SPLICED, SESSION_TITLE, TURN_START, USER_MESSAGE
 
 __all__ = ["SessionSummary", "summary_of"]
 
@@ -34,13 +35,13 @@ def summary_of(header: SessionHeader, events: Iterable[SessionEvent]) -> Session
     updated = header.created_at
     for event in events:
         updated = event.time
-        if event.type == "turn/start":
+        if event.type == TURN_START:
             turns += 1
-        elif event.type == "session/title" and isinstance(event.data.get("title"), str):
+        elif event.type == SESSION_TITLE and isinstance(event.data.get("title"), str):
             title = event.data["title"]
-        elif not prompt and event.type == "user/message":
+        elif not prompt and event.type == USER_MESSAGE:
             prompt = _prompt([event.data])
-        elif not prompt and event.type == "agent/inbox/spliced":
+        elif not prompt and event.type == AGENT_INBOX_SPLICED:
             prompt = _prompt(event.data.get("inserted") or ())
     one_line = " ".join((title or prompt).split())
     return SessionSummary(header.id, header.cwd, header.created_at, updated, one_line, turns)

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 
 import msgspec
 
+from ..llm import Json
 from ._envelope import SessionEvent
-from ._json import Json
+from .event_types import TURN_END, TURN_START
 
 __all__ = ["LastTurn", "last_turn"]
 
@@ -31,8 +32,8 @@ def last_turn(events: Sequence[SessionEvent]) -> LastTurn | None:
     closed = False
     for index in range(len(events) - 1, -1, -1):
         kind = events[index].type
-        if kind == "turn/end":
+        if kind == TURN_END:
             closed = True
-        elif kind == "turn/start":
+        elif kind == TURN_START:
             return LastTurn(index, events[index].data.get("turn"), closed)
     return None

@@ -9,6 +9,7 @@ import msgspec
 
 from ._envelope import SessionEvent
 from ._session import Session
+from .event_types import ASSISTANT_MESSAGE, COMPACTION_SUMMARY, TOOL_CALL, TURN_END, TURN_START
 
 __all__ = [
     "ModelRoute",
@@ -85,13 +86,13 @@ def usage_by(
     route: ModelRoute = ("", "")
     for event in events:
         kind = event.type
-        if kind == "assistant/message":
+        if kind == ASSISTANT_MESSAGE:
             source = event.data["message"].get("source", {})
             route = (source.get("provider", ""), source.get("model", ""))
             _add(counts, key(event, route), event.data.get("usage"))
-        elif kind == "tool/call":
+        elif kind == TOOL_CALL:
             counts.setdefault(key(event, route), [0] * 7)[_TOOL_CALLS] += 1
-        elif kind == "compaction/summary":
+        elif kind == COMPACTION_SUMMARY:
             data = event.data
             answered = (data.get("provider", ""), data.get("model", ""))
             _add(counts, key(event, answered), data.get("usage"))
@@ -159,9 +160,9 @@ def session_usage(source: Session | Sequence[SessionEvent]) -> SessionUsage:
     start: SessionEvent | None = None
     opened = 0
     for i, event in enumerate(events):
-        if event.type == "turn/start":
+        if event.type == TURN_START:
             start, opened = event, i
-        elif event.type == "turn/end" and start is not None:
+        elif event.type == TURN_END and start is not None:
             turns.append(_turn(start, event, events[opened : i + 1], event.data["reason"]))
             start = None
     if start is not None and events:
