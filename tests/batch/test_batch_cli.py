@@ -15,11 +15,13 @@ from typing import Any
 
 import pexpect
 import pyte
+import pytest
 
 from dsh.batch import CONTINUE_PROMPT
 from dsh.persistence import JsonlBackend, StoredSessions
-from dsh.testing import OpenAIServer, reply
-from tests.cli.support import DSH, loopback_env, run_dsh
+from dsh.plugins.sandbox import probe
+from dsh.testing import OpenAIServer, RecordedRequest, Reply, reply, tool_call
+from tests.cli.support import DSH, cli_env, loopback_env, run_dsh
 
 from .support import (
     log_problems,
@@ -28,6 +30,8 @@ from .support import (
     task_of,
     write_tasks,
 )
+
+HAS_BWRAP = asyncio.run(probe("bwrap", network=False)) is None
 
 
 async def test_fifty_tasks_then_a_rerun_that_runs_nothing_twice(tmp_path: Path) -> None:
@@ -155,3 +159,35 @@ def loopback(tmp_path: Path, script: list[Any]) -> Iterator[dict[str, str]]:
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(30)
+
+
+def touch_then_answer(request: RecordedRequest) -> Reply:
+    """A bash call that writes `made.txt`, then the answer `done`."""
+    if any(m["role"] == "tool" for m in request.body["messages"]):
+        return reply("done")
+    arguments = {"command": "touch made.txt && echo made", "description": "Make a file"}
+    return reply(tool_call("bash", arguments))
+
+
+@pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap cannot run here")
+async def test_batch_takes_the_model_server_and_sandbox_options_of_run(tmp_path: Path) -> None:
+    tasks = write_tasks(tmp_path, 1)
+    out = tmp_path / "results.jsonl"
+    async with OpenAIServer([touch_then_answer] * 4) as server:
+        env = cli_env(tmp_path, DEEPSEEK_API_KEY="sk-loopback")  # no DEEPSEEK_BASE_URL
+        command = ["batch", str(tasks), "-o", str(out), "-m", "deepseek:deepseek-v4-flash"]
+        command += ["--base-url", server.base_url, "--sandbox", "read-only", "--yes"]
+        code, _, err = await run_dsh(env, *command, "--cwd", str(tmp_path))
+        assert code == 0, err
+        assert len(server.requests) == 2  # --base-url reached the loopback server
+        (result,) = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"]
+    assert not (tmp_path / "made.txt").exists()  # --sandbox read-only held
+    assert "Read-only file system" in str(result["content"])
+    assert read_results(out)["t0"]["final_answer"] == "done"
+
+
+async def test_batch_help_shows_the_task_line_format(tmp_path: Path) -> None:
+    code, out, _ = await run_dsh(cli_env(tmp_path), "batch", "--help")
+    assert code == 0
+    assert '{"id": "t1", "prompt": "…"}' in out
+    assert "--base-url" in out and "--sandbox" in out and "-m" in out

@@ -65,6 +65,8 @@ async def run_async(
     yes: bool = False,
     session_prefix: str | None = None,
     on_result: Callable[[TaskResult], None] | None = None,
+    base_url: str | None = None,
+    sandbox: str | None = None,
 ) -> list[TaskResult]:
     """Run `tasks` (each in its own session, `session_prefix` + task id) and return their
     results in task order.
@@ -74,13 +76,14 @@ async def run_async(
     arrives. Tasks that were interrupted (a crash, a dead worker, Ctrl-C) resume from their
     logs. `session_prefix` defaults to the name of `out` (`results.jsonl` → `results-`),
     else `batch-`. `store`: `postgresql://…`, `sqlite:PATH` or a JSONL root (default: the
-    profile's). `on_result` sees every result, kept ones first.
+    profile's). `on_result` sees every result, kept ones first. `base_url` is the server of
+    the tasks' `deepseek:` / `openai:` model; `sandbox` the sandbox row's mode.
     """
     if concurrency < 1:
         raise BatchError("concurrency must be at least 1")
     tasks = list(tasks)
     check_unique(tasks, "tasks")
-    _check_model(model)
+    _check_model(model, base_url)
     if session_prefix is None:
         session_prefix = f"{Path(out).stem}-" if out is not None else "batch-"
     previous = read_results(out) if out is not None else {}
@@ -94,6 +97,8 @@ async def run_async(
         cwd=os.path.join(os.getcwd(), cwd or ""),  # absolute: workers may be elsewhere
         yes=yes,
         session_prefix=session_prefix,
+        base_url=base_url,
+        sandbox=sandbox,
     )
     results = dict(kept)
     for result in kept.values():
@@ -150,11 +155,11 @@ def _append_to(path: str | os.PathLike[str]) -> TextIO:
     return Path(path).open("a", encoding="utf-8")
 
 
-def _check_model(model: str | None) -> None:
+def _check_model(model: str | None, base_url: str | None) -> None:
     if model is None:
         return
     try:
-        route = parse_model(model)
+        route = parse_model(model, base_url=base_url)
     except RouteError as exc:
         raise BatchError(str(exc)) from None
     if route.missing_credential:

@@ -50,6 +50,11 @@ class WorkerSpec(msgspec.Struct, frozen=True):
     yes: bool = False
     """Approve every tool call (a batch has nobody to ask)."""
     session_prefix: str = "batch-"
+    base_url: str | None = None
+    """The server of the tasks' `deepseek:` or `openai:` model (any OpenAI-compatible one)."""
+    sandbox: str | None = None
+    """Where the tasks' bash may write (`read-only`, `workspace-write`, `danger-full-access`);
+    None: the profile's."""
 
     def session_id(self, task: Task) -> str:
         return f"{self.session_prefix}{task.id}"
@@ -78,7 +83,7 @@ class BatchWorker:
 
     async def _run(self, task: Task, session_id: str) -> TaskResult:
         model = task.model or self.spec.model or os.environ.get("DSH_MODEL")
-        route = None if model is None else parse_model(model)
+        route = None if model is None else parse_model(model, base_url=self.spec.base_url)
         if route is not None and route.missing_credential:
             raise BatchError(f"model {model!r} needs {route.missing_credential} to be set")
         ctx = await self._runtime(task.profile, route)
@@ -132,6 +137,11 @@ class BatchWorker:
             profile = profile.with_config("persistence", **store_config(spec.store))
         if spec.yes:
             profile = profile.with_config("approval", auto_approve=True)
+        if spec.sandbox is not None:
+            row = profile.row("sandbox")
+            if row is None or row.disabled:
+                raise BatchError("--sandbox needs the sandbox plugin: the profile has no row")
+            profile = profile.with_config("sandbox", mode=spec.sandbox)
         if route is not None:
             profile = route.apply(profile)
         ctx = await boot(profile)

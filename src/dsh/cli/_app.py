@@ -450,12 +450,14 @@ def batch_command(
     model: Annotated[
         str | None,
         typer.Option(
-            "--model", metavar="PROVIDER:MODEL", help="The model of tasks that name none."
+            "--model", "-m", metavar="PROVIDER:MODEL", help="The model of tasks that name none."
         ),
     ] = None,
+    base_url: BaseUrlOption = None,
     profile: ProfileOption = None,
     cwd: CwdOption = None,
     yes: YesOption = False,
+    sandbox: SandboxOption = None,
     session_prefix: Annotated[
         str | None,
         typer.Option(
@@ -465,13 +467,17 @@ def batch_command(
         ),
     ] = None,
 ) -> None:
-    """Run every task of TASKS (a JSONL file, one task per line), each in its own session;
-    results to --out."""
+    """Run every task of TASKS, each in its own session; results to --out (a rerun resumes).
+
+    TASKS is a JSONL file, one task per line: {"id": "t1", "prompt": "…"} and optionally
+    "cwd" (relative to the file), "model" (provider:model) and "profile" (a file).
+    """
     from ._batch import BatchOptions, run_batch
 
     options = BatchOptions(
         tasks, out, concurrency, ray, workers, store, model, profile, cwd, yes, session_prefix
     )
+    options = msgspec.structs.replace(options, base_url=base_url, sandbox=_mode(sandbox))
     exit_with(run_batch(options))
 
 

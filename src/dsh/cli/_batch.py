@@ -30,6 +30,8 @@ class BatchOptions(msgspec.Struct, frozen=True):
     cwd: Path | None = None
     yes: bool = False
     session_prefix: str | None = None
+    base_url: str | None = None
+    sandbox: str | None = None
 
 
 async def run_batch(options: BatchOptions) -> int:
@@ -45,8 +47,11 @@ async def run_batch(options: BatchOptions) -> int:
         raise CliError(str(exc)) from None
     model = options.model or os.environ.get("DSH_MODEL")
     profiles = profile_files(options.profile)
-    if model is None:  # the profile's route: stop now, not once per task, without its key
-        resolve_route(load_profile(profiles))  # a missing key raises CliError
+    if model is None or options.base_url is not None:
+        # The route now, not once per task (a missing key raises CliError); with --base-url,
+        # the profile's model gets it.
+        _, route = resolve_route(load_profile(profiles), model, None, options.base_url)
+        model = model or f"{route.provider}:{route.model}"
     executor: Executor | None = None
     if options.ray is not None:
         address = None if options.ray == LOCAL_RAY else options.ray
@@ -81,6 +86,8 @@ async def run_batch(options: BatchOptions) -> int:
                 yes=options.yes,
                 session_prefix=options.session_prefix,
                 on_result=on_result,
+                base_url=options.base_url,
+                sandbox=options.sandbox,
             )
         except BatchError as exc:
             raise CliError(str(exc)) from None
