@@ -38,12 +38,14 @@ class Headless:
         agent: Agent,
         model: str,
         cost: Callable[[Usage], float | None] | None,
+        started: float,
     ) -> None:
         self._stream = form == "stream-json"
         self._agent = agent
         self._model = model
         self._cost = cost
-        self._started = time.monotonic()
+        self._started = started
+        """`time.monotonic()` when the command started: `duration_ms` counts from there."""
 
     def start(self, cwd: Path, tools: Sequence[str], permission_mode: str) -> None:
         if self._stream:

@@ -9,6 +9,7 @@ import os
 import signal
 import stat
 import sys
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,7 @@ def _piped() -> bool:
 
 
 async def run_task(options: RunOptions) -> int:
+    started = time.monotonic()
     # argv and stdin are surrogate-escaped: an undecodable byte (b"\xff") arrives as "\udcff".
     task = clean_text(read_task(options.task))
     profile, route, cwd = prepare(options)
@@ -99,7 +101,7 @@ async def run_task(options: RunOptions) -> int:
                 surface.note(f"note: {trust_note(cwd, untrusted)}: {remedy}", "yellow")
             if options.banner:
                 surface.note(options.banner, "bold yellow")
-            headless = _headless(options, ctx, agent, route, cwd)
+            headless = _headless(options, ctx, agent, route, cwd, started)
             ctx.on(SESSION_EVENT, _printer(agent, renderer, options, headless))
             denied = _unanswered(ctx) if options.denials_fail else []
             if options.plan:
@@ -151,12 +153,13 @@ def _working(subagents: SubagentRuntime, agent: Agent) -> list[asyncio.Future[An
 
 
 def _headless(
-    options: RunOptions, ctx: Context, agent: Agent, route: Route, cwd: Path
+    options: RunOptions, ctx: Context, agent: Agent, route: Route, cwd: Path, started: float
 ) -> Headless | None:
     """The `json` / `stream-json` output of `--output-format`, its `init` line written."""
     if options.output_format == "text":
         return None
-    headless = Headless(options.output_format, agent, route.model, turn_cost(ctx, route))
+    cost = turn_cost(ctx, route)
+    headless = Headless(options.output_format, agent, route.model, cost, started)
     tools = [schema.name for schema in agent.ctx.tools.schemas()]
     headless.start(cwd, tools, "bypassPermissions" if options.yes else "default")
     return headless
