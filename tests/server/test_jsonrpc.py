@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from dsh.client import AsyncHarness, HarnessRpcError
 from dsh.server._protocol import Request, encode, event_frame, notification, parse
 from dsh.session import SessionEvent
+from dsh.testing import OpenAIServer
 
 ROOT = Path(__file__).parents[2]
 
@@ -366,3 +367,30 @@ async def test_the_client_survives_noise_and_reports_a_dead_runtime(tmp_path: Pa
     with pytest.raises(ConnectionError):
         await asyncio.wait_for(h.run("hello"), timeout=30)
     await h.close()
+
+
+async def test_a_model_route_named_by_its_provider_is_mounted(tmp_path: Path) -> None:
+    """`Harness(provider="openai", …)`: the runtime mounts the route `dsh run -m openai:…`
+    would, and the run reaches the server it names."""
+    async with OpenAIServer(["Hello over the openai route."]) as server:
+        env = {**runtime_env(tmp_path, []), "OPENAI_BASE_URL": server.base_url}
+        env.pop("OPENAI_API_KEY", None)  # a local server takes no key
+        async with AsyncHarness(
+            provider="openai", model="local-model", cwd=str(tmp_path), env=env
+        ) as h:
+            result = await h.run("hi")
+        assert result.finish_reason == "completed"
+        assert result.final_response == "Hello over the openai route."
+        assert server.requests[0].body["model"] == "local-model"
+
+
+async def test_an_unknown_provider_names_the_ones_this_runtime_knows(tmp_path: Path) -> None:
+    env = runtime_env(tmp_path, [])
+    harness = AsyncHarness(provider="nope", model="m", cwd=str(tmp_path), env=env)
+    with pytest.raises(HarnessRpcError) as failed:
+        async with harness:
+            pass
+    assert harness._process is None  # closed: no runtime process left behind
+    message = str(failed.value)
+    assert message.startswith('no adapter registered for provider "nope" (this runtime knows: ')
+    assert "scripted" in message and "openai" in message and "anthropic" in message

@@ -88,7 +88,11 @@ class AsyncHarness:
         """Set to a list to record every frame sent and received, in wire order."""
 
     async def __aenter__(self) -> AsyncHarness:
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:
+            await self.close()  # a refused `initialize` leaves no runtime process behind
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -12,6 +12,7 @@ from ..agent import AGENT_STATUS, USER_CANCEL, AgentHandle, AgentOptions, Status
 from ..agent import ResumeAgentOptions as _Resume
 from ..kernel import Context, Disposer, TraceContext, resolve_plugin, using_trace
 from ..llm import USER_SOURCE, Json, LlmError, Message, new_message_id
+from ..llm.adapters import ROUTE_PREFIXES, parse_model
 from ..plugins.ask_user import QUESTIONS, Answer, QuestionError, QuestionRequest
 from ..plugins.subagents import SUBAGENT_END, SubagentEnd
 from ..session import (
@@ -41,7 +42,6 @@ _log = logging.getLogger("dsh.server")
 SERVER_INFO = {"name": "deepseek-harness-sdk-runtime", "version": "0.0.1"}
 """What `initialize` reports: the reference runtime's identity, so SDK clients accept us."""
 DEEPSEEK_PROVIDER = "deepseek-official"
-DEEPSEEK_PLUGIN = "deepseek"
 
 Send = Callable[[dict[str, Json] | bytes], None]
 """Sends one frame: a JSON object, or one already encoded (`encode`, `event_frame`)."""
@@ -124,30 +124,39 @@ class JsonRpcServer:
         if parsed.max_tokens is not None and parsed.max_tokens <= 0:
             raise RpcError(INVALID_PARAMS, "initialize maxTokens must be a positive safe integer")
         await self.ctx.settled()
-        await self._ensure_adapter(parsed.provider)
+        provider = await self._ensure_adapter(parsed.provider, parsed.model)
         self.cwd = parsed.cwd
         questions = self.ctx.get(QUESTIONS)
         if parsed.capabilities.ask_user_question and questions and self.answering is None:
             self.answering = questions.set_answerer(self.ask_client)
         self.options = AgentOptions(
-            provider=parsed.provider,
+            provider=provider,
             model=parsed.model,
             max_tokens=parsed.max_tokens,
             reasoning_effort=parsed.reasoning_effort,
         )
         return {"serverInfo": SERVER_INFO}
 
-    async def _ensure_adapter(self, provider: str) -> None:
-        llm = self.ctx.llm
-        if any(p.id == provider for p in llm.list_providers()):
-            return
-        if provider == DEEPSEEK_PROVIDER:
-            try:
-                await self.ctx.plugin(resolve_plugin(DEEPSEEK_PLUGIN), id="deepseek-auto")
-                return
-            except LookupError:
-                pass
-        raise RpcError(INVALID_PARAMS, f'no adapter registered for provider "{provider}"')
+    async def _ensure_adapter(self, provider: str, model: str) -> str:
+        """The provider requests go to: `provider` when an adapter serves it, else the route
+        the model string `provider:model` names (`deepseek`, `openai`, `anthropic`, …),
+        mounted now as `dsh run -m provider:model` would mount it."""
+        served = [p.id for p in self.ctx.llm.list_providers()]
+        if provider in served:
+            return provider
+        prefix = "deepseek" if provider == DEEPSEEK_PROVIDER else provider
+        route = parse_model(f"{prefix}:{model}") if prefix in ROUTE_PREFIXES else None
+        if route is None or route.row is None:
+            known = ", ".join(dict.fromkeys([*served, *ROUTE_PREFIXES]))
+            raise RpcError(
+                INVALID_PARAMS,
+                f'no adapter registered for provider "{provider}" (this runtime knows: {known})',
+            )
+        row = route.row
+        await self.ctx.plugin(
+            resolve_plugin(row["name"]), row.get("config"), id=f"{row['id']}-auto"
+        )
+        return route.provider
 
     def _ready(self, method: str) -> AgentOptions:
         if self.shutting_down:
