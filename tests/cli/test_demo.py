@@ -107,3 +107,6 @@ def test_demo_with_your_folder_asks_nothing_silently(tmp_path: Path) -> None:
     assert "requires approval, but nothing can answer" in result.stderr
     assert (mine / "greeting.py").read_text() == 'message = "hello wrold"\nprint(message)\n'
     assert "runs its tools without asking" not in result.stderr
+    # The scripted model does not claim what did not happen.
+    assert "Fixed the typo" not in result.stdout + result.stderr
+    assert "I could not fix greeting.py" in result.stdout

@@ -13,7 +13,9 @@ import msgspec
 from ._run import RunOptions, run_task
 
 if TYPE_CHECKING:
-    from ..testing import Reply
+    from collections.abc import Callable
+
+    from ..testing import RecordedRequest, Reply
 
 DEMO_MODEL = "deepseek:deepseek-v4-flash"
 """The scripted demo plays DeepSeek's wire format, whatever DSH_MODEL says."""
@@ -36,7 +38,7 @@ def scratch_workspace() -> Path:
     return root
 
 
-def demo_script() -> list[Reply]:
+def demo_script() -> list[Reply | Callable[[RecordedRequest], Reply]]:
     from ..llm import TokenUsage
     from ..testing import reply, tool_call
 
@@ -60,11 +62,25 @@ def demo_script() -> list[Reply]:
             ),
             usage=TokenUsage(88, 41, cache_read_tokens=2240),
         ),
-        reply(
-            'Fixed the typo in greeting.py ("wrold" → "world"); it now prints "hello world".',
-            usage=TokenUsage(71, 30, cache_read_tokens=2368),
-        ),
+        _outcome,
     ]
+
+
+def _outcome(request: RecordedRequest) -> Reply:
+    """The script's last answer: what happened, never a success that did not (when the edit
+    and the command were refused, it says so)."""
+    from ..llm import TokenUsage
+    from ..testing import reply
+
+    results = [m for m in request.body["messages"] if m.get("role") == "tool"]
+    refused = any(str(m.get("content", "")).startswith("Error:") for m in results)
+    text = (
+        "I could not fix greeting.py: changing it and running it need your approval, and "
+        "nobody could give it here. Run again with --yes, or use `dsh chat` to approve each step."
+        if refused
+        else 'Fixed the typo in greeting.py ("wrold" → "world"); it now prints "hello world".'
+    )
+    return reply(text, usage=TokenUsage(71, 30, cache_read_tokens=2368))
 
 
 def _permissions(task: str | None, workspace: Path | None, yes: bool) -> tuple[bool, str]:
