@@ -143,6 +143,7 @@ SCHEMAS: list[tuple[object, dict[str, Any]]] = [
         prepared(Annotated[int, Field(gt=0, description="Count.")]),
         {"type": "integer", "description": "Count."},
     ),
+    (prepared(Annotated[int, "a note", Field(le=3)]), {"type": "integer"}),
 ]
 
 

@@ -96,8 +96,8 @@ def _meta(item: object) -> object:
     found: dict[str, Any] = {}
     for part in (item, *getattr(item, "metadata", ())):
         for key in _META_KEYS + _ANNOTATION_KEYS:
-            value = getattr(part, key, None)
-            if value is not None and key not in found:
+            value = getattr(part, key, None)  # (a `str` note has a `title` method: skipped)
+            if value is not None and not callable(value) and key not in found:
                 found[key] = value
     return msgspec.Meta(**found) if found else item
 
