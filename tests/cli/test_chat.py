@@ -244,6 +244,19 @@ def test_continue_and_yes(chat: Chats, tmp_path: Path) -> None:
     exits_cleanly(again)
 
 
+def test_continue_skips_a_chat_closed_without_a_prompt(chat: Chats) -> None:
+    t, server = chat([answer("First.")])
+    t.enter("start")
+    t.wait_for("First.")
+    exits_cleanly(t)
+    empty, _ = chat(server)
+    empty.wait_for(at_prompt)
+    exits_cleanly(empty)
+    again, _ = chat(server, "-c")
+    again.wait_for(lambda t: "> start" in t.lines() and "First." in t.lines())
+    exits_cleanly(again)
+
+
 def test_compact_an_ordinary_conversation(chat: Chats) -> None:
     script = [{"parts": [f"Answer {i}: " + "details " * 100]} for i in range(3)]
     t, server = chat([*script, "Summary: three questions about details."])

@@ -85,7 +85,9 @@ async def find_session(persistence: SessionPersistence, given: str) -> str:
 
 
 async def latest_session(persistence: SessionPersistence, cwd: Path) -> str:
-    found = await summaries(persistence, cwd=cwd)
+    """The latest session of `cwd` that was given a prompt (a chat opened and closed without
+    one is skipped)."""
+    found = [s for s in await summaries(persistence, cwd=cwd) if s.turns or s.title]
     if not found:
         raise CliError(f"no earlier session in {cwd} to continue (start one without -c)")
     return found[0].id
