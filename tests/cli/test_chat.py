@@ -12,7 +12,7 @@ import pytest
 from dsh.plugins.sandbox import probe
 
 from .support import workspace
-from .terminal import USAGE, Chats, answer, at_prompt, exits_cleanly
+from .terminal import USAGE, Chats, answer, at_prompt, exits_cleanly, tool_call
 
 
 def test_a_one_line_answer_stays_after_the_turn(chat: Chats) -> None:
@@ -292,4 +292,25 @@ def test_sandbox_shows_what_commands_may_do(chat: Chats, tmp_path: Path) -> None
     assert ".git/hooks/" in rows["read-only"]
     assert "~/.ssh" in rows["unreadable"] or "/.ssh" in rows["unreadable"]
     assert "none" in rows["network"]
+    exits_cleanly(t)
+
+
+def test_the_prompt_is_not_steer_after_a_failed_turn(chat: Chats) -> None:
+    t, _ = chat([{"http_error": {"status": 401, "message": "bad key"}}, answer("Fine now.")])
+    t.enter("hi")
+    t.wait_for("bad key")
+    t.wait_for(at_prompt)  # `> `, not `steer » `: the turn is over
+    t.enter("again")
+    t.wait_for("Fine now.")
+    exits_cleanly(t)
+
+
+def test_the_prompt_is_not_steer_after_an_approval(chat: Chats) -> None:
+    run = tool_call("bash", command="echo hi", description="Say hi")
+    t, _ = chat([answer(run), answer("Done after the answer.")])
+    t.enter("say hi")
+    t.wait_for("allow?")
+    t.enter("n")
+    t.wait_for("Done after the answer.")
+    t.wait_for(at_prompt)  # `> `, not `steer » `: the turn is over
     exits_cleanly(t)
