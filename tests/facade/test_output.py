@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 import dsh
 from dsh.testing import OpenAIServer, reply, tool_call
@@ -68,3 +68,24 @@ async def test_no_answer_at_all_fails_clearly(server: OpenAIServer, make_agent: 
     async with make_agent(output_type=City, output_retries=1) as agent:
         with pytest.raises(dsh.OutputValidationError, match="without calling final_result"):
             await agent.run("?")
+
+
+class Village(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    mayor: str
+
+
+class Hamlet(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    farms: int
+
+
+async def test_a_union_of_models_is_pydantic_s_to_check(
+    server: OpenAIServer, make_agent: MakeAgent
+) -> None:
+    server.add(final(result={"name": "Giverny", "mayor": "Claude"}))
+    async with make_agent(output_type=Village | Hamlet) as agent:
+        result = await agent.run("A French village?")
+    assert result.output == Village(name="Giverny", mayor="Claude")

@@ -32,7 +32,7 @@ from dsh.tools import (
     to_json,
     tool,
 )
-from dsh.tools._hints import prepared
+from dsh.tools._hints import prepare_hint
 
 
 class Option(TypedDict):
@@ -137,13 +137,13 @@ SCHEMAS: list[tuple[object, dict[str, Any]]] = [
     ),
     (Point, {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}),
     # What msgspec cannot take is pydantic's to describe.
-    (prepared(Literal[1, 2.5]), {"type": "number", "enum": [1, 2.5]}),
-    (prepared(str | Path), {"type": "string"}),
+    (prepare_hint(Literal[1, 2.5]), {"type": "number", "enum": [1, 2.5]}),
+    (prepare_hint(str | Path), {"type": "string"}),
     (
-        prepared(Annotated[int, Field(gt=0, description="Count.")]),
+        prepare_hint(Annotated[int, Field(gt=0, description="Count.")]),
         {"type": "integer", "description": "Count."},
     ),
-    (prepared(Annotated[int, "a note", Field(le=3)]), {"type": "integer"}),
+    (prepare_hint(Annotated[int, "a note", Field(le=3)]), {"type": "integer"}),
 ]
 
 

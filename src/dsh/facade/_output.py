@@ -18,6 +18,7 @@ from ..tools import (
     ToolRunContext,
     convert_arguments,
     hint_schema,
+    prepare_hint,
 )
 
 if TYPE_CHECKING:
@@ -53,11 +54,11 @@ class OutputTool(Generic[T]):
     """
 
     def __init__(self, output_type: Any, retries: int) -> None:
-        self._type: Any = output_type
-        parameters = hint_schema(output_type)
+        self._type: Any = prepare_hint(output_type)  # (a union of models: pydantic's)
+        parameters = hint_schema(self._type)
         self._wrapped = parameters.get("type") != "object"
         if self._wrapped:
-            self._type = _typed_dict(FINAL_RESULT, {_WRAPPED: output_type})
+            self._type = _typed_dict(FINAL_RESULT, {_WRAPPED: self._type})
             parameters = hint_schema(self._type)
         name = getattr(output_type, "__name__", "the result")
         self.definition = ToolDefinition(

@@ -10,7 +10,7 @@ from ._events import (
     TOOLS_RESULT,
 )
 from ._fit import fit_schema
-from ._hints import Arg, convert_arguments, hint_schema, to_json
+from ._hints import Arg, convert_arguments, hint_schema, prepare_hint, to_json
 from ._plugin import ToolsConfig, ToolsPlugin
 from ._registry import Guard
 from ._runtime import ExecutionMode, ToolRuntime
@@ -121,6 +121,7 @@ __all__ = [
     "default_render",
     "fit_schema",
     "hint_schema",
+    "prepare_hint",
     "stricter",
     "to_json",
     "tool",

@@ -26,7 +26,7 @@ from typing_extensions import TypedDict
 
 from ..llm import Json
 from ._docstring import parse_docstring
-from ._hints import convert_arguments, hint_schema, prepared, to_json
+from ._hints import convert_arguments, hint_schema, prepare_hint, to_json
 from ._schema import JsonSchemaError, check_schema
 from ._types import (
     Content,
@@ -99,7 +99,7 @@ def _build(
         doc.description if description is None else description,
         _parameters(tool_name, arguments, doc.params, defaults),
         body.run_async if inspect.iscoroutinefunction(fn) else body.run_sync,
-        output_schema=_described(tool_name, "output", prepared(hints.get("return", Any))),
+        output_schema=_described(tool_name, "output", prepare_hint(hints.get("return", Any))),
         render=render or default_render,
         is_concurrency_safe=_classifier(concurrency_safe),
         timeout_ms=timeout_ms,
@@ -120,7 +120,7 @@ def _fields(
         if _is_run_context(hint):
             run_param = param.name
             continue
-        hint = prepared(hint)
+        hint = prepare_hint(hint)
         if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
             raise TypeError(
                 f"@tool {tool_name!r}: parameter {param.name!r} must be passable by keyword"

@@ -4,6 +4,8 @@
 - `hint_schema(hint)`: msgspec's JSON schema of the hint, fitted to the subset tools declare,
   with a `TypedDict`'s keys and a literal's or enum's values in their declared order (msgspec
   sorts them; the model reads them in the order their author chose);
+- `prepare_hint(hint)`: the hint as `hint_schema` and `convert_arguments` take it (once,
+  where a tool is declared);
 - `convert_arguments(hint, value)`: the value converted by `dsh.kernel.convert` (msgspec's lax
   mode, the config checker's words), a failure raised as `ToolArgsError` in the pipeline's
   wording;
@@ -32,7 +34,7 @@ from ..llm import Json
 from ._fit import fit_schema
 from ._types import ToolArgsError
 
-__all__ = ["Arg", "convert_arguments", "hint_schema", "prepared", "to_json"]
+__all__ = ["Arg", "convert_arguments", "hint_schema", "prepare_hint", "to_json"]
 
 
 def Arg(
@@ -55,7 +57,7 @@ def hint_schema(hint: object) -> dict[str, Json]:
     return fit_schema(schema)
 
 
-def prepared(hint: object) -> object:
+def prepare_hint(hint: object) -> object:
     """A parameter's (or a result's) hint as msgspec takes it:
     - `Annotated[X, ...]` with pydantic's `Field(...)` or annotated-types' bounds (`Gt(0)`,
       `MinLen(1)`) has them read as the `msgspec.Meta` they mean, so that a parameter written
