@@ -175,7 +175,7 @@ async def test_batch_takes_the_model_server_and_sandbox_options_of_run(tmp_path:
     out = tmp_path / "results.jsonl"
     async with OpenAIServer([touch_then_answer] * 4) as server:
         env = cli_env(tmp_path, DEEPSEEK_API_KEY="sk-loopback")  # no DEEPSEEK_BASE_URL
-        command = ["batch", str(tasks), "-o", str(out), "-m", "deepseek:deepseek-v4-flash"]
+        command = ["batch", str(tasks), "-o", str(out)]  # the profile's model, at --base-url
         command += ["--base-url", server.base_url, "--sandbox", "read-only", "--yes"]
         code, _, err = await run_dsh(env, *command, "--cwd", str(tmp_path))
         assert code == 0, err
@@ -184,6 +184,17 @@ async def test_batch_takes_the_model_server_and_sandbox_options_of_run(tmp_path:
     assert not (tmp_path / "made.txt").exists()  # --sandbox read-only held
     assert "Read-only file system" in str(result["content"])
     assert read_results(out)["t0"]["final_answer"] == "done"
+
+
+async def test_batch_model_option_goes_to_the_base_url(tmp_path: Path) -> None:
+    tasks = write_tasks(tmp_path, 1)
+    out = tmp_path / "results.jsonl"
+    async with OpenAIServer(["done"]) as server:
+        env = cli_env(tmp_path, DEEPSEEK_API_KEY="sk-loopback")
+        command = ["batch", str(tasks), "-o", str(out), "-m", "deepseek:deepseek-v4-pro"]
+        code, _, err = await run_dsh(env, *command, "--base-url", server.base_url)
+        assert code == 0, err
+        assert server.requests[0].body["model"] == "deepseek-v4-pro"
 
 
 async def test_batch_help_shows_the_task_line_format(tmp_path: Path) -> None:

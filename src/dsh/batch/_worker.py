@@ -22,6 +22,7 @@ from ..kernel import Context, Profile, boot, load_profile
 from ..llm import Json, Message, text_of
 from ..llm.adapters import ModelRoute, parse_model
 from ..persistence import SESSION_PERSISTENCE, UnknownSessionError, store_config
+from ..plugins.sandbox import with_sandbox_mode
 from ..session import SessionEvent, SessionMeta, usage_of
 from ._tasks import BatchError, Task, TaskResult
 
@@ -138,10 +139,10 @@ class BatchWorker:
         if spec.yes:
             profile = profile.with_config("approval", auto_approve=True)
         if spec.sandbox is not None:
-            row = profile.row("sandbox")
-            if row is None or row.disabled:
-                raise BatchError("--sandbox needs the sandbox plugin: the profile has no row")
-            profile = profile.with_config("sandbox", mode=spec.sandbox)
+            try:
+                profile = with_sandbox_mode(profile, spec.sandbox)
+            except ValueError as exc:
+                raise BatchError(str(exc)) from None
         if route is not None:
             profile = route.apply(profile)
         ctx = await boot(profile)

@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 
 from ..kernel import load_profile
-from ._runtime import CliError, profile_files, resolve_route
+from ._runtime import CliError, model_string, profile_files, resolve_route
 
 EXIT_OK = 0
 EXIT_SOME_FAILED = 1
@@ -48,10 +48,11 @@ async def run_batch(options: BatchOptions) -> int:
     model = options.model or os.environ.get("DSH_MODEL")
     profiles = profile_files(options.profile)
     if model is None or options.base_url is not None:
-        # The route now, not once per task (a missing key raises CliError); with --base-url,
-        # the profile's model gets it.
-        _, route = resolve_route(load_profile(profiles), model, None, options.base_url)
-        model = model or f"{route.provider}:{route.model}"
+        # The route now, not once per task: a missing key or a bad URL raises CliError.
+        profile = load_profile(profiles)
+        resolve_route(profile, model, None, options.base_url)
+        if options.base_url is not None:  # the profile's model goes to --base-url too
+            model = model_string(profile, model, None)
     executor: Executor | None = None
     if options.ray is not None:
         address = None if options.ray == LOCAL_RAY else options.ray

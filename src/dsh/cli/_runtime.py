@@ -67,10 +67,12 @@ def build_profile(
 
         profile = trust_for_run(profile)
     if sandbox is not None:
-        row = profile.row("sandbox")
-        if row is None or row.disabled:
-            raise CliError("--sandbox needs the sandbox plugin: the profile has no `sandbox` row")
-        profile = profile.with_config("sandbox", mode=sandbox)
+        from ..plugins.sandbox import with_sandbox_mode
+
+        try:
+            profile = with_sandbox_mode(profile, sandbox)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
     if workspace is not None and profile.row("mcp") is not None:
         profile = profile.with_config("mcp", workspace=str(workspace))
     return profile
@@ -171,7 +173,7 @@ def resolve_route(
 
     if base_url is not None:
         _check_url(base_url)
-    spec = _model_string(profile, model or os.environ.get("DSH_MODEL"), provider)
+    spec = model_string(profile, model or os.environ.get("DSH_MODEL"), provider)
     try:
         route = parse_model(spec, base_url=base_url)
     except RouteError as exc:
@@ -198,7 +200,9 @@ def _check_url(url: str) -> None:
         )
 
 
-def _model_string(profile: Profile, model: str | None, provider: str | None) -> str:
+def model_string(profile: Profile, model: str | None, provider: str | None) -> str:
+    """The model string (`provider:model`) a run uses: `model` when it names its provider,
+    else the provider (`provider`, `DSH_PROVIDER`, the agent-loop row's) and the model id."""
     provider = provider or os.environ.get("DSH_PROVIDER")
     if model is not None and ":" in model:
         if provider is not None:

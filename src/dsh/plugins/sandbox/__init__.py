@@ -7,7 +7,14 @@ from ._limits import Limits
 from ._paths import CONTROL_PATHS, DENY_READ
 from ._plugin import COMMAND_TOOLS, FILE_TOOLS, SandboxPlugin
 from ._report import report
-from ._service import MODE_EVENT, SANDBOX, Sandbox, SandboxConfig, SandboxNetwork
+from ._service import (
+    MODE_EVENT,
+    SANDBOX,
+    Sandbox,
+    SandboxConfig,
+    SandboxNetwork,
+    with_sandbox_mode,
+)
 
 __all__ = [
     "COMMAND_TOOLS",
@@ -29,4 +36,5 @@ __all__ = [
     "find_bwrap",
     "probe",
     "report",
+    "with_sandbox_mode",
 ]

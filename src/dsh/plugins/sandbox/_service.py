@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, cast
 import msgspec
 
 from ...events import SandboxModeEvent, append
-from ...kernel import ConfigRecord, ServiceKey
+from ...kernel import ConfigRecord, Profile, ServiceKey
 from ...session import Session
 from ...tools import SANDBOX as _SANDBOX
 from ...tools import SANDBOX_MODES, Confinement, SandboxMode, ToolExecution
@@ -35,12 +35,28 @@ from ._seccomp import SeccompUnavailable, filter_fd
 if TYPE_CHECKING:  # the proxy loads when a profile lists hosts
     from ._proxy import AllowListProxy
 
-__all__ = ["MODE_EVENT", "SANDBOX", "Sandbox", "SandboxConfig", "SandboxNetwork"]
+__all__ = [
+    "MODE_EVENT",
+    "SANDBOX",
+    "Sandbox",
+    "SandboxConfig",
+    "SandboxNetwork",
+    "with_sandbox_mode",
+]
 
 MODE_EVENT = SandboxModeEvent.type
 """The durable record of a session's mode: `{mode}` (the reference runtime's type)."""
 
 _log = logging.getLogger("dsh.plugins.sandbox")
+
+
+def with_sandbox_mode(profile: Profile, mode: str) -> Profile:
+    """`profile` with its sandbox row's `mode` set (what `--sandbox MODE` does for `dsh run`,
+    `chat` and `batch`); `ValueError` when the profile has no enabled `sandbox` row."""
+    row = profile.row("sandbox")
+    if row is None or row.disabled:
+        raise ValueError("--sandbox needs the sandbox plugin: the profile has no `sandbox` row")
+    return profile.with_config("sandbox", mode=mode)
 
 
 class SandboxNetwork(ConfigRecord):
