@@ -16,8 +16,8 @@ import tracemalloc
 from typing import Any
 
 from dsh.agent import PRE_STEP, AgentOptions, CreateAgentOptions, run_prompt
-from dsh.kernel import Context, boot, load_profile
-from dsh.profiles import CORE_ROWS
+from dsh.kernel import Context
+from dsh.profiles import CORE_ROWS, boot, load_profile
 from dsh.session import SessionMeta
 from dsh.testing import ScriptedModel, reply, tool_call
 from dsh.tools import tool

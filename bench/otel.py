@@ -25,10 +25,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from dsh.agent import AgentOptions, CreateAgentOptions, run_prompt
-from dsh.kernel import boot, load_profile
 from dsh.llm import TokenUsage
 from dsh.plugins.otel import TELEMETRY
-from dsh.profiles import CORE_ROWS, OTEL_ROW
+from dsh.profiles import CORE_ROWS, OTEL_ROW, boot, load_profile
 from dsh.session import SessionMeta
 from dsh.testing import ScriptedModel, reply, tool_call
 from dsh.tools import tool

@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from dsh.agent import AgentOptions, CreateAgentOptions, ResumeAgentOptions, run_prompt
-from dsh.kernel import boot, load_profile
 from dsh.llm import TextBlock, ToolCallBlock, assistant_message, tool_result_message, user_message
 from dsh.persistence import JsonlBackend, SessionBackend, SqliteBackend, StoredSessions
 from dsh.persistence._codec import records_of
-from dsh.profiles import CORE_ROWS
+from dsh.profiles import CORE_ROWS, boot, load_profile
 from dsh.session import Session, SessionHeader, SessionMeta
 from dsh.testing import ScriptedModel, reply, tool_call
 from dsh.tools import tool

@@ -11,9 +11,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dsh.kernel import CancelSignal, Context, boot, load_profile
+from dsh.kernel import CancelSignal, Context
 from dsh.llm import assistant_message, user_message
-from dsh.profiles import CORE_ROWS
+from dsh.profiles import CORE_ROWS, boot, load_profile
 from dsh.session import SESSION_EVENT, Session
 from dsh.tools import ToolExecutionInput, tool
 

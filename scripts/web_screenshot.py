@@ -62,7 +62,7 @@ async def main(out: Path) -> None:
     from playwright.async_api import expect
 
     from dsh.agent import AgentOptions
-    from dsh.kernel import boot
+    from dsh.profiles import boot
     from dsh.testing import ScriptedModel
     from dsh.web import WebConfig, WebUI, bind, serve
     from tests.web.browser import chromium

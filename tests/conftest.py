@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from dsh import Context
 from dsh.agent import AgentHandle, AgentOptions, CreateAgentOptions
-from dsh.kernel import Context, boot, load_profile
 from dsh.loop import ReactLoopAgent
 from dsh.plugins.invariants import INVARIANTS
-from dsh.profiles import CORE_ROWS
+from dsh.profiles import CORE_ROWS, boot, load_profile
 from dsh.session import SessionMeta
 from dsh.testing import PostgresServer, PostgresUnavailableError, ScriptedModel
 

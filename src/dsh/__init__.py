@@ -35,19 +35,10 @@ if TYPE_CHECKING:
         SqliteStore,
         StreamedRun,
     )
-    from .kernel import (
-        Aborted,
-        CancelSignal,
-        CompositionError,
-        Context,
-        EventSpec,
-        Mode,
-        ServiceKey,
-        boot,
-        load_profile,
-    )
+    from .kernel import Aborted, CancelSignal, Context, EventSpec, Mode, ServiceKey
     from .llm import Message, user_message
     from .plugins.approval import ApprovalRequest
+    from .profiles import CompositionError, boot, load_profile
     from .session import SessionMeta, Usage, session_usage
     from .tools import Decision, tool
 
@@ -82,16 +73,14 @@ _LAZY = {
         [
             "Aborted",
             "CancelSignal",
-            "CompositionError",
-            "Context",
             "EventSpec",
             "Mode",
             "ServiceKey",
-            "boot",
-            "load_profile",
         ],
         "dsh.kernel",
     ),
+    **dict.fromkeys(["CompositionError", "boot", "load_profile"], "dsh.profiles"),
+    "Context": "dsh._context",
     "ApprovalRequest": "dsh.plugins.approval",
     "Decision": "dsh.tools",
     "Message": "dsh.llm",

@@ -12,9 +12,10 @@ import pytest
 
 import dsh
 from dsh.agent import AgentOptions, run_prompt
-from dsh.kernel import CancelSignal, load_profile
+from dsh.kernel import CancelSignal
 from dsh.plugins.approval import APPROVAL, ApprovalRequest, Decision
 from dsh.plugins.subagents import SUBAGENTS, SubagentError, SubagentRequest
+from dsh.profiles import load_profile
 from dsh.session import SessionMeta
 from dsh.testing import OpenAIServer, ScriptedModel, hold, reply, tool_call
 from tests.cli.support import DSH, loopback_env, workspace

@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from dsh import Context
 from dsh.agent import (
     AGENT_CREATED,
     AGENT_DISPOSED,
@@ -16,7 +17,7 @@ from dsh.agent import (
     install_agent_llm_target,
     run_prompt,
 )
-from dsh.kernel import CancelSignal, Context, Owner
+from dsh.kernel import CancelSignal, Owner
 from dsh.session import SESSION_CREATED, SESSION_DISPOSED, SessionMeta
 from dsh.testing import reply, tool_call, until, wait_all_tasks_blocked
 from dsh.tools import tool
@@ -246,9 +247,8 @@ async def test_owner_disposed_during_setup_rolls_creation_back(runtime: Runtime)
 
 
 async def test_config_agents_start_with_the_plugin() -> None:
-    from dsh.kernel import boot, load_profile
     from dsh.loop import CONFIG_START_FAILED, ConfigStartFailed
-    from dsh.profiles import CORE_ROWS
+    from dsh.profiles import CORE_ROWS, boot, load_profile
     from dsh.testing import ScriptedModel
 
     agents = [

@@ -290,8 +290,7 @@ def test_events_built_in_code_log_their_data() -> None:
 async def test_session_events_typed_follows_a_live_agent() -> None:
     from dsh.agent import AgentOptions, CreateAgentOptions, run_prompt, session_events
     from dsh.events import StepStartEvent, TurnStartEvent
-    from dsh.kernel import boot, load_profile
-    from dsh.profiles import CORE_ROWS
+    from dsh.profiles import CORE_ROWS, boot, load_profile
     from dsh.testing import ScriptedModel
 
     ctx = await boot(load_profile(base=CORE_ROWS))

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 import dsh
-from dsh.kernel import Context
+from dsh import Context
 from dsh.testing import ScriptedModel
 
 

@@ -16,7 +16,8 @@ from pydantic import BaseModel
 import dsh
 from dsh.agent import PRE_STEP, REQUEST, StepPoint
 from dsh.events import TextDeltaEvent, TurnStartEvent, TypedEvent
-from dsh.kernel import Context, Next
+from dsh.kernel import Next
+from dsh import Context
 from dsh.llm import LlmCallConfig
 from dsh.session import SESSION_EVENT, SESSION_FLUSH, Session, SessionEventPayload
 
@@ -92,7 +93,8 @@ BAD = """
 import dsh
 from dsh.agent import REQUEST, TURN_STOPPING, StepPoint, TurnStopping
 from dsh.events import TurnStartEvent
-from dsh.kernel import Context, Next
+from dsh.kernel import Next
+from dsh import Context
 from dsh.llm import LlmCallConfig
 from dsh.session import SESSION_EVENT
 

@@ -13,10 +13,9 @@ from dsh.kernel import (
     ServiceKey,
     ServiceUnavailableError,
     load_config,
-    resolve_plugin,
 )
 from dsh.kernel._plugin import validate_config
-from dsh.profiles import BUILTIN_PLUGINS
+from dsh.profiles import BUILTIN_PLUGINS, resolve_plugin
 
 GREETER: ServiceKey[str] = ServiceKey("greeter")
 COUNTER: ServiceKey[list[str]] = ServiceKey("counter")

@@ -1,7 +1,8 @@
 import msgspec
 import pytest
 
-from dsh.kernel import Aborted, CancelSignal, Context
+from dsh import Context
+from dsh.kernel import Aborted, CancelSignal
 from dsh.llm import (
     AdapterDefaults,
     GenerateOptions,

@@ -2,7 +2,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from dsh.kernel import Context, InactiveOwnerError
+from dsh import Context
+from dsh.kernel import InactiveOwnerError
 from dsh.llm import (
     ADAPTER_CHANGE,
     STOP,

@@ -6,7 +6,8 @@ from contextlib import aclosing
 import msgspec
 import pytest
 
-from dsh.kernel import CancelSignal, Context, Next, create_scope
+from dsh import Context
+from dsh.kernel import CancelSignal, Next, create_scope
 from dsh.llm import (
     LLM_STREAM,
     STOP,

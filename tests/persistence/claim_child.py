@@ -17,8 +17,8 @@ import os
 import sys
 from pathlib import Path
 
+from dsh import Context
 from dsh.agent import PRE_STEP, StepPoint
-from dsh.kernel import Context
 
 PAUSE_ROW = {"id": "pause-at-pre-step", "name": "tests.persistence.claim_child:PauseAtPreStep"}
 
@@ -41,8 +41,7 @@ class PauseAtPreStep:
 
 async def agent(root: str, session_id: str, prompt: str) -> None:
     from dsh.agent import AgentOptions, CreateAgentOptions
-    from dsh.kernel import boot, load_profile
-    from dsh.profiles import CORE_ROWS
+    from dsh.profiles import CORE_ROWS, boot, load_profile
     from dsh.session import SessionMeta
 
     persistence = {"id": "persistence", "name": "persistence", "config": {"root": root}}

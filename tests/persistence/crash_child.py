@@ -13,9 +13,8 @@ import sys
 
 async def main(root: str, session_id: str, backend: str, window_ms: float) -> None:
     from dsh.agent import AgentOptions, CreateAgentOptions
-    from dsh.kernel import boot, load_profile
     from dsh.persistence import PERSISTENCE_WRITTEN, Written
-    from dsh.profiles import CORE_ROWS
+    from dsh.profiles import CORE_ROWS, boot, load_profile
     from dsh.session import SessionMeta
     from dsh.testing import ScriptedModel, reply, tool_call
     from dsh.tools import tool

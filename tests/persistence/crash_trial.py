@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from dsh.agent import AgentOptions, ResumeAgentOptions
-from dsh.kernel import boot, load_profile
 from dsh.loop import ReactLoopAgent
 from dsh.persistence import JsonlBackend, SqliteBackend, StoredSessions
 from dsh.plugins.invariants import INVARIANTS
-from dsh.profiles import CORE_ROWS
+from dsh.profiles import CORE_ROWS, boot, load_profile
 from dsh.testing import ScriptedModel, reply
 
 CHILD = Path(__file__).with_name("crash_child.py")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dsh.kernel import Context
+from dsh import Context
 from dsh.persistence import (
     PERSISTENCE_WRITTEN,
     JsonlBackend,

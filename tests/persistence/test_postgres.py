@@ -10,7 +10,6 @@ from typing import Any
 import psycopg
 import pytest
 
-from dsh.kernel import CompositionError, boot, load_profile
 from dsh.persistence import (
     SESSION_PERSISTENCE,
     JsonlBackend,
@@ -26,7 +25,7 @@ from dsh.persistence import (
 from dsh.persistence._codec import records_of
 from dsh.persistence.conformance import *  # noqa: F403
 from dsh.persistence.conformance import BackendFactory, closed_turn
-from dsh.profiles import CORE_ROWS
+from dsh.profiles import CORE_ROWS, CompositionError, boot, load_profile
 from dsh.session import Session, SessionHeader
 
 

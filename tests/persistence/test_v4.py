@@ -178,7 +178,7 @@ async def test_reference_logs_resume_here_against_the_loopback_server(
     scenario: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from dsh.agent import AgentOptions, ResumeAgentOptions
-    from dsh.kernel import boot, load_profile
+    from dsh.profiles import boot, load_profile
 
     from .conftest import rows
 

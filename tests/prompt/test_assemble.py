@@ -4,10 +4,10 @@ from typing import Any
 
 import pytest
 
+from dsh import Context
 from dsh.kernel import (
     Aborted,
     CancelSignal,
-    Context,
     DuplicateEntryError,
     Next,
     bind_scope_parent,

@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh.kernel import Context, PluginError, create_scope
+from dsh import Context
+from dsh.kernel import PluginError, create_scope
 from dsh.llm import ToolSchema
 from dsh.prompt import (
     UNLISTED_TOOLS,

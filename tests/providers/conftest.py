@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from dsh.kernel import CancelSignal, Context
+from dsh import Context
+from dsh.kernel import CancelSignal
 from dsh.llm import (
     BlockAssembler,
     GenerateOptions,

@@ -11,14 +11,14 @@ from dataclasses import dataclass
 
 import pytest
 
+from dsh import Context
 from dsh.agent import USER_CANCEL, AgentOptions, CreateAgentOptions, run_prompt
-from dsh.kernel import Context, boot, load_profile
 from dsh.llm import Message, TextBlock, TokenUsage
 from dsh.llm.adapters import DeepSeekPlugin
 from dsh.loop import ReactLoopAgent
 from dsh.plugins.invariants import INVARIANTS
 from dsh.plugins.retry import RetryPlugin
-from dsh.profiles import DEFAULT_ROWS
+from dsh.profiles import DEFAULT_ROWS, boot, load_profile
 from dsh.session import SESSION_EVENT, SessionEventPayload, SessionMeta
 from dsh.testing import OpenAIServer, failure, reasoning, reply, tool_call
 from dsh.tools import tool

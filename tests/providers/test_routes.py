@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dsh.agent import AgentOptions, CreateAgentOptions, run_prompt
-from dsh.kernel import boot, load_profile
 from dsh.llm.adapters import RouteError, parse_model
-from dsh.profiles import CORE_ROWS
+from dsh.profiles import CORE_ROWS, boot, load_profile
 from dsh.testing import OpenAIServer
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh.kernel import Context
+from dsh import Context
 from dsh.llm import (
     BlockEnd,
     BlockStart,

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from dsh.kernel import Context
+from dsh import Context
 from dsh.llm import TokenUsage
 from dsh.testing import ScriptedModel, failure, reply, tool_call
 from dsh.tools import tool

@@ -2,7 +2,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from dsh.kernel import Context
+from dsh import Context
 from dsh.session import SessionPlugin, SessionStore
 
 

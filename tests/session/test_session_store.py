@@ -4,7 +4,8 @@ from typing import Any
 
 import pytest
 
-from dsh.kernel import Context, Disposer, create_scope
+from dsh import Context
+from dsh.kernel import Disposer, create_scope
 from dsh.session import (
     SESSION_CREATED,
     SESSION_DISPOSED,

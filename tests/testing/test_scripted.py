@@ -3,7 +3,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from dsh.kernel import CancelSignal, Context
+from dsh import Context
+from dsh.kernel import CancelSignal
 from dsh.llm import (
     BlockAssembler,
     BlockEnd,

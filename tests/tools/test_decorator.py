@@ -6,7 +6,8 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from dsh.kernel import CancelSignal, Context
+from dsh import Context
+from dsh.kernel import CancelSignal
 from dsh.llm import TextBlock, user_message
 from dsh.tools import (
     ToolDefinition,

@@ -19,7 +19,8 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 import dsh
-from dsh.kernel import CancelSignal, Context
+from dsh import Context
+from dsh.kernel import CancelSignal
 from dsh.tools import (
     Arg,
     ToolArgsError,

@@ -5,7 +5,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from dsh.kernel import CancelSignal, Context, Next, read_secret
+from dsh import Context
+from dsh.kernel import CancelSignal, Next, read_secret
 from dsh.llm import HarnessError, TextBlock, user_message
 from dsh.tools import (
     APPROVAL,

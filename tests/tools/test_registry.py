@@ -2,9 +2,9 @@ from typing import Any
 
 import pytest
 
+from dsh import Context
 from dsh.kernel import (
     CancelSignal,
-    Context,
     DuplicateEntryError,
     InactiveOwnerError,
     Next,

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import pytest
 
+from dsh import Context
 from dsh.agent import USER_CANCEL, AgentOptions, CreateAgentOptions, run_prompt
-from dsh.kernel import Context, boot, load_profile
 from dsh.loop import ReactLoopAgent
-from dsh.profiles import CORE_ROWS
+from dsh.profiles import CORE_ROWS, boot, load_profile
 from dsh.session import SessionMeta
 from dsh.testing import ScriptedModel, reply, tool_call, wait_all_tasks_blocked
 from dsh.tools import tool

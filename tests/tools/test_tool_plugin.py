@@ -5,7 +5,8 @@ from collections.abc import Sequence
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from dsh.kernel import Context, PluginError
+from dsh import Context
+from dsh.kernel import PluginError
 from dsh.prompt import SystemPromptPlugin
 from dsh.tools import ToolDefinition, ToolPlugin, ToolsPlugin, tool
 

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from dsh.kernel import boot, load_profile
 from dsh.plugins.invariants import INVARIANTS
-from dsh.profiles import DEFAULT_ROWS
+from dsh.profiles import DEFAULT_ROWS, boot, load_profile
 from dsh.testing import ScriptedModel
 from dsh.web import WebUI
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
+from dsh import Context
 from dsh.agent import Agent, AgentOptions
-from dsh.kernel import Context
 from dsh.testing import ScriptedModel
 from dsh.web import WebConfig, WebUI
 

@@ -26,11 +26,12 @@ from acp.schema import (
     SetSessionModeResponse,
 )
 
+from .._context import Context
 from .._ids import uuid4_text
 from .._version import __version__
 from ..agent import USER_CANCEL, Agent, AgentHandle, AgentOptions, CreateAgentOptions
 from ..agent import ResumeAgentOptions as Resume
-from ..kernel import Context, TraceContext, read_secret, using_trace
+from ..kernel import TraceContext, read_secret, using_trace
 from ..plugins.approval import APPROVAL, ApprovalRequest, Decision
 from ..plugins.ask_user import QUESTIONS, Answer, NoPersonError, QuestionRequest
 from ..session import SessionMeta

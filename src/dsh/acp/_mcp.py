@@ -11,8 +11,8 @@ from typing import Any
 from acp import RequestError
 from acp.schema import HttpMcpServer, McpServerStdio, SseMcpServer
 
+from .._context import Context
 from ..agent import Agent
-from ..kernel import Context
 from ..plugins.mcp import MCP, McpConfigError, ServerSpec, connect_servers, parse_servers
 
 __all__ = ["McpServers", "mcp_available"]
@@ -59,4 +59,4 @@ class McpServers:
 
     def connect(self, agent: Agent) -> None:
         if self.specs:
-            connect_servers(agent.ctx, self.specs)
+            connect_servers(Context.of(agent.ctx), self.specs)

@@ -11,7 +11,7 @@ from typing import Any, BinaryIO, cast
 from acp.agent.connection import AgentSideConnection
 from acp.interfaces import Agent
 
-from ..kernel import Context
+from .._context import Context
 from ..server import FrameOutput, Line, Overlong, line_queue
 from ._agent import AcpAgent, AcpSettings
 

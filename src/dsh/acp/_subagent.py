@@ -23,8 +23,9 @@ from acp.schema import (
 )
 from msgspec import Meta
 
+from .._context import Context
 from .._ids import uuid4_hex
-from ..kernel import HELD, ConfigRecord, Context, read_secret
+from ..kernel import HELD, ConfigRecord, read_secret
 from ..llm import TextBlock, text_of
 from ..plugins.approval import APPROVAL, Decision
 from ..plugins.subagents import (

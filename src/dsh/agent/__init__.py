@@ -41,7 +41,14 @@ from ._inbox import Inbox
 from ._initiator import InitiatorScope, InitiatorScopeError
 from ._llm_target import AgentLlmTarget, assemble_context_for, install_agent_llm_target
 from ._notices import Notices
-from ._registry import AgentEvents, AgentRegistry, AgentRegistryError, AgentsPlugin, agent_events
+from ._registry import (
+    AGENTS,
+    AgentEvents,
+    AgentRegistry,
+    AgentRegistryError,
+    AgentsPlugin,
+    agent_events,
+)
 from ._run import RunResult, run_prompt, session_events
 from ._types import (
     DISPOSED_CANCEL,
@@ -59,10 +66,13 @@ from ._types import (
     SessionStartSource,
     Setup,
     SetupCommit,
+    agent_of,
     hook_cancel,
 )
 
 __all__ = [
+    "agent_of",
+    "AGENTS",
     "AGENT_CREATED",
     "AGENT_DISPOSED",
     "AGENT_ERROR",

@@ -9,7 +9,13 @@ from msgspec.structs import replace
 
 from ..kernel import CancelSignal, Context, Disposer, Next
 from ..llm import LlmCallConfig
-from ..prompt import SYSTEM_PROMPT_ASSEMBLE, AssembleContext, AssemblePayload, PromptAssembly
+from ..prompt import (
+    SYSTEM_PROMPT,
+    SYSTEM_PROMPT_ASSEMBLE,
+    AssembleContext,
+    AssemblePayload,
+    PromptAssembly,
+)
 from ._events import REQUEST, StepPoint
 
 if TYPE_CHECKING:
@@ -56,7 +62,7 @@ def install_agent_llm_target(agent_ctx: Context, target: AgentLlmTarget) -> list
             max_tokens=None if route_changed else config.max_tokens,
         )
 
-    prompt = agent_ctx.system_prompt
+    prompt = agent_ctx.require(SYSTEM_PROMPT)
     return [
         prompt.variable("provider", lambda c: target.provider),
         prompt.variable("model", lambda c: target.model),

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import msgspec
 
-from ..kernel import AGENTS, Acquire, Context, Disposer, Publication
+from ..kernel import Acquire, Context, Disposer, Publication, ServiceKey
 from ..session import SessionMeta
 from ._events import AGENT_CREATED, AGENT_DISPOSED, AgentEvent
 from ._initiator import InitiatorScope
@@ -20,6 +20,7 @@ from ._types import (
     AgentOptions,
     CreateAgentOptions,
     ResumeAgentOptions,
+    agent_of,
 )
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ class AgentRegistry:
 
     def register(self, agent: Agent) -> Disposer:
         """Record an already-built agent (custom drivers); owned by the calling context."""
-        detach = self.enter(agent, self._ctx.agent)
+        detach = self.enter(agent, agent_of(self._ctx))
         disposer = self._ctx.owner.effect(detach)
         try:
             self.announce(agent)
@@ -185,6 +186,10 @@ class AgentRegistry:
 
     def without_initiator(self) -> AbstractContextManager[None]:
         return self._state.initiator.using(None)
+
+
+AGENTS: ServiceKey[AgentRegistry] = ServiceKey("agents")
+"""The key `ctx.agents` reads: `ctx.require(AGENTS)` below the `dsh.Context` layer."""
 
 
 class AgentEvents:

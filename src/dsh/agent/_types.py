@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 import msgspec
 
@@ -79,6 +79,12 @@ class Agent(Protocol):
     def cancel(self, cause: CancelCause, *, keep_inbox: bool = False) -> None: ...
     def wake(self) -> bool: ...
     async def when_idle(self) -> None: ...
+
+
+def agent_of(ctx: Context) -> Agent | None:
+    """The agent `ctx` belongs to (None above any agent): the kernel keeps it untyped, and
+    only the loop sets it (to a `ReactLoopAgent`)."""
+    return cast("Agent | None", ctx.agent)
 
 
 class AgentHandle:

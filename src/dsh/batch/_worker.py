@@ -16,13 +16,14 @@ from typing import Any, Literal
 
 import msgspec
 
+from .._context import Context
 from ..agent import AgentOptions, CreateAgentOptions, ResumeAgentOptions, run_prompt
 from ..events import AssistantMessageEvent, TurnEndEvent, TurnStartEvent, UserMessageEvent
-from ..kernel import Context, Profile, boot, load_profile
 from ..llm import Json, Message, text_of
 from ..llm.adapters import ModelRoute, parse_model
 from ..persistence import SESSION_PERSISTENCE, UnknownSessionError, store_config
 from ..plugins.sandbox import with_sandbox_mode
+from ..profiles import Profile, boot, load_profile
 from ..session import SessionEvent, SessionMeta, usage_of
 from ._tasks import BatchError, Task, TaskResult
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import msgspec
 
-from ..kernel import load_profile
+from ..profiles import load_profile
 from ._runtime import CliError, model_string, profile_files, resolve_route
 
 EXIT_OK = 0

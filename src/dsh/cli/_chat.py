@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .._context import Context
 from ..agent import USER_CANCEL, Agent, AgentHandle
 from ..events import TurnEndEvent, TurnStartEvent, UserMessageEvent
-from ..kernel import Aborted, Context, Disposer
+from ..kernel import Aborted, Disposer
 from ..llm import clean_text
 from ..plugins.approval import APPROVAL, Approval, ApprovalRequest
 from ..plugins.ask_user import QUESTIONS, QuestionRequest

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..kernel._compose import prepare
+from ..profiles import prepare
 from ._runtime import Route, build_profile, resolve_route, sandbox_status, workspace_dir
 
 SECRET_WORDS = ("key", "token", "secret", "password", "authorization")

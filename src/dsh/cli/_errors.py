@@ -57,8 +57,8 @@ def exit_with(coro: Coroutine[Any, Any, int]) -> NoReturn:
 def exit_with_sync(command: Callable[[], int]) -> NoReturn:
     """Run a command and exit with its code; a problem the user can fix prints one line
     and exits 2."""
-    from ..kernel import CompositionError
     from ..persistence import PersistenceError
+    from ..profiles import CompositionError
     from ..workspace import SettingsError
     from ._runtime import CliError
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from ..workspace import Trust, load_settings, read_json_object
 
 if TYPE_CHECKING:
-    from ..kernel import Profile
     from ..plugins.hooks import HookEntry, HookSet
+    from ..profiles import Profile
 
 TRUST_QUESTION = "Trust this workspace (hooks, MCP servers)? [y/N] "
 WORKSPACE_ROWS = ("hooks", "mcp")

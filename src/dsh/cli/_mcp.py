@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..kernel import CancelSignal, Profile, boot
+from ..kernel import CancelSignal
+from ..profiles import Profile, boot
 from ..workspace import SettingsError, Trust, edit_json_file, read_json_object
 from ._runtime import CliError, build_profile
 

@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .._context import Context
 from ..agent import USER_CANCEL, Agent, RunResult, run_prompt
-from ..kernel import Context
 from ..llm import clean_text
 from ..plugins.plan_mode import PLAN_MODE, exit_plan_mode
 from ..plugins.subagents import SUBAGENTS, SubagentRuntime
@@ -160,7 +160,7 @@ def _headless(
         return None
     cost = turn_cost(ctx, route)
     headless = Headless(options.output_format, agent, route.model, cost, started)
-    tools = [schema.name for schema in agent.ctx.tools.schemas()]
+    tools = [schema.name for schema in Context.of(agent.ctx).tools.schemas()]
     headless.start(cwd, tools, "bypassPermissions" if options.yes else "default")
     return headless
 

@@ -10,13 +10,15 @@ from pathlib import Path
 
 import msgspec
 
+from .._context import Context
 from .._ids import uuid4_text
 from .._process import settle_collector
 from ..agent import AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
-from ..kernel import Context, Profile, boot, load_config, load_profile
+from ..kernel import load_config
 from ..llm import Json
 from ..llm.adapters import ModelRoute
 from ..persistence import CorruptLogError, PersistenceError
+from ..profiles import Profile, boot, load_profile
 from ..session import SessionMeta, Usage
 
 DEFAULT_PROVIDER = "deepseek-official"

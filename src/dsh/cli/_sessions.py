@@ -9,10 +9,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._context import Context
 from ..agent import AgentHandle
-from ..kernel import Context, boot
 from ..persistence import CorruptLogError, UnknownSessionError, stored_summaries
 from ..plugins.usage import PRICES
+from ..profiles import boot
 from ..session import (
     ModelRoute,
     SessionSummary,

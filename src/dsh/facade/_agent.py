@@ -20,8 +20,8 @@ from ._settings import ModelSettings
 from ._stores import MemoryStore, Store
 
 if TYPE_CHECKING:
-    from ..kernel import Profile
     from ..llm import LlmAdapter
+    from ..profiles import Profile
     from ..tools import ToolDefinition
     from ._runtime import Blueprint, Runtime
 

@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from ..agent import AgentOptions
-from ..kernel import Profile, load_profile
 from ..llm import LlmAdapter
 from ..llm.adapters import parse_model
 from ..plugins.approval import Answerer, ApprovalRequest
-from ..profiles import DEFAULT_ROWS, OTEL_ROW, otel_requested
+from ..profiles import DEFAULT_ROWS, OTEL_ROW, Profile, load_profile, otel_requested
 from ..tools import ToolDefinition, tool
 from ._runtime import Blueprint, plugin_rows
 from ._stores import MemoryStore, Store

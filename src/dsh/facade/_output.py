@@ -22,7 +22,8 @@ from ..tools import (
 )
 
 if TYPE_CHECKING:
-    from ..kernel import Context, Next
+    from .._context import Context
+    from ..kernel import Next
 
 __all__ = ["FINAL_RESULT", "OutputTool", "OutputValidationError", "RunError"]
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Generic
 import msgspec
 from typing_extensions import TypeVar
 
+from .._context import Context
 from ..agent import REQUEST, USER_CANCEL, Agent, RunResult, StepPoint, run_prompt
 from ..events import TextDeltaEvent, TypedEvent, typed
 from ..llm import LlmCallConfig
@@ -19,7 +20,8 @@ from ._output import OutputTool, OutputValidationError, RunError
 from ._settings import ModelSettings
 
 if TYPE_CHECKING:
-    from ..kernel import Context, Next
+    from .._context import Context
+    from ..kernel import Next
     from ._runtime import Runtime
 
 __all__ = ["StreamedRun"]
@@ -66,7 +68,7 @@ class StreamedRun(Generic[OutputT]):
     async def __aenter__(self) -> StreamedRun[OutputT]:
         runtime = await self._start()
         agent = self._agent = await runtime.agent_for(self._plan.session)
-        scope = self._scope = agent.ctx.child("run")
+        scope = self._scope = Context.of(agent.ctx).child("run")
         self._install(scope, agent)
         self._task = asyncio.ensure_future(self._execute(agent))
         return self
@@ -94,7 +96,7 @@ class StreamedRun(Generic[OutputT]):
         try:
             result = await run_prompt(agent, self._plan.prompt)
             # Stored before the run returns: a program may end its event loop right after.
-            await agent.ctx.sessions.flush(agent.session)
+            await Context.of(agent.ctx).sessions.flush(agent.session)
         except asyncio.CancelledError:
             agent.cancel(USER_CANCEL)  # the caller gave up (Ctrl-C, a timeout): stop the turn
             await asyncio.shield(agent.when_idle())

@@ -9,12 +9,13 @@ from typing import Any
 
 import msgspec
 
+from .._context import Context
 from .._ids import uuid4_text
 from ..agent import Agent, AgentHandle, AgentOptions
-from ..kernel import Context, Profile, boot
 from ..llm import LlmAdapter
 from ..persistence import mount_persistence
 from ..plugins.approval import APPROVAL, Answerer
+from ..profiles import Profile, boot
 from ..session import SessionMeta
 from ..tools import ToolDefinition
 from ._stores import Store

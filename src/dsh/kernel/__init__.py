@@ -1,27 +1,7 @@
-"""The plugin kernel: contexts, owners and effects, typed events, scopes, plugins, composition."""
+"""The plugin kernel: contexts, owners and effects, typed events, scopes, plugins."""
 
-from ._compose import (
-    ENTRY_POINT_GROUP,
-    CompositionError,
-    PluginRow,
-    Profile,
-    boot,
-    interpolate,
-    load_profile,
-    resolve_plugin,
-)
 from ._config import ConfigError, ConfigRecord, convert, format_loc, load_config
-from ._context import (
-    AGENT_LOOP,
-    AGENTS,
-    LLM,
-    SESSIONS,
-    SYSTEM_PROMPT,
-    TOOLS,
-    Context,
-    ServiceKey,
-    ServiceUnavailableError,
-)
+from ._context import Context, Scope, create_scope
 from ._events import (
     EmitListener,
     EmitSpec,
@@ -37,34 +17,20 @@ from ._events import (
     WaterfallSpec,
     declared_events,
 )
+from ._keys import ServiceKey, ServiceUnavailableError
 from ._owner import Acquire, Disposer, InactiveOwnerError, Owner
-from ._plugin import Fiber, FiberState, PluginError
+from ._plugin import Fiber, FiberState, PluginError, PluginParent, validate_config
 from ._publication import Publication
-from ._scope import (
-    DuplicateEntryError,
-    Scope,
-    ScopedLayers,
-    bind_scope_parent,
-    create_scope,
-    scope_chain,
-)
+from ._scope import DuplicateEntryError, ScopedLayers, bind_scope_parent, scope_chain
 from ._secrets import HELD, holds_secrets, json_holds_secrets, read_secret, redact_secrets
 from ._signal import Aborted, CancelSignal
 from ._trace import TraceContext, current_trace, using_trace
 
 __all__ = [
-    "AGENTS",
-    "AGENT_LOOP",
-    "LLM",
-    "SESSIONS",
-    "SYSTEM_PROMPT",
-    "TOOLS",
-    "ENTRY_POINT_GROUP",
     "HELD",
     "Aborted",
     "Acquire",
     "CancelSignal",
-    "CompositionError",
     "ConfigError",
     "ConfigRecord",
     "Context",
@@ -82,9 +48,8 @@ __all__ = [
     "Owner",
     "ParallelSpec",
     "PluginError",
-    "PluginRow",
+    "PluginParent",
     "Publication",
-    "Profile",
     "Scope",
     "ScopedLayers",
     "SerialListener",
@@ -96,20 +61,17 @@ __all__ = [
     "WaterfallListener",
     "WaterfallSpec",
     "bind_scope_parent",
-    "boot",
     "create_scope",
     "current_trace",
     "declared_events",
     "holds_secrets",
     "json_holds_secrets",
-    "interpolate",
     "convert",
     "format_loc",
     "load_config",
-    "load_profile",
     "read_secret",
     "redact_secrets",
-    "resolve_plugin",
     "scope_chain",
     "using_trace",
+    "validate_config",
 ]

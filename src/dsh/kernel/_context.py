@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import Any, Self, TypeVar, overload
 
 from ._events import (
     EmitListener,
@@ -17,39 +17,15 @@ from ._events import (
     WaterfallSpec,
     lookup_event,
 )
+from ._keys import ServiceKey, ServiceUnavailableError
 from ._owner import Disposer, Owner
-from ._plugin import PluginHost
+from ._plugin import Fiber, PluginHost
 
-if TYPE_CHECKING:
-    from ..agent import AgentRegistry
-    from ..llm import LlmRuntime
-    from ..loop import AgentLoop
-    from ..prompt import SystemPrompt
-    from ..session import SessionStore
-    from ..tools import ToolRuntime
-    from ._plugin import Fiber, PluginHost
-
-__all__ = ["Context", "ServiceKey", "ServiceUnavailableError"]
+__all__ = ["Context", "Scope", "ServiceKey", "ServiceUnavailableError", "create_scope"]
 
 T = TypeVar("T")
 P = TypeVar("P")
 R = TypeVar("R")
-
-
-class ServiceKey(Generic[T]):
-    """A typed name for a service: `ctx.get(KEY)` is typed `T | None`."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"ServiceKey({self.name!r})"
-
-
-class ServiceUnavailableError(LookupError):
-    """A required service is not provided in this context."""
 
 
 class _Provision:
@@ -80,14 +56,6 @@ class _Realm:
         return None
 
 
-SESSIONS: ServiceKey[SessionStore] = ServiceKey("sessions")
-LLM: ServiceKey[LlmRuntime] = ServiceKey("llm")
-TOOLS: ServiceKey[ToolRuntime] = ServiceKey("tools")
-SYSTEM_PROMPT: ServiceKey[SystemPrompt] = ServiceKey("system_prompt")
-AGENTS: ServiceKey[AgentRegistry] = ServiceKey("agents")
-AGENT_LOOP: ServiceKey[AgentLoop] = ServiceKey("agent_loop")
-
-
 class Context:
     """A node of the context tree.
 
@@ -114,7 +82,7 @@ class Context:
             self.bus = bus or EventBus()
             self._realm = realm or _Realm(None, PluginHost())
             self.scope = scope
-            self.agent: Any = None
+            self.agent: object = None
         else:
             self.owner = owner or parent.owner
             self.bus = parent.bus
@@ -131,13 +99,17 @@ class Context:
 
     # -- derived contexts ------------------------------------------------------------------
 
-    def child(self, label: str = "", *, scope: object | None = None) -> Context:
+    def child(self, label: str = "", *, scope: object | None = None) -> Self:
         """A child context with its own owner (disposed with this context's owner)."""
-        return Context(parent=self, owner=self.owner.child(label), scope=scope)
+        return type(self)(parent=self, owner=self.owner.child(label), scope=scope)
 
-    def isolate(self, label: str = "") -> Context:
+    def with_owner(self, owner: Owner) -> Self:
+        """A child context owned by `owner` (a plugin's context, made by its fiber)."""
+        return type(self)(parent=self, owner=owner)
+
+    def isolate(self, label: str = "") -> Self:
         """A child context whose services shadow (rather than join) this one's."""
-        return Context(
+        return type(self)(
             parent=self,
             owner=self.owner.child(label),
             realm=_Realm(self._realm, self._realm.host),
@@ -203,34 +175,9 @@ class Context:
         realm.host.services_changed()
         return disposer
 
-    def _provider_of(self, name: str) -> object | None:
+    def provider_of(self, name: str) -> object | None:
+        """The provision of service `name` seen from here (its identity marks a change)."""
         return self._realm.lookup(name)
-
-    # -- core services, typed --------------------------------------------------------------
-
-    @property
-    def sessions(self) -> SessionStore:
-        return self.require(SESSIONS)
-
-    @property
-    def llm(self) -> LlmRuntime:
-        return self.require(LLM)
-
-    @property
-    def tools(self) -> ToolRuntime:
-        return self.require(TOOLS)
-
-    @property
-    def system_prompt(self) -> SystemPrompt:
-        return self.require(SYSTEM_PROMPT)
-
-    @property
-    def agents(self) -> AgentRegistry:
-        return self.require(AGENTS)
-
-    @property
-    def agent_loop(self) -> AgentLoop:
-        return self.require(AGENT_LOOP)
 
     # -- events ----------------------------------------------------------------------------
 
@@ -365,7 +312,7 @@ class Context:
 
     async def plugin(
         self, plugin: object, config: object = None, *, id: str | None = None
-    ) -> Fiber:
+    ) -> Fiber[Self]:
         """Load a plugin in a child of this context. See `dsh.kernel.Fiber`."""
         return await self._realm.host.load(self, plugin, config, id)
 
@@ -373,12 +320,12 @@ class Context:
         """Wait until no plugin of this tree is loading or unloading."""
         await self._realm.host.settled()
 
-    def fibers(self) -> list[Fiber]:
+    def fibers(self) -> list[Fiber[Context]]:
         return self._realm.host.fibers()
 
     # -- lifetime ----------------------------------------------------------------------------
 
-    async def __aenter__(self) -> Context:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -387,3 +334,24 @@ class Context:
 
     def __repr__(self) -> str:
         return f"<Context owner={self.owner.label!r} scope={self.scope!r}>"
+
+
+class Scope:
+    """A scoped child context: what is registered through `ctx` is tagged with `key`,
+    visible to that scope only, and unwound by `dispose()`."""
+
+    __slots__ = ("ctx", "key")
+
+    def __init__(self, ctx: Context, key: object) -> None:
+        self.ctx = ctx
+        self.key = key
+
+    async def dispose(self) -> None:
+        await self.ctx.owner.dispose()
+
+
+def create_scope(ctx: Context, key: object, label: str = "") -> Scope:
+    """Mint a child of `ctx` tagged with scope `key` (compared by identity)."""
+    if key is None:
+        raise ValueError("a scope key cannot be None")
+    return Scope(ctx.child(label or f"scope:{key!r}", scope=key), key)

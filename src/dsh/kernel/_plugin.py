@@ -9,18 +9,17 @@ import inspect
 import logging
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 import msgspec
 
 from ._config import ConfigError, format_loc, load_config
+from ._keys import ServiceKey
+from ._owner import Owner
 
 _CONFIG_KINDS = "a dsh.kernel.ConfigRecord, a dataclass or a pydantic model"
 
-if TYPE_CHECKING:
-    from ._context import Context, ServiceKey
-
-__all__ = ["Fiber", "FiberState", "PluginError", "plugin_name", "validate_config"]
+__all__ = ["Fiber", "FiberState", "PluginError", "PluginParent", "plugin_name", "validate_config"]
 
 _log = logging.getLogger("dsh.kernel")
 
@@ -126,11 +125,24 @@ def _apply_fn(plugin: object) -> Any:
     raise PluginError(f"{plugin!r} is not a plugin (no apply(ctx, config))")
 
 
-class Fiber:
+class PluginParent(Protocol):
+    """What a fiber needs of the context it loads its plugin under (`Context` is one)."""
+
+    owner: Owner
+
+    def provider_of(self, name: str) -> object | None: ...
+
+    def with_owner(self, owner: Owner) -> Self: ...
+
+
+C = TypeVar("C", bound=PluginParent)
+
+
+class Fiber(Generic[C]):
     """One loaded plugin: its validated config, state, and (while active) its context."""
 
     def __init__(
-        self, host: PluginHost, parent: Context, plugin: object, config: object, id: str
+        self, host: PluginHost, parent: C, plugin: object, config: object, id: str
     ) -> None:
         self.host = host
         self.parent = parent
@@ -141,13 +153,13 @@ class Fiber:
         self.inject = _inject_names(plugin)
         self.state = FiberState.PENDING
         self.error: BaseException | None = None
-        self.ctx: Context | None = None
+        self.ctx: C | None = None
         self._epoch: tuple[object | None, ...] = ()
         self._lock = asyncio.Lock()
         self._disposer = parent.owner.effect(self._unregister_and_unload)
 
     def _current_epoch(self) -> tuple[object | None, ...]:
-        return tuple(self.parent._provider_of(name) for name in self.inject)
+        return tuple(self.parent.provider_of(name) for name in self.inject)
 
     def _ready(self, epoch: tuple[object | None, ...]) -> bool:
         return all(p is not None for p in epoch)
@@ -169,7 +181,7 @@ class Fiber:
         self.state = FiberState.LOADING
         self._epoch = epoch
         owner = self.parent.owner.child(f"plugin:{self.id}")
-        ctx = type(self.parent)(parent=self.parent, owner=owner)  # a context of the parent's kind
+        ctx = self.parent.with_owner(owner)
         self.ctx = ctx
         try:
             result = _apply_fn(self.plugin)(ctx, self.config)
@@ -213,13 +225,13 @@ class PluginHost:
     """The fibers of one context tree, re-synchronised whenever services change."""
 
     def __init__(self) -> None:
-        self._fibers: dict[Fiber, None] = {}
+        self._fibers: dict[Fiber[Any], None] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def fibers(self) -> list[Fiber]:
+    def fibers(self) -> list[Fiber[Any]]:
         return list(self._fibers)
 
-    async def load(self, parent: Context, plugin: object, config: object, id: str | None) -> Fiber:
+    async def load(self, parent: C, plugin: object, config: object, id: str | None) -> Fiber[C]:
         plugin_id = id or plugin_name(plugin)
         _apply_fn(plugin)
         validated = validate_config(plugin, config, plugin_id)
@@ -249,7 +261,7 @@ class PluginHost:
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
 
-    async def _resync(self, fiber: Fiber) -> None:
+    async def _resync(self, fiber: Fiber[Any]) -> None:
         await fiber._sync()
         if fiber.state is FiberState.FAILED:
             _log.error("%s", fiber.error, exc_info=fiber.error)

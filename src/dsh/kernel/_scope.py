@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Generic, TypeVar
-
-if TYPE_CHECKING:
-    from ._context import Context
+from typing import Generic, TypeVar
 
 __all__ = [
     "DuplicateEntryError",
-    "Scope",
     "ScopedLayers",
     "bind_scope_parent",
-    "create_scope",
+    "is_scope_ancestor",
     "scope_chain",
 ]
 
@@ -119,24 +115,3 @@ class ScopedLayers(Generic[T]):
 
     def scopes(self) -> list[object]:
         return list(self._scoped)
-
-
-class Scope:
-    """A scoped child context: what is registered through `ctx` is tagged with `key`,
-    visible to that scope only, and unwound by `dispose()`."""
-
-    __slots__ = ("ctx", "key")
-
-    def __init__(self, ctx: Context, key: object) -> None:
-        self.ctx = ctx
-        self.key = key
-
-    async def dispose(self) -> None:
-        await self.ctx.owner.dispose()
-
-
-def create_scope(ctx: Context, key: object, label: str = "") -> Scope:
-    """Mint a child of `ctx` tagged with scope `key` (compared by identity)."""
-    if key is None:
-        raise ValueError("a scope key cannot be None")
-    return Scope(ctx.child(label or f"scope:{key!r}", scope=key), key)

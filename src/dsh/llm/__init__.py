@@ -73,10 +73,11 @@ from ._request import (
     ToolSchema,
     error_chain,
 )
-from ._runtime import LlmPlugin, LlmRuntime, PreparedCall, apply_model_defaults
+from ._runtime import LLM, LlmPlugin, LlmRuntime, PreparedCall, apply_model_defaults
 from ._text import REPLACEMENT, PairJoiner, clean_json, clean_text, clean_utf8, json_bytes
 
 __all__ = [
+    "LLM",
     # runtime
     "ADAPTER_CHANGE",
     "DEFAULT_RETRYABLE_CODES",

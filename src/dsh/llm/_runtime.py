@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import msgspec
 
-from ..kernel import LLM, Context
+from ..kernel import Context, ServiceKey
 from ._adapter import LlmAdapter, ModelInfo, ProviderInfo, RetryPolicy
 from ._chunks import StreamChunk
 from ._content import Message, SessionId
@@ -118,6 +118,10 @@ class LlmRuntime:
 
     def __repr__(self) -> str:
         return f"<LlmRuntime routes={list(self._registry.routes)} ctx={self._ctx!r}>"
+
+
+LLM: ServiceKey[LlmRuntime] = ServiceKey("llm")
+"""The key `ctx.llm` reads: `ctx.require(LLM)` below the `dsh.Context` layer."""
 
 
 def apply_model_defaults(

@@ -2,6 +2,7 @@
 
 from ._agent import ReactLoopAgent
 from ._service import (
+    AGENT_LOOP,
     CONFIG_START_FAILED,
     HARNESS_IDENTITY,
     AgentLoop,
@@ -12,6 +13,7 @@ from ._service import (
 )
 
 __all__ = [
+    "AGENT_LOOP",
     "CONFIG_START_FAILED",
     "HARNESS_IDENTITY",
     "AgentLoop",

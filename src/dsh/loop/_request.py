@@ -9,6 +9,7 @@ from msgspec.structs import replace
 from ..agent import REQUEST, StepPoint
 from ..events import RequestContextEvent, RequestHeaderEvent, SystemMessageEvent, append
 from ..llm import (
+    LLM,
     AdapterDefaults,
     GenerateOptions,
     HarnessError,
@@ -87,7 +88,7 @@ class RequestBuilder:
             )
         prepared: PreparedCall | None
         try:
-            prepared = await agent.ctx.llm.prepare_call(config, signal)
+            prepared = await agent.ctx.require(LLM).prepare_call(config, signal)
         except LlmError as exc:
             if exc.failure.code != "NO_ADAPTER":
                 raise

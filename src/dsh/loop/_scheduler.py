@@ -10,7 +10,7 @@ import msgspec
 
 from ..events import ToolCallEvent, ToolError, ToolResultEvent, append
 from ..llm import Json, TextBlock, ToolCallBlock, clean_json, tool_result_message
-from ..tools import Prepared, ToolExecutionInput, ToolFailure, ToolResult
+from ..tools import TOOLS, Prepared, ToolExecutionInput, ToolFailure, ToolResult
 
 if TYPE_CHECKING:
     from ..session import SessionEvent
@@ -57,7 +57,7 @@ class ToolCallScheduler:
     def __init__(self, agent: ReactLoopAgent, activity: Activity, limit: int) -> None:
         self.agent = agent
         self.activity = activity
-        self.tools = agent.ctx.tools
+        self.tools = agent.ctx.require(TOOLS)
         self.session = agent.session
         self.limit = limit
         self.slots: list[_Slot] = []

@@ -14,6 +14,7 @@ from msgspec import Meta
 from .._ids import uuid4_text
 from ..agent import (
     AGENT_SESSION_START,
+    AGENTS,
     AgentHandle,
     AgentOptions,
     CreateAgentOptions,
@@ -23,21 +24,13 @@ from ..agent import (
     SessionStartSource,
     Setup,
     SetupCommit,
+    agent_of,
 )
-from ..kernel import (
-    AGENT_LOOP,
-    AGENTS,
-    LLM,
-    SESSIONS,
-    SYSTEM_PROMPT,
-    TOOLS,
-    CancelSignal,
-    ConfigRecord,
-    Context,
-    EventSpec,
-    Mode,
-)
-from ..session import Session, SessionMeta
+from ..kernel import CancelSignal, ConfigRecord, Context, EventSpec, Mode, ServiceKey
+from ..llm import LLM
+from ..prompt import SYSTEM_PROMPT
+from ..session import SESSIONS, Session, SessionMeta
+from ..tools import TOOLS
 from ._agent import ReactLoopAgent
 
 if TYPE_CHECKING:
@@ -98,7 +91,7 @@ class LoopState(msgspec.Struct, eq=False):
 
     @property
     def initiator(self) -> InitiatorScope:
-        return self.ctx.agents.initiator
+        return self.ctx.require(AGENTS).initiator
 
 
 class AgentLoop:
@@ -128,7 +121,7 @@ class AgentLoop:
     # -- the factory ----------------------------------------------------------------------------
 
     async def create_agent(self, owner: Context, options: CreateAgentOptions) -> AgentHandle:
-        session = self.state.ctx.sessions.prepare(
+        session = self.state.ctx.require(SESSIONS).prepare(
             options.session_id, seed=options.seed, meta=options.meta
         )
         return await self._publish(
@@ -142,7 +135,7 @@ class AgentLoop:
                 "cannot resume: no session persistence is configured "
                 "(mount a persistence plugin such as 'persistence')"
             )
-        if self.state.ctx.sessions.get(options.resume_session_id) is not None:
+        if self.state.ctx.require(SESSIONS).get(options.resume_session_id) is not None:
             raise RuntimeError(f"session {options.resume_session_id!r} is already live")
         session = await persistence.prepare(options.resume_session_id, options.signal)
         return await self._publish(
@@ -183,11 +176,11 @@ class AgentLoop:
                 if isinstance(result, SetupCommit):
                     result.commit()
             creation.raise_if_aborted()
-            entering = Context(parent=agent.ctx, owner=owner.owner)
-            detachers.append(entering.sessions.enter(session))
-            detachers.append(state.ctx.agents.enter(agent, owner.agent))
-            state.ctx.sessions.announce(session)
-            state.ctx.agents.announce(agent)
+            entering = agent.ctx.with_owner(owner.owner)
+            detachers.append(entering.require(SESSIONS).enter(session))
+            detachers.append(state.ctx.require(AGENTS).enter(agent, agent_of(owner)))
+            state.ctx.require(SESSIONS).announce(session)
+            state.ctx.require(AGENTS).announce(agent)
             agent.events.emit(AGENT_SESSION_START, SessionStart(agent, source))
         except BaseException:
             session.rolled_back = True  # it never existed: nothing of it is stored
@@ -201,6 +194,10 @@ class AgentLoop:
 
     async def dispose_all(self) -> None:
         await asyncio.gather(*(h.dispose() for h in list(self.state.handles)))
+
+
+AGENT_LOOP: ServiceKey[AgentLoop] = ServiceKey("agent_loop")
+"""The key `ctx.agent_loop` reads: `ctx.require(AGENT_LOOP)` below the `dsh.Context` layer."""
 
 
 async def _run_setup(setup: Setup, ctx: Context, signal: CancelSignal) -> Any:
@@ -235,8 +232,8 @@ class AgentLoopPlugin:
         loop = AgentLoop(state)
         ctx.owner.effect(loop.dispose_all)
         ctx.provide(AGENT_LOOP, loop)
-        ctx.agents.set_factory(loop)
-        prompt = ctx.system_prompt
+        ctx.require(AGENTS).set_factory(loop)
+        prompt = ctx.require(SYSTEM_PROMPT)
         prompt.section("harness:identity", -100, HARNESS_IDENTITY)
         prompt.section("agent:persona", 0, _persona)
         prompt.variable("provider", lambda c: _agent_route(c, state)[0])
@@ -278,11 +275,11 @@ async def _start_config_agent(loop: AgentLoop, spec: ConfigAgent) -> None:
     session_id = spec.resume_session_id or spec.session_id or f"{spec.id}-session-{uuid4_text()}"
     try:
         if spec.resume_session_id is not None:
-            await ctx.agents.resume(ResumeAgentOptions(spec.resume_session_id, options))
+            await ctx.require(AGENTS).resume(ResumeAgentOptions(spec.resume_session_id, options))
         elif spec.session_id is not None and await _is_stored(ctx, spec.session_id):
-            await ctx.agents.resume(ResumeAgentOptions(spec.session_id, options))
+            await ctx.require(AGENTS).resume(ResumeAgentOptions(spec.session_id, options))
         else:
-            await ctx.agents.create(
+            await ctx.require(AGENTS).create(
                 CreateAgentOptions(session_id, SessionMeta(cwd=spec.cwd), None, options)
             )
     except Exception as exc:

@@ -43,6 +43,7 @@ from ..events import (
 )
 from ..kernel import Aborted
 from ..llm import (
+    LLM,
     AssistantMessage,
     BlockAssembler,
     GenerateOptions,
@@ -55,7 +56,8 @@ from ..llm import (
     error_chain,
     user_message,
 )
-from ..prompt import AssembleContext, PromptAssembly, render_prompt
+from ..prompt import SYSTEM_PROMPT, AssembleContext, PromptAssembly, render_prompt
+from ..session import SESSIONS
 from ._coalesce import DeltaCoalescer
 from ._request import RequestBuilder
 from ._runtime_context import RuntimeContextProjection
@@ -137,7 +139,7 @@ class TurnRunner:
         (`agent/error`) and stops the driver; the coordinator keeps the unwritten events."""
         agent = self._agent
         try:
-            await agent.ctx.sessions.flush(self._session)
+            await agent.ctx.require(SESSIONS).flush(self._session)
         except Exception as exc:
             agent.events.emit(AGENT_ERROR, AgentError(agent, turn, step, exc))
             return False
@@ -167,7 +169,7 @@ class TurnRunner:
             agent.claimed(steering, "steering")
             messages = steering + entering
             entering = []
-            assembly = await agent.ctx.system_prompt.assemble(
+            assembly = await agent.ctx.require(SYSTEM_PROMPT).assemble(
                 AssembleContext(agent=agent, scope=agent, signal=signal)
             )
             signal.raise_if_aborted()
@@ -271,7 +273,9 @@ class TurnRunner:
             assembler.push(chunk)
 
         held = DeltaCoalescer(log)
-        stream = prepared.stream(request) if prepared else self._agent.ctx.llm.stream(request)
+        stream = (
+            prepared.stream(request) if prepared else self._agent.ctx.require(LLM).stream(request)
+        )
         try:
             async for chunk in stream:
                 signal.raise_if_aborted()  # a stream that ignores the signal stops here

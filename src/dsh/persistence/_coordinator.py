@@ -33,7 +33,7 @@ from ._threads import run_in_thread
 from ._types import SessionExistsError, SessionLiveError
 
 if TYPE_CHECKING:
-    from ..kernel import Context
+    from .._context import Context
     from ..session import SessionHeader
     from ._backend import SessionBackend
 

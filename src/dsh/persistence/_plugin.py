@@ -11,7 +11,9 @@ from typing import Annotated, Any, ClassVar, Literal
 import msgspec
 from msgspec import Meta
 
-from ..kernel import SESSIONS, ConfigRecord, Context
+from .._context import Context
+from ..kernel import ConfigRecord
+from ..session import SESSIONS
 from ..workspace import dsh_home, private_dirs
 from ._backend import SessionBackend
 from ._jsonl import Compression, JsonlBackend, scan_root

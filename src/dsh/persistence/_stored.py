@@ -34,7 +34,8 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
-    from ..kernel import CancelSignal, Context
+    from .._context import Context
+    from ..kernel import CancelSignal
 
 __all__ = ["StoredSessions"]
 

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from .._context import Context
 from ..events import (
     AssistantMessageEvent,
     SeedEndEvent,
@@ -39,7 +40,6 @@ from ..events import (
     TurnStartEvent,
     UserMessageEvent,
 )
-from ..kernel import Context
 from ..llm import TextBlock, ToolCallBlock, assistant_message, tool_result_message, user_message
 from ..session import Session, SessionEvent, SessionHeader, SessionPlugin, SessionStore
 from ._backend import RawLog, SessionBackend

@@ -10,7 +10,7 @@ from ._render import (
     render_context_sections,
     render_prompt,
 )
-from ._service import SystemPrompt
+from ._service import SYSTEM_PROMPT, SystemPrompt
 from ._tool_order import UNLISTED_TOOLS
 from ._values import (
     AssembleContext,
@@ -30,6 +30,7 @@ RUNTIME_CONTEXT_SOURCE = "@deepseek-ai/dsh-system-prompt"
 kept so that snapshots in logs written by either runtime are recognised by the other."""
 
 __all__ = [
+    "SYSTEM_PROMPT",
     "RUNTIME_CONTEXT_CLEARED",
     "RUNTIME_CONTEXT_HEADER",
     "RUNTIME_CONTEXT_SOURCE",

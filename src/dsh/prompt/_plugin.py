@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from ..kernel import SYSTEM_PROMPT, ConfigRecord
-from ._service import SystemPrompt
+from ..kernel import ConfigRecord
+from ._service import SYSTEM_PROMPT, SystemPrompt
 from ._tool_order import check_tool_order
 
 if TYPE_CHECKING:
@@ -15,7 +15,7 @@ __all__ = ["SystemPromptPlugin"]
 
 
 class SystemPromptPlugin:
-    """Provides the `SystemPrompt` service under `dsh.kernel.SYSTEM_PROMPT`."""
+    """Provides the `SystemPrompt` service under `dsh.prompt.SYSTEM_PROMPT`."""
 
     name: ClassVar[str] = "system_prompt"
 

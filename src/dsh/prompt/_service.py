@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 import msgspec
 from msgspec.structs import replace
 
-from ..kernel import Disposer, EventBus, ScopedLayers, scope_chain
+from ..kernel import Disposer, EventBus, ScopedLayers, ServiceKey, scope_chain
 from ..session import FrozenDict
 from ._events import SYSTEM_PROMPT_ASSEMBLE, SYSTEM_PROMPT_CHANGE
 from ._render import VARIABLE_NAME
@@ -265,6 +265,10 @@ class SystemPrompt:
         if suppressed and result.contexts:
             result = replace(result, contexts=())
         return result
+
+
+SYSTEM_PROMPT: ServiceKey[SystemPrompt] = ServiceKey("system_prompt")
+"""The key `ctx.system_prompt` reads: `ctx.require(SYSTEM_PROMPT)` below the `dsh.Context` layer."""
 
 
 async def _unchanged(payload: AssemblePayload) -> PromptAssembly:

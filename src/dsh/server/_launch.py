@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from ..kernel import Profile, load_profile
+from ..profiles import Profile, load_profile
 from ..workspace import dsh_home
 
 __all__ = ["PROFILE_ENV", "Launch", "LaunchError", "compose", "parse_args", "profile_files"]

@@ -8,13 +8,15 @@ import logging
 import os
 from collections.abc import Awaitable, Callable
 
+from .._context import Context
 from ..agent import AGENT_STATUS, USER_CANCEL, AgentHandle, AgentOptions, StatusChange
 from ..agent import ResumeAgentOptions as _Resume
-from ..kernel import Context, Disposer, TraceContext, resolve_plugin, using_trace
+from ..kernel import Disposer, TraceContext, using_trace
 from ..llm import USER_SOURCE, Json, LlmError, Message, new_message_id
 from ..llm.adapters import ROUTE_PREFIXES, parse_model
 from ..plugins.ask_user import QUESTIONS, Answer, QuestionError, QuestionRequest
 from ..plugins.subagents import SUBAGENT_END, SubagentEnd
+from ..profiles import resolve_plugin
 from ..session import (
     SESSION_CREATED,
     SESSION_EVENT,

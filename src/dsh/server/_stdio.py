@@ -14,8 +14,9 @@ from typing import BinaryIO
 import msgspec
 
 from .._process import lighten_imports, pause_collector, resume_collector, settle_collector
-from ..kernel import CompositionError, Owner, Profile, boot, load_profile
+from ..kernel import Owner
 from ..llm import Json
+from ..profiles import CompositionError, Profile, boot, load_profile
 from ._launch import Launch, LaunchError, compose, parse_args, profile_files
 from ._protocol import (
     INTERNAL_ERROR,

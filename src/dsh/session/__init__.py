@@ -23,7 +23,7 @@ from ._registry import (
     register_event_type,
 )
 from ._session import ReentrantAppendError, Session, Surface
-from ._store import DuplicateSessionError, SessionPlugin, SessionStore
+from ._store import SESSIONS, DuplicateSessionError, SessionPlugin, SessionStore
 from ._summary import SessionSummary, summary_of
 from ._turns import LastTurn, last_turn
 from ._usage import (
@@ -38,6 +38,7 @@ from ._usage import (
 )
 
 __all__ = [
+    "SESSIONS",
     "event_types",
     "FORMAT_VERSION",
     "FORMAT_VERSIONS",

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from .._ids import uuid4_text
-from ..kernel import SESSIONS, Disposer, Publication
+from ..kernel import Disposer, Publication, ServiceKey
 from ._envelope import SessionEvent
 from ._events import (
     SESSION_CREATED,
@@ -229,6 +229,10 @@ class SessionStore:
             source = found
         seed = fork_seed(source.id, source.header.cwd, source.events, boundary)
         return self.create(child_id, seed=seed.events, meta=seed.meta)
+
+
+SESSIONS: ServiceKey[SessionStore] = ServiceKey("sessions")
+"""The key `ctx.sessions` reads: `ctx.require(SESSIONS)` below the `dsh.Context` layer."""
 
 
 class SessionPlugin:

@@ -23,7 +23,8 @@ from ..llm import (
 from ._script import Crash, Entry, Hold, Reply, reply
 
 if TYPE_CHECKING:
-    from ..kernel import CancelSignal, Context
+    from .._context import Context
+    from ..kernel import CancelSignal
     from ..llm import AdapterRegistration
 
 __all__ = ["ScriptedModel"]

@@ -13,7 +13,7 @@ from ._fit import fit_schema
 from ._hints import Arg, convert_arguments, hint_schema, prepare_hint, to_json
 from ._plugin import ToolsConfig, ToolsPlugin
 from ._registry import Guard
-from ._runtime import ExecutionMode, ToolRuntime
+from ._runtime import TOOLS, ExecutionMode, ToolRuntime
 from ._schema import JsonSchemaError, check_schema, validate_value
 from ._seams import (
     EDITOR_FILES,
@@ -63,6 +63,7 @@ from ._types import (
 )
 
 __all__ = [
+    "TOOLS",
     "APPROVAL",
     "EDITOR_FILES",
     "RESERVED_TOOL_NAMES",

@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING, Annotated, ClassVar
 
 from msgspec import Meta
 
-from ..kernel import SYSTEM_PROMPT, TOOLS, ConfigRecord
-from ._runtime import ToolRuntime
+from ..kernel import ConfigRecord
+from ..prompt import SYSTEM_PROMPT
+from ._runtime import TOOLS, ToolRuntime
 
 if TYPE_CHECKING:
     from ..kernel import Context
@@ -23,7 +24,7 @@ class ToolsConfig(ConfigRecord):
 
 
 class ToolsPlugin:
-    """Provides the `ToolRuntime` service under `dsh.kernel.TOOLS`.
+    """Provides the `ToolRuntime` service under `dsh.tools.TOOLS`.
 
     When a system prompt service exists (now or later), the runtime's schemas become one
     of its tool providers; tools work without one.
@@ -49,4 +50,4 @@ class _PromptFeed:
         self.runtime = runtime
 
     def apply(self, ctx: Context, config: None) -> None:
-        ctx.system_prompt.tools(self.runtime.tool_schema_set)
+        ctx.require(SYSTEM_PROMPT).tools(self.runtime.tool_schema_set)

@@ -6,7 +6,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Literal
 
-from ..kernel import Disposer
+from ..kernel import Disposer, ServiceKey
 from ..llm import ToolSchema
 from ..prompt import ToolSchemaSet
 from . import _pipeline
@@ -222,6 +222,10 @@ class ToolRuntime:
 
     def __repr__(self) -> str:
         return f"<ToolRuntime tools={len(self._shared.table.global_)} scope={self._ctx.scope!r}>"
+
+
+TOOLS: ServiceKey[ToolRuntime] = ServiceKey("tools")
+"""The key `ctx.tools` reads: `ctx.require(TOOLS)` below the `dsh.Context` layer."""
 
 
 class _Unscoped:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, overload
 
-from ..kernel import SYSTEM_PROMPT, TOOLS, ServiceKey
+from ..kernel import ServiceKey
+from ..prompt import SYSTEM_PROMPT
+from ._runtime import TOOLS
 from ._types import ToolDefinition
 
 if TYPE_CHECKING:
@@ -76,7 +78,7 @@ class ToolPlugin(Generic[C]):
     async def apply(self, ctx: Context, config: C) -> None:
         definitions = self.definitions(ctx, config)
         for definition in definitions:
-            ctx.tools.register(definition)
+            ctx.require(TOOLS).register(definition)
         if self._guidance is not None and definitions:
             order, text = self._guidance
             section = self._section or f"tool:{definitions[0].name}"
@@ -98,4 +100,4 @@ class GuidanceSection:
         self.text = text
 
     def apply(self, ctx: Context, config: None) -> None:
-        ctx.system_prompt.section(self.section, self.order, self.text)
+        ctx.require(SYSTEM_PROMPT).section(self.section, self.order, self.text)

@@ -16,8 +16,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
+from .._context import Context
 from ..agent import USER_CANCEL, Agent, AgentOptions
-from ..kernel import Context
 from ..persistence import (
     SESSION_PERSISTENCE,
     SessionLockedError,

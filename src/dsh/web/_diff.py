@@ -18,7 +18,7 @@ from ..session import SESSION_EVENT, SessionEventPayload
 from ..tools.builtin import FileChange, file_change
 
 if TYPE_CHECKING:
-    from ..kernel import Context
+    from .._context import Context
 
 __all__ = ["FileSnapshots", "diff_lines", "parse_arguments"]
 

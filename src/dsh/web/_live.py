@@ -6,10 +6,10 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
+from .._context import Context
 from .._ids import uuid4_text
 from ..agent import Agent, AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
 from ..events import TurnEndEvent, TurnStartEvent, UserMessageEvent, typed
-from ..kernel import Context
 from ..persistence import SESSION_PERSISTENCE, StoredLog
 from ..session import ForkError, ForkSeed, SessionEvent, SessionMeta, fork_seed
 

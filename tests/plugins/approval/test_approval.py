@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from dsh.kernel import CancelSignal, Context, PluginError, load_config
+from dsh import Context
+from dsh.kernel import CancelSignal, PluginError, load_config
 from dsh.plugins.approval import (
     APPROVAL,
     DEFAULT_POLICY,

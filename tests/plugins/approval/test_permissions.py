@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from dsh.kernel import CancelSignal, Context
+from dsh import Context
+from dsh.kernel import CancelSignal
 from dsh.plugins.approval import APPROVAL, ApprovalPlugin, ApprovalRequest
 from dsh.session import Session, SessionHeader
 from dsh.tools import ToolExecutionInput, ToolsPlugin, tool

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from dsh import Context
 from dsh.agent import PRE_STEP, USER_CANCEL, StepPoint
-from dsh.kernel import Context
 from dsh.llm import GenerateOptions, Message, ToolResultBlock, text_of
 from dsh.persistence import JsonlBackend, Record, SessionBackend, mount_persistence
 from dsh.plugins.checkpoints import CheckpointPlugin

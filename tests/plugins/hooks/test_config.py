@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from dsh.kernel import Context, PluginError
+from dsh import Context
+from dsh.kernel import PluginError
 from dsh.plugins.hooks import HooksConfig, HookSet, HooksPlugin, load_hooks, tool_names
 from dsh.workspace import SettingsError, Trust
 

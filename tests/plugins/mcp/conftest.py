@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from dsh import Context
 from dsh.agent import AgentHandle, AgentOptions, CreateAgentOptions
-from dsh.kernel import Context, boot, load_profile
 from dsh.plugins.mcp import MCP, MCP_SERVER_STATUS, McpHub, ServerStatus
-from dsh.profiles import CORE_ROWS
+from dsh.profiles import CORE_ROWS, boot, load_profile
 from dsh.session import SessionMeta
 from dsh.testing import ScriptedModel
 

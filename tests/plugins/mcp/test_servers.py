@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dsh import Context
 from dsh.agent import USER_CANCEL, run_prompt
-from dsh.kernel import Context
 from dsh.llm import TextBlock
 from dsh.plugins.mcp import connect_servers, parse_servers
 from dsh.testing import reply, tool_call

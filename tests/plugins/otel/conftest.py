@@ -11,10 +11,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from dsh.kernel import boot, load_profile
 from dsh.plugins.invariants import INVARIANTS
 from dsh.plugins.otel import TELEMETRY, Telemetry
-from dsh.profiles import CORE_ROWS, OTEL_ROW
+from dsh.profiles import CORE_ROWS, OTEL_ROW, boot, load_profile
 from dsh.testing import ScriptedModel
 from tests.conftest import Runtime
 

@@ -12,9 +12,17 @@ import pytest
 
 import dsh
 from dsh.agent import AgentOptions, CreateAgentOptions, run_prompt
-from dsh.kernel import CompositionError, boot, load_profile
 from dsh.llm import TokenUsage
-from dsh.profiles import CORE_ROWS, DEFAULT_ROWS, OTEL_ROW, default_rows, with_otel
+from dsh.profiles import (
+    CORE_ROWS,
+    DEFAULT_ROWS,
+    OTEL_ROW,
+    CompositionError,
+    boot,
+    default_rows,
+    load_profile,
+    with_otel,
+)
 from dsh.server import JsonRpcServer
 from dsh.server._protocol import Request
 from dsh.session import SessionMeta

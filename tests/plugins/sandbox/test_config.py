@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh.kernel import Context, PluginError
+from dsh import Context
+from dsh.kernel import PluginError
 from dsh.plugins.sandbox import SANDBOX, SandboxPlugin
 
 

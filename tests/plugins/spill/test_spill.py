@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from dsh.agent import AgentOptions, CreateAgentOptions, run_prompt
-from dsh.kernel import boot, load_profile, read_secret
+from dsh.kernel import read_secret
 from dsh.llm import GenerateOptions
 from dsh.persistence import PersistencePlugin, project_dir_name
 from dsh.plugins.spill import SpillPlugin, preview
-from dsh.profiles import CORE_ROWS
+from dsh.profiles import CORE_ROWS, boot, load_profile
 from dsh.session import SESSION_DISPOSED, SessionMeta
 from dsh.testing import ScriptedModel, reply, tool_call
 from dsh.tools import tool

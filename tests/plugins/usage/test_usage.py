@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 
 from dsh.agent import AgentOptions, CreateAgentOptions, run_prompt
-from dsh.kernel import CompositionError, boot, load_profile
 from dsh.llm import TokenUsage
 from dsh.plugins.usage import DEFAULT_PRICES, PRICES, Price, PriceTable
-from dsh.profiles import CORE_ROWS
+from dsh.profiles import CORE_ROWS, CompositionError, boot, load_profile
 from dsh.session import SessionMeta, Usage, session_usage
 from dsh.testing import ScriptedModel, reply, tool_call
 from dsh.tools import tool

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from dsh.kernel import CancelSignal, Context
+from dsh import Context
+from dsh.kernel import CancelSignal
 from dsh.llm import TextBlock
 from dsh.session import Session, SessionHeader
 from dsh.tools import ToolExecutionInput, ToolResult, ToolsPlugin

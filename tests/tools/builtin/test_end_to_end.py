@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from dsh.agent import AgentOptions, CreateAgentOptions, run_prompt
-from dsh.kernel import boot, load_profile
 from dsh.llm import Message
 from dsh.plugins.invariants import INVARIANTS
-from dsh.profiles import CORE_ROWS
+from dsh.profiles import CORE_ROWS, boot, load_profile
 from dsh.session import SessionMeta
 from dsh.testing import ScriptedModel, reply, tool_call
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh.kernel import CancelSignal, Context, FiberState, PluginError
+from dsh import Context
+from dsh.kernel import CancelSignal, FiberState, PluginError
 from dsh.prompt import AssembleContext, SystemPromptPlugin
 from dsh.tools import ToolExecutionInput, ToolsPlugin
 from dsh.tools.builtin import (

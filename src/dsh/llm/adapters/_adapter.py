@@ -29,6 +29,7 @@ from .._adapter import ModelInfo, ProviderInfo, RetryPolicy
 from .._chunks import Finish, LlmFailure, StreamChunk, aborted_because, error_finish
 from .._content import Json
 from .._request import GenerateOptions
+from .._runtime import LLM
 from ._failures import (
     TransportError,
     call_deadline,
@@ -457,5 +458,5 @@ def mount_adapter(ctx: Context, endpoints: Sequence[Endpoint]) -> HttpAdapter:
         if endpoint.api_key_env:
             read_secret(endpoint.api_key_env)  # out of the environment before any tool runs
     ctx.owner.effect(adapter.aclose)  # disposed last (LIFO): after the routes are withdrawn
-    ctx.llm.register_adapter([e.provider for e in endpoints], adapter)
+    ctx.require(LLM).register_adapter([e.provider for e in endpoints], adapter)
     return adapter

@@ -8,7 +8,8 @@ from typing import Annotated, Any, ClassVar, Literal
 import msgspec
 from msgspec import Meta
 
-from ...kernel import LLM, ConfigRecord, Context, ServiceKey
+from ...kernel import ConfigRecord, Context, ServiceKey
+from .._runtime import LLM
 from ._adapter import Endpoint, mount_adapter
 from ._config import ConnectionConfig, ModelConfig, check_unique_providers
 from ._request import Dialect

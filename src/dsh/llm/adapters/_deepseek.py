@@ -8,8 +8,9 @@ from typing import Annotated, Any, ClassVar
 import msgspec
 from msgspec import Meta
 
-from ...kernel import LLM, Context, ServiceKey
+from ...kernel import Context, ServiceKey
 from .._adapter import ModelInfo
+from .._runtime import LLM
 from ._adapter import Endpoint, mount_adapter
 from ._config import ConnectionConfig, ModelConfig
 from ._request import Dialect

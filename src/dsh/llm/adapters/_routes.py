@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 if TYPE_CHECKING:
-    from ...kernel import Profile
+    from ...profiles import Profile
 
 __all__ = ["ROUTE_PREFIXES", "ModelRoute", "RouteError", "parse_model"]
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ...kernel import Context, Next
+from ..._context import Context
+from ...kernel import Next
 from ...session import SESSION_DISPOSED, Session
 from ...tools import (
     TOOLS_PRE_EXECUTE,

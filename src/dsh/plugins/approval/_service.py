@@ -24,7 +24,7 @@ from ._permissions import ProjectPermissions
 from ._policy import ApprovalConfig, DefaultRules
 
 if TYPE_CHECKING:
-    from ...kernel import Context
+    from ..._context import Context
 
 __all__ = ["APPROVAL", "Answer", "Answerer", "Approval", "ApprovalRequest"]
 

@@ -7,10 +7,11 @@ from typing import Annotated, Any, ClassVar, NotRequired
 
 from typing_extensions import TypedDict
 
+from ..._context import Context
 from ...agent import Agent
-from ...kernel import TOOLS, ConfigError, Context, convert
+from ...kernel import ConfigError, convert
 from ...llm import Json
-from ...tools import Arg, ToolPlugin, ToolRunContext, tool
+from ...tools import TOOLS, Arg, ToolPlugin, ToolRunContext, tool
 from ._service import (
     QUESTIONS,
     Answer,

@@ -13,7 +13,7 @@ from ...llm import HarnessError, Json
 from ...tools import Answerers
 
 if TYPE_CHECKING:
-    from ...kernel import Context
+    from ..._context import Context
 
 __all__ = [
     "QUESTIONS",

@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ...kernel import SESSIONS, Context, Next
+from ..._context import Context
+from ...kernel import Next
 from ...llm import LLM_STREAM, GenerateOptions, StreamChunk
+from ...session import SESSIONS
 from ...tools import TOOLS_EXECUTE, ToolExecution, ToolResult
 
 if TYPE_CHECKING:

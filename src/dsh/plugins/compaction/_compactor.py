@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from ..._context import Context
 from ..._ids import uuid4_text
 from ...events import (
     CompactionEndEvent,
@@ -168,7 +169,7 @@ async def _summarise(
         purpose="compaction",
     )
     assembler = BlockAssembler()
-    async for chunk in agent.ctx.llm.stream(request):
+    async for chunk in Context.of(agent.ctx).llm.stream(request):
         assembler.push(chunk)
     signal.raise_if_aborted()
     finish = assembler.finish

@@ -9,8 +9,18 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 import msgspec
 from msgspec import Meta
 
-from ...agent import AGENT_DISPOSED, PRE_STEP, REQUEST_ERROR, Agent, RequestError, Retry, StepPoint
-from ...kernel import AGENTS, CancelSignal, ConfigRecord, Context, Next, ServiceKey
+from ..._context import Context
+from ...agent import (
+    AGENT_DISPOSED,
+    AGENTS,
+    PRE_STEP,
+    REQUEST_ERROR,
+    Agent,
+    RequestError,
+    Retry,
+    StepPoint,
+)
+from ...kernel import CancelSignal, ConfigRecord, Next, ServiceKey
 from ._compactor import choose_cut, compact
 from ._events import CompactionError, Reducer, Reduction, Trigger
 from ._meter import context_tokens, estimate_message

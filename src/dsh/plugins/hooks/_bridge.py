@@ -20,8 +20,8 @@ from ._config import HookEntry, HooksConfig, HookSet, Point, load_hooks
 from ._runner import run_hook
 
 if TYPE_CHECKING:
+    from ..._context import Context
     from ...agent import Agent
-    from ...kernel import Context
     from ._codec import HookOutcome
     from ._runner import HookRun
 

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ..._context import Context
 from ...agent import (
     AGENT_CREATED,
     AGENT_DISPOSED,
     AGENT_SESSION_START,
     AGENT_STATUS,
+    AGENTS,
     PROMPT_SUBMIT,
     TURN_STOPPING,
 )
-from ...kernel import AGENTS, TOOLS, Context
 from ...session import SESSION_EVENT
-from ...tools import TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_RESULT
+from ...tools import TOOLS, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_RESULT
 from ..compaction import COMPACTION_STARTING
 from ._bridge import HOOKS, HookBridge
 from ._config import HooksConfig

@@ -7,8 +7,9 @@ from typing import Annotated, Any, ClassVar
 
 from msgspec import Meta
 
-from ...kernel import SYSTEM_PROMPT, ConfigRecord, Context
-from ...prompt import AssembleContext
+from ..._context import Context
+from ...kernel import ConfigRecord
+from ...prompt import SYSTEM_PROMPT, AssembleContext
 from ...workspace import agent_cwd
 from ._files import InstructionFile, InstructionReader, InstructionsText, candidates
 

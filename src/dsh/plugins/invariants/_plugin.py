@@ -9,8 +9,9 @@ from typing import ClassVar
 
 import msgspec
 
+from ..._context import Context
 from ...agent import AGENT_STATUS, StatusChange
-from ...kernel import Context, EventSpec, Mode, Next, ServiceKey
+from ...kernel import EventSpec, Mode, Next, ServiceKey
 from ...llm import LLM_STREAM, GenerateOptions, StreamChunk
 from ...session import (
     SESSION_CREATED,

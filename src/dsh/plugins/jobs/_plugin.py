@@ -7,10 +7,11 @@ from typing import Annotated, Any, ClassVar
 
 from msgspec import Meta
 
-from ...agent import AGENT_DISPOSED, PROMPT_SUBMIT, AgentEvent, Notices
-from ...kernel import AGENTS, TOOLS, ConfigRecord, Context
+from ..._context import Context
+from ...agent import AGENT_DISPOSED, AGENTS, PROMPT_SUBMIT, AgentEvent, Notices
+from ...kernel import ConfigRecord
 from ...llm import plugin_source, user_message
-from ...tools import ToolPlugin
+from ...tools import TOOLS, ToolPlugin
 from ._service import DEFAULT_MAX_ACTIVE, JOB_END, JOBS, Job, JobService, _State
 from ._tools import JOB_TOOLS, status_line
 

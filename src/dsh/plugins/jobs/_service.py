@@ -12,8 +12,9 @@ from typing import Literal
 
 import msgspec
 
+from ..._context import Context
 from ...agent import Agent
-from ...kernel import Aborted, CancelSignal, Context, EventSpec, Mode, ServiceKey
+from ...kernel import Aborted, CancelSignal, EventSpec, Mode, ServiceKey
 from ...llm import HarnessError, Json
 
 JobStatus = Literal["running", "stopping", "completed", "killed", "failed"]

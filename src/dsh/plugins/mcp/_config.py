@@ -12,7 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-from ...kernel import CompositionError, interpolate
+from ...profiles import CompositionError, interpolate
 from ...workspace import SettingsError, Trust, dsh_home, read_json_object
 
 __all__ = [

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
+from ..._context import Context
 from ...kernel import (
     CancelSignal,
-    Context,
     Disposer,
     DuplicateEntryError,
     EventSpec,

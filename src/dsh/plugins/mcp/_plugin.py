@@ -10,8 +10,10 @@ from typing import Annotated, Any, ClassVar, Literal
 import msgspec
 from msgspec import Meta
 
+from ..._context import Context
 from ...agent import PROMPT_SUBMIT, PromptDecision, PromptSubmit
-from ...kernel import TOOLS, ConfigRecord, Context, Disposer, Next
+from ...kernel import ConfigRecord, Disposer, Next
+from ...tools import TOOLS
 from ..approval import APPROVAL
 from ._config import RestartPolicy, Servers, ServerSpec, load_servers
 from ._hub import MCP, HubOptions, McpHub

@@ -17,6 +17,7 @@ from mcp.server.mcpserver import Context as RequestContext
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 
+from ..._context import Context
 from ..._ids import uuid4_text
 from ..._version import __version__
 from ...agent import (
@@ -29,7 +30,7 @@ from ...agent import (
     session_events,
 )
 from ...events import StepStartEvent, ToolCallEvent, TurnEndEvent
-from ...kernel import Context, TraceContext, using_trace
+from ...kernel import TraceContext, using_trace
 from ...llm import Json
 from ...session import SessionEvent, SessionMeta
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, ClassVar
 
-from ...kernel import ConfigRecord, Context, ServiceKey
+from ..._context import Context
+from ...kernel import ConfigRecord, ServiceKey
 
 if TYPE_CHECKING:
     from ._telemetry import Telemetry

@@ -11,9 +11,10 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
+from ..._context import Context
 from ..._version import __version__
 from ...agent import PRE_STEP, REQUEST
-from ...kernel import Context, Disposer
+from ...kernel import Disposer
 from ...session import SESSION_DISPOSED, SESSION_FLUSH
 from ...tools import TOOLS_EXECUTE
 from ._exporters import metric_exporters, span_exporters

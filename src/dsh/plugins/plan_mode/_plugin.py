@@ -8,13 +8,15 @@ from typing import Any, ClassVar
 
 import msgspec
 
+from ..._context import Context
 from ...agent import Agent
 from ...events import PlanModeEvent, append, typed
-from ...kernel import SYSTEM_PROMPT, TOOLS, ConfigRecord, Context, Next, ServiceKey
+from ...kernel import ConfigRecord, Next, ServiceKey
 from ...llm import HarnessError
-from ...prompt import AssembleContext
+from ...prompt import SYSTEM_PROMPT, AssembleContext
 from ...session import SESSION_DISPOSED, Session
 from ...tools import (
+    TOOLS,
     TOOLS_PRE_EXECUTE,
     Ask,
     Deny,

@@ -7,8 +7,9 @@ from typing import Annotated, Any, ClassVar
 
 from msgspec import Meta
 
+from ..._context import Context
 from ...events import CompactionPruneEvent, SeqRange, ToolResultEvent, append, typed
-from ...kernel import ConfigRecord, Context
+from ...kernel import ConfigRecord
 from ...llm import Message, TextBlock, ToolResultBlock
 from ...session import ReplaceOp, SessionEvent
 from ..compaction import COMPACTION, Reduction, estimate_message

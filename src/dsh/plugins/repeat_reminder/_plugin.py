@@ -8,10 +8,11 @@ from typing import Any, ClassVar
 
 import msgspec
 
+from ..._context import Context
 from ...agent import PROMPT_SUBMIT, PromptDecision, PromptSubmit
-from ...kernel import TOOLS, ConfigRecord, Context, Next
+from ...kernel import ConfigRecord, Next
 from ...llm import Json, plugin_source, user_message
-from ...tools import TOOLS_POST_EXECUTE, Accept, PostDecision, PostExecute
+from ...tools import TOOLS, TOOLS_POST_EXECUTE, Accept, PostDecision, PostExecute
 
 PLUGIN_ID = "repeat-tool-reminder"
 """The source plugin id of the notice (the reference runtime's, so logs read alike)."""

@@ -8,10 +8,11 @@ from typing import Annotated, ClassVar, Literal
 import msgspec
 from msgspec import Meta
 
+from ..._context import Context
 from ..._ids import uuid4_hex
 from ...agent import AGENT_DISPOSED, REQUEST_ERROR, AgentEvent, RequestError, Retry
 from ...events import RetryEvent, RetryStartedEvent, append
-from ...kernel import ConfigRecord, Context, Next
+from ...kernel import ConfigRecord, Next
 from ...llm import RetryPolicy
 
 __all__ = ["RetryOverrides", "RetryPlugin", "backoff_ms"]

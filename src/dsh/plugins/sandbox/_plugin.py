@@ -8,8 +8,9 @@ import os
 from collections.abc import Sequence
 from typing import ClassVar
 
-from ...agent import AGENT_CREATED, AgentEvent
-from ...kernel import AGENTS, Context, Next
+from ..._context import Context
+from ...agent import AGENT_CREATED, AGENTS, AgentEvent
+from ...kernel import Next
 from ...session import SESSION_DISPOSED, Session
 from ...tools import TOOLS_PRE_EXECUTE, Allow, Ask, Deny, PreDecision, ToolExecution
 from ...tools.builtin import session_cwd

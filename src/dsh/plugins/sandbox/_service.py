@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, cast
 import msgspec
 
 from ...events import SandboxModeEvent, append
-from ...kernel import ConfigRecord, Profile, ServiceKey
+from ...kernel import ConfigRecord, ServiceKey
+from ...profiles import Profile
 from ...session import Session
 from ...tools import SANDBOX as _SANDBOX
 from ...tools import SANDBOX_MODES, Confinement, SandboxMode, ToolExecution

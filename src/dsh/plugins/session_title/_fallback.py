@@ -9,10 +9,18 @@ from typing import Annotated, Any, ClassVar
 
 from msgspec import Meta
 
+from ..._context import Context
 from ...events import SessionTitleEvent, UserMessageEvent, append
-from ...kernel import SESSIONS, ConfigRecord, Context
+from ...kernel import ConfigRecord
 from ...llm import Json, Message
-from ...session import SESSION_DISPOSED, SESSION_EVENT, Session, SessionEvent, SessionEventPayload
+from ...session import (
+    SESSION_DISPOSED,
+    SESSION_EVENT,
+    SESSIONS,
+    Session,
+    SessionEvent,
+    SessionEventPayload,
+)
 
 __all__ = ["SessionTitleConfig", "SessionTitlePlugin", "fallback_title", "title_of"]
 

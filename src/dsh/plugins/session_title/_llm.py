@@ -7,9 +7,12 @@ from typing import Annotated, Any, ClassVar
 
 from msgspec import Meta
 
+from ..._context import Context
+from ...agent import AGENTS
 from ...events import SessionTitleEvent, TitleRequestEvent, append
-from ...kernel import AGENTS, LLM, CancelSignal, ConfigRecord, Context
+from ...kernel import CancelSignal, ConfigRecord
 from ...llm import (
+    LLM,
     BlockAssembler,
     GenerateOptions,
     Json,

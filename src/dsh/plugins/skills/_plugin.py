@@ -7,11 +7,12 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..._context import Context
 from ...agent import Agent
-from ...kernel import SYSTEM_PROMPT, TOOLS, ConfigRecord, Context, ServiceKey
+from ...kernel import ConfigRecord, ServiceKey
 from ...llm import HarnessError
-from ...prompt import AssembleContext
-from ...tools import ToolPlugin, ToolRunContext, tool
+from ...prompt import SYSTEM_PROMPT, AssembleContext
+from ...tools import TOOLS, ToolPlugin, ToolRunContext, tool
 from ...workspace import WorkspaceMemo, agent_cwd, agent_workspace
 from ._catalog import Skill, SkillCatalog, SkillIssue, SkillReader, skill_roots
 

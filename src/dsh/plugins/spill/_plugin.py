@@ -9,7 +9,8 @@ from typing import Annotated, ClassVar
 import msgspec
 from msgspec import Meta
 
-from ...kernel import ConfigRecord, Context, Next, redact_secrets
+from ..._context import Context
+from ...kernel import ConfigRecord, Next, redact_secrets
 from ...llm import TextBlock
 from ...persistence import SESSION_PERSISTENCE, CachedSpills, SpillArea
 from ...session import SESSION_DISPOSED, Session

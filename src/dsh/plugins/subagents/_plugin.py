@@ -6,9 +6,10 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from msgspec import Meta
 
-from ...agent import PROMPT_SUBMIT, Notices
+from ..._context import Context
+from ...agent import AGENTS, PROMPT_SUBMIT, Notices
 from ...events import TurnEndEvent
-from ...kernel import AGENTS, ConfigRecord, Context
+from ...kernel import ConfigRecord
 from ...tools import ToolPlugin
 from ._control import CONTROL_TOOLS, notice
 from ._providers import ForkProvider, SpawnProvider

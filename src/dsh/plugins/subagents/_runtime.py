@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 import msgspec
 
+from ..._context import Context
 from ..._ids import uuid4_text
 from ...agent import PARENT_CANCEL, Agent, AgentOptions, CreateAgentOptions
 from ...events import AssistantMessageEvent, TurnEndEvent
-from ...kernel import CancelSignal, Context, Disposer, EventSpec, Mode, ServiceKey
+from ...kernel import CancelSignal, Disposer, EventSpec, Mode, ServiceKey
 from ...llm import (
     ContentBlock,
     HarnessError,
@@ -194,7 +195,7 @@ class SubagentRuntime:
         run_id = f"subagent-{next(self._state.counter)}"
         options = request.agent_options or parent.options
         setup = ChildSetup(request, provider, run_id)
-        handle = await parent.ctx.agents.create(
+        handle = await Context.of(parent.ctx).agents.create(
             CreateAgentOptions(
                 session_id=f"session-{uuid4_text()}",
                 meta=SessionMeta(

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ..._context import Context
 from ...events import SubagentDescriptorEvent, append
-from ...kernel import Context
+from ...kernel import Context as KernelContext
 from ...llm import Json
 from ...tools import ToolDefinition, ToolExecution, ToolRunContext
 
@@ -27,7 +28,8 @@ class ChildSetup:
         self.structured: Json = None
         self.submitted = False
 
-    def __call__(self, ctx: Context) -> None:
+    def __call__(self, agent_ctx: KernelContext) -> None:
+        ctx = Context.of(agent_ctx)
         request = self.request
         child = ctx.agent
         assert child is not None

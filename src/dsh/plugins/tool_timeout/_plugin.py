@@ -9,8 +9,9 @@ import msgspec
 from msgspec import Meta
 from msgspec.structs import replace
 
-from ...kernel import TOOLS, CancelSignal, ConfigRecord, Context, Next
-from ...tools import TOOLS_EXECUTE, ToolExecution, ToolResult, failure
+from ..._context import Context
+from ...kernel import CancelSignal, ConfigRecord, Next
+from ...tools import TOOLS, TOOLS_EXECUTE, ToolExecution, ToolResult, failure
 
 TIMEOUT_CODE = "TOOL_TIMEOUT"
 

@@ -6,7 +6,8 @@ from typing import ClassVar
 
 import msgspec
 
-from ...kernel import ConfigRecord, Context, ServiceKey
+from ..._context import Context
+from ...kernel import ConfigRecord, ServiceKey
 from ._prices import DEFAULT_PRICES, Price, PriceTable
 
 __all__ = ["PRICES", "UsageConfig", "UsagePlugin"]

@@ -1,15 +1,12 @@
 """Built-in profiles: `CORE_ROWS` (the five services and the loop) and `DEFAULT_ROWS`
 (what `dsh` boots with no profile file: a working coding agent); `OTEL_ROW`, the tracing
-that `DSH_OTEL=1` or `--otel` adds."""
+that `DSH_OTEL=1` or `--otel` adds (`with_otel`)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .kernel import Profile
+from typing import Any
 
 BUILTIN_PLUGINS: dict[str, str] = {
     "llm": "dsh.llm:LlmPlugin",
@@ -124,10 +121,3 @@ def otel_requested(env: Mapping[str, str] = os.environ) -> bool:
 def default_rows(env: Mapping[str, str] = os.environ) -> tuple[dict[str, Any], ...]:
     """What a profile starts from: `DEFAULT_ROWS`, and `OTEL_ROW` when `DSH_OTEL` is on."""
     return (*DEFAULT_ROWS, OTEL_ROW) if otel_requested(env) else DEFAULT_ROWS
-
-
-def with_otel(profile: Profile, *, source: str = "--otel") -> Profile:
-    """`profile` with tracing on: its otel row enabled, or `OTEL_ROW` added."""
-    if profile.row("otel") is None:
-        return profile.layered([OTEL_ROW], source=source)
-    return profile.layered([{"id": "otel", "disabled": False}], source=source)

@@ -1,4 +1,4 @@
-"""Composition: YAML profiles of plugin rows, layered by id, booted into a context."""
+"""Composition: YAML profiles of plugin rows, layered by id, booted into a `dsh.Context`."""
 
 from __future__ import annotations
 
@@ -13,11 +13,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec.structs import replace
 
-from ..profiles import BUILTIN_PLUGINS, default_rows
-from ._config import ConfigError, ConfigRecord, load_config
-from ._context import Context
-from ._owner import Acquire
-from ._plugin import PluginError, validate_config
+from .._context import Context
+from ..kernel import Acquire, ConfigError, ConfigRecord, PluginError, load_config, validate_config
+from ._builtin import BUILTIN_PLUGINS, OTEL_ROW, default_rows
 
 if TYPE_CHECKING:
     from importlib import metadata
@@ -30,6 +28,7 @@ __all__ = [
     "boot",
     "load_profile",
     "resolve_plugin",
+    "with_otel",
 ]
 
 ENTRY_POINT_GROUP = "dsh.plugins"
@@ -330,3 +329,10 @@ async def _dispose(ctx: Context) -> None:
 def _source_of(profile: Profile, plugin_id: str) -> str:
     row = profile.row(plugin_id)
     return row.source if row is not None else DEFAULT_PROFILE
+
+
+def with_otel(profile: Profile, *, source: str = "--otel") -> Profile:
+    """`profile` with tracing on: its otel row enabled, or `OTEL_ROW` added."""
+    if profile.row("otel") is None:
+        return profile.layered([OTEL_ROW], source=source)
+    return profile.layered([{"id": "otel", "disabled": False}], source=source)

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.kernel import CompositionError, boot, load_profile, resolve_plugin
+from dsh.profiles import CompositionError, boot, load_profile, resolve_plugin
 
 MOD = "tests.kernel.plugins_for_tests"
 
@@ -145,7 +145,7 @@ async def test_failed_start_leaves_nothing_loaded(tmp_path: Path) -> None:
         "p.yml",
         f"- id: ok\n  name: {MOD}:Recorder\n- id: bad\n  name: {MOD}:Failing\n",
     )
-    from dsh.kernel import Context
+    from dsh import Context
 
     root = Context()
     with pytest.raises(CompositionError, match='plugin "bad" failed to start: RuntimeError'):
@@ -168,3 +168,25 @@ def test_builtin_plugins_are_the_declared_entry_points() -> None:
     assert {entry.name: entry.value for entry in declared} == BUILTIN_PLUGINS
     for entry in declared:
         assert resolve_plugin(entry.name) is entry.load()
+
+
+async def test_boot_makes_every_context_a_dsh_context() -> None:
+    """The root `boot()` makes, a plugin's context, a child and a scope are all of the kind
+    that types the core services; a bare kernel tree is refused by `Context.of`."""
+    import dsh
+    from dsh import kernel
+    from dsh.profiles import CORE_ROWS
+
+    seen: list[object] = []
+
+    def probe(ctx: object, config: object) -> None:
+        seen.append(ctx)
+
+    async with boot(load_profile(base=CORE_ROWS)) as ctx:
+        await ctx.plugin(probe)
+        scope = kernel.create_scope(ctx, object())
+        for each in (ctx, seen[0], ctx.child("c"), ctx.isolate("i"), scope.ctx):
+            assert type(each) is dsh.Context
+        assert dsh.Context.of(ctx).tools is ctx.tools
+    with pytest.raises(TypeError, match=r"bare dsh\.kernel\.Context"):
+        dsh.Context.of(kernel.Context())
