@@ -9,8 +9,9 @@ import msgspec
 from msgspec import Meta
 
 from ...kernel import LLM, ConfigRecord, Context, ServiceKey
-from ._adapter import Endpoint, mount_adapter
+from ._adapter import mount_adapter
 from ._config import ConnectionConfig, ModelConfig, check_unique_providers
+from ._endpoint import Endpoint
 from ._request import Dialect
 
 __all__ = ["CompatRouteConfig", "OpenAICompatConfig", "OpenAICompatPlugin"]

@@ -18,7 +18,7 @@ from ._net import authority
 from ._proxy import Origin, Proxy, proxy_for
 
 if TYPE_CHECKING:
-    from ._adapter import Endpoint
+    from ._endpoint import Endpoint
 
 __all__ = ["USER_AGENT", "PreparedRoute", "content_type", "header_map", "prepare_route"]
 
