@@ -14,8 +14,7 @@ from acp.helpers import embedded_text_resource
 from acp.schema import EnvVariable, McpServerStdio
 
 from dsh.testing import OpenAIServer, Reply, failure, reasoning, reply, tool_call
-from tests.cli.support import DSH, loopback_env, run_dsh, workspace
-from tests.cli.support import ROOT as REPO
+from tests.cli.support import CHILD_PYTHONPATH, DSH, loopback_env, run_dsh, workspace
 from tests.questions import CHECKS, DATABASE
 
 from .support import Recorder, acp_agent, live_session
@@ -393,7 +392,7 @@ async def test_mcp_servers_of_session_new_serve_that_session_only(tmp_path: Path
         name="calc",
         command=sys.executable,
         args=["-m", "tests.plugins.mcp.server"],
-        env=[EnvVariable(name="PYTHONPATH", value=str(REPO))],
+        env=[EnvVariable(name="PYTHONPATH", value=CHILD_PYTHONPATH)],
     )
     script = [reply(tool_call("mcp__calc__add", {"a": 2, "b": 3})), "2 + 3 = 5.", "No tools."]
     client = Recorder(answers=["allow_once"])

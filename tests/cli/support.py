@@ -12,6 +12,9 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).parents[2]
+CHILD_PYTHONPATH = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
+"""A child's `PYTHONPATH`: this tree's `dsh` (the venv's editable install may be another
+worktree's) and `tests`."""
 DSH = ["-c", "from dsh.cli import main; main()"]
 
 
@@ -27,7 +30,7 @@ def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     """The environment of a CLI child: sessions and home under `tmp_path`."""
     return {
         **os.environ,
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": CHILD_PYTHONPATH,
         "DSH_SESSION_ROOT": str(tmp_path / "sessions"),
         "HOME": str(tmp_path),
         "NO_COLOR": "1",

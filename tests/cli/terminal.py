@@ -16,7 +16,7 @@ from typing import Any
 import pexpect
 import pyte
 
-from .support import DSH, ROOT, cli_env, workspace
+from .support import CHILD_PYTHONPATH, DSH, cli_env, workspace
 
 WAIT_S = 30.0
 
@@ -122,7 +122,7 @@ class ModelServer:
             [sys.executable, *command, "--record", str(self.record)],
             stdout=subprocess.PIPE,
             text=True,
-            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+            env={"PYTHONPATH": CHILD_PYTHONPATH, "PATH": "/usr/bin:/bin"},
         )
         assert self.process.stdout is not None
         self.url = self.process.stdout.readline().strip()

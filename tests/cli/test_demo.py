@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parents[2]
+from tests.cli.support import CHILD_PYTHONPATH
+
 DSH = [sys.executable, "-c", "from dsh.cli import main; main()"]
 
 
 def clean_env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPSEEK_", "DSH_"))}
-    return {**env, "HOME": str(tmp_path), "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
+    return {**env, "HOME": str(tmp_path), "NO_COLOR": "1", "PYTHONPATH": CHILD_PYTHONPATH}
 
 
 def test_demo_without_a_key_fixes_the_sample_with_a_scripted_model(tmp_path: Path) -> None:

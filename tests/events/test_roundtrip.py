@@ -11,6 +11,7 @@ import pytest
 from dsh.events import (
     EVENT_CLASSES,
     AssistantMessageEvent,
+    FinishEvent,
     OtherEvent,
     TextDeltaEvent,
     ToolResultEvent,
@@ -18,6 +19,7 @@ from dsh.events import (
     TypedEvent,
     logged,
     typed,
+    typed_as,
 )
 from dsh.persistence._codec import decode_rows, parse_lines, unpack_rows
 from dsh.session import SessionEvent
@@ -265,6 +267,17 @@ def test_a_shape_that_does_not_fit_is_kept_as_other() -> None:
     view = typed(odd)
     assert isinstance(view, OtherEvent) and view.type == "tool/call"
     assert logged(view) == odd
+
+
+def test_typed_as_reads_one_type_and_leaves_the_others() -> None:
+    result = SessionEvent("tool/result", 3, 0, SAMPLES[9][1])
+    view = typed_as(result, ToolResultEvent)
+    assert view is not None and view == typed(result)
+    assert typed_as(result, TurnEndEvent) is None
+    assert typed_as(SessionEvent("tool/result", 1, 0, {"turn": 1}), ToolResultEvent) is None
+    delta = SessionEvent("assistant/chunk", 5, 0, SAMPLES[11][1])
+    assert isinstance(typed_as(delta, TextDeltaEvent), TextDeltaEvent)
+    assert typed_as(delta, FinishEvent) is None
 
 
 def test_reprs_read_like_the_values() -> None:

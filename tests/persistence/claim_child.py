@@ -75,7 +75,7 @@ async def run_until_claimed(*args: str, **env: str) -> None:
         __file__,
         *args,
         stdout=asyncio.subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(REPO), **env},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)]), **env},
     )
     assert child.stdout is not None
     try:

@@ -21,8 +21,7 @@ from dsh.client import AsyncHarness, HarnessRpcError
 from dsh.server._protocol import Request, encode, event_frame, notification, parse
 from dsh.session import SessionEvent
 from dsh.testing import OpenAIServer
-
-ROOT = Path(__file__).parents[2]
+from tests.cli.support import CHILD_PYTHONPATH
 
 
 def runtime_env(tmp_path: Path, script: list[Any]) -> dict[str, str]:
@@ -42,7 +41,7 @@ def runtime_env(tmp_path: Path, script: list[Any]) -> dict[str, str]:
         **os.environ,
         "DSH_PROFILE": str(profile),
         "DSH_SESSION_ROOT": str(tmp_path / "sessions"),
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": CHILD_PYTHONPATH,
     }
 
 

@@ -10,8 +10,7 @@ from typing import Any
 
 from dsh.client import AsyncHarness
 from dsh.testing import OpenAIServer, reply, tool_call
-
-ROOT = Path(__file__).parents[2]
+from tests.cli.support import CHILD_PYTHONPATH
 
 
 def env_for(tmp_path: Path, base_url: str) -> dict[str, str]:
@@ -22,7 +21,7 @@ def env_for(tmp_path: Path, base_url: str) -> dict[str, str]:
         "DEEPSEEK_API_KEY": "sk-loopback",
         "DSH_SESSION_ROOT": str(tmp_path / "sessions"),
         "HOME": str(tmp_path),
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": CHILD_PYTHONPATH,
     }
 
 

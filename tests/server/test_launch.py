@@ -15,9 +15,8 @@ import yaml
 from dsh.client import AsyncHarness
 from dsh.server._launch import Launch, LaunchError, compose, parse_args
 from dsh.testing import OpenAIServer, reply, tool_call
+from tests.cli.support import CHILD_PYTHONPATH
 from tests.conftest import home_and_workspace
-
-ROOT = Path(__file__).parents[2]
 
 REFERENCE_PATCH = """\
 - id: session-persistence-jsonl
@@ -100,7 +99,7 @@ def test_bad_arguments_and_patch_files_are_one_line_and_exit_2(tmp_path: Path) -
             text=True,
             timeout=60,
             stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env={**os.environ, "PYTHONPATH": CHILD_PYTHONPATH},
         )
         assert result.returncode == 2, result.stderr
         assert says in result.stderr and len(result.stderr.strip().splitlines()) == 1
@@ -119,7 +118,7 @@ async def test_launched_like_the_sdk_sessions_land_in_dsh_home_as_format_4(
             "DEEPSEEK_BASE_URL": server.base_url,
             "DEEPSEEK_API_KEY": "sk-loopback",
             "HOME": str(tmp_path),
-            "PYTHONPATH": str(ROOT),
+            "PYTHONPATH": CHILD_PYTHONPATH,
         }
         command = (sys.executable, "-m", "dsh.server", "--profile", "sdk")
         async with AsyncHarness(

@@ -6,23 +6,34 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from acp import RequestError
 
 from ..tools import ToolExecution
 
 if TYPE_CHECKING:
-    from ._agent import AcpAgent
+    from acp.schema import ClientCapabilities
+
     from ._session import AcpSession
 
-__all__ = ["ClientFiles"]
+__all__ = ["ClientFiles", "AcpConnection"]
+
+
+class AcpConnection(Protocol):
+    """What the files need of the ACP connection (`AcpAgent`): what its client offers, and
+    the session an agent belongs to."""
+
+    @property
+    def capabilities(self) -> ClientCapabilities: ...
+
+    def session_of(self, agent: object) -> AcpSession | None: ...
 
 
 class ClientFiles:
     """Serves the calls of the agents of this connection's sessions (their subagents too)."""
 
-    def __init__(self, server: AcpAgent) -> None:
+    def __init__(self, server: AcpConnection) -> None:
         self.server = server
 
     def _session(self, exec: ToolExecution) -> AcpSession | None:

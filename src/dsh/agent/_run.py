@@ -9,9 +9,17 @@ from typing import TYPE_CHECKING, Generic, Literal, TypeVar, overload
 import msgspec
 from typing_extensions import TypeVar as DefaultTypeVar
 
-from ..events import AssistantMessageEvent, InboxSplicedEvent, TurnEndEvent, UserMessageEvent
+from ..events import (
+    AssistantMessageEvent,
+    InboxSplicedEvent,
+    SystemMessageEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    UserMessageEvent,
+    typed_as,
+)
 from ..events import typed as typed_event
-from ..llm import Json, Message, UserMessage, text_of
+from ..llm import Json, Message, UserMessage
 from ..session import (
     SESSION_DISPOSED,
     SESSION_EVENT,
@@ -29,6 +37,7 @@ if TYPE_CHECKING:
     from ..kernel import Context
 
 _CLOSED = object()
+_RESULT_TYPES = (AssistantMessageEvent.type, TurnEndEvent.type)
 T = TypeVar("T")
 OutputT = DefaultTypeVar("OutputT", default=str)
 
@@ -110,8 +119,9 @@ class RunResult(msgspec.Struct, Generic[OutputT], frozen=True):
     def reason(self) -> Json:
         """The whole `reason` of the last `turn/end` of the run (`{}` if there was none)."""
         for event in reversed(self.events):
-            if event.type == TurnEndEvent.type:
-                return event.data["reason"]
+            end = typed_as(event, TurnEndEvent)
+            if end is not None:
+                return end.reason.to_json()
         return {}
 
     @staticmethod
@@ -121,11 +131,14 @@ class RunResult(msgspec.Struct, Generic[OutputT], frozen=True):
         finish: str | None = None
         error: Json = None
         for event in events:
-            if event.type == AssistantMessageEvent.type:
-                text = text_of(Message.from_json(event.data["message"]).content)
-            elif event.type == TurnEndEvent.type:
-                finish = event.data["reason"]["kind"]
-                error = event.data["reason"].get("error")
+            if event.type not in _RESULT_TYPES:
+                continue
+            match typed_event(event):
+                case AssistantMessageEvent(message=message):
+                    text = message.text
+                case TurnEndEvent(reason=reason):
+                    finish = reason.kind
+                    error = None if reason.error is None else reason.error.to_json()
         return RunResult(text, text, finish, tuple(events), session_id, error)
 
     @property
@@ -137,11 +150,20 @@ class RunResult(msgspec.Struct, Generic[OutputT], frozen=True):
     def messages(self) -> tuple[Message, ...]:
         """The run's messages as the model sees them, in order: prompts and other user-side
         messages, model answers, tool results."""
-        return tuple(
-            Message.from_json(e.data if e.type == UserMessageEvent.type else e.data["message"])
-            for e in self.events
-            if e.type in SURFACE_TYPES
-        )
+        messages: list[Message] = []
+        for event in self.events:
+            if event.type not in SURFACE_TYPES:
+                continue
+            match typed_event(event):
+                case (
+                    UserMessageEvent(message=message)
+                    | AssistantMessageEvent(message=message)
+                    | ToolResultEvent(message=message)
+                ):
+                    messages.append(message)
+                case SystemMessageEvent(message=raw):
+                    messages.append(Message.from_json(raw))
+        return tuple(messages)
 
 
 async def run_prompt(agent: Agent, prompt: UserMessage | str) -> RunResult[str]:
@@ -151,13 +173,11 @@ async def run_prompt(agent: Agent, prompt: UserMessage | str) -> RunResult[str]:
     message_id = agent.followup(prompt)
     await agent.when_idle()
     events = tuple(session.events[start:])
-    receipt = next(
-        (
-            i
-            for i, e in enumerate(events)
-            if e.type == InboxSplicedEvent.type
-            and any(m.get("id") == message_id for m in e.data.get("inserted", ()))
-        ),
-        0,
-    )
+    receipt = next((i for i, e in enumerate(events) if _receives(e, message_id)), 0)
     return RunResult.of_events(events[receipt:], session.id)
+
+
+def _receives(event: SessionEvent, message_id: str) -> bool:
+    """Whether `event` puts the message `message_id` in the inbox."""
+    spliced = typed_as(event, InboxSplicedEvent)
+    return spliced is not None and any(m.id == message_id for m in spliced.inserted)

@@ -461,7 +461,7 @@ async def ask_trust(workspace: Path) -> None:
     """Ask once whether to trust a workspace whose files would run something; remember yes."""
     from prompt_toolkit import PromptSession
 
-    from ._hooks import TRUST_QUESTION, trust_note, untrusted_files, untrusted_local_profile
+    from ._trust import TRUST_QUESTION, trust_note, untrusted_files, untrusted_local_profile
 
     local = untrusted_local_profile()
     files = untrusted_files(workspace) + ([local] if local is not None else [])

@@ -22,7 +22,6 @@ from ..plugins.subagents import SUBAGENTS, SubagentRuntime
 from ..session import SESSION_EVENT, SessionEventPayload
 from ._format import describe_end
 from ._headless import Headless, OutputFormat
-from ._hooks import trust_note, untrusted_files
 from ._render import Renderer, Surface
 from ._runtime import (
     CliError,
@@ -34,6 +33,7 @@ from ._runtime import (
     turn_cost,
 )
 from ._sessions import open_agent
+from ._trust import trust_note, untrusted_files
 
 EXIT_OK = 0
 EXIT_TURN_FAILED = 1

@@ -20,6 +20,7 @@ from ..llm.adapters import ModelRoute
 from ..persistence import CorruptLogError, PersistenceError
 from ..profiles import Profile, boot, load_profile
 from ..session import SessionMeta, Usage
+from ._trust import LOCAL_PROFILE, local_profile_note, trust_for_run, untrusted_local_profile
 
 DEFAULT_PROVIDER = "deepseek-official"
 DEFAULT_MODEL = "deepseek-v4-flash"
@@ -34,8 +35,6 @@ def profile_files(extra: list[Path] | None, *, trust_workspace: bool = False) ->
     for this run), then each `--profile` file, in order. A profile mounts plugins and sets
     policies, so a cloned repository's `dsh.yml` waits for trust like its settings files;
     skipped, it gets a one-line note. Named with `--profile`, it is the user's own choice."""
-    from ._hooks import LOCAL_PROFILE, local_profile_note, untrusted_local_profile
-
     extra = list(extra or [])
     if not LOCAL_PROFILE.is_file() or LOCAL_PROFILE.resolve() in [p.resolve() for p in extra]:
         return extra
@@ -65,8 +64,6 @@ def build_profile(
     if yes:
         profile = profile.with_config("approval", auto_approve=True)
     if trust_workspace:
-        from ._hooks import trust_for_run
-
         profile = trust_for_run(profile)
     if sandbox is not None:
         from ..plugins.sandbox import with_sandbox_mode

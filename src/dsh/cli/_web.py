@@ -12,8 +12,8 @@ from pathlib import Path
 import msgspec
 
 from ..agent import AgentOptions
-from ._hooks import trust_note, untrusted_files
 from ._runtime import CliError, Options, prepare, start_runtime
+from ._trust import trust_note, untrusted_files
 
 MIN_TOKEN = 16
 EXTRA = "dsh web needs the web extra: pip install 'dsh[web]'"

@@ -49,7 +49,7 @@ from ._catalog import (
     UserMessageEvent,
     chunk_event,
 )
-from ._convert import append, logged, typed
+from ._convert import append, logged, typed, typed_as
 from ._values import CancelCause, SeqRange, Todo, ToolError, TurnEndReason
 
 __all__ = [
@@ -103,5 +103,6 @@ __all__ = [
     "append",
     "logged",
     "typed",
+    "typed_as",
     "CancelCause",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..session import SessionEvent
 from ..session.event_types import ASSISTANT_CHUNK
@@ -12,7 +12,9 @@ if TYPE_CHECKING:
 from ._base import Event
 from ._catalog import EVENT_CLASSES, OtherEvent, TypedEvent, _ChunkEvent
 
-__all__ = ["append", "logged", "typed"]
+__all__ = ["append", "logged", "typed", "typed_as"]
+
+E = TypeVar("E", bound=Event)
 
 _BY_TYPE: dict[str, type[Event]] = {
     cls.type: cls for cls in EVENT_CLASSES if not issubclass(cls, _ChunkEvent)
@@ -36,6 +38,15 @@ def typed(event: SessionEvent) -> TypedEvent:
         except (KeyError, TypeError, ValueError, AttributeError):
             pass
     return OtherEvent.from_session_event(event)
+
+
+def typed_as(event: SessionEvent, cls: type[E]) -> E | None:
+    """`typed(event)` when it is a `cls`; None for another type (not decoded: the cheap way
+    to read one type out of a log) or for data without the shape of `cls`."""
+    if event.type != cls.type:
+        return None
+    view = typed(event)
+    return view if isinstance(view, cls) else None
 
 
 def logged(event: TypedEvent) -> SessionEvent:

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Literal
 from ..kernel import Disposer, ServiceKey
 from ..llm import ToolSchema
 from ..prompt import ToolSchemaSet
-from . import _pipeline
 from ._events import TOOLS_CHANGE
+from ._pipeline import dispatch as _dispatch
+from ._pipeline import finalize as _finalize
+from ._pipeline import prepare as _prepare
 from ._registry import Guard, Restriction, ToolTable
 from ._types import (
     RESERVED_TOOL_NAMES,
@@ -207,18 +209,18 @@ class ToolRuntime:
         `Prepared.kind` says what follows: `dispatch`, or a decided `post-result` (still
         post-executed) or `final-result` (not)."""
         shared = self._shared
-        return await _pipeline.prepare(shared.table, shared.bus, self._ctx, input)
+        return await _prepare(shared.table, shared.bus, self._ctx, input)
 
     async def dispatch(self, prepared: Prepared) -> ToolResult:
         """Run `tools/execute` around the body; validate and render its value. A body that
         ignores its fired signal for the cancel grace period is abandoned (`ABORTED`)."""
         shared = self._shared
-        return await _pipeline.dispatch(shared.table, shared.bus, prepared, shared.cancel_grace_s)
+        return await _dispatch(shared.table, shared.bus, prepared, shared.cancel_grace_s)
 
     async def finalize(self, prepared: Prepared, result: ToolResult | None = None) -> ToolResult:
         """Post-execute (unless the preparation is final), `finalize_content`, then emit
         `tools/result`. `result` defaults to the preparation's own."""
-        return await _pipeline.finalize(self._shared.bus, prepared, result)
+        return await _finalize(self._shared.bus, prepared, result)
 
     def __repr__(self) -> str:
         return f"<ToolRuntime tools={len(self._shared.table.global_)} scope={self._ctx.scope!r}>"

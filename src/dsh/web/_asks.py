@@ -16,6 +16,7 @@ from ..events import (
     TurnEndEvent,
     TurnStartEvent,
     typed,
+    typed_as,
 )
 from ..plugins.ask_user import Question, QuestionError, questions_of
 from ..session import SessionEvent
@@ -68,14 +69,21 @@ class Waiting(Generic[T]):
         return len(self._pending)
 
 
+_APPROVAL_TYPES = (ApprovalAskedEvent.type, ApprovalDecidedEvent.type)
+
+
 def open_approval(events: Sequence[SessionEvent], call_id: str) -> bool:
     """Whether the log's last approval record of `call_id` is an `approval/asked`."""
     for event in reversed(events):
-        if event.type in (ApprovalAskedEvent.type, ApprovalDecidedEvent.type):
-            if event.data.get("callId") == call_id:
-                return event.type == ApprovalAskedEvent.type
-        elif event.type == TurnStartEvent.type:
+        if event.type == TurnStartEvent.type:
             return False
+        if event.type not in _APPROVAL_TYPES:
+            continue
+        match typed(event):
+            case ApprovalAskedEvent(call_id=asked) if asked == call_id:
+                return True
+            case ApprovalDecidedEvent(call_id=decided) if decided == call_id:
+                return False
     return False
 
 
@@ -83,11 +91,12 @@ def open_question(events: Sequence[SessionEvent], call_id: str) -> tuple[Questio
     """The questions of `call_id` when it is an `ask_user_question` call of the running turn
     with no result yet (None otherwise, or when its arguments are not questions)."""
     for event in reversed(events):
-        if event.type == ToolCallEvent.type and event.data.get("callId") == call_id:
-            if event.data.get("name") != "ask_user_question":
+        call = typed_as(event, ToolCallEvent)
+        if call is not None and call.call_id == call_id:
+            if call.name != "ask_user_question":
                 return None
             try:
-                return questions_of(parse_arguments(str(event.data.get("arguments", ""))))
+                return questions_of(parse_arguments(call.arguments))
             except QuestionError:
                 return None
         if event.type in (TurnStartEvent.type, TurnEndEvent.type) or _result_of(event, call_id):
@@ -101,7 +110,5 @@ def _result_of(event: SessionEvent, call_id: str) -> bool:
 
 def call_settled(event: SessionEvent) -> str | None:
     """The call id of a `tool/result` event (None for any other event)."""
-    if event.type != ToolResultEvent.type:
-        return None
-    result = typed(event)
-    return result.call_id if isinstance(result, ToolResultEvent) else None
+    result = typed_as(event, ToolResultEvent)
+    return None if result is None else result.call_id

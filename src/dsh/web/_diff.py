@@ -12,7 +12,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..events import ToolCallEvent
+from ..events import ToolCallEvent, typed_as
 from ..llm import Json
 from ..session import SESSION_EVENT, SessionEventPayload
 from ..tools.builtin import FileChange, file_change
@@ -60,15 +60,15 @@ class FileSnapshots:
         return file_change(tool, arguments, before if isinstance(before, str) else None)
 
     def _on_event(self, payload: SessionEventPayload) -> None:
-        event = payload.event
-        if event.type != ToolCallEvent.type or event.data.get("name") not in FILE_TOOLS:
+        call = typed_as(payload.event, ToolCallEvent)
+        if call is None or call.name not in FILE_TOOLS:
             return
-        arguments = parse_arguments(str(event.data.get("arguments", "")))
+        arguments = parse_arguments(call.arguments)
         path = arguments.get("file_path") if isinstance(arguments, dict) else None
         cwd = payload.session.header.cwd
         if not isinstance(path, str) or cwd is None:
             return
-        self._before[(payload.session.id, str(event.data.get("callId")))] = _read(cwd, path)
+        self._before[(payload.session.id, call.call_id)] = _read(cwd, path)
         while len(self._before) > self._limit:
             self._before.popitem(last=False)
 

@@ -25,6 +25,7 @@ from ..events import (
     TurnStartEvent,
     TypedEvent,
     UserMessageEvent,
+    typed_as,
 )
 from ..llm import Json, Message, ReasoningBlock, TextBlock
 from ..session import SessionEvent, Usage, usage_of
@@ -154,8 +155,8 @@ def _turn_end(event: TurnEndEvent, events: Sequence[SessionEvent]) -> dict[str, 
 def _turn_events(events: Sequence[SessionEvent], end: TurnEndEvent) -> Sequence[SessionEvent]:
     start = min(end.seq, len(events) - 1)
     while start > 0:
-        candidate = events[start]
-        if candidate.type == TurnStartEvent.type and candidate.data.get("turn") == end.turn:
+        candidate = typed_as(events[start], TurnStartEvent)
+        if candidate is not None and candidate.turn == end.turn:
             break
         start -= 1
     return events[start : end.seq + 1]

@@ -1,11 +1,12 @@
 """Real model providers over their own HTTP/1.1 client: DeepSeek and OpenAI-compatible Chat
 Completions, and the Anthropic Messages API (Claude, DeepSeek's Anthropic endpoint)."""
 
-from ._adapter import Api, Endpoint, HttpAdapter, mount_adapter
+from ._adapter import HttpAdapter, mount_adapter
 from ._anthropic import AnthropicConfig, AnthropicPlugin, MessagesRouteConfig
 from ._compat import CompatRouteConfig, OpenAICompatConfig, OpenAICompatPlugin
 from ._config import ConnectionConfig, ModelConfig, RetryConfig
 from ._deepseek import DEEPSEEK_MODELS, DeepSeekConfig, DeepSeekPlugin
+from ._endpoint import Api, Endpoint
 from ._failures import http_failure, retry_after_ms, stream_error, transport_failure
 from ._http import USER_AGENT
 from ._messages_request import MessagesDialect, MessagesEncoder

@@ -20,7 +20,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import msgspec
 
@@ -30,6 +30,7 @@ from .._chunks import Finish, LlmFailure, StreamChunk, aborted_because, error_fi
 from .._content import Json
 from .._request import GenerateOptions
 from .._runtime import LLM
+from ._endpoint import Endpoint
 from ._failures import (
     TransportError,
     call_deadline,
@@ -44,7 +45,7 @@ from ._http import MAX_REDIRECTS, content_type, header_map, prepare_route, redir
 from ._messages_request import MessagesDialect, MessagesEncoder
 from ._messages_response import MessagesMapper
 from ._pool import Pool
-from ._request import Dialect, RequestEncoder
+from ._request import RequestEncoder
 from ._response import ChunkMapper
 from ._sse import SseDecoder
 
@@ -54,12 +55,10 @@ if TYPE_CHECKING:
     from ._net import Response
     from ._pool import Pool
 
-__all__ = ["Api", "Endpoint", "HttpAdapter", "mount_adapter"]
+__all__ = ["HttpAdapter", "mount_adapter"]
 
 T = TypeVar("T")
 _log = logging.getLogger(__name__)
-
-Api = Literal["chat-completions", "messages"]
 
 
 class _Mapper(Protocol):
@@ -74,35 +73,6 @@ class _Encoder(Protocol):
     def body(
         self, options: GenerateOptions, *, stream: bool, extra: Mapping[str, Json] | None = None
     ) -> bytes: ...
-
-
-class Endpoint(msgspec.Struct, frozen=True):
-    """One provider route served over HTTP.
-
-    `api` is the wire protocol and `url` its full endpoint (`…/chat/completions`,
-    `…/v1/messages`). `api_key_env` names the environment variable holding the key (taken out
-    of the environment by `read_secret` when mounted, read again at each call; None sends
-    none). `fallback` describes models missing from `models` (None: unknown models get no
-    metadata, so nothing is defaulted or checked for them). `dialect` is a `Dialect` for Chat
-    Completions, a `MessagesDialect` for Messages. `idle_timeout_s` bounds each wait for a
-    byte (the response's first one too); `call_timeout_s` bounds the whole call.
-    """
-
-    provider: str
-    name: str
-    url: str
-    api_key_env: str | None
-    models: Mapping[str, ModelInfo] = msgspec.field(default_factory=dict)
-    fallback: ModelInfo | None = None
-    dialect: Dialect | MessagesDialect = msgspec.field(default_factory=Dialect)
-    api: Api = "chat-completions"
-    retry_policy: RetryPolicy = msgspec.field(default_factory=RetryPolicy)
-    stream: bool = True
-    headers: Mapping[str, str] = msgspec.field(default_factory=dict)
-    extra_body: Mapping[str, Json] = msgspec.field(default_factory=dict)
-    connect_timeout_s: float = 10.0
-    idle_timeout_s: float = 60.0
-    call_timeout_s: float = 600.0
 
 
 class _Interrupted(Exception):

@@ -12,9 +12,10 @@ from msgspec import Meta
 from ...kernel import ConfigRecord, Context, ServiceKey
 from .._adapter import ModelInfo
 from .._runtime import LLM
-from ._adapter import Endpoint, mount_adapter
+from ._adapter import mount_adapter
 from ._config import ConnectionConfig, ModelConfig, check_unique_providers
 from ._deepseek import DEEPSEEK_MODELS, FALLBACK_MODEL
+from ._endpoint import Endpoint
 from ._messages_request import MessagesDialect, ThinkingStyle
 
 __all__ = ["AnthropicConfig", "AnthropicPlugin", "MessagesRouteConfig"]

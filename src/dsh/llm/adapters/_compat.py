@@ -10,8 +10,9 @@ from msgspec import Meta
 
 from ...kernel import ConfigRecord, Context, ServiceKey
 from .._runtime import LLM
-from ._adapter import Endpoint, mount_adapter
+from ._adapter import mount_adapter
 from ._config import ConnectionConfig, ModelConfig, check_unique_providers
+from ._endpoint import Endpoint
 from ._request import Dialect
 
 __all__ = ["CompatRouteConfig", "OpenAICompatConfig", "OpenAICompatPlugin"]

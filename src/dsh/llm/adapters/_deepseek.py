@@ -11,8 +11,9 @@ from msgspec import Meta
 from ...kernel import Context, ServiceKey
 from .._adapter import ModelInfo
 from .._runtime import LLM
-from ._adapter import Endpoint, mount_adapter
+from ._adapter import mount_adapter
 from ._config import ConnectionConfig, ModelConfig
+from ._endpoint import Endpoint
 from ._request import Dialect
 
 __all__ = ["DEEPSEEK_MODELS", "FALLBACK_MODEL", "DeepSeekConfig", "DeepSeekPlugin"]

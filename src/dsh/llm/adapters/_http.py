@@ -15,11 +15,10 @@ from ..._version import __version__
 from ._failures import UnsupportedProtocol
 from ._messages_request import MessagesDialect
 from ._net import authority
-from ._proxy import Proxy, proxy_for
+from ._proxy import Origin, Proxy, proxy_for
 
 if TYPE_CHECKING:
-    from ._adapter import Endpoint
-    from ._pool import Origin
+    from ._endpoint import Endpoint
 
 __all__ = ["USER_AGENT", "PreparedRoute", "content_type", "header_map", "prepare_route"]
 

@@ -19,17 +19,14 @@ from ._failures import ConnectError, ConnectTimeout, ProxyError
 from ._net import Connection, Response, connect
 
 if TYPE_CHECKING:
-    from ._proxy import Proxy
+    from ._proxy import Origin, Proxy
 
-__all__ = ["MAX_IDLE", "Origin", "Pool"]
+__all__ = ["MAX_IDLE", "Pool"]
 
 MAX_IDLE = 100
 """Idle connections kept per client (the oldest one is closed first)."""
 KEEPALIVE_S = 5.0
 """How long an idle connection is kept (httpx's own default)."""
-
-Origin = tuple[str, str, int]
-"""A server: scheme (`http`, `https`), host, port."""
 
 _log = logging.getLogger(__name__)
 

@@ -15,16 +15,15 @@ import ipaddress
 import os
 import urllib.parse
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import msgspec
 
 from ._failures import UnsupportedProtocol
 
-if TYPE_CHECKING:
-    from ._pool import Origin
+__all__ = ["Origin", "Proxy", "proxy_for"]
 
-__all__ = ["Proxy", "proxy_for"]
+Origin = tuple[str, str, int]
+"""A server: scheme (`http`, `https`), host, port."""
 
 
 class Proxy(msgspec.Struct, frozen=True):

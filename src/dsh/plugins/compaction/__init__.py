@@ -1,6 +1,7 @@
 """Compaction: summarise old history into a surface replacement when the context fills up."""
 
 from ._compactor import INSTRUCTION, CompactionResult, choose_cut, compact
+from ._config import CompactionConfig
 from ._events import (
     COMPACTION_STARTING,
     CompactionError,
@@ -10,7 +11,7 @@ from ._events import (
     Trigger,
 )
 from ._meter import context_tokens, estimate_message, estimate_messages, estimate_text
-from ._plugin import COMPACTION, Compaction, CompactionConfig, CompactionPlugin, ManualPlan
+from ._plugin import COMPACTION, Compaction, CompactionPlugin, ManualPlan
 
 __all__ = [
     "COMPACTION",

@@ -35,7 +35,7 @@ from ._meter import estimate_message, estimate_text
 
 if TYPE_CHECKING:
     from ...agent import Agent
-    from ._plugin import CompactionConfig
+    from ._config import CompactionConfig
 
 PLUGIN_ID = "compaction"
 

@@ -4,7 +4,8 @@
 from typing import TYPE_CHECKING, Any
 
 from ..._lazy import lazy_attribute
-from ._plugin import TELEMETRY, OtelConfig, OtelPlugin
+from ._config import OtelConfig
+from ._plugin import TELEMETRY, OtelPlugin
 
 if TYPE_CHECKING:
     from ._telemetry import Telemetry

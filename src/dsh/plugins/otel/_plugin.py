@@ -9,7 +9,8 @@ import os
 from typing import TYPE_CHECKING, ClassVar
 
 from ..._context import Context
-from ...kernel import ConfigRecord, ServiceKey
+from ...kernel import ServiceKey
+from ._config import OtelConfig
 
 if TYPE_CHECKING:
     from ._telemetry import Telemetry
@@ -17,20 +18,6 @@ if TYPE_CHECKING:
 __all__ = ["TELEMETRY", "OtelConfig", "OtelPlugin", "missing_extra"]
 
 TELEMETRY: ServiceKey[Telemetry] = ServiceKey("telemetry")
-
-
-class OtelConfig(ConfigRecord):
-    capture_content: bool | None = None
-    """Record messages, the system prompt and tool arguments/results (default:
-    `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`, else no). Credentials dsh holds
-    are masked either way."""
-    traces_exporter: str | None = None
-    """`otlp`, `console`, `none` or a comma-separated list (default: `OTEL_TRACES_EXPORTER`,
-    else `otlp`)."""
-    metrics_exporter: str | None = None
-    """The same for metrics (default: `OTEL_METRICS_EXPORTER`, else `otlp`)."""
-    service_name: str | None = None
-    """`service.name` (default: `OTEL_SERVICE_NAME`, else `dsh`)."""
 
 
 def missing_extra(exc: ImportError) -> RuntimeError:

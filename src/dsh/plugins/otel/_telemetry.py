@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.export import MetricExporter, MetricsData
     from opentelemetry.sdk.trace import SpanProcessor
 
-    from ._plugin import OtelConfig
+    from ._config import OtelConfig
 
 __all__ = ["Telemetry", "start"]
 

@@ -3,8 +3,8 @@
 from ._control import CONTROL_TOOLS, NOTICE_PLUGIN, interrupt_agent, list_agents, send_message
 from ._plugin import SubagentsConfig, SubagentsPlugin
 from ._providers import ForkProvider, SpawnProvider, completed_prefix
+from ._request import DEFAULT_MAX_DEPTH, SubagentRequest, ToolFilter
 from ._runtime import (
-    DEFAULT_MAX_DEPTH,
     SUBAGENT_END,
     SUBAGENT_START,
     SUBAGENTS,
@@ -12,12 +12,10 @@ from ._runtime import (
     SubagentEnd,
     SubagentError,
     SubagentProvider,
-    SubagentRequest,
     SubagentResult,
     SubagentRun,
     SubagentRuntime,
     SubagentStart,
-    ToolFilter,
 )
 from ._setup import STRUCTURED_TOOL
 from ._tools import subagent_tool

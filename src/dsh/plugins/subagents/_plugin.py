@@ -13,8 +13,8 @@ from ...kernel import ConfigRecord
 from ...tools import ToolPlugin
 from ._control import CONTROL_TOOLS, notice
 from ._providers import ForkProvider, SpawnProvider
+from ._request import DEFAULT_MAX_DEPTH
 from ._runtime import (
-    DEFAULT_MAX_DEPTH,
     SUBAGENT_END,
     SUBAGENTS,
     SubagentEnd,

@@ -9,7 +9,8 @@ from ...events import TurnEndEvent
 from ...session import SessionEvent
 
 if TYPE_CHECKING:
-    from ._runtime import SubagentRequest, SubagentRun, SubagentRuntime
+    from ._request import SubagentRequest
+    from ._runtime import SubagentRun, SubagentRuntime
 
 
 class SpawnProvider:

@@ -6,15 +6,15 @@ import asyncio
 import builtins
 import itertools
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
 import msgspec
 
 from ..._context import Context
 from ..._ids import uuid4_text
-from ...agent import PARENT_CANCEL, Agent, AgentOptions, CreateAgentOptions
+from ...agent import PARENT_CANCEL, Agent, CreateAgentOptions
 from ...events import AssistantMessageEvent, TurnEndEvent
-from ...kernel import CancelSignal, Disposer, EventSpec, Mode, ServiceKey
+from ...kernel import Disposer, EventSpec, Mode, ServiceKey
 from ...llm import (
     ContentBlock,
     HarnessError,
@@ -26,44 +26,15 @@ from ...llm import (
     user_message,
 )
 from ...session import SessionEvent, SessionMeta
+from ._request import SubagentRequest
 from ._setup import ChildSetup
 
-if TYPE_CHECKING:
-    from ._setup import ChildSetup
-
 StopReason = Literal["completed", "aborted", "error", "max-tokens"]
-DEFAULT_MAX_DEPTH = 3
 
 
 class SubagentError(HarnessError):
     def __init__(self, message: str, code: str = "SUBAGENT") -> None:
         super().__init__(message, code)
-
-
-class ToolFilter(msgspec.Struct, frozen=True):
-    """Which tools the child sees: an allow list or a deny list over the parent's tools."""
-
-    allow: tuple[str, ...] | None = None
-    deny: tuple[str, ...] | None = None
-
-
-class SubagentRequest(msgspec.Struct, frozen=True):
-    """What a caller asks of a provider. `signal` is the caller's (a parent turn's) signal:
-    when it fires the child is cancelled with cause `parent` — for a `continuable` child,
-    only while it is being created: it outlives the call, and stops with `interrupt` or
-    with its parent."""
-
-    prompt: str | Sequence[ContentBlock]
-    parent: Agent
-    signal: CancelSignal
-    label: str | None = None
-    agent_options: AgentOptions | None = None
-    output_schema: dict[str, Json] | None = None
-    max_depth: int = DEFAULT_MAX_DEPTH
-    tool_filter: ToolFilter | None = None
-    persona: str | None = None
-    continuable: bool = False
-    """Keep the child after its answer, for `send`; its parent gets each answer as a notice."""
 
 
 class SubagentResult(msgspec.Struct, frozen=True):

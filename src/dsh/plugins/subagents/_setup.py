@@ -12,7 +12,7 @@ from ...llm import Json
 from ...tools import ToolDefinition, ToolExecution, ToolRunContext
 
 if TYPE_CHECKING:
-    from ._runtime import SubagentRequest
+    from ._request import SubagentRequest
 
 STRUCTURED_TOOL = "submit_result"
 DESCRIPTOR_VERSION = 1

@@ -12,7 +12,8 @@ from ...kernel import CancelSignal
 from ...llm import HarnessError, Json, TextBlock
 from ...tools import ToolDefinition, ToolRunContext
 from ..jobs import JOBS
-from ._runtime import SubagentRequest, SubagentResult, SubagentRuntime
+from ._request import SubagentRequest
+from ._runtime import SubagentResult, SubagentRuntime
 
 HEADLINES = {
     "aborted": "subagent run was cancelled",
