@@ -92,6 +92,29 @@ async def test_sessions_continue_by_name(server: OpenAIServer, make_agent: MakeA
     assert "remember 42" not in server.requests[2].raw.decode()
 
 
+async def test_runs_started_together_share_one_runtime(
+    server: OpenAIServer, make_agent: MakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsh.facade import _agent
+
+    starts: list[object] = []
+    start = _agent.Runtime.start
+
+    async def counted(blueprint: Any) -> Any:
+        starts.append(blueprint)
+        return await start(blueprint)
+
+    monkeypatch.setattr(_agent.Runtime, "start", staticmethod(counted))
+    server.add("one", "one")
+    agent = make_agent()
+    try:
+        first, second = await asyncio.gather(agent.run("a"), agent.run("b"))
+    finally:
+        await agent.aclose()
+    assert first.output == second.output == "one" and first.session_id != second.session_id
+    assert len(starts) == 1
+
+
 async def test_sessions_survive_in_a_store(
     server: OpenAIServer, make_agent: MakeAgent, tmp_path: Path
 ) -> None:
@@ -137,13 +160,14 @@ async def test_model_settings_reach_the_request_and_the_header(
 
 
 async def test_a_failed_run_raises_with_its_result(
-    server: OpenAIServer, make_agent: MakeAgent
+    server: OpenAIServer, make_agent: MakeAgent, caplog: pytest.LogCaptureFixture
 ) -> None:
     server.add(http_error(401, "bad key"))
     async with make_agent() as agent:
         with pytest.raises(dsh.RunError, match="INVALID_CREDENTIAL") as raised:
             await agent.run("hi")
     assert raised.value.result.finish_reason == "error"
+    assert "owned task failed" not in caplog.text  # the caller's error, not a task's failure
 
 
 def test_close_from_synchronous_code(tmp_path: Path) -> None:

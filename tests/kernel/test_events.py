@@ -89,9 +89,10 @@ async def test_vetoing_emit_reraises_sync_failure() -> None:
 async def test_parallel_awaits_all_and_groups_failures() -> None:
     ctx = Context()
     finished: list[str] = []
+    gate = asyncio.Event()
 
     async def slow(p: list[str]) -> None:
-        await asyncio.sleep(0.01)
+        await gate.wait()
         finished.append("slow")
 
     async def fails(p: list[str]) -> None:
@@ -100,8 +101,12 @@ async def test_parallel_awaits_all_and_groups_failures() -> None:
     ctx.on(PAR, slow)
     ctx.on(PAR, fails)
     ctx.on(PAR, lambda p: finished.append("sync"))
+    dispatch = asyncio.create_task(ctx.parallel(PAR, []))
+    await wait_all_tasks_blocked()
+    assert not dispatch.done() and finished == ["sync"]  # the failure does not end it early
+    gate.set()
     with pytest.raises(ExceptionGroup) as info:
-        await ctx.parallel(PAR, [])
+        await dispatch
     assert finished == ["sync", "slow"]
     assert [type(e) for e in info.value.exceptions] == [KeyError]
     assert await Context().parallel(PAR, []) == 0
@@ -293,12 +298,17 @@ async def test_owner_disposal_waits_for_its_async_emit_listeners() -> None:
     ctx = Context()
     plugin = ctx.child("plugin")
     finished: list[str] = []
+    gate = asyncio.Event()
 
     async def slow(p: list[str]) -> None:
-        await asyncio.sleep(0.02)
+        await gate.wait()
         finished.append("listener")
 
     plugin.on(EMIT, slow)
     ctx.emit(EMIT, [])
-    await plugin.owner.dispose()
-    assert finished == ["listener"]  # quiescence: the listener's task ended first
+    disposing = asyncio.create_task(plugin.owner.dispose())
+    await wait_all_tasks_blocked()
+    assert not disposing.done()  # quiescence: the listener's task is not cancelled, but awaited
+    gate.set()
+    await disposing
+    assert finished == ["listener"]

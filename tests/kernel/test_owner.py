@@ -12,14 +12,20 @@ async def test_disposes_lifo_and_awaits_async_teardowns() -> None:
     owner = Owner("o")
     order: list[str] = []
 
+    gate = asyncio.Event()
+
     async def slow() -> None:
-        await asyncio.sleep(0.01)
+        await gate.wait()
         order.append("async")
 
     owner.effect(lambda: order.append("first"))
     owner.effect(slow)
     owner.effect(lambda: order.append("last"))
-    await owner.dispose()
+    disposing = asyncio.create_task(owner.dispose())
+    await wait_all_tasks_blocked()
+    assert order == ["last"]  # "first" waits for the async teardown
+    gate.set()
+    await disposing
     assert order == ["last", "async", "first"]
     assert owner.disposed
 
@@ -70,7 +76,7 @@ async def test_owned_tasks_are_cancelled_and_awaited() -> None:
 
     async def worker() -> None:
         try:
-            await asyncio.sleep(10)
+            await asyncio.Event().wait()
         finally:
             await asyncio.sleep(0)
             cleaned.append("worker")
@@ -80,6 +86,57 @@ async def test_owned_tasks_are_cancelled_and_awaited() -> None:
     await owner.dispose()
     assert task.done()
     assert cleaned == ["worker"]
+
+
+async def test_work_that_must_finish_is_awaited_not_cancelled() -> None:
+    owner = Owner("writes")
+    gate = asyncio.Event()
+    order: list[str] = []
+
+    async def write() -> str:
+        await gate.wait()
+        order.append("written")
+        return "done"
+
+    task = owner.spawn(write(), cancel_on_dispose=False)
+    owner.effect(lambda: order.append("teardown"))
+    disposing = asyncio.create_task(owner.dispose())
+    await wait_all_tasks_blocked()
+    assert order == ["teardown"] and not disposing.done()  # quiescence waits for the write
+    late = owner.spawn(gate.wait(), cancel_on_dispose=False)  # still accepted while disposing
+    with pytest.raises(InactiveOwnerError):
+        owner.spawn(gate.wait())  # work to cancel is not: the teardowns have run
+    gate.set()
+    await disposing
+    assert await task == "done" and late.done() and order == ["teardown", "written"]
+    with pytest.raises(InactiveOwnerError):
+        owner.spawn(gate.wait(), cancel_on_dispose=False)
+
+
+async def test_settled_waits_for_every_task_without_disposing() -> None:
+    owner = Owner()
+    gates = [asyncio.Event(), asyncio.Event()]
+
+    async def first() -> None:
+        await gates[0].wait()
+        owner.spawn(gates[1].wait())  # started meanwhile: waited for too
+
+    owner.spawn(first())
+    settled = asyncio.create_task(owner.settled())
+    await wait_all_tasks_blocked()
+    gates[0].set()
+    await wait_all_tasks_blocked()
+    assert not settled.done()
+    gates[1].set()
+    await settled
+    assert owner.active and not owner._tasks
+
+
+async def test_an_owner_as_a_lexical_scope_cancels_what_it_spawned() -> None:
+    async with Owner("scope") as owner:
+        task = owner.spawn(asyncio.Event().wait())
+        await wait_all_tasks_blocked()
+    assert task.cancelled() and owner.disposed
 
 
 async def test_finished_task_leaves_no_effect_behind() -> None:

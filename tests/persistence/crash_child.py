@@ -38,13 +38,15 @@ async def main(root: str, session_id: str, backend: str, window_ms: float) -> No
     @tool
     async def work(n: int) -> str:
         """Exclusive work with an effect."""
+        # real time: the parent kills this process at a random moment of its run (as the
+        # model's `delay=`s do, the work's duration spreads those moments over the steps)
         await asyncio.sleep(0.03)
         return f"worked {n}"
 
     @tool(concurrency_safe=True)
     async def look(n: int) -> str:
         """A read that may overlap others."""
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # real time: as `work`'s
         return f"looked {n}"
 
     ctx.tools.register(work)

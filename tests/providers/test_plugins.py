@@ -140,7 +140,7 @@ async def test_keep_alive_reuses_one_connection(harness: Harness) -> None:
     await harness.mount()
     for _ in range(3):
         await harness.call()
-    assert len(harness.server._tasks) == 1  # one open connection served all three
+    assert harness.server.connections == 1  # one open connection served all three
 
 
 async def test_server_runs_as_a_process(tmp_path: Path) -> None:
@@ -226,4 +226,4 @@ async def test_concurrent_calls_share_one_client(harness: Harness) -> None:
     first, second = await asyncio.gather(harness.call(), harness.call())
     texts = sorted(b.text for c in (first, second) for b in c.assembler.blocks())  # type: ignore[union-attr]
     assert texts == ["slow one", "slow two"]
-    assert len(harness.server._tasks) == 2  # two connections, in parallel
+    assert harness.server.connections == 2  # two connections, in parallel

@@ -13,7 +13,7 @@ from ..llm import MessageId, UserMessage
 from ..session import SessionEvent, SessionMeta
 
 if TYPE_CHECKING:
-    from ..kernel import CancelSignal, Context
+    from ..kernel import CancelSignal, Context, Owner
     from ..session import Session
 
 AgentStatus = Literal["idle", "running"]
@@ -92,21 +92,26 @@ class AgentHandle:
 
     Disposal cancels the agent (cause `disposed`), waits for quiescence, unwinds its scope,
     unregisters it (`agent/disposed`) and detaches its session (`session/disposed`).
-    `async with handle:` disposes it when the block ends.
+    `async with handle:` disposes it when the block ends. `owner` is the owner that holds
+    the handle (the creating context's).
     """
 
-    __slots__ = ("_dispose", "_done", "agent")
+    __slots__ = ("_dispose", "_done", "_owner", "agent")
 
-    def __init__(self, agent: Agent, dispose: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    def __init__(
+        self, agent: Agent, dispose: Callable[[], Coroutine[Any, Any, None]], owner: Owner
+    ) -> None:
         self.agent = agent
         self._dispose = dispose
+        self._owner = owner
         self._done: asyncio.Future[None] | None = None
 
     async def dispose(self) -> None:
         if self._done is None:
-            # A task, not the first caller: disposal runs to its end even if that caller is
-            # cancelled, and every caller awaits the same one.
-            self._done = asyncio.ensure_future(self._dispose())
+            # A task of the holding owner, not the first caller: disposal runs to its end
+            # even if that caller is cancelled, every caller awaits the same one, and the
+            # owner's disposal awaits it (never cancels it).
+            self._done = self._owner.spawn(self._dispose(), cancel_on_dispose=False)
         await asyncio.shield(self._done)
 
     async def __aenter__(self) -> AgentHandle:

@@ -71,7 +71,10 @@ class BatchWorker:
 
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
-        self._runtimes: dict[tuple[str | None, str], asyncio.Task[Context]] = {}
+        self._runtimes: dict[tuple[str | None, str], Context | Exception] = {}
+        """Booted runtimes by (task profile, model route); a failed boot, its error."""
+        self._booting: dict[tuple[str | None, str], asyncio.Lock] = {}
+        self._closed = False
 
     async def run(self, task: Task) -> TaskResult:
         """Run `task` to the end of its turn (or resume it, or read its finished result from
@@ -125,11 +128,22 @@ class BatchWorker:
 
     async def _runtime(self, profile: str | None, route: ModelRoute | None) -> Context:
         key = (profile, repr(route.row if route is not None else None))
-        booting = self._runtimes.get(key)
-        if booting is None:
-            booting = asyncio.ensure_future(self._boot(profile, route))
-            self._runtimes[key] = booting
-        return await asyncio.shield(booting)
+        # The first task that needs it boots it, in its own task (cancelled, the boot
+        # unwinds and the next one boots again); the others wait, then share its outcome.
+        async with self._booting.setdefault(key, asyncio.Lock()):
+            runtime = self._runtimes.get(key)
+            if runtime is None:
+                try:
+                    runtime = await self._boot(profile, route)
+                except Exception as exc:
+                    runtime = exc
+                if self._closed and isinstance(runtime, Context):  # booted too late
+                    await runtime.owner.dispose()
+                    raise BatchError("the worker closed while its runtime started")
+                self._runtimes[key] = runtime
+        if isinstance(runtime, Exception):
+            raise runtime
+        return runtime
 
     async def _boot(self, extra: str | None, route: ModelRoute | None) -> Context:
         spec = self.spec
@@ -154,13 +168,11 @@ class BatchWorker:
 
     async def close(self) -> None:
         """Dispose every runtime (running agents are cancelled; their tasks resume later)."""
+        self._closed = True
         runtimes, self._runtimes = list(self._runtimes.values()), {}
-        for booting in runtimes:
-            if not booting.done():
-                booting.cancel()
-            await asyncio.wait([booting])
-            if not booting.cancelled() and booting.exception() is None:
-                await booting.result().owner.dispose()
+        for runtime in runtimes:
+            if isinstance(runtime, Context):
+                await runtime.owner.dispose()
 
 
 async def _stored_events(ctx: Context, session_id: str) -> Sequence[SessionEvent] | None:

@@ -425,7 +425,7 @@ class Chat:
         if self._listener is not None:
             self._listener()
         self.renderer.close()
-        self.screen.close()
+        await self.screen.close()
         if self.handle is not None:
             await self.handle.dispose()
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from .._context import Context
 from ..agent import USER_CANCEL, Agent, RunResult, run_prompt
+from ..kernel import Aborted, CancelSignal
 from ..llm import clean_text
 from ..plugins.plan_mode import PLAN_MODE, exit_plan_mode
 from ..plugins.subagents import SUBAGENTS, SubagentRuntime
@@ -126,24 +127,21 @@ def _plan_first(ctx: Context, agent: Agent) -> None:
 
 
 async def _with_helpers(
-    agent: Agent, result: RunResult, interrupted: asyncio.Event
+    agent: Agent, result: RunResult, interrupted: CancelSignal
 ) -> RunResult | None:
     """The run once the subagents the task left working in the background are done: each
     answer reaches the agent as a notice and may wake it for another turn, whose end is
     then the run's. None when Ctrl-C stopped the wait (the helpers go with the runtime)."""
     subagents = agent.ctx.get(SUBAGENTS)
-    if interrupted.is_set() or subagents is None or not _working(subagents, agent):
+    if interrupted.aborted or subagents is None or not _working(subagents, agent):
         return result
     start = result.events[0].seq if result.events else agent.session.seq
-    stop: asyncio.Future[Any] = asyncio.ensure_future(interrupted.wait())
-    try:
-        while working := _working(subagents, agent):
-            await asyncio.wait([*working, stop], return_when=asyncio.FIRST_COMPLETED)
-            if stop.done():
-                return None
-            await agent.when_idle()  # the turn a notice woke, if any
-    finally:
-        stop.cancel()
+    while working := _working(subagents, agent):
+        try:
+            await interrupted.race(asyncio.wait(working, return_when=asyncio.FIRST_COMPLETED))
+        except Aborted:
+            return None
+        await agent.when_idle()  # the turn a notice woke, if any
     return RunResult.of_events(agent.session.events[start:], agent.id)
 
 
@@ -199,8 +197,8 @@ class _Interrupts:
         self.agent = agent
         self.surface = surface
         self.count = 0
-        self.first = asyncio.Event()
-        """Set by the first Ctrl-C."""
+        self.first = CancelSignal()
+        """Fired by the first Ctrl-C."""
         self.main = asyncio.current_task()
         self.loop = asyncio.get_running_loop()
 
@@ -214,7 +212,7 @@ class _Interrupts:
     def interrupt(self) -> None:
         self.count += 1
         if self.count == 1:
-            self.first.set()
+            self.first.abort("interrupted")
             self.surface.note("cancelling the turn… (Ctrl-C again to quit)", "yellow")
             self.agent.cancel(USER_CANCEL)
         elif self.main is not None:

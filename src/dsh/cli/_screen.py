@@ -20,6 +20,7 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.styles import Style
 from rich.text import Text
 
+from ..kernel import Owner
 from ._format import terminal_lines
 from ._surfaces import answer_lines
 
@@ -91,6 +92,8 @@ class ChatScreen:
         self._live = ("", "")
         self._status: str | None = None
         self._frame = 0
+        self._owner = Owner("chat screen")
+        """The spinner's ticker and the flushes: `close()` stops the one, waits for the other."""
         self._ticker: asyncio.Task[None] | None = None
         self._pending: list[str] = []
         self._flushing: asyncio.Task[None] | None = None
@@ -133,16 +136,23 @@ class ChatScreen:
 
     def status(self, text: str | None, *, keep: bool = False) -> None:
         self._status = text
-        if text is not None and self._ticker is None:
-            self._ticker = asyncio.get_running_loop().create_task(self._tick())
+        if text is not None and self._ticker is None and self._owner.active:
+            self._ticker = self._owner.spawn(self._tick())
         self._invalidate()
 
     # -- printing above the prompt -----------------------------------------------------------
 
     def _print(self, lines: list[str]) -> None:
         self._pending.append("".join(line + "\n" for line in lines))
-        if self._flushing is None:
-            self._flushing = asyncio.get_running_loop().create_task(self._flush())
+        if self._flushing is not None:
+            return
+        if self._owner.disposed:  # closed: no prompt shares the terminal any more
+            data, self._pending[:] = "".join(self._pending), []
+            self.session.output.write_raw(data)
+            self.session.output.flush()
+            return
+        # Not cancelled by `close()`: what was printed reaches the terminal.
+        self._flushing = self._owner.spawn(self._flush(), cancel_on_dispose=False)
 
     async def _flush(self) -> None:
         output = self.session.output
@@ -218,10 +228,10 @@ class ChatScreen:
         if app.is_running:
             app.invalidate()
 
-    def close(self) -> None:
+    async def close(self) -> None:
+        """Stop the spinner and wait for what was printed to reach the terminal."""
         self._status = None
-        if self._ticker is not None:
-            self._ticker.cancel()
+        await self._owner.dispose()
 
 
 def _wrapped(text: str, width: int) -> list[str]:

@@ -9,7 +9,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import msgspec
@@ -78,11 +78,12 @@ class AsyncHarness:
         self.answer_questions = answer_questions
         """Answers the model's questions (`session/ask-user-question`); without it the
         runtime tells the model nobody can answer."""
-        self._answering: set[asyncio.Task[None]] = set()
         self._process: asyncio.subprocess.Process | None = None
         self._pending: dict[str, asyncio.Future[Json]] = {}
         self._subscribers: list[asyncio.Queue[dict[str, Json]]] = []
         self._reader: asyncio.Task[None] | None = None
+        self._group: asyncio.TaskGroup | None = None
+        """Where the reader runs what it starts, while it runs."""
         self.stderr_lines: list[str] = []
         self.trace: list[dict[str, Json]] | None = None
         """Set to a list to record every frame sent and received, in wire order."""
@@ -107,16 +108,32 @@ class AsyncHarness:
             env=self.env,
             limit=64 * 1024 * 1024,
         )
-        # No kernel context here (a client of another process): close() awaits both to the
-        # end of the child's output.
-        self._reader = asyncio.ensure_future(self._read())
-        self._stderr = asyncio.ensure_future(self._drain_stderr())
+        # No kernel here (a client of another process stays light, and its life spans calls
+        # made from different tasks): one task serves the runtime's output, and what it
+        # starts runs in its TaskGroup; close() awaits it, to the end of the child's output.
+        self._reader = asyncio.ensure_future(self._serve())
         params: dict[str, Json] = {"cwd": self.cwd, "provider": self.provider, "model": self.model}
         if self.max_tokens is not None:
             params["maxTokens"] = self.max_tokens
         if self.answer_questions is not None:
             params["capabilities"] = {"askUserQuestion": True}
         await self.request("initialize", params)
+
+    async def _serve(self) -> None:
+        try:
+            async with asyncio.TaskGroup() as group:
+                self._group = group
+                self._background(self._drain_stderr())
+                await self._read()
+        finally:
+            self._group = None
+
+    def _background(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run `coro` in the reader's TaskGroup (dropped once the runtime's output ended)."""
+        if self._group is None:
+            coro.close()
+            return
+        self._group.create_task(coro)
 
     async def _drain_stderr(self) -> None:
         assert self._process is not None and self._process.stderr is not None
@@ -136,9 +153,7 @@ class AsyncHarness:
                 if self.trace is not None:
                     self.trace.append(frame)
                 if "method" in frame and "id" in frame:
-                    task = asyncio.ensure_future(self._answer(frame))
-                    self._answering.add(task)
-                    task.add_done_callback(self._answering.discard)
+                    self._background(self._answer(frame))
                     continue
                 if "method" in frame:
                     for queue in self._subscribers:
@@ -254,9 +269,8 @@ class AsyncHarness:
         except TimeoutError:
             process.kill()
             await process.wait()
-        for task in (self._reader, self._stderr, *self._answering):
-            if task is not None:
-                await asyncio.gather(task, return_exceptions=True)
+        if self._reader is not None:
+            await asyncio.gather(self._reader, return_exceptions=True)
 
 
 async def _collect(
@@ -303,6 +317,12 @@ async def _collect(
     return RunResult(session_id, final, finish, tuple(events), tuple(notifications))
 
 
+async def _quietly(request: Awaitable[None]) -> None:
+    """A request nobody waits for: a runtime that refuses it or is gone is no error."""
+    with contextlib.suppress(HarnessRpcError, ConnectionError, OSError):
+        await request
+
+
 def _typed(event: Json) -> TypedEvent:
     from ..events import typed  # only for runs with a callback: the client stays light
     from ..session import SessionEvent
@@ -322,7 +342,6 @@ class Harness:
     def __init__(self, **options: Any) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._background: set[asyncio.Task[None]] = set()
         self._thread.start()
         self._async = AsyncHarness(**options)
         self._call(self._async.start())
@@ -357,9 +376,7 @@ class Harness:
     def cancel(self, session_id: str) -> None:
         """Cancel the session's running turn (from another thread, or from `on_event`)."""
         if threading.current_thread() is self._thread:  # from on_event: don't block the loop
-            task = self._loop.create_task(self._async.cancel(session_id))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._async._background(_quietly(self._async.cancel(session_id)))
             return
         self._call(self._async.cancel(session_id))
 

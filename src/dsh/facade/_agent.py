@@ -96,7 +96,8 @@ class Agent(Generic[OutputT]):
             settings_files=settings_files,
         )
         self._runtime: Runtime | None = None
-        self._starting: asyncio.Future[Runtime] | None = None
+        self._starting: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+        """Held while a runtime starts (one lock per event loop): callers share one start."""
 
     @property
     def options(self) -> AgentOptions:
@@ -164,14 +165,15 @@ class Agent(Generic[OutputT]):
             self._runtime = runtime = None  # its loop has ended, and the runtime with it
         if runtime is not None:
             return runtime
-        if self._starting is None or self._starting.get_loop() is not loop:
-            self._starting = asyncio.ensure_future(Runtime.start(self._blueprint))
-        try:
-            self._runtime = await asyncio.shield(self._starting)
-        finally:
-            if self._starting.done():
-                self._starting = None
-        return self._runtime
+        if self._starting is None or self._starting[0] is not loop:
+            self._starting = (loop, asyncio.Lock())
+        # In the caller's task: a caller cancelled during the start unwinds it (`start`
+        # disposes what it booted), and the next caller starts again.
+        async with self._starting[1]:
+            runtime = self._runtime
+            if runtime is None or runtime.loop is not loop:
+                runtime = self._runtime = await Runtime.start(self._blueprint)
+        return runtime
 
     async def aclose(self) -> None:
         """Stop the runtime: live sessions are flushed to the store, plugins unloaded."""

@@ -53,7 +53,7 @@ class StreamedRun(Generic[OutputT]):
         self._start = start
         self._plan = plan
         self._queue: asyncio.Queue[object] = asyncio.Queue()
-        self._task: asyncio.Task[RunResult[OutputT]] | None = None
+        self._task: asyncio.Task[RunResult[str]] | None = None
         self._agent: Agent | None = None
         self._scope: Context | None = None
         self._result: RunResult[OutputT] | None = None
@@ -70,7 +70,8 @@ class StreamedRun(Generic[OutputT]):
         agent = self._agent = await runtime.agent_for(self._plan.session)
         scope = self._scope = Context.of(agent.ctx).child("run")
         self._install(scope, agent)
-        self._task = asyncio.ensure_future(self._execute(agent))
+        # The run's own scope owns it: disposing the agent (or the runtime) cancels it.
+        self._task = scope.owner.spawn(self._execute(agent))
         return self
 
     def _install(self, scope: Context, agent: Agent) -> None:
@@ -92,7 +93,7 @@ class StreamedRun(Generic[OutputT]):
             self._output = OutputTool(self._plan.output_type, self._plan.output_retries)
             self._output.install(scope)
 
-    async def _execute(self, agent: Agent) -> RunResult[OutputT]:
+    async def _execute(self, agent: Agent) -> RunResult[str]:
         try:
             result = await run_prompt(agent, self._plan.prompt)
             # Stored before the run returns: a program may end its event loop right after.
@@ -103,7 +104,7 @@ class StreamedRun(Generic[OutputT]):
             raise
         finally:
             self._queue.put_nowait(_END)
-        return self._finish(result)
+        return result
 
     def _finish(self, result: RunResult[str]) -> RunResult[OutputT]:
         output = self._output
@@ -145,7 +146,9 @@ class StreamedRun(Generic[OutputT]):
         """Wait for the run to end; its result (raises `RunError` if it failed)."""
         if self._task is None:
             raise RuntimeError("the run has not started: use it in `async with`")
-        self._result = await asyncio.shield(self._task)
+        # Judged here, not in the task: a failed run is the caller's error to handle, not a
+        # failure of the task for its owner to log.
+        self._result = self._finish(await asyncio.shield(self._task))
         return self._result
 
     @property

@@ -424,13 +424,18 @@ async def _ready(value: Any) -> Any:
 
 
 def _watch(name: str, awaitable: Awaitable[Any], owner: Owner) -> None:
-    """Run an async emit listener as a task its owner waits for (quiescence on disposal)."""
-    future = asyncio.ensure_future(awaitable)
-    owner._tasks.add(future)
+    """Run an async emit listener as a task of its owner, whose disposal waits for it
+    (quiescence) rather than cancelling it."""
+    if owner.disposed:  # only a listener whose registration was forgotten outlives its owner
+        _log.error("async listener of %s outlived its owner %r: not run", name, owner)
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()
+        return
+    owner.spawn(_listened(name, awaitable), cancel_on_dispose=False)
 
-    def done(f: asyncio.Future[Any]) -> None:
-        owner._tasks.discard(f)
-        if not f.cancelled() and f.exception() is not None:
-            _log.error("async listener of %s failed", name, exc_info=f.exception())
 
-    future.add_done_callback(done)
+async def _listened(name: str, awaitable: Awaitable[Any]) -> None:
+    try:
+        await awaitable
+    except Exception:
+        _log.exception("async listener of %s failed", name)

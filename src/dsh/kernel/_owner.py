@@ -132,11 +132,23 @@ class Owner:
         *,
         name: str | None = None,
         context: contextvars.Context | None = None,
+        cancel_on_dispose: bool = True,
     ) -> asyncio.Task[T]:
         """Run `coro` as a task owned here (in `context`, default a copy of the current one).
-        Disposal cancels it if still running and waits."""
-        self.check_active()
+        Disposal cancels it if still running and waits.
+
+        With `cancel_on_dispose=False` disposal only waits for it (its quiescence), for work
+        that must finish rather than be cancelled (a write in flight, a detached hook bounded
+        by its own timeout); such work may still be started while the owner is disposing,
+        until it is disposed. A refused `coro` is closed (never started).
+        """
+        if self._state != "active" and (cancel_on_dispose or self._state == "disposed"):
+            coro.close()
+            self.check_active()
         task = asyncio.get_running_loop().create_task(coro, name=name, context=context)
+        if not cancel_on_dispose:
+            self._track(task)
+            return task
 
         async def stop() -> None:
             if not task.done():
@@ -154,6 +166,12 @@ class Owner:
         self._tasks.add(task)
         task.add_done_callback(done)
         return task
+
+    async def settled(self) -> None:
+        """Wait until no task owned here is running (those started meanwhile too), without
+        disposing anything; child owners' tasks are theirs to wait for."""
+        while self._tasks:
+            await asyncio.wait(list(self._tasks))
 
     def _track(self, future: asyncio.Future[Any]) -> None:
         self._tasks.add(future)
@@ -180,11 +198,18 @@ class Owner:
             while self._effects:
                 disposer = next(reversed(self._effects))
                 await disposer.dispose()
-            while self._tasks:
-                await asyncio.wait(list(self._tasks))
+            await self.settled()
         finally:
             self._state = "disposed"
             self._done.set_result(None)
+
+    async def __aenter__(self) -> Owner:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """`async with Owner() as owner:` disposes it when the block ends (the tasks it
+        spawned are cancelled and awaited): a lexical scope for work outside any context."""
+        await self.dispose()
 
     def __repr__(self) -> str:
         return f"<Owner {self.label!r} {self._state} effects={len(self._effects)}>"

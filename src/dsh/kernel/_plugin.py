@@ -226,7 +226,9 @@ class PluginHost:
 
     def __init__(self) -> None:
         self._fibers: dict[Fiber[Any], None] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        # The host's own owner, never disposed: a withdrawal during teardown must still park
+        # the fibers that injected the service, when the tree's owners refuse new work.
+        self._resyncs = Owner("plugin host")
 
     def fibers(self) -> list[Fiber[Any]]:
         return list(self._fibers)
@@ -245,7 +247,7 @@ class PluginHost:
 
     def services_changed(self) -> None:
         try:
-            loop = asyncio.get_running_loop()
+            asyncio.get_running_loop()
         except RuntimeError:
             return
         for fiber in list(self._fibers):
@@ -255,11 +257,7 @@ class PluginHost:
                     continue
                 if fiber.state is FiberState.PENDING and not fiber._ready(epoch):
                     continue
-                # The host's own task, not an owner's: a withdrawal during teardown must still
-                # park the fibers that injected the service, when owners refuse new work.
-                task = loop.create_task(self._resync(fiber))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._resyncs.spawn(self._resync(fiber))
 
     async def _resync(self, fiber: Fiber[Any]) -> None:
         await fiber._sync()
@@ -267,5 +265,4 @@ class PluginHost:
             _log.error("%s", fiber.error, exc_info=fiber.error)
 
     async def settled(self) -> None:
-        while self._tasks:
-            await asyncio.wait(list(self._tasks))
+        await self._resyncs.settled()

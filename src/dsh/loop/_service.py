@@ -167,7 +167,7 @@ class AgentLoop:
             for detach in reversed(detachers):
                 detach()
 
-        handle = AgentHandle(agent, dispose)
+        handle = AgentHandle(agent, dispose, owner.owner)
         state.handles.add(handle)
         link = owner.owner.effect(handle.dispose)
         try:

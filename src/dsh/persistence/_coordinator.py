@@ -10,6 +10,7 @@ next event or flush, which surfaces the failure. `session/disposed` drains one l
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import weakref
 from collections.abc import Coroutine
@@ -34,6 +35,7 @@ from ._types import SessionExistsError, SessionLiveError
 
 if TYPE_CHECKING:
     from .._context import Context
+    from ..kernel import Owner
     from ..session import SessionHeader
     from ._backend import SessionBackend
 
@@ -102,12 +104,16 @@ class WriteCoordinator:
         # lease taken before they were read.
         self._prepared: weakref.WeakKeyDictionary[Session, _Prepared] = weakref.WeakKeyDictionary()
         self._closing: dict[str, asyncio.Task[None]] = {}
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._writes: Owner | None = None
+        """Owns the write tasks (attached: a child of the attaching context's owner)."""
         self._closed = False
 
     def attach(self, ctx: Context) -> None:
         """Listen (globally: agent-scoped sessions too) for as long as `ctx` lives."""
         self._ctx = ctx
+        # First, so disposed last: after the listeners are gone, it waits for the writes
+        # that are left (it never cancels them: a cancelled write could lose its batch).
+        self._writes = ctx.owner.child("session writes")
         ctx.on(SESSION_CREATED, self._created, global_=True)
         ctx.on(SESSION_EVENT, self._event, global_=True)
         ctx.on(SESSION_FLUSH, self._flush, global_=True)
@@ -203,9 +209,8 @@ class WriteCoordinator:
                 writer.timer = None
             _release(writer)
             return
-        task = asyncio.get_running_loop().create_task(self._final(writer))
+        task = self._spawn(self._final(writer))
         self._closing[session.id] = task
-        self._track(task)
 
     async def _final(self, writer: _Writer) -> None:
         try:
@@ -229,11 +234,20 @@ class WriteCoordinator:
             self._start(writer, durable=False)
 
     def _start(self, writer: _Writer, *, durable: bool) -> asyncio.Task[None]:
-        task = asyncio.get_running_loop().create_task(self._write(writer, durable))
+        task = self._spawn(self._window(writer, durable))
         writer.active = task
         task.add_done_callback(lambda done: _settled(writer, done))
-        self._track(task)
         return task
+
+    async def _window(self, writer: _Writer, durable: bool) -> None:
+        with contextlib.suppress(Exception):  # logged, kept for retry, raised by a flush
+            await self._write(writer, durable)
+
+    def _spawn(self, write: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        # Awaited, never cancelled, by a teardown: cancelling a write could lose its batch;
+        # `close()`, an effect of the attaching context, waits for every one.
+        assert self._writes is not None, "the coordinator is not attached"
+        return self._writes.spawn(write, cancel_on_dispose=False)
 
     async def _write(self, writer: _Writer, durable: bool) -> None:
         """Write the pending batch (or, durable, sync what was written) in a worker thread.
@@ -307,18 +321,6 @@ class WriteCoordinator:
         finally:
             writer.draining -= 1
 
-    def _track(self, task: asyncio.Task[Any]) -> None:
-        # Writes are tracked here, not spawned on an owner: a teardown must let a write in
-        # flight finish (cancelling it could lose its batch), and `close()`, an effect of the
-        # attaching context, waits for every one.
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled():
-            task.exception()  # retrieved: failures were logged and surface through flush
-
     async def close(self) -> None:
         """Stop listening; drain every live session once, and wait for all writes."""
         self._closed = True
@@ -329,8 +331,8 @@ class WriteCoordinator:
             _release(writer)
             if isinstance(result, BaseException):
                 _log.error("session %s: final write failed: %s", writer.session.id, result)
-        while self._tasks:
-            await asyncio.wait(list(self._tasks))
+        if self._writes is not None:
+            await self._writes.settled()
         for prepared in list(self._prepared.values()):
             if prepared.release is not None:
                 prepared.release.detach()

@@ -15,11 +15,12 @@ import itertools
 import json
 import re
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, Self, TypeAlias
 
 import msgspec
 
+from ..kernel import Aborted, CancelSignal, Owner
 from ..llm import Json
 from ._messages_wire import MessagesResponse, messages_error_body
 from ._openai_wire import (
@@ -119,10 +120,13 @@ class OpenAIServer:
         self.port = port
         self.requests: list[RecordedRequest] = []
         self.mismatches: list[str] = []
+        self.connections = 0
+        """How many connections it accepted (a client that keeps one alive makes one)."""
         self.on_request: Callable[[RecordedRequest], None] | None = None
         self._call_ids = (f"call_{n}" for n in itertools.count(1))
         self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._owner = Owner("OpenAIServer")
+        """Owns the connections and what they wait for; `close()` disposes it."""
 
     # -- the script ----------------------------------------------------------------------------
 
@@ -155,7 +159,9 @@ class OpenAIServer:
         return f"http://{self.host}:{self.port}"
 
     async def start(self) -> Self:
-        self._server = await asyncio.start_server(self._connection, self.host, self.port)
+        if not self._owner.active:
+            self._owner = Owner("OpenAIServer")  # started again after a close
+        self._server = await asyncio.start_server(self._accept, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
@@ -163,9 +169,7 @@ class OpenAIServer:
         server, self._server = self._server, None
         if server is not None:
             server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._owner.dispose()  # every connection is cancelled and awaited
         if server is not None:
             await server.wait_closed()
 
@@ -184,17 +188,20 @@ class OpenAIServer:
 
     # -- HTTP ----------------------------------------------------------------------------------
 
+    def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._owner.active:
+            self.connections += 1
+            self._owner.spawn(self._connection(reader, writer))
+        else:  # accepted as the server closed
+            writer.close()
+
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
         try:
             while await self._exchange(reader, writer):
                 pass
         except (ConnectionError, asyncio.IncompleteReadError, ValueError, asyncio.CancelledError):
             pass
         finally:
-            self._tasks.discard(task)
             writer.close()
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await writer.wait_closed()
@@ -264,9 +271,12 @@ class OpenAIServer:
             return keep
         if not stream:
             for part in parts:
-                if isinstance(part, Hold) and not await _held(part, reader):
-                    _gone(record)
-                    return False
+                if not isinstance(part, Hold):
+                    continue
+                async with self._client_gone(reader) as gone:
+                    if not await _held(part, gone):
+                        _gone(record)
+                        return False
             whole = response.completion()
             if isinstance(whole, HttpError):
                 return await _send_error(writer, whole, number, record)
@@ -284,6 +294,24 @@ class OpenAIServer:
         )
         return await self._stream(events, current.delay, record, reader, writer)
 
+    @contextlib.asynccontextmanager
+    async def _client_gone(self, reader: asyncio.StreamReader) -> AsyncIterator[CancelSignal]:
+        """A signal that fires when the client goes away: it sends nothing while it waits
+        for its answer, so a byte or the end of its stream means it has gone."""
+        gone = CancelSignal()
+        eof = self._owner.spawn(_read_one(reader))
+        eof.add_done_callback(lambda _: gone.abort("the client went away"))
+        try:
+            yield gone
+        finally:
+            eof.cancel()
+            try:
+                await eof  # the reader must be free before the next request is read
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # the server is closing
+
     async def _stream(
         self,
         events: list[str | object],
@@ -297,8 +325,7 @@ class OpenAIServer:
         if delay <= 0 and len(plain) == len(events):
             writer.write(frame(plain, named=named) + b"0\r\n\r\n")  # all at once
             return await _finish(writer, record)
-        eof = asyncio.ensure_future(reader.read(1))  # completes when the client goes away
-        try:
+        async with self._client_gone(reader) as gone:
             for event in events:
                 if event is DROP:
                     await writer.drain()
@@ -306,32 +333,24 @@ class OpenAIServer:
                     return False
                 if event is STALL:
                     await writer.drain()
-                    await eof
+                    await gone.wait()
                     _gone(record)
                     return False
                 if isinstance(event, Hold):
                     await writer.drain()
-                    if not await _held(event, eof):
+                    if not await _held(event, gone):
                         _gone(record)
                         return False
                     continue
-                if not await _pause(delay, eof):
+                if not await gone.sleep(delay):
                     _gone(record)
                     return False
                 assert isinstance(event, str)
                 writer.write(frame([event], named=named))
                 await writer.drain()
-            if eof.done():
+            if gone.aborted:
                 _gone(record)
                 return False
-        finally:
-            eof.cancel()
-            try:
-                await eof  # the reader must be free before the next request is read
-            except asyncio.CancelledError:
-                task = asyncio.current_task()
-                if task is not None and task.cancelling():
-                    raise  # the server is closing
         writer.write(b"0\r\n\r\n")
         return await _finish(writer, record)
 
@@ -341,30 +360,18 @@ def _gone(record: RecordedRequest) -> None:
     record.gone.set()
 
 
-async def _held(point: Hold, client: asyncio.Future[bytes] | asyncio.StreamReader) -> bool:
+async def _read_one(reader: asyncio.StreamReader) -> None:
+    with contextlib.suppress(ConnectionError):  # a reset connection has gone too
+        await reader.read(1)
+
+
+async def _held(point: Hold, gone: CancelSignal) -> bool:
     """Wait at `point` until it is released; False as soon as the client has gone."""
-    if isinstance(client, asyncio.StreamReader):
-        eof: asyncio.Future[bytes] = asyncio.ensure_future(client.read(1))
-    else:
-        eof = client
-    released = asyncio.ensure_future(point._pass())
-    waits: list[asyncio.Future[Any]] = [eof, released]
     try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        released.cancel()
-        if eof is not client:
-            eof.cancel()
-    return released.done() and not released.cancelled() and not eof.done()
-
-
-async def _pause(seconds: float, eof: asyncio.Future[bytes]) -> bool:
-    """Sleep `seconds`; False as soon as the client has gone."""
-    if eof.done():
+        await gone.race(point._pass())
+    except Aborted:
         return False
-    if seconds > 0:
-        await asyncio.wait({eof}, timeout=seconds)
-    return not eof.done()
+    return not gone.aborted
 
 
 async def _finish(writer: asyncio.StreamWriter, record: RecordedRequest) -> bool:

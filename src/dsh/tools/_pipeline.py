@@ -13,12 +13,19 @@ import inspect
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from msgspec.structs import replace
 
-from ..kernel import Aborted, CancelSignal, holds_secrets, json_holds_secrets, redact_secrets
+from ..kernel import (
+    Aborted,
+    CancelSignal,
+    Owner,
+    holds_secrets,
+    json_holds_secrets,
+    redact_secrets,
+)
 from ..llm import ContentBlock, Json, Message, TextBlock, blocks_from_json, clean_json
 from ..session._json import LosslessJsonError, freeze_json
 from ._events import TOOLS_EXECUTE, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_RESULT
@@ -249,9 +256,8 @@ async def _run_body(
         view = exec if signal is exec.signal else replace(exec, signal=signal)
         value = definition.execute(exec.arguments, view)
         if inspect.isawaitable(value):
-            # A task of its own, not an owner's: a body that ignores its signal is abandoned
-            # (the call and its owner's disposal must not wait for it; see `_abandon`).
-            value = await _body_value(exec, asyncio.ensure_future(value), signal, grace_s)
+            work = _BODIES.spawn(_settled(value), name=f"dsh-tool:{exec.name}")
+            value = await _body_value(exec, work, signal, grace_s)
         result = success(exec, definition, run, value)
         return ABORTED if signal.aborted else result
     except Aborted:
@@ -265,25 +271,42 @@ async def _run_body(
             remove()
 
 
-_abandoned: set[asyncio.Future[object]] = set()
-"""Bodies left running after their call ended (kept referenced until they finish)."""
+_BODIES = Owner("tool bodies")
+"""Owns every async body, and is never disposed: the call awaits its body (racing its signal),
+and a body still running `grace_s` after its signal fired is abandoned — the call and its
+agent's disposal stop waiting for it, nothing cancels it — and is held here until it ends."""
+
+_Settled = tuple[bool, object]
+"""A body's end: (True, its value) or (False, the exception it raised)."""
+
+
+async def _settled(body: Awaitable[object]) -> _Settled:
+    # A body's failure is the call's result, not a failure of the task for its owner to log.
+    try:
+        return True, await body
+    except Exception as exc:
+        return False, exc
 
 
 async def _body_value(
-    exec: ToolExecution, work: asyncio.Future[object], signal: CancelSignal, grace_s: float
+    exec: ToolExecution, work: asyncio.Task[_Settled], signal: CancelSignal, grace_s: float
 ) -> object:
     """The body's value. A body still running `grace_s` after its signal fired is abandoned:
     the call ends (`Aborted`) and the body finishes in the background, logged both times."""
     try:
-        return await signal.race(work, grace_s=grace_s, abandon=True)
+        ok, value = await signal.race(work, grace_s=grace_s, abandon=True)
     except Aborted:
-        if not work.done():  # else the body itself stopped with the signal's Aborted
+        if not work.done():
             _abandon(exec, work, signal, grace_s)
         raise
+    if not ok:
+        assert isinstance(value, Exception)
+        raise value  # the body's own error (its signal's Aborted too)
+    return value
 
 
 def _abandon(
-    exec: ToolExecution, work: asyncio.Future[object], signal: CancelSignal, grace_s: float
+    exec: ToolExecution, work: asyncio.Task[_Settled], signal: CancelSignal, grace_s: float
 ) -> None:
     tool = f'tool "{exec.name}" (call {exec.call_id})'
     _log.warning(
@@ -293,15 +316,15 @@ def _abandon(
         grace_s,
     )
     since = time.monotonic()
-    _abandoned.add(work)
 
-    def finished(task: asyncio.Future[object]) -> None:
-        _abandoned.discard(task)
+    def finished(task: asyncio.Task[_Settled]) -> None:
         if task.cancelled():
             outcome = "was cancelled"
+        elif (error := task.exception()) is not None:
+            outcome = f"failed ({error!r})"
         else:
-            error = task.exception()
-            outcome = "finished" if error is None else f"failed ({error!r})"
+            ok, value = task.result()
+            outcome = "finished" if ok else f"failed ({value!r})"
         late = time.monotonic() - since
         _log.info("abandoned %s %s %.1fs after its call ended", tool, outcome, late)
 

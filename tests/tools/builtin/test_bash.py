@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -52,14 +54,25 @@ def pid_in(path: Path) -> int | None:
     return int(text) if text else None
 
 
-async def wait_for_pid(path: Path) -> int:
-    """The pid the command wrote to `path`, once it has (polled: it is another process)."""
-    for _ in range(3000):
-        pid = pid_in(path)
-        if pid is not None:
-            return pid
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{path} was never written")
+@contextlib.asynccontextmanager
+async def fifo(path: Path) -> AsyncIterator[asyncio.StreamReader]:
+    """A FIFO made at `path`, and what other processes write to it, read as they write it
+    (nothing polled). Opened for writing too, it never reads an end of file."""
+    os.mkfifo(path)
+    pipe = os.fdopen(os.open(path, os.O_RDWR | os.O_NONBLOCK), "rb", buffering=0)
+    reader = asyncio.StreamReader()
+    transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), pipe
+    )
+    try:
+        yield reader
+    finally:
+        transport.close()
+
+
+async def next_line(reader: asyncio.StreamReader) -> bytes:
+    async with asyncio.timeout(BOUND_S):
+        return await reader.readline()
 
 
 def bash(command: str, **extra: object) -> dict[str, object]:
@@ -157,12 +170,12 @@ async def test_timeout_is_clamped_to_the_maximum(make_tools: MakeTools) -> None:
 
 
 async def test_cancel_kills_a_sleeping_child(tools: Tools) -> None:
-    pidfile = tools.root / "child.pid"
     stop = CancelSignal()
-    call = asyncio.ensure_future(
-        tools.call("bash", bash("sleep 30 & echo $! > child.pid; wait"), stop)
-    )
-    pid = await wait_for_pid(pidfile)
+    async with fifo(tools.root / "child.pid") as pids:
+        call = asyncio.ensure_future(
+            tools.call("bash", bash("sleep 30 & echo $! > child.pid; wait"), stop)
+        )
+        pid = int(await next_line(pids))
     assert not gone(pid)
     stop.abort("user")
     result = await call
@@ -175,11 +188,11 @@ async def test_a_term_ignoring_child_is_killed_after_the_grace(
     tools: Tools, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("dsh.tools.builtin._process.KILL_GRACE_S", 0.2)
-    pidfile = tools.root / "child.pid"
     stop = CancelSignal()
     command = "trap '' TERM; (trap '' TERM; sleep 30) & echo $! > child.pid; wait"
-    call = asyncio.ensure_future(tools.call("bash", bash(command), stop))
-    pid = await wait_for_pid(pidfile)
+    async with fifo(tools.root / "child.pid") as pids:
+        call = asyncio.ensure_future(tools.call("bash", bash(command), stop))
+        pid = int(await next_line(pids))
     stop.abort("user")
     assert (await call).is_error
     await killed(pid)

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
+from ...kernel import Owner
 from ..web_fetch._policy import public
 
 __all__ = ["BRIDGE", "AllowListProxy", "bridge_argv"]
@@ -60,7 +61,7 @@ class AllowListProxy:
         self._rules = [_rule(entry) for entry in allow_hosts]
         self._allow_private = allow_private
         self._channels: set[socket.socket] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._connections = Owner("sandbox proxy")
         self._closed = False
 
     def allows(self, host: str, port: int) -> bool:
@@ -90,10 +91,7 @@ class AllowListProxy:
         self._closed = True
         for channel in list(self._channels):
             self._end(channel)
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._connections.dispose()  # every connection is cancelled and awaited
 
     def _end(self, channel: socket.socket) -> None:
         asyncio.get_running_loop().remove_reader(channel.fileno())
@@ -122,9 +120,7 @@ class AllowListProxy:
         if self._closed or client.family not in INET or client.type != socket.SOCK_STREAM:
             client.close()
             return
-        task = asyncio.get_running_loop().create_task(self._serve(client))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task = self._connections.spawn(self._serve(client))
         task.add_done_callback(lambda _: client.close())  # cancelled before it started
 
     async def _serve(self, client: socket.socket) -> None:
@@ -272,16 +268,11 @@ async def _resolve(host: str, port: int) -> list[str]:
 
 async def _relay(client: Streams, upstream: Streams) -> None:
     """Copy both ways until either side closes."""
-    pipes = [
-        asyncio.create_task(_pipe(client[0], upstream[1])),
-        asyncio.create_task(_pipe(upstream[0], client[1])),
-    ]
-    try:
-        await asyncio.wait(pipes, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for pipe in pipes:
-            pipe.cancel()
-        await asyncio.gather(*pipes, return_exceptions=True)
+    closed = asyncio.Event()
+    async with Owner("relay") as pipes:  # the other way is cancelled and awaited at the end
+        for reader, writer in ((client[0], upstream[1]), (upstream[0], client[1])):
+            pipes.spawn(_pipe(reader, writer)).add_done_callback(lambda _: closed.set())
+        await closed.wait()
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
