@@ -18,12 +18,11 @@ import msgspec
 
 from .._context import Context
 from ..agent import AgentOptions, CreateAgentOptions, ResumeAgentOptions, run_prompt
+from ..assembly import AssemblyError, RuntimeSpec, assemble, start
 from ..events import AssistantMessageEvent, TurnEndEvent, TurnStartEvent, UserMessageEvent
 from ..llm import Json, Message, text_of
-from ..llm.adapters import ModelRoute, parse_model
-from ..persistence import SESSION_PERSISTENCE, UnknownSessionError, store_config
-from ..plugins.sandbox import with_sandbox_mode
-from ..profiles import Profile, boot, load_profile
+from ..llm.adapters import parse_model
+from ..persistence import SESSION_PERSISTENCE, UnknownSessionError
 from ..session import SessionEvent, SessionMeta, usage_of
 from ._tasks import BatchError, Task, TaskResult
 
@@ -71,9 +70,9 @@ class BatchWorker:
 
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
-        self._runtimes: dict[tuple[str | None, str], Context | Exception] = {}
-        """Booted runtimes by (task profile, model route); a failed boot, its error."""
-        self._booting: dict[tuple[str | None, str], asyncio.Lock] = {}
+        self._runtimes: dict[tuple[str | None, str | None], Context | Exception] = {}
+        """Booted runtimes by (task profile, model string); a failed boot, its error."""
+        self._booting: dict[tuple[str | None, str | None], asyncio.Lock] = {}
         self._closed = False
 
     async def run(self, task: Task) -> TaskResult:
@@ -91,7 +90,7 @@ class BatchWorker:
         route = None if model is None else parse_model(model, base_url=self.spec.base_url)
         if route is not None and route.missing_credential:
             raise BatchError(f"model {model!r} needs {route.missing_credential} to be set")
-        ctx = await self._runtime(task.profile, route)
+        ctx = await self._runtime(task.profile, model)
         stored = await _stored_events(ctx, session_id)
         progress = progress_of(stored)
         if stored is not None and progress == "finished":
@@ -126,15 +125,15 @@ class BatchWorker:
         """`path` relative to the batch's folder (a worker's own may differ: Ray)."""
         return (Path(self.spec.cwd or os.getcwd()) / Path(path).expanduser()).resolve()
 
-    async def _runtime(self, profile: str | None, route: ModelRoute | None) -> Context:
-        key = (profile, repr(route.row if route is not None else None))
+    async def _runtime(self, profile: str | None, model: str | None) -> Context:
+        key = (profile, model)
         # The first task that needs it boots it, in its own task (cancelled, the boot
         # unwinds and the next one boots again); the others wait, then share its outcome.
         async with self._booting.setdefault(key, asyncio.Lock()):
             runtime = self._runtimes.get(key)
             if runtime is None:
                 try:
-                    runtime = await self._boot(profile, route)
+                    runtime = await self._boot(profile, model)
                 except Exception as exc:
                     runtime = exc
                 if self._closed and isinstance(runtime, Context):  # booted too late
@@ -145,22 +144,26 @@ class BatchWorker:
             raise runtime
         return runtime
 
-    async def _boot(self, extra: str | None, route: ModelRoute | None) -> Context:
+    async def _boot(self, extra: str | None, model: str | None) -> Context:
+        """The runtime of the tasks with profile `extra` and route `model` (None: the
+        profile's): the batch's decisions, assembled as every front door's are."""
         spec = self.spec
-        files = [self._path(p) for p in (*spec.profiles, *([extra] if extra else []))]
-        profile: Profile = load_profile(files)
-        if spec.store is not None:
-            profile = profile.with_config("persistence", **store_config(spec.store))
-        if spec.yes:
-            profile = profile.with_config("approval", auto_approve=True)
-        if spec.sandbox is not None:
-            try:
-                profile = with_sandbox_mode(profile, spec.sandbox)
-            except ValueError as exc:
-                raise BatchError(str(exc)) from None
-        if route is not None:
-            profile = route.apply(profile)
-        ctx = await boot(profile)
+        files = tuple(str(self._path(p)) for p in (*spec.profiles, *([extra] if extra else [])))
+        runtime = RuntimeSpec(
+            workspace=spec.cwd,
+            files=files,
+            auto_approve=spec.yes,
+            sandbox=spec.sandbox,
+            store=spec.store,
+            route=model is not None,
+            model=model,
+            base_url=spec.base_url,
+            require_key=False,  # checked per task: its failure is that task's result
+        )
+        try:
+            ctx = await start(assemble(runtime))
+        except AssemblyError as exc:
+            raise BatchError(str(exc)) from None
         if ctx.get(SESSION_PERSISTENCE) is None:
             await ctx.owner.dispose()
             raise BatchError("a batch needs session persistence: the profile disables it")

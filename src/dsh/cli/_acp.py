@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..agent import AgentOptions
-from ._runtime import CliError, build_profile, resolve_route, start_runtime
+from ..assembly import RuntimeSpec, start
+from ._runtime import CliError, assembled, layers
 
 
 def _frames_only_stdout() -> BinaryIO:
@@ -33,11 +34,20 @@ async def serve_acp(
     except ImportError as exc:
         raise CliError(str(exc)) from None
     # A missing key does not stop the agent: ACP answers `session/new` "auth required".
-    resolved, route = resolve_route(
-        build_profile(profile), model, provider, base_url, require_key=False
+    assembly = assembled(
+        RuntimeSpec(
+            files=layers(profile),
+            local_profile=True,
+            model=model,
+            provider=provider,
+            base_url=base_url,
+            require_key=False,
+        )
     )
+    route = assembly.route
+    assert route is not None
     stdout = _frames_only_stdout()
-    ctx = await start_runtime(resolved, route)
+    ctx = await start(assembly)
     settings = AcpSettings(
         AgentOptions(provider=route.provider, model=route.model),
         route.route.api_key_env,

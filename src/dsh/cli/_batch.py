@@ -8,8 +8,8 @@ from pathlib import Path
 
 import msgspec
 
-from ..profiles import load_profile
-from ._runtime import CliError, model_string, profile_files, resolve_route
+from ..assembly import RuntimeSpec, model_string
+from ._runtime import CliError, assembled, layers
 
 EXIT_OK = 0
 EXIT_SOME_FAILED = 1
@@ -46,13 +46,19 @@ async def run_batch(options: BatchOptions) -> int:
     except BatchError as exc:
         raise CliError(str(exc)) from None
     model = options.model or os.environ.get("DSH_MODEL")
-    profiles = profile_files(options.profile)
-    if model is None or options.base_url is not None:
-        # The route now, not once per task: a missing key or a bad URL raises CliError.
-        profile = load_profile(profiles)
-        resolve_route(profile, model, None, options.base_url)
-        if options.base_url is not None:  # the profile's model goes to --base-url too
-            model = model_string(profile, model, None)
+    # The route now, not once per task: a missing key or a bad URL is a usage error.
+    check = model is None or options.base_url is not None
+    spec = RuntimeSpec(
+        files=layers(options.profile),
+        local_profile=True,
+        route=check,
+        model=model,
+        base_url=options.base_url,
+    )
+    assembly = assembled(spec)
+    profiles = assembly.files
+    if options.base_url is not None:  # the profile's model goes to --base-url too
+        model = model_string(assembly.profile, model, None)
     executor: Executor | None = None
     if options.ray is not None:
         address = None if options.ray == LOCAL_RAY else options.ray

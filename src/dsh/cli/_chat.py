@@ -11,6 +11,7 @@ from typing import Any
 
 from .._context import Context
 from ..agent import USER_CANCEL, Agent, AgentHandle
+from ..assembly import Route, start, workspace_dir
 from ..events import TurnEndEvent, TurnStartEvent, UserMessageEvent
 from ..kernel import Aborted, Disposer
 from ..llm import clean_text
@@ -25,16 +26,7 @@ from ..workspace import Trust
 from ._approve import REASK, REASON_PROMPT, Answer, approval_view, parse_answer, question
 from ._questions import Asked
 from ._render import Renderer
-from ._runtime import (
-    CliError,
-    Options,
-    Route,
-    failure_advice,
-    prepare,
-    start_runtime,
-    turn_cost,
-    workspace_dir,
-)
+from ._runtime import CliError, Options, failure_advice, prepare, turn_cost
 from ._screen import ChatScreen, history_file
 from ._sessions import open_agent, persistence_of, summaries, summary_line
 
@@ -65,9 +57,9 @@ async def chat(options: Options) -> int:
     if options.resume is None and not options.latest:
         # Before the profile is read (./dsh.yml) and the runtime starts (MCP servers).
         await ask_trust(workspace_dir(options.cwd))
-    profile, route, cwd = prepare(options)
-    ctx = await start_runtime(profile, route)
-    session = Chat(ctx, route, cwd, options)
+    assembly, route = prepare(options)
+    ctx = await start(assembly)
+    session = Chat(ctx, route, assembly.workspace, options)
     try:
         await session.open(options.resume, options.latest)
         return await session.run()
@@ -461,7 +453,8 @@ async def ask_trust(workspace: Path) -> None:
     """Ask once whether to trust a workspace whose files would run something; remember yes."""
     from prompt_toolkit import PromptSession
 
-    from ._trust import TRUST_QUESTION, trust_note, untrusted_files, untrusted_local_profile
+    from ..assembly import untrusted_local_profile
+    from ._trust import TRUST_QUESTION, trust_note, untrusted_files
 
     local = untrusted_local_profile()
     files = untrusted_files(workspace) + ([local] if local is not None else [])

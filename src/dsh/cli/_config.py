@@ -8,8 +8,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..assembly import Route, RuntimeSpec
 from ..profiles import prepare
-from ._runtime import Route, build_profile, resolve_route, sandbox_status, workspace_dir
+from ._runtime import assembled, folder, layers, sandbox_status
 
 SECRET_WORDS = ("key", "token", "secret", "password", "authorization")
 MASK = "***"
@@ -20,10 +21,18 @@ async def show_config(
 ) -> int:
     import yaml
 
-    workspace = workspace_dir(cwd)
-    profile, route = resolve_route(
-        build_profile(profile_files), model, None, base_url, require_key=False
+    assembly = assembled(
+        RuntimeSpec(
+            workspace=folder(cwd),
+            files=layers(profile_files),
+            local_profile=True,
+            model=model,
+            base_url=base_url,
+            require_key=False,
+        )
     )
+    profile, route, workspace = assembly.profile, assembly.route, assembly.workspace
+    assert route is not None
     prepared = {item.row.id: item for item in prepare(profile)}
     print(f"# effective settings for {workspace}")
     rows = [*effective_settings(prepared, route), *permissions(workspace)]

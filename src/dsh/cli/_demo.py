@@ -98,7 +98,7 @@ def _permissions(task: str | None, workspace: Path | None, yes: bool) -> tuple[b
 
 
 async def run_demo(task: str | None, workspace: Path | None, *, yes: bool = False) -> int:
-    from ._runtime import workspace_dir
+    from ..assembly import workspace_dir
 
     approve, permission = _permissions(task, workspace, yes)
     cwd = workspace_dir(workspace) if workspace is not None else scratch_workspace()

@@ -57,6 +57,7 @@ def exit_with(coro: Coroutine[Any, Any, int]) -> NoReturn:
 def exit_with_sync(command: Callable[[], int]) -> NoReturn:
     """Run a command and exit with its code; a problem the user can fix prints one line
     and exits 2."""
+    from ..assembly import AssemblyError
     from ..persistence import PersistenceError
     from ..profiles import CompositionError
     from ..workspace import SettingsError
@@ -64,7 +65,7 @@ def exit_with_sync(command: Callable[[], int]) -> NoReturn:
 
     try:
         code = command()
-    except (CliError, CompositionError, PersistenceError, SettingsError) as exc:
+    except (AssemblyError, CliError, CompositionError, PersistenceError, SettingsError) as exc:
         typer.echo(f"dsh: {_settings_error(exc) or exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
     raise typer.Exit(code)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._runtime import CliError, build_profile
+from ..assembly import RuntimeSpec
+from ._runtime import CliError, assembled, layers
 from ._trust import shown_path
 
 if TYPE_CHECKING:
@@ -44,7 +45,9 @@ async def list_hooks(profile_files: list[Path] | None, cwd: Path | None) -> int:
     from ..kernel import ConfigError, load_config
     from ..plugins.hooks import HooksConfig, load_hooks
 
-    profile = build_profile(profile_files)
+    profile = assembled(
+        RuntimeSpec(files=layers(profile_files), local_profile=True, route=False)
+    ).profile
     row = profile.row("hooks")
     if row is None or row.disabled:
         raise CliError("the hooks plugin is not in the profile (add a row named hooks)")

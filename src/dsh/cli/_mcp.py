@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ..assembly import RuntimeSpec, start
 from ..kernel import CancelSignal
 from ..profiles import Profile, boot
 from ..workspace import SettingsError, Trust, edit_json_file, read_json_object
-from ._runtime import CliError, build_profile
+from ._runtime import CliError, assembled, folder, layers
 
 if TYPE_CHECKING:
     from ..plugins.mcp import ServerStatus
@@ -47,8 +48,9 @@ async def list_servers(profile: list[Path] | None, cwd: Path | None, as_json: bo
 
     # The listing says what the plugin would log (skipped and crashed servers) itself.
     logging.getLogger("dsh.mcp").setLevel(logging.ERROR)
-    workspace = (cwd or Path.cwd()).resolve()
-    built = build_profile(profile, workspace=workspace)
+    built = assembled(
+        RuntimeSpec(workspace=folder(cwd), files=layers(profile), local_profile=True, route=False)
+    ).profile
     row = built.row("mcp")
     if row is None or row.disabled:
         raise CliError("the mcp plugin is not in the profile (see `dsh config show`)")
@@ -162,13 +164,22 @@ async def serve(
 ) -> int:
     """`dsh mcp serve`: the runtime, serving `run_agent` on stdin/stdout."""
     from ..plugins.mcp._serve import ServeOptions, serve_stdio
-    from ._runtime import resolve_route, start_runtime, workspace_dir
 
-    cwd = workspace_dir(cwd)
-    built, route = resolve_route(build_profile(profile, yes=yes, workspace=cwd), model, provider)
-    ctx = await start_runtime(built, route)
+    assembly = assembled(
+        RuntimeSpec(
+            workspace=folder(cwd),
+            files=layers(profile),
+            local_profile=True,
+            auto_approve=yes,
+            model=model,
+            provider=provider,
+        )
+    )
+    route = assembly.route
+    assert route is not None
+    ctx = await start(assembly)
     try:
-        await serve_stdio(ctx, ServeOptions(route.provider, route.model, cwd))
+        await serve_stdio(ctx, ServeOptions(route.provider, route.model, assembly.workspace))
     finally:
         await ctx.owner.dispose()
     return 0

@@ -16,6 +16,7 @@ from typing import Any
 
 from .._context import Context
 from ..agent import USER_CANCEL, Agent, RunResult, run_prompt
+from ..assembly import Route, start
 from ..kernel import Aborted, CancelSignal
 from ..llm import clean_text
 from ..plugins.plan_mode import PLAN_MODE, exit_plan_mode
@@ -24,15 +25,7 @@ from ..session import SESSION_EVENT, SessionEventPayload
 from ._format import describe_end
 from ._headless import Headless, OutputFormat
 from ._render import Renderer, Surface
-from ._runtime import (
-    CliError,
-    Options,
-    Route,
-    failure_advice,
-    prepare,
-    start_runtime,
-    turn_cost,
-)
+from ._runtime import CliError, Options, failure_advice, prepare, turn_cost
 from ._sessions import open_agent
 from ._trust import trust_note, untrusted_files
 
@@ -87,10 +80,11 @@ async def run_task(options: RunOptions) -> int:
     started = time.monotonic()
     # argv and stdin are surrogate-escaped: an undecodable byte (b"\xff") arrives as "\udcff".
     task = clean_text(read_task(options.task))
-    profile, route, cwd = prepare(options)
+    assembly, route = prepare(options)
+    cwd = assembly.workspace
     resuming = options.resume is not None or options.latest
     untrusted = [] if options.trust or resuming else untrusted_files(cwd)
-    ctx = await start_runtime(profile, route)
+    ctx = await start(assembly)
     try:
         handle = await open_agent(ctx, route, cwd, resume=options.resume, latest=options.latest)
         agent = handle.agent

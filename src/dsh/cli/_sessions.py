@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from .._context import Context
 from ..agent import AgentHandle
+from ..assembly import Route, RuntimeSpec, start
 from ..persistence import CorruptLogError, UnknownSessionError, stored_summaries
 from ..plugins.usage import PRICES
-from ..profiles import boot
 from ..session import (
     ModelRoute,
     SessionSummary,
@@ -25,7 +25,7 @@ from ..session import (
 )
 from ._format import usage_line
 from ._render import Renderer
-from ._runtime import CliError, Route, build_profile, corrupt_log, create_agent, resume_agent
+from ._runtime import CliError, assembled, corrupt_log, create_agent, layers, resume_agent
 
 if TYPE_CHECKING:
     from ..persistence import SessionPersistence
@@ -113,7 +113,8 @@ async def open_agent(
 
 
 async def _booted(profile: list[Path] | None) -> tuple[Context, SessionPersistence]:
-    ctx = await boot(build_profile(profile))
+    spec = RuntimeSpec(files=layers(profile), local_profile=True, route=False)
+    ctx = await start(assembled(spec))
     try:
         return ctx, persistence_of(ctx)
     except CliError:

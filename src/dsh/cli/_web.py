@@ -12,7 +12,8 @@ from pathlib import Path
 import msgspec
 
 from ..agent import AgentOptions
-from ._runtime import CliError, Options, prepare, start_runtime
+from ..assembly import start
+from ._runtime import CliError, Options, prepare
 from ._trust import trust_note, untrusted_files
 
 MIN_TOKEN = 16
@@ -35,7 +36,8 @@ async def run_web(options: WebOptions) -> int:
         raise CliError(EXTRA) from None
     loopback = options.host in LOOPBACK_HOSTS
     token = _token(options, loopback)
-    profile, route, workspace = prepare(options.model)
+    assembly, route = prepare(options.model)
+    workspace = assembly.workspace
     try:
         sock = bind(options.host, options.port)
     except OSError as exc:
@@ -47,7 +49,7 @@ async def run_web(options: WebOptions) -> int:
     if untrusted:
         note = trust_note(workspace, untrusted)
         print(f"note: {note}: trust it once in dsh chat", file=sys.stderr)
-    ctx = await start_runtime(profile, route)
+    ctx = await start(assembly)
     try:
         web = WebUI(ctx, config)
         url = f"http://{_url_host(options.host)}:{sock.getsockname()[1]}/?token={token}"

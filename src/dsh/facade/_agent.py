@@ -107,7 +107,7 @@ class Agent(Generic[OutputT]):
     @property
     def profile(self) -> Profile:
         """The plugin rows this agent boots (`dsh config show` prints the same shape)."""
-        return self._blueprint.profile
+        return self._blueprint.assembly.profile
 
     # -- runs ----------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent import AgentOptions
+from ..assembly import RuntimeSpec, assemble
 from ..llm import LlmAdapter
 from ..llm.adapters import parse_model
 from ..plugins.approval import Answerer, ApprovalRequest
@@ -75,8 +76,11 @@ def blueprint(
         policy = [dict(rule) for rule in approval]
     trusted = [*(d.name for d in definitions), *trusted_extra]
     rows = _approval(rows, policy, trusted)
+    # The model route is the agent's own (`parse_model`, above): the CLI's flags, `DSH_*`
+    # variables and the profile's route do not reach a library agent.
+    spec = RuntimeSpec(base=rows, workspace=str(cwd), workspace_from="cwd=", route=False)
     return Blueprint(
-        profile=rows,
+        assembly=assemble(spec),
         options=AgentOptions(provider=provider, model=model_id, system_prompt=instructions),
         adapter=adapter,
         tools=definitions,

@@ -12,10 +12,10 @@ import msgspec
 from .._context import Context
 from .._ids import uuid4_text
 from ..agent import Agent, AgentHandle, AgentOptions
+from ..assembly import Assembly, start
 from ..llm import LlmAdapter
 from ..persistence import mount_persistence
 from ..plugins.approval import APPROVAL, Answerer
-from ..profiles import Profile, boot
 from ..session import SessionMeta
 from ..tools import ToolDefinition
 from ._stores import Store
@@ -26,7 +26,7 @@ __all__ = ["Blueprint", "Runtime"]
 class Blueprint(msgspec.Struct, frozen=True):
     """Everything a runtime of one `Agent` is made of, fixed when the agent is built."""
 
-    profile: Profile
+    assembly: Assembly
     options: AgentOptions
     adapter: LlmAdapter | None
     tools: tuple[ToolDefinition, ...]
@@ -52,7 +52,7 @@ class Runtime:
         # Mounted on the root: torn down after the composition, like the profile's own row.
         mount_persistence(root, blueprint.store.open(), batch_window_ms=blueprint.batch_window_ms)
         try:
-            ctx = await boot(blueprint.profile, root=root)
+            ctx = await start(blueprint.assembly, root=root)
             _equip(ctx, blueprint)
             for plugin, config in blueprint.plugins:
                 await ctx.plugin(plugin, config)

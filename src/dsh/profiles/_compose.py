@@ -83,6 +83,19 @@ class Profile(msgspec.Struct):
         layer = _rows(list(rows), source)
         return Profile(apply_layer(self.rows, layer, source), [*self.sources, source])
 
+    def with_files(self, files: Sequence[str | Path]) -> Profile:
+        """A copy with each profile file applied as one more layer, in order."""
+        rows, sources = list(self.rows), list(self.sources)
+        for file in files:
+            path = Path(file)
+            try:
+                text = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise CompositionError(f"{path}: cannot read profile: {exc.strerror}") from None
+            rows = apply_layer(rows, parse_layer(text, str(path)), str(path))
+            sources.append(str(path))
+        return Profile(rows, sources)
+
     def to_data(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for r in self.rows:
@@ -181,15 +194,7 @@ def load_profile(
     if first:
         rows = apply_layer(rows, _rows(first, DEFAULT_PROFILE), DEFAULT_PROFILE)
         sources.append(DEFAULT_PROFILE)
-    for file in files:
-        path = Path(file)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise CompositionError(f"{path}: cannot read profile: {exc.strerror}") from None
-        rows = apply_layer(rows, parse_layer(text, str(path)), str(path))
-        sources.append(str(path))
-    return Profile(rows, sources)
+    return Profile(rows, sources).with_files(files)
 
 
 _VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

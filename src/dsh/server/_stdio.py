@@ -13,10 +13,11 @@ from typing import BinaryIO
 
 import msgspec
 
-from .._process import lighten_imports, pause_collector, resume_collector, settle_collector
+from .._process import lighten_imports, pause_collector, resume_collector
+from ..assembly import RuntimeSpec, assemble, start
 from ..kernel import Owner
 from ..llm import Json
-from ..profiles import CompositionError, Profile, boot, load_profile
+from ..profiles import CompositionError, Profile
 from ._launch import Launch, LaunchError, compose, parse_args, profile_files
 from ._protocol import (
     INTERNAL_ERROR,
@@ -182,12 +183,16 @@ async def serve(
     The composition is `profile`, else the default profile with `profiles` (default: the
     `DSH_PROFILE` files) layered over it."""
     output = FrameOutput(stdout or sys.stdout.buffer)
-    if profile is None:
-        profile = load_profile(profile_files() if profiles is None else profiles)
+    files = (
+        ()
+        if profile is not None
+        else tuple(map(str, profile_files() if profiles is None else profiles))
+    )
     # No person is on the other end of the wire to answer approval asks: the policy's
-    # allow and deny rules still hold, and its asks are approved.
-    ctx = await boot(profile.with_config("approval", auto_approve=True))
-    settle_collector()
+    # allow and deny rules still hold, and its asks are approved. Each request names its
+    # agents' route.
+    spec = RuntimeSpec(base=profile, files=files, auto_approve=True, route=False)
+    ctx = await start(assemble(spec))
     server = JsonRpcServer(ctx, output.send)
     queue = await line_queue(stdin or sys.stdin.buffer, ctx.owner)
     tasks: set[asyncio.Task[None]] = set()
