@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, assert_never
 
 from ..agent import (
+    AGENT_ERROR,
     AGENT_STATUS,
     AGENTS,
     CANCEL_REQUESTED,
     DISPOSED_CANCEL,
+    AgentError,
     AgentEvents,
     AgentOptions,
     AgentStatus,
@@ -27,7 +29,7 @@ from ..session import last_turn
 from ._activity import Activity
 from ._delivery import Delivery
 from ._deps import LoopSettings, TurnDeps
-from ._turn import TurnRunner
+from ._turn import Cancelled, Finished, FlushFailed, NextTurn, TurnOutcome, TurnRunner
 
 if TYPE_CHECKING:
     from ..kernel import Context
@@ -204,7 +206,7 @@ class ReactLoopAgent:
         try:
             runner.open_turn(activity)
         except Exception as exc:
-            runner.report_open_failure(activity, exc)
+            self.events.emit(AGENT_ERROR, AgentError(self, activity.turn, 0, exc))
             self._end(activity)
             raise
         initiator = self._loop_ctx.require(AGENTS).initiator
@@ -214,16 +216,32 @@ class ReactLoopAgent:
 
     async def _drive(self, runner: TurnRunner, activity: Activity) -> None:
         try:
-            while await runner.run_turn(activity):
-                activity.signal = CancelSignal()
-                activity.wake_requested = False
-                runner.open_turn(activity)
+            while True:
+                outcome = await runner.run_turn(activity)
+                if not self._carry_out(outcome, runner, activity):
+                    return
         except asyncio.CancelledError:
             raise
         except Exception:
             _log.exception("agent %s: driver failed", self.id)
         finally:
             self._end(activity)
+
+    def _carry_out(self, outcome: TurnOutcome, runner: TurnRunner, activity: Activity) -> bool:
+        """Do what the closed turn asks; whether the driver goes on."""
+        match outcome:
+            case NextTurn():
+                activity.signal = CancelSignal()
+                activity.wake_requested = False
+                runner.open_turn(activity)
+                return True
+            case Finished() | Cancelled():
+                return False  # `_end` settles, and wakes a send latched during a cancel
+            case FlushFailed(turn=turn, step=step, error=error):
+                self.events.emit(AGENT_ERROR, AgentError(self, turn, step, error))
+                return False
+            case _:
+                assert_never(outcome)
 
     # -- teardown ------------------------------------------------------------------------------
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Literal, assert_never
+from typing import TYPE_CHECKING, Literal, TypeAlias, assert_never
 
+import msgspec
 from msgspec.structs import replace
 
 from ..agent import (
@@ -70,12 +71,46 @@ if TYPE_CHECKING:
 StepOutcome = Literal["completed", "max-tokens"] | None
 
 
+# -- what the agent does after a turn --------------------------------------------------------
+
+
+class NextTurn(msgspec.Struct, frozen=True):
+    """A prompt is queued: open the next turn at once, still `running`."""
+
+
+class Finished(msgspec.Struct, frozen=True):
+    """The turn ended (`reason`) and nothing is queued: the busy period is over."""
+
+    reason: TurnEndReason
+
+
+class Cancelled(msgspec.Struct, frozen=True):
+    """The turn was cancelled: the busy period is over. Work `keep_inbox` kept waits for a
+    wake; a send latched meanwhile is that wake."""
+
+    cause: CancelCause
+
+
+class FlushFailed(msgspec.Struct, frozen=True):
+    """The closed turn's checkpoint (`session/flush`) failed: report it (`agent/error`) and
+    stop the driver; the coordinator keeps the unwritten events."""
+
+    turn: int
+    step: int
+    error: Exception
+
+
+TurnOutcome: TypeAlias = NextTurn | Finished | Cancelled | FlushFailed
+"""What a closed turn asks of its agent; `ReactLoopAgent` matches it, closed by
+`assert_never`."""
+
+
 class TurnRunner:
     """Drives the turns of one agent (SPEC §5.4 to §5.7) on the collaborators it is built
     from (`TurnDeps`), never on the agent. Made with the agent, it owns what outlives a turn:
     the runtime-context projection and the request builder (which knows whether this loop
-    instance logged a request header). The agent calls `open_turn` and `run_turn`;
-    everything else is the runner's own."""
+    instance logged a request header). The agent calls `open_turn`, then `run_turn`, and
+    carries out the `TurnOutcome` it returns; everything else is the runner's own."""
 
     __slots__ = ("_deps", "_events", "_inbox", "_projection", "_requests", "_session")
 
@@ -99,11 +134,8 @@ class TurnRunner:
         activity.opening_steering = self._inbox.steering
         activity.prompt = self._inbox.claim_prompt()
 
-    def report_open_failure(self, activity: Activity, exc: Exception) -> None:
-        self._events.emit(AGENT_ERROR, AgentError(self._deps.subject, activity.turn, 0, exc))
-
-    async def run_turn(self, activity: Activity) -> bool:
-        """Run the opened turn to its end; True when another turn should follow at once."""
+    async def run_turn(self, activity: Activity) -> TurnOutcome:
+        """Run the opened turn to its end (`turn/end`, then the checkpoint); what next."""
         signal = activity.signal
         turn = activity.turn
         reason = TurnEndReason("completed")
@@ -127,22 +159,21 @@ class TurnRunner:
         finally:
             activity.turn_open = False
             append(self._session, TurnEndEvent(turn=turn, reason=reason))
-        if not await self._checkpoint(turn, activity.step):
-            return False
-        if reason.kind == "aborted":
-            return False  # pending work preserved by keep_inbox waits for a new wake
-        return self._inbox.queued > 0
+        failure = await self._checkpoint()
+        if failure is not None:
+            return FlushFailed(turn, activity.step, failure)
+        if reason.cause is not None:  # only an aborted turn has a cause
+            return Cancelled(reason.cause)
+        return NextTurn() if self._inbox.queued else Finished(reason)
 
-    async def _checkpoint(self, turn: int, step: int) -> bool:
+    async def _checkpoint(self) -> Exception | None:
         """The closed turn's durability checkpoint (`session/flush`), still inside `running`:
-        an answer is on disk before the agent reports idle. A failed flush is reported
-        (`agent/error`) and stops the driver; the coordinator keeps the unwritten events."""
+        an answer is on disk before the agent reports idle. What it failed with, if it did."""
         try:
             await self._deps.ctx.require(SESSIONS).flush(self._session)
         except Exception as exc:
-            self._events.emit(AGENT_ERROR, AgentError(self._deps.subject, turn, step, exc))
-            return False
-        return True
+            return exc
+        return None
 
     def _failed(self, turn: int, step: int, exc: Exception) -> TurnEndReason:
         """The `error` reason of a failed turn; `agent/error` is emitted."""
