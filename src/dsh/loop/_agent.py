@@ -5,57 +5,40 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
-
-import msgspec
+from typing import TYPE_CHECKING, TypeVar, assert_never
 
 from ..agent import (
+    AGENT_ERROR,
     AGENT_STATUS,
+    AGENTS,
     CANCEL_REQUESTED,
     DISPOSED_CANCEL,
-    INBOX_DEQUEUE,
-    INBOX_DISCARD,
-    INBOX_ENQUEUE,
+    AgentError,
     AgentEvents,
     AgentOptions,
     AgentStatus,
     CancelCause,
     CancelRequested,
     Inbox,
-    InboxChange,
-    Placement,
     SendTarget,
     StatusChange,
 )
 from ..kernel import CancelSignal, create_scope
 from ..llm import MessageId, UserMessage, user_message
 from ..session import last_turn
-from ._turn import TurnRunner
+from ._activity import Activity
+from ._delivery import Delivery
+from ._deps import LoopSettings, TurnDeps
+from ._turn import Cancelled, Finished, FlushFailed, NextTurn, TurnOutcome, TurnRunner
 
 if TYPE_CHECKING:
     from ..kernel import Context
     from ..session import Session
-    from ._service import LoopState
 
 __all__ = ["ReactLoopAgent"]
 
 _log = logging.getLogger("dsh.loop")
 T = TypeVar("T")
-
-
-class Activity(msgspec.Struct, eq=False):
-    """A running driver or a maintenance task. `turn`/`step` are the current position."""
-
-    kind: str  # "running" | "maintenance"
-    signal: CancelSignal
-    turn: int
-    step: int = 0
-    wake_requested: bool = False
-    turn_open: bool = False
-    prompt: UserMessage | None = None
-    opening_steering: int | None = None
-    """Next-step items pending when the turn opened: its first step takes only these, so a
-    steer sent after the waking send lands in the step after (SPEC §5.2)."""
 
 
 class ReactLoopAgent:
@@ -67,26 +50,28 @@ class ReactLoopAgent:
 
     def __init__(
         self,
-        state: LoopState,
+        loop_ctx: Context,
         session: Session,
         options: AgentOptions,
+        settings: LoopSettings,
     ) -> None:
-        self._state = state
+        self._loop_ctx = loop_ctx
         self._session = session
         self._options = options
         self.inbox = Inbox(session)
-        scope = create_scope(state.ctx, self, f"agent:{session.id}")
+        scope = create_scope(loop_ctx, self, f"agent:{session.id}")
         scope.ctx.agent = self
         self._scope = scope
-        self.events = AgentEvents(state.ctx, self)
+        self.events = AgentEvents(loop_ctx, self)
+        self._delivery = Delivery(self.inbox, self.events, self)
         self._activity: Activity | None = None
         last = last_turn(session.events)
         self._last_turn = last.number if last is not None and isinstance(last.number, int) else 0
         self._idle = asyncio.get_running_loop().create_future()
         self._idle.set_result(None)
         self._driver: asyncio.Task[None] | None = None
-        self._disposed = False
-        self._runner = TurnRunner(self, state)
+        deps = TurnDeps(self, session, self._delivery, self.events, scope.ctx, options, settings)
+        self._runner = TurnRunner(deps)
 
     # -- the Agent protocol ----------------------------------------------------------------
 
@@ -119,15 +104,11 @@ class ReactLoopAgent:
 
     def send(self, message: UserMessage, target: SendTarget, *, wakeup: bool) -> MessageId:
         """Deliver `message`; returns its id. See SPEC §5.2 for the acceptance window."""
-        if self._disposed:
-            raise RuntimeError(f"agent {self.id} is disposed")
         activity = self._activity
         after_abort = wakeup and activity is not None and activity.signal.aborted
         if after_abort or (target == "next-step" and wakeup and not self.accepts_next_step):
             target = "next-turn"
-        self.inbox.push(target, message)
-        placement: Placement = "queued" if target == "next-turn" else "steering"
-        self.events.emit(INBOX_ENQUEUE, InboxChange(self, message.id, placement))
+        self._delivery.put(target, message)  # raises once the agent is disposed
         if wakeup:
             self._wake(after_abort=after_abort)
         return message.id
@@ -164,9 +145,7 @@ class ReactLoopAgent:
         return True
 
     def discard_pending(self) -> None:
-        for target, message in self.inbox.clear():
-            placement: Placement = "queued" if target == "next-turn" else "steering"
-            self.events.emit(INBOX_DISCARD, InboxChange(self, message.id, placement))
+        self._delivery.discard()
 
     async def when_idle(self) -> None:
         """Resolve once the agent has settled out of `running` (follows chained drivers)."""
@@ -227,19 +206,20 @@ class ReactLoopAgent:
         try:
             runner.open_turn(activity)
         except Exception as exc:
-            runner.report_open_failure(activity, exc)
+            self.events.emit(AGENT_ERROR, AgentError(self, activity.turn, 0, exc))
             self._end(activity)
             raise
-        self._driver = self._state.initiator.spawn(
+        initiator = self._loop_ctx.require(AGENTS).initiator
+        self._driver = initiator.spawn(
             self, self._drive(runner, activity), owner=self.ctx.owner, name=f"dsh-agent:{self.id}"
         )
 
     async def _drive(self, runner: TurnRunner, activity: Activity) -> None:
         try:
-            while await runner.run_turn(activity):
-                activity.signal = CancelSignal()
-                activity.wake_requested = False
-                runner.open_turn(activity)
+            while True:
+                outcome = await runner.run_turn(activity)
+                if not self._carry_out(outcome, runner, activity):
+                    return
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -247,17 +227,33 @@ class ReactLoopAgent:
         finally:
             self._end(activity)
 
-    def claimed(self, messages: list[UserMessage], placement: Placement) -> None:
-        for message in messages:
-            self.events.emit(INBOX_DEQUEUE, InboxChange(self, message.id, placement))
+    def _carry_out(self, outcome: TurnOutcome, runner: TurnRunner, activity: Activity) -> bool:
+        """Do what the closed turn asks; whether the driver goes on."""
+        match outcome:
+            case NextTurn():
+                activity.signal = CancelSignal()
+                activity.wake_requested = False
+                runner.open_turn(activity)
+                return True
+            case Finished() | Cancelled():
+                return False  # `_end` settles, and wakes a send latched during a cancel
+            case FlushFailed(turn=turn, step=step, error=error):
+                self.events.emit(AGENT_ERROR, AgentError(self, turn, step, error))
+                return False
+            case _:
+                assert_never(outcome)
 
     # -- teardown ------------------------------------------------------------------------------
+
+    @property
+    def _disposed(self) -> bool:
+        return self._delivery.closed  # closed by `shutdown`: nothing is delivered after
 
     async def shutdown(self) -> None:
         """Cancel (cause `disposed`), wait for quiescence, unwind the scope."""
 
         self.cancel(DISPOSED_CANCEL)
-        self._disposed = True
+        self._delivery.close()
         await self.when_idle()
         if self._driver is not None:
             await asyncio.wait([self._driver])

@@ -22,8 +22,8 @@ from ..session import EpochHeader, ReplaceOp, SurfaceOp
 
 if TYPE_CHECKING:
     from ..prompt import PromptAssembly
-    from ._agent import Activity, ReactLoopAgent
-    from ._service import LoopState
+    from ._activity import Activity
+    from ._deps import TurnDeps
 
 
 class RequestBuilder:
@@ -31,12 +31,11 @@ class RequestBuilder:
     what the log says (SPEC §5.6). It owns the one piece of state that outlives a turn:
     whether this loop instance has logged a `request/header` yet."""
 
-    __slots__ = ("_agent", "_equal", "_header_logged", "_session", "_state")
+    __slots__ = ("_deps", "_equal", "_header_logged", "_session")
 
-    def __init__(self, agent: ReactLoopAgent, state: LoopState) -> None:
-        self._agent = agent
-        self._state = state
-        self._session = agent.session
+    def __init__(self, deps: TurnDeps) -> None:
+        self._deps = deps
+        self._session = deps.session
         self._header_logged = False
         self._equal: tuple[EpochHeader, EpochHeader] | None = None
         """(a logged header, a header built here and found equal to it)."""
@@ -70,25 +69,25 @@ class RequestBuilder:
         self, activity: Activity, previous: EpochHeader | None
     ) -> tuple[LlmCallConfig, PreparedCall | None]:
         """`agent/request` over the seed config, then the adapter's defaults applied."""
-        agent, signal = self._agent, activity.signal
+        deps, signal = self._deps, activity.signal
         seed = self._seed_config(previous)
 
         async def terminal(payload: StepPoint) -> LlmCallConfig:
             return seed
 
-        config = await agent.events.waterfall(
-            REQUEST, StepPoint(agent, activity.turn, activity.step, signal), terminal
+        config = await deps.events.waterfall(
+            REQUEST, StepPoint(deps.subject, activity.turn, activity.step, signal), terminal
         )
         signal.raise_if_aborted()
         if not config.provider or not config.model:
             raise HarnessError(
-                f"agent {agent.id} has no provider/model: set AgentOptions.provider and "
+                f"agent {self._session.id} has no provider/model: set AgentOptions.provider and "
                 "AgentOptions.model (or the profile's agent_loop defaults)",
                 "NO_MODEL",
             )
         prepared: PreparedCall | None
         try:
-            prepared = await agent.ctx.require(LLM).prepare_call(config, signal)
+            prepared = await deps.ctx.require(LLM).prepare_call(config, signal)
         except LlmError as exc:
             if exc.failure.code != "NO_ADAPTER":
                 raise
@@ -99,7 +98,7 @@ class RequestBuilder:
     def _seed_config(self, previous: EpochHeader | None) -> LlmCallConfig:
         """The config `agent/request` starts from: the last logged one (less the adapter's
         defaults) once this instance logged a header; else the agent's options."""
-        options = self._agent.options
+        options, settings = self._deps.options, self._deps.settings
         if self._header_logged and previous is not None:
             config = previous.config
             defaults = previous.adapter_defaults
@@ -110,8 +109,8 @@ class RequestBuilder:
                     reasoning_effort=None if defaults.reasoning_effort else config.reasoning_effort,
                 )
             return config
-        provider = options.provider or self._state.default_provider or ""
-        model = options.model or self._state.default_model or ""
+        provider = options.provider or settings.default_provider or ""
+        model = options.model or settings.default_model or ""
         effort = options.reasoning_effort
         if (
             effort is None

@@ -14,7 +14,8 @@ from ..tools import TOOLS, Prepared, ToolExecutionInput, ToolFailure, ToolResult
 
 if TYPE_CHECKING:
     from ..session import SessionEvent
-    from ._agent import Activity, ReactLoopAgent
+    from ._activity import Activity
+    from ._deps import TurnDeps
 
 ABORTED_BEFORE_DISPATCH = "tool call aborted before dispatch"
 
@@ -51,15 +52,16 @@ class ToolCallScheduler:
     `tool/call`, policy (pre-execute, approval, guards, post-execute) and `tool/result` stay
     in model order; only bodies of concurrency-safe calls overlap, at most
     `max_parallel_tool_calls` at a time. Unstarted calls of a cancelled step get synthetic
-    ABORTED_BEFORE_DISPATCH results so every call has exactly one result.
+    ABORTED_BEFORE_DISPATCH results so every call has exactly one result. Contexts a result
+    adds go to the inbox as next-step items, as `inject` would put them.
     """
 
-    def __init__(self, agent: ReactLoopAgent, activity: Activity, limit: int) -> None:
-        self.agent = agent
+    def __init__(self, deps: TurnDeps, activity: Activity) -> None:
+        self.deps = deps
         self.activity = activity
-        self.tools = agent.ctx.require(TOOLS)
-        self.session = agent.session
-        self.limit = limit
+        self.tools = deps.ctx.require(TOOLS)
+        self.session = deps.session
+        self.limit = deps.settings.max_parallel_tool_calls
         self.slots: list[_Slot] = []
         self.committed = 0
         self.concluded = False
@@ -70,7 +72,7 @@ class ToolCallScheduler:
             name=block.name,
             arguments=parse_arguments(block.arguments),
             signal=self.activity.signal,
-            agent=self.agent,
+            agent=self.deps.subject,
         )
 
     async def run(self, calls: tuple[ToolCallBlock, ...]) -> bool:
@@ -120,7 +122,7 @@ class ToolCallScheduler:
         prepared = await self.tools.prepare(request)
         slot = _Slot(block, call.seq, prepared, parallel)
         if prepared.kind == "dispatch":
-            slot.task = self.agent.ctx.owner.spawn(self.tools.dispatch(prepared))
+            slot.task = self.deps.ctx.owner.spawn(self.tools.dispatch(prepared))
         else:
             assert prepared.result is not None
             slot.result = prepared.result
@@ -148,7 +150,7 @@ class ToolCallScheduler:
         )
         append(self.session, logged)
         for context in result.additional_contexts:
-            self.agent.inject(context)
+            self.deps.inbox.put("next-step", context)
         self.concluded = self.concluded or result.concludes_turn
 
     def _append_call(self, block: ToolCallBlock) -> SessionEvent:

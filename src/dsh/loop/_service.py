@@ -18,7 +18,6 @@ from ..agent import (
     AgentHandle,
     AgentOptions,
     CreateAgentOptions,
-    InitiatorScope,
     ResumeAgentOptions,
     SessionStart,
     SessionStartSource,
@@ -32,6 +31,7 @@ from ..prompt import SYSTEM_PROMPT
 from ..session import SESSIONS, Session, SessionMeta
 from ..tools import TOOLS
 from ._agent import ReactLoopAgent
+from ._deps import LoopSettings
 
 if TYPE_CHECKING:
     from ..prompt import AssembleContext
@@ -81,17 +81,11 @@ class LoopConfig(ConfigRecord):
 class LoopState(msgspec.Struct, eq=False):
     """What every agent of this loop shares: the loop plugin's context (services are reached
     through contexts: this one for the loop, each agent's scoped one for its turns), the
-    config, and the handles of the agents it made."""
+    settings, and the handles of the agents it made."""
 
     ctx: Context
-    max_parallel_tool_calls: int = 10
-    default_provider: str | None = None
-    default_model: str | None = None
+    settings: LoopSettings
     handles: set[AgentHandle] = msgspec.field(default_factory=set)
-
-    @property
-    def initiator(self) -> InitiatorScope:
-        return self.ctx.require(AGENTS).initiator
 
 
 class AgentLoop:
@@ -152,7 +146,7 @@ class AgentLoop:
         source: SessionStartSource,
     ) -> AgentHandle:
         state = self.state
-        agent = ReactLoopAgent(state, session, options)
+        agent = ReactLoopAgent(state.ctx, session, options, state.settings)
         detachers: list[Any] = []
         # Creation ends early when the caller's signal fires or the handle is disposed
         # (its owner went away) while setup runs; the caller's signal is detached after.
@@ -223,12 +217,8 @@ class AgentLoopPlugin:
 
     @staticmethod
     async def apply(ctx: Context, config: LoopConfig) -> None:
-        state = LoopState(
-            ctx=ctx,
-            max_parallel_tool_calls=config.max_parallel_tool_calls,
-            default_provider=config.provider,
-            default_model=config.model,
-        )
+        settings = LoopSettings(config.max_parallel_tool_calls, config.provider, config.model)
+        state = LoopState(ctx, settings)
         loop = AgentLoop(state)
         ctx.owner.effect(loop.dispose_all)
         ctx.provide(AGENT_LOOP, loop)
@@ -245,10 +235,11 @@ class AgentLoopPlugin:
 
 def _agent_route(context: AssembleContext, state: LoopState) -> tuple[str | None, str | None]:
     agent = context.agent
+    settings = state.settings
     if not isinstance(agent, ReactLoopAgent):
-        return state.default_provider, state.default_model
+        return settings.default_provider, settings.default_model
     options = agent.options
-    return (options.provider or state.default_provider, options.model or state.default_model)
+    return (options.provider or settings.default_provider, options.model or settings.default_model)
 
 
 def _cwd(context: AssembleContext) -> str | None:

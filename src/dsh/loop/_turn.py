@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Literal, assert_never
+from typing import TYPE_CHECKING, Literal, TypeAlias, assert_never
 
+import msgspec
 from msgspec.structs import replace
 
 from ..agent import (
@@ -64,26 +65,62 @@ from ._runtime_context import RuntimeContextProjection
 from ._scheduler import ToolCallScheduler
 
 if TYPE_CHECKING:
-    from ._agent import Activity, ReactLoopAgent
-    from ._service import LoopState
+    from ._activity import Activity
+    from ._deps import TurnDeps
 
 StepOutcome = Literal["completed", "max-tokens"] | None
 
 
+# -- what the agent does after a turn --------------------------------------------------------
+
+
+class NextTurn(msgspec.Struct, frozen=True):
+    """A prompt is queued: open the next turn at once, still `running`."""
+
+
+class Finished(msgspec.Struct, frozen=True):
+    """The turn ended (`reason`) and nothing is queued: the busy period is over."""
+
+    reason: TurnEndReason
+
+
+class Cancelled(msgspec.Struct, frozen=True):
+    """The turn was cancelled: the busy period is over. Work `keep_inbox` kept waits for a
+    wake; a send latched meanwhile is that wake."""
+
+    cause: CancelCause
+
+
+class FlushFailed(msgspec.Struct, frozen=True):
+    """The closed turn's checkpoint (`session/flush`) failed: report it (`agent/error`) and
+    stop the driver; the coordinator keeps the unwritten events."""
+
+    turn: int
+    step: int
+    error: Exception
+
+
+TurnOutcome: TypeAlias = NextTurn | Finished | Cancelled | FlushFailed
+"""What a closed turn asks of its agent; `ReactLoopAgent` matches it, closed by
+`assert_never`."""
+
+
 class TurnRunner:
-    """Drives the turns of one agent (SPEC §5.4 to §5.7); made with the agent, it owns what
-    outlives a turn: the runtime-context projection and the request builder (which knows
-    whether this loop instance logged a request header). The agent calls `open_turn` and
-    `run_turn`; everything else is the runner's own."""
+    """Drives the turns of one agent (SPEC §5.4 to §5.7) on the collaborators it is built
+    from (`TurnDeps`), never on the agent. Made with the agent, it owns what outlives a turn:
+    the runtime-context projection and the request builder (which knows whether this loop
+    instance logged a request header). The agent calls `open_turn`, then `run_turn`, and
+    carries out the `TurnOutcome` it returns; everything else is the runner's own."""
 
-    __slots__ = ("_agent", "_projection", "_requests", "_session", "_state")
+    __slots__ = ("_deps", "_events", "_inbox", "_projection", "_requests", "_session")
 
-    def __init__(self, agent: ReactLoopAgent, state: LoopState) -> None:
-        self._agent = agent
-        self._state = state
-        self._session = agent.session
-        self._projection = RuntimeContextProjection(agent.session)
-        self._requests = RequestBuilder(agent, state)
+    def __init__(self, deps: TurnDeps) -> None:
+        self._deps = deps
+        self._session = deps.session
+        self._inbox = deps.inbox
+        self._events = deps.events
+        self._projection = RuntimeContextProjection(deps.session)
+        self._requests = RequestBuilder(deps)
 
     # -- turn boundaries -----------------------------------------------------------------------
 
@@ -94,16 +131,11 @@ class TurnRunner:
         activity.turn = turn
         activity.step = 0
         activity.turn_open = True
-        activity.opening_steering = len(self._agent.inbox.next_step)
-        activity.prompt = self._agent.inbox.claim_prompt()
-        if activity.prompt is not None:
-            self._agent.claimed([activity.prompt], "queued")
+        activity.opening_steering = self._inbox.steering
+        activity.prompt = self._inbox.claim_prompt()
 
-    def report_open_failure(self, activity: Activity, exc: Exception) -> None:
-        self._agent.events.emit(AGENT_ERROR, AgentError(self._agent, activity.turn, 0, exc))
-
-    async def run_turn(self, activity: Activity) -> bool:
-        """Run the opened turn to its end; True when another turn should follow at once."""
+    async def run_turn(self, activity: Activity) -> TurnOutcome:
+        """Run the opened turn to its end (`turn/end`, then the checkpoint); what next."""
         signal = activity.signal
         turn = activity.turn
         reason = TurnEndReason("completed")
@@ -127,32 +159,30 @@ class TurnRunner:
         finally:
             activity.turn_open = False
             append(self._session, TurnEndEvent(turn=turn, reason=reason))
-        if not await self._checkpoint(turn, activity.step):
-            return False
-        if reason.kind == "aborted":
-            return False  # pending work preserved by keep_inbox waits for a new wake
-        return bool(self._agent.inbox.next_turn)
+        failure = await self._checkpoint()
+        if failure is not None:
+            return FlushFailed(turn, activity.step, failure)
+        if reason.cause is not None:  # only an aborted turn has a cause
+            return Cancelled(reason.cause)
+        return NextTurn() if self._inbox.queued else Finished(reason)
 
-    async def _checkpoint(self, turn: int, step: int) -> bool:
+    async def _checkpoint(self) -> Exception | None:
         """The closed turn's durability checkpoint (`session/flush`), still inside `running`:
-        an answer is on disk before the agent reports idle. A failed flush is reported
-        (`agent/error`) and stops the driver; the coordinator keeps the unwritten events."""
-        agent = self._agent
+        an answer is on disk before the agent reports idle. What it failed with, if it did."""
         try:
-            await agent.ctx.require(SESSIONS).flush(self._session)
+            await self._deps.ctx.require(SESSIONS).flush(self._session)
         except Exception as exc:
-            agent.events.emit(AGENT_ERROR, AgentError(agent, turn, step, exc))
-            return False
-        return True
+            return exc
+        return None
 
     def _failed(self, turn: int, step: int, exc: Exception) -> TurnEndReason:
         """The `error` reason of a failed turn; `agent/error` is emitted."""
-        self._agent.events.emit(AGENT_ERROR, AgentError(self._agent, turn, step, exc))
+        self._events.emit(AGENT_ERROR, AgentError(self._deps.subject, turn, step, exc))
         failure = exc.failure if isinstance(exc, LlmError) else None
         return TurnEndReason("error", error=failure or LlmFailure(error_chain(exc), "UNKNOWN"))
 
     async def _steps(self, activity: Activity) -> str:
-        agent = self._agent
+        deps, inbox = self._deps, self._inbox
         signal = activity.signal
         signal.raise_if_aborted()
         entering: list[UserMessage] = []
@@ -165,23 +195,23 @@ class TurnRunner:
         while True:
             signal.raise_if_aborted()
             limit, activity.opening_steering = activity.opening_steering, None
-            steering = agent.inbox.claim_steering(limit)
-            agent.claimed(steering, "steering")
-            messages = steering + entering
+            messages = inbox.claim_steering(limit) + entering
             entering = []
-            assembly = await agent.ctx.require(SYSTEM_PROMPT).assemble(
-                AssembleContext(agent=agent, scope=agent, signal=signal)
+            assembly = await deps.ctx.require(SYSTEM_PROMPT).assemble(
+                AssembleContext(agent=deps.subject, scope=deps.subject, signal=signal)
             )
             signal.raise_if_aborted()
             if activity.step == 0 and not messages:
-                if agent.inbox.next_step:
+                if inbox.steering:
                     continue  # steered while the empty opening claim was prepared
                 return "completed"  # nothing to send: no step spent
             snapshot = self._projection.project(assembly)
             if snapshot is not None:
                 messages.append(snapshot)
             step = activity.step + 1
-            await agent.events.serial(PRE_STEP, StepPoint(agent, activity.turn, step, signal))
+            await self._events.serial(
+                PRE_STEP, StepPoint(deps.subject, activity.turn, step, signal)
+            )
             signal.raise_if_aborted()
             append(self._session, StepStartEvent(turn=activity.turn, step=step))
             activity.step = step
@@ -197,18 +227,18 @@ class TurnRunner:
             finally:
                 append(self._session, StepEndEvent(turn=activity.turn, step=step))
             signal.raise_if_aborted()
-            if ends is not None and not agent.inbox.next_step:
+            if ends is not None and not inbox.steering:
                 await self._turn_stopping(activity)
                 signal.raise_if_aborted()
-            if ends is not None and not agent.inbox.next_step:
+            if ends is not None and not inbox.steering:
                 return ends
 
     async def _admit(self, prompt: UserMessage, activity: Activity) -> list[UserMessage] | None:
         async def allow(payload: PromptSubmit) -> PromptDecision:
             return Allow()
 
-        decision = await self._agent.events.waterfall(
-            PROMPT_SUBMIT, PromptSubmit(self._agent, prompt, activity.signal), allow
+        decision = await self._events.waterfall(
+            PROMPT_SUBMIT, PromptSubmit(self._deps.subject, prompt, activity.signal), allow
         )
         activity.signal.raise_if_aborted()
         if isinstance(decision, Block):
@@ -223,13 +253,13 @@ class TurnRunner:
         async def stop(payload: TurnStopping) -> StopDecision:
             return Stop()
 
-        decision = await self._agent.events.waterfall(
-            TURN_STOPPING, TurnStopping(self._agent, activity.turn, activity.signal), stop
+        decision = await self._events.waterfall(
+            TURN_STOPPING, TurnStopping(self._deps.subject, activity.turn, activity.signal), stop
         )
         activity.signal.raise_if_aborted()  # a cancelled turn does not continue
         if isinstance(decision, Continue):
-            message = user_message(decision.reason, decision.source)
-            self._agent.send(message, "next-step", wakeup=True)
+            # Steering for the open turn, as a waking steer would put it.
+            self._inbox.put("next-step", user_message(decision.reason, decision.source))
         elif not isinstance(decision, Stop):
             assert_never(decision)
 
@@ -252,10 +282,7 @@ class TurnRunner:
                 return "max-tokens"
             if not message.tool_calls:
                 return "completed"
-            limit = self._state.max_parallel_tool_calls
-            concluded = await ToolCallScheduler(self._agent, activity, limit).run(
-                message.tool_calls
-            )
+            concluded = await ToolCallScheduler(self._deps, activity).run(message.tool_calls)
             return "completed" if concluded else None
 
     async def _stream(
@@ -274,7 +301,7 @@ class TurnRunner:
 
         held = DeltaCoalescer(log)
         stream = (
-            prepared.stream(request) if prepared else self._agent.ctx.require(LLM).stream(request)
+            prepared.stream(request) if prepared else self._deps.ctx.require(LLM).stream(request)
         )
         try:
             async for chunk in stream:
@@ -296,9 +323,8 @@ class TurnRunner:
         failure: LlmFailure,
     ) -> bool:
         """`agent/request-error` for a failed attempt: whether to try the step's call again."""
-        agent = self._agent
         payload = RequestError(
-            agent,
+            self._deps.subject,
             activity.turn,
             activity.step,
             request.provider,
@@ -306,7 +332,7 @@ class TurnRunner:
             prepared.retry_policy if prepared else None,
             activity.signal,
         )
-        action = await agent.events.waterfall(REQUEST_ERROR, payload, _no_retry)
+        action = await self._events.waterfall(REQUEST_ERROR, payload, _no_retry)
         activity.signal.raise_if_aborted()
         return isinstance(action, Retry)
 
@@ -318,16 +344,15 @@ class TurnRunner:
         seqs: list[int],
     ) -> AssistantMessage:
         """`agent/step-result`, then the `assistant/message` folded from the chunks."""
-        agent, turn, step = self._agent, activity.turn, activity.step
+        turn, step = activity.turn, activity.step
         message = assistant_message(
             assembler.blocks(),
             provider=request.provider,
             model=request.model,
             replay_state=assembler.replay_state,
         )
-        message = await agent.events.waterfall(
-            STEP_RESULT, StepResult(agent, turn, step, message, activity.signal), _same_message
-        )
+        payload = StepResult(self._deps.subject, turn, step, message, activity.signal)
+        message = await self._events.waterfall(STEP_RESULT, payload, _same_message)
         answer = AssistantMessageEvent(
             turn=turn,
             step=step,
