@@ -52,13 +52,16 @@ async def test_parallel_calls_finish_out_of_order_and_commit_in_order(runtime: R
 async def test_pool_is_bounded_and_exclusive_calls_run_alone(runtime: Runtime) -> None:
     active: list[str] = []
     log: list[tuple[str, int]] = []
+    arrivals: asyncio.Queue[asyncio.Event] = asyncio.Queue()
 
     @tool(concurrency_safe=True)
     async def read(name: str) -> str:
-        """A concurrency-safe read."""
+        """A concurrency-safe read, held until the test lets it end."""
         active.append(name)
         log.append(("read", len(active)))
-        await asyncio.sleep(0.01)
+        gate = asyncio.Event()
+        arrivals.put_nowait(gate)
+        await gate.wait()
         active.remove(name)
         return name
 
@@ -75,7 +78,19 @@ async def test_pool_is_bounded_and_exclusive_calls_run_alone(runtime: Runtime) -
     runtime.model.add(reply(*calls), reply("done"))
     agent = await runtime.agent()
     agent.followup("go")
-    await agent.when_idle()
+    idle = asyncio.create_task(agent.when_idle())
+    while True:  # each round: every read the pool admits arrives, then all are let go
+        arrival = asyncio.create_task(arrivals.get())
+        await asyncio.wait([idle, arrival], return_when=asyncio.FIRST_COMPLETED)
+        if not arrival.done():
+            arrival.cancel()
+            break
+        gates = [arrival.result()]
+        await wait_all_tasks_blocked()  # the others admitted with it have arrived too
+        while not arrivals.empty():
+            gates.append(arrivals.get_nowait())
+        for gate in gates:
+            gate.set()
     assert ("write", 0) in log  # nothing else ran while the write did
     assert max(n for kind, n in log if kind == "read") == 2
 

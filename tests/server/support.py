@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from dsh import Context
 from dsh.llm import TokenUsage
+from dsh.persistence import PERSISTENCE_WRITTEN, Written
 from dsh.testing import ScriptedModel, failure, reply, tool_call
 from dsh.tools import tool
 
@@ -56,3 +59,28 @@ class ScriptedPlugin:
             return text.upper()
 
         ctx.tools.register(shout)
+
+
+class WrittenConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    fifo: str
+
+
+class WrittenProbe:
+    """Writes `<session id> <through seq>` to the FIFO `fifo` (which the test reads) after
+    each batch the store wrote (`persistence/written`): the test learns what is on disk as
+    it lands, polling nothing."""
+
+    name = "written_probe"
+    Config = WrittenConfig
+
+    @staticmethod
+    def apply(ctx: Context, config: WrittenConfig) -> None:
+        fd = os.open(config.fifo, os.O_WRONLY | os.O_NONBLOCK)  # the test reads it already
+        ctx.owner.effect(lambda: os.close(fd))
+
+        def written(event: Written) -> None:
+            with contextlib.suppress(BlockingIOError):  # a test that stopped reading
+                os.write(fd, f"{event.session_id} {event.through_seq}\n".encode())
+
+        ctx.on(PERSISTENCE_WRITTEN, written)

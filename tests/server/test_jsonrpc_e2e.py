@@ -11,6 +11,7 @@ from typing import Any
 from dsh.client import AsyncHarness
 from dsh.testing import OpenAIServer, reply, tool_call
 from tests.cli.support import CHILD_PYTHONPATH
+from tests.tools.builtin.test_bash import fifo
 
 
 def env_for(tmp_path: Path, base_url: str) -> dict[str, str]:
@@ -80,23 +81,23 @@ async def test_subagent_notifications(tmp_path: Path) -> None:
     assert result.final_response == "The helper said pong."
 
 
-async def _wait_for_chunk(queue: asyncio.Queue[dict[str, Any]]) -> None:
+async def _wait_for_chunk(queue: asyncio.Queue[dict[str, Any]]) -> int:
+    """The seq of the first `assistant/chunk` notified."""
     while True:
         frame = await queue.get()
         event = (frame.get("params") or {}).get("event") or {}
         if event.get("type") == "assistant/chunk":
-            return
+            seq: int = event["seq"]
+            return seq
 
 
-async def _stored(tmp_path: Path, session_id: str, event_type: str) -> None:
-    """Until the child's log on disk holds an event of `event_type` (polled: the writer is
-    another process, past its write-batching window)."""
-    needle = f'"type":"{event_type}"'
+async def _stored(writes: asyncio.StreamReader, session_id: str, seq: int) -> None:
+    """Until the runtime (another process, past its write-batching window) reports that
+    `session_id`'s events up to `seq` reached its store (`WrittenProbe`'s lines)."""
     while True:
-        logs = list((tmp_path / "sessions").rglob(f"{session_id}/session.jsonl"))
-        if logs and needle in logs[0].read_text():
+        written, through = (await writes.readline()).decode().split()
+        if written == session_id and int(through) >= seq:
             return
-        await asyncio.sleep(0.01)
 
 
 async def test_shutdown_or_kill_mid_turn_then_resume(tmp_path: Path) -> None:
@@ -117,19 +118,26 @@ async def test_shutdown_or_kill_mid_turn_then_resume(tmp_path: Path) -> None:
         await asyncio.wait_for(_wait_for_chunk(queue), 30)
         await first.close()  # shutdown in the middle of the turn
 
-        second = harness(tmp_path, server)
-        await second.start()
-        queue = second.subscribe()
-        await second.request(
-            "session/prompt",
-            {"sessionId": "session-killed", "contentBlocks": [{"type": "text", "text": "go"}]},
-        )
-        await asyncio.wait_for(_wait_for_chunk(queue), 30)
-        await asyncio.wait_for(_stored(tmp_path, "session-killed", "assistant/chunk"), 30)
-        assert second._process is not None
-        second._process.kill()
-        await second._process.wait()
-        await second.close()
+        probe = tmp_path / "probe.yml"
+        row = {"id": "written_probe", "name": "tests.server.support:WrittenProbe"}
+        probe.write_text(json.dumps([{**row, "config": {"fifo": str(tmp_path / "written")}}]))
+        env = {**env_for(tmp_path, server.base_url), "DSH_PROFILE": str(probe)}
+        async with fifo(tmp_path / "written") as writes:
+            second = AsyncHarness(
+                provider="deepseek-official", model="fake-model", cwd=str(tmp_path), env=env
+            )
+            await second.start()
+            queue = second.subscribe()
+            await second.request(
+                "session/prompt",
+                {"sessionId": "session-killed", "contentBlocks": [{"type": "text", "text": "go"}]},
+            )
+            chunk = await asyncio.wait_for(_wait_for_chunk(queue), 30)
+            await asyncio.wait_for(_stored(writes, "session-killed", chunk), 30)
+            assert second._process is not None
+            second._process.kill()
+            await second._process.wait()
+            await second.close()
 
         third = harness(tmp_path, server)
         await third.start()

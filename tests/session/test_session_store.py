@@ -216,19 +216,29 @@ async def test_flush(ctx: Context, store: SessionStore) -> None:
     session = store.create("f")
     assert await store.flush(session) is False
     done: list[str] = []
+    gate = asyncio.Event()
 
     async def slow(s: Session) -> None:
-        await asyncio.sleep(0.01)
+        await gate.wait()
         done.append("slow")
 
     async def failing(s: Session) -> None:
         raise OSError("disk full")
 
     ctx.on(SESSION_FLUSH, slow)
-    assert await store.flush(session) is True and done == ["slow"]
+    flushing = asyncio.create_task(store.flush(session))
+    await wait_all_tasks_blocked()
+    assert not flushing.done()  # it waits for the slow listener
+    gate.set()
+    assert await flushing is True and done == ["slow"]
     ctx.on(SESSION_FLUSH, failing)
+    gate.clear()
+    flushing = asyncio.create_task(store.flush(session))
+    await wait_all_tasks_blocked()
+    assert not flushing.done()  # failed already, but the slow listener has not settled
+    gate.set()
     with pytest.raises(OSError, match="disk full"):
-        await store.flush(session)
+        await flushing
     assert done == ["slow", "slow"]  # the failure surfaced after every listener settled
 
 

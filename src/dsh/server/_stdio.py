@@ -195,7 +195,7 @@ async def serve(
     ctx = await start(assemble(spec))
     server = JsonRpcServer(ctx, output.send)
     queue = await line_queue(stdin or sys.stdin.buffer, ctx.owner)
-    tasks: set[asyncio.Task[None]] = set()
+    requests = ctx.owner.child("jsonrpc requests")
     try:
         while not output.closed.is_set():
             line = await queue.get()
@@ -214,14 +214,12 @@ async def serve(
                 output.send(frame)
                 continue
             if frame.method == "shutdown":
-                await asyncio.gather(*tasks, return_exceptions=True)
+                await requests.settled()
                 await _answer(server, frame, output)
                 break
-            task = ctx.owner.spawn(_answer(server, frame, output))
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
+            requests.spawn(_answer(server, frame, output))
     finally:
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await requests.settled()
         await server.shutdown()
         await ctx.owner.dispose()
         output.flush()

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import uvicorn
 
+from ..kernel import Owner
 from ._app import WebUI
 
 __all__ = ["bind", "serve"]
@@ -65,18 +66,20 @@ async def serve(web: WebUI, sock: socket.socket, *, stop: asyncio.Event | None =
     def exit_now() -> None:
         server.should_exit = True
 
+    async def exit_on_stop(stop: asyncio.Event) -> None:
+        await stop.wait()
+        exit_now()
+
     handled = stop is None and threading.current_thread() is threading.main_thread()
     for sig in (signal.SIGINT, signal.SIGTERM) if handled else ():
         loop.add_signal_handler(sig, exit_now)
-    watcher = None if stop is None else asyncio.ensure_future(stop.wait())
-    if watcher is not None:
-        watcher.add_done_callback(lambda _: exit_now())
-    try:
-        await server.serve(sockets=[sock])
-    finally:
-        if watcher is not None:
-            watcher.cancel()
-        for sig in (signal.SIGINT, signal.SIGTERM) if handled else ():
-            loop.remove_signal_handler(sig)
-        sock.close()
-        await web.aclose()
+    async with Owner("dsh web serve") as watching:  # the watcher ends with the block
+        if stop is not None:
+            watching.spawn(exit_on_stop(stop))
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM) if handled else ():
+                loop.remove_signal_handler(sig)
+            sock.close()
+            await web.aclose()

@@ -321,7 +321,7 @@ async def test_cancel_while_waiting_denies(make_world: Any) -> None:
     async def slow(request: ApprovalRequest) -> Answer:
         started.set()
         try:
-            await asyncio.sleep(60)
+            await asyncio.Event().wait()  # nobody answers
         except asyncio.CancelledError:
             dismissed.set()
             raise

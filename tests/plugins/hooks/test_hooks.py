@@ -17,7 +17,7 @@ from dsh.plugins.compaction import COMPACTION, CompactionPlugin
 from dsh.plugins.hooks import HOOKS
 from dsh.testing import reply, tool_call
 from dsh.workspace import SettingsError
-from tests.tools.builtin.test_bash import killed, pid_in, wait_for_pid
+from tests.tools.builtin.test_bash import fifo, killed, next_line, pid_in
 
 from .conftest import Boot, World, command, script, settings
 
@@ -361,8 +361,9 @@ async def test_cancel_kills_a_running_hook(make_world: Boot, workspace: Path) ->
     world = await trusted(make_world, workspace, {"PreToolUse": command(None, "./hang.sh")})
     world.model.add(reply(bash("echo hi")))
     agent = await world.agent()
-    agent.followup("go")
-    sleeper = await wait_for_pid(pid_file)  # the hook runs: its child started
+    async with fifo(pid_file) as pids:
+        agent.followup("go")
+        sleeper = int(await next_line(pids))  # the hook runs: its child started
     agent.cancel(USER_CANCEL)
     await agent.when_idle()
     assert [e.data["reason"]["kind"] for e in agent.session.events if e.type == "turn/end"] == [

@@ -283,7 +283,7 @@ async def test_unloading_the_plugin_sends_no_notice(runtime: Runtime) -> None:
 
     async def forever(signal: object) -> str:
         started.set()
-        await asyncio.sleep(3600)
+        await asyncio.Event().wait()  # until the plugin's unloading cancels it
         return "never"
 
     runtime.ctx.require(JOBS).start(agent, "test", "x", forever)

@@ -31,13 +31,32 @@ async def test_a_call_past_its_deadline_fails_tool_timeout(runtime: Runtime) -> 
     assert not ok.is_error
 
 
+def install_witness(runtime: Runtime) -> asyncio.Event:
+    """A tool `witness` (not exempt, default deadline) whose body sets the returned event
+    when its deadline fires. A call started after another gets a deadline no earlier than
+    the other's, and the loop runs due timers before it resumes tasks: once the event is
+    set, the other call's deadline (if it has one) has fired too. No test sleeps for it."""
+    passed = asyncio.Event()
+
+    @tool
+    async def witness(run: ToolRunContext) -> str:
+        """Waits for its deadline."""
+        await run.signal.wait()
+        passed.set()
+        return "timed out"
+
+    runtime.ctx.tools.register(witness)
+    return passed
+
+
 async def test_cancellation_is_not_reported_as_a_timeout(runtime: Runtime) -> None:
     await runtime.ctx.plugin(ToolTimeoutPlugin, {"default_timeout_ms": 20})
+    deadline_passed = install_witness(runtime)
 
     @tool
     async def stubborn() -> str:
         """Ignores its signal and outlives the deadline."""
-        await asyncio.sleep(0.1)
+        await deadline_passed.wait()
         return "late"
 
     runtime.ctx.tools.register(stubborn)
@@ -47,6 +66,10 @@ async def test_cancellation_is_not_reported_as_a_timeout(runtime: Runtime) -> No
     )
     await wait_all_tasks_blocked()  # the body runs (and outlives the signal)
     signal.abort("user")  # cancelled first; the deadline fires too, later
+    witness = await runtime.ctx.tools.execute(
+        ToolExecutionInput("c4", "witness", {}, CancelSignal())
+    )
+    assert witness.error.code == "TOOL_TIMEOUT"  # type: ignore[union-attr]
     result = await call
     assert result.is_error
     assert result.error.code == "ABORTED"  # type: ignore[union-attr]
@@ -62,15 +85,19 @@ def test_deadlines_print_as_integers() -> None:
 
 async def test_exempt_tools_get_no_deadline(runtime: Runtime) -> None:
     await runtime.ctx.plugin(ToolTimeoutPlugin, {"default_timeout_ms": 10, "exempt": ["patient"]})
+    deadline_passed = install_witness(runtime)
 
     @tool
     async def patient(run: ToolRunContext) -> str:
         """Outlives the default deadline; exempt."""
-        await asyncio.sleep(0.05)
+        await deadline_passed.wait()
         return "done" if not run.signal.aborted else "cut"
 
     runtime.ctx.tools.register(patient)
-    result = await runtime.ctx.tools.execute(
-        ToolExecutionInput("c5", "patient", {}, CancelSignal())
+    call = asyncio.create_task(
+        runtime.ctx.tools.execute(ToolExecutionInput("c5", "patient", {}, CancelSignal()))
     )
-    assert not result.is_error
+    await wait_all_tasks_blocked()  # the body runs
+    await runtime.ctx.tools.execute(ToolExecutionInput("c6", "witness", {}, CancelSignal()))
+    result = await call
+    assert not result.is_error and result.content[0].text == "done"  # type: ignore[union-attr]

@@ -58,7 +58,9 @@ class HookBridge:
         self.config = config
         self.agents: dict[str, AgentHooks] = {}
         """By agent id (== session id)."""
-        self._detached: set[asyncio.Task[None]] = set()
+        # Made first, so disposed last (after the listeners): unloading the plugin waits for
+        # the detached runs, which it never cancels (each hook is bounded by its timeout).
+        self._detached = ctx.owner.child("detached hooks")
 
     def attach(self, agent: Agent) -> None:
         """Load the hooks of the agent's workspace (a bad settings file raises
@@ -173,15 +175,11 @@ class HookBridge:
     def detach(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """Run a point nobody waits for; unloading the plugin waits for it (each hook is
         bounded by its timeout)."""
-        task = asyncio.get_running_loop().create_task(coro, name="dsh-hooks")
-        self._detached.add(task)
-        task.add_done_callback(self._detached.discard)
-        return task
+        return self._detached.spawn(coro, name="dsh-hooks", cancel_on_dispose=False)
 
     async def settled(self) -> None:
         """Wait for every detached hook started so far (and those they start)."""
-        while self._detached:
-            await asyncio.wait(list(self._detached))
+        await self._detached.settled()
 
 
 HOOKS: ServiceKey[HookBridge] = ServiceKey("hooks")

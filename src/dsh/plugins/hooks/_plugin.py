@@ -34,7 +34,7 @@ class HooksPlugin:
 
     @staticmethod
     def apply(ctx: Context, config: HooksConfig) -> None:
-        bridge = HookBridge(ctx, config)
+        bridge = HookBridge(ctx, config)  # first: its detached runs are awaited last
         points = HookPoints(bridge)
 
         def cancel_timers() -> None:
@@ -42,8 +42,6 @@ class HooksPlugin:
                 if state.idle is not None:
                     state.idle.cancel()
 
-        # Registered first, so undone last: detached hooks finish before the plugin is gone.
-        ctx.owner.effect(bridge.settled)
         ctx.provide(HOOKS, bridge)
         ctx.owner.effect(cancel_timers)
         ctx.on(AGENT_CREATED, points.created)

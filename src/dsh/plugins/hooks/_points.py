@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from functools import reduce
 from typing import TYPE_CHECKING
 
@@ -19,7 +20,7 @@ from ...agent import (
     hook_cancel,
 )
 from ...events import ApprovalAskedEvent, CompactionEndEvent
-from ...kernel import CancelSignal, Next
+from ...kernel import Aborted, CancelSignal, Next
 from ...llm import Json, TextBlock, UserMessage, plugin_source, text_of
 from ...session import SessionEventPayload
 from ...tools import (
@@ -304,14 +305,9 @@ class HookPoints:
 
 async def _until_done_or_cancelled(tasks: list[asyncio.Task[None]], signal: CancelSignal) -> None:
     """Wait for `tasks` (each bounded by its hooks' timeouts) unless the turn is cancelled
-    first; they go on either way."""
-    done = asyncio.ensure_future(asyncio.wait(list(tasks)))
-    cancelled = asyncio.ensure_future(signal.wait())
-    try:
-        await asyncio.wait((done, cancelled), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        done.cancel()
-        cancelled.cancel()
+    first; they go on either way (the race cancels only the wait)."""
+    with contextlib.suppress(Aborted):
+        await signal.race(asyncio.wait(list(tasks)))
 
 
 def _blocks(outcomes: list[HookOutcome], point: Point) -> list[str]:

@@ -183,6 +183,7 @@ class Connection:
 
                 async with open_session(
                     self.spec,
+                    owner=self._owner,
                     on_tools_changed=self._refresh.set,
                     on_closed=lambda: self._lose("the server closed the connection"),
                     on_stderr=self._stderr_line,

@@ -89,7 +89,7 @@ async def _run(
     handle = await _open(ctx, options, cwd, session_id)
     agent = handle.agent
     events = session_events(agent)  # subscribed now: from this run's first event
-    progress = asyncio.ensure_future(_report_progress(events, request))
+    progress = agent.ctx.owner.spawn(_report_progress(events, request))
     meta = request.request_context.meta
     try:
         # The caller's trace context (`params._meta`): the run's turn belongs to its trace.

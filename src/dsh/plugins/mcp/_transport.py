@@ -23,7 +23,7 @@ from mcp_types import RequestParamsMeta
 from pydantic import ValidationError
 
 from ..._version import __version__
-from ...kernel import current_trace
+from ...kernel import Owner, current_trace
 from ...llm import Json
 from ._config import ServerSpec
 from ._tools import ConnectionLost, McpToolError
@@ -102,19 +102,21 @@ async def _translated(call: Awaitable[Any]) -> Any:
 async def open_session(
     spec: ServerSpec,
     *,
+    owner: Owner,
     on_tools_changed: Callable[[], None],
     on_closed: Callable[[], None],
     on_stderr: Callable[[str], None],
 ) -> AsyncIterator[McpSession]:
     """Connect to `spec` (spawning a stdio server) and initialize; leaving closes the
-    session and, for stdio, stops the server's whole process group."""
+    session and, for stdio, stops the server's whole process group. `owner` (the
+    connection's) owns the task reading a stdio server's stderr."""
 
     async def on_message(message: object) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):
             on_tools_changed()
 
     client = Client(
-        _watched(_transport(spec, on_stderr), on_closed),
+        _watched(_transport(spec, owner, on_stderr), on_closed),
         mode="legacy",  # the initialize handshake every server speaks
         message_handler=on_message,
         client_info=mcp_types.Implementation(name="dsh", version=__version__),
@@ -124,9 +126,9 @@ async def open_session(
         yield McpSession(client)
 
 
-def _transport(spec: ServerSpec, on_stderr: Callable[[str], None]) -> Any:
+def _transport(spec: ServerSpec, owner: Owner, on_stderr: Callable[[str], None]) -> Any:
     if spec.transport == "stdio":
-        return _stdio(spec, on_stderr)
+        return _stdio(spec, owner, on_stderr)
     headers = dict(spec.headers) or None
     assert spec.url is not None
     if spec.transport == "sse":
@@ -144,7 +146,9 @@ async def _http(url: str, headers: dict[str, str] | None) -> AsyncIterator[Any]:
 
 
 @asynccontextmanager
-async def _stdio(spec: ServerSpec, on_stderr: Callable[[str], None]) -> AsyncIterator[Any]:
+async def _stdio(
+    spec: ServerSpec, owner: Owner, on_stderr: Callable[[str], None]
+) -> AsyncIterator[Any]:
     """The SDK's stdio transport (its own process group, killed on exit), with the server's
     stderr read line by line into `on_stderr` instead of inherited."""
     assert spec.command is not None
@@ -153,7 +157,7 @@ async def _stdio(spec: ServerSpec, on_stderr: Callable[[str], None]) -> AsyncIte
     )
     read_fd, write_fd = os.pipe()
     errlog = os.fdopen(write_fd, "w")
-    pump = asyncio.ensure_future(_pump(read_fd, on_stderr))
+    pump = owner.spawn(_pump(read_fd, on_stderr), name=f"dsh-mcp:{spec.name}:stderr")
     try:
         async with stdio_client(params, errlog=errlog) as streams:
             errlog.close()  # the child holds its own copy
