@@ -14,13 +14,6 @@ from pathlib import Path
 
 SRC = Path(__file__).parents[1] / "src"
 
-ALLOWED_CYCLES: dict[str, str] = {
-}
-"""Cycles being taken apart elsewhere, each named by one module in it, with why it is
-allowed for now. A cycle (strongly connected component) holding one of these modules
-passes. Remove an entry once its cycle is gone: the list is meant to end empty."""
-
-
 def modules(root: Path = SRC) -> dict[str, Path]:
     found = {}
     for path in root.rglob("*.py"):
@@ -134,17 +127,11 @@ def _cycle_path(graph: dict[str, set[str]], component: set[str]) -> list[str]:
     raise AssertionError(f"{sorted(component)} is not a cycle")
 
 
-def test_no_import_cycle_remains_but_the_allowed_ones() -> None:
+def test_no_import_cycle_remains() -> None:
     graph = import_graph(modules())
-    unexpected = [c for c in cycles(graph) if not c & ALLOWED_CYCLES.keys()]
-    shown = [" -> ".join(_cycle_path(graph, c)) for c in unexpected]
-    assert not unexpected, "import cycles:\n" + "\n".join(shown)
-
-
-def test_every_allowed_cycle_still_exists() -> None:
-    in_cycles = set().union(*cycles(import_graph(modules())))
-    gone = sorted(set(ALLOWED_CYCLES) - in_cycles)
-    assert not gone, f"no longer in a cycle, remove from ALLOWED_CYCLES: {gone}"
+    found = cycles(graph)
+    shown = [" -> ".join(_cycle_path(graph, c)) for c in found]
+    assert not found, "import cycles:\n" + "\n".join(shown)
 
 
 def test_the_graph_sees_type_only_and_function_level_imports(tmp_path: Path) -> None:
