@@ -6,13 +6,16 @@ import pytest
 
 from dsh.kernel import (
     Context,
+    EventBus,
     EventSpec,
     Mode,
     Next,
+    Owner,
     WaterfallError,
     bind_scope_parent,
     create_scope,
     declared_events,
+    scope_chain,
 )
 from dsh.testing import wait_all_tasks_blocked
 
@@ -312,3 +315,43 @@ async def test_owner_disposal_waits_for_its_async_emit_listeners() -> None:
     gate.set()
     await disposing
     assert finished == ["listener"]
+
+
+@pytest.mark.parametrize("mode", [Mode.EMIT, Mode.SERIAL])
+def test_a_scoped_dispatch_costs_the_emitters_scope_chain_not_the_live_scopes(
+    mode: Mode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With one listener per live agent scope, a dispatch from one agent looks at its own
+    scope chain only: the scopes visited stay the same from 10 live agents to 1,000, and
+    the admitted listeners keep registration order (prepend first)."""
+    from dsh.kernel import _events
+
+    visited: list[object] = []
+
+    def counted(key: object | None) -> Any:
+        for ancestor in scope_chain(key):
+            visited.append(ancestor)
+            yield ancestor
+
+    class Key:
+        """A scope key (weakly referenced by the scope table)."""
+
+    monkeypatch.setattr(_events, "scope_chain", counted)
+    spec = EventSpec.declare(f"test/scoped-cost-{mode}", mode, str)
+    per_emit = {}
+    for live in (10, 1_000):
+        bus, owner, parent = EventBus(), Owner("bus"), Key()
+        calls: list[str] = []
+        scopes = [Key() for _ in range(live)]
+        bus.on(spec, lambda p: calls.append("global"), owner=owner)
+        for i, scope in enumerate(scopes):
+            bind_scope_parent(scope, parent)
+            bus.on(spec, lambda p, i=i: calls.append(f"agent-{i}"), owner=owner, tag=scope)
+        bus.on(spec, lambda p: calls.append("parent"), owner=owner, tag=parent, prepend=True)
+        visited.clear()
+        admitted = bus._admitted(spec, scopes[3])
+        per_emit[live] = len(visited)
+        for entry in admitted:
+            entry.fn("x")
+        assert calls == ["parent", "global", "agent-3"]
+    assert per_emit[10] == per_emit[1_000] == 2  # the agent's scope, then its parent

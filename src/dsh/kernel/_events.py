@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import heapq
 import inspect
+import itertools
 import logging
 import sys
 from collections.abc import Awaitable, Callable
@@ -13,7 +15,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 import msgspec
 
 from ._owner import Disposer, Owner
-from ._scope import is_scope_ancestor
+from ._scope import scope_chain
 
 __all__ = [
     "EmitListener",
@@ -215,27 +217,86 @@ def lookup_event(name: str) -> EventSpec[Any, Any]:
 
 
 class _Listener:
-    __slots__ = ("fn", "global_", "owner", "tag")
+    __slots__ = ("fn", "global_", "owner", "seq", "tag")
 
     def __init__(
-        self, fn: Callable[..., Any], tag: object | None, global_: bool, owner: Owner
+        self, fn: Callable[..., Any], tag: object | None, global_: bool, owner: Owner, seq: int
     ) -> None:
         self.fn = fn
         self.tag = tag
         self.global_ = global_
         self.owner = owner
+        self.seq = seq
+        """Its place in dispatch order: registration order, a prepended one before all."""
 
 
 _EMPTY: tuple[_Listener, ...] = ()
 
 
+def _seq(listener: _Listener) -> int:
+    return listener.seq
+
+
+class _Table:
+    """The listeners of one event: all of them in order, those every scope admits (untagged
+    or global), and the scoped ones by the identity of their scope tag. A scoped dispatch
+    walks the emitter's scope chain, so its cost does not grow with the number of scopes
+    (live agents) that listen."""
+
+    __slots__ = ("all", "by_tag", "unscoped")
+
+    def __init__(self) -> None:
+        self.all: tuple[_Listener, ...] = _EMPTY
+        self.unscoped: tuple[_Listener, ...] = _EMPTY
+        self.by_tag: dict[int, tuple[_Listener, ...]] = {}
+
+    def add(self, entry: _Listener, first: bool) -> None:
+        self.all = _put(self.all, entry, first)
+        if entry.tag is None or entry.global_:
+            self.unscoped = _put(self.unscoped, entry, first)
+        else:  # the entry holds its tag, so the id stays that object's while it is listed
+            key = id(entry.tag)
+            self.by_tag[key] = _put(self.by_tag.get(key, _EMPTY), entry, first)
+
+    def remove(self, entry: _Listener) -> None:
+        self.all = _without(self.all, entry)
+        if entry.tag is None or entry.global_:
+            self.unscoped = _without(self.unscoped, entry)
+            return
+        key = id(entry.tag)
+        kept = _without(self.by_tag.get(key, _EMPTY), entry)
+        if kept:
+            self.by_tag[key] = kept
+        else:
+            self.by_tag.pop(key, None)
+
+    def admitted(self, scope: object | None) -> tuple[_Listener, ...]:
+        """The unscoped listeners, and those tagged with `scope` or one of its ancestors."""
+        by_tag = self.by_tag
+        if not by_tag:
+            return self.unscoped
+        found = [x for x in (by_tag.get(id(k)) for k in scope_chain(scope)) if x]
+        if not found:
+            return self.unscoped
+        return tuple(heapq.merge(self.unscoped, *found, key=_seq))
+
+
+def _put(listeners: tuple[_Listener, ...], entry: _Listener, first: bool) -> tuple[_Listener, ...]:
+    return (entry, *listeners) if first else (*listeners, entry)
+
+
+def _without(listeners: tuple[_Listener, ...], entry: _Listener) -> tuple[_Listener, ...]:
+    return tuple(x for x in listeners if x is not entry)
+
+
 class EventBus:
     """Listener tables of one context tree. Lists are copy-on-write tuples."""
 
-    __slots__ = ("_listeners",)
+    __slots__ = ("_counter", "_tables")
 
     def __init__(self) -> None:
-        self._listeners: dict[str, tuple[_Listener, ...]] = {}
+        self._tables: dict[str, _Table] = {}
+        self._counter = itertools.count(1)
 
     def on(
         self,
@@ -248,39 +309,32 @@ class EventBus:
         global_: bool = False,
     ) -> Disposer:
         owner.check_active()
-        entry = _Listener(fn, tag, global_, owner)
+        n = next(self._counter)
+        entry = _Listener(fn, tag, global_, owner, -n if prepend else n)
         name = spec.name
-        current = self._listeners.get(name, _EMPTY)
-        self._listeners[name] = (entry, *current) if prepend else (*current, entry)
+        table = self._tables.get(name)
+        if table is None:
+            table = self._tables[name] = _Table()
+        table.add(entry, prepend)
 
         def remove() -> None:
-            listeners = self._listeners.get(name, _EMPTY)
-            if entry in listeners:
-                kept = tuple(x for x in listeners if x is not entry)
-                if kept:
-                    self._listeners[name] = kept
-                else:
-                    del self._listeners[name]
+            current = self._tables.get(name)
+            if current is not None and entry in current.all:
+                current.remove(entry)
+                if not current.all:
+                    del self._tables[name]
 
         return owner.effect(remove)
 
     def count(self, spec: EventSpec[Any, Any]) -> int:
-        return len(self._listeners.get(spec.name, _EMPTY))
+        table = self._tables.get(spec.name)
+        return 0 if table is None else len(table.all)
 
     def _admitted(self, spec: EventSpec[Any, Any], scope: object | None) -> tuple[_Listener, ...]:
-        listeners = self._listeners.get(spec.name, _EMPTY)
-        if not listeners or not spec.scoped:
-            return listeners
-        for entry in listeners:
-            if entry.tag is not None and not entry.global_:
-                break
-        else:
-            return listeners  # all untagged or global: nothing to filter
-        return tuple(
-            x
-            for x in listeners
-            if x.global_ or x.tag is None or x.tag is scope or is_scope_ancestor(x.tag, scope)
-        )
+        table = self._tables.get(spec.name)
+        if table is None:
+            return _EMPTY
+        return table.admitted(scope) if spec.scoped else table.all
 
     def emit(self, spec: EventSpec[P, Any], payload: P, scope: object | None = None) -> None:
         """Notify every admitted listener; each failure is contained and logged."""
