@@ -393,3 +393,20 @@ async def test_an_unknown_provider_names_the_ones_this_runtime_knows(tmp_path: P
     message = str(failed.value)
     assert message.startswith('no adapter registered for provider "nope" (this runtime knows: ')
     assert "scripted" in message and "openai" in message and "anthropic" in message
+
+
+@pytest.mark.parametrize("harness", [["one", "two", "three"]], indirect=True)
+async def test_concurrent_runs_each_get_their_own_sessions_notifications(
+    harness: AsyncHarness,
+) -> None:
+    """Notifications are routed by session id: a run collects its own session's, never its
+    neighbours' (each notification costs one lookup, not one look per running run)."""
+    everything = harness.subscribe()
+    ids = [f"session-{n}" for n in range(3)]
+    results = await asyncio.gather(*(harness.run("go", session_id=i) for i in ids))
+    for session_id, result in zip(ids, results, strict=True):
+        assert result.notifications
+        assert {f["params"]["sessionId"] for f in result.notifications} == {session_id}
+    assert sorted(r.final_response for r in results) == ["one", "three", "two"]
+    # Everything, to who subscribed to everything: creation records before each prompt too.
+    assert everything.qsize() >= sum(len(r.notifications) for r in results)

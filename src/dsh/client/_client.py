@@ -81,6 +81,12 @@ class AsyncHarness:
         self._process: asyncio.subprocess.Process | None = None
         self._pending: dict[str, asyncio.Future[Json]] = {}
         self._subscribers: list[asyncio.Queue[dict[str, Json]]] = []
+        """Subscribed to every notification (`subscribe()`)."""
+        self._by_session: dict[str, list[asyncio.Queue[dict[str, Json]]]] = {}
+        """Subscribed to one session's notifications and its subagents' (`subscribe(id)`)."""
+        self._session_of: dict[asyncio.Queue[dict[str, Json]], str] = {}
+        self._parents: dict[str, str] = {}
+        """A subagent's session → its parent's, from `subagent.started`."""
         self._reader: asyncio.Task[None] | None = None
         self._group: asyncio.TaskGroup | None = None
         """Where the reader runs what it starts, while it runs."""
@@ -156,8 +162,7 @@ class AsyncHarness:
                     self._background(self._answer(frame))
                     continue
                 if "method" in frame:
-                    for queue in self._subscribers:
-                        queue.put_nowait(frame)
+                    self._route(frame)
                     continue
                 future = self._pending.pop(str(frame.get("id")), None)
                 if future is None or future.done():
@@ -175,6 +180,32 @@ class AsyncHarness:
                     future.set_exception(ConnectionError("the runtime exited"))
             for queue in self._subscribers:
                 queue.put_nowait(_EXITED)
+            for queues in self._by_session.values():
+                for queue in queues:
+                    queue.put_nowait(_EXITED)
+
+    def _route(self, frame: dict[str, Json]) -> None:
+        """Hand a notification to who subscribed to everything, and to who subscribed to its
+        session or one of that session's ancestors: O(depth), whatever the number of runs."""
+        for queue in self._subscribers:
+            queue.put_nowait(frame)
+        params = frame.get("params")
+        if not isinstance(params, dict):
+            return
+        session = params.get("sessionId") or params.get("parentSessionId")
+        if frame["method"] == "subagent.started":
+            child, parent = params.get("childSessionId"), params.get("parentSessionId")
+            if isinstance(child, str) and isinstance(parent, str):
+                self._parents[child] = parent
+        elif frame["method"] == "subagent.finished":
+            child = params.get("childSessionId")
+            if isinstance(child, str) and child not in self._by_session:
+                self._parents.pop(child, None)
+        seen = 0
+        while isinstance(session, str) and seen < 64:  # a depth bound, against a cycle
+            for queue in self._by_session.get(session, ()):
+                queue.put_nowait(frame)
+            session, seen = self._parents.get(session), seen + 1
 
     async def _answer(self, frame: dict[str, Json]) -> None:
         """Answer a request of the runtime (only `session/ask-user-question` is known)."""
@@ -214,14 +245,27 @@ class AsyncHarness:
             raise
         return await future
 
-    def subscribe(self) -> asyncio.Queue[dict[str, Json]]:
+    def subscribe(self, session_id: str | None = None) -> asyncio.Queue[dict[str, Json]]:
+        """A queue of the runtime's notifications: every one, or (with `session_id`) those of
+        that session and of its subagents' sessions."""
         queue: asyncio.Queue[dict[str, Json]] = asyncio.Queue()
-        self._subscribers.append(queue)
+        if session_id is None:
+            self._subscribers.append(queue)
+        else:
+            self._by_session.setdefault(session_id, []).append(queue)
+            self._session_of[queue] = session_id
         return queue
 
     def unsubscribe(self, queue: asyncio.Queue[dict[str, Json]]) -> None:
-        with contextlib.suppress(ValueError):
-            self._subscribers.remove(queue)
+        session_id = self._session_of.pop(queue, None)
+        if session_id is None:
+            with contextlib.suppress(ValueError):
+                self._subscribers.remove(queue)
+            return
+        queues = self._by_session[session_id]
+        queues.remove(queue)
+        if not queues:
+            del self._by_session[session_id]
 
     async def run(
         self,
@@ -234,7 +278,7 @@ class AsyncHarness:
         existing id continues it (a stored one is resumed). `on_event` is called with each of
         the session's events of the run as it arrives, typed (`dsh.events`)."""
         session_id = session_id or f"session-{uuid4_hex()}"
-        queue = self.subscribe()
+        queue = self.subscribe(session_id)
         try:
             result = await self.request(
                 "session/prompt",
