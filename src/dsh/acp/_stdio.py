@@ -96,5 +96,5 @@ async def serve(ctx: Context, settings: AcpSettings, stdin: BinaryIO, stdout: Bi
     finally:
         await agent.close()
         await ctx.owner.dispose()
-        output.flush()  # frames sent in this last pass of the loop
+        await output.drain()  # frames sent in this last pass of the loop, written
     return 0

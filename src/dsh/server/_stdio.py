@@ -19,12 +19,12 @@ from ..kernel import Owner
 from ..llm import Json
 from ..profiles import CompositionError, Profile
 from ._launch import Launch, LaunchError, compose, parse_args, profile_files
+from ._output import FrameOutput
 from ._protocol import (
     INTERNAL_ERROR,
     Request,
     Response,
     RpcError,
-    encode,
     error,
     parse,
     response,
@@ -33,38 +33,6 @@ from ._protocol import (
 from ._server import JsonRpcServer, describe_error
 
 _log = logging.getLogger("dsh.server")
-
-
-class FrameOutput:
-    """Writes JSON-RPC frames whole, one line each; a closed stdout sets `closed` instead of
-    raising (the ACP agent writes its frames through it too).
-
-    Frames sent in one pass of the event loop (a burst of stream deltas, a response and its
-    notifications) go out in one write at the end of that pass: the same frames, in order,
-    with one system call and one wake-up of the reader instead of one per frame."""
-
-    def __init__(self, stream: BinaryIO) -> None:
-        self.stream = stream
-        self.closed = asyncio.Event()
-        self._pending: list[bytes] = []
-
-    def send(self, frame: dict[str, Json] | bytes) -> None:
-        """Queue `frame` (a JSON object, or a frame `encode` or `event_frame` made)."""
-        if self.closed.is_set():
-            return
-        if not self._pending:
-            asyncio.get_running_loop().call_soon(self.flush)
-        self._pending.append(frame if isinstance(frame, bytes) else encode(frame))
-
-    def flush(self) -> None:
-        data, self._pending = b"".join(self._pending), []
-        if not data or self.closed.is_set():
-            return
-        try:
-            self.stream.write(data)
-            self.stream.flush()
-        except (BrokenPipeError, ValueError, OSError):
-            self.closed.set()
 
 
 MAX_LINE = 64 * 1024 * 1024
@@ -222,7 +190,7 @@ async def serve(
         await requests.settled()
         await server.shutdown()
         await ctx.owner.dispose()
-        output.flush()
+        await output.drain()
     return 0
 
 

@@ -1,0 +1,118 @@
+"""`FrameOutput`: frames written whole, one line each, by a writer thread, so a client that
+reads slowly never blocks the event loop (every session of the runtime keeps running)."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import threading
+from typing import BinaryIO
+
+from ..llm import Json
+from ._protocol import encode
+
+__all__ = ["DEFAULT_LIMIT", "FrameOutput"]
+
+_log = logging.getLogger("dsh.server")
+
+DEFAULT_LIMIT = 256 * 1024 * 1024
+"""Bytes waiting for a client that does not read, before the output gives up on it."""
+
+
+class FrameOutput:
+    """Writes JSON-RPC frames whole, one line each; a closed stdout sets `closed` instead of
+    raising (the ACP agent writes its frames through it too).
+
+    Frames sent in one pass of the event loop (a burst of stream deltas, a response and its
+    notifications) go out in one write at the end of that pass. The write happens on a
+    thread of the output's own: the loop only queues bytes. A client that stops reading
+    while more than `limit` bytes wait is given up on: one error is logged and `closed` is
+    set (the runtime then shuts down), instead of the runtime freezing or growing without
+    bound."""
+
+    def __init__(self, stream: BinaryIO, *, limit: int = DEFAULT_LIMIT) -> None:
+        self.stream = stream
+        self.limit = limit
+        self.closed = asyncio.Event()
+        self._pending: list[bytes] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._queue: collections.deque[bytes] = collections.deque()
+        self._queued = 0
+        self._ready = threading.Condition()
+        self._writer: threading.Thread | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def send(self, frame: dict[str, Json] | bytes) -> None:
+        """Queue `frame` (a JSON object, or a frame `encode` or `event_frame` made)."""
+        if self.closed.is_set():
+            return
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._pending.append(frame if isinstance(frame, bytes) else encode(frame))
+
+    def flush(self) -> None:
+        """Hand what this pass of the loop sent to the writer thread."""
+        data, self._pending = b"".join(self._pending), []
+        if not data or self.closed.is_set():
+            return
+        with self._ready:
+            if self._queued + len(data) > self.limit:
+                _log.error(
+                    "the client has not read %d MiB of frames: giving up on it",
+                    self._queued // (1024 * 1024),
+                )
+                self.closed.set()
+                return
+            self._queue.append(data)
+            self._queued += len(data)
+            self._idle.clear()
+            if self._writer is None:
+                self._loop = asyncio.get_running_loop()
+                self._writer = threading.Thread(target=self._write, name="dsh-frames", daemon=True)
+                self._writer.start()
+            self._ready.notify()
+
+    async def drain(self) -> None:
+        """Flush this pass's frames and wait until the writer has written everything queued
+        (or the client has gone)."""
+        self.flush()
+        await self._idle.wait()
+
+    def _write(self) -> None:
+        """The writer thread: writes queued bytes in order until the stream fails."""
+        while True:
+            with self._ready:
+                while not self._queue:
+                    self._ready.wait()
+                data = self._queue[0]
+            try:
+                self.stream.write(data)
+                self.stream.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                self._tell(gone=True)
+                return
+            with self._ready:
+                self._queue.popleft()
+                self._queued -= len(data)
+                empty = not self._queue
+            if empty:
+                self._tell(gone=False)
+
+    def _tell(self, *, gone: bool) -> None:
+        """Let the loop know the queue is empty, or that the client has gone."""
+        loop = self._loop
+        assert loop is not None
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+            loop.call_soon_threadsafe(self._settle, gone)
+
+    def _settle(self, gone: bool) -> None:
+        if gone:
+            self.closed.set()
+            self._idle.set()
+            return
+        with self._ready:
+            if not self._queue:
+                self._idle.set()
