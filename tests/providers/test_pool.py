@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from dsh.llm.adapters import _pool
 from dsh.llm.adapters._failures import ConnectError, transport_failure
 from dsh.llm.adapters._net import Response
 from dsh.llm.adapters._pool import Pool
@@ -133,13 +132,23 @@ async def test_a_response_closed_before_its_end_does_not_go_back(
 
 
 async def test_idle_connections_beyond_the_limit_are_closed(
-    server: _Server, client: _Client, monkeypatch: pytest.MonkeyPatch
+    server: _Server, client: _Client
 ) -> None:
-    monkeypatch.setattr(_pool, "MAX_IDLE", 2)
+    client.pool.max_idle = 2
     await asyncio.gather(*(client.get("/small") for _ in range(4)))
     await server.wait_closed(2)  # the two oldest
     await asyncio.gather(*(client.get("/small") for _ in range(2)))
     assert (server.opened, server.closed) == (4, 2)
+
+
+async def test_the_pool_keeps_as_many_idle_connections_as_were_in_use_at_once(
+    server: _Server, client: _Client
+) -> None:
+    """Many sessions waiting on one server at once reuse their connections in the next
+    round instead of reconnecting (more than the old fixed cap of 100)."""
+    for _ in range(3):
+        await asyncio.gather(*(client.get("/small") for _ in range(150)))
+    assert (server.opened, server.closed) == (150, 0)
 
 
 async def test_closing_the_pool_closes_its_idle_connections(server: _Server) -> None:

@@ -23,8 +23,10 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_IDLE", "Pool"]
 
-MAX_IDLE = 100
-"""Idle connections kept per client (the oldest one is closed first)."""
+MAX_IDLE = 4096
+"""The most idle connections a pool keeps (the oldest one is closed first). Below it, a pool
+keeps as many as were ever in use at once: a thousand sessions waiting on one server reuse
+their connections instead of reconnecting."""
 KEEPALIVE_S = 5.0
 """How long an idle connection is kept (httpx's own default)."""
 
@@ -35,11 +37,16 @@ class Pool:
     """Keep-alive HTTP/1.1 connections by origin. One attempt per request; no cap on
     connections at once (the callers' concurrency is the cap)."""
 
-    def __init__(self, ssl_context: ssl.SSLContext | None) -> None:
+    def __init__(self, ssl_context: ssl.SSLContext | None, *, max_idle: int = MAX_IDLE) -> None:
         self._ssl_context = ssl_context
         self._closed = False
         self._idle: dict[Origin, list[tuple[float, Connection]]] = {}
         self._count = 0
+        self._busy = 0
+        """Connections in use now (a request sent, its answer not closed)."""
+        self._peak = 0
+        """The most connections ever in use at once: how many idle ones are worth keeping."""
+        self.max_idle = max_idle
 
     async def send(
         self,
@@ -52,12 +59,19 @@ class Pool:
         or a new one, through `proxy` if given (one proxy per origin); `timeouts`: connect,
         read (each wait for bytes), write."""
         connect_s, read_s, write_s = timeouts
-        connection = self._take(origin)
-        if connection is None:
-            connection = await self._connect(origin, proxy, connect_s)
+        self._busy += 1
+        self._peak = max(self._peak, self._busy)
+        try:
+            connection = self._take(origin)
+            if connection is None:
+                connection = await self._connect(origin, proxy, connect_s)
+        except BaseException:
+            self._busy -= 1
+            raise
         try:
             response = await connection.request(data, read_s, write_s)
         except BaseException:
+            self._busy -= 1
             connection.close()  # never reused after a failed exchange
             raise
         _log.debug("answer %d from %s://%s:%d", response.status, *origin)
@@ -105,6 +119,7 @@ class Pool:
         return None
 
     def _give_back(self, origin: Origin, connection: Connection) -> None:
+        self._busy -= 1
         if self._closed:  # an answer that outlived the pool: its connection goes too
             connection.close()
             return
@@ -112,7 +127,7 @@ class Pool:
             return
         self._idle.setdefault(origin, []).append((time.monotonic(), connection))
         self._count += 1
-        if self._count > MAX_IDLE:
+        if self._count > min(self.max_idle, self._peak):
             _, oldest = max(self._idle.values(), key=len).pop(0)
             self._count -= 1
             oldest.close()
