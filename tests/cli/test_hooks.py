@@ -123,7 +123,9 @@ def test_hooks_list_shows_sources_trust_and_what_is_skipped(tmp_path: Path) -> N
     result = dsh(tmp_path, "hooks", "list")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == f"workspace {ws} (not trusted)"
+    assert lines[0] == (
+        f"workspace {ws} (not trusted: dsh chat asks; --trust-workspace trusts it for one command)"
+    )
     assert lines[1].split() == [
         "PreToolUse",
         "Bash",
@@ -215,3 +217,13 @@ def test_settings_without_hooks_need_no_word_about_trust(tmp_path: Path) -> None
     result = dsh(tmp_path, "run", "--yes", "hello")
     assert result.returncode == 0, result.stderr
     assert "not trusted" not in result.stderr
+
+
+def test_hooks_list_trusts_the_workspace_for_one_listing(tmp_path: Path) -> None:
+    ws = claude_project(tmp_path)
+    result = dsh(tmp_path, "hooks", "list", "--trust-workspace")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"workspace {ws}"
+    assert "not trusted" not in result.stdout and "runs" in lines[1]
+    assert "not trusted" in dsh(tmp_path, "hooks", "list").stdout  # nothing was recorded

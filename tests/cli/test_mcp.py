@@ -176,3 +176,19 @@ def test_chat_shows_servers_with_slash_mcp_and_asks_before_their_tools(chat: Cha
     t.wait_for(lambda t: any(re.search(r"calc\s+stdio\s+ready", x) for x in t.lines()))
     t.wait_for(lambda t: any("tools: mcp__calc__add" in x for x in t.lines()))
     exits_cleanly(t)
+
+
+def test_list_says_how_to_trust_and_trusts_for_one_listing(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    write_mcp_json(ws, {"calc": stdio_server()})
+    untrusted = dsh(tmp_path, "mcp", "list", "--cwd", str(ws))
+    assert untrusted.returncode == 0, untrusted.stderr
+    assert untrusted.stdout.splitlines()[-1] == (
+        "untrusted servers start once the workspace is trusted: dsh chat asks, and "
+        "--trust-workspace trusts it for one command"
+    )
+    trusted = dsh(tmp_path, "mcp", "list", "--cwd", str(ws), "--trust-workspace", "--json")
+    assert trusted.returncode == 0, trusted.stderr
+    (status,) = map(json.loads, trusted.stdout.splitlines())
+    assert status["state"] == "ready" and "mcp__calc__add" in status["tools"]
+    assert not Trust().is_trusted(ws)  # for that listing only

@@ -343,11 +343,12 @@ def test_a_scoped_dispatch_costs_the_emitters_scope_chain_not_the_live_scopes(
         bus, owner, parent = EventBus(), Owner("bus"), Key()
         calls: list[str] = []
         scopes = [Key() for _ in range(live)]
-        bus.on(spec, lambda p: calls.append("global"), owner=owner)
+        note = calls.append
+        bus.on(spec, lambda p, note=note: note("global"), owner=owner)
         for i, scope in enumerate(scopes):
             bind_scope_parent(scope, parent)
-            bus.on(spec, lambda p, i=i: calls.append(f"agent-{i}"), owner=owner, tag=scope)
-        bus.on(spec, lambda p: calls.append("parent"), owner=owner, tag=parent, prepend=True)
+            bus.on(spec, lambda p, i=i, note=note: note(f"agent-{i}"), owner=owner, tag=scope)
+        bus.on(spec, lambda p, note=note: note("parent"), owner=owner, tag=parent, prepend=True)
         visited.clear()
         admitted = bus._admitted(spec, scopes[3])
         per_emit[live] = len(visited)

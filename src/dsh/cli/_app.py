@@ -328,22 +328,27 @@ def sessions_resume(
 
 
 @hooks_app.command("list")
-def hooks_list(profile: ProfileOption = None, cwd: CwdOption = None) -> None:
+def hooks_list(
+    profile: ProfileOption = None, cwd: CwdOption = None, trust: TrustOption = False
+) -> None:
     """The hooks an agent in this workspace would have: where each comes from, and whether
     it runs (a workspace's own hooks run once it is trusted)."""
     from ._hooks import list_hooks
 
-    exit_with(list_hooks(profile, cwd))
+    exit_with(list_hooks(profile, cwd, trust))
 
 
 @mcp_app.command("list")
 def mcp_list(
-    profile: ProfileOption = None, cwd: CwdOption = None, json_: JsonOption = False
+    profile: ProfileOption = None,
+    cwd: CwdOption = None,
+    json_: JsonOption = False,
+    trust: TrustOption = False,
 ) -> None:
     """Start the configured servers and list them: transport, status, tools (or why not)."""
     from ._mcp import list_servers
 
-    exit_with(list_servers(profile, cwd, json_))
+    exit_with(list_servers(profile, cwd, json_, trust))
 
 
 ScopeOption = Annotated[

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..assembly import RuntimeSpec
-from ._runtime import CliError, assembled, layers
+from ._runtime import CliError, assembled, folder, layers
 from ._trust import shown_path
 
 if TYPE_CHECKING:
@@ -17,7 +17,8 @@ def hook_lines(hooks: HookSet) -> list[str]:
     """One line per configured hook (point, matcher, command, timeout, file, whether it
     runs), then what is skipped."""
     workspace = hooks.workspace
-    lines = [f"workspace {workspace}" + (" (not trusted)" if hooks.untrusted else "")]
+    untrusted = " (not trusted: dsh chat asks; --trust-workspace trusts it for one command)"
+    lines = [f"workspace {workspace}" + (untrusted if hooks.untrusted else "")]
     if not hooks.entries and not hooks.skipped:
         return [*lines, "no hooks configured"]
     rows = [_row(entry, workspace) for entry in hooks.entries]
@@ -38,16 +39,23 @@ def _row(entry: HookEntry, workspace: Path) -> tuple[str, str, str, str, str]:
     return (entry.point, entry.matcher or "*", entry.command, timeout, f"{source}: {runs}")
 
 
-async def list_hooks(profile_files: list[Path] | None, cwd: Path | None) -> int:
-    """`dsh hooks list`: the hooks an agent started in `cwd` would have."""
+async def list_hooks(profile_files: list[Path] | None, cwd: Path | None, trust: bool) -> int:
+    """`dsh hooks list`: the hooks an agent started in `cwd` would have (`trust`: with the
+    workspace trusted for this run, as `--trust-workspace` gives `dsh run`)."""
     import typer
 
     from ..kernel import ConfigError, load_config
     from ..plugins.hooks import HooksConfig, load_hooks
 
-    profile = assembled(
-        RuntimeSpec(files=layers(profile_files), local_profile=True, route=False)
-    ).profile
+    spec = RuntimeSpec(
+        workspace=folder(cwd),
+        files=layers(profile_files),
+        local_profile=True,
+        trust_workspace=trust,
+        route=False,
+    )
+    assembly = assembled(spec)
+    profile = assembly.profile
     row = profile.row("hooks")
     if row is None or row.disabled:
         raise CliError("the hooks plugin is not in the profile (add a row named hooks)")
@@ -55,6 +63,6 @@ async def list_hooks(profile_files: list[Path] | None, cwd: Path | None) -> int:
         config = load_config(HooksConfig, row.config or {})
     except ConfigError as exc:
         raise CliError(f"profile row hooks: {exc.lines()}") from None
-    for line in hook_lines(load_hooks((cwd or Path.cwd()).resolve(), config)):
+    for line in hook_lines(load_hooks(assembly.workspace, config)):
         typer.echo(line)
     return 0

@@ -23,6 +23,12 @@ if TYPE_CHECKING:
 NO_SERVERS = "no MCP servers configured (add one: dsh mcp add NAME -- COMMAND ARGS…)"
 
 
+UNTRUSTED_HINT = (
+    "untrusted servers start once the workspace is trusted: dsh chat asks, and "
+    "--trust-workspace trusts it for one command"
+)
+
+
 def describe_statuses(statuses: Sequence[ServerStatus]) -> list[str]:
     """One line per server (name, transport, state, source), then its tools or its error."""
     if not statuses:
@@ -42,15 +48,23 @@ def describe_statuses(statuses: Sequence[ServerStatus]) -> list[str]:
     return lines
 
 
-async def list_servers(profile: list[Path] | None, cwd: Path | None, as_json: bool) -> int:
-    """Start every configured server (as a run would), wait for each to settle, list them."""
+async def list_servers(
+    profile: list[Path] | None, cwd: Path | None, as_json: bool, trust: bool
+) -> int:
+    """Start every configured server (as a run would), wait for each to settle, list them
+    (`trust`: the workspace's own servers too, trusted for this listing)."""
     from ..plugins.mcp import MCP
 
     # The listing says what the plugin would log (skipped and crashed servers) itself.
     logging.getLogger("dsh.mcp").setLevel(logging.ERROR)
-    built = assembled(
-        RuntimeSpec(workspace=folder(cwd), files=layers(profile), local_profile=True, route=False)
-    ).profile
+    spec = RuntimeSpec(
+        workspace=folder(cwd),
+        files=layers(profile),
+        local_profile=True,
+        trust_workspace=trust,
+        route=False,
+    )
+    built = assembled(spec).profile
     row = built.row("mcp")
     if row is None or row.disabled:
         raise CliError("the mcp plugin is not in the profile (see `dsh config show`)")
@@ -67,6 +81,8 @@ async def list_servers(profile: list[Path] | None, cwd: Path | None, as_json: bo
             sys.stdout.write(json.dumps(msgspec.to_builtins(status)) + "\n")
     else:
         print("\n".join(describe_statuses(statuses)))
+        if any(s.state == "untrusted" for s in statuses):
+            print(UNTRUSTED_HINT)
     return 0
 
 
