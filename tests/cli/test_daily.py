@@ -176,3 +176,39 @@ def test_sessions_list_json(tmp_path: Path) -> None:
         json.loads(line) for line in dsh(tmp_path, "sessions", "list", "--json").stdout.splitlines()
     ]
     assert [(r["title"], r["turns"]) for r in rows] == [("first prompt", 1)]
+
+
+def test_after_continue_a_file_read_earlier_counts_as_read_for_edit(tmp_path: Path) -> None:
+    """A file the session read in an earlier process may be edited after `-c` without
+    reading it again, as long as nothing changed it since; one changed since must be
+    read again (the model's view of it is stale)."""
+    from .terminal import tool_call
+
+    here = workspace(tmp_path)
+    (here / "notes.txt").write_text("alpha\n")
+    (here / "other.txt").write_text("one\n")
+    script = [
+        {"parts": [tool_call("read", file_path="notes.txt")]},
+        {"parts": [tool_call("read", file_path="other.txt")]},
+        "Read both.",
+        {
+            "parts": [
+                tool_call("edit", file_path="notes.txt", old_string="alpha", new_string="beta")
+            ]
+        },
+        {"parts": [tool_call("edit", file_path="other.txt", old_string="one", new_string="two")]},
+        "Edited.",
+    ]
+    server, env = served(tmp_path, script)
+    try:
+        first = dsh(tmp_path, "run", "--yes", "read them", cwd=here, **env)
+        (here / "other.txt").write_text("one, changed outside\n")
+        again = dsh(tmp_path, "run", "--yes", "-c", "edit them", cwd=here, **env)
+    finally:
+        server.close()
+    assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
+    assert (here / "notes.txt").read_text() == "beta\n"
+    assert (here / "other.txt").read_text() == "one, changed outside\n"
+    results = [m for m in server.requests()[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert "edit requires reading" not in results[-2]["content"]
+    assert f'edit requires reading "{here / "other.txt"}" first' in results[-1]["content"]
