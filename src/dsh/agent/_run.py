@@ -33,7 +33,7 @@ from ..session import (
 from ._types import Agent
 
 if TYPE_CHECKING:
-    from ..events import TypedEvent
+    from ..events import TurnEndReason, TypedEvent
     from ..kernel import Context
 
 _CLOSED = object()
@@ -116,13 +116,19 @@ class RunResult(msgspec.Struct, Generic[OutputT], frozen=True):
     """The `error` of an `error` turn end."""
 
     @property
-    def reason(self) -> Json:
-        """The whole `reason` of the last `turn/end` of the run (`{}` if there was none)."""
+    def end_reason(self) -> TurnEndReason | None:
+        """The reason of the last `turn/end` of the run (None if there was none)."""
         for event in reversed(self.events):
             end = typed_as(event, TurnEndEvent)
             if end is not None:
-                return end.reason.to_json()
-        return {}
+                return end.reason
+        return None
+
+    @property
+    def reason(self) -> Json:
+        """`end_reason` as the log holds it (`{}` if there was none)."""
+        end = self.end_reason
+        return {} if end is None else end.to_json()
 
     @staticmethod
     def of_events(events: Sequence[SessionEvent], session_id: str) -> RunResult[str]:
