@@ -14,6 +14,7 @@ from pathlib import Path
 
 SRC = Path(__file__).parents[1] / "src"
 
+
 def modules(root: Path = SRC) -> dict[str, Path]:
     found = {}
     for path in root.rglob("*.py"):
