@@ -7,7 +7,7 @@ from typing import Literal, TypeGuard, get_args
 
 from acp.schema import SessionMode, SessionModeState
 
-from ..events import AcpModeEvent, append
+from ..events import AcpModeEvent, append, typed_as
 from ..kernel import Next
 from ..session import Session
 from ..tools import Allow, Ask, Deny, PreDecision, ToolExecution
@@ -55,9 +55,9 @@ class ModeGate:
         self.session = session
         self.mode: ModeId = "default"
         for event in session.events:
-            mode = event.data.get("mode") if event.type == MODE_EVENT else None
-            if is_mode(mode):
-                self.mode = mode
+            chosen = typed_as(event, AcpModeEvent)
+            if chosen is not None and is_mode(chosen.mode):
+                self.mode = chosen.mode
 
     def set(self, mode: ModeId) -> None:
         if mode != self.mode:

@@ -33,11 +33,10 @@ from ..session import (
 from ._types import Agent
 
 if TYPE_CHECKING:
-    from ..events import TypedEvent
+    from ..events import TurnEndReason, TypedEvent
     from ..kernel import Context
 
 _CLOSED = object()
-_RESULT_TYPES = (AssistantMessageEvent.type, TurnEndEvent.type)
 T = TypeVar("T")
 OutputT = DefaultTypeVar("OutputT", default=str)
 
@@ -116,29 +115,36 @@ class RunResult(msgspec.Struct, Generic[OutputT], frozen=True):
     """The `error` of an `error` turn end."""
 
     @property
-    def reason(self) -> Json:
-        """The whole `reason` of the last `turn/end` of the run (`{}` if there was none)."""
+    def end_reason(self) -> TurnEndReason | None:
+        """The reason of the last `turn/end` of the run (None if there was none)."""
         for event in reversed(self.events):
             end = typed_as(event, TurnEndEvent)
             if end is not None:
-                return end.reason.to_json()
-        return {}
+                return end.reason
+        return None
+
+    @property
+    def reason(self) -> Json:
+        """`end_reason` as the log holds it (`{}` if there was none)."""
+        end = self.end_reason
+        return {} if end is None else end.to_json()
 
     @staticmethod
     def of_events(events: Sequence[SessionEvent], session_id: str) -> RunResult[str]:
         """The result of the run that wrote `events` (its last answer and turn end)."""
-        text = ""
-        finish: str | None = None
-        error: Json = None
-        for event in events:
-            if event.type not in _RESULT_TYPES:
-                continue
-            match typed_event(event):
-                case AssistantMessageEvent(message=message):
-                    text = message.text
-                case TurnEndEvent(reason=reason):
-                    finish = reason.kind
-                    error = None if reason.error is None else reason.error.to_json()
+        answer: AssistantMessageEvent | None = None
+        end: TurnEndEvent | None = None
+        for event in reversed(events):  # only the last answer and turn end are decoded
+            if answer is None and event.type == AssistantMessageEvent.type:
+                answer = typed_as(event, AssistantMessageEvent)
+            elif end is None and event.type == TurnEndEvent.type:
+                end = typed_as(event, TurnEndEvent)
+            if answer is not None and end is not None:
+                break
+        text = "" if answer is None else answer.text
+        reason = None if end is None else end.reason
+        finish = None if reason is None else reason.kind
+        error = None if reason is None or reason.error is None else reason.error.to_json()
         return RunResult(text, text, finish, tuple(events), session_id, error)
 
     @property

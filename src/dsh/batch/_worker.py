@@ -12,15 +12,21 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
 from .._context import Context
 from ..agent import AgentOptions, CreateAgentOptions, ResumeAgentOptions, run_prompt
 from ..assembly import AssemblyError, RuntimeSpec, assemble, start
-from ..events import AssistantMessageEvent, TurnEndEvent, TurnStartEvent, UserMessageEvent
-from ..llm import Json, Message, text_of
+from ..events import (
+    AssistantMessageEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    UserMessageEvent,
+    typed_as,
+)
+from ..llm import LlmFailure
 from ..llm.adapters import parse_model
 from ..persistence import SESSION_PERSISTENCE, UnknownSessionError
 from ..session import SessionEvent, SessionMeta, usage_of
@@ -192,19 +198,20 @@ def progress_of(events: Sequence[SessionEvent] | None) -> Progress:
     crash put back in the inbox, or one that never durably reached it), `unfinished` (its
     last turn was interrupted: a crash, or the runtime was disposed), or `finished`."""
     events = events or ()
-    if not any(e.type == UserMessageEvent.type and _from_user(e) for e in events):
+    if not any(_from_user(e) for e in events):
         return "new"
-    reason = next(e.data["reason"] for e in reversed(events) if e.type == TurnEndEvent.type)
-    if reason["kind"] == "interrupted":
+    ends = (typed_as(e, TurnEndEvent) for e in reversed(events))
+    reason = next(end.reason for end in ends if end is not None)
+    if reason.kind == "interrupted":
         return "unfinished"
-    if reason["kind"] == "aborted" and reason.get("reason", {}).get("kind") == "disposed":
+    if reason.kind == "aborted" and reason.cause is not None and reason.cause.kind == "disposed":
         return "unfinished"
     return "finished"
 
 
 def _from_user(event: SessionEvent) -> bool:
-    source = event.data.get("source")
-    return isinstance(source, dict) and source.get("kind") == "user"
+    prompt = typed_as(event, UserMessageEvent)
+    return prompt is not None and prompt.source_kind == "user"
 
 
 def result_of(task_id: str, session_id: str, events: Sequence[SessionEvent]) -> TaskResult:
@@ -220,17 +227,19 @@ def result_of(task_id: str, session_id: str, events: Sequence[SessionEvent]) -> 
             first = event.time
         elif event.type == TurnEndEvent.type:
             end = event
-    answer = "" if last is None else text_of(Message.from_json(last.data["message"]).content)
-    reason: Any = {} if end is None else end.data["reason"]
+    answer_event = None if last is None else typed_as(last, AssistantMessageEvent)
+    answer = "" if answer_event is None else answer_event.text
+    end_event = None if end is None else typed_as(end, TurnEndEvent)
+    reason = None if end_event is None else end_event.reason
     wall = 0.0 if end is None or first is None else (end.time - first) / 1000
     return TaskResult(
         task_id,
         session_id,
-        reason.get("kind"),
+        None if reason is None else reason.kind,
         answer,
         usage_of(events),
         wall,
-        _error_text(reason.get("error")) if reason.get("kind") == "error" else None,
+        _error_text(reason.error) if reason is not None and reason.kind == "error" else None,
     )
 
 
@@ -239,7 +248,5 @@ def failed(task_id: str, session_id: str, exc: BaseException, wall: float) -> Ta
     return TaskResult(task_id, session_id, None, "", usage_of(()), wall, message)
 
 
-def _error_text(error: Json) -> str:
-    if isinstance(error, dict):
-        return f"{error.get('code', 'UNKNOWN')}: {error.get('message', '')}"
-    return str(error)
+def _error_text(error: LlmFailure | None) -> str:
+    return "UNKNOWN" if error is None else f"{error.code}: {error.message}"

@@ -12,7 +12,7 @@ from typing import Any
 from .._context import Context
 from ..agent import USER_CANCEL, Agent, AgentHandle
 from ..assembly import Route, start, workspace_dir
-from ..events import TurnEndEvent, TurnStartEvent, UserMessageEvent
+from ..events import TurnEndEvent, TurnStartEvent, UserMessageEvent, typed_as
 from ..kernel import Aborted, Disposer
 from ..llm import clean_text
 from ..plugins.approval import APPROVAL, Approval, ApprovalRequest
@@ -259,17 +259,16 @@ class Chat:
         if agent is None or payload.session is not agent.session:
             return
         event = payload.event
-        if (
-            event.type == UserMessageEvent.type
-            and self.queued.pop(event.data["id"], None) is not None
-        ):
+        prompt = typed_as(event, UserMessageEvent)
+        if prompt is not None and self.queued.pop(prompt.message.id, None) is not None:
             self.screen.queued = list(self.queued.values())
         self.renderer.event(event)
-        if event.type == TurnEndEvent.type:
+        end = typed_as(event, TurnEndEvent)
+        if end is not None:
             if self.queued and agent.status != "running":
                 self.queued.clear()
                 self.screen.queued = []
-            advice = failure_advice(event.data["reason"], self.route)
+            advice = failure_advice(end.reason, self.route)
             if advice:
                 self.screen.note(advice, "yellow")
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
+    from ..events import TurnEndReason
     from ..session import Usage
 
 PREVIEW = 80
@@ -54,16 +55,16 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def describe_end(reason: Any) -> str:
-    """One line for a `turn/end` reason."""
-    kind = reason.get("kind", "unknown")
-    if kind == "error":
-        error = reason.get("error", {})
-        return f"error: {error.get('code', 'UNKNOWN')}: {error.get('message', '')}"
-    if kind == "aborted":
-        cause = reason.get("reason", {})
-        return f"cancelled ({cause.get('kind', 'user')})"
-    return str(kind)
+def describe_end(reason: TurnEndReason | None) -> str:
+    """One line for a `turn/end` reason (None: the log has none)."""
+    if reason is None:
+        return "unknown"
+    if reason.kind == "error":
+        error = reason.error
+        return f"error: {error.code}: {error.message}" if error else "error: UNKNOWN: "
+    if reason.kind == "aborted":
+        return f"cancelled ({reason.cause.kind if reason.cause else 'user'})"
+    return reason.kind
 
 
 def _tokens(count: int) -> str:

@@ -277,7 +277,7 @@ class Renderer:
         self.surface.status(None)
         self._step = None
         if self.outcomes and event.reason.kind != "completed":
-            self.surface.note(f"✗ {describe_end(event.reason.to_json())}", "red")
+            self.surface.note(f"✗ {describe_end(event.reason)}", "red")
         usage = usage_of(self._turn)
         self._turn = []
         line = usage_line(usage, self.cost(usage) if self.cost else None)

@@ -249,7 +249,7 @@ def _report(agent: Agent, result: RunResult | None, route: Route, denied: list[s
     if result is None:
         err.print(f"interrupted · session {agent.id}", style="yellow", markup=False)
         return EXIT_INTERRUPTED
-    outcome = describe_end(result.reason)
+    outcome = describe_end(result.end_reason)
     ok = result.finish_reason == "completed"
     err.print(
         f"session {agent.id} · {outcome}",
@@ -257,14 +257,14 @@ def _report(agent: Agent, result: RunResult | None, route: Route, denied: list[s
         markup=False,
         soft_wrap=True,
     )
-    advice = failure_advice(result.reason, route)
+    advice = failure_advice(result.end_reason, route)
     if advice:
         err.print(advice, style="yellow", markup=False, soft_wrap=True)
     if denied:
         err.print(_denial_line(denied), style="yellow", markup=False, soft_wrap=True)
     if ok:
         return EXIT_DENIED if denied else EXIT_OK
-    cancelled = result.reason.get("kind") == "aborted"
+    cancelled = result.finish_reason == "aborted"
     return EXIT_INTERRUPTED if cancelled else EXIT_TURN_FAILED
 
 

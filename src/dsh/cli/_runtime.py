@@ -13,8 +13,8 @@ from .._context import Context
 from .._ids import uuid4_text
 from ..agent import AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
 from ..assembly import Assembly, Route, RuntimeSpec, assemble
+from ..events import TurnEndReason
 from ..kernel import load_config
-from ..llm import Json
 from ..persistence import CorruptLogError, PersistenceError
 from ..profiles import Profile
 from ..session import SessionMeta, Usage
@@ -139,13 +139,12 @@ def corrupt_log(exc: CorruptLogError, session_id: str) -> str:
     return f"{exc} (`dsh sessions repair {session_id}` keeps what is valid)"
 
 
-def failure_advice(reason: Json, route: Route) -> str | None:
+def failure_advice(reason: TurnEndReason | None, route: Route) -> str | None:
     """What to do about a turn that failed for a reason the user can fix: a refused key, or
     a model server that cannot be reached."""
-    if not isinstance(reason, dict) or reason.get("kind") != "error":
+    if reason is None or reason.kind != "error" or reason.error is None:
         return None
-    error = reason.get("error") or {}
-    code, message = error.get("code"), str(error.get("message", ""))
+    code, message = reason.error.code, reason.error.message
     if code == "INVALID_CREDENTIAL":
         key = route.route.api_key_env
         if key is None and route.route.provider == "openai":  # sent whenever it is set

@@ -66,6 +66,24 @@ def _specs(cls: type) -> tuple[_Spec, ...]:
     return specs
 
 
+_Read = tuple[str, str, "Callable[[Json], Any] | None", bool]
+"""A data key as `fields_of` reads it: key, field name, decoder, required."""
+_READS: dict[type, tuple[tuple[_Read, ...], frozenset[str]]] = {}
+
+
+def _reads(cls: type) -> tuple[tuple[_Read, ...], frozenset[str]]:
+    """`_specs` flattened for reading (a log is read far more often than written), and the
+    keys the class models."""
+    reads = _READS.get(cls)
+    if reads is None:
+        specs = _specs(cls)
+        reads = _READS[cls] = (
+            tuple((s.key, s.name, s.codec.decode if s.codec else None, s.required) for s in specs),
+            frozenset(s.key for s in specs),
+        )
+    return reads
+
+
 def _spec(field: msgspec.structs.FieldInfo) -> _Spec:
     hint = field.type
     metadata = get_args(hint)[1:] if get_origin(hint) is Annotated else ()
@@ -107,25 +125,31 @@ class Event(msgspec.Struct, frozen=True, kw_only=True):
     def fields_of(cls, data: Mapping[str, Json]) -> dict[str, Any]:
         """The constructor arguments for `data` (raises KeyError when a required key is
         missing, ValueError/TypeError when a value does not decode)."""
+        reads, known = _reads(cls)
         kwargs: dict[str, Any] = {}
-        known: set[str] = set()
-        for spec in _specs(cls):
-            known.add(spec.key)
-            if spec.key in data:
-                raw = data[spec.key]
-                kwargs[spec.name] = (
-                    spec.codec.decode(raw) if spec.codec and raw is not None else raw
-                )
-            elif spec.required:
-                raise KeyError(spec.key)
-        extra = {k: v for k, v in data.items() if k not in known}
-        if extra:
-            kwargs["extra"] = extra
+        for key, name, decode, required in reads:
+            if key in data:
+                raw = data[key]
+                kwargs[name] = decode(raw) if decode is not None and raw is not None else raw
+            elif required:
+                raise KeyError(key)
+        if len(kwargs) < len(data):  # keys the type does not model
+            kwargs["extra"] = {k: v for k, v in data.items() if k not in known}
         return kwargs
 
     @classmethod
     def from_session_event(cls, event: SessionEvent) -> Event:
-        return cls(**envelope(event), **cls.fields_of(event.data))
+        kwargs = cls.fields_of(event.data)
+        kwargs["seq"] = event.seq
+        kwargs["time"] = event.time
+        # (most events have no surface op, sources or flag: the defaults stand)
+        if event.surface_op is not None:
+            kwargs["surface_op"] = event.surface_op
+        if event.source_event_seqs is not None:
+            kwargs["source_event_seqs"] = event.source_event_seqs
+        if event.ignorable is not None:
+            kwargs["ignorable"] = event.ignorable
+        return cls(**kwargs)
 
 
 _ENVELOPE = frozenset(Event.__struct_fields__)

@@ -39,6 +39,7 @@ from ..events import (
     TurnEndEvent,
     TurnStartEvent,
     UserMessageEvent,
+    typed_as,
 )
 from ..llm import TextBlock, ToolCallBlock, assistant_message, tool_result_message, user_message
 from ..session import Session, SessionEvent, SessionHeader, SessionPlugin, SessionStore
@@ -400,11 +401,14 @@ def test_crash_repair_closes_the_open_turn_once(backend_factory: BackendFactory)
         loaded = await service.load("s-crash")
         assert _json(loaded.repair) == _json(view.repair)
         first, second, step_end, turn_end = loaded.repair
-        assert first.data["error"]["code"] == TOOL_OUTCOME_UNKNOWN
-        assert first.source_event_seqs == (started.seq,)
-        assert first.data["message"]["id"] == f"interrupted-tool-result-c-started-{first.seq}"
-        assert second.data["error"]["code"] == TOOL_NOT_STARTED
-        assert second.source_event_seqs == (asked.seq,)
+        unknown, not_started = typed_as(first, ToolResultEvent), typed_as(second, ToolResultEvent)
+        assert unknown is not None and unknown.error is not None
+        assert unknown.error.code == TOOL_OUTCOME_UNKNOWN
+        assert unknown.source_event_seqs == (started.seq,)
+        assert unknown.message.id == f"interrupted-tool-result-c-started-{first.seq}"
+        assert not_started is not None and not_started.error is not None
+        assert not_started.error.code == TOOL_NOT_STARTED
+        assert not_started.source_event_seqs == (asked.seq,)
         assert dict(step_end.data) == {"turn": 2, "step": 1}
         assert dict(turn_end.data) == {"turn": 2, "reason": {"kind": "interrupted"}}
         assert {e.time for e in loaded.repair} == {last.time}

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 
 import msgspec
 
-from ...events import ApprovalAskedEvent, ApprovalDecidedEvent, append
+from ...events import ApprovalAskedEvent, ApprovalDecidedEvent, append, typed_as
 from ...kernel import Aborted, CancelSignal, Disposer, ServiceKey
 from ...llm import Json
 from ...tools import APPROVAL as _APPROVAL
@@ -120,11 +120,12 @@ class Approval:
             return False
         tools = self._state.always.get(session.id)
         if tools is None:  # first look at this session: replay its log (a resume)
-            tools = self._state.always[session.id] = {
-                str(e.data.get("tool"))
-                for e in session.events
-                if e.type == ApprovalDecidedEvent.type and e.data.get("decision") == "always"
-            }
+            tools = self._state.always[session.id] = set()
+            for event in session.events:
+                if event.type == ApprovalDecidedEvent.type:
+                    decided = typed_as(event, ApprovalDecidedEvent)
+                    if decided is not None and decided.decision == "always":
+                        tools.add(decided.tool)
         return exec.name in tools
 
     def forget(self, session_id: str) -> None:

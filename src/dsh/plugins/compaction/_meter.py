@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-from ...events import AssistantMessageEvent
+from ...events import AssistantMessageEvent, typed_as
 from ...llm import (
     ContentBlock,
     Message,
     OtherBlock,
     ReasoningBlock,
     TextBlock,
-    TokenUsage,
     ToolCallBlock,
     ToolResultBlock,
     ToolSchema,
@@ -72,12 +71,12 @@ def context_tokens(session: Session) -> int:
         event = events[nodes[position]]
         if isinstance(event.surface_op, ReplaceOp):
             break  # history was rewritten after the last measured request
-        if event.type != AssistantMessageEvent.type:
+        answer = typed_as(event, AssistantMessageEvent)
+        if answer is None:
             continue
-        usage = event.data.get("usage")
-        if usage is None:
+        measured = answer.usage
+        if measured is None:
             break
-        measured = TokenUsage.from_json(usage)
         later = (session.derive_event_message(events[s]) for s in nodes[position + 1 :])
         return (
             measured.total_input_tokens

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ...events import HookInvokedEvent, HookResultEvent, TurnEndEvent, TurnStartEvent, append
+from ...events import (
+    HookInvokedEvent,
+    HookResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    append,
+    typed_as,
+)
 from ...kernel import CancelSignal, ServiceKey
 from ...llm import Json, UserMessage, plugin_source, user_message
 from ...session import Session
@@ -190,9 +197,9 @@ def open_turn(session: Session) -> int | None:
     for event in reversed(session.events):
         if event.type == TurnEndEvent.type:
             return None
-        if event.type == TurnStartEvent.type:
-            turn: int = event.data["turn"]
-            return turn
+        start = typed_as(event, TurnStartEvent)
+        if start is not None:
+            return start.turn
     return None
 
 

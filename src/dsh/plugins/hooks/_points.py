@@ -19,7 +19,7 @@ from ...agent import (
     TurnStopping,
     hook_cancel,
 )
-from ...events import ApprovalAskedEvent, CompactionEndEvent
+from ...events import ApprovalAskedEvent, CompactionEndEvent, typed
 from ...kernel import Aborted, CancelSignal, Next
 from ...llm import Json, TextBlock, UserMessage, plugin_source, text_of
 from ...session import SessionEventPayload
@@ -111,11 +111,11 @@ class HookPoints:
         state = self.bridge.agents.get(payload.session.id)
         if state is None or state.subagent or state.agent.session is not payload.session:
             return
-        if event.type == ApprovalAskedEvent.type:
-            message = f"dsh needs your permission to use {event.data.get('tool')}"
-            self._notify(state, "permission_prompt", message)
-        elif "error" not in event.data:
-            self._start(state, "compact")
+        match typed(event):
+            case ApprovalAskedEvent(tool=tool):
+                self._notify(state, "permission_prompt", f"dsh needs your permission to use {tool}")
+            case CompactionEndEvent(error=None):
+                self._start(state, "compact")
 
     def status(self, change: StatusChange) -> None:
         state = self.bridge.of(change.agent)

@@ -29,9 +29,8 @@ from ...agent import (
     run_prompt,
     session_events,
 )
-from ...events import StepStartEvent, ToolCallEvent, TurnEndEvent
+from ...events import StepStartEvent, ToolCallEvent, TurnEndEvent, TurnEndReason, typed_as
 from ...kernel import TraceContext, using_trace
-from ...llm import Json
 from ...session import SessionEvent, SessionMeta
 
 __all__ = ["RUN_AGENT_DESCRIPTION", "ServeOptions", "mcp_server", "serve_stdio"]
@@ -106,7 +105,7 @@ async def _run(
                 await agent.when_idle()
             await handle.dispose()
     completed = result.finish_reason == "completed"
-    text = result.text if completed or result.text else _ended(result.reason)
+    text = result.text if completed or result.text else _ended(result.end_reason)
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
         structured_content={
@@ -118,10 +117,12 @@ async def _run(
     )
 
 
-def _ended(reason: Json) -> str:
-    error = reason.get("error") or {}
-    detail = f": {error.get('code')}: {error.get('message')}" if error else ""
-    return f"the run ended: {reason.get('kind', 'unknown')}{detail}"
+def _ended(reason: TurnEndReason | None) -> str:
+    if reason is None:
+        return "the run ended: unknown"
+    error = reason.error
+    detail = f": {error.code}: {error.message}" if error is not None else ""
+    return f"the run ended: {reason.kind}{detail}"
 
 
 async def serve_stdio(ctx: Context, options: ServeOptions) -> None:
@@ -163,5 +164,5 @@ async def _report_progress(events: AsyncIterator[SessionEvent], request: Request
             if event.type == StepStartEvent.type:
                 steps += 1
                 await request.report_progress(steps, message=f"step {steps}")
-            elif event.type == ToolCallEvent.type:
-                await request.report_progress(steps, message=f"calling {event.data['name']}")
+            elif (call := typed_as(event, ToolCallEvent)) is not None:
+                await request.report_progress(steps, message=f"calling {call.name}")

@@ -4,6 +4,10 @@
 (`step/start` … `assistant/message`, retries as span events) or a compaction's,
 `execute_tool` a tool call (`tool/call` … `tool/result`); times are the log's.
 
+Events that come once a turn or less are read as their `dsh.events` types; a step's own
+(`assistant/message`, its finish chunk, `tool/call`, `tool/result`) are read by key, since
+decoding them would double what tracing costs a step (the README's Performance).
+
 The log is read at points the loop passes anyway — before each step (`agent/pre-step`),
 before each tool body (`tools/execute`, where the tool's span also becomes the current trace
 context, so a subagent's turn and an MCP request nest under it), at each flush (the end of
@@ -31,10 +35,12 @@ from ...events import (
     ToolCallEvent,
     ToolResultEvent,
     TurnEndEvent,
+    TurnEndReason,
     TurnStartEvent,
+    typed_as,
 )
 from ...kernel import Next, TraceContext, current_trace, redact_secrets, using_trace
-from ...llm import LlmCallConfig, Message
+from ...llm import LlmCallConfig, Message, TokenUsage
 from ...session import EpochHeader, Session, SessionEvent
 from ...tools import ToolExecution, ToolResult
 from ._content import content_text, messages_json, system_json
@@ -178,13 +184,16 @@ class Tracer:
     # -- turns ---------------------------------------------------------------------------------
 
     def _turn_start(self, session: Session, event: SessionEvent) -> None:
+        start = typed_as(event, TurnStartEvent)
+        if start is None:
+            return
         name = _agent_name(session)
         attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.id": session.id,
             "gen_ai.agent.name": name,
             "gen_ai.conversation.id": session.id,
-            "dsh.turn": event.data["turn"],
+            "dsh.turn": start.turn,
         }
         span = Span(f"invoke_agent {name}", INTERNAL, _parent(), event.time * _MS, attributes)
         self._turns[session] = _Turn(span)
@@ -192,15 +201,17 @@ class Tracer:
     def _turn_end(self, session: Session, event: SessionEvent) -> None:
         turn = self._turns.pop(session, None)
         if turn is not None:
-            reason = event.data["reason"]
-            self._close(session, turn, reason["kind"], reason, event.time * _MS)
+            end = typed_as(event, TurnEndEvent)
+            reason = None if end is None else end.reason
+            kind = "unknown" if reason is None else reason.kind
+            self._close(session, turn, kind, reason, event.time * _MS)
 
     def _close(
         self,
         session: Session,
         turn: _Turn,
         kind: str,
-        reason: Mapping[str, Any] | None,
+        reason: TurnEndReason | None,
         end_ns: int,
     ) -> None:
         """End what the turn left open (a model call that never answered is named after
@@ -229,7 +240,7 @@ class Tracer:
         attributes["gen_ai.usage.input_tokens"] = turn.input_tokens
         attributes["gen_ai.usage.output_tokens"] = turn.output_tokens
         if kind == "aborted" and reason is not None:
-            attributes["dsh.turn.cancel_cause"] = reason.get("reason", {}).get("kind", "user")
+            attributes["dsh.turn.cancel_cause"] = reason.cause.kind if reason.cause else "user"
         if error is not None:
             span.fail(error, _message(reason))
         self._sink.end(span, end_ns)
@@ -245,14 +256,14 @@ class Tracer:
 
     def _retry(self, session: Session, event: SessionEvent) -> None:
         turn = self._turns.get(session)
-        if turn is not None:
-            data = event.data
+        retry = typed_as(event, RetryEvent)
+        if turn is not None and retry is not None:
             attributes: dict[str, AttributeValue] = {
-                "error.type": data.get("failure", {}).get("code", "_OTHER"),
-                "dsh.llm.retry.attempt": data.get("retry", 0),
-                "dsh.llm.retry.delay_ms": data.get("delayMs", 0),
+                "error.type": retry.failure.code,
+                "dsh.llm.retry.attempt": retry.retry,
+                "dsh.llm.retry.delay_ms": retry.delay_ms,
             }
-            turn.retries.append(Event("dsh.llm.retry", attributes, event.time * _MS))
+            turn.retries.append(Event("dsh.llm.retry", attributes, retry.time * _MS))
 
     def _answer(self, session: Session, event: SessionEvent) -> None:
         turn = self._turns.get(session)
@@ -275,7 +286,7 @@ class Tracer:
         attributes = turn.request[1].copy()
         reason = _finish(attributes, session, event)
         if "usage" in data:
-            input_tokens, output_tokens = _usage(attributes, data["usage"])
+            input_tokens, output_tokens = _usage(attributes, TokenUsage.from_json(data["usage"]))
             self._meters.tokens.record(input_tokens, turn.keys[0])
             self._meters.tokens.record(output_tokens, turn.keys[1])
             turn.input_tokens += input_tokens
@@ -318,18 +329,17 @@ class Tracer:
 
     def _compaction_summary(self, session: Session, event: SessionEvent) -> None:
         compaction = self._compactions.get(session)
-        if compaction is None:
+        summary = typed_as(event, CompactionSummaryEvent)
+        if compaction is None or summary is None:
             return
-        data = event.data
-        compaction.route = route = (data.get("provider", ""), data.get("model", ""))
+        compaction.route = route = (summary.provider, summary.model)
         span = compaction.span
         span.name = f"chat {route[1]}"
         span.attributes.update(_request(None, route))
-        if isinstance(data.get("maxTokens"), int):
-            span.attributes["gen_ai.request.max_tokens"] = data["maxTokens"]
-        usage = data.get("usage")
-        if isinstance(usage, Mapping):
-            input_tokens, output_tokens = _usage(span.attributes, usage)
+        if summary.max_tokens is not None:
+            span.attributes["gen_ai.request.max_tokens"] = summary.max_tokens
+        if summary.usage is not None:
+            input_tokens, output_tokens = _usage(span.attributes, summary.usage)
             self._meters.tokens.record(input_tokens, self._key(route, "chat", "input"))
             self._meters.tokens.record(output_tokens, self._key(route, "chat", "output"))
             turn = self._turns.get(session)
@@ -342,8 +352,9 @@ class Tracer:
         if compaction is None:
             return
         span = compaction.span
-        if "error" in event.data:
-            span.fail("COMPACTION_FAILED", str(event.data["error"]))
+        end = typed_as(event, CompactionEndEvent)
+        if end is not None and end.error is not None:
+            span.fail("COMPACTION_FAILED", end.error)
         end_ns = event.time * _MS
         self._sink.end(span, end_ns)
         error = "COMPACTION_FAILED" if span.error is not None else None
@@ -363,10 +374,13 @@ class Tracer:
 
     def _approval(self, session: Session, event: SessionEvent) -> None:
         turn = self._turns.get(session)
-        call = turn.calls.get(event.data.get("callId", "")) if turn is not None else None
+        decided = typed_as(event, ApprovalDecidedEvent)
+        if turn is None or decided is None:
+            return
+        call = turn.calls.get(decided.call_id)
         if call is not None:
-            call.approval = event.data.get("decision", "deny")
-            call.approved_by = event.data.get("by", "answerer")
+            call.approval = decided.decision
+            call.approved_by = decided.by
 
     def _tool_result(self, session: Session, event: SessionEvent) -> None:
         turn = self._turns.get(session)
@@ -438,25 +452,26 @@ def _agent_name(session: Session) -> str:
         return "dsh"
     first = session.first_live_seq
     for event in session.events[first : first + 4]:
-        if event.type == SubagentDescriptorEvent.type:
-            return str(event.data.get("label") or "subagent")
+        descriptor = typed_as(event, SubagentDescriptorEvent)
+        if descriptor is not None:
+            return descriptor.label or "subagent"
     return "subagent"
 
 
-def _usage(attributes: dict[str, AttributeValue], usage: Mapping[str, Any]) -> tuple[int, int]:
+def _usage(attributes: dict[str, AttributeValue], usage: TokenUsage) -> tuple[int, int]:
     """Record the provider's usage on a span; the input (cache included) and output tokens."""
-    read = usage.get("cacheReadTokens")
-    write = usage.get("cacheWriteTokens")
-    input_tokens = usage["inputTokens"] + (read or 0) + (write or 0)
-    output_tokens = usage["outputTokens"]
+    read = usage.cache_read_tokens
+    write = usage.cache_write_tokens
+    input_tokens = usage.total_input_tokens
+    output_tokens = usage.output_tokens
     attributes["gen_ai.usage.input_tokens"] = input_tokens
     attributes["gen_ai.usage.output_tokens"] = output_tokens
     if read is not None:
         attributes["gen_ai.usage.cache_read.input_tokens"] = read
     if write is not None:
         attributes["gen_ai.usage.cache_creation.input_tokens"] = write
-    if "reasoningTokens" in usage:
-        attributes["gen_ai.usage.reasoning.output_tokens"] = usage["reasoningTokens"]
+    if usage.reasoning_tokens is not None:
+        attributes["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning_tokens
     return input_tokens, output_tokens
 
 
@@ -538,13 +553,13 @@ def _capture_chat(
         attributes["gen_ai.system_instructions"] = system_json(system)
 
 
-def _turn_error(kind: str, reason: Mapping[str, Any] | None) -> str | None:
+def _turn_error(kind: str, reason: TurnEndReason | None) -> str | None:
     if kind == "error" and reason is not None:
-        return str(reason.get("error", {}).get("code") or "_OTHER")
+        return (reason.error.code if reason.error else None) or "_OTHER"
     return None
 
 
-def _message(reason: Mapping[str, Any] | None) -> str | None:
-    if reason is None:
+def _message(reason: TurnEndReason | None) -> str | None:
+    if reason is None or reason.error is None:
         return None
-    return str(reason.get("error", {}).get("message") or "") or None
+    return reason.error.message or None

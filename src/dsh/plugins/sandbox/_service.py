@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, cast
 
 import msgspec
 
-from ...events import SandboxModeEvent, append
+from ...events import SandboxModeEvent, append, typed_as
 from ...kernel import ConfigRecord, ServiceKey
 from ...profiles import Profile
 from ...session import Session
@@ -292,10 +292,9 @@ def _release(fds: list[int], releases: list[Callable[[], None]]) -> None:
 
 def _logged(session: Session) -> SandboxMode | None:
     for event in reversed(session.events):
-        if event.type == MODE_EVENT:
-            mode = event.data.get("mode")
-            if mode in SANDBOX_MODES:
-                return cast("SandboxMode", mode)
+        logged = typed_as(event, SandboxModeEvent)
+        if logged is not None and logged.mode in SANDBOX_MODES:
+            return logged.mode
     return None
 
 

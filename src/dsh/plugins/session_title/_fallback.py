@@ -10,9 +10,9 @@ from typing import Annotated, Any, ClassVar
 from msgspec import Meta
 
 from ..._context import Context
-from ...events import SessionTitleEvent, UserMessageEvent, append
+from ...events import SessionTitleEvent, UserMessageEvent, append, typed_as
 from ...kernel import ConfigRecord
-from ...llm import Json, Message
+from ...llm import Json
 from ...session import (
     SESSION_DISPOSED,
     SESSION_EVENT,
@@ -47,8 +47,8 @@ def title_of(events: Sequence[SessionEvent]) -> str | None:
     """The latest `session/title` of a log, or None."""
     for event in reversed(events):
         if event.type == SessionTitleEvent.type:
-            title = event.data.get("title")
-            return title if isinstance(title, str) else None
+            titled = typed_as(event, SessionTitleEvent)
+            return None if titled is None else titled.title
     return None
 
 
@@ -73,8 +73,9 @@ class SessionTitlePlugin:
         """Sessions whose first prompt was looked at."""
 
         def on_event(payload: SessionEventPayload) -> None:
-            session, event = payload.session, payload.event
-            if event.type != UserMessageEvent.type or event.data["source"].get("kind") != "user":
+            session = payload.session
+            prompt = typed_as(payload.event, UserMessageEvent)
+            if prompt is None or prompt.source_kind != "user":
                 return
             if session.id in seen:
                 return
@@ -83,12 +84,10 @@ class SessionTitlePlugin:
                 return
             if title_of(session.events) is not None:
                 return  # a resumed session keeps its title
-            title = fallback_title(
-                Message.from_json(event.data).text, config.words, config.max_chars
-            )
+            title = fallback_title(prompt.text, config.words, config.max_chars)
             if title:
                 # Appending from inside `session/event` is refused: write right after it.
-                asyncio.get_running_loop().call_soon(write, session, title, event.seq)
+                asyncio.get_running_loop().call_soon(write, session, title, prompt.seq)
 
         def write(session: Session, title: str, seq: int) -> None:
             if session.attached:

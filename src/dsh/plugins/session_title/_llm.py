@@ -9,7 +9,7 @@ from msgspec import Meta
 
 from ..._context import Context
 from ...agent import AGENTS
-from ...events import SessionTitleEvent, TitleRequestEvent, append
+from ...events import SessionTitleEvent, TitleRequestEvent, append, typed_as
 from ...kernel import CancelSignal, ConfigRecord
 from ...llm import (
     LLM,
@@ -69,18 +69,17 @@ class LlmTitlePlugin:
         signals: dict[str, CancelSignal] = {}
 
         def on_event(payload: SessionEventPayload) -> None:
-            session, event = payload.session, payload.event
-            if (
-                event.type != SessionTitleEvent.type
-                or event.data["source"].get("kind") != "fallback"
-            ):
+            session = payload.session
+            titled = typed_as(payload.event, SessionTitleEvent)
+            source = None if titled is None else titled.source
+            if titled is None or not isinstance(source, dict) or source.get("kind") != "fallback":
                 return
             route = _route(ctx, config, session)
             if route is None:
                 _log.warning("no model route to title session %s; keeping its fallback", session.id)
                 return
             signal = signals[session.id] = CancelSignal()
-            seqs = list(event.data["messageSeqs"])
+            seqs = list(titled.message_seqs)
             ctx.owner.spawn(_titled(ctx, config, session, seqs, route, signal))
 
         def disposed(session: Session) -> None:

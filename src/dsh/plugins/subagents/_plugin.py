@@ -8,7 +8,7 @@ from msgspec import Meta
 
 from ..._context import Context
 from ...agent import AGENTS, PROMPT_SUBMIT, Notices
-from ...events import TurnEndEvent
+from ...events import TurnEndEvent, typed_as
 from ...kernel import ConfigRecord
 from ...tools import ToolPlugin
 from ._control import CONTROL_TOOLS, notice
@@ -121,6 +121,8 @@ def _disposed(child: SubagentRun) -> bool:
     if child.agent is None:
         return False  # in another process: it says itself when it ends
     for event in reversed(child.agent.session.events):
-        if event.type == TurnEndEvent.type:
-            return bool(event.data["reason"].get("reason", {}).get("kind") == "disposed")
+        end = typed_as(event, TurnEndEvent)
+        if end is not None:
+            cause = end.reason.cause
+            return cause is not None and cause.kind == "disposed"
     return False

@@ -13,13 +13,13 @@ import msgspec
 from ..._context import Context
 from ..._ids import uuid4_text
 from ...agent import PARENT_CANCEL, Agent, CreateAgentOptions
-from ...events import AssistantMessageEvent, TurnEndEvent
+from ...events import AssistantMessageEvent, TurnEndEvent, typed
 from ...kernel import Disposer, EventSpec, Mode, ServiceKey
 from ...llm import (
     ContentBlock,
     HarnessError,
     Json,
-    Message,
+    LlmFailure,
     MessageId,
     TextBlock,
     UserMessage,
@@ -295,6 +295,7 @@ def _in_process(run: SubagentRun) -> tuple[Agent, Agent, ChildSetup]:
     return run.agent, run.parent, run.setup
 
 
+_RESULT_TYPES = (AssistantMessageEvent.type, TurnEndEvent.type)
 _STOP_REASONS: dict[str, StopReason] = {
     "completed": "completed",
     "aborted": "aborted",
@@ -306,22 +307,23 @@ def _result(events: Sequence[SessionEvent], setup: ChildSetup) -> SubagentResult
     last: tuple[ContentBlock, ...] = ()
     texts: list[str] = []
     stop: str = "completed"
-    error: Json = None
+    error: LlmFailure | None = None
     for event in events:
-        if event.type == AssistantMessageEvent.type:
-            message = Message.from_json(event.data["message"])
-            blocks = tuple(b for b in message.content if isinstance(b, TextBlock) and b.text)
-            if blocks:
-                last = blocks
-                texts.extend(b.text for b in blocks)
-        elif event.type == TurnEndEvent.type:
-            stop = event.data["reason"]["kind"]
-            error = event.data["reason"].get("error")
+        if event.type not in _RESULT_TYPES:
+            continue
+        match typed(event):
+            case AssistantMessageEvent(message=message):
+                blocks = tuple(b for b in message.content if isinstance(b, TextBlock) and b.text)
+                if blocks:
+                    last = blocks
+                    texts.extend(b.text for b in blocks)
+            case TurnEndEvent(reason=reason):
+                stop, error = reason.kind, reason.error
     output = last or ((TextBlock("".join(texts)),) if texts else ())
     stop_reason = _STOP_REASONS.get(stop, "error")
     diagnostic = None
-    if isinstance(error, dict):
-        diagnostic = f"{error.get('code', 'UNKNOWN')}: {error.get('message', '')}"[:4096]
+    if error is not None:
+        diagnostic = f"{error.code}: {error.message}"[:4096]
     elif stop not in ("completed", "aborted", "max-tokens", "error"):
         diagnostic = f"turn ended {stop}"
     return SubagentResult(output, stop_reason, setup.structured, diagnostic)
