@@ -35,7 +35,10 @@ def scope_chain(key: object | None) -> Iterator[object]:
     """`key`, then its parent, grandparent, … (nearest first)."""
     while key is not None:
         yield key
-        key = _parents.get(key)
+        try:
+            key = _parents.get(key)
+        except TypeError:  # a key weakref cannot hold (a string) has no parent
+            return
 
 
 def is_scope_ancestor(candidate: object, key: object | None) -> bool:

@@ -122,6 +122,8 @@ def http_failure(
     if 300 <= status < 400 and location:  # not followed (`redirect_target`): fix the URL
         message = f"moved to {scrub(location, secret)}: set the base URL to the new address"
     detail = f"{provider}: HTTP {status}" + (f": {message}" if message else "")
+    if status == 407:  # only a proxy asks for proxy credentials
+        detail += f" — {_PROXY_FIX[407]}"
     request_id = headers.get("x-request-id") or headers.get("request-id")
     retry_after = retry_after_ms(headers)
     lowered = kind.lower()
