@@ -314,3 +314,28 @@ def test_the_prompt_is_not_steer_after_an_approval(chat: Chats) -> None:
     t.wait_for("Done after the answer.")
     t.wait_for(at_prompt)  # `> `, not `steer » `: the turn is over
     exits_cleanly(t)
+
+
+def test_the_prompt_is_not_steer_after_ctrl_c_at_an_approval(chat: Chats) -> None:
+    run = tool_call("bash", command="echo hi", description="Say hi")
+    t, _ = chat([answer(run), answer("unused")])
+    t.enter("say hi")
+    t.wait_for("allow?")
+    t.ctrl("c")  # cancels the turn, and the question it asks
+    t.wait_for(at_prompt)  # `> `, not `steer » ` nor the question
+    assert not t.cursor_line().startswith("steer")
+    exits_cleanly(t)
+
+
+def test_an_invalid_answer_asks_again_and_then_the_prompt_is_not_steer(chat: Chats) -> None:
+    run = tool_call("bash", command="echo hi", description="Say hi")
+    t, _ = chat([answer(run), answer("Done after the answer.")])
+    t.enter("say hi")
+    t.wait_for("allow?")
+    t.enter("maybe")  # not an answer: asked again
+    t.wait_for("'maybe': answer y, s, a, n or r")
+    t.wait_for(lambda t: t.cursor_line().startswith("allow?"))  # the question, not `steer`
+    t.enter("n")
+    t.wait_for("Done after the answer.")
+    t.wait_for(at_prompt)
+    exits_cleanly(t)
