@@ -339,3 +339,20 @@ def test_an_invalid_answer_asks_again_and_then_the_prompt_is_not_steer(chat: Cha
     t.wait_for("Done after the answer.")
     t.wait_for(at_prompt)
     exits_cleanly(t)
+
+
+def test_a_chat_closed_without_a_prompt_stores_nothing(chat: Chats, tmp_path: Path) -> None:
+    """Opened, `/new`, closed: no turn ever started, so no session is stored (not even the
+    records written when a session is created); the chat with a prompt is."""
+    sessions = tmp_path / "sessions"
+    t, server = chat([answer("Stored.")])
+    t.wait_for(at_prompt)
+    t.enter("/new")
+    t.wait_for(lambda t: sum(line.startswith("new session ") for line in t.lines()) == 2)
+    exits_cleanly(t)
+    assert not sessions.exists() or not any(sessions.rglob("session.jsonl"))
+    used, _ = chat(server)
+    used.enter("keep this one")
+    used.wait_for("Stored.")
+    exits_cleanly(used)
+    assert len(list(sessions.rglob("session.jsonl"))) == 1

@@ -88,7 +88,8 @@ def test_continue_prefixes_and_the_session_list(tmp_path: Path) -> None:
     assert [line.split()[0] for line in listed] == [session_of(first), session_of(other)]
     row = [cell.strip() for cell in listed[0].split("  ") if cell.strip()]
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", row[1])
-    assert row[2:] == ["2 turns", "remember the word tulip"]
+    assert row[2] == "2 turns" and row[-1] == "remember the word tulip"
+    assert row[3] == "~/ws"  # the session's workspace (HOME is tmp_path here)
 
     prefix = session_of(other).removeprefix("session-")[:6]
     shown = dsh(tmp_path, "sessions", "show", prefix)

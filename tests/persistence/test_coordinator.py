@@ -415,3 +415,26 @@ async def test_a_vetoed_creation_stores_nothing_and_the_id_stays_free(tmp_path: 
     assert await world.store.flush(session)
     assert world.stored("s-veto") == session.seq
     await world.ctx.owner.dispose()
+
+
+async def test_a_session_stored_from_its_first_turn(tmp_path: Path) -> None:
+    """Until its first `turn/start`, such a session's events are kept but not written (a
+    flush writes nothing); then all of them are; disposed before, nothing is ever stored."""
+    world, service = await _world(tmp_path, window_ms=60_000)
+    sessions = []
+    for session_id in ("s-turned", "s-idle"):
+        session = world.store.prepare(session_id)
+        session.stored_from_first_turn = True
+        world.store.enter(session)
+        world.store.announce(session)
+        _todos(session, 2)
+        sessions.append(session)
+    turned, idle = sessions
+    assert await world.store.flush(turned)
+    assert world.stored("s-turned") == 0 and world.spy.batches == []
+    turned.append("turn/start", {"turn": 0})
+    assert await world.store.flush(turned)
+    assert world.stored("s-turned") == 3
+    await world.ctx.owner.dispose()  # `s-idle` never had a turn
+    assert not JsonlBackend(tmp_path).exists("s-idle")
+    assert not service.coordinator.is_live("s-idle")

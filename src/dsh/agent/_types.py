@@ -147,6 +147,8 @@ class CreateAgentOptions(msgspec.Struct, frozen=True):
     signal: CancelSignal | None = None
     """Cancels creation only (unpublished setup); later use the handle."""
     setup: Setup | None = None
+    stored_from_first_turn: bool = False
+    """Store the session once its first turn starts: one disposed before leaves nothing."""
 
 
 class ResumeAgentOptions(msgspec.Struct, frozen=True):

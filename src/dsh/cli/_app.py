@@ -265,7 +265,8 @@ def sessions_list(
     json_: JsonOption = False,
     limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="How many.")] = 20,
 ) -> None:
-    """List stored sessions, most recently active first."""
+    """List stored sessions, most recently active first, with their workspace (`.`: this
+    folder)."""
     from ._sessions import list_sessions
 
     exit_with(list_sessions(profile, json_, limit))

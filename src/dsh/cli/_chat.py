@@ -225,13 +225,22 @@ class Chat:
 
     async def open(self, resume: str | None, latest: bool) -> None:
         """The first session: new, resumed (`resume`), or the workspace's latest."""
-        handle = await open_agent(self.ctx, self.route, self.cwd, resume=resume, latest=latest)
+        handle = await open_agent(
+            self.ctx,
+            self.route,
+            self.cwd,
+            resume=resume,
+            latest=latest,
+            stored_from_first_turn=True,
+        )
         await self._attach(handle, resumed=resume is not None or latest)
 
     async def _switch(self, resume: str | None) -> None:
         """Leave the current session for a new or a resumed one."""
         try:
-            handle = await open_agent(self.ctx, self.route, self.cwd, resume=resume)
+            handle = await open_agent(
+                self.ctx, self.route, self.cwd, resume=resume, stored_from_first_turn=True
+            )
         except (CliError, RuntimeError) as exc:
             self.screen.note(str(exc), "red")
             return

@@ -108,13 +108,17 @@ def turn_cost(ctx: Context, route: Route) -> Callable[[Usage], float | None] | N
     return lambda usage: prices.cost({key: usage})
 
 
-async def create_agent(ctx: Context, route: Route, cwd: Path) -> AgentHandle:
-    """A new agent on a fresh session in `cwd` (an absolute, resolved path)."""
+async def create_agent(
+    ctx: Context, route: Route, cwd: Path, *, stored_from_first_turn: bool = False
+) -> AgentHandle:
+    """A new agent on a fresh session in `cwd` (an absolute, resolved path); with
+    `stored_from_first_turn`, one closed before any turn leaves nothing stored."""
     return await ctx.agents.create(
         CreateAgentOptions(
             f"session-{uuid4_text()}",
             SessionMeta(cwd=str(cwd)),
             agent_options=AgentOptions(provider=route.provider, model=route.model),
+            stored_from_first_turn=stored_from_first_turn,
         )
     )
 

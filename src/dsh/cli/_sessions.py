@@ -4,6 +4,7 @@ agent on it, and `dsh sessions list | show | repair`."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,14 +46,33 @@ def persistence_of(ctx: Context) -> SessionPersistence:
     return persistence
 
 
-def summary_line(summary: SessionSummary) -> str:
-    """One line of `dsh sessions list`: id, last activity, turns, title."""
+def summary_line(summary: SessionSummary, *, workspace: bool = False) -> str:
+    """One line of `dsh sessions list`: id, last activity, turns, (the workspace,) title."""
     when = datetime.fromtimestamp(summary.updated_at / 1000).strftime("%Y-%m-%d %H:%M")
     turns = f"{summary.turns} turn{'s' if summary.turns != 1 else ''}"
     title = summary.title or "(no prompt)"
     if len(title) > TITLE_WIDTH:
         title = title[: TITLE_WIDTH - 1] + "…"
-    return f"{summary.id}  {when}  {turns:>8}  {title}"
+    where = f"{shown_workspace(summary.cwd):<{WORKSPACE_WIDTH}}  " if workspace else ""
+    return f"{summary.id}  {when}  {turns:>8}  {where}{title}"
+
+
+WORKSPACE_WIDTH = 24
+
+
+def shown_workspace(cwd: str | None) -> str:
+    """A session's workspace in a few characters: `.` for the current folder, `~/…` under
+    the home folder, the tail of a long path."""
+    if not cwd:
+        return "?"
+    path = Path(cwd)
+    if path == Path.cwd():
+        return "."
+    text = str(path)
+    home = str(Path.home())
+    if text == home or text.startswith(home + os.sep):
+        text = "~" + text[len(home) :]
+    return text if len(text) <= WORKSPACE_WIDTH else "…" + text[-(WORKSPACE_WIDTH - 1) :]
 
 
 async def summaries(
@@ -95,12 +115,18 @@ async def latest_session(persistence: SessionPersistence, cwd: Path) -> str:
 
 
 async def open_agent(
-    ctx: Context, route: Route, cwd: Path, *, resume: str | None = None, latest: bool = False
+    ctx: Context,
+    route: Route,
+    cwd: Path,
+    *,
+    resume: str | None = None,
+    latest: bool = False,
+    stored_from_first_turn: bool = False,
 ) -> AgentHandle:
-    """A new agent in `cwd`; or one resumed on the session `resume` names, or on the latest
-    session of `cwd`."""
+    """A new agent in `cwd` (stored from its first turn, if asked); or one resumed on the
+    session `resume` names, or on the latest session of `cwd`."""
     if resume is None and not latest:
-        return await create_agent(ctx, route, cwd)
+        return await create_agent(ctx, route, cwd, stored_from_first_turn=stored_from_first_turn)
     persistence = persistence_of(ctx)
     if resume is not None:
         session_id = await find_session(persistence, resume)
@@ -134,7 +160,7 @@ async def list_sessions(profile: list[Path] | None, as_json: bool, limit: int) -
             row |= {"title": summary.title, "turns": summary.turns}
             print(json.dumps(row, ensure_ascii=False))
         else:
-            print(summary_line(summary))
+            print(summary_line(summary, workspace=True))
     if not found and not as_json:
         print("no sessions yet", file=sys.stderr)
     return 0

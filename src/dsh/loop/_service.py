@@ -118,6 +118,7 @@ class AgentLoop:
         session = self.state.ctx.require(SESSIONS).prepare(
             options.session_id, seed=options.seed, meta=options.meta
         )
+        session.stored_from_first_turn = options.stored_from_first_turn
         return await self._publish(
             owner, session, options.agent_options, options.setup, options.signal, "startup"
         )

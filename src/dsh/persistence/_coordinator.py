@@ -27,6 +27,7 @@ from ..session import (
     SessionEvent,
     SessionEventPayload,
 )
+from ..session.event_types import TURN_START
 from ._codec import records_of
 from ._events import PERSISTENCE_WRITTEN, Written
 from ._lease import WriterHold, hold_writer
@@ -63,6 +64,7 @@ class _Writer:
         "session",
         "timer",
         "unsynced",
+        "waiting",
     )
 
     def __init__(
@@ -90,6 +92,9 @@ class _Writer:
         self.failure: Exception | None = None
         self.unsynced = False
         self.draining = 0
+        self.waiting = False
+        """A new session stored from its first turn (`stored_from_first_turn`), before it:
+        its events are kept, nothing is written, and a disposal drops them."""
 
 
 class WriteCoordinator:
@@ -178,9 +183,10 @@ class WriteCoordinator:
             writer = _Writer(session, key, 0, stored=False, lease=lease)
         _live[key] = writer
         self._writers[session.id] = writer
+        writer.waiting = prepared is None and session.stored_from_first_turn
         # Events appended before publication (a seed, a resumed session's end-seed).
         writer.pending = list(session.events[writer.cursor :])
-        if writer.pending:
+        if writer.pending and not writer.waiting:
             self._arm(writer)
 
     def _event(self, payload: SessionEventPayload) -> None:
@@ -188,12 +194,16 @@ class WriteCoordinator:
         if writer is None or writer.session is not payload.session:
             return
         writer.pending.append(payload.event)
+        if writer.waiting:
+            if payload.event.type != TURN_START:
+                return
+            writer.waiting = False
         if writer.timer is None and writer.active is None and not writer.draining:
             self._arm(writer)
 
     def _flush(self, session: Session) -> Coroutine[Any, Any, None] | None:
         writer = self._writers.get(session.id)
-        if writer is not None and writer.session is session:
+        if writer is not None and writer.session is session and not writer.waiting:
             return self.drain(writer)  # awaited by the dispatch itself: no coroutine around it
         return None
 
@@ -202,8 +212,10 @@ class WriteCoordinator:
         if writer is None or writer.session is not session:
             return
         del self._writers[session.id]
-        if session.rolled_back and not writer.materialized and writer.active is None:
-            # A rolled-back creation: the session never existed, so its id stays free.
+        never = session.rolled_back or writer.waiting
+        if never and not writer.materialized and writer.active is None:
+            # A rolled-back creation, or one that never had a turn: the session was never
+            # stored, and its id stays free.
             if writer.timer is not None:
                 writer.timer.cancel()
                 writer.timer = None
@@ -324,7 +336,10 @@ class WriteCoordinator:
     async def close(self) -> None:
         """Stop listening; drain every live session once, and wait for all writes."""
         self._closed = True
-        writers = list(self._writers.values())
+        # A session still waiting for its first turn is not stored (its events go with it).
+        writers = [w for w in self._writers.values() if not w.waiting]
+        for waiting in (w for w in self._writers.values() if w.waiting):
+            _release(waiting)
         self._writers.clear()
         results = await asyncio.gather(*(self.drain(w) for w in writers), return_exceptions=True)
         for writer, result in zip(writers, results, strict=True):

@@ -106,12 +106,16 @@ class Session:
         "_surface",
         "_view",
         "rolled_back",
+        "stored_from_first_turn",
     )
 
     def __init__(self, header: SessionHeader, seed: Sequence[SessionEvent] | None = None) -> None:
         self.rolled_back = False
         """Set by a creation that failed before the session was published for good: its
         `session/disposed` then means "never existed" (persistence stores nothing)."""
+        self.stored_from_first_turn = False
+        """Persistence stores a new session once its first turn starts; disposed before,
+        it leaves nothing (a `dsh chat` opened and closed without a prompt)."""
         self._header = header
         self._events: list[SessionEvent] = []
         self._view = _EventsView(self._events)
