@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,9 +48,11 @@ def started(command: list[str], ready: str) -> subprocess.Popen[str]:
 
 
 def stopped(process: subprocess.Popen[str]) -> None:
+    """Stop `process`; what it said after starting is printed (shown when a test fails)."""
     process.terminate()
-    process.wait(timeout=30)
     assert process.stderr is not None
+    print(process.stderr.read())
+    process.wait(timeout=30)
     process.stderr.close()
 
 
@@ -133,20 +136,24 @@ shutdown_lifetime 0 seconds
 
 
 @pytest.fixture
-def squid(tmp_path: Path) -> Iterator[int]:
+def squid() -> Iterator[int]:
     """squid wanting credentials nobody has (an empty password file): its port."""
     binary = installed("squid")
     helper = Path("/usr/lib/squid/basic_ncsa_auth")
     if not helper.is_file():
         pytest.skip(f"{helper} is not installed (apt-get install squid)")
-    (tmp_path / "passwd").write_text("")
-    tmp_path.chmod(0o755)  # squid, as root, reads its files as the proxy user
-    port = free_port()
-    config = tmp_path / "squid.conf"
-    config.write_text(SQUID.format(port=port, tmp=tmp_path, helper=helper))
-    process = started([binary, "-N", "-d", "1", "-f", str(config)], "Accepting HTTP Socket")
-    yield port
-    stopped(process)
+    # Run as root, squid's helpers run as the `proxy` user: their files must be reachable by
+    # it, so not under pytest's own (private) temporary folders.
+    with tempfile.TemporaryDirectory(prefix="dsh-squid-") as name:
+        folder = Path(name)
+        folder.chmod(0o755)
+        (folder / "passwd").write_text("")
+        port = free_port()
+        config = folder / "squid.conf"
+        config.write_text(SQUID.format(port=port, tmp=folder, helper=helper))
+        process = started([binary, "-N", "-d", "1", "-f", str(config)], "Accepting HTTP Socket")
+        yield port
+        stopped(process)
 
 
 @pytest.mark.parametrize("scheme", ["http", "https"])
