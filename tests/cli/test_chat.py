@@ -4,6 +4,7 @@ against the loopback model server streaming token by token."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import signal
 from pathlib import Path
 
@@ -356,3 +357,21 @@ def test_a_chat_closed_without_a_prompt_stores_nothing(chat: Chats, tmp_path: Pa
     used.wait_for("Stored.")
     exits_cleanly(used)
     assert len(list(sessions.rglob("session.jsonl"))) == 1
+
+
+def test_an_answer_taller_than_the_screen_leaves_no_blank_block_in_scrollback(
+    chat: Chats,
+) -> None:
+    lines = [f"line {i:02d} of a long answer." for i in range(60)]
+    t, _ = chat([answer("\n\n".join(lines))], rows=20)
+    t.enter("tell me a lot")
+    t.wait_for("line 59 of a long answer.")
+    t.wait_for(at_prompt)
+    seen = t.lines()
+    start = seen.index("> tell me a lot")
+    shown = [line for line in seen[start:] if line.startswith("line ")]
+    assert shown == lines  # every line once, in order
+    body = seen[seen.index(shown[0]) : seen.index(shown[-1]) + 1]
+    blank_runs = [len(list(g)) for k, g in itertools.groupby(body, key=bool) if not k]
+    assert max(blank_runs, default=0) <= 1  # paragraphs, not a blank block
+    exits_cleanly(t)
