@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import msgspec
 
 from .._ids import uuid4_hex, uuid4_text
+from ..event_types import AGENT_INBOX_SPLICED, ASSISTANT_MESSAGE, TURN_END
 
 if TYPE_CHECKING:  # dsh.llm would pull in the kernel: a client stays light
     from ..events import TypedEvent
@@ -337,7 +338,7 @@ async def _collect(
             inserted = (event.get("data") or {}).get("inserted") or []
             if (
                 ours
-                and event.get("type") == "agent/inbox/spliced"
+                and event.get("type") == AGENT_INBOX_SPLICED
                 and any(m.get("id") == message_id for m in inserted)
             ):
                 received = True
@@ -353,10 +354,10 @@ async def _collect(
     final = ""
     finish: str | None = None
     for event in events:
-        if event["type"] == "assistant/message":
+        if event["type"] == ASSISTANT_MESSAGE:
             blocks = event["data"]["message"]["content"]
             final = "".join(b["text"] for b in blocks if b.get("type") == "text")
-        elif event["type"] == "turn/end":
+        elif event["type"] == TURN_END:
             finish = event["data"]["reason"]["kind"]
     return RunResult(session_id, final, finish, tuple(events), tuple(notifications))
 

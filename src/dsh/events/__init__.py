@@ -4,7 +4,7 @@
 (the log format does not change). Renderers (the terminal, the web UI, ACP) read these.
 """
 
-from ..session.event_types import ASSISTANT_CHUNK
+from ..event_types import ASSISTANT_CHUNK
 from ._base import Event
 from ._catalog import (
     EVENT_CLASSES,

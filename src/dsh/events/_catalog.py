@@ -8,28 +8,7 @@ from typing import Annotated, Any, ClassVar, TypeAlias, get_args
 
 import msgspec
 
-from ..llm import (
-    BlockEnd,
-    BlockStart,
-    ContentBlock,
-    Finish,
-    FinishReason,
-    Json,
-    LlmFailure,
-    Message,
-    ReasoningBlock,
-    ReasoningDelta,
-    StreamChunk,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    UsageChunk,
-    chunk_from_json,
-    text_of,
-)
-from ..session import EpochHeader, SessionEvent
-from ..session.event_types import (
+from ..event_types import (
     ACP_MODE,
     AGENT_INBOX_SPLICED,
     APPROVAL_ASKED,
@@ -62,6 +41,27 @@ from ..session.event_types import (
     TURN_START,
     USER_MESSAGE,
 )
+from ..llm import (
+    BlockEnd,
+    BlockStart,
+    ContentBlock,
+    Finish,
+    FinishReason,
+    Json,
+    LlmFailure,
+    Message,
+    ReasoningBlock,
+    ReasoningDelta,
+    StreamChunk,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    UsageChunk,
+    chunk_from_json,
+    text_of,
+)
+from ..session import EpochHeader, SessionEvent
 from ._base import Event, Key, envelope
 from ._values import (
     FAILURE,

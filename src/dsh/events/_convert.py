@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeVar
 
+from ..event_types import ASSISTANT_CHUNK
 from ..session import SessionEvent
-from ..session.event_types import ASSISTANT_CHUNK
 
 if TYPE_CHECKING:
     from ..session import Session

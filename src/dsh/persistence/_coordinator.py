@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ..event_types import TURN_START
 from ..session import (
     SESSION_CREATED,
     SESSION_DISPOSED,
@@ -27,7 +28,6 @@ from ..session import (
     SessionEvent,
     SessionEventPayload,
 )
-from ..session.event_types import TURN_START
 from ._codec import records_of
 from ._events import PERSISTENCE_WRITTEN, Written
 from ._lease import WriterHold, hold_writer

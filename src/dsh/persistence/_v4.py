@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
+from ..event_types import DEVELOPER_MESSAGE
 from ..events import (
     ApprovalAskedEvent,
     ApprovalDecidedEvent,
@@ -88,7 +89,7 @@ REFERENCE_TYPES = frozenset(
         CompactionStartEvent.type,
         CompactionSummaryEvent.type,
         "deliverables/presented",
-        "developer/message",
+        DEVELOPER_MESSAGE,
         "feedback/message-delete",
         "feedback/message-put",
         "feedback/record",
@@ -153,7 +154,7 @@ _MESSAGE_KEYS = {
     AssistantMessageEvent.type: "message",
     ToolResultEvent.type: "message",
     SystemMessageEvent.type: "message",
-    "developer/message": "message",
+    DEVELOPER_MESSAGE: "message",
     InboxSplicedEvent.type: "inserted",
     TitleRequestEvent.type: "messages",
 }
@@ -323,7 +324,7 @@ def _lower_message(kind: str, message: Mapping[str, Any]) -> Mapping[str, Any]:
         tool = _tool_message(message, lowered)
         if tool is not None:
             return tool
-    if kind in (AssistantMessageEvent.type, SystemMessageEvent.type, "developer/message"):
+    if kind in (AssistantMessageEvent.type, SystemMessageEvent.type, DEVELOPER_MESSAGE):
         out = {"role": message.get("role")}
         out.update((k, lowered if k == "source" else v) for k, v in message.items())
         return out

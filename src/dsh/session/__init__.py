@@ -1,6 +1,5 @@
 """The event-sourced session log: `Session`, `SessionStore` (`ctx.sessions`), durable types."""
 
-from . import event_types
 from ._envelope import InvalidEventError, ReplaceOp, SessionEvent, SurfaceOp
 from ._events import (
     SESSION_CREATED,
@@ -39,7 +38,6 @@ from ._usage import (
 
 __all__ = [
     "SESSIONS",
-    "event_types",
     "FORMAT_VERSION",
     "FORMAT_VERSIONS",
     "SESSION_CREATED",

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..event_types import TURN_END, TURN_START, USER_MESSAGE
 from ..llm import Json
 from ._envelope import InvalidEventError, SessionEvent
 from ._registry import SURFACE_TYPES, UnknownEventTypeError, event_kind
-from .event_types import TURN_END, TURN_START, USER_MESSAGE
 
 __all__ = ["import_events"]
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import enum
 
-from ._envelope import InvalidEventError
-from .event_types import (
+from ..event_types import (
     AGENT_INBOX_SPLICED,
     APPROVAL_ASKED,
     APPROVAL_DECIDED,
@@ -38,6 +37,7 @@ from .event_types import (
     TURN_START,
     USER_MESSAGE,
 )
+from ._envelope import InvalidEventError
 
 __all__ = [
     "SURFACE_TYPES",

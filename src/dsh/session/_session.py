@@ -8,13 +8,7 @@ from typing import Any, overload
 
 import msgspec
 
-from ..llm import Json, Message, ToolResultBlock
-from ._envelope import InvalidEventError, ReplaceOp, SessionEvent, SurfaceOp
-from ._header import EpochHeader, SessionHeader
-from ._history import History
-from ._json import FrozenDict, LosslessJsonError, freeze_json
-from ._registry import SURFACE_TYPES, UnknownEventTypeError, _known, event_kind
-from .event_types import (
+from ..event_types import (
     ASSISTANT_MESSAGE,
     DEVELOPER_MESSAGE,
     REQUEST_CONTEXT,
@@ -24,6 +18,12 @@ from .event_types import (
     TOOL_RESULT,
     USER_MESSAGE,
 )
+from ..llm import Json, Message, ToolResultBlock
+from ._envelope import InvalidEventError, ReplaceOp, SessionEvent, SurfaceOp
+from ._header import EpochHeader, SessionHeader
+from ._history import History
+from ._json import FrozenDict, LosslessJsonError, freeze_json
+from ._registry import SURFACE_TYPES, UnknownEventTypeError, _known, event_kind
 
 __all__ = ["ReentrantAppendError", "Session", "Surface"]
 

@@ -6,10 +6,10 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 
+from ..event_types import AGENT_INBOX_SPLICED, SESSION_TITLE, TURN_START, USER_MESSAGE
 from ..llm import Message
 from ._envelope import SessionEvent
 from ._header import SessionHeader
-from .event_types import AGENT_INBOX_SPLICED, SESSION_TITLE, TURN_START, USER_MESSAGE
 
 __all__ = ["SessionSummary", "summary_of"]
 

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import msgspec
 
+from ..event_types import TURN_END, TURN_START
 from ..llm import Json
 from ._envelope import SessionEvent
-from .event_types import TURN_END, TURN_START
 
 __all__ = ["LastTurn", "last_turn"]
 

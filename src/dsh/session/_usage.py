@@ -7,9 +7,9 @@ from typing import TypeVar
 
 import msgspec
 
+from ..event_types import ASSISTANT_MESSAGE, COMPACTION_SUMMARY, TOOL_CALL, TURN_END, TURN_START
 from ._envelope import SessionEvent
 from ._session import Session
-from .event_types import ASSISTANT_MESSAGE, COMPACTION_SUMMARY, TOOL_CALL, TURN_END, TURN_START
 
 __all__ = [
     "ModelRoute",

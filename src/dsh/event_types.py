@@ -1,5 +1,6 @@
 """The names of the event types dsh reads and writes (SPEC §4.2): one constant per type, so
-that no other module spells one. `dsh.events` gives each its typed shape; the registry
+that no other module spells one. It imports nothing: `dsh.client` uses it without loading
+the core. `dsh.events` gives each its typed shape; the registry
 (`durable_event_types`) also knows the reference runtime's peripheral types, which dsh keeps
 verbatim and never writes."""
 
