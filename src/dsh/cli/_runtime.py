@@ -39,6 +39,7 @@ def layers(profile: list[Path] | None) -> tuple[str, ...]:
 
 
 def folder(cwd: Path | None) -> str | None:
+    """`--cwd` as a spec's `workspace` (None: the current directory)."""
     return None if cwd is None else str(cwd)
 
 
