@@ -13,6 +13,7 @@ heavy module few processes need, off every process:
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -28,3 +29,20 @@ def lazy_attribute(package: str, name: str, modules: Mapping[str, str]) -> Any:
     value = getattr(importlib.import_module(module, package), name)
     setattr(sys.modules[package], name, value)
     return value
+
+
+def extra_hint(extra: str) -> str:
+    """How to add the optional `extra`: its packages, for pip or a pipx install (dsh is not
+    installed from PyPI by name: another project holds the name `dsh` there)."""
+    from importlib import metadata
+
+    try:
+        requirements = metadata.requires("dsh") or []
+    except metadata.PackageNotFoundError:
+        requirements = []
+    marker = re.compile(rf"""extra\s*==\s*['"]{re.escape(extra)}['"]""")
+    packages = [r.split(";")[0].strip() for r in requirements if marker.search(r)]
+    if not packages:
+        return f"install dsh with its {extra} extra (pip install '.[{extra}]' in its folder)"
+    listed = " ".join(f"'{p}'" for p in packages)
+    return f"pip install {listed} (pipx: pipx inject dsh {listed})"

@@ -383,7 +383,9 @@ async def test_without_the_sdk_one_line_names_the_extra(tmp_path: Path) -> None:
     out, err = await process.communicate()
     assert process.returncode == 2 and out == b""
     assert err.decode().splitlines() == [
-        "dsh: the Agent Client Protocol needs its SDK: pip install 'dsh[acp]'"
+        "dsh: the Agent Client Protocol needs dsh's acp extra: "
+        "pip install 'agent-client-protocol>=0.12' "
+        "(pipx: pipx inject dsh 'agent-client-protocol>=0.12')"
     ]
 
 

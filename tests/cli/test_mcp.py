@@ -192,3 +192,20 @@ def test_list_says_how_to_trust_and_trusts_for_one_listing(tmp_path: Path) -> No
     (status,) = map(json.loads, trusted.stdout.splitlines())
     assert status["state"] == "ready" and "mcp__calc__add" in status["tools"]
     assert not Trust().is_trusted(ws)  # for that listing only
+
+
+def test_serve_without_the_mcp_sdk_names_the_extra(tmp_path: Path) -> None:
+    hide = "import sys; sys.modules['mcp'] = None; from dsh.cli import main; main()"
+    result = subprocess.run(
+        [sys.executable, "-c", hide, "mcp", "serve"],
+        capture_output=True,
+        text=True,
+        env=cli_env(tmp_path, DEEPSEEK_API_KEY="sk-test"),
+        cwd=workspace(tmp_path),
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        "dsh: dsh mcp serve needs dsh's mcp extra: pip install 'mcp>=2.3' "
+        "(pipx: pipx inject dsh 'mcp>=2.3')"
+    )

@@ -2,10 +2,14 @@
 agent, and `AcpSubagentsPlugin` runs subagents as external ACP agent processes. Built on the
 official SDK (`agent-client-protocol`, extra `dsh[acp]`)."""
 
+from .._lazy import extra_hint
+
 try:
     import acp as _sdk  # noqa: F401  # checked first: the one clear error when it is missing
 except ImportError as exc:  # pragma: no cover - the extra is installed in development
-    raise ImportError("the Agent Client Protocol needs its SDK: pip install 'dsh[acp]'") from exc
+    raise ImportError(
+        f"the Agent Client Protocol needs dsh's acp extra: {extra_hint('acp')}"
+    ) from exc
 
 from ._agent import AcpAgent, AcpSettings
 from ._modes import MODE_EVENT, ModeId

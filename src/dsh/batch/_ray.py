@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from .._lazy import extra_hint
 from ..kernel import HELD, read_secret
 from ..persistence import PersistenceError, store_config
 from ._tasks import BatchError, Task, TaskResult
@@ -136,5 +137,5 @@ def _import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise BatchError("batch runs on Ray need Ray: pip install 'dsh[ray]'") from None
+        raise BatchError(f"batch runs on Ray need dsh's ray extra: {extra_hint('ray')}") from None
     return ray

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from .._lazy import extra_hint
 from ..assembly import RuntimeSpec, start
 from ..kernel import CancelSignal
 from ..profiles import Profile, boot
@@ -179,7 +180,12 @@ async def serve(
     profile: list[Path] | None, provider: str | None, model: str | None, cwd: Path | None, yes: bool
 ) -> int:
     """`dsh mcp serve`: the runtime, serving `run_agent` on stdin/stdout."""
-    from ..plugins.mcp._serve import ServeOptions, serve_stdio
+    try:
+        from ..plugins.mcp._serve import ServeOptions, serve_stdio
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith(("mcp", "anyio")):
+            raise
+        raise CliError(f"dsh mcp serve needs dsh's mcp extra: {extra_hint('mcp')}") from None
 
     assembly = assembled(
         RuntimeSpec(

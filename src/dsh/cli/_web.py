@@ -11,13 +11,13 @@ from pathlib import Path
 
 import msgspec
 
+from .._lazy import extra_hint
 from ..agent import AgentOptions
 from ..assembly import start
 from ._runtime import CliError, Options, prepare
 from ._trust import trust_note, untrusted_files
 
 MIN_TOKEN = 16
-EXTRA = "dsh web needs the web extra: pip install 'dsh[web]'"
 
 
 class WebOptions(msgspec.Struct, frozen=True):
@@ -33,7 +33,7 @@ async def run_web(options: WebOptions) -> int:
     try:
         from ..web import LOOPBACK_HOSTS, WebConfig, WebUI, bind, serve
     except ImportError:
-        raise CliError(EXTRA) from None
+        raise CliError(f"dsh web needs dsh's web extra: {extra_hint('web')}") from None
     loopback = options.host in LOOPBACK_HOSTS
     token = _token(options, loopback)
     assembly, route = prepare(options.model)

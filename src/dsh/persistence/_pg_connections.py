@@ -14,6 +14,7 @@ import threading
 from collections.abc import AsyncIterator, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._lazy import extra_hint
 from ._types import PersistenceError
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ def require_psycopg() -> None:
         import psycopg  # noqa: F401
     except ImportError:
         raise PersistenceError(
-            "the PostgreSQL session store needs psycopg: pip install 'dsh[postgres]'"
+            f"the PostgreSQL session store needs dsh's postgres extra: {extra_hint('postgres')}"
         ) from None
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._lazy import extra_hint
 from ._types import CorruptLogError, PersistenceError
 
 __all__ = ["compress_frame", "decode_frames"]
@@ -22,8 +23,8 @@ def _zstandard() -> Any:
         import zstandard
     except ImportError:
         raise PersistenceError(
-            "this session log is zstd-compressed (session.jsonl.zstd), which needs the optional "
-            "dependency 'zstandard': pip install 'dsh[zstd]'"
+            "this session log is zstd-compressed (session.jsonl.zstd), which needs dsh's zstd "
+            f"extra: {extra_hint('zstd')}"
         ) from None
     return zstandard
 

@@ -139,7 +139,14 @@ async def _serve(args: argparse.Namespace, entries: list[ServerEntry]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dsh.testing.openai_server")
+    doc = __doc__ or ""  # (None under python -OO)
+    script = doc[doc.find("The first stdout line") :] if "The first stdout" in doc else None
+    parser = argparse.ArgumentParser(
+        prog="python -m dsh.testing.openai_server",
+        description="A loopback Chat Completions / Messages API server playing a script.",
+        epilog=script,  # the script format, as the module's docstring states it
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--script", help="a JSON script file (default: empty)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")

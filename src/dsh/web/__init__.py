@@ -3,11 +3,13 @@ session browser, served by Starlette + uvicorn (the `dsh[web]` extra) from a sta
 shipped in this package. An entry point: it translates HTTP to `ctx.agents`, the session
 log (as `dsh.events`) and the approval answerer."""
 
+from .._lazy import extra_hint
+
 try:
     import starlette  # noqa: F401
     import uvicorn  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the installation
-    raise ImportError("the web UI needs the web extra: pip install 'dsh[web]'") from exc
+    raise ImportError(f"the web UI needs dsh's web extra: {extra_hint('web')}") from exc
 
 from ._app import WebConfig, WebUI
 from ._diff import FileSnapshots

@@ -345,7 +345,8 @@ async def test_without_the_sdk_a_server_fails_naming_the_extra(
     (status,) = rt.hub.statuses()
     assert (status.state, status.error) == (
         "failed",
-        "the MCP SDK is not installed: pip install 'dsh[mcp]'",
+        "the MCP SDK is not installed (dsh's mcp extra): pip install 'mcp>=2.3' "
+        "(pipx: pipx inject dsh 'mcp>=2.3')",
     )
 
 

@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..._lazy import extra_hint
 from ...kernel import CancelSignal, Disposer, Owner
 from ...llm import Json
 from ._config import RestartPolicy, ServerSpec, State
@@ -240,7 +241,7 @@ def _describe(exc: BaseException, spec: ServerSpec) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, ModuleNotFoundError) and (exc.name or "").startswith("mcp"):
-        return "the MCP SDK is not installed: pip install 'dsh[mcp]'"
+        return f"the MCP SDK is not installed (dsh's mcp extra): {extra_hint('mcp')}"
     if isinstance(exc, OSError) and spec.transport == "stdio" and exc.strerror:
         return f"cannot run {spec.command!r}: {exc.strerror}"
     text = str(exc).strip()

@@ -9,6 +9,7 @@ import os
 from typing import TYPE_CHECKING, ClassVar
 
 from ..._context import Context
+from ..._lazy import extra_hint
 from ...kernel import ServiceKey
 from ._config import OtelConfig
 
@@ -22,7 +23,8 @@ TELEMETRY: ServiceKey[Telemetry] = ServiceKey("telemetry")
 
 def missing_extra(exc: ImportError) -> RuntimeError:
     return RuntimeError(
-        f"the otel plugin needs OpenTelemetry ({exc.name or exc}): pip install 'dsh[otel]'"
+        f"the otel plugin needs OpenTelemetry ({exc.name or exc}), dsh's otel extra: "
+        f"{extra_hint('otel')}"
     )
 
 

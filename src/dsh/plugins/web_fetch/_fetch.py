@@ -7,6 +7,7 @@ import asyncio
 
 import httpx
 
+from ..._lazy import extra_hint
 from ...llm import HarnessError, Json
 from ._guard import AddressRefused, guarded_transport
 from ._policy import HostRules, Limits
@@ -110,7 +111,7 @@ def _markdown(html: str) -> str:
         from markdownify import markdownify
     except ImportError:
         raise FetchError(
-            "web_fetch needs the markdownify package to read HTML: pip install 'dsh[fetch]'",
+            f"web_fetch needs markdownify to read HTML, dsh's fetch extra: {extra_hint('fetch')}",
             "WEB_FETCH_UNAVAILABLE",
         ) from None
     markdown: str = markdownify(html, heading_style="ATX", strip=["img"])
