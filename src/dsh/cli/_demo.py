@@ -76,7 +76,8 @@ def _outcome(request: RecordedRequest) -> Reply:
     refused = any(str(m.get("content", "")).startswith("Error:") for m in results)
     text = (
         "I could not fix greeting.py: changing it and running it need your approval, and "
-        "nobody could give it here. Run again with --yes, or use `dsh chat` to approve each step."
+        "nobody could give it here. Run again with --yes (`make run … YES=1`), or use `dsh chat` "
+        "to approve each step."
         if refused
         else 'Fixed the typo in greeting.py ("wrold" → "world"); it now prints "hello world".'
     )
@@ -93,7 +94,7 @@ def _permissions(task: str | None, workspace: Path | None, yes: bool) -> tuple[b
         return True, "The built-in sample runs its tools without asking, in a scratch folder."
     return False, (
         "Your task or folder: changes to files and commands are denied without asking "
-        "(add --yes to allow them, or use `dsh chat` to approve each one)."
+        "(add --yes to allow them — YES=1 with make run — or use `dsh chat` to approve each one)."
     )
 
 
@@ -114,11 +115,7 @@ async def run_demo(task: str | None, workspace: Path | None, *, yes: bool = Fals
         os.environ["DEEPSEEK_API_KEY"] = "demo-key-not-a-secret"
         try:
             banner = f"{DEMO_BANNER}\n{banner}"
-            return await run_task(
-                msgspec.structs.replace(
-                    options, banner=banner, model=DEMO_MODEL, denials_fail=False
-                )
-            )
+            return await run_task(msgspec.structs.replace(options, banner=banner, model=DEMO_MODEL))
         finally:
             for key, value in saved.items():
                 if value is None:

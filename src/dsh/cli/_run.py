@@ -45,9 +45,6 @@ class RunOptions(Options, frozen=True):
     banner: str | None = None
     plan: bool = False
     """`--plan`: start in plan mode (only reading tools run until a plan is approved)."""
-    denials_fail: bool = True
-    """Exit 3 when tool calls were refused for want of an answerer (the demo, which says
-    it denies changes in your folder, exits 0)."""
 
 
 def read_task(task: str | None) -> str:
@@ -98,7 +95,7 @@ async def run_task(options: RunOptions) -> int:
                 surface.note(options.banner, "bold yellow")
             headless = _headless(options, ctx, agent, route, cwd, started)
             ctx.on(SESSION_EVENT, _printer(agent, renderer, options, headless))
-            denied = _unanswered(ctx) if options.denials_fail else []
+            denied = _unanswered(ctx)
             if options.plan:
                 _plan_first(ctx, agent)
             with _Interrupts(agent, surface) as interrupts:
