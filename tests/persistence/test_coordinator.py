@@ -429,7 +429,7 @@ async def test_a_session_stored_from_its_first_turn(tmp_path: Path) -> None:
         world.store.announce(session)
         _todos(session, 2)
         sessions.append(session)
-    turned, idle = sessions
+    turned, _ = sessions
     assert await world.store.flush(turned)
     assert world.stored("s-turned") == 0 and world.spy.batches == []
     turned.append("turn/start", {"turn": 0})
