@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from .support import DSH, cli_env, scripted_profile, workspace
+from .terminal import ModelServer
 
 
 def dsh(
@@ -266,3 +267,35 @@ def test_a_retry_line_says_what_failed(tmp_path: Path) -> None:
     assert "↻ retry 1/5 in " in shown
     assert f"s: {waited.removeprefix('deepseek-official: ')}" in shown
     assert result.stdout.strip() == "Recovered."
+
+
+def test_a_write_result_says_what_it_did_to_which_file(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    script = [
+        {
+            "parts": [
+                {
+                    "tool_call": {
+                        "name": "write",
+                        "arguments": {"file_path": "new.txt", "content": "hello\n"},
+                    }
+                }
+            ]
+        },
+        "Written.",
+    ]
+    server = ModelServer(tmp_path, script)
+    try:
+        env = cli_env(tmp_path, DEEPSEEK_BASE_URL=server.url, DEEPSEEK_API_KEY="sk-test")
+        result = subprocess.run(
+            [sys.executable, *DSH, "run", "--yes", "--cwd", str(ws), "write it"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    finally:
+        server.close()
+    assert result.returncode == 0, result.stderr
+    assert f"⎿ created {ws / 'new.txt'}" in result.stderr
+    assert "<type>file</type>" not in result.stderr

@@ -37,13 +37,19 @@ def call_summary(name: str, raw_arguments: str) -> str:
     return f"{name}({', '.join(parts)})"
 
 
+_WRITTEN = re.compile(r"<path>(.*)</path>\n<type>file</type>\n<content>\n(Created|Updated) file")
+
+
 def result_summary(text: str, lines: int = RESULT_LINES, *, tool: str | None = None) -> list[str]:
     """The first lines of a tool result as they are (indentation and inner spacing kept,
     tabs expanded, long lines cut), and how many more were collapsed; a `read` result is
-    summarised by the lines it returned."""
+    summarised by the lines it returned, a `write` result by what it did to which file."""
     if tool == "read":
         numbered = sum(1 for row in text.splitlines() if _NUMBERED.match(row))
         return [f"read {numbered} line{'s' if numbered != 1 else ''}"]
+    written = _WRITTEN.search(text) if tool == "write" else None
+    if written is not None:  # the model's `<path>…</path> <type>file</type>` shape, told plainly
+        return [f"{written.group(2).lower()} {written.group(1)}"]
     rows = text.rstrip("\n").splitlines() or [""]
     shown = [_cut(row.expandtabs(4).rstrip(), RESULT_WIDTH) for row in rows[:lines]]
     if len(rows) > lines:
