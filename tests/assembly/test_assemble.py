@@ -109,5 +109,5 @@ async def test_start_boots_a_dsh_context_and_checks_the_routes_adapter(folder: P
     assert isinstance(ctx, dsh.Context)
     await ctx.owner.dispose()
     spec = RuntimeSpec(base=base, model="scripted:m")
-    with pytest.raises(AssemblyError, match='no adapter serves provider "scripted"'):
+    with pytest.raises(AssemblyError, match='no adapter serves provider "scripted": mount one'):
         await start(assemble(spec))

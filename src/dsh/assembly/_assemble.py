@@ -69,10 +69,12 @@ async def start(assembly: Assembly, *, root: Context | None = None) -> Context:
     serve its provider. The caller disposes `ctx.owner`."""
     ctx = await boot(assembly.profile, root=root)
     route = assembly.route
-    if route is not None and not any(p.id == route.provider for p in ctx.llm.list_providers()):
+    served = [p.id for p in ctx.llm.list_providers()]
+    if route is not None and route.provider not in served:
         await ctx.owner.dispose()
+        choose = f"choose one of {', '.join(sorted(served))}, or " if served else ""
         raise AssemblyError(
-            f'no adapter serves provider "{route.provider}": mount one in a profile '
+            f'no adapter serves provider "{route.provider}": {choose}mount one in a profile '
             "(see `dsh config show`)"
         )
     # What imports and boot built lives as long as this process: moved out of the collector's
