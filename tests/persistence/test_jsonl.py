@@ -234,7 +234,7 @@ def test_without_zstandard_the_error_says_what_to_install(
     _zstd_copy(plain, plain.with_name("session.jsonl.zstd"), batch=10)
     plain.unlink()
     monkeypatch.setitem(sys.modules, "zstandard", None)
-    with pytest.raises(PersistenceError, match=r"pip install 'dsh\[zstd\]'"):
+    with pytest.raises(PersistenceError, match=r"zstd extra: pip install 'zstandard>=0.22'"):
         JsonlBackend(tmp_path).read(session_id)
     with pytest.raises(PersistenceError, match="zstandard"):
         open_backend(PersistenceConfig(root=str(tmp_path), compression="zstd"))
