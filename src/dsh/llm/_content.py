@@ -8,7 +8,7 @@ mappings because they are extensible on `kind`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias, TypeVar, overload
 
 import msgspec
 
@@ -16,6 +16,40 @@ from .._ids import uuid4_text
 
 Json: TypeAlias = Any
 """A lossless JSON value: dict (str keys), list, str, int, float, bool or None."""
+
+_Scalar = TypeVar("_Scalar", str, int, float, bool)
+
+
+@overload
+def expect(
+    value: Json, kind: type[dict[str, Json]], *, optional: Literal[False] = ...
+) -> dict[str, Json]: ...
+@overload
+def expect(
+    value: Json, kind: type[dict[str, Json]], *, optional: Literal[True]
+) -> dict[str, Json] | None: ...
+@overload
+def expect(
+    value: Json, kind: type[list[Json]], *, optional: Literal[False] = ...
+) -> list[Json]: ...
+@overload
+def expect(
+    value: Json, kind: type[list[Json]], *, optional: Literal[True]
+) -> list[Json] | None: ...
+@overload
+def expect(value: Json, kind: type[_Scalar], *, optional: Literal[False] = ...) -> _Scalar: ...
+@overload
+def expect(value: Json, kind: type[_Scalar], *, optional: Literal[True]) -> _Scalar | None: ...
+def expect(value: Json, kind: type, *, optional: bool = False) -> Json:
+    """`value` as a `kind` (`dict`, `list`, `str`, `int`, `float` or `bool`), or None when
+    `optional` and it is None: how a JSON value of a known shape is read. An int is a float
+    (JSON has one number type); any other mismatch raises TypeError."""
+    if isinstance(value, kind) or (value is None and optional):
+        return value
+    if kind is float and type(value) is int:
+        return value
+    raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+
 
 MessageId: TypeAlias = str
 CallId: TypeAlias = str
