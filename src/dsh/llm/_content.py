@@ -51,6 +51,13 @@ def expect(value: Json, kind: type, *, optional: bool = False) -> Json:
     raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
 
 
+_ByKey: TypeAlias = Mapping[str, Any]
+"""A JSON object read by key without a check per value, where checks would be paid on a hot
+path: the `from_json` decoders (the boundary where the log's JSON becomes typed values; every
+step decodes messages and chunks) and the adapters' stream mappers (a malformed provider
+event raises, and `HttpAdapter` ends the stream with one malformed-event finish)."""
+
+
 MessageId: TypeAlias = str
 CallId: TypeAlias = str
 SessionId: TypeAlias = str
@@ -132,21 +139,22 @@ ContentBlock: TypeAlias = (
 
 
 def block_from_json(data: Mapping[str, Json]) -> ContentBlock:
-    kind = data.get("type")
+    raw: _ByKey = data
+    kind = raw.get("type")
     if kind == "text":
-        return TextBlock(data["text"])
+        return TextBlock(raw["text"])
     if kind == "reasoning":
-        return ReasoningBlock(data["text"])
+        return ReasoningBlock(raw["text"])
     if kind == "tool-call":
-        return ToolCallBlock(data["id"], data["name"], data["arguments"])
+        return ToolCallBlock(raw["id"], raw["name"], raw["arguments"])
     if kind == "tool-result":
         return ToolResultBlock(
-            data["toolCallId"],
-            tuple(block_from_json(b) for b in data["content"]),
-            data.get("isError"),
+            raw["toolCallId"],
+            tuple(block_from_json(b) for b in raw["content"]),
+            raw.get("isError"),
         )
     if kind == "image":
-        return ImageBlock(data["attachment"])
+        return ImageBlock(raw["attachment"])
     if not isinstance(kind, str):
         raise ValueError(f"content block without a type: {data!r}")
     return OtherBlock(kind, dict(data))
@@ -208,11 +216,12 @@ class Message(msgspec.Struct, frozen=True):
 
     @staticmethod
     def from_json(data: Mapping[str, Json]) -> Message:
+        raw: _ByKey = data
         return Message(
-            id=data["id"],
-            role=data["role"],
-            content=blocks_from_json(data["content"]),
-            source=data["source"],
+            id=raw["id"],
+            role=raw["role"],
+            content=blocks_from_json(raw["content"]),
+            source=raw["source"],
         )
 
     @property
