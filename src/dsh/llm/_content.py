@@ -14,8 +14,9 @@ import msgspec
 
 from .._ids import uuid4_text
 
-Json: TypeAlias = Any
-"""A lossless JSON value: dict (str keys), list, str, int, float, bool or None."""
+Json: TypeAlias = dict[str, "Json"] | list["Json"] | str | int | float | bool | None
+"""A lossless JSON value: dict (str keys), list, str, int, float, bool or None. A frozen
+object or array (session data) is a `dict`/`list` subclass, so it is `Json` too."""
 
 _Scalar = TypeVar("_Scalar", str, int, float, bool)
 
