@@ -19,7 +19,7 @@ from ..events import (
     typed_as,
 )
 from ..events import typed as typed_event
-from ..llm import Json, Message, UserMessage
+from ..llm import Json, Message, UserMessage, expect
 from ..session import (
     SESSION_DISPOSED,
     SESSION_EVENT,
@@ -124,7 +124,7 @@ class RunResult(msgspec.Struct, Generic[OutputT], frozen=True):
         return None
 
     @property
-    def reason(self) -> Json:
+    def reason(self) -> dict[str, Json]:
         """`end_reason` as the log holds it (`{}` if there was none)."""
         end = self.end_reason
         return {} if end is None else end.to_json()
@@ -168,7 +168,7 @@ class RunResult(msgspec.Struct, Generic[OutputT], frozen=True):
                 ):
                     messages.append(message)
                 case SystemMessageEvent(message=raw):
-                    messages.append(Message.from_json(raw))
+                    messages.append(Message.from_json(expect(raw, dict)))
         return tuple(messages)
 
 

@@ -42,7 +42,7 @@ class RayExecutor:
         workers: int = 2,
         max_restarts: int = 3,
         max_task_retries: int = 3,
-        init_options: Mapping[str, Any] | None = None,
+        init_options: Mapping[str, object] | None = None,
         forward_env: Sequence[str] = FORWARDED_ENV,
     ) -> None:
         if workers < 1:

@@ -6,12 +6,13 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 from msgspec import Meta
 
 from ..kernel import ConfigError, ConfigRecord, load_config
+from ..llm import Json
 from ..session import Usage
 
 __all__ = ["BatchError", "Task", "TaskResult", "read_results", "read_tasks", "write_results"]
@@ -58,22 +59,14 @@ class TaskResult(msgspec.Struct, frozen=True):
         """Its turn ended: a rerun keeps this result instead of running the task."""
         return self.finish_reason is not None
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = msgspec.to_builtins(self)
+    def to_json(self) -> dict[str, Json]:
+        out: dict[str, Json] = msgspec.to_builtins(self)
         out["wall_time_s"] = round(self.wall_time_s, 3)
         return out
 
     @staticmethod
-    def from_json(data: Mapping[str, Any]) -> TaskResult:
-        return TaskResult(
-            id=data["id"],
-            session_id=data["session_id"],
-            finish_reason=data["finish_reason"],
-            final_answer=data["final_answer"],
-            usage=Usage(**data["usage"]),
-            wall_time_s=data["wall_time_s"],
-            error=data.get("error"),
-        )
+    def from_json(data: Mapping[str, Json]) -> TaskResult:
+        return msgspec.convert(data, TaskResult)
 
 
 def read_tasks(path: str | os.PathLike[str]) -> list[Task]:

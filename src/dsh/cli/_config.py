@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..assembly import Route, RuntimeSpec
+from ..llm import expect
 from ..profiles import prepare
 from ._runtime import assembled, folder, layers, sandbox_status
 
@@ -83,7 +84,7 @@ def permissions(workspace: Path) -> list[tuple[str, str]]:
             continue
         state = "trusted" if layer.trusted else "ignored until the workspace is trusted"
         for kind in ("allow", "ask", "deny"):
-            for rule in found.get(kind) or []:
+            for rule in expect(found.get(kind) or [], list):
                 rows.append(("permissions", f"{kind} {rule}  ({layer.source.path}, {state})"))
     return rows
 

@@ -69,10 +69,11 @@ def demo_script() -> list[Reply | Callable[[RecordedRequest], Reply]]:
 def _outcome(request: RecordedRequest) -> Reply:
     """The script's last answer: what happened, never a success that did not (when the edit
     and the command were refused, it says so)."""
-    from ..llm import TokenUsage
+    from ..llm import TokenUsage, expect
     from ..testing import reply
 
-    results = [m for m in request.body["messages"] if m.get("role") == "tool"]
+    messages = expect(expect(request.body, dict)["messages"], list)
+    results = [m for m in messages if isinstance(m, dict) and m.get("role") == "tool"]
     refused = any(str(m.get("content", "")).startswith("Error:") for m in results)
     text = (
         "I could not fix greeting.py: changing it and running it need your approval, and "

@@ -78,7 +78,7 @@ class Headless:
                     message["usage"] = _usage(usage_of([event]))
                 self._write({"type": "assistant", "message": message, **self._session()})
             case ToolResultEvent() as result:
-                block = {
+                block: Json = {
                     "type": "tool_result",
                     "tool_use_id": result.call_id,
                     "content": result.text,

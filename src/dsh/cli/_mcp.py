@@ -19,6 +19,7 @@ from ..workspace import SettingsError, Trust, edit_json_file, read_json_object
 from ._runtime import CliError, assembled, folder, layers
 
 if TYPE_CHECKING:
+    from ..llm import Json
     from ..plugins.mcp import ServerStatus
 
 NO_SERVERS = "no MCP servers configured (add one: dsh mcp add NAME -- COMMAND ARGS…)"
@@ -107,7 +108,7 @@ def add_server(
         existing = (read_json_object(path) or {}).get("mcpServers") or {}
     except SettingsError as exc:
         raise CliError(str(exc)) from None
-    if name in existing:
+    if isinstance(existing, dict) and name in existing:
         raise CliError(f'{path} already has a server "{name}" (dsh mcp remove {name} first)')
 
     def add(data: dict[str, Any]) -> None:
@@ -131,8 +132,14 @@ def remove_server(name: str, *, scope: str | None, cwd: Path | None) -> int:
             servers = (read_json_object(path) or {}).get("mcpServers") or {}
         except SettingsError as exc:
             raise CliError(str(exc)) from None
-        if name in servers:
-            edit_json_file(path, lambda data: data["mcpServers"].pop(name))
+        if isinstance(servers, dict) and name in servers:
+
+            def drop(data: dict[str, Json]) -> None:
+                servers = data["mcpServers"]
+                if isinstance(servers, dict):
+                    servers.pop(name)
+
+            edit_json_file(path, drop)
             print(f'removed server "{name}" from {path}')
             return 0
     raise CliError(f'no MCP server "{name}" in {" or ".join(str(p) for p in candidates)}')

@@ -10,7 +10,7 @@ import os
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import msgspec
 
@@ -25,6 +25,8 @@ DEFAULT_COMMAND: tuple[str, ...] = (sys.executable, "-m", "dsh.server")
 _EXITED: dict[str, Json] = {"method": "<runtime exited>"}
 """Put on every subscriber's queue when the runtime's stdout closes."""
 
+
+T = TypeVar("T")
 
 QuestionHandler: TypeAlias = Callable[[dict[str, Any]], Awaitable[Any] | Any]
 """Gets `{sessionId, callId, questions: [{question, header, options: [{label, description}],
@@ -216,7 +218,10 @@ class AsyncHarness:
             reply["error"] = {"code": -32601, "message": f"method not found: {frame['method']}"}
         else:
             try:
-                answered = handler(frame.get("params") or {})
+                params = frame.get("params") or {}
+                if not isinstance(params, dict):
+                    raise TypeError("params must be an object")
+                answered = handler(params)
                 reply["result"] = await answered if inspect.isawaitable(answered) else answered
             except Exception as exc:
                 reply["error"] = {"code": -32603, "message": str(exc) or type(exc).__name__}
@@ -285,7 +290,7 @@ class AsyncHarness:
                 "session/prompt",
                 {"sessionId": session_id, "contentBlocks": [{"type": "text", "text": text}]},
             )
-            assert isinstance(result, dict)
+            assert isinstance(result, dict) and isinstance(result["messageId"], str)
             return await _collect(queue, session_id, result["messageId"], on_event)
         finally:
             self.unsubscribe(queue)
@@ -354,11 +359,12 @@ async def _collect(
     final = ""
     finish: str | None = None
     for event in events:
+        data: Any = event["data"]  # a log line of the runtime's, read by shape like `params`
         if event["type"] == ASSISTANT_MESSAGE:
-            blocks = event["data"]["message"]["content"]
+            blocks = data["message"]["content"]
             final = "".join(b["text"] for b in blocks if b.get("type") == "text")
         elif event["type"] == TURN_END:
-            finish = event["data"]["reason"]["kind"]
+            finish = data["reason"]["kind"]
     return RunResult(session_id, final, finish, tuple(events), tuple(notifications))
 
 
@@ -368,7 +374,7 @@ async def _quietly(request: Awaitable[None]) -> None:
         await request
 
 
-def _typed(event: Json) -> TypedEvent:
+def _typed(event: dict[str, Json]) -> TypedEvent:
     from ..events import typed  # only for runs with a callback: the client stays light
     from ..session import SessionEvent
 
@@ -391,7 +397,7 @@ class Harness:
         self._async = AsyncHarness(**options)
         self._call(self._async.start())
 
-    def _call(self, coro: Any) -> Any:
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def run(

@@ -59,6 +59,7 @@ from ..llm import (
     ToolCallDelta,
     UsageChunk,
     chunk_from_json,
+    expect,
     text_of,
 )
 from ..session import EpochHeader, SessionEvent
@@ -206,8 +207,10 @@ class SystemMessageEvent(Event, frozen=True, kw_only=True):
 
     @property
     def text(self) -> str:
-        content = self.message.get("content", []) if isinstance(self.message, Mapping) else []
-        return "".join(b.get("text", "") for b in content if isinstance(b, Mapping))
+        content = self.message.get("content") if isinstance(self.message, Mapping) else None
+        if not isinstance(content, list):
+            return ""
+        return "".join(expect(b.get("text", ""), str) for b in content if isinstance(b, Mapping))
 
 
 # -- the stream: one event per chunk kind of `assistant/chunk` --------------------------------
@@ -234,7 +237,7 @@ class _ChunkEvent(Event, frozen=True, kw_only=True):
 
     @classmethod
     def fields_of(cls, data: Mapping[str, Json]) -> dict[str, Any]:
-        chunk = chunk_from_json(data["chunk"])
+        chunk = chunk_from_json(expect(data["chunk"], dict))
         if not isinstance(chunk, cls.chunk_class):
             raise ValueError(f"not a {cls.chunk_type} chunk")
         own = {f: getattr(chunk, f) for f in cls.chunk_class.__struct_fields__}

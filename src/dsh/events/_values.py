@@ -3,12 +3,12 @@ the codecs that read and write every nested value."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Literal, TypeVar
 
 import msgspec
 
-from ..llm import Json, LlmFailure, Message, TokenUsage
+from ..llm import Json, LlmFailure, Message, TokenUsage, expect
 from ..session import EpochHeader
 from ._base import Codec
 
@@ -67,10 +67,10 @@ class TurnEndReason(msgspec.Struct, frozen=True):
     @staticmethod
     def from_json(raw: Mapping[str, Json]) -> TurnEndReason:
         cause = raw.get("reason")
-        error = raw.get("error")
+        error = expect(raw.get("error"), dict, optional=True)
         return TurnEndReason(
-            raw["kind"],
-            None if cause is None else CancelCause(cause["kind"], cause.get("reason")),
+            expect(raw["kind"], str),
+            None if cause is None else msgspec.convert(cause, CancelCause),
             None if error is None else LlmFailure.from_json(error),
             {k: v for k, v in raw.items() if k not in ("kind", "reason", "error")},
         )
@@ -101,35 +101,43 @@ class SeqRange(msgspec.Struct, frozen=True):
 
 def _todo(raw: Mapping[str, Json]) -> Todo:
     rest = {k: v for k, v in raw.items() if k not in ("content", "status")}
-    return Todo(raw["content"], raw["status"], rest)
+    return Todo(expect(raw["content"], str), expect(raw["status"], str), rest)
 
 
 def _todo_json(todo: Todo) -> dict[str, Json]:
     return {"content": todo.content, "status": todo.status, **todo.extra}
 
 
-def _tuple_of(codec: Codec[Any]) -> Codec[tuple[Any, ...]]:
-    def decode(raw: Sequence[Json]) -> tuple[Any, ...]:
-        if isinstance(raw, str | Mapping):
+T = TypeVar("T")
+
+
+def _tuple_of(codec: Codec[T]) -> Codec[tuple[T, ...]]:
+    def decode(raw: Json) -> tuple[T, ...]:
+        if not isinstance(raw, list):
             raise TypeError("expected a list")
         return tuple(codec.decode(item) for item in raw)
 
     return Codec(decode, lambda items: [codec.encode(item) for item in items])
 
 
-MESSAGE: Codec[Message] = Codec(Message.from_json, Message.to_json)
+def _of_object(decode: Callable[[Mapping[str, Json]], T]) -> Callable[[Json], T]:
+    """`decode`, for a value that must be a JSON object (else TypeError)."""
+    return lambda raw: decode(expect(raw, dict))
+
+
+MESSAGE: Codec[Message] = Codec(_of_object(Message.from_json), Message.to_json)
 MESSAGES = _tuple_of(MESSAGE)
-USAGE: Codec[TokenUsage] = Codec(TokenUsage.from_json, TokenUsage.to_json)
-FAILURE: Codec[LlmFailure] = Codec(LlmFailure.from_json, LlmFailure.to_json)
-HEADER: Codec[EpochHeader] = Codec(EpochHeader.from_json, EpochHeader.to_json)
-REASON: Codec[TurnEndReason] = Codec(TurnEndReason.from_json, TurnEndReason.to_json)
+USAGE: Codec[TokenUsage] = Codec(_of_object(TokenUsage.from_json), TokenUsage.to_json)
+FAILURE: Codec[LlmFailure] = Codec(_of_object(LlmFailure.from_json), LlmFailure.to_json)
+HEADER: Codec[EpochHeader] = Codec(_of_object(EpochHeader.from_json), EpochHeader.to_json)
+REASON: Codec[TurnEndReason] = Codec(_of_object(TurnEndReason.from_json), TurnEndReason.to_json)
 TOOL_ERROR: Codec[ToolError] = Codec(
-    lambda raw: ToolError(raw["name"], raw["code"]),
+    _of_object(lambda raw: ToolError(expect(raw["name"], str), expect(raw["code"], str))),
     lambda e: {"name": e.name, "code": e.code},
 )
-TODOS = _tuple_of(Codec(_todo, _todo_json))
-SEQS = _tuple_of(Codec(int, int))
+TODOS = _tuple_of(Codec(_of_object(_todo), _todo_json))
+SEQS = _tuple_of(Codec(lambda raw: expect(raw, int), int))
 RANGE: Codec[SeqRange] = Codec(
-    lambda raw: SeqRange(raw["start"], raw["end"]),
+    _of_object(lambda raw: SeqRange(expect(raw["start"], int), expect(raw["end"], int))),
     lambda r: {"start": r.start, "end": r.end},
 )

@@ -63,7 +63,7 @@ class Agent(Generic[OutputT]):
         model: str | LlmAdapter | None = None,
         *,
         base_url: str | None = None,
-        tools: Sequence[ToolDefinition | Callable[..., Any]] = (),
+        tools: Sequence[ToolDefinition | Callable[..., object]] = (),
         instructions: str | None = None,
         output_type: type[OutputT] | None = None,
         output_retries: int = 2,

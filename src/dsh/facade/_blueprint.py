@@ -11,7 +11,7 @@ from typing import Any
 
 from ..agent import AgentOptions
 from ..assembly import RuntimeSpec, assemble
-from ..llm import LlmAdapter
+from ..llm import Json, LlmAdapter
 from ..llm.adapters import parse_model
 from ..plugins.approval import Answerer, ApprovalRequest
 from ..profiles import DEFAULT_ROWS, OTEL_ROW, Profile, load_profile, otel_requested
@@ -28,7 +28,7 @@ _CODING = (
 """Rows that make a coding agent — tools of its own, the workspace's AGENTS.md and skills:
 on with `builtin_tools=True`."""
 
-FACADE_ROWS: tuple[dict[str, Any], ...] = tuple(
+FACADE_ROWS: tuple[dict[str, Json], ...] = tuple(
     {**row, "disabled": True} if row["id"] in _CODING else dict(row)
     for row in DEFAULT_ROWS
     if row["id"] != "persistence"  # the agent mounts its own store
@@ -44,7 +44,7 @@ def blueprint(
     *,
     model: str | LlmAdapter,
     base_url: str | None,
-    tools: Sequence[ToolDefinition | Callable[..., Any]],
+    tools: Sequence[ToolDefinition | Callable[..., object]],
     instructions: str | None,
     approval: Any,
     builtin_tools: bool,

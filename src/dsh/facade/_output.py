@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from typing_extensions import TypedDict
 
-from ..agent import TURN_STOPPING, Agent, Continue, StopDecision, TurnStopping, hook_cancel
+from ..agent import (
+    TURN_STOPPING,
+    Agent,
+    Continue,
+    RunResult,
+    StopDecision,
+    TurnStopping,
+    hook_cancel,
+)
 from ..llm import Json
 from ..tools import (
     TOOLS_RESULT,
@@ -37,7 +45,7 @@ _WRAPPED = "result"
 class RunError(Exception):
     """A run that did not produce its answer; `result` is what it did produce."""
 
-    def __init__(self, message: str, result: Any) -> None:
+    def __init__(self, message: str, result: RunResult[str]) -> None:
         super().__init__(message)
         self.result = result
 

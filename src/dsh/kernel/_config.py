@@ -22,7 +22,7 @@ import sys
 import typing
 from collections.abc import Mapping, Sequence, Sized
 from pathlib import PurePath
-from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args, get_origin, overload
 
 import msgspec
 import typing_extensions
@@ -76,7 +76,11 @@ def load_config(cls: type[T], data: object) -> T:
     return typing.cast(T, value)
 
 
-def convert(hint: Any, data: object) -> Any:
+@overload
+def convert(hint: type[T], data: object) -> T: ...
+@overload
+def convert(hint: object, data: object) -> object: ...
+def convert(hint: object, data: object) -> object:
     """`data` (plain data from outside: JSON, YAML, a model's tool arguments) checked against
     any type msgspec converts and converted, as `load_config` converts a record's field: the
     same lax mode, the same words, every problem of a record's keys. A pydantic model in

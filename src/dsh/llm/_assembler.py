@@ -164,9 +164,11 @@ class BlockAssembler:
         calls; if they do not align one-to-one with the assembled blocks, it is dropped.
         """
         state = self._replay_state
-        if not isinstance(state, Mapping) or not isinstance(state.get("blocks"), list):
+        if not isinstance(state, Mapping):
             return state
-        entries: list[Json] = state["blocks"]
+        entries = state.get("blocks")
+        if not isinstance(entries, list):
+            return state
         blocks = self._all_blocks()
         if len(entries) != len(blocks):
             return None

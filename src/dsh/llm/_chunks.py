@@ -7,7 +7,7 @@ from typing import ClassVar, Literal, TypeAlias
 
 import msgspec
 
-from ._content import CallId, ContentBlock, Json, block_from_json
+from ._content import CallId, ContentBlock, Json, _ByKey, block_from_json
 
 # -- failures, usage, finish -------------------------------------------------------------------
 
@@ -33,12 +33,13 @@ class LlmFailure(msgspec.Struct, frozen=True):
 
     @staticmethod
     def from_json(data: Mapping[str, Json]) -> LlmFailure:
+        raw: _ByKey = data
         return LlmFailure(
-            message=str(data.get("message", "")),
-            code=str(data.get("code", "UNKNOWN")),
-            status=data.get("status"),
-            provider_retry_after_ms=data.get("providerRetryAfterMs"),
-            request_id=data.get("requestId"),
+            message=str(raw.get("message", "")),
+            code=str(raw.get("code", "UNKNOWN")),
+            status=raw.get("status"),
+            provider_retry_after_ms=raw.get("providerRetryAfterMs"),
+            request_id=raw.get("requestId"),
         )
 
 
@@ -71,13 +72,14 @@ class TokenUsage(msgspec.Struct, frozen=True):
 
     @staticmethod
     def from_json(data: Mapping[str, Json]) -> TokenUsage:
+        raw: _ByKey = data
         return TokenUsage(
-            input_tokens=data.get("inputTokens", 0),
-            output_tokens=data.get("outputTokens", 0),
-            cache_read_tokens=data.get("cacheReadTokens"),
-            cache_write_tokens=data.get("cacheWriteTokens"),
-            reasoning_tokens=data.get("reasoningTokens"),
-            total_tokens=data.get("totalTokens"),
+            input_tokens=raw.get("inputTokens", 0),
+            output_tokens=raw.get("outputTokens", 0),
+            cache_read_tokens=raw.get("cacheReadTokens"),
+            cache_write_tokens=raw.get("cacheWriteTokens"),
+            reasoning_tokens=raw.get("reasoningTokens"),
+            total_tokens=raw.get("totalTokens"),
         )
 
     @property
@@ -99,10 +101,9 @@ class FinishReason(msgspec.Struct, frozen=True):
 
     @staticmethod
     def from_json(data: Mapping[str, Json]) -> FinishReason:
-        failure = data.get("failure")
-        return FinishReason(
-            data["kind"], None if failure is None else LlmFailure.from_json(failure)
-        )
+        raw: _ByKey = data
+        failure = raw.get("failure")
+        return FinishReason(raw["kind"], None if failure is None else LlmFailure.from_json(failure))
 
     @property
     def failed(self) -> bool:
@@ -217,24 +218,25 @@ StreamChunk: TypeAlias = (
 
 
 def chunk_from_json(data: Mapping[str, Json]) -> StreamChunk:
-    kind = data["type"]
+    raw: _ByKey = data
+    kind = raw["type"]
     if kind == "text-delta":
-        return TextDelta(data["index"], data["text"])
+        return TextDelta(raw["index"], raw["text"])
     if kind == "reasoning-delta":
-        return ReasoningDelta(data["index"], data["text"])
+        return ReasoningDelta(raw["index"], raw["text"])
     if kind == "tool-call-delta":
-        return ToolCallDelta(data["index"], data["id"], data["argumentsDelta"], data.get("name"))
+        return ToolCallDelta(raw["index"], raw["id"], raw["argumentsDelta"], raw.get("name"))
     if kind == "block-start":
-        return BlockStart(data["index"], data["blockType"])
+        return BlockStart(raw["index"], raw["blockType"])
     if kind == "block-end":
-        return BlockEnd(data["index"], block_from_json(data["block"]))
+        return BlockEnd(raw["index"], block_from_json(raw["block"]))
     if kind == "usage":
-        return UsageChunk(TokenUsage.from_json(data["usage"]))
+        return UsageChunk(TokenUsage.from_json(raw["usage"]))
     if kind == "finish":
         return Finish(
-            FinishReason.from_json(data["reason"]),
-            data.get("replayState"),
-            data.get("responseId"),
-            data.get("responseModel"),
+            FinishReason.from_json(raw["reason"]),
+            raw.get("replayState"),
+            raw.get("responseId"),
+            raw.get("responseModel"),
         )
     raise ValueError(f"unknown stream chunk type {kind!r}")

@@ -8,14 +8,56 @@ mappings because they are extensible on `kind`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias, TypeVar, overload
 
 import msgspec
 
 from .._ids import uuid4_text
 
-Json: TypeAlias = Any
-"""A lossless JSON value: dict (str keys), list, str, int, float, bool or None."""
+Json: TypeAlias = dict[str, "Json"] | list["Json"] | str | int | float | bool | None
+"""A lossless JSON value: dict (str keys), list, str, int, float, bool or None. A frozen
+object or array (session data) is a `dict`/`list` subclass, so it is `Json` too."""
+
+_Scalar = TypeVar("_Scalar", str, int, float, bool)
+
+
+@overload
+def expect(
+    value: Json, kind: type[dict[str, Json]], *, optional: Literal[False] = ...
+) -> dict[str, Json]: ...
+@overload
+def expect(
+    value: Json, kind: type[dict[str, Json]], *, optional: Literal[True]
+) -> dict[str, Json] | None: ...
+@overload
+def expect(
+    value: Json, kind: type[list[Json]], *, optional: Literal[False] = ...
+) -> list[Json]: ...
+@overload
+def expect(
+    value: Json, kind: type[list[Json]], *, optional: Literal[True]
+) -> list[Json] | None: ...
+@overload
+def expect(value: Json, kind: type[_Scalar], *, optional: Literal[False] = ...) -> _Scalar: ...
+@overload
+def expect(value: Json, kind: type[_Scalar], *, optional: Literal[True]) -> _Scalar | None: ...
+def expect(value: Json, kind: type, *, optional: bool = False) -> Json:
+    """`value` as a `kind` (`dict`, `list`, `str`, `int`, `float` or `bool`), or None when
+    `optional` and it is None: how a JSON value of a known shape is read. An int is a float
+    (JSON has one number type); any other mismatch raises TypeError."""
+    if isinstance(value, kind) or (value is None and optional):
+        return value
+    if kind is float and type(value) is int:
+        return value
+    raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+
+
+_ByKey: TypeAlias = Mapping[str, Any]
+"""A JSON object read by key without a check per value, where checks would be paid on a hot
+path: the `from_json` decoders (the boundary where the log's JSON becomes typed values; every
+step decodes messages and chunks) and the adapters' stream mappers (a malformed provider
+event raises, and `HttpAdapter` ends the stream with one malformed-event finish)."""
+
 
 MessageId: TypeAlias = str
 CallId: TypeAlias = str
@@ -98,21 +140,22 @@ ContentBlock: TypeAlias = (
 
 
 def block_from_json(data: Mapping[str, Json]) -> ContentBlock:
-    kind = data.get("type")
+    raw: _ByKey = data
+    kind = raw.get("type")
     if kind == "text":
-        return TextBlock(data["text"])
+        return TextBlock(raw["text"])
     if kind == "reasoning":
-        return ReasoningBlock(data["text"])
+        return ReasoningBlock(raw["text"])
     if kind == "tool-call":
-        return ToolCallBlock(data["id"], data["name"], data["arguments"])
+        return ToolCallBlock(raw["id"], raw["name"], raw["arguments"])
     if kind == "tool-result":
         return ToolResultBlock(
-            data["toolCallId"],
-            tuple(block_from_json(b) for b in data["content"]),
-            data.get("isError"),
+            raw["toolCallId"],
+            tuple(block_from_json(b) for b in raw["content"]),
+            raw.get("isError"),
         )
     if kind == "image":
-        return ImageBlock(data["attachment"])
+        return ImageBlock(raw["attachment"])
     if not isinstance(kind, str):
         raise ValueError(f"content block without a type: {data!r}")
     return OtherBlock(kind, dict(data))
@@ -174,11 +217,12 @@ class Message(msgspec.Struct, frozen=True):
 
     @staticmethod
     def from_json(data: Mapping[str, Json]) -> Message:
+        raw: _ByKey = data
         return Message(
-            id=data["id"],
-            role=data["role"],
-            content=blocks_from_json(data["content"]),
-            source=data["source"],
+            id=raw["id"],
+            role=raw["role"],
+            content=blocks_from_json(raw["content"]),
+            source=raw["source"],
         )
 
     @property

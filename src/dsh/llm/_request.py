@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 
 from ._chunks import LlmFailure
-from ._content import Json, Message, SessionId
+from ._content import Json, Message, SessionId, _ByKey
 
 if TYPE_CHECKING:
     from ..kernel import CancelSignal
@@ -32,7 +32,8 @@ class ToolSchema(msgspec.Struct, frozen=True):
 
     @staticmethod
     def from_json(data: Mapping[str, Json]) -> ToolSchema:
-        return ToolSchema(data["name"], data.get("description", ""), data.get("parameters", {}))
+        raw: _ByKey = data
+        return ToolSchema(raw["name"], raw.get("description", ""), raw.get("parameters", {}))
 
 
 class LlmCallConfig(msgspec.Struct, frozen=True):
@@ -62,15 +63,16 @@ class LlmCallConfig(msgspec.Struct, frozen=True):
 
     @staticmethod
     def from_json(data: Mapping[str, Json]) -> LlmCallConfig:
-        stop = data.get("stop")
+        raw: _ByKey = data
+        stop = raw.get("stop")
         return LlmCallConfig(
-            provider=data.get("provider", ""),
-            model=data.get("model", ""),
-            reasoning_effort=data.get("reasoningEffort"),
-            temperature=data.get("temperature"),
-            max_tokens=data.get("maxTokens"),
+            provider=raw.get("provider", ""),
+            model=raw.get("model", ""),
+            reasoning_effort=raw.get("reasoningEffort"),
+            temperature=raw.get("temperature"),
+            max_tokens=raw.get("maxTokens"),
             stop=None if stop is None else tuple(stop),
-            top_p=data.get("topP"),
+            top_p=raw.get("topP"),
         )
 
     def request(

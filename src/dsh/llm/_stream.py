@@ -95,7 +95,8 @@ def strip_foreign_replay_state(
         source = message.source
         if message.role != "assistant" or "replayState" not in source:
             continue
-        route = routes.get(source.get("provider", ""))
+        provider = source.get("provider", "")
+        route = routes.get(provider) if isinstance(provider, str) else None
         if route is not None and route.adapter is adapter:
             continue
         if messages is None:

@@ -8,7 +8,9 @@ cleaned; where JSON text leaves as bytes it is encoded so that nothing can still
 
 from __future__ import annotations
 
-from typing import Any
+from typing import overload
+
+from ._content import Json
 
 __all__ = ["REPLACEMENT", "PairJoiner", "clean_json", "clean_text", "clean_utf8", "json_bytes"]
 
@@ -29,7 +31,15 @@ def clean_text(text: str) -> str:
     return text
 
 
-def clean_json(value: Any) -> Any:
+@overload
+def clean_json(value: dict[str, Json]) -> dict[str, Json]: ...
+@overload
+def clean_json(value: list[Json]) -> list[Json]: ...
+@overload
+def clean_json(value: Json) -> Json: ...
+@overload
+def clean_json(value: object) -> object: ...
+def clean_json(value: object) -> object:
     """`value` (parsed JSON) with every string cleaned, keys included; unchanged parts are
     the same objects, and a value with nothing to clean is returned as is."""
     if isinstance(value, str):

@@ -13,6 +13,7 @@ from ..llm import (
     AdapterDefaults,
     GenerateOptions,
     HarnessError,
+    Json,
     LlmCallConfig,
     LlmError,
     PreparedCall,
@@ -138,7 +139,7 @@ class RequestBuilder:
             op, sources = "append", None
         else:
             return  # a surface that starts elsewhere (a fork of a format-0 log) cannot get one
-        message = {
+        message: Json = {
             "role": "system",
             "content": [{"type": "text", "text": system}],
             "source": {"kind": "system-prompt"},

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..events import UserMessageEvent
-from ..llm import UserMessage, plugin_source, user_message
+from ..llm import UserMessage, expect, plugin_source, user_message
 from ..prompt import (
     RUNTIME_CONTEXT_CLEARED,
     RUNTIME_CONTEXT_SOURCE,
@@ -42,7 +42,7 @@ class RuntimeContextProjection:
             event = events[seq]
             if event.type != UserMessageEvent.type:
                 continue
-            source = event.data.get("source", {})
+            source = expect(event.data.get("source", {}), dict)
             if source.get("kind") == "plugin" and source.get("plugin") == RUNTIME_CONTEXT_PLUGIN:
                 message = session.derive_event_message(event)
                 if message is not None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import msgspec
 
+from ..llm import Json, expect
 from ..session import SessionHeader
 from ._types import Record, Salvage, SeqMismatchError, SessionLocation
 
@@ -19,15 +20,15 @@ class RawLog(msgspec.Struct, frozen=True):
     For messages: `source` names the log (its file; a database and session), `locate` where
     row `index` is (-1: the header), e.g. `…/session.jsonl: line 7`."""
 
-    header: Mapping[str, Any]
-    rows: list[Mapping[str, Any]]
+    header: Mapping[str, Json]
+    rows: list[Mapping[str, Json]]
     torn_bytes: int = 0
     source: str = "the log"
     locate: Callable[[int], str] | None = msgspec.field(default=None)
 
     @property
     def next_seq(self) -> int:
-        return int(self.rows[-1]["seq"]) + 1 if self.rows else 0
+        return expect(self.rows[-1]["seq"], int) + 1 if self.rows else 0
 
     def where(self, index: int) -> str:
         """Where row `index` (-1: the header) is stored."""
@@ -76,7 +77,7 @@ class SessionBackend(Protocol):
         when `truncate_torn`."""
         ...
 
-    def headers(self) -> list[Mapping[str, Any]]:
+    def headers(self) -> list[Mapping[str, Json]]:
         """The header lines of every stored session that has at least one event."""
         ...
 

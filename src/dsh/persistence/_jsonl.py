@@ -20,6 +20,7 @@ from urllib.parse import quote
 import msgspec
 
 from .._ids import uuid4_hex
+from ..llm import Json
 from ..session import SessionHeader
 from ..workspace import open_private, private_dirs
 from ._backend import RawLog, check_contiguous
@@ -406,8 +407,8 @@ class JsonlBackend:
             self._known[session_id] = _Known(path, count)
         return Salvage(path, count, rest.count(b"\n") + (not rest.endswith(b"\n")), len(rest), side)
 
-    def headers(self) -> list[Mapping[str, Any]]:
-        found: list[Mapping[str, Any]] = []
+    def headers(self) -> list[Mapping[str, Json]]:
+        found: list[Mapping[str, Json]] = []
         for session_dir in _session_dirs(self.root):
             path = _newest_log(session_dir)
             header = None if path is None else _read_header(path)
@@ -449,7 +450,7 @@ def _valid_lines(text: bytes, where: str, keep: Callable[[RawLog], int]) -> tupl
     if not values:
         problem = prefix.problem or "empty file (no session header)"
         raise CorruptLogError(f"{where}: {problem}: nothing can be kept")
-    rows: list[Mapping[str, Any]] = []
+    rows: list[Mapping[str, Json]] = []
     sizes: list[int] = []  # events per line, packed rows expanded while they unpack
     for value in values[1:]:
         try:

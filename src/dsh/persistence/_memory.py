@@ -6,8 +6,8 @@ import json
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
+from ..llm import Json
 from ..session import SessionHeader
 from ._backend import RawLog, check_contiguous
 from ._codec import encode_header
@@ -72,7 +72,7 @@ class MemoryBackend:
             texts = [r.text for r in stored if r.seq >= from_seq]
         return RawLog(json.loads(header), [json.loads(t) for t in texts])
 
-    def headers(self) -> list[Mapping[str, Any]]:
+    def headers(self) -> list[Mapping[str, Json]]:
         with self._lock:
             logs = sorted(
                 (

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ..llm import Json
 from ..session import SessionHeader
 from ._backend import RawLog, check_contiguous
 from ._codec import encode_header, utf8_safe
@@ -322,7 +323,7 @@ class PostgresBackend:
             cur = await conn.execute(_READ, {"id": session_id, "from": from_seq})
             return await cur.fetchone()
 
-    def headers(self) -> list[Mapping[str, Any]]:
+    def headers(self) -> list[Mapping[str, Json]]:
         return [json.loads(h) for h in self._loop.run(self._headers())]
 
     async def _headers(self) -> list[str]:

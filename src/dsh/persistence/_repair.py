@@ -27,6 +27,7 @@ from ..events import (
     TurnEndEvent,
     UserMessageEvent,
 )
+from ..llm import Json, expect
 from ..session import SessionEvent, SessionHeader, last_turn
 from ._codec import encode_text, records_of
 from ._types import Record
@@ -118,37 +119,39 @@ def repair_closers(events: Sequence[SessionEvent], header: SessionHeader | None 
     if step is not None:
         plain.append(SessionEvent(StepEndEvent.type, seq, time, {"turn": turn, "step": step}))
         seq += 1
-    ended = {"turn": turn, "reason": {"kind": "interrupted"}}
+    ended: dict[str, Json] = {"turn": turn, "reason": {"kind": "interrupted"}}
     plain.append(SessionEvent(TurnEndEvent.type, seq, time, ended))
     seed_length = (header.seed_length or 0) if header is not None else 0
     for target, messages in _unlogged_claims(events, start, seed_length).items():
         seq += 1
-        data = {"target": target, "start": 0, "inserted": messages}
-        plain.append(SessionEvent(InboxSplicedEvent.type, seq, time, data))
+        splice: dict[str, Json] = {"target": target, "start": 0, "inserted": messages}
+        plain.append(SessionEvent(InboxSplicedEvent.type, seq, time, splice))
     closers.extend(zip(plain, records_of(plain, header), strict=True))
     return Repair(tuple(e for e, _ in closers), tuple(r for _, r in closers))
 
 
 def _unlogged_claims(
     events: Sequence[SessionEvent], turn_start: int, seed_length: int
-) -> dict[str, list[Any]]:
+) -> dict[str, list[Json]]:
     """The messages the turn opened at `turn_start` claimed from the inbox and never logged,
     by queue, oldest first. The inbox is replayed from its splices to know what a claim
     (a removal without `outcome: canceled`) took."""
-    queues: dict[str, list[Any]] = {"next-turn": [], "next-step": []}
-    claimed: dict[str, tuple[str, Any]] = {}
+    queues: dict[str, list[Json]] = {"next-turn": [], "next-step": []}
+    claimed: dict[str, tuple[str, Json]] = {}
     for index in range(seed_length, len(events)):
         kind, data = events[index].type, events[index].data
         if kind == UserMessageEvent.type:
             claimed.pop(str(data.get("id")), None)
         elif kind == InboxSplicedEvent.type and data.get("target") in queues:
-            items = queues[data["target"]]
-            start, count = data.get("start", 0), data.get("removedCount", 0)
+            target = expect(data["target"], str)
+            items = queues[target]
+            start = expect(data.get("start", 0), int)
+            count = expect(data.get("removedCount", 0), int)
             removed = items[start : start + count]
-            items[start : start + count] = list(data.get("inserted") or ())
+            items[start : start + count] = list(expect(data.get("inserted") or [], list))
             if index > turn_start and data.get("outcome") != "canceled":
-                claimed.update((str(m.get("id")), (data["target"], m)) for m in removed)
-    restored: dict[str, list[Any]] = {}
+                claimed.update((str(expect(m, dict).get("id")), (target, m)) for m in removed)
+    restored: dict[str, list[Json]] = {}
     for target, message in claimed.values():
         restored.setdefault(target, []).append(message)
     return restored

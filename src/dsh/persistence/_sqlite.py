@@ -11,9 +11,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from ..llm import clean_text, json_bytes
+from ..llm import Json, clean_text, json_bytes
 from ..session import SessionHeader
 from ..workspace import open_private, private_dirs
 from ._backend import RawLog, check_contiguous
@@ -209,7 +208,7 @@ class SqliteBackend:
             ).fetchone()
         return None if row is None else bytes(row[0])
 
-    def headers(self) -> list[Mapping[str, Any]]:
+    def headers(self) -> list[Mapping[str, Json]]:
         with self._lock:
             rows = self._db.execute(
                 "SELECT header FROM sessions WHERE next_seq > 0 ORDER BY created_at, id"

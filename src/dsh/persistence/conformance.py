@@ -41,7 +41,14 @@ from ..events import (
     UserMessageEvent,
     typed_as,
 )
-from ..llm import TextBlock, ToolCallBlock, assistant_message, tool_result_message, user_message
+from ..llm import (
+    Json,
+    TextBlock,
+    ToolCallBlock,
+    assistant_message,
+    tool_result_message,
+    user_message,
+)
 from ..session import Session, SessionEvent, SessionHeader, SessionPlugin, SessionStore
 from ._backend import RawLog, SessionBackend
 from ._codec import records_of
@@ -100,7 +107,7 @@ def closed_turn(session: Session, turn: int, *, text: str = "done") -> None:
     )
     call = f"call-{turn}"
     asked = assistant_message([ToolCallBlock(call, "read", "{}")], provider="p", model="m")
-    data = {"turn": turn, "step": 1, "message": asked.to_json()}
+    data: dict[str, Json] = {"turn": turn, "step": 1, "message": asked.to_json()}
     session.append(AssistantMessageEvent.type, data, surface_op="append", source_event_seqs=[])
     started = session.append(
         ToolCallEvent.type, {"turn": turn, "step": 1, "callId": call, "name": "read"}
@@ -380,7 +387,7 @@ def test_crash_repair_closes_the_open_turn_once(backend_factory: BackendFactory)
     session.append(UserMessageEvent.type, user_message("go").to_json(), surface_op="append")
     calls = [ToolCallBlock("c-started", "bash", "{}"), ToolCallBlock("c-queued", "bash", "{}")]
     message = assistant_message(calls, provider="p", model="m")
-    data = {"turn": 2, "step": 1, "message": message.to_json()}
+    data: dict[str, Json] = {"turn": 2, "step": 1, "message": message.to_json()}
     asked = session.append(
         AssistantMessageEvent.type, data, surface_op="append", source_event_seqs=[]
     )

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..llm import Json
 
 BUILTIN_PLUGINS: dict[str, str] = {
     "llm": "dsh.llm:LlmPlugin",
@@ -57,7 +60,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
 keeps the two equal). A name is looked up here first, so booting the default profile reads
 no distribution's metadata; other names are the entry points other packages install."""
 
-CORE_ROWS: tuple[dict[str, Any], ...] = (
+CORE_ROWS: tuple[dict[str, Json], ...] = (
     {"id": "llm", "name": "llm"},
     {"id": "sessions", "name": "sessions"},
     {"id": "system-prompt", "name": "system_prompt"},
@@ -67,7 +70,7 @@ CORE_ROWS: tuple[dict[str, Any], ...] = (
 )
 """The five services and the loop: an agent with no tools, provider or persistence."""
 
-DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
+DEFAULT_ROWS: tuple[dict[str, Json], ...] = (
     CORE_ROWS[0],
     CORE_ROWS[1],
     # Persistence right after the session store: it is torn down after the loop.
@@ -105,7 +108,7 @@ DEFAULT_ROWS: tuple[dict[str, Any], ...] = (
     {"id": "usage", "name": "usage"},
 )
 
-OTEL_ROW: dict[str, Any] = {"id": "otel", "name": "otel", "after": "sessions"}
+OTEL_ROW: dict[str, Json] = {"id": "otel", "name": "otel", "after": "sessions"}
 """OpenTelemetry traces and metrics (extra `dsh[otel]`), configured by the `OTEL_*` variables.
 Right after the session store, so it is torn down after the loop: a turn cut short at exit
 is still traced."""
@@ -118,6 +121,6 @@ def otel_requested(env: Mapping[str, str] = os.environ) -> bool:
     return env.get("DSH_OTEL", "").strip().lower() in _ON
 
 
-def default_rows(env: Mapping[str, str] = os.environ) -> tuple[dict[str, Any], ...]:
+def default_rows(env: Mapping[str, str] = os.environ) -> tuple[dict[str, Json], ...]:
     """What a profile starts from: `DEFAULT_ROWS`, and `OTEL_ROW` when `DSH_OTEL` is on."""
     return (*DEFAULT_ROWS, OTEL_ROW) if otel_requested(env) else DEFAULT_ROWS

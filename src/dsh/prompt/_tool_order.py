@@ -7,8 +7,9 @@ what lets a provider reuse its prompt cache.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from ..llm import Json, ToolSchema
+from ..llm import ToolSchema
 from ..session import FrozenDict, FrozenList
 from ._values import PromptAssemblyError, ToolSchemaSet
 
@@ -87,7 +88,9 @@ def _detached(schema: ToolSchema) -> ToolSchema:
     return ToolSchema(schema.name, schema.description, _copy(schema.parameters))
 
 
-def _copy(value: Json) -> Json:
+def _copy(value: Any) -> Any:
+    # Any: a JSON-shaped value (any mapping, list or tuple) walked by exact type checks, which
+    # mypy does not narrow through `kind`.
     kind = type(value)
     if kind is str or kind is int or kind is bool or kind is float or value is None:
         return value  # the common leaves first: exact type checks are much cheaper

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import typing
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import msgspec
@@ -199,6 +198,6 @@ P = TypeVar("P", bound=_Params)
 def parse_params(cls: type[P], method: str, params: object) -> P:
     """`params` checked against `cls`, or an `RpcError` (invalid params) naming the key."""
     try:
-        return typing.cast(P, convert(cls, {} if params is None else params))
+        return convert(cls, {} if params is None else params)
     except ConfigError as exc:
         raise RpcError(INVALID_PARAMS, f"{method}: invalid params: {exc.lines('')}") from None

@@ -83,13 +83,13 @@ class JsonRpcServer:
         self.send(event_frame(payload.session.id, payload.event))
 
     def _on_status(self, change: StatusChange) -> None:
-        params = {"sessionId": change.agent.id, "status": change.status}
+        params: Json = {"sessionId": change.agent.id, "status": change.status}
         self.send(notification("session.status", params))
 
     def _on_created(self, session: Session) -> None:
         parent = session.header.parent_session
         if parent is not None:
-            params = {"parentSessionId": parent, "childSessionId": session.id}
+            params: Json = {"parentSessionId": parent, "childSessionId": session.id}
             self.send(notification("subagent.started", params))
 
     def _on_subagent_end(self, end: SubagentEnd) -> None:
@@ -137,7 +137,7 @@ class JsonRpcServer:
             max_tokens=parsed.max_tokens,
             reasoning_effort=parsed.reasoning_effort,
         )
-        return {"serverInfo": SERVER_INFO}
+        return {"serverInfo": dict(SERVER_INFO)}
 
     async def _ensure_adapter(self, provider: str, model: str) -> str:
         """The provider requests go to: `provider` when an adapter serves it, else the route
@@ -232,7 +232,7 @@ class JsonRpcServer:
             return None
         if not isinstance(answers, list) or not all(isinstance(a, dict) for a in answers):
             raise QuestionError("the client's answer is not {answers: [{selected, text}, ...]}")
-        return [Answer.from_json(a) for a in answers]
+        return [Answer.from_json(a) for a in answers if isinstance(a, dict)]
 
     async def request_client(self, method: str, params: Json) -> Json:
         """Send the client a request and wait for its response (an error raises)."""

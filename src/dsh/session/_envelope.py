@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeGuard
 
 import msgspec
 
@@ -48,7 +48,7 @@ def surface_op_from_json(raw: Json, where: str = "surfaceOp") -> SurfaceOp:
     )
 
 
-def _is_seq(value: object) -> bool:
+def _is_seq(value: object) -> TypeGuard[int]:
     return type(value) is int and value >= 0
 
 
@@ -59,7 +59,7 @@ class SessionEvent(msgspec.Struct, frozen=True):
     seq: int
     time: int
     """Epoch milliseconds."""
-    data: Json
+    data: dict[str, Json]
     surface_op: SurfaceOp | None = None
     source_event_seqs: tuple[int, ...] | None = None
     ignorable: bool | None = None
@@ -129,8 +129,8 @@ class SessionEvent(msgspec.Struct, frozen=True):
         if seqs_raw is not None:
             if not isinstance(seqs_raw, Sequence) or isinstance(seqs_raw, str):
                 raise InvalidEventError(f"{where}: sourceEventSeqs must be a list of seqs")
-            seqs = tuple(seqs_raw)
-            if not all(_is_seq(s) for s in seqs):
+            seqs = tuple(s for s in seqs_raw if _is_seq(s))
+            if len(seqs) != len(seqs_raw):
                 raise InvalidEventError(f"{where}: sourceEventSeqs must be a list of seqs")
         return SessionEvent(
             kind, seq, time, freeze_json(data, f"{where}: data"), op, seqs, ignorable

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..llm import AdapterDefaults, Json, LlmCallConfig, ToolSchema
+from ..llm import AdapterDefaults, Json, LlmCallConfig, ToolSchema, expect
 from ._json import freeze_json
 
 __all__ = ["FORMAT_VERSION", "FORMAT_VERSIONS", "EpochHeader", "SessionHeader", "SessionMeta"]
@@ -156,10 +156,13 @@ class EpochHeader(msgspec.Struct, frozen=True):
         config = raw.get("config")
         if not isinstance(config, Mapping):
             raise ValueError("request header: config must be an object")
-        system = raw.get("system")
+        system = expect(raw.get("system"), str, optional=True)
+        tools = expect(raw.get("tools") or [], list)
         return EpochHeader(
             config=LlmCallConfig.from_json(config),
-            adapter_defaults=AdapterDefaults.from_json(raw.get("adapterDefaults")),
+            adapter_defaults=AdapterDefaults.from_json(
+                expect(raw.get("adapterDefaults"), dict, optional=True)
+            ),
             system=system or None,
-            tools=tuple(ToolSchema.from_json(t) for t in raw.get("tools") or ()),
+            tools=tuple(ToolSchema.from_json(expect(t, dict)) for t in tools),
         )

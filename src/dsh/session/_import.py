@@ -14,7 +14,7 @@ __all__ = ["import_events"]
 
 _LEGACY_USER_MESSAGES = frozenset({"steering/message", "context/message"})
 _LEGACY = _LEGACY_USER_MESSAGES | {"prompt/blocked"}
-_CONTEXT_SOURCE = {"kind": "plugin", "plugin": "legacy-context"}
+_CONTEXT_SOURCE: Json = {"kind": "plugin", "plugin": "legacy-context"}
 
 
 def import_events(raw_events: Iterable[Mapping[str, Json]], session_id: str) -> list[SessionEvent]:
@@ -111,7 +111,7 @@ def _legacy_user_message(data: Mapping[str, Json], kind: str) -> dict[str, Json]
     if isinstance(message, Mapping):
         out = dict(message)
     else:
-        default_source = {"kind": "user"} if kind == "steering/message" else _CONTEXT_SOURCE
+        default_source: Json = {"kind": "user"} if kind == "steering/message" else _CONTEXT_SOURCE
         out = {"content": data.get("content", []), "source": data.get("source", default_source)}
         if "id" in data:
             out["id"] = data["id"]
@@ -135,7 +135,9 @@ def _mint_missing_id(event: dict[str, Json], session_id: str) -> None:
 def _remap_seqs(event: dict[str, Json], renumber: Mapping[int, int]) -> None:
     seqs = event.get("sourceEventSeqs")
     if isinstance(seqs, list):
-        event["sourceEventSeqs"] = [renumber.get(s, s) for s in seqs if s in renumber]
+        event["sourceEventSeqs"] = [
+            renumber[s] for s in seqs if isinstance(s, int) and s in renumber
+        ]
     op = event.get("surfaceOp")
     if isinstance(op, Mapping) and op.get("op") == "replace":
         event["surfaceOp"] = {

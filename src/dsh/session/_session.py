@@ -18,7 +18,7 @@ from ..event_types import (
     TOOL_RESULT,
     USER_MESSAGE,
 )
-from ..llm import Json, Message, ToolResultBlock
+from ..llm import Json, Message, ToolResultBlock, expect
 from ._envelope import InvalidEventError, ReplaceOp, SessionEvent, SurfaceOp
 from ._header import EpochHeader, SessionHeader
 from ._history import History
@@ -47,7 +47,7 @@ def _event(
     kind: str,
     seq: int,
     time: int,
-    data: Json,
+    data: dict[str, Json],
     op: SurfaceOp | None,
     seqs: tuple[int, ...] | None,
     ignorable: bool | None,
@@ -227,7 +227,7 @@ class Session:
         head = self.surface_head()
         if head is None or head.type != SYSTEM_MESSAGE:
             return None
-        return Message.from_json(head.data["message"]).text or None
+        return Message.from_json(expect(head.data["message"], dict)).text or None
 
     def request_context(self) -> Mapping[str, Json] | None:
         """The latest `request/context` data (`{provider, model, contextWindow?}`), or None."""

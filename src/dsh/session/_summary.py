@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 import msgspec
 
 from ..event_types import AGENT_INBOX_SPLICED, SESSION_TITLE, TURN_START, USER_MESSAGE
-from ..llm import Message
+from ..llm import Json, Message, expect
 from ._envelope import SessionEvent
 from ._header import SessionHeader
 
@@ -38,18 +38,19 @@ def summary_of(header: SessionHeader, events: Iterable[SessionEvent]) -> Session
         if event.type == TURN_START:
             turns += 1
         elif event.type == SESSION_TITLE and isinstance(event.data.get("title"), str):
-            title = event.data["title"]
+            title = expect(event.data["title"], str)
         elif not prompt and event.type == USER_MESSAGE:
             prompt = _prompt([event.data])
         elif not prompt and event.type == AGENT_INBOX_SPLICED:
-            prompt = _prompt(event.data.get("inserted") or ())
+            prompt = _prompt(expect(event.data.get("inserted") or [], list))
     one_line = " ".join((title or prompt).split())
     return SessionSummary(header.id, header.cwd, header.created_at, updated, one_line, turns)
 
 
-def _prompt(messages: Iterable[Mapping[str, object]]) -> str:
+def _prompt(messages: Iterable[Json]) -> str:
     """The text of the first of `messages` a person wrote (source kind `user`)."""
-    for raw in messages:
+    for item in messages:
+        raw = expect(item, dict)
         source = raw.get("source")
         if isinstance(source, Mapping) and source.get("kind") == "user":
             return Message.from_json(raw).text

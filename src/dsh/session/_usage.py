@@ -8,6 +8,7 @@ from typing import TypeVar
 import msgspec
 
 from ..event_types import ASSISTANT_MESSAGE, COMPACTION_SUMMARY, TOOL_CALL, TURN_END, TURN_START
+from ..llm import expect
 from ._envelope import SessionEvent
 from ._session import Session
 
@@ -87,14 +88,14 @@ def usage_by(
     for event in events:
         kind = event.type
         if kind == ASSISTANT_MESSAGE:
-            source = event.data["message"].get("source", {})
-            route = (source.get("provider", ""), source.get("model", ""))
+            source = expect(expect(event.data["message"], dict).get("source", {}), dict)
+            route = (expect(source.get("provider", ""), str), expect(source.get("model", ""), str))
             _add(counts, key(event, route), event.data.get("usage"))
         elif kind == TOOL_CALL:
             counts.setdefault(key(event, route), [0] * 7)[_TOOL_CALLS] += 1
         elif kind == COMPACTION_SUMMARY:
             data = event.data
-            answered = (data.get("provider", ""), data.get("model", ""))
+            answered = (expect(data.get("provider", ""), str), expect(data.get("model", ""), str))
             _add(counts, key(event, answered), data.get("usage"))
     return {k: Usage(*values) for k, values in counts.items()}
 

@@ -110,8 +110,8 @@ class MessagesResponse:
         if not isinstance(stop, str):
             out.append(stop if stop is DROP else _json(stop))
             return out
-        delta = {"stop_reason": stop, "stop_sequence": None}
-        usage = {"output_tokens": (self.reply.usage or TokenUsage()).output_tokens}
+        delta: Json = {"stop_reason": stop, "stop_sequence": None}
+        usage: Json = {"output_tokens": (self.reply.usage or TokenUsage()).output_tokens}
         out.append(_json({"type": "message_delta", "delta": delta, "usage": usage}))
         out.append(_json({"type": "message_stop"}))
         return out
@@ -173,5 +173,5 @@ class MessagesResponse:
         return self._message(content, stop)
 
 
-def _json(value: Json) -> str:
+def _json(value: object) -> str:
     return json.dumps(value)

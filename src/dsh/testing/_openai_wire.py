@@ -120,7 +120,11 @@ class WireResponse:
 
     def __init__(self, current: Reply, number: int, model: str, call_ids: Iterator[str]) -> None:
         self.reply = current
-        self.head = {"id": f"chatcmpl-{number}", "created": int(time.time()), "model": model}
+        self.head: dict[str, Json] = {
+            "id": f"chatcmpl-{number}",
+            "created": int(time.time()),
+            "model": model,
+        }
         self.call_ids = call_ids
 
     def chunk(self, delta: dict[str, Json], finish: str | None = None) -> str:
@@ -140,11 +144,11 @@ class WireResponse:
                 )
             elif isinstance(part, ToolCall):
                 call_id = part.id or next(self.call_ids)
-                start = {"index": calls, "id": call_id, "type": "function"}
+                start: dict[str, Json] = {"index": calls, "id": call_id, "type": "function"}
                 start["function"] = {"name": part.name, "arguments": ""}
                 out.append(self.chunk({"tool_calls": [start]}))
                 for piece in _pieces(part.arguments):
-                    delta = {"index": calls, "function": {"arguments": piece}}
+                    delta: Json = {"index": calls, "function": {"arguments": piece}}
                     out.append(self.chunk({"tool_calls": [delta]}))
                 calls += 1
             elif isinstance(part, Failure):
@@ -188,7 +192,7 @@ class WireResponse:
                 thinking.append(part.text)
             elif isinstance(part, ToolCall):
                 call_id = part.id or next(self.call_ids)
-                function = {"name": part.name, "arguments": part.arguments}
+                function: Json = {"name": part.name, "arguments": part.arguments}
                 calls.append({"id": call_id, "type": "function", "function": function})
             elif isinstance(part, Failure):
                 return failure_response(part.failure)

@@ -7,6 +7,7 @@ the return annotation: the schemas, the argument checks and the JSON of the resu
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Callable, Mapping
 from types import UnionType
@@ -24,7 +25,7 @@ from typing import (
 
 from typing_extensions import TypedDict
 
-from ..llm import Json
+from ..llm import Json, expect
 from ._docstring import parse_docstring
 from ._hints import convert_arguments, hint_schema, prepare_hint, to_json
 from ._schema import JsonSchemaError, check_schema
@@ -129,21 +130,9 @@ def _fields(
             fields[param.name] = Required[hint]
             continue
         fields[param.name] = NotRequired[hint]
-        default = _jsonable(param.default)
-        if default is not _NOT_JSON:
-            defaults[param.name] = default
+        with contextlib.suppress(TypeError):  # a default that is not JSON is left out
+            defaults[param.name] = to_json(param.default)
     return fields, defaults, run_param
-
-
-_NOT_JSON: Any = object()
-
-
-def _jsonable(value: Any) -> Json:
-    """A default as JSON (`_NOT_JSON` when it has none: it is then left out of the schema)."""
-    try:
-        return to_json(value)
-    except TypeError:
-        return _NOT_JSON
 
 
 class _Body:
@@ -176,8 +165,9 @@ def _parameters(
     defaults: Mapping[str, Json],
 ) -> dict[str, Json]:
     fitted = _described(tool_name, "parameters", arguments)
-    properties: dict[str, Any] = fitted.setdefault("properties", {})
-    for key, prop in properties.items():
+    properties = expect(fitted.setdefault("properties", {}), dict)
+    for key, value in properties.items():
+        prop = expect(value, dict)
         if "description" not in prop and described.get(key):
             prop["description"] = described[key]
         if key in defaults and "default" not in prop:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..llm import Json
+from ..llm import Json, expect
 from ._types import compact_json
 
 __all__ = ["fit_schema"]
@@ -49,7 +49,7 @@ def _scalar_type(value: object) -> str | None:
     return None
 
 
-def fit_schema(schema: Mapping[str, Any]) -> dict[str, Json]:
+def fit_schema(schema: Mapping[str, Json]) -> dict[str, Json]:
     """Fit a JSON schema to the tool subset: inline `$defs` (recursive types are
     rejected), `anyOf` → `oneOf`, drop titles and the keywords the subset lacks.
 
@@ -58,7 +58,7 @@ def fit_schema(schema: Mapping[str, Any]) -> dict[str, Json]:
     dropped; a union whose branches still overlap (`list[int] | list[str]`: `[]` matches
     both) raises `TypeError` naming where it is.
     """
-    defs = schema.get("$defs", {})
+    defs = expect(schema.get("$defs", {}), dict)
     return _fit(schema, defs, (), "")
 
 
@@ -83,7 +83,7 @@ def _fit(
         annotations = _fit(rest, defs, stack, where)
         if len(fitted) == 1:
             return {**fitted[0], **annotations}
-        return {**annotations, "oneOf": fitted}
+        return {**annotations, "oneOf": list(fitted)}
     out: dict[str, Json] = {}
     for key, value in node.items():
         if key == "properties":
@@ -107,7 +107,7 @@ def _exclusive(fitted: list[dict[str, Json]], where: str) -> list[dict[str, Json
     flat: list[dict[str, Json]] = []
     for branch in fitted:
         inner = branch.get("oneOf")
-        flat.extend(inner if isinstance(inner, list) else [branch])
+        flat.extend([expect(b, dict) for b in inner] if isinstance(inner, list) else [branch])
     anything = next((b for b in flat if "type" not in b and "oneOf" not in b), None)
     if anything is not None:
         return [anything]

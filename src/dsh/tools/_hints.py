@@ -23,7 +23,7 @@ import enum
 import sys
 from collections.abc import Iterable
 from pathlib import PurePath
-from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin, get_type_hints, overload
 
 import msgspec
 import msgspec.inspect
@@ -104,10 +104,18 @@ def _meta(item: object) -> object:
     return msgspec.Meta(**found) if found else item
 
 
-def convert_arguments(hint: object, value: Json) -> Any:
+T = TypeVar("T")
+
+
+@overload
+def convert_arguments(hint: type[T], value: Json) -> T: ...
+@overload
+def convert_arguments(hint: object, value: Json) -> object: ...
+def convert_arguments(hint: object, value: Json) -> object:
     """`value` converted to `hint`, or `ToolArgsError` with one line per problem."""
     try:
-        converted = convert(hint, value)
+        # Any: a pydantic root model (`prepare_hint`'s) is read through `.root`.
+        converted: Any = convert(hint, value)
     except ConfigError as exc:
         raise ToolArgsError([_violation(loc, message) for loc, message in exc.problems]) from None
     if type(converted) in _WHOLE:
@@ -120,7 +128,8 @@ def convert_arguments(hint: object, value: Json) -> Any:
 def to_json(value: object) -> Json:
     """`value` as plain JSON: tuples and sets as lists, enums as their values, records as
     objects, paths as strings, a non-finite float as null; `TypeError` for anything else."""
-    return msgspec.json.decode(msgspec.json.encode(value, enc_hook=_encode))
+    decoded: Json = msgspec.json.decode(msgspec.json.encode(value, enc_hook=_encode))
+    return decoded
 
 
 def _violation(loc: tuple[str | int, ...], message: str) -> str:

@@ -26,7 +26,7 @@ from ..kernel import (
     json_holds_secrets,
     redact_secrets,
 )
-from ..llm import ContentBlock, Json, Message, TextBlock, blocks_from_json, clean_json
+from ..llm import ContentBlock, Json, Message, TextBlock, blocks_from_json, clean_json, expect
 from ..session._json import LosslessJsonError, freeze_json
 from ._events import TOOLS_EXECUTE, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_RESULT
 from ._schema import validate_value
@@ -254,7 +254,7 @@ async def _run_body(
             raise ToolArgsError(violations)
         run.body_invoked = True
         view = exec if signal is exec.signal else replace(exec, signal=signal)
-        value = definition.execute(exec.arguments, view)
+        value: object = definition.execute(exec.arguments, view)
         if inspect.isawaitable(value):
             work = _BODIES.spawn(_settled(value), name=f"dsh-tool:{exec.name}")
             value = await _body_value(exec, work, signal, grace_s)
@@ -403,9 +403,11 @@ async def finalize(bus: EventBus, prepared: Prepared, result: ToolResult | None)
 def _well_formed(result: ToolResult) -> ToolResult:
     """The result with its content's text cleaned: a surrogate-escaped file name or a
     plugin's lone surrogate must not break every later request of the session."""
-    raw = [block.to_json() for block in result.content]
+    raw: list[Json] = [block.to_json() for block in result.content]
     cleaned = clean_json(raw)
-    return result if cleaned is raw else replace(result, content=blocks_from_json(cleaned))
+    if cleaned is raw:
+        return result
+    return replace(result, content=blocks_from_json([expect(b, dict) for b in cleaned]))
 
 
 def _redacted(result: ToolResult) -> ToolResult:

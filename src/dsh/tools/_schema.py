@@ -201,7 +201,7 @@ def _compact(value: Json) -> str:
 # -- validation --------------------------------------------------------------------------------
 
 
-def validate_value(schema: Mapping[str, Any], value: Json, path: str = "value") -> list[str]:
+def validate_value(schema: Mapping[str, Json], value: Json, path: str = "value") -> list[str]:
     """Every violation of `value` against a subset `schema`, in walk order (empty = valid).
 
     `path` labels the root in messages; the empty string is the implicit argument object,

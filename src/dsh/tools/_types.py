@@ -230,7 +230,7 @@ class ToolErrorInfo(msgspec.Struct, frozen=True):
     name: str | None = None
     code: str | None = None
 
-    def log_info(self) -> dict[str, Json] | None:
+    def log_info(self) -> dict[str, str] | None:
         """`{name, code}` for the `error` field of a `tool/result` event, if both are known."""
         if self.name is None or self.code is None:
             return None

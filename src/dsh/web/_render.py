@@ -62,7 +62,7 @@ def _fields(event: TypedEvent, view: LogView) -> dict[str, Json] | None:
             step = {"turn": event.turn, "step": event.step}
             return {**step, "index": event.index, "text": event.text}
         case AssistantMessageEvent():
-            blocks = [
+            blocks: list[Json] = [
                 {"kind": block.type, "text": block.text}
                 for block in event.message.content
                 if isinstance(block, TextBlock | ReasoningBlock)
@@ -136,7 +136,7 @@ def _tool_call(event: ToolCallEvent, view: LogView) -> dict[str, Json]:
         "call_id": event.call_id,
         "name": event.name,
         "arguments": arguments,
-        "diff": None if change is None else diff_lines(change),
+        "diff": None if change is None else list(diff_lines(change)),
         "diff_complete": change is not None and change.complete,
     }
 

@@ -8,9 +8,12 @@ import os
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ._files import private_dirs
+
+if TYPE_CHECKING:
+    from ..llm import Json  # (a type only: the workspace loads nothing of the core)
 
 __all__ = [
     "SettingsError",
@@ -105,7 +108,7 @@ class WorkspaceMemo(Generic[T]):
         return value
 
 
-def read_json_object(path: Path) -> dict[str, Any] | None:
+def read_json_object(path: Path) -> dict[str, Json] | None:
     """The JSON object in `path`, or None when the file does not exist."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -126,7 +129,7 @@ def read_json_object(path: Path) -> dict[str, Any] | None:
     return data
 
 
-def edit_json_file(path: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+def edit_json_file(path: Path, edit: Callable[[dict[str, Json]], None]) -> None:
     """Apply `edit` to the object in `path` (created when missing) and write it back
     atomically, keeping every key `edit` does not touch. The file written is 0600 and the
     folders made for it 0700 (the user's alone)."""

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
 from ._home import dsh_home, read_json_object
 from ._trust import Trust
+
+if TYPE_CHECKING:
+    from ..llm import Json  # (a type only: the workspace loads nothing of the core)
 
 __all__ = ["Settings", "SettingsLayer", "SettingsSource", "load_settings", "settings_sources"]
 
@@ -30,7 +33,7 @@ class SettingsSource(msgspec.Struct, frozen=True):
 
 class SettingsLayer(msgspec.Struct, frozen=True):
     source: SettingsSource
-    data: dict[str, Any]
+    data: dict[str, Json]
     trusted: bool
 
 
@@ -42,7 +45,7 @@ class Settings(msgspec.Struct, frozen=True):
     workspace: Path
     layers: tuple[SettingsLayer, ...] = msgspec.field(default=())
 
-    def values(self, key: str, *, untrusted: bool = False) -> Iterator[tuple[SettingsSource, Any]]:
+    def values(self, key: str, *, untrusted: bool = False) -> Iterator[tuple[SettingsSource, Json]]:
         """Each layer's value for a top-level `key`, in layer order."""
         for layer in self.layers:
             if key in layer.data and (layer.trusted or untrusted):

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._home import dsh_home, edit_json_file, read_json_object
+
+if TYPE_CHECKING:
+    from ..llm import Json  # (a type only: the workspace loads nothing of the core)
 
 __all__ = ["Trust"]
 
@@ -45,7 +48,13 @@ class Trust:
         key = str(_canonical(workspace))
         found = key in self._roots()
         if found:
-            edit_json_file(self.path, lambda data: data.get("workspaces", {}).pop(key, None))
+
+            def drop(data: dict[str, Json]) -> None:
+                workspaces = data.get("workspaces")
+                if isinstance(workspaces, dict):
+                    workspaces.pop(key, None)
+
+            edit_json_file(self.path, drop)
         return found
 
     def _roots(self) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from .._content import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
+    expect,
 )
 from .._request import GenerateOptions, ToolSchema
 from ._request import IMAGE_PLACEHOLDER, encode_json
@@ -101,7 +102,7 @@ def _tool_use(block: ToolCallBlock) -> dict[str, Json]:
 
 
 def _tool_result(block: ToolResultBlock) -> dict[str, Json]:
-    content = list(filter(None, map(_block, block.content)))
+    content: list[Json] = list(filter(None, map(_block, block.content)))
     out: dict[str, Json] = {"type": "tool_result", "tool_use_id": block.tool_call_id}
     out["content"] = content or [{"type": "text", "text": "(no output)"}]
     if block.is_error:
@@ -134,7 +135,7 @@ def _signed(block: ContentBlock, entry: Json) -> dict[str, Json] | None:
     return None
 
 
-def message_blocks(message: Message) -> list[dict[str, Json]]:
+def message_blocks(message: Message) -> list[Json]:
     """One message's content as Messages blocks; tool results first."""
     content = message.content
     entries = _replay_entries(message) if message.role == "assistant" else None
@@ -142,16 +143,16 @@ def message_blocks(message: Message) -> list[dict[str, Json]]:
         wires = filter(None, map(_block, content))
     else:
         wires = filter(None, map(_signed, content, entries))
-    blocks: list[dict[str, Json]] = []
-    results: list[dict[str, Json]] = []
+    blocks: list[Json] = []
+    results: list[Json] = []
     for wire in wires:
         (results if wire["type"] == "tool_result" else blocks).append(wire)
     return results + blocks if results else blocks
 
 
-def wire_turns(messages: Sequence[Message]) -> list[dict[str, Json]]:
+def wire_turns(messages: Sequence[Message]) -> list[Json]:
     """`messages` as alternating turns: consecutive messages of one role are joined."""
-    turns: list[dict[str, Json]] = []
+    turns: list[Json] = []
     role, blocks = "", []
     for message in messages:
         fresh = message_blocks(message)
@@ -174,11 +175,12 @@ class MessagesEncoder:
     def __init__(self, dialect: MessagesDialect) -> None:
         self.dialect = dialect
 
-    def messages(self, messages: Sequence[Message]) -> list[dict[str, Json]]:
+    def messages(self, messages: Sequence[Message]) -> list[Json]:
         """The `messages` array; with `cache_control`, the last block is a cache breakpoint."""
         turns = wire_turns(messages)
         if turns and self.dialect.cache_control:
-            turns[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+            last = expect(expect(turns[-1], dict)["content"], list)
+            expect(last[-1], dict)["cache_control"] = {"type": "ephemeral"}
         return turns
 
     def messages_json(self, messages: Sequence[Message]) -> bytes:

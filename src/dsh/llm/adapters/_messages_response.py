@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 import msgspec
 
@@ -26,7 +25,7 @@ from .._chunks import (
     UsageChunk,
     error_finish,
 )
-from .._content import ContentBlock, Json, ReasoningBlock, TextBlock, ToolCallBlock
+from .._content import ContentBlock, Json, ReasoningBlock, TextBlock, ToolCallBlock, _ByKey
 from .._text import PairJoiner, clean_text
 from ._failures import closed_early, stream_error
 from ._messages_request import REPLAY_KIND
@@ -34,11 +33,11 @@ from ._messages_request import REPLAY_KIND
 __all__ = ["MessagesMapper", "messages_usage"]
 
 
-def _int(value: Any) -> int | None:
+def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def messages_usage(usage: Mapping[str, Any], into: TokenUsage | None = None) -> TokenUsage:
+def messages_usage(usage: Mapping[str, Json], into: TokenUsage | None = None) -> TokenUsage:
     """Map a Messages usage object onto `into` (the fields it carries replace those of `into`):
     `input_tokens` (uncached), `cache_read_input_tokens`, `cache_creation_input_tokens`,
     `output_tokens`."""
@@ -99,13 +98,16 @@ class MessagesMapper:
     def feed_data(self, data: str, out: list[StreamChunk]) -> bool:
         """Fold one SSE data payload; True once the message is complete (`message_stop`)."""
         event = json.loads(data)
-        self.feed(event, out)
+        self._feed(event, out)
         return bool(event.get("type") == "message_stop")
 
-    def feed_whole(self, message: Mapping[str, Any], out: list[StreamChunk]) -> None:
+    def feed_whole(self, message: Mapping[str, Json], out: list[StreamChunk]) -> None:
         """Fold a whole (non-streamed) message."""
+        self._feed_whole(message, out)
+
+    def _feed_whole(self, message: _ByKey, out: list[StreamChunk]) -> None:
         if message.get("type") == "error":
-            self.feed(message, out)
+            self._feed(message, out)
             return
         self._start(message)
         for index, block in enumerate(message.get("content") or ()):
@@ -119,7 +121,11 @@ class MessagesMapper:
             self._close(index, out)
         self.stop_reason = message.get("stop_reason")
 
-    def feed(self, event: Mapping[str, Any], out: list[StreamChunk]) -> None:
+    def feed(self, event: Mapping[str, Json], out: list[StreamChunk]) -> None:
+        """Fold one parsed stream event."""
+        self._feed(event, out)
+
+    def _feed(self, event: _ByKey, out: list[StreamChunk]) -> None:
         kind = event.get("type")
         if kind == "content_block_delta":
             self._on_delta(event, out)
@@ -138,13 +144,13 @@ class MessagesMapper:
         elif kind == "error":
             self.failure = stream_error(self.provider, event.get("error"), self.secret)
 
-    def _start(self, message: Mapping[str, Any]) -> None:
+    def _start(self, message: _ByKey) -> None:
         self._model = str(message.get("model") or "")
         usage = message.get("usage")
         if isinstance(usage, Mapping):
             self.usage = messages_usage(usage, self.usage)
 
-    def _open(self, index: int, block: Mapping[str, Any], out: list[StreamChunk]) -> None:
+    def _open(self, index: int, block: _ByKey, out: list[StreamChunk]) -> None:
         wire = str(block.get("type"))
         kind = _KINDS.get(wire, "tool-call" if wire == "tool_use" else "")
         if not kind:
@@ -158,7 +164,7 @@ class MessagesMapper:
             current.name = clean_text(str(block.get("name")))
             out.append(ToolCallDelta(index, current.id, "", current.name))
 
-    def _on_delta(self, event: Mapping[str, Any], out: list[StreamChunk]) -> None:
+    def _on_delta(self, event: _ByKey, out: list[StreamChunk]) -> None:
         current = self._blocks.get(int(event["index"]))
         delta = event.get("delta") or {}
         if current is None or current.closed:
@@ -203,8 +209,10 @@ class MessagesMapper:
             self._close(index, out)
         if self.usage is not None:
             out.append(UsageChunk(self.usage))
-        entries = [self._blocks[i].entry for i in sorted(self._blocks)]
-        state = {"response": {"kind": REPLAY_KIND, "version": 1, "model": self._model}}
+        entries: list[Json] = [self._blocks[i].entry for i in sorted(self._blocks)]
+        state: dict[str, Json] = {
+            "response": {"kind": REPLAY_KIND, "version": 1, "model": self._model}
+        }
         out.append(Finish(self._reason(), {**state, "blocks": entries}))
 
     def _reason(self) -> FinishReason:

@@ -39,7 +39,7 @@ _ENCODED_MESSAGES = 16_384
 """How many messages' encodings a route keeps (all sessions together)."""
 
 
-def encode_json(value: Json) -> bytes:
+def encode_json(value: object) -> bytes:
     """`value` as compact UTF-8 JSON. A lone UTF-16 surrogate anywhere (a log written before
     text was cleaned, a plugin's message) is sent as U+FFFD and a split pair joined: a body
     always encodes, and providers refuse even an escaped lone half."""
@@ -111,7 +111,7 @@ def _assistant(message: Message, dialect: Dialect) -> dict[str, Json]:
     calls: list[Json] = []
     for block in message.content:
         if isinstance(block, ToolCallBlock):
-            function = {"name": block.name, "arguments": block.arguments}
+            function: Json = {"name": block.name, "arguments": block.arguments}
             calls.append({"id": block.id, "type": "function", "function": function})
         elif isinstance(block, TextBlock):
             text.append(block.text)
@@ -147,7 +147,7 @@ def wire_messages(message: Message, dialect: Dialect) -> list[dict[str, Json]]:
 
 def _tool(tool: ToolSchema) -> Json:
     parameters = dict(tool.parameters)
-    function = {"name": tool.name, "description": tool.description, "parameters": parameters}
+    function: Json = {"name": tool.name, "description": tool.description, "parameters": parameters}
     return {"type": "function", "function": function}
 
 

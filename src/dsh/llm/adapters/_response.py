@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 import msgspec
 
@@ -25,18 +24,18 @@ from .._chunks import (
     UsageChunk,
     error_finish,
 )
-from .._content import ReasoningBlock, TextBlock, ToolCallBlock
+from .._content import Json, ReasoningBlock, TextBlock, ToolCallBlock, _ByKey
 from .._text import PairJoiner, clean_text
 from ._failures import closed_early, stream_error
 
 __all__ = ["ChunkMapper", "token_usage"]
 
 
-def _int(value: Any) -> int | None:
+def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def token_usage(usage: Mapping[str, Any]) -> TokenUsage:
+def token_usage(usage: Mapping[str, Json]) -> TokenUsage:
     """Map a usage object: DeepSeek's cache hits become `cacheReadTokens` and misses
     `inputTokens` (OpenAI's `prompt_tokens_details.cached_tokens` likewise)."""
     prompt = _int(usage.get("prompt_tokens")) or 0
@@ -111,15 +110,18 @@ class ChunkMapper:
         """Fold one SSE data payload; True at `[DONE]` (the stream is complete)."""
         if data == "[DONE]":
             return True
-        self.feed(json.loads(data), out)
+        self._feed(json.loads(data), out)
         return False
 
-    def feed_whole(self, completion: Mapping[str, Any], out: list[StreamChunk]) -> None:
+    def feed_whole(self, completion: Mapping[str, Json], out: list[StreamChunk]) -> None:
         """Fold a whole (non-streamed) `chat.completion`."""
-        self.feed(completion, out)
+        self._feed(completion, out)
 
-    def feed(self, event: Mapping[str, Any], out: list[StreamChunk]) -> None:
+    def feed(self, event: Mapping[str, Json], out: list[StreamChunk]) -> None:
         """Fold one parsed event (`chat.completion.chunk`, or a whole `chat.completion`)."""
+        self._feed(event, out)
+
+    def _feed(self, event: _ByKey, out: list[StreamChunk]) -> None:
         error = event.get("error")
         if error:
             self.failure = stream_error(self.provider, error, self.secret)
@@ -149,7 +151,7 @@ class ChunkMapper:
         if reason:
             self.finish_reason = reason
 
-    def _identify(self, event: Mapping[str, Any]) -> None:
+    def _identify(self, event: _ByKey) -> None:
         """The response's id and model, as the first event that names them says."""
         response_id, model = event.get("id"), event.get("model")
         if isinstance(response_id, str) and response_id:
@@ -186,7 +188,7 @@ class ChunkMapper:
         else:
             out.append(ReasoningDelta(self._open, text))
 
-    def _tool(self, delta: Mapping[str, Any], out: list[StreamChunk]) -> None:
+    def _tool(self, delta: _ByKey, out: list[StreamChunk]) -> None:
         calls = self._calls
         key = delta.get("index")
         call_id = delta.get("id")

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from ...llm import Json
 from ._config import Point
 from ._runner import HookRun
 
@@ -36,7 +37,7 @@ class HookOutcome(msgspec.Struct, frozen=True):
     decision: Decision = "pass"
     reason: str | None = None
     context: str | None = None
-    updated_input: Mapping[str, Any] | None = None
+    updated_input: Mapping[str, Json] | None = None
     stop: bool = False
     stop_reason: str | None = None
     output: str | None = None

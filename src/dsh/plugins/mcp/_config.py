@@ -120,7 +120,7 @@ def project_file(workspace: Path) -> Path:
 
 def load_servers(
     workspace: Path,
-    profile_servers: Mapping[str, Any] | None = None,
+    profile_servers: Mapping[str, object] | None = None,
     *,
     trusted: bool | None = None,
     env: Mapping[str, str] | None = None,
@@ -158,7 +158,7 @@ def _file_servers(path: Path, env: Mapping[str, str]) -> list[ServerSpec]:
 
 
 def parse_servers(
-    servers: Mapping[str, Any], source: str, *, base: Path, env: Mapping[str, str] | None
+    servers: Mapping[str, object], source: str, *, base: Path, env: Mapping[str, str] | None
 ) -> list[ServerSpec]:
     """The `mcpServers` object of one source. `env` expands `${VAR}` / `${VAR:-default}`
     in command, args, env, cwd, url and headers (None: already expanded)."""

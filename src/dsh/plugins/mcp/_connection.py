@@ -7,13 +7,15 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from ..._lazy import extra_hint
 from ...kernel import CancelSignal, Disposer, Owner
 from ...llm import Json
 from ._config import RestartPolicy, ServerSpec, State
 from ._tools import ConnectionLost, McpToolError
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     import anyio
@@ -97,7 +99,7 @@ class Connection:
 
     # -- requests ------------------------------------------------------------------------------
 
-    async def call_tool(self, tool: str, arguments: Json, signal: CancelSignal) -> Json:
+    async def call_tool(self, tool: str, arguments: dict[str, Json], signal: CancelSignal) -> Json:
         return await self._request(lambda s: s.call(tool, arguments), signal, "the call")
 
     async def list_resources(self, signal: CancelSignal) -> list[dict[str, Json]]:
@@ -106,15 +108,13 @@ class Connection:
         )
         return result
 
-    async def read_resource(self, uri: str, signal: CancelSignal) -> list[dict[str, Json]]:
-        result: list[dict[str, Json]] = await self._request(
-            lambda s: s.read(uri), signal, "the read"
-        )
+    async def read_resource(self, uri: str, signal: CancelSignal) -> list[Json]:
+        result: list[Json] = await self._request(lambda s: s.read(uri), signal, "the read")
         return result
 
     async def _request(
-        self, send: Callable[[McpSession], Awaitable[Any]], signal: CancelSignal, what: str
-    ) -> Any:
+        self, send: Callable[[McpSession], Awaitable[T]], signal: CancelSignal, what: str
+    ) -> T:
         session = await self._ready_session(signal)
         try:
             # A cancelled request is cancelled on the server too (`notifications/cancelled`).

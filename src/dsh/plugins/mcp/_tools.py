@@ -39,7 +39,7 @@ MAX_DESCRIPTION = 2048
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
-ToolCaller = Callable[[str, Json, CancelSignal], Awaitable[Json]]
+ToolCaller = Callable[[str, dict[str, Json], CancelSignal], Awaitable[Json]]
 """`call(server_tool_name, arguments, signal)` → the `CallToolResult` as wire JSON."""
 
 
@@ -235,7 +235,7 @@ def _definition(
 
     async def execute(args: Any, run: ToolRunContext) -> Json:
         value = await call(original, args, run.signal)
-        if value.get("isError"):
+        if isinstance(value, dict) and value.get("isError"):
             raise McpToolError(_error_text(value))
         return value
 

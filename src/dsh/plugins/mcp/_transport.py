@@ -55,7 +55,7 @@ class McpSession:
                 break
         return found
 
-    async def call(self, tool: str, arguments: Json) -> dict[str, Json]:
+    async def call(self, tool: str, arguments: dict[str, Json]) -> dict[str, Json]:
         # The trace context of the calling tool's span, as MCP carries it (`params._meta`).
         trace = current_trace()
         meta = cast("RequestParamsMeta", trace.carrier()) if trace is not None else None
@@ -75,7 +75,7 @@ class McpSession:
                 break
         return found
 
-    async def read(self, uri: str) -> list[dict[str, Json]]:
+    async def read(self, uri: str) -> list[Json]:
         result = await _translated(self._client.read_resource(uri, cache_mode="bypass"))
         return [_json(item) for item in result.contents]
 

@@ -9,7 +9,7 @@ import msgspec
 
 from ...agent import Agent
 from ...kernel import CancelSignal
-from ...llm import HarnessError, Json, TextBlock
+from ...llm import HarnessError, Json, TextBlock, expect
 from ...tools import ToolDefinition, ToolRunContext
 from ..jobs import JOBS
 from ._request import SubagentRequest
@@ -194,7 +194,7 @@ def subagent_tool(
     if background is not None:
         continuable = background == "continuable"
         option = CONTINUABLE_PARAMETER if continuable else BACKGROUND_PARAMETER
-        properties = dict(PARAMETERS["properties"])
+        properties = dict(expect(PARAMETERS["properties"], dict))
         parameters = {**PARAMETERS, "properties": {**properties, "run_in_background": option}}
         description += CONTINUABLE_SUFFIX if continuable else BACKGROUND_SUFFIX
     return ToolDefinition(

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import BinaryIO
 
 from ...kernel import Context
-from ...llm import Json
+from ...llm import Json, expect
 from .._seams import SPILLS, EditorFiles
 from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
@@ -252,7 +252,7 @@ def render_read(args: Mapping[str, Json], value: Mapping[str, Json]) -> str:
     footer = f"(End of file - total {total} lines)"
     body = footer
     if lines:
-        first, last = lines[0]["number"], lines[-1]["number"]
+        first, last = expect(lines[0], dict)["number"], expect(lines[-1], dict)["number"]
         assert isinstance(first, int) and isinstance(last, int)
         limit = args.get("limit") or MAX_LINES
         assert isinstance(limit, int | float)
@@ -264,7 +264,8 @@ def render_read(args: Mapping[str, Json], value: Mapping[str, Json]) -> str:
             footer = (
                 f"(Showing lines {first}-{last} of {total}. Use offset={last + 1} to continue.)"
             )
-        numbered = "\n".join(f"{line['number']}: {line['text']}" for line in lines)
+        rows = [expect(line, dict) for line in lines]
+        numbered = "\n".join(f"{row['number']}: {row['text']}" for row in rows)
         body = f"{numbered}\n\n{footer}"
     return f"<path>{value['path']}</path>\n<type>file</type>\n<content>\n{body}\n</content>"
 

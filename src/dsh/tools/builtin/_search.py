@@ -142,7 +142,7 @@ class Search(msgspec.Struct, frozen=True):
             paths = await _in_thread(
                 "glob", run, lambda stop: glob_files(root.display, cwd, pattern, stop)
             )
-        return {"root": display_path(root.display, cwd), "paths": paths}
+        return {"root": display_path(root.display, cwd), "paths": list(paths)}
 
     async def grep(self, args: Mapping[str, Json], run: ToolRunContext) -> Json:
         pattern = args.get("pattern")

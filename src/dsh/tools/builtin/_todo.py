@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from ...events import Todo, TodoWriteEvent, append
 from ...kernel import ConfigRecord
-from ...llm import Json
+from ...llm import Json, expect
 from .._tool_plugin import ToolPlugin
 from .._types import ToolDefinition, ToolRunContext
 from ._args import ArgumentError
@@ -75,7 +75,8 @@ def write_todos(config: TodoConfig, args: Mapping[str, Json], run: ToolRunContex
     session = run.session
     if session is None:
         raise ArgumentError("todo_write requires an owning agent session")
-    items = tuple(Todo(str(t["content"]), str(t["status"])) for t in todos)
+    entries = [expect(t, dict) for t in todos]
+    items = tuple(Todo(str(t["content"]), str(t["status"])) for t in entries)
     append(session, TodoWriteEvent(todos=items))
     return {
         "todos": todos,
