@@ -151,7 +151,11 @@ def squid() -> Iterator[int]:
         port = free_port()
         config = folder / "squid.conf"
         config.write_text(SQUID.format(port=port, tmp=folder, helper=helper))
-        process = started([binary, "-N", "-d", "1", "-f", str(config)], "Accepting HTTP Socket")
+        # A service name of its own: squids of one name share memory segments and pid files,
+        # so one started elsewhere on the machine must not stop this one.
+        name = f"dsh{os.getpid()}{port}"
+        command = [binary, "-N", "-d", "1", "-n", name, "-f", str(config)]
+        process = started(command, "Accepting HTTP Socket")
         yield port
         stopped(process)
 
