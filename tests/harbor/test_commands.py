@@ -4,12 +4,15 @@ script's shape, the run command, the MCP file, and the figures of a run's result
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import dsh.harbor
 from dsh.harbor import dsh_model, install_script, mcp_file, read_figures, run_command
+from tests.conftest import REPO
 
 
 def test_dsh_harbor_names_the_agent_it_builds_on_first_access() -> None:
@@ -30,7 +33,7 @@ def test_the_install_script_finds_a_python_311_and_installs_the_requirement() ->
     assert 'pip install --quiet --disable-pip-version-check "$requirement"' in script
     assert '"$uv" venv --python 3.12' in script  # no Python >= 3.11: uv brings one
     assert 'ln -sf "$prefix/bin/dsh" /usr/local/bin/dsh' in script
-    assert script.rstrip().endswith("dsh --version")
+    assert script.rstrip().endswith("/usr/local/bin/dsh --version")
 
 
 def test_the_run_command_is_headless_unsandboxed_and_logged(tmp_path: Path) -> None:
@@ -113,3 +116,22 @@ def test_figures_come_from_the_last_result_line(tmp_path: Path) -> None:
         38,
     )
     assert figures.cost_usd == 0.00045 and figures.session_id == "session-1"
+
+
+def test_the_install_script_installs_this_checkout(tmp_path: Path) -> None:
+    """The script for real, with this test's Python first on the PATH, into a venv in
+    `tmp_path` (pip builds this checkout; its dependencies come from PyPI or pip's cache:
+    ~20 s)."""
+    script = install_script(str(REPO), str(tmp_path / "dsh"), str(tmp_path / "bin"))
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    done = subprocess.run(
+        ["bash", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env={**os.environ, "PATH": path},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1].startswith("dsh ")
+    assert (tmp_path / "bin" / "dsh").resolve() == tmp_path / "dsh" / "bin" / "dsh"

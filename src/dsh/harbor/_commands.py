@@ -81,16 +81,23 @@ else
   "$uv" venv --python 3.12 "$prefix"
   "$uv" pip install --python "$prefix/bin/python" "$requirement"
 fi
-mkdir -p /usr/local/bin
-ln -sf "$prefix/bin/dsh" /usr/local/bin/dsh
-dsh --version
+mkdir -p {bin_dir}
+ln -sf "$prefix/bin/dsh" {bin_dir}/dsh
+{bin_dir}/dsh --version
 """
 
 
-def install_script(requirement: str, prefix: str = INSTALL_PREFIX) -> str:
+def install_script(
+    requirement: str, prefix: str = INSTALL_PREFIX, bin_dir: str = "/usr/local/bin"
+) -> str:
     """The shell script (run as root) that installs `requirement` — `dsh`, `dsh==0.2.0`, or a
-    wheel, sdist or source folder already in the container — with a Python >= 3.11."""
-    return _INSTALL.format(prefix=shlex.quote(prefix), requirement=shlex.quote(requirement))
+    wheel, sdist or source folder already in the container — with a Python >= 3.11 into a
+    venv at `prefix`, and links `dsh` into `bin_dir`."""
+    return _INSTALL.format(
+        prefix=shlex.quote(prefix),
+        requirement=shlex.quote(requirement),
+        bin_dir=shlex.quote(bin_dir),
+    )
 
 
 def run_command(instruction: str, model: str | None, logs_dir: PurePosixPath) -> str:
