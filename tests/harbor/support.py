@@ -11,7 +11,9 @@ from typing import Any
 
 from dsh.llm import TokenUsage
 from dsh.testing import OpenAIServer, Reply, reasoning, reply, tool_call
+from tests.conftest import REPO
 
+SRC = REPO / "src"
 DSH = [sys.executable, "-c", "from dsh.cli import main; main()"]
 
 
@@ -52,6 +54,7 @@ def dsh_env(base: Path, base_url: str) -> dict[str, str]:
         "DSH_SESSION_ROOT": str(base / "sessions"),
         "DEEPSEEK_BASE_URL": base_url,
         "DEEPSEEK_API_KEY": "sk-test",
+        "PYTHONPATH": str(SRC),  # this checkout's dsh, whatever the venv has installed
     }
 
 

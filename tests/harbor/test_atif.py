@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dsh.atif import SessionLog, to_atif
+from dsh.atif import SessionLog, export_session, to_atif
 from dsh.persistence import JsonlBackend, StoredSessions
 from tests.conftest import FIXTURES
 from tests.harbor.conftest import validate_atif
@@ -148,3 +149,20 @@ def test_a_log_without_messages_is_refused() -> None:
     with pytest.raises(ValueError, match="no messages"):
         to_atif([], SessionHeader(id="session-x", created_at=0))
     assert SessionLog(SessionHeader(id="s", created_at=0), ()).events == ()
+
+
+async def test_a_format_4_log_of_the_published_runtime_exports_and_validates(
+    tmp_path: Path, harbor_python: Path
+) -> None:
+    shutil.copytree(FIXTURES / "jsonrpc" / "two-tools" / "sessions", tmp_path / "sessions")
+    stored = StoredSessions(JsonlBackend(tmp_path / "sessions"))
+    (header,) = await stored.list()
+    trajectory = await export_session(stored, header.id)
+    steps = trajectory["steps"]
+    assert steps[0]["source"] == "system"  # format 4 logs the system prompt as a message
+    assert [s["message"] for s in steps if s["source"] == "user"] == [
+        "Read hello.txt twice, then answer. steps=2"
+    ]
+    assert sum(len(s.get("tool_calls", [])) for s in steps) == 2
+    assert "total_cost_usd" not in trajectory["final_metrics"]  # a route without a price
+    validate_atif(harbor_python, {"v4": trajectory})
