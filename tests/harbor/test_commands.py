@@ -56,6 +56,14 @@ def test_the_run_command_is_headless_unsandboxed_and_logged(tmp_path: Path) -> N
     )
     assert done.stdout == "it's a task\n-with a dash"
     assert (logs / "dsh.jsonl").read_text() == done.stdout
+    fake.write_text("#!/bin/sh\necho 'dsh: rate limited (429)' >&2\nexit 1\n")
+    failed = subprocess.run(
+        ["bash", "-c", "set -o pipefail; " + run_command("task", None, PurePosixPath(logs))],
+        capture_output=True,
+        text=True,
+        env={"PATH": f"{tmp_path}:/usr/bin:/bin"},
+    )
+    assert failed.returncode == 1 and "rate limited (429)" in failed.stderr
 
 
 @dataclass

@@ -103,7 +103,9 @@ def install_script(
 def run_command(instruction: str, model: str | None, logs_dir: PurePosixPath) -> str:
     """The shell command of one task: `dsh run` headless, every tool call approved and
     unsandboxed (the task's container is the sandbox), the task on stdin, its `stream-json`
-    output copied to the logs folder (and stdout), its stderr to a file beside it."""
+    output copied to the logs folder (and stdout), its stderr to a file beside it. A failed
+    run (`pipefail`, which Harbor sets) also puts the tail of that file on stderr, where
+    Harbor's error patterns (rate limits, a bad key) look."""
     argv = ["dsh", "run", "--yes", "--sandbox", "danger-full-access"]
     argv += ["--output-format", "stream-json"]
     if model:
@@ -111,9 +113,11 @@ def run_command(instruction: str, model: str | None, logs_dir: PurePosixPath) ->
     argv.append("-")
     out, err = logs_dir / STDOUT_FILE, logs_dir / STDERR_FILE
     return (
-        f"mkdir -p {shlex.quote(str(logs_dir))} && "
+        f"mkdir -p {shlex.quote(str(logs_dir))} || exit; "
         f"printf '%s' {shlex.quote(instruction)} | {shlex.join(argv)} "
-        f"2>{shlex.quote(str(err))} | tee {shlex.quote(str(out))}"
+        f"2>{shlex.quote(str(err))} | tee {shlex.quote(str(out))}; "
+        f'status=$?; [ "$status" -eq 0 ] || tail -c 4000 {shlex.quote(str(err))} >&2; '
+        'exit "$status"'
     )
 
 
