@@ -140,6 +140,8 @@ async def test_a_reference_runtime_log_exports_and_validates(
     assert calls and [r["source_call_id"] for r in results] == [c["tool_call_id"] for c in calls]
     assert trajectory["final_metrics"]["total_prompt_tokens"] > 0
     assert trajectory["final_metrics"]["total_cost_usd"] > 0  # deepseek-official's price
+    agent = [s for s in trajectory["steps"] if s["source"] == "agent"]
+    assert {s.get("reasoning_effort") for s in agent} == {"high"}  # the request header's
     validate_atif(harbor_python, {scenario: trajectory})
 
 

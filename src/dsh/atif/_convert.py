@@ -151,6 +151,8 @@ class _Builder:
         self.system: str | None = None
         self.tools: list[dict[str, Any]] | None = None
         self.model: str | None = None
+        self.effort: str | None = None
+        """The reasoning effort of the current epoch's requests (`request/header` config)."""
         self.turn_ends: list[dict[str, Any]] = []
         self.totals = _Totals()
         self.seed = header.seed_length if header is not None and header.seed_length else 0
@@ -195,6 +197,9 @@ class _Builder:
         return step
 
     def _epoch(self, epoch: Mapping[str, Any], event: SessionEvent) -> None:
+        config = epoch.get("config")
+        effort = config.get("reasoningEffort") if isinstance(config, Mapping) else None
+        self.effort = effort if isinstance(effort, str) else None
         tools = epoch.get("tools")
         if isinstance(tools, Sequence) and self.tools is None:
             self.tools = [
@@ -269,6 +274,7 @@ class _Builder:
             "agent",
             _text(content),
             model_name=model if model and model != self.model else None,
+            reasoning_effort=self.effort,
             reasoning_content=_text(content, "reasoning") or None,
             tool_calls=calls or None,
             metrics=self._metrics(_usage(data.get("usage")), provider, model),
