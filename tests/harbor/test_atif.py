@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from dsh.atif import SessionLog, export_session, to_atif
 from dsh.persistence import JsonlBackend, StoredSessions
 from tests.conftest import FIXTURES
 from tests.harbor.conftest import validate_atif
-from tests.harbor.support import dsh, scripted_run
+from tests.harbor.support import DSH, dsh, dsh_env, scripted_run
 from tests.persistence.conftest import install_fixture_log
 
 # DeepSeek's price of deepseek-v4-pro (USD per million tokens): cache hit, miss, output.
@@ -168,3 +169,18 @@ async def test_a_format_4_log_of_the_published_runtime_exports_and_validates(
     assert sum(len(s.get("tool_calls", [])) for s in steps) == 2
     assert "total_cost_usd" not in trajectory["final_metrics"]  # a route without a price
     validate_atif(harbor_python, {"v4": trajectory})
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["nope"], "no stored session 'nope'"),
+        (["nope", "--format", "xml"], "unknown format 'xml'"),
+    ],
+)
+def test_export_refuses_in_one_line(args: list[str], said: str, tmp_path: Path) -> None:
+    env = dsh_env(tmp_path, "http://127.0.0.1:9")
+    done = subprocess.run(
+        [*DSH, "sessions", "export", *args], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 2 and said in done.stderr and not done.stdout
