@@ -11,7 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import dsh.harbor
-from dsh.harbor import dsh_model, install_script, mcp_file, read_figures, run_command
+from dsh.harbor import (
+    dsh_model,
+    install_script,
+    mcp_file,
+    read_figures,
+    run_command,
+    source_tree,
+    stage_source,
+)
 from tests.conftest import REPO
 
 
@@ -32,6 +40,7 @@ def test_the_install_script_finds_a_python_311_and_installs_the_requirement() ->
     assert "sys.version_info < (3, 11)" in script and '-m venv "$prefix"' in script
     assert 'pip install --quiet --disable-pip-version-check "$requirement"' in script
     assert '"$uv" venv --python 3.12' in script  # no Python >= 3.11: uv brings one
+    assert "\"$prefix/bin/python\" -c 'import dsh.harbor'" in script  # not PyPI's `dsh`
     assert 'ln -sf "$prefix/bin/dsh" /usr/local/bin/dsh' in script
     assert script.rstrip().endswith("/usr/local/bin/dsh --version")
 
@@ -130,7 +139,11 @@ def test_the_install_script_installs_this_checkout(tmp_path: Path) -> None:
     """The script for real, with this test's Python first on the PATH, into a venv in
     `tmp_path` (pip builds this checkout; its dependencies come from PyPI or pip's cache:
     ~20 s)."""
-    script = install_script(str(REPO), str(tmp_path / "dsh"), str(tmp_path / "bin"))
+    assert source_tree() == REPO  # what the agent installs when nothing is named
+    staged = stage_source(REPO, tmp_path)
+    assert sorted(p.name for p in staged.iterdir()) == ["README.md", "pyproject.toml", "src"]
+    assert not list(staged.rglob("__pycache__"))
+    script = install_script(str(staged), str(tmp_path / "dsh"), str(tmp_path / "bin"))
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     done = subprocess.run(
         ["bash", "-c", script],
@@ -143,3 +156,17 @@ def test_the_install_script_installs_this_checkout(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1].startswith("dsh ")
     assert (tmp_path / "bin" / "dsh").resolve() == tmp_path / "dsh" / "bin" / "dsh"
+
+
+def test_what_the_agent_copies_in_and_installs(tmp_path: Path) -> None:
+    from dsh.harbor._agent import _local_source
+
+    staged, requirement = _local_source(None, tmp_path)  # nothing named: this checkout
+    assert staged == tmp_path / "dsh-src" and requirement == ""
+    assert _local_source("git+https://example.invalid/dsh", tmp_path) == (
+        None,
+        "git+https://example.invalid/dsh",
+    )
+    wheel = tmp_path / "dsh-0.1.0-py3-none-any.whl"
+    wheel.write_bytes(b"")
+    assert _local_source(str(wheel), tmp_path) == (wheel, "")

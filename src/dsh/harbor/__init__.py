@@ -1,13 +1,14 @@
 """dsh as a Harbor agent: `harbor run -a dsh.harbor:DshAgent -m deepseek/deepseek-v4-pro …`.
 
 `DshAgent` subclasses Harbor's `BaseInstalledAgent`, so it exists only where Harbor is
-installed (`pip install 'dsh[harbor]'`, Python >= 3.12): it is built on first access, and
+installed (the extra `harbor`, Python >= 3.12): it is built on first access, and
 `import dsh.harbor` imports no Harbor module."""
 
 from typing import Any
 
 from ._commands import dsh_model, install_script, mcp_file, run_command
 from ._results import RunFigures, read_figures, read_trajectory
+from ._source import source_tree, stage_source
 
 __all__ = [
     "DshAgent",
@@ -18,6 +19,8 @@ __all__ = [
     "read_figures",
     "read_trajectory",
     "run_command",
+    "source_tree",
+    "stage_source",
 ]
 
 

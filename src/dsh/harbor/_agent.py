@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import functools
 import shlex
+import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -18,22 +19,34 @@ from ._commands import (
     run_command,
 )
 from ._results import read_figures, read_trajectory, session_of, with_subagents
+from ._source import source_tree, stage_source
 
 __all__ = ["INSTALL_ENV", "agent_class"]
 
 INSTALL_ENV = "DSH_HARBOR_INSTALL"
-"""What the agent installs: a pip requirement (`dsh==0.2.0`), or the path on the Harbor host
-of a wheel, sdist or source folder (copied into the container). Default: `dsh` from PyPI,
-pinned by Harbor's `--ak version=…`."""
+"""What the agent installs: the path on the Harbor host of a wheel, sdist or source folder
+(copied into the container), or a pip requirement (`git+https://…`). Default: the source
+tree of the dsh the Harbor process runs (PyPI's `dsh` is another project)."""
 UPLOAD_DIR = PurePosixPath("/installed-agent")
 
 
-def _local_source(given: str | None) -> Path | None:
-    """The wheel, sdist or folder `given` names on this host, if it names one."""
-    if not given:
-        return None
-    path = Path(given).expanduser()
-    return path.resolve() if path.exists() else None
+def _local_source(given: str | None, staging: Path) -> tuple[Path | None, str]:
+    """(a file or folder of this host to copy into the container, the requirement to install):
+    `given` when it is a pip requirement, else the wheel, sdist or source folder it names, else
+    this dsh's own source tree. Source folders are staged under `staging` first."""
+    path = Path(given).expanduser() if given else None
+    if given and path is not None and not path.exists():
+        return None, given  # a pip requirement (`dsh==…` of an index, `git+https://…`)
+    if path is not None and path.is_file():
+        return path.resolve(), ""
+    root = path.resolve() if path is not None else source_tree()
+    if root is None:
+        raise RuntimeError(
+            f"set {INSTALL_ENV} to a wheel or sdist of this dsh (`pip wheel --no-deps .` in a "
+            "clone), a clone's folder, or a pip requirement (`git+https://…`): this dsh is not "
+            "running from a source tree, and PyPI's `dsh` is another project"
+        )
+    return stage_source(root, staging), ""
 
 
 @functools.cache
@@ -67,17 +80,16 @@ def agent_class() -> type[Any]:
         async def _requirement(self, environment: BaseEnvironment) -> str:
             given: str | None = self._get_env(INSTALL_ENV)
             extra = "[mcp]" if self.mcp_servers else ""
-            local = _local_source(given)
-            if local is not None:
+            with tempfile.TemporaryDirectory(prefix="dsh-harbor-") as staging:
+                local, requirement = _local_source(given, Path(staging))
+                if local is None:
+                    return requirement
                 target = str(UPLOAD_DIR / local.name)
                 if local.is_dir():
                     await environment.upload_dir(local, target)
                 else:
                     await environment.upload_file(local, target)
-                return target + extra
-            if given:
-                return given
-            return f"dsh{extra}" + (f"=={self._version}" if self._version else "")
+            return target + extra
 
         async def install(self, environment: BaseEnvironment) -> None:
             probe = await environment.exec(

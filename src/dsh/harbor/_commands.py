@@ -81,6 +81,7 @@ else
   "$uv" venv --python 3.12 "$prefix"
   "$uv" pip install --python "$prefix/bin/python" "$requirement"
 fi
+"$prefix/bin/python" -c 'import dsh.harbor'  # this dsh, not PyPI's project of that name
 mkdir -p {bin_dir}
 ln -sf "$prefix/bin/dsh" {bin_dir}/dsh
 {bin_dir}/dsh --version
@@ -90,9 +91,9 @@ ln -sf "$prefix/bin/dsh" {bin_dir}/dsh
 def install_script(
     requirement: str, prefix: str = INSTALL_PREFIX, bin_dir: str = "/usr/local/bin"
 ) -> str:
-    """The shell script (run as root) that installs `requirement` — `dsh`, `dsh==0.2.0`, or a
-    wheel, sdist or source folder already in the container — with a Python >= 3.11 into a
-    venv at `prefix`, and links `dsh` into `bin_dir`."""
+    """The shell script (run as root) that installs `requirement` — a wheel, sdist or source
+    folder already in the container, or a pip requirement — with a Python >= 3.11 into a venv
+    at `prefix`, checks that it is this dsh, and links `dsh` into `bin_dir`."""
     return _INSTALL.format(
         prefix=shlex.quote(prefix),
         requirement=shlex.quote(requirement),
