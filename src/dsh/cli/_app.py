@@ -286,6 +286,26 @@ def sessions_show(
     exit_with(show_session(profile, session_id, json_))
 
 
+@sessions_app.command("export")
+def sessions_export(
+    session_id: SessionArgument,
+    profile: ProfileOption = None,
+    format_: Annotated[
+        str, typer.Option("--format", metavar="FORMAT", help="atif (Harbor's trajectories).")
+    ] = "atif",
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", metavar="FILE", help="Write here, not stdout.")
+    ] = None,
+) -> None:
+    """Export session ID (a unique prefix is enough) as an ATIF trajectory (JSON), its
+    subagents' sessions embedded."""
+    from ._export import export_session_file
+
+    if format_ != "atif":
+        raise typer.BadParameter(f"unknown format {format_!r} (known: atif)", param_hint="--format")
+    exit_with(export_session_file(profile, session_id, "atif", out))
+
+
 @sessions_app.command("repair")
 def sessions_repair(session_id: SessionArgument, profile: ProfileOption = None) -> None:
     """Cut a corrupt log back to its valid part; the rest is moved to a file beside it."""
