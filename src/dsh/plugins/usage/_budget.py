@@ -222,7 +222,7 @@ class Budgets:
                     continue
                 if reached(name, used, limit):
                     stop = BudgetStop(scope, name, limit)  # type: ignore[arg-type]
-                    _log.warning("%s: session %s stops", stop.line(), agent.session.id)
+                    _log.info("%s: session %s stops", stop.line(), agent.session.id)
                     if cancel:
                         agent.cancel(stop.cause, keep_inbox=True)
                     return stop
