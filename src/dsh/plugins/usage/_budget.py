@@ -156,11 +156,17 @@ class Budgets:
         self.emit: Callable[[BudgetWarning], None] = lambda warning: None
 
     def limit(
-        self, agent: Agent, *, run: UsageLimits | None = None, session: UsageLimits | None = None
+        self,
+        agent: Agent,
+        *,
+        run: UsageLimits | None = None,
+        session: UsageLimits | None = None,
+        reset: bool = False,
     ) -> None:
-        """Give `agent` limits of its own (merged over the runtime's; None keeps its current
-        ones): a front door's per-session or per-prompt options."""
-        current_run, current_session = self.limits_of(agent)
+        """Give `agent` limits of its own, merged over its current ones (with `reset`, over
+        the runtime's); None keeps them: a front door's per-session or per-prompt options.
+        They hold from the next check on."""
+        current_run, current_session = (self.run, self.session) if reset else self.limits_of(agent)
         self._own[agent] = (current_run.merged(run), current_session.merged(session))
 
     def limits_of(self, agent: Agent) -> tuple[UsageLimits, UsageLimits]:
