@@ -55,7 +55,8 @@ def test_a_warning_at_80_percent_and_the_tool_call_limit(tmp_path: Path) -> None
     assert result.returncode == 4, result.stderr
     warning = "dsh: warning: budget: 80% of max-tool-calls 5 per run used (4)"
     assert result.stderr.splitlines().count(warning) == 1
-    assert result.stderr.count('shout(text="hey")') == 5  # the sixth is denied
+    assert result.stderr.count('shout(text="hey")') == 6  # the sixth is denied:
+    assert "Error: budget reached: max-tool-calls 5 per run: the run stops here" in result.stderr
     assert "budget reached: max-tool-calls 5 per run" in result.stderr
 
 
@@ -63,3 +64,13 @@ def test_bad_limits_are_usage_errors(tmp_path: Path) -> None:
     result = dsh(tmp_path, ["x"], "--max-steps", "0", "go")
     assert result.returncode == 2
     assert "--max-steps" in result.stderr
+
+
+def test_output_format_json_says_error_max_turns(tmp_path: Path) -> None:
+    result = dsh(
+        tmp_path, [SHOUT, SHOUT], "--yes", "--max-steps", "1", "--output-format", "json", "go"
+    )
+    assert result.returncode == 4, result.stderr
+    out = json.loads(result.stdout)
+    assert out["subtype"] == "error_max_turns" and out["is_error"] is True
+    assert out["finish_reason"] == "aborted" and out["num_turns"] == 1

@@ -186,7 +186,7 @@ class Budgets:
     ) -> PreDecision:
         if exec.session is not None:
             # The call is counted already (`tool/call` is logged before its policy).
-            stop = self._stop(cast(Agent, exec.agent), _reached_before_a_call)
+            stop = self._stop(cast(Agent, exec.agent), _reached_in_a_step)
             if stop is not None:
                 return Deny(f"{stop.line()}: the run stops here")
         return await next()
@@ -198,7 +198,7 @@ class Budgets:
         agent = self._streaming.get(payload.session.id)
         if agent is None or agent.session is not payload.session:
             return
-        stop = self._stop(agent, _reached, cancel=False)
+        stop = self._stop(agent, _reached_in_a_step, cancel=False)
         if stop is not None:
             self._streaming.pop(payload.session.id, None)
             # Not inside the append that is being published: the cancel logs too.
@@ -292,7 +292,15 @@ class Budgets:
 
 
 def _reached(name: LimitName, used: float, limit: float) -> bool:
-    return used >= limit
+    """Before a model request: any limit but the tool calls' (their stop is before a call,
+    so a run that used them all may still answer)."""
+    return name != "max-tool-calls" and used >= limit
+
+
+def _reached_in_a_step(name: LimitName, used: float, limit: float) -> bool:
+    """While a step runs (its stream, before a tool call): the step itself is counted, so
+    `max-steps` is not a reason to stop it."""
+    return name != "max-steps" and _reached_before_a_call(name, used, limit)
 
 
 def _reached_before_a_call(name: LimitName, used: float, limit: float) -> bool:
