@@ -151,7 +151,8 @@ class Budgets:
             weakref.WeakKeyDictionary()
         )
         self._tallies: weakref.WeakKeyDictionary[Agent, _Tally] = weakref.WeakKeyDictionary()
-        self._streaming: dict[str, Agent] = {}
+        self._streaming: weakref.WeakValueDictionary[str, Agent] = weakref.WeakValueDictionary()
+        """The agent of each session that made a model request (mid-stream checks)."""
         self._unpriced: set[ModelRoute] = set()
         self.emit: Callable[[BudgetWarning], None] = lambda warning: None
 
