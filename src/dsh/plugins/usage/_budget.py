@@ -219,23 +219,24 @@ class Budgets:
         if not run_limits.limits() and not session_limits.limits():
             return None
         tally = self._tally(agent)
-        for scope, limits, counts in (
+        scopes: tuple[tuple[Scope, UsageLimits, _Counts], ...] = (
             ("run", run_limits, tally.run),
             ("session", session_limits, tally.session),
-        ):
+        )
+        for scope, limits, counts in scopes:
             for name, limit in limits.limits():
                 used = self._used(name, counts, tally)
                 if used is None:
                     continue
                 if reached(name, used, limit):
-                    stop = BudgetStop(scope, name, limit)  # type: ignore[arg-type]
+                    stop = BudgetStop(scope, name, limit)
                     _log.info("%s: session %s stops", stop.line(), agent.session.id)
                     if cancel:
                         agent.cancel(stop.cause, keep_inbox=True)
                     return stop
                 if used >= WARN_AT * limit and (scope, name) not in tally.warned:
-                    tally.warned.add((scope, name))  # type: ignore[arg-type]
-                    warning = BudgetWarning(agent, scope, name, used, limit)  # type: ignore[arg-type]
+                    tally.warned.add((scope, name))
+                    warning = BudgetWarning(agent, scope, name, used, limit)
                     _log.warning("%s", warning.line())
                     self.emit(warning)
         return None
