@@ -305,14 +305,11 @@ class AsyncHarness:
         run's usage limits, over the harness's (`RunResult.budget` names the one it hit)."""
         session_id = session_id or f"session-{uuid4_hex()}"
         queue = self.subscribe(session_id)
-        params: dict[str, Json] = {
-            "sessionId": session_id,
-            "contentBlocks": [{"type": "text", "text": text}],
-        }
-        if limits:
-            params["limits"] = dict(limits)
         try:
-            result = await self.request("session/prompt", params)
+            result = await self.request(
+                "session/prompt",
+                _prompt_params(session_id, text, limits),
+            )
             assert isinstance(result, dict)
             return await _collect(queue, session_id, result["messageId"], on_event)
         finally:
@@ -344,6 +341,16 @@ class AsyncHarness:
             await process.wait()
         if self._reader is not None:
             await asyncio.gather(self._reader, return_exceptions=True)
+
+
+def _prompt_params(session_id: str, text: str, limits: Mapping[str, Json] | None) -> Json:
+    params: dict[str, Json] = {
+        "sessionId": session_id,
+        "contentBlocks": [{"type": "text", "text": text}],
+    }
+    if limits:
+        params["limits"] = dict(limits)
+    return params
 
 
 async def _collect(

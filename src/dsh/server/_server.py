@@ -132,6 +132,11 @@ class JsonRpcServer:
         await self.ctx.settled()
         provider = await self._ensure_adapter(parsed.provider, parsed.model)
         self.cwd = parsed.cwd
+        self.limits = parsed.limits.usage_limits() if parsed.limits else None
+        if self.limits is not None and self.ctx.get(BUDGETS) is None:
+            raise RpcError(
+                INVALID_PARAMS, "initialize limits need the usage plugin (its row is off)"
+            )
         questions = self.ctx.get(QUESTIONS)
         if parsed.capabilities.ask_user_question and questions and self.answering is None:
             self.answering = questions.set_answerer(self.ask_client)
@@ -141,11 +146,6 @@ class JsonRpcServer:
             max_tokens=parsed.max_tokens,
             reasoning_effort=parsed.reasoning_effort,
         )
-        self.limits = parsed.limits.usage_limits() if parsed.limits else None
-        if self.limits is not None and self.ctx.get(BUDGETS) is None:
-            raise RpcError(
-                INVALID_PARAMS, "initialize limits need the usage plugin (its row is off)"
-            )
         return {"serverInfo": SERVER_INFO}
 
     async def _ensure_adapter(self, provider: str, model: str) -> str:
