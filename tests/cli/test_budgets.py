@@ -74,3 +74,14 @@ def test_output_format_json_says_error_max_turns(tmp_path: Path) -> None:
     out = json.loads(result.stdout)
     assert out["subtype"] == "error_max_turns" and out["is_error"] is True
     assert out["finish_reason"] == "aborted" and out["num_turns"] == 1
+
+
+def test_a_day_limit_counts_every_stored_session_of_today(tmp_path: Path) -> None:
+    layer = tmp_path / "day.yml"
+    layer.write_text(yaml.safe_dump([{"id": "usage", "config": {"day_limits": {"max_steps": 3}}}]))
+    first = dsh(tmp_path, [SHOUT, "Done."], "--yes", "--profile", str(layer), "go")
+    assert first.returncode == 0, first.stderr  # two steps of three
+    second = dsh(tmp_path, [SHOUT, SHOUT, "Done."], "--yes", "--profile", str(layer), "again")
+    assert second.returncode == 4, second.stderr  # a new session: one step, then the day's
+    assert "budget reached: max-steps 3 per day" in second.stderr
+    assert second.stderr.count('shout(text="hey")') == 1

@@ -269,7 +269,7 @@ def _report(agent: Agent, result: RunResult | None, route: Route, denied: list[s
         return EXIT_DENIED if denied else EXIT_OK
     stop = budget_stop(result.end_reason)
     if stop is not None:
-        where = f"--{stop.name}" if stop.scope == "run" else "the usage row's session_limits"
+        where = f"--{stop.name}" if stop.scope == "run" else f"the usage row's {stop.scope}_limits"
         err.print(
             f"→ nothing is lost: raise {where} and continue with dsh run -c",
             style="yellow",

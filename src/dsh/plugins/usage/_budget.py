@@ -12,6 +12,7 @@ import functools
 import logging
 import weakref
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, cast
 
 import msgspec
@@ -27,6 +28,7 @@ from ...event_types import (
     TURN_START,
 )
 from ...kernel import EventSpec, Mode
+from ...persistence import SessionPersistence
 from ...session import (
     SESSION_EVENT,
     ModelRoute,
@@ -79,8 +81,11 @@ BUDGET_WARNING = EventSpec.declare(
 )
 
 
+_USAGE = (ASSISTANT_MESSAGE, TOOL_CALL, COMPACTION_SUMMARY)
+
+
 class _Counts:
-    """What a run or a session used so far."""
+    """What a run, a session or a day used so far."""
 
     __slots__ = ("by_model", "steps")
 
@@ -88,52 +93,103 @@ class _Counts:
         self.steps = 0
         self.by_model: dict[ModelRoute, Usage] = {}
 
-    def add(self, event: SessionEvent) -> None:
-        for route, usage in usage_by_model((event,)).items():
+    def count(self, event: SessionEvent) -> None:
+        kind = event.type
+        if kind == STEP_START:
+            self.steps += 1
+        elif kind in _USAGE:
+            for route, usage in usage_by_model((event,)).items():
+                self.by_model[route] = self.by_model.get(route, Usage()) + usage
+
+    def __iadd__(self, other: _Counts) -> _Counts:
+        self.steps += other.steps
+        for route, usage in other.by_model.items():
             self.by_model[route] = self.by_model.get(route, Usage()) + usage
+        return self
 
     def total(self) -> Usage:
         return sum(self.by_model.values(), Usage())
 
 
 class _Tally:
-    """One agent's session, read up to `cursor`: the session's and the open run's counts,
-    and the output of the stream in flight as characters."""
+    """One agent's session, read up to `cursor`: the session's, the open run's and (with day
+    limits) today's counts, and the output of the stream in flight as characters."""
 
-    __slots__ = ("cursor", "route", "run", "session", "streamed", "warned")
+    __slots__ = ("cursor", "day", "route", "run", "session", "streamed", "warned")
 
-    def __init__(self) -> None:
+    def __init__(self, day: _Day | None) -> None:
         self.cursor = 0
         self.session = _Counts()
         self.run = _Counts()
+        self.day = day
         self.streamed = 0
         self.route: ModelRoute = ("", "")
         self.warned: set[tuple[Scope, LimitName]] = set()
 
-    def read(self, events: Sequence[SessionEvent]) -> None:
+    def read(self, session_id: str, events: Sequence[SessionEvent]) -> None:
+        day = self.day
+        stored = day.stored.get(session_id, 0) if day is not None else 0
         for event in events:
             kind = event.type
             if kind == TURN_START:
                 self.run = _Counts()
                 self.warned = set()
             elif kind == STEP_START:
-                self.session.steps += 1
-                self.run.steps += 1
                 self.streamed = 0
             elif kind == ASSISTANT_CHUNK:
                 chunk = event.data.get("chunk")
                 if isinstance(chunk, dict):
                     text = chunk.get("text", chunk.get("argumentsDelta", ""))
                     self.streamed += len(text) if isinstance(text, str) else 0
-            elif kind in (ASSISTANT_MESSAGE, TOOL_CALL, COMPACTION_SUMMARY):
-                self.session.add(event)
-                self.run.add(event)
-                if kind == ASSISTANT_MESSAGE:
-                    self.streamed = 0  # the exact figure replaces the estimate
+            elif kind == ASSISTANT_MESSAGE:
+                self.streamed = 0  # the exact figure replaces the estimate
             elif kind == REQUEST_CONTEXT:
                 provider, model = event.data.get("provider"), event.data.get("model")
                 if isinstance(provider, str) and isinstance(model, str):
                     self.route = (provider, model)
+            self.session.count(event)
+            self.run.count(event)
+            if day is not None and event.seq >= stored and event.time >= day.since_ms:
+                day.live.count(event)  # what the store did not hold when the day was read
+
+
+class _Day:
+    """Today (UTC) across the store: what its sessions held when it was read, and what the
+    agents of this runtime used since."""
+
+    __slots__ = ("live", "since_ms", "stored", "stored_counts")
+
+    def __init__(self, since_ms: int) -> None:
+        self.since_ms = since_ms
+        self.stored: dict[str, int] = {}
+        """Events of each session the store held (those are in `stored_counts`)."""
+        self.stored_counts = _Counts()
+        self.live = _Counts()
+
+    def counts(self) -> _Counts:
+        total = _Counts()
+        total += self.stored_counts
+        total += self.live
+        return total
+
+    @staticmethod
+    async def read(persistence: SessionPersistence | None) -> _Day:
+        now = datetime.now(UTC)
+        midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        day = _Day(int(midnight.timestamp() * 1000))
+        if persistence is None:
+            return day
+        for header in await persistence.list():
+            try:
+                events = await persistence.read_from(header.id, 0)
+            except Exception as exc:  # a corrupt log does not stop the runtime; it is said
+                _log.warning("day budget: session %s left out: %s", header.id, exc)
+                continue
+            day.stored[header.id] = len(events)
+            for event in events:
+                if event.time >= day.since_ms:
+                    day.stored_counts.count(event)
+        return day
 
 
 class Budgets:
@@ -143,10 +199,21 @@ class Budgets:
     its output, `CHARS_PER_TOKEN` characters a token). A stop cancels the turn with
     `BudgetStop.cause`; queued prompts are kept."""
 
-    def __init__(self, prices: PriceTable, run: UsageLimits, session: UsageLimits) -> None:
+    def __init__(
+        self,
+        prices: PriceTable,
+        run: UsageLimits,
+        session: UsageLimits,
+        day: UsageLimits | None = None,
+        persistence: Callable[[], SessionPersistence | None] = lambda: None,
+    ) -> None:
         self.prices = prices
         self.run = run
         self.session = session
+        self.day = day or UsageLimits()
+        """Per UTC day, across every session of the store (read at the first check)."""
+        self._persistence = persistence
+        self._today: _Day | None = None
         self._own: weakref.WeakKeyDictionary[Agent, tuple[UsageLimits, UsageLimits]] = (
             weakref.WeakKeyDictionary()
         )
@@ -176,8 +243,10 @@ class Budgets:
 
     # -- the checks --------------------------------------------------------------------------
 
-    def pre_step(self, point: StepPoint) -> None:
+    async def pre_step(self, point: StepPoint) -> None:
         agent = point.agent
+        if self.day.limits() and self._today is None:
+            self._today = await _Day.read(self._persistence())
         if self._stop(agent, _reached):
             return
         self._streaming[agent.session.id] = agent
@@ -216,13 +285,16 @@ class Budgets:
         """The first limit `agent` reached (its turn cancelled when `cancel`); warns of the
         ones it is close to."""
         run_limits, session_limits = self.limits_of(agent)
-        if not run_limits.limits() and not session_limits.limits():
+        day = self._today
+        if not run_limits.limits() and not session_limits.limits() and day is None:
             return None
         tally = self._tally(agent)
-        scopes: tuple[tuple[Scope, UsageLimits, _Counts], ...] = (
+        scopes: list[tuple[Scope, UsageLimits, _Counts]] = [
             ("run", run_limits, tally.run),
             ("session", session_limits, tally.session),
-        )
+        ]
+        if day is not None:
+            scopes.append(("day", self.day, day.counts()))
         for scope, limits, counts in scopes:
             for name, limit in limits.limits():
                 used = self._used(name, counts, tally)
@@ -244,10 +316,10 @@ class Budgets:
     def _tally(self, agent: Agent) -> _Tally:
         tally = self._tallies.get(agent)
         if tally is None:
-            tally = self._tallies[agent] = _Tally()
+            tally = self._tallies[agent] = _Tally(self._today)
         session = agent.session
         if tally.cursor < session.seq:
-            tally.read(session.events[tally.cursor : session.seq])
+            tally.read(session.id, session.events[tally.cursor : session.seq])
             tally.cursor = session.seq
         return tally
 

@@ -15,7 +15,7 @@ from ...kernel import ConfigRecord
 __all__ = ["LIMIT_NAMES", "BudgetStop", "LimitName", "Scope", "UsageLimits", "budget_stop"]
 
 LimitName = Literal["max-steps", "max-tool-calls", "max-tokens-in", "max-tokens-out", "max-cost"]
-Scope = Literal["run", "session"]
+Scope = Literal["run", "session", "day"]
 
 LIMIT_NAMES: tuple[LimitName, ...] = (
     "max-steps",
@@ -63,7 +63,8 @@ class UsageLimits(ConfigRecord):
 
 
 class BudgetStop(msgspec.Struct, frozen=True):
-    """A run stopped at a limit: `scope` `run` or `session`, the limit's `name` and value."""
+    """A run stopped at a limit: `scope` `run`, `session` or `day`, the limit's `name` and
+    value."""
 
     scope: Scope
     name: LimitName
@@ -89,7 +90,7 @@ def budget_stop(reason: TurnEndReason | CancelCause | None) -> BudgetStop | None
         return None
     scope, _, rest = (cause.reason or "")[len(_PREFIX) :].partition(":")
     name, _, value = rest.partition("=")
-    if scope not in ("run", "session") or name not in LIMIT_NAMES:
+    if scope not in ("run", "session", "day") or name not in LIMIT_NAMES:
         return None
     try:
         limit = float(value)

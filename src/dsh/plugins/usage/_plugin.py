@@ -9,6 +9,7 @@ import msgspec
 
 from ..._context import Context
 from ...kernel import ConfigRecord, ServiceKey
+from ...persistence import SESSION_PERSISTENCE
 from ._budget import BUDGET_WARNING, Budgets
 from ._limits import UsageLimits
 from ._prices import DEFAULT_PRICES, Price, PriceTable
@@ -28,6 +29,8 @@ class UsageConfig(ConfigRecord):
     """Per run (a turn): the CLI's `--max-steps`, `--max-cost`, … land here."""
     session_limits: UsageLimits = msgspec.field(default_factory=UsageLimits)
     """Per session: everything its log holds, stored history included."""
+    day_limits: UsageLimits = msgspec.field(default_factory=UsageLimits)
+    """Per UTC day across every session of the store (read once, at the first check)."""
 
 
 class UsagePlugin:
@@ -40,7 +43,13 @@ class UsagePlugin:
     def apply(ctx: Context, config: UsageConfig) -> None:
         prices = PriceTable([*config.prices, *config.default_prices])
         ctx.provide(PRICES, prices)
-        budgets = Budgets(prices, config.limits, config.session_limits)
+        budgets = Budgets(
+            prices,
+            config.limits,
+            config.session_limits,
+            config.day_limits,
+            lambda: ctx.get(SESSION_PERSISTENCE),
+        )
         budgets.emit = lambda warning: ctx.emit(BUDGET_WARNING, warning)
         budgets.attach(ctx.on)
         ctx.provide(BUDGETS, budgets)
