@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .kernel import Aborted, CancelSignal, Context, EventSpec, Mode, ServiceKey
     from .llm import Message, user_message
     from .plugins.approval import ApprovalRequest
+    from .plugins.usage import UsageLimits
     from .profiles import CompositionError, boot, load_profile
     from .session import SessionMeta, Usage, session_usage
     from .tools import Decision, tool
@@ -87,6 +88,7 @@ _LAZY = {
     "user_message": "dsh.llm",
     "SessionMeta": "dsh.session",
     "Usage": "dsh.session",
+    "UsageLimits": "dsh.plugins.usage",
     "session_usage": "dsh.session",
     "tool": "dsh.tools",
 }
@@ -128,6 +130,7 @@ __all__ = [
     "SqliteStore",
     "StreamedRun",
     "Usage",
+    "UsageLimits",
     "__version__",
     "boot",
     "events",

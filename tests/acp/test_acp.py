@@ -295,6 +295,21 @@ async def test_a_turn_budget(tmp_path: Path) -> None:
         assert len(live.server.requests) == 1
 
 
+def test_budget_stops_map_to_acp_stop_reasons() -> None:
+    from dsh.acp._prompt import stop_reason
+    from dsh.agent import CancelCause
+    from dsh.events import TurnEndReason
+    from dsh.plugins.usage import BudgetStop
+
+    def ended(stop: BudgetStop) -> str:
+        return stop_reason(TurnEndReason("aborted", stop.cause))
+
+    assert ended(BudgetStop("run", "max-steps", 3)) == "max_turn_requests"
+    assert ended(BudgetStop("session", "max-cost", 0.5)) == "max_turn_requests"
+    assert ended(BudgetStop("run", "max-tokens-out", 100)) == "max_tokens"
+    assert stop_reason(TurnEndReason("aborted", CancelCause("hook", "other"))) == "cancelled"
+
+
 async def test_a_turn_cut_at_max_tokens_and_a_prompt_refused_by_a_hook(tmp_path: Path) -> None:
     # A user-level UserPromptSubmit hook (it runs without the workspace's trust) blocks one prompt.
     refuse = "grep -q forbidden && { echo 'not that' >&2; exit 2; }; exit 0"

@@ -93,6 +93,18 @@ def test_a_tool_call_and_its_result_come_in_order(chat: Chats, tmp_path: Path) -
     exits_cleanly(t)
 
 
+def test_a_budget_stops_the_turn_with_one_line_and_the_chat_goes_on(chat: Chats) -> None:
+    look = {"tool_call": {"name": "glob", "arguments": {"pattern": "*"}}}
+    script = [answer("Looking.", look), answer("Again.", look), answer("Here it is.")]
+    t, _ = chat(script, "--max-steps", "1")
+    t.enter("look around")
+    t.wait_for("✗ budget reached: max-steps 1 per run").wait_for(at_prompt)
+    t.enter("go on")  # a new run: its own budget
+    stopped = "✗ budget reached: max-steps 1 per run"
+    t.wait_for("Again.").wait_for(lambda t: t.text().count(stopped) == 2).wait_for(at_prompt)
+    exits_cleanly(t)
+
+
 def test_steering_mid_turn_is_queued_then_taken(chat: Chats) -> None:
     slow = {
         "parts": ["I am counting: " + " ".join(str(i) for i in range(120))],

@@ -192,3 +192,32 @@ def test_close_from_synchronous_code(tmp_path: Path) -> None:
         loop.run_until_complete(inside())
     finally:
         loop.close()
+
+
+async def test_limits_stop_a_run_at_its_budget(server: OpenAIServer, make_agent: MakeAgent) -> None:
+    from dsh.plugins.usage import BudgetStop, budget_stop
+
+    calls = [reply(tool_call("word_count", {"text": "a b"})) for _ in range(3)]
+    server.add(*calls, "three words")
+    limits = dsh.UsageLimits(max_steps=2)
+    async with make_agent(tools=[word_count], limits=limits) as agent:
+        stopped = await agent.run("count")
+        assert stopped.finish_reason == "aborted"
+        assert budget_stop(stopped.end_reason) == BudgetStop("run", "max-steps", 2)
+        assert len(server.requests) == 2
+        # A run limit: the session goes on with the next run.
+        again = await agent.run("go on", session=stopped.session_id)
+    assert again.finish_reason == "completed" and again.output == "three words"
+    assert len(server.requests) == 4
+
+
+async def test_max_tokens_out_stops_a_real_stream_by_its_estimate(
+    server: OpenAIServer, make_agent: MakeAgent
+) -> None:
+    from dsh.plugins.usage import BudgetStop, budget_stop
+
+    server.add(reply("word " * 200, piece_chars=20, delay=0.02, usage=TokenUsage(5, 250)))
+    async with make_agent(limits=dsh.UsageLimits(max_tokens_out=50)) as agent:
+        result = await agent.run("talk")
+    assert budget_stop(result.end_reason) == BudgetStop("run", "max-tokens-out", 50)
+    assert 200 <= len(result.text) < 1000  # stopped by ~4 characters a token, kept

@@ -410,3 +410,28 @@ async def test_concurrent_runs_each_get_their_own_sessions_notifications(
     assert sorted(r.final_response for r in results) == ["one", "three", "two"]
     # Everything, to who subscribed to everything: creation records before each prompt too.
     assert everything.qsize() >= sum(len(r.notifications) for r in results)
+
+
+SHOUTS = [{"tool": "shout", "args": {"text": "a"}}] * 4 + ["Done."]
+
+
+@pytest.mark.parametrize("harness", [SHOUTS], indirect=True)
+async def test_a_prompts_limits_stop_its_run(harness: AsyncHarness) -> None:
+    stopped = await harness.run("shout", session_id="session-b", limits={"maxSteps": 2})
+    assert stopped.finish_reason == "aborted"
+    assert stopped.budget == "budget:run:max-steps=2"
+    # The next prompt states none: the runtime's (none here) hold again.
+    done = await harness.run("go on", session_id="session-b")  # three steps
+    assert done.finish_reason == "completed" and done.budget is None
+    with pytest.raises(Exception, match="maxSteps"):
+        await harness.run("bad", session_id="session-b", limits={"maxSteps": 0})
+
+
+async def test_initialize_limits_hold_for_every_session(tmp_path: Path) -> None:
+    env = runtime_env(tmp_path, SHOUTS)
+    limits = {"maxToolCalls": 1}
+    async with AsyncHarness(
+        provider="scripted", model="scripted", cwd=str(tmp_path), env=env, limits=limits
+    ) as h:
+        result = await h.run("shout")
+    assert result.budget == "budget:run:max-tool-calls=1"

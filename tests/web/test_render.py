@@ -75,3 +75,15 @@ async def test_a_write_is_drawn_with_the_file_as_it_was(site: Site) -> None:
     drawn = page_event(typed(call), LogView(agent.id, agent.session.events, site.web.snapshots))
     assert drawn is not None and drawn["diff_complete"] is True
     assert drawn["diff"][-2:] == ["-print('hi')", "+print('hello')"]
+
+
+def test_a_budget_stop_draws_its_line() -> None:
+    reason = {"kind": "aborted", "reason": {"kind": "hook", "reason": "budget:run:max-steps=3"}}
+    events = [
+        SessionEvent("turn/start", 0, 0, {"turn": 1}),
+        SessionEvent("turn/end", 1, 0, {"turn": 1, "reason": reason}),
+    ]
+    drawn = page_event(typed(events[1]), LogView("s", events))
+    assert drawn is not None
+    assert drawn["reason"] == "aborted"
+    assert drawn["detail"] == "budget reached: max-steps 3 per run"

@@ -13,14 +13,12 @@ except ImportError as exc:  # pragma: no cover - the extra is installed in devel
 
 from ._agent import AcpAgent, AcpSettings
 from ._modes import MODE_EVENT, ModeId
-from ._prompt import TURN_BUDGET
 from ._stdio import serve
 from ._subagent import AcpAgentSpec, AcpSubagentsConfig, AcpSubagentsPlugin
 from ._updates import Transcript
 
 __all__ = [
     "MODE_EVENT",
-    "TURN_BUDGET",
     "AcpAgent",
     "AcpAgentSpec",
     "AcpSettings",

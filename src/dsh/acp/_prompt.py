@@ -18,11 +18,11 @@ from acp.schema import (
     TextResourceContents,
 )
 
-from ..agent import CancelCause
 from ..events import TurnEndReason
 from ..llm import ContentBlock, ImageBlock, TextBlock
+from ..plugins.usage import budget_stop
 
-__all__ = ["PromptBlock", "TURN_BUDGET", "message_content", "stop_reason"]
+__all__ = ["PromptBlock", "message_content", "stop_reason"]
 
 PromptBlock = (
     TextContentBlock
@@ -33,10 +33,6 @@ PromptBlock = (
 )
 
 INTERNAL_ERROR = -32603
-
-TURN_BUDGET = CancelCause("hook", "max-turn-requests")
-"""The cancel of a turn that used up `--max-turn-requests`; its prompt ends
-`max_turn_requests`."""
 
 
 def message_content(blocks: Sequence[PromptBlock]) -> tuple[ContentBlock, ...]:
@@ -92,7 +88,12 @@ def stop_reason(reason: TurnEndReason | None) -> StopReason:
         return "end_turn"
     match reason.kind:
         case "aborted" | "interrupted":
-            return "max_turn_requests" if reason.cause == TURN_BUDGET else "cancelled"
+            stop = budget_stop(reason)
+            if stop is None:
+                return "cancelled"
+            # A budget: of tokens ends `max_tokens`, of requests, tool calls or cost
+            # `max_turn_requests` (ACP has no closer reason for those).
+            return "max_tokens" if stop.name.startswith("max-tokens") else "max_turn_requests"
         case "max-tokens":
             return "max_tokens"
         case "blocked":

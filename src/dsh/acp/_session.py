@@ -16,14 +16,15 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
-from ..agent import PRE_STEP, AgentHandle, StepPoint, session_events
+from ..agent import AgentHandle, session_events
 from ..events import TurnEndEvent, TurnEndReason, typed
 from ..llm import user_message
 from ..plugins.approval import ApprovalRequest, Decision
+from ..plugins.usage import BUDGETS, UsageLimits
 from ..tools import TOOLS_PRE_EXECUTE
 from ._calls import call_view
 from ._modes import ModeGate
-from ._prompt import TURN_BUDGET, PromptBlock, message_content, stop_reason
+from ._prompt import PromptBlock, message_content, stop_reason
 from ._updates import Transcript
 
 __all__ = ["AcpSession"]
@@ -49,8 +50,12 @@ class AcpSession:
         self.id = agent.id
         self.gate = ModeGate(agent.session)
         agent.ctx.on(TOOLS_PRE_EXECUTE, self.gate.pre_execute, prepend=True)
-        if budget is not None:
-            agent.ctx.on(PRE_STEP, lambda point: self._budget(point, budget))
+        if budget is not None:  # a prompt is a run: `max_steps` per run
+            budgets = agent.ctx.get(BUDGETS)
+            if budgets is None:
+                _log.warning("--max-turn-requests is not applied: the usage plugin is off")
+            else:
+                budgets.limit(agent, run=UsageLimits(max_steps=budget))
         self.own_prompts: set[str] = set()
         self.transcript = Transcript(agent.session.header.cwd, self._shows)
         self.rejected: set[str] = set()
@@ -63,10 +68,6 @@ class AcpSession:
 
     def _shows(self, message_id: str) -> bool:
         return message_id not in self.own_prompts  # the editor shows what it sent itself
-
-    def _budget(self, point: StepPoint, budget: int) -> None:
-        if point.agent is self.agent and point.step > budget:
-            self.agent.cancel(TURN_BUDGET)
 
     # -- the editor's view of the log ------------------------------------------------------
 

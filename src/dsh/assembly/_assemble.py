@@ -11,6 +11,7 @@ from .._process import settle_collector
 from ..llm.adapters import RouteError, parse_model
 from ..persistence import store_config
 from ..plugins.sandbox import with_sandbox_mode
+from ..plugins.usage import UsageLimits
 from ..profiles import Profile, boot, load_profile, with_otel
 from ._spec import Assembly, AssemblyError, Route, RuntimeSpec
 from ._trust import local_layer, trust_for_run
@@ -61,7 +62,26 @@ def _decisions(profile: Profile, spec: RuntimeSpec, workspace: Path) -> Profile:
         profile = profile.with_config("persistence", **store_config(spec.store))
     if profile.row("mcp") is not None:
         profile = profile.with_config("mcp", workspace=str(workspace))
+    if spec.limits is not None and spec.limits.limits():
+        profile = _with_limits(profile, spec.limits)
     return profile
+
+
+def _with_limits(profile: Profile, limits: UsageLimits) -> Profile:
+    """The usage row with `limits` over its own per-run ones."""
+    row = profile.row("usage")
+    if row is None:
+        raise AssemblyError(
+            "usage limits need the usage plugin: its row is off in this profile (turn it on)"
+        )
+    merged = dict((row.config or {}).get("limits") or {})
+    for field in limits.__struct_fields__:
+        value = getattr(limits, field)
+        if value is not None:
+            merged[field] = value
+    if limits.max_steps is not None:
+        merged.pop("max_turns", None)  # the profile's alias gives way too
+    return profile.with_config("usage", limits=merged)
 
 
 async def start(assembly: Assembly, *, root: Context | None = None) -> Context:

@@ -7,6 +7,7 @@ from pathlib import Path
 import msgspec
 
 from ..llm.adapters import ModelRoute
+from ..plugins.usage import UsageLimits
 from ..profiles import Profile
 
 __all__ = ["Assembly", "AssemblyError", "Route", "RuntimeSpec"]
@@ -53,6 +54,8 @@ class RuntimeSpec(msgspec.Struct, frozen=True, kw_only=True):
     """A built-in provider's server (any OpenAI-compatible one)."""
     require_key: bool = True
     """Refuse a route whose API key is not set, before anything starts."""
+    limits: UsageLimits | None = None
+    """Per-run usage limits (the CLI's `--max-steps`, …), over the usage row's `limits`."""
 
 
 class Route(msgspec.Struct, frozen=True):

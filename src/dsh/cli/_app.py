@@ -10,7 +10,7 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 import typer
@@ -18,6 +18,9 @@ import typer
 from .._process import resume_collector
 from .._version import __version__
 from ._errors import exit_with, exit_with_sync, run_app
+
+if TYPE_CHECKING:
+    from ..plugins.usage import UsageLimits
 
 app = typer.Typer(
     name="dsh",
@@ -134,6 +137,60 @@ TrustOption = Annotated[
 ]
 
 
+MaxStepsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-steps",
+        "--max-turns",
+        min=1,
+        metavar="N",
+        help="Stop the run before its model request N+1 (steps: model round trips).",
+    ),
+]
+MaxToolCallsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tool-calls", min=0, metavar="N", help="Stop the run before its tool call N+1."
+    ),
+]
+MaxTokensInOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tokens-in", min=1, metavar="N", help="Stop the run once it sent N input tokens."
+    ),
+]
+MaxTokensOutOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tokens-out",
+        min=1,
+        metavar="N",
+        help="Stop the run once the model wrote N tokens (estimated while it streams).",
+    ),
+]
+MaxCostOption = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost",
+        metavar="USD",
+        help="Stop the run once it cost USD (by the usage plugin's prices).",
+    ),
+]
+
+
+def _limits(
+    steps: int | None,
+    tool_calls: int | None,
+    tokens_in: int | None,
+    tokens_out: int | None,
+    cost: float | None,
+) -> UsageLimits | None:
+    from ..plugins.usage import UsageLimits
+
+    limits = UsageLimits(steps, tool_calls, tokens_in, tokens_out, cost)
+    return limits if limits.limits() else None
+
+
 def _version_callback(value: bool) -> None:
     if value:
         typer.echo(f"dsh {__version__}")
@@ -193,9 +250,14 @@ def run_command(
         ),
     ] = False,
     otel: OtelOption = False,
+    max_steps: MaxStepsOption = None,
+    max_tool_calls: MaxToolCallsOption = None,
+    max_tokens_in: MaxTokensInOption = None,
+    max_tokens_out: MaxTokensOutOption = None,
+    max_cost: MaxCostOption = None,
 ) -> None:
     """Run an agent on TASK (`-`, or no TASK and a pipe: read it from stdin); exit 0 when
-    its turn completed."""
+    its turn completed, 4 when it stopped at a budget."""
     from ._run import RunOptions, run_task
 
     options = RunOptions(profile, model, base_url, provider, cwd, None, continue_, yes, plain)
@@ -205,6 +267,8 @@ def run_command(
         options, task=task, json=json_, trust=trust, plan=plan, otel=otel
     )
     options = msgspec.structs.replace(options, output_format=output_format.value)
+    limits = _limits(max_steps, max_tool_calls, max_tokens_in, max_tokens_out, max_cost)
+    options = msgspec.structs.replace(options, limits=limits)
     exit_with(run_task(msgspec.structs.replace(options, sandbox=_mode(sandbox))))
 
 
@@ -223,13 +287,20 @@ def chat_command(
     plain: PlainOption = False,
     sandbox: SandboxOption = None,
     otel: OtelOption = False,
+    max_steps: MaxStepsOption = None,
+    max_tool_calls: MaxToolCallsOption = None,
+    max_tokens_in: MaxTokensInOption = None,
+    max_tokens_out: MaxTokensOutOption = None,
+    max_cost: MaxCostOption = None,
 ) -> None:
     """Talk with an agent: Enter sends, Ctrl-C cancels the running turn, /help for more."""
     from ._chat import chat
     from ._runtime import Options
 
     options = Options(profile, model, base_url, provider, cwd, resume, continue_, yes, plain)
-    exit_with(chat(msgspec.structs.replace(options, sandbox=_mode(sandbox), otel=otel)))
+    limits = _limits(max_steps, max_tool_calls, max_tokens_in, max_tokens_out, max_cost)
+    options = msgspec.structs.replace(options, sandbox=_mode(sandbox), otel=otel, limits=limits)
+    exit_with(chat(options))
 
 
 @app.command("demo")

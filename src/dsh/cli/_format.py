@@ -69,6 +69,11 @@ def describe_end(reason: TurnEndReason | None) -> str:
         error = reason.error
         return f"error: {error.code}: {error.message}" if error else "error: UNKNOWN: "
     if reason.kind == "aborted":
+        from ..plugins.usage import budget_stop
+
+        stop = budget_stop(reason)
+        if stop is not None:
+            return stop.line()
         return f"cancelled ({reason.cause.kind if reason.cause else 'user'})"
     return reason.kind
 

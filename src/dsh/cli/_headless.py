@@ -22,6 +22,7 @@ from typing import Literal
 from ..agent import Agent, RunResult
 from ..events import AssistantMessageEvent, ToolResultEvent, typed
 from ..llm import Json, ReasoningBlock, TextBlock, ToolCallBlock
+from ..plugins.usage import budget_stop
 from ..session import SessionEvent, Usage, usage_of
 
 __all__ = ["Headless", "OutputFormat"]
@@ -97,7 +98,7 @@ class Headless:
         self._write(
             {
                 "type": "result",
-                "subtype": "success" if ok else "error_during_execution",
+                "subtype": _subtype(result, ok),
                 "is_error": not ok,
                 "duration_ms": round((time.monotonic() - self._started) * 1000),
                 "num_turns": usage.requests,
@@ -143,3 +144,16 @@ def _usage(usage: Usage) -> dict[str, Json]:
         "cache_read_input_tokens": usage.cache_read_tokens,
         "output_tokens": usage.output_tokens,
     }
+
+
+def _subtype(result: RunResult | None, ok: bool) -> str:
+    """Claude Code's `subtype`: `success`, `error_max_turns` for a run stopped at
+    `--max-steps` (its "turns" are dsh's steps), else `error_during_execution`."""
+    if ok:
+        return "success"
+    stop = budget_stop(result.end_reason) if result is not None else None
+    return (
+        "error_max_turns"
+        if stop is not None and stop.name == "max-steps"
+        else ("error_during_execution")
+    )

@@ -21,6 +21,7 @@ from ..kernel import Aborted, CancelSignal
 from ..llm import clean_text
 from ..plugins.plan_mode import PLAN_MODE, exit_plan_mode
 from ..plugins.subagents import SUBAGENTS, SubagentRuntime
+from ..plugins.usage import budget_stop
 from ..session import SESSION_EVENT, SessionEventPayload
 from ._format import describe_end
 from ._headless import Headless, OutputFormat
@@ -33,6 +34,8 @@ EXIT_OK = 0
 EXIT_TURN_FAILED = 1
 EXIT_DENIED = 3
 """The turn completed, but tool calls that needed approval were refused (no `--yes`)."""
+EXIT_BUDGET = 4
+"""The run stopped at a usage limit (`--max-steps`, `--max-cost`, … or the profile's)."""
 EXIT_INTERRUPTED = 130
 
 
@@ -261,6 +264,16 @@ def _report(agent: Agent, result: RunResult | None, route: Route, denied: list[s
         err.print(_denial_line(denied), style="yellow", markup=False, soft_wrap=True)
     if ok:
         return EXIT_DENIED if denied else EXIT_OK
+    stop = budget_stop(result.end_reason)
+    if stop is not None:
+        where = f"--{stop.name}" if stop.scope == "run" else f"the usage row's {stop.scope}_limits"
+        err.print(
+            f"→ nothing is lost: raise {where} and continue with dsh run -c",
+            style="yellow",
+            markup=False,
+            soft_wrap=True,
+        )
+        return EXIT_BUDGET
     cancelled = result.finish_reason == "aborted"
     return EXIT_INTERRUPTED if cancelled else EXIT_TURN_FAILED
 

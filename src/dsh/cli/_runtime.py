@@ -16,6 +16,7 @@ from ..assembly import Assembly, Route, RuntimeSpec, assemble
 from ..events import TurnEndReason
 from ..kernel import load_config
 from ..persistence import CorruptLogError, PersistenceError
+from ..plugins.usage import UsageLimits
 from ..profiles import Profile
 from ..session import SessionMeta, Usage
 
@@ -75,6 +76,8 @@ class Options(msgspec.Struct, frozen=True):
     """`--sandbox MODE`: the sandbox row's mode."""
     otel: bool = False
     """`--otel`: OpenTelemetry traces and metrics (the otel row)."""
+    limits: UsageLimits | None = None
+    """`--max-steps`, `--max-cost`, …: per-run limits over the profile's."""
 
 
 def prepare(options: Options) -> tuple[Assembly, Route]:
@@ -92,6 +95,7 @@ def prepare(options: Options) -> tuple[Assembly, Route]:
             model=options.model,
             provider=options.provider,
             base_url=options.base_url,
+            limits=options.limits,
         )
     )
     assert assembly.route is not None  # the spec asks for one

@@ -51,6 +51,23 @@ class RunResult(msgspec.Struct, frozen=True):
     events: tuple[dict[str, Json], ...]
     notifications: tuple[dict[str, Json], ...] = msgspec.field()
 
+    @property
+    def budget(self) -> str | None:
+        """The budget the run stopped at (`finish_reason` `aborted`), as the `turn/end`
+        logs it: `budget:<scope>:<limit>=<value>`, e.g. `budget:run:max-steps=10`."""
+        for event in reversed(self.events):
+            if event.get("type") != TURN_END:
+                continue
+            data = event.get("data")
+            reason = data.get("reason") if isinstance(data, dict) else None
+            cause = reason.get("reason") if isinstance(reason, dict) else None
+            if isinstance(cause, dict) and cause.get("kind") == "hook":
+                text = cause.get("reason")
+                if isinstance(text, str) and text.startswith("budget:"):
+                    return text
+            return None
+        return None
+
 
 class AsyncHarness:
     """Launches a runtime (ours by default) as a subprocess and drives it.
@@ -68,6 +85,7 @@ class AsyncHarness:
         model: str,
         cwd: str | None = None,
         max_tokens: int | None = None,
+        limits: Mapping[str, Json] | None = None,
         command: Sequence[str] = DEFAULT_COMMAND,
         env: Mapping[str, str] | None = None,
         answer_questions: QuestionHandler | None = None,
@@ -76,6 +94,9 @@ class AsyncHarness:
         self.model = model
         self.cwd = os.path.abspath(cwd or os.getcwd())
         self.max_tokens = max_tokens
+        self.limits = dict(limits) if limits else None
+        """Per-run usage limits of every session (`initialize` `limits`: `maxSteps`,
+        `maxToolCalls`, `maxTokensIn`, `maxTokensOut`, `maxCost`)."""
         self.command = tuple(command)
         self.env = dict(os.environ if env is None else env)
         self.answer_questions = answer_questions
@@ -126,6 +147,8 @@ class AsyncHarness:
             params["maxTokens"] = self.max_tokens
         if self.answer_questions is not None:
             params["capabilities"] = {"askUserQuestion": True}
+        if self.limits is not None:
+            params["limits"] = self.limits
         await self.request("initialize", params)
 
     async def _serve(self) -> None:
@@ -279,16 +302,18 @@ class AsyncHarness:
         *,
         session_id: str | None = None,
         on_event: Callable[[TypedEvent], object] | None = None,
+        limits: Mapping[str, Json] | None = None,
     ) -> RunResult:
         """Prompt a session and wait for it to be idle again. A new session by default; an
         existing id continues it (a stored one is resumed). `on_event` is called with each of
-        the session's events of the run as it arrives, typed (`dsh.events`)."""
+        the session's events of the run as it arrives, typed (`dsh.events`). `limits`: this
+        run's usage limits, over the harness's (`RunResult.budget` names the one it hit)."""
         session_id = session_id or f"session-{uuid4_hex()}"
         queue = self.subscribe(session_id)
         try:
             result = await self.request(
                 "session/prompt",
-                {"sessionId": session_id, "contentBlocks": [{"type": "text", "text": text}]},
+                _prompt_params(session_id, text, limits),
             )
             assert isinstance(result, dict) and isinstance(result["messageId"], str)
             return await _collect(queue, session_id, result["messageId"], on_event)
@@ -321,6 +346,16 @@ class AsyncHarness:
             await process.wait()
         if self._reader is not None:
             await asyncio.gather(self._reader, return_exceptions=True)
+
+
+def _prompt_params(session_id: str, text: str, limits: Mapping[str, Json] | None) -> Json:
+    params: dict[str, Json] = {
+        "sessionId": session_id,
+        "contentBlocks": [{"type": "text", "text": text}],
+    }
+    if limits:
+        params["limits"] = dict(limits)
+    return params
 
 
 async def _collect(
@@ -406,13 +441,13 @@ class Harness:
         *,
         session_id: str | None = None,
         on_event: Callable[[TypedEvent], object] | None = None,
+        limits: Mapping[str, Json] | None = None,
     ) -> RunResult:
         """`AsyncHarness.run`; `on_event` runs on the harness's thread. Ctrl-C cancels the
         run (and waits for it to end) before it propagates."""
         session_id = session_id or f"session-{uuid4_hex()}"
-        running = asyncio.run_coroutine_threadsafe(
-            self._async.run(text, session_id=session_id, on_event=on_event), self._loop
-        )
+        run = self._async.run(text, session_id=session_id, on_event=on_event, limits=limits)
+        running = asyncio.run_coroutine_threadsafe(run, self._loop)
         try:
             result: RunResult = running.result()
         except KeyboardInterrupt:

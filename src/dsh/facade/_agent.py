@@ -21,6 +21,7 @@ from ._stores import MemoryStore, Store
 
 if TYPE_CHECKING:
     from ..llm import LlmAdapter
+    from ..plugins.usage import UsageLimits
     from ..profiles import Profile
     from ..tools import ToolDefinition
     from ._runtime import Blueprint, Runtime
@@ -75,6 +76,7 @@ class Agent(Generic[OutputT]):
         plugins: Sequence[Any] = (),
         cwd: str | os.PathLike[str] | None = None,
         settings_files: bool = False,
+        limits: UsageLimits | None = None,
     ) -> None:
         if output_retries < 0:
             raise ValueError(f"output_retries must be >= 0, got {output_retries}")
@@ -94,6 +96,7 @@ class Agent(Generic[OutputT]):
             cwd=Path(cwd or os.getcwd()).resolve(),
             trusted_extra=(FINAL_RESULT,) if output_type is not None else (),
             settings_files=settings_files,
+            limits=limits,
         )
         self._runtime: Runtime | None = None
         self._starting: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None

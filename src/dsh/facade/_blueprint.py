@@ -14,6 +14,7 @@ from ..assembly import RuntimeSpec, assemble
 from ..llm import Json, LlmAdapter
 from ..llm.adapters import parse_model
 from ..plugins.approval import Answerer, ApprovalRequest
+from ..plugins.usage import UsageLimits
 from ..profiles import DEFAULT_ROWS, OTEL_ROW, Profile, load_profile, otel_requested
 from ..tools import ToolDefinition, tool
 from ._runtime import Blueprint, plugin_rows
@@ -54,6 +55,7 @@ def blueprint(
     cwd: Path,
     trusted_extra: Sequence[str],
     settings_files: bool,
+    limits: UsageLimits | None = None,
 ) -> Blueprint:
     rows = _settings_files(_profile(profile, builtin_tools), settings_files)
     adapter: LlmAdapter | None = None
@@ -78,7 +80,9 @@ def blueprint(
     rows = _approval(rows, policy, trusted)
     # The model route is the agent's own (`parse_model`, above): the CLI's flags, `DSH_*`
     # variables and the profile's route do not reach a library agent.
-    spec = RuntimeSpec(base=rows, workspace=str(cwd), workspace_from="cwd=", route=False)
+    spec = RuntimeSpec(
+        base=rows, workspace=str(cwd), workspace_from="cwd=", route=False, limits=limits
+    )
     return Blueprint(
         assembly=assemble(spec),
         options=AgentOptions(provider=provider, model=model_id, system_prompt=instructions),

@@ -15,6 +15,7 @@ from .._context import Context
 from ..agent import REQUEST, USER_CANCEL, Agent, RunResult, StepPoint, run_prompt
 from ..events import TextDeltaEvent, TypedEvent, typed
 from ..llm import LlmCallConfig
+from ..plugins.usage import budget_stop
 from ..session import SESSION_EVENT, SessionEvent, SessionEventPayload
 from ._output import OutputTool, OutputValidationError, RunError
 from ._settings import ModelSettings
@@ -118,7 +119,9 @@ class StreamedRun(Generic[OutputT]):
             code, message = error.get("code", "UNKNOWN"), error.get("message", "")
             raise RunError(f"the run failed: {code}: {message}", result)
         if output is not None:
-            raise RunError(f"the run ended ({result.finish_reason}) without a final result", result)
+            stop = budget_stop(result.end_reason)
+            ended = stop.line() if stop is not None else result.finish_reason
+            raise RunError(f"the run ended ({ended}) without a final result", result)
         return result  # type: ignore[return-value]  # a text run: OutputT is str
 
     async def events(self) -> AsyncIterator[TypedEvent]:

@@ -11,6 +11,7 @@ import msgspec
 
 from ..kernel import ConfigError, convert
 from ..llm import ContentBlock, ImageBlock, Json, TextBlock, clean_json, clean_text, json_bytes
+from ..plugins.usage import UsageLimits
 
 if TYPE_CHECKING:
     from ..session import SessionEvent
@@ -146,6 +147,25 @@ class InitializeCapabilities(_Params, frozen=True):
     """It answers `session/ask-user-question` requests (a person is at hand)."""
 
 
+class LimitParams(_Params, frozen=True):
+    """`limits`: the usage limits of a run (`dsh.plugins.usage.UsageLimits`), camelCase."""
+
+    max_steps: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    max_tool_calls: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    max_tokens_in: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    max_tokens_out: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    max_cost: Annotated[float, msgspec.Meta(gt=0)] | None = None
+
+    def usage_limits(self) -> UsageLimits:
+        return UsageLimits(
+            self.max_steps,
+            self.max_tool_calls,
+            self.max_tokens_in,
+            self.max_tokens_out,
+            self.max_cost,
+        )
+
+
 class InitializeParams(_Params, frozen=True):
     cwd: str
     provider: str
@@ -153,6 +173,8 @@ class InitializeParams(_Params, frozen=True):
     max_tokens: int | None = None
     reasoning_effort: str | None = None
     capabilities: InitializeCapabilities = msgspec.field(default_factory=InitializeCapabilities)
+    limits: LimitParams | None = None
+    """Per-run usage limits of every session this runtime drives (over the profile's)."""
 
     def __post_init__(self) -> None:
         if not os.path.isabs(self.cwd):
@@ -190,6 +212,9 @@ class SessionParams(_Params, frozen=True):
 
 class PromptParams(SessionParams, frozen=True):
     content_blocks: Annotated[list[PromptBlock], msgspec.Meta(min_length=1)]
+    limits: LimitParams | None = None
+    """This prompt's run limits, over `initialize`'s (the session keeps them until a later
+    prompt states its own)."""
 
 
 P = TypeVar("P", bound=_Params)

@@ -9,13 +9,14 @@ import os
 from collections.abc import Awaitable, Callable
 
 from .._context import Context
-from ..agent import AGENT_STATUS, USER_CANCEL, AgentHandle, AgentOptions, StatusChange
+from ..agent import AGENT_STATUS, USER_CANCEL, Agent, AgentHandle, AgentOptions, StatusChange
 from ..agent import ResumeAgentOptions as _Resume
 from ..kernel import Disposer, TraceContext, using_trace
 from ..llm import USER_SOURCE, Json, LlmError, Message, new_message_id
 from ..llm.adapters import ROUTE_PREFIXES, parse_model
 from ..plugins.ask_user import QUESTIONS, Answer, QuestionError, QuestionRequest
 from ..plugins.subagents import SUBAGENT_END, SubagentEnd
+from ..plugins.usage import BUDGETS, UsageLimits
 from ..profiles import resolve_plugin
 from ..session import (
     SESSION_CREATED,
@@ -28,6 +29,7 @@ from ._protocol import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     InitializeParams,
+    LimitParams,
     PromptParams,
     Request,
     Response,
@@ -57,6 +59,8 @@ class JsonRpcServer:
         self.send = send
         self.options: AgentOptions | None = None
         self.cwd: str | None = None
+        self.limits: UsageLimits | None = None
+        """`initialize`'s `limits`: per run, for every session this runtime drives."""
         self.handles: dict[str, AgentHandle] = {}
         self.creating: dict[str, asyncio.Future[AgentHandle]] = {}
         self.shutting_down = False
@@ -128,6 +132,11 @@ class JsonRpcServer:
         await self.ctx.settled()
         provider = await self._ensure_adapter(parsed.provider, parsed.model)
         self.cwd = parsed.cwd
+        self.limits = parsed.limits.usage_limits() if parsed.limits else None
+        if self.limits is not None and self.ctx.get(BUDGETS) is None:
+            raise RpcError(
+                INVALID_PARAMS, "initialize limits need the usage plugin (its row is off)"
+            )
         questions = self.ctx.get(QUESTIONS)
         if parsed.capabilities.ask_user_question and questions and self.answering is None:
             self.answering = questions.set_answerer(self.ask_client)
@@ -174,8 +183,19 @@ class JsonRpcServer:
         handle = await self._agent(parsed.session_id, options)
         if self.ctx.agents.get(parsed.session_id) is not handle.agent:
             raise RpcError(INVALID_PARAMS, "session agent was disposed outside the server")
+        self._limit(handle.agent, parsed.limits)
         message = Message(new_message_id(), "user", content, USER_SOURCE)
         return {"messageId": handle.agent.followup(message)}
+
+    def _limit(self, agent: Agent, limits: LimitParams | None) -> None:
+        """The run limits of `agent`'s next prompt: `initialize`'s, with the prompt's over them."""
+        budgets = self.ctx.get(BUDGETS)
+        if limits is not None and budgets is None:
+            raise RpcError(INVALID_PARAMS, "session/prompt limits need the usage plugin")
+        if budgets is None:
+            return
+        own = limits.usage_limits() if limits is not None else None
+        budgets.limit(agent, run=(self.limits or UsageLimits()).merged(own), reset=True)
 
     async def _agent(self, session_id: str, options: AgentOptions) -> AgentHandle:
         handle = self.handles.get(session_id)

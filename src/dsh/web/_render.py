@@ -28,6 +28,7 @@ from ..events import (
     typed_as,
 )
 from ..llm import Json, Message, ReasoningBlock, TextBlock
+from ..plugins.usage import budget_stop
 from ..session import SessionEvent, Usage, usage_of
 from ._diff import FileSnapshots, diff_lines, parse_arguments
 
@@ -147,7 +148,8 @@ def _turn_end(event: TurnEndEvent, events: Sequence[SessionEvent]) -> dict[str, 
     if reason.error is not None:
         detail = f"{reason.error.code}: {reason.error.message}"
     elif reason.cause is not None:
-        detail = reason.cause.kind
+        stop = budget_stop(reason)
+        detail = reason.cause.kind if stop is None else stop.line()
     usage = usage_of(_turn_events(events, event))
     return {"turn": event.turn, "reason": reason.kind, "detail": detail, "usage": usage_json(usage)}
 

@@ -80,7 +80,8 @@ export class Transcript {
   onTurnEndEvent(event) {
     this.running = false;
     const footer = el("footer", `turn-end ${event.reason}`);
-    const outcome = event.reason === "aborted" ? "cancelled" : event.reason;
+    const budget = event.reason === "aborted" && event.detail?.startsWith("budget reached");
+    const outcome = budget ? "stopped" : event.reason === "aborted" ? "cancelled" : event.reason;
     footer.append(el("span", "outcome", event.detail ? `${outcome}: ${event.detail}` : outcome));
     const usage = usageLine(event.usage);
     if (usage) footer.append(el("span", "usage", usage));
