@@ -40,5 +40,7 @@ async def export_session_file(
         sys.stdout.write(text)
     else:
         await asyncio.to_thread(out.write_text, text, encoding="utf-8")
-        print(f"wrote {out} ({len(trajectory['steps'])} steps, {form})", file=sys.stderr)
+        steps = trajectory.get("steps")
+        count = len(steps) if isinstance(steps, list) else 0
+        print(f"wrote {out} ({count} steps, {form})", file=sys.stderr)
     return 0
