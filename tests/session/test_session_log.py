@@ -363,3 +363,55 @@ def test_the_published_payload_has_every_field() -> None:
     assert payload.session is session and payload.event is event
     with pytest.raises(AttributeError):
         payload.event = event  # type: ignore[misc]
+
+
+def test_the_chunks_of_a_committed_message_read_back_equal() -> None:
+    """Once an assistant message cites its chunks they are kept compact (the JSON of their
+    time and data); read again, each is a new event equal to the logged one, its data in the
+    same key order, from every way of reading the log."""
+    session = Session.create("s-cold")
+    session.append("step/start", {"turn": 1, "step": 1})
+    chunks = [
+        session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": chunk})
+        for chunk in (
+            {"type": "block-start", "index": 0, "blockType": "text"},
+            {"type": "text-delta", "index": 0, "text": "hé"},
+            {"type": "text-delta", "index": 0, "text": "llo 1.5"},
+            {"type": "block-end", "index": 0, "block": {"type": "text", "text": "héllo 1.5"}},
+            {"type": "usage", "usage": {"inputTokens": 3, "outputTokens": 2, "cost": 0.25}},
+            {"type": "finish", "reason": {"kind": "stop"}, "responseId": None},
+            {"type": "text-delta", "index": 1, "text": "\ud800"},  # no UTF-8: kept as it is
+        )
+    ]
+    failed = session.append("assistant/chunk", {"turn": 1, "step": 2, "chunk": {"type": "x"}})
+    seqs = [c.seq for c in chunks]
+    assert all(session.events[s] is c for s, c in zip(seqs, chunks, strict=True))
+    session.append(
+        "assistant/message",
+        assistant("héllo 1.5", id="a1"),
+        surface_op="append",
+        source_event_seqs=seqs,
+    )
+    *cooled, kept = chunks
+    assert session.events[kept.seq] is kept
+    for seq, chunk in zip(seqs, cooled, strict=False):
+        again = session.events[seq]
+        assert again == chunk and again is not chunk  # made again from its compact form
+        assert list(again.data) == list(chunk.data)
+        assert list(again.data["chunk"]) == list(chunk.data["chunk"])
+        assert type(again.data) is FrozenDict
+        assert msgspec.json.encode(again.data) == msgspec.json.encode(chunk.data)
+    assert session.events[-len(chunks) - 2] == chunks[0]  # negative indexes too
+    assert session.events[failed.seq] is failed  # no message cites it: kept as it is
+    assert list(session.events)[1:8] == chunks
+    assert session.events[1:8] == tuple(chunks)
+    assert list(reversed(session.events))[-8:-1] == chunks[::-1]
+    assert [e.seq for e in session.events] == list(range(session.seq))
+
+
+def test_a_seed_with_committed_chunks_reads_back_equal() -> None:
+    source = build_conversation()
+    seed = list(source.events)
+    resumed = Session.create("s2", seed=seed)
+    assert list(resumed.events)[: len(seed)] == seed
+    assert resumed.derive_messages() == source.derive_messages()

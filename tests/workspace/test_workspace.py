@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dsh.workspace import (
+    PassMemo,
     SettingsError,
     Trust,
     dsh_home,
@@ -172,3 +174,23 @@ def test_open_private_creates_0600_and_never_loosens_or_overwrites(tmp_path: Pat
     old.write_text("kept")
     os.close(open_private(old, os.O_WRONLY | os.O_CREAT | os.O_APPEND))
     assert mode(old) == 0o644 and old.read_text() == "kept"
+
+
+async def test_a_pass_memo_computes_once_per_pass_of_the_event_loop() -> None:
+    made: list[str] = []
+
+    def compute(key: str) -> str:
+        made.append(key)
+        return f"{key}{len(made)}"
+
+    memo = PassMemo(compute)
+    first = [memo.get("a") for _ in range(100)]  # one pass: every caller shares one value
+    assert first == ["a1"] * 100 and memo.get("b") == "b2"
+    await asyncio.sleep(0)  # the next pass looks again
+    assert memo.get("a") == "a3" and made == ["a", "b", "a"]
+
+
+def test_outside_an_event_loop_a_pass_memo_computes_at_every_call() -> None:
+    made: list[int] = []
+    memo = PassMemo(lambda key: made.append(key) or len(made))
+    assert [memo.get(1), memo.get(1)] == [1, 2]

@@ -2,6 +2,8 @@
 
 from ._files import FileCache, Stamp, file_stamp, open_private, private_dirs
 from ._home import (
+    MEMO_WORKSPACES,
+    PassMemo,
     SettingsError,
     WorkspaceMemo,
     agent_cwd,
@@ -15,7 +17,9 @@ from ._settings import Settings, SettingsLayer, SettingsSource, load_settings, s
 from ._trust import Trust
 
 __all__ = [
+    "MEMO_WORKSPACES",
     "FileCache",
+    "PassMemo",
     "Settings",
     "SettingsError",
     "agent_workspace",

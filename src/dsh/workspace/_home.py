@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import os
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from ._files import private_dirs
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from ..llm import Json  # (a type only: the workspace loads nothing of the core)
 
 __all__ = [
+    "PassMemo",
     "SettingsError",
     "WorkspaceMemo",
     "agent_cwd",
@@ -27,6 +29,10 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+K = TypeVar("K")
+
+MEMO_WORKSPACES = 256
+"""How many workspaces a `WorkspaceMemo` or a `PassMemo` keeps; emptied when full."""
 
 
 class SettingsError(ValueError):
@@ -81,31 +87,94 @@ def _repository_depth(probes: Sequence[str]) -> int | None:
     return None
 
 
-class WorkspaceMemo(Generic[T]):
-    """`locate(workspace)` — which files a plugin reads for a workspace — kept while the
-    workspace, `$HOME`, `$DSH_HOME` and the workspace's repository root stay the same (the
-    last one is checked at each call: a few existence checks). Holds the last workspace asked."""
+_MISSING: Any = object()
 
-    __slots__ = ("_depth", "_locate", "_probes", "_value", "_where")
+
+class PassMemo(Generic[K, T]):
+    """`compute(key)`, made at most once per pass of the running event loop: every caller in
+    that pass shares it (outside an event loop it is made at every call).
+
+    For what is read from disk at each model request (instruction files, skill folders): the
+    requests a pass starts, however many sessions they belong to, share one look at the
+    file system, and the next pass looks again. A change made before a pass is seen by it;
+    the loop's callbacks run in order, so whatever follows a change in another callback or
+    task runs after the memo was emptied. A busy loop starts many requests per pass (at a
+    thousand live sessions, dozens), an idle one few, and then the look costs nothing that
+    matters."""
+
+    __slots__ = ("_compute", "_loop", "_values")
+
+    def __init__(self, compute: Callable[[K], T]) -> None:
+        self._compute = compute
+        self._values: dict[K, T] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def get(self, key: K) -> T:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return self._compute(key)
+        values = self._values
+        if loop is not self._loop:  # a runtime moved to another loop: nothing carries over
+            values = self._values = {}
+            self._loop = loop
+        value = values.get(key, _MISSING)
+        if value is not _MISSING:
+            return cast(T, value)
+        value = self._compute(key)
+        if not values:
+            loop.call_soon(values.clear)  # runs in the next pass
+        elif len(values) >= MEMO_WORKSPACES:
+            values.clear()
+        values[key] = value
+        return value
+
+
+class WorkspaceMemo(Generic[T]):
+    """`locate(workspace)` — which files a plugin reads for a workspace — kept per workspace
+    while `$HOME`, `$DSH_HOME` and the workspace's repository root stay the same. Those are
+    checked at most once per pass of the event loop for each workspace (`PassMemo`: a few
+    existence checks), however many sessions ask."""
+
+    __slots__ = ("_checked", "_entries", "_locate")
 
     def __init__(self, locate: Callable[[Path], T]) -> None:
         self._locate = locate
-        self._where: tuple[str, str | None, str | None] | None = None
-        self._probes: tuple[str, ...] = ()
-        self._depth: int | None = None
-        self._value: T | None = None
+        self._entries: dict[str, _Located[T]] = {}
+        self._checked: PassMemo[str, T] = PassMemo(self._check)
 
     def get(self, workspace: str) -> T:
+        return self._checked.get(workspace)
+
+    def _check(self, workspace: str) -> T:
         environ = os.environ
-        where = (workspace, environ.get("HOME"), environ.get("DSH_HOME"))
-        value = self._value
-        if value is None or where != self._where or _repository_depth(self._probes) != self._depth:
+        where = (environ.get("HOME"), environ.get("DSH_HOME"))
+        entry = self._entries.get(workspace)
+        if entry is None or where != entry.where or _repository_depth(entry.probes) != entry.depth:
             path = Path(workspace)
-            self._probes = _git_probes(path)
-            self._depth = _repository_depth(self._probes)
-            value = self._value = self._locate(path)
-            self._where = where
-        return value
+            probes = _git_probes(path)
+            depth = _repository_depth(probes)
+            entry = _Located(where, probes, depth, self._locate(path))
+            if len(self._entries) >= MEMO_WORKSPACES:
+                self._entries.clear()
+            self._entries[workspace] = entry
+        return entry.value
+
+
+class _Located(Generic[T]):
+    __slots__ = ("depth", "probes", "value", "where")
+
+    def __init__(
+        self,
+        where: tuple[str | None, str | None],
+        probes: tuple[str, ...],
+        depth: int | None,
+        value: T,
+    ) -> None:
+        self.where = where
+        self.probes = probes
+        self.depth = depth
+        self.value = value
 
 
 def read_json_object(path: Path) -> dict[str, Json] | None:

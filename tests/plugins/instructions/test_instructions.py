@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
 import pytest
 
 from dsh.agent import run_prompt
-from dsh.plugins.instructions import InstructionsPlugin
+from dsh.plugins.instructions import InstructionsPlugin, InstructionsText
+from dsh.testing import reply, tool_call
+from dsh.tools import tool
+from dsh.workspace import Stamp, file_stamp
 from tests.conftest import Runtime
 
 
@@ -118,3 +122,48 @@ async def test_each_workspace_names_its_own_files(runtime: Runtime, tmp_path: Pa
     one, two = (r.system or "" for r in runtime.model.requests)
     assert f'<file path="{first / "AGENTS.md"}">' in one
     assert f'<file path="{second / "AGENTS.md"}">' in two
+
+
+async def test_the_sessions_of_a_workspace_share_one_look_per_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stats: list[Path] = []
+
+    def counted(path: Path) -> Stamp | None:
+        stats.append(path)
+        return file_stamp(path)
+
+    monkeypatch.setattr("dsh.plugins.instructions._files.file_stamp", counted)
+    workspace = tmp_path / "ws"
+    (workspace / ".git").mkdir(parents=True)
+    rules = write(workspace / "AGENTS.md", "First rule.")
+    section = InstructionsText(claude_compat=True, user_files=True, max_chars=1000)
+    texts = {section.text(str(workspace)) for _ in range(200)}  # 200 requests, one pass
+    assert len(texts) == 1 and "First rule." in texts.pop()
+    assert len(stats) == 4  # each candidate stated once: two of the user's, two here
+    write(rules, "Second rule, longer.")
+    await asyncio.sleep(0)  # the next pass
+    assert "Second rule, longer." in section.text(str(workspace))
+    assert len(stats) == 8
+
+
+async def test_a_tool_that_edits_the_instructions_reaches_its_next_request(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    await runtime.ctx.plugin(InstructionsPlugin)
+    workspace = tmp_path / "ws"
+    rules = write(workspace / "AGENTS.md", "First rule.")
+
+    @tool
+    def rewrite() -> str:
+        """Rewrite the rules (synchronously, on the event loop's thread)."""
+        rules.write_text("Second rule, longer.")
+        return "done"
+
+    runtime.ctx.tools.register(rewrite)
+    runtime.model.add(reply(tool_call("rewrite")), "ok")
+    agent = await runtime.agent(cwd=str(workspace))
+    await run_prompt(agent, "go")
+    first, second = (r.system or "" for r in runtime.model.requests)
+    assert "First rule." in first
+    assert "Second rule, longer." in second and "First rule." not in second

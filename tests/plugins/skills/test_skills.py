@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 
 from dsh.agent import run_prompt
 from dsh.llm import Message
-from dsh.plugins.skills import SkillsPlugin
+from dsh.plugins.skills import Skills, SkillsConfig, SkillsPlugin
 from dsh.testing import reply, tool_call
 from tests.conftest import Runtime
 
@@ -130,3 +131,28 @@ async def test_a_new_and_an_edited_skill_reach_the_next_request(
     assert "- alpha: First words." in first and "beta" not in first
     assert "- beta: New skill." in second
     assert "- alpha: Edited words, longer." in third and "First words." not in third
+
+
+async def test_the_sessions_of_a_workspace_share_one_listing_per_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def counted(path: str) -> object:
+        listed.append(str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr("dsh.plugins.skills._catalog.os.scandir", counted)
+    workspace = tmp_path / "ws"
+    (workspace / ".git").mkdir(parents=True)
+    root = workspace / ".dsh" / "skills"
+    skill_file(root, "a", "name: alpha\ndescription: First words.")
+    skills = Skills(SkillsConfig())
+    names = {tuple(s.name for s in skills.catalog(workspace).skills) for _ in range(200)}
+    assert names == {("alpha",)}
+    assert len(listed) == 4  # each root once: .dsh and .claude here, the user's two
+    skill_file(root, "b", "name: beta\ndescription: New skill.")
+    await asyncio.sleep(0)  # the next pass lists again
+    assert [s.name for s in skills.catalog(workspace).skills] == ["alpha", "beta"]
+    assert len(listed) == 8

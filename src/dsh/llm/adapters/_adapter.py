@@ -304,6 +304,9 @@ class HttpAdapter:
             response = call.response = await call.guard.read(send)
             target = redirect_target(url, response.status, header_map(response.headers))
             if target is None or hops == MAX_REDIRECTS:
+                # Sent for good: the request's bytes (tens of KiB: prompt, tools, history) are
+                # not kept for the seconds the answer streams, a thousand calls at once.
+                call.body = call.request = b""
                 return response
             hops += 1
             await response.aclose()

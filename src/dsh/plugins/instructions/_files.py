@@ -8,7 +8,16 @@ from typing import Literal
 
 import msgspec
 
-from ...workspace import FileCache, Stamp, WorkspaceMemo, dsh_home, file_stamp, project_folders
+from ...workspace import (
+    MEMO_WORKSPACES,
+    FileCache,
+    PassMemo,
+    Stamp,
+    WorkspaceMemo,
+    dsh_home,
+    file_stamp,
+    project_folders,
+)
 
 __all__ = ["InstructionFile", "InstructionReader", "InstructionsText", "candidates", "render"]
 
@@ -79,12 +88,19 @@ class InstructionReader:
         return files
 
 
-class InstructionsText:
-    """The section's text for a workspace, rendered again only when it may differ: when a
-    candidate file's stamp changed, or the candidates did (`WorkspaceMemo`). Each call stats
-    the candidates (a few `os.stat`s), nothing more when nothing changed."""
+class _Rendered(msgspec.Struct):
+    found: list[tuple[Path, Scope]]
+    stamps: tuple[Stamp | None, ...]
+    text: str
 
-    __slots__ = ("_candidates", "_found", "_max_chars", "_reader", "_stamps", "_text")
+
+class InstructionsText:
+    """The section's text for each workspace, rendered again only when it may differ: when a
+    candidate file's stamp changed, or the candidates did (`WorkspaceMemo`). The candidates
+    are stated (a few `os.stat`s) at most once per pass of the event loop for a workspace
+    (`PassMemo`): the requests of every session in it share that look."""
+
+    __slots__ = ("_candidates", "_max_chars", "_reader", "_rendered", "_texts")
 
     def __init__(self, *, claude_compat: bool, user_files: bool, max_chars: int) -> None:
         def locate(workspace: Path) -> list[tuple[Path, Scope]]:
@@ -93,17 +109,22 @@ class InstructionsText:
         self._candidates = WorkspaceMemo(locate)
         self._max_chars = max_chars
         self._reader = InstructionReader()
-        self._found: list[tuple[Path, Scope]] | None = None
-        self._stamps: tuple[Stamp | None, ...] = ()
-        self._text = ""
+        self._rendered: dict[str, _Rendered] = {}
+        self._texts: PassMemo[str, str] = PassMemo(self._text)
 
     def text(self, workspace: str) -> str:
+        return self._texts.get(workspace)
+
+    def _text(self, workspace: str) -> str:
         found = self._candidates.get(workspace)
         stamps = tuple([file_stamp(path) for path, _ in found])
-        if found is not self._found or stamps != self._stamps:  # the paths are in the text
-            self._text = render(self._reader.files(found), self._max_chars)
-            self._found, self._stamps = found, stamps
-        return self._text
+        last = self._rendered.get(workspace)
+        if last is None or found is not last.found or stamps != last.stamps:
+            text = render(self._reader.files(found), self._max_chars)
+            if len(self._rendered) >= MEMO_WORKSPACES:
+                self._rendered.clear()
+            last = self._rendered[workspace] = _Rendered(found, stamps, text)
+        return last.text
 
 
 def render(files: list[InstructionFile], max_chars: int) -> str:

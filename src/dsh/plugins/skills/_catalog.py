@@ -11,7 +11,7 @@ from typing import Literal
 
 import msgspec
 
-from ...workspace import FileCache, Stamp, dsh_home, file_stamp, project_folders
+from ...workspace import MEMO_WORKSPACES, FileCache, Stamp, dsh_home, file_stamp, project_folders
 
 __all__ = ["Skill", "SkillCatalog", "SkillIssue", "SkillReader", "parse_skill", "skill_roots"]
 
@@ -69,24 +69,27 @@ def skill_roots(
 
 
 class SkillReader:
-    """Reads the skills of a workspace; a SKILL.md is parsed again only when it changed, and
-    the catalog is made again only when a root's folders or a SKILL.md's stamp did."""
+    """Reads the skills of workspaces; a SKILL.md is parsed again only when it changed, and a
+    catalog is made again only when its roots' folders or a SKILL.md's stamp did."""
 
-    __slots__ = ("_cache", "_catalog", "_stamps")
+    __slots__ = ("_cache", "_catalogs")
 
     def __init__(self) -> None:
         self._cache: FileCache[Skill | SkillIssue] = FileCache()
-        self._stamps: list[tuple[str, Scope, Stamp | None]] | None = None
-        self._catalog = SkillCatalog()
+        self._catalogs: dict[tuple[tuple[Path, Scope], ...], _Read] = {}
+        """The last catalog made of each list of roots (one per workspace)."""
 
     def catalog(self, roots: list[tuple[Path, Scope]]) -> SkillCatalog:
         stamps = [
             (path, scope, file_stamp(path)) for root, scope in roots for path in _skill_files(root)
         ]
-        if stamps != self._stamps:
-            self._catalog = self._read(stamps)
-            self._stamps = stamps
-        return self._catalog
+        key = tuple(roots)
+        last = self._catalogs.get(key)
+        if last is None or stamps != last.stamps:
+            if len(self._catalogs) >= MEMO_WORKSPACES:
+                self._catalogs.clear()
+            last = self._catalogs[key] = _Read(stamps, self._read(stamps))
+        return last.catalog
 
     def _read(self, stamps: list[tuple[str, Scope, Stamp | None]]) -> SkillCatalog:
         skills: dict[str, Skill] = {}
@@ -98,6 +101,11 @@ class SkillReader:
             elif found is not None and found.name not in skills:
                 skills[found.name] = found
         return SkillCatalog(tuple(skills.values()), tuple(issues))
+
+
+class _Read(msgspec.Struct, frozen=True):
+    stamps: list[tuple[str, Scope, Stamp | None]]
+    catalog: SkillCatalog
 
 
 def _skill_files(root: Path) -> list[str]:

@@ -13,7 +13,7 @@ from ...kernel import ConfigRecord, ServiceKey
 from ...llm import HarnessError
 from ...prompt import SYSTEM_PROMPT, AssembleContext
 from ...tools import TOOLS, ToolPlugin, ToolRunContext, tool
-from ...workspace import WorkspaceMemo, agent_cwd, agent_workspace
+from ...workspace import PassMemo, WorkspaceMemo, agent_cwd, agent_workspace
 from ._catalog import Skill, SkillCatalog, SkillIssue, SkillReader, skill_roots
 
 __all__ = ["SECTION", "SKILLS", "VARIABLE", "SkillError", "Skills", "SkillsConfig", "SkillsPlugin"]
@@ -50,7 +50,9 @@ class SkillsConfig(ConfigRecord):
 
 class Skills:
     """The skills service (`ctx.get(SKILLS)`): the catalog of a workspace, read from disk
-    (files parsed again only when they change); each bad SKILL.md is reported once."""
+    (files parsed again only when they change; the roots listed at most once per pass of the
+    event loop for a workspace, however many sessions ask); each bad SKILL.md is reported
+    once."""
 
     def __init__(self, config: SkillsConfig) -> None:
         self.config = config
@@ -59,9 +61,12 @@ class Skills:
         self._roots = WorkspaceMemo(
             lambda workspace: skill_roots(workspace, claude_compat=config.claude_compat)
         )
+        self._catalogs: PassMemo[str, SkillCatalog] = PassMemo(
+            lambda workspace: self._reader.catalog(self._roots.get(workspace))
+        )
 
     def catalog(self, workspace: Path | str) -> SkillCatalog:
-        catalog = self._reader.catalog(self._roots.get(str(workspace)))
+        catalog = self._catalogs.get(str(workspace))
         for issue in catalog.issues:
             if issue not in self._reported:
                 self._reported.add(issue)
