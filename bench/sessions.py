@@ -523,6 +523,8 @@ def report(
         if r.get("sigterms", 1) > 1:
             print(f"{entry} N={n}: the server stopped at SIGTERM number {r['sigterms']}")
     for (entry, n), t in sorted(traced.items()):
+        if n != max(sizes):
+            continue
         print(f"\ntop allocation sites, {entry} N={n} (KiB per session, blocks per session):")
         for site, size, count in t["sites"]:
             print(f"  {size / n / 1024:7.2f} KiB {count / n:7.1f}  {site}")
