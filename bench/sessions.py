@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import atexit
+import faulthandler
 import gc
 import itertools
 import json
@@ -70,6 +71,7 @@ WARM_UP = "Warm up: read hello.txt once per step until told to stop, then answer
 HELLO = "hello\nfrom the\nbenchmark\n"
 INSTRUCTIONS = "Answer briefly. Use the read tool for files.\n"
 TICK = 0.01
+CHILD_TIMEOUT = 900
 STALLS = ((1.5, 2.0), (5.0, 2.0))
 """The `stall` client's pauses: (seconds after the first prompt, seconds without reading)."""
 TRACE_FRAMES = 1
@@ -235,6 +237,7 @@ def host(stats: str, kind: str, argv: list[str]) -> None:
 
     asyncio.set_event_loop_policy(Policy())
     atexit.register(lambda: Path(stats).write_text(json.dumps(ticker.dump())))
+    faulthandler.register(signal.SIGUSR1)  # where it is, should it hang: kill -USR1
     if kind == "jsonrpc":
         from dsh.server import main as runtime
 
@@ -414,9 +417,22 @@ async def run_web(n: int, workdir: Path, url: str) -> dict[str, Any]:
             done = await asyncio.gather(*(session(client) for _ in range(n)))
             end = time.time()
     finally:
-        server.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(server.wait(), 120)
+        # Asked again every 5 s: a signal that finds asyncio's wakeup socket full (the
+        # worker threads' call_soon_threadsafe bytes fill it when the loop lags) is lost.
+        sigterms = 0
+        while sigterms < 12:
+            server.send_signal(signal.SIGTERM)
+            sigterms += 1
+            try:
+                await asyncio.wait_for(server.wait(), 5)
+                break
+            except TimeoutError:
+                pass
+        else:
+            server.kill()
+            await server.wait()
     out: dict[str, Any] = {"wall": end - start, "ok": sum(done), "start": start, "end": end}
+    out["sigterms"] = sigterms
     return out | window(json.loads(stats.read_text()), start, end)
 
 
@@ -444,17 +460,31 @@ def measure(entry: str, n: int, trace: bool = False) -> dict[str, Any]:
         try:
             mode = "--trace" if trace else "--run"
             argv = [sys.executable, __file__, mode, entry, str(n), server.url, folder]
-            child_env = env(workdir, server.url)
-            done = subprocess.run(argv, env=child_env, capture_output=True, text=True)
+            child = subprocess.Popen(
+                argv,
+                env=env(workdir, server.url),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,  # its own servers too: killed together if it hangs
+            )
+            try:
+                out, errors = child.communicate(timeout=CHILD_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                out, errors = child.communicate()
+                errors += f"\n(killed after {CHILD_TIMEOUT} s)"
         finally:
             model = server.stop()
-        if done.returncode != 0:
-            raise SystemExit(f"{entry} N={n} exited {done.returncode}:\n{done.stderr[-3000:]}")
-    out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    out["model"] = model
-    if out["ok"] != n:
-        raise SystemExit(f"{entry} N={n}: {out['ok']} of {n} runs completed")
-    return out
+        if child.returncode != 0:
+            raise SystemExit(f"{entry} N={n} exited {child.returncode}:\n{errors[-3000:]}")
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    result["model"] = model
+    if result["ok"] != n:
+        raise SystemExit(f"{entry} N={n}: {result['ok']} of {n} runs completed")
+    if result.get("sigterms", 1) > 1:
+        print(f"{entry} N={n}: stopped at SIGTERM {result['sigterms']}", file=sys.stderr)
+    return result
 
 
 # -- the report ----------------------------------------------------------------------------------
@@ -489,7 +519,12 @@ def report(
                 f"{r['cpu'] / (n * CALLS) * 1e3:>11.2f} | "
                 f"{r['model']['connections']:>12} {r['model']['cpu']:>6.1f}"
             )
+    for (entry, n), r in sorted(results.items()):
+        if r.get("sigterms", 1) > 1:
+            print(f"{entry} N={n}: the server stopped at SIGTERM number {r['sigterms']}")
     for (entry, n), t in sorted(traced.items()):
+        if n != max(sizes):
+            continue
         print(f"\ntop allocation sites, {entry} N={n} (KiB per session, blocks per session):")
         for site, size, count in t["sites"]:
             print(f"  {size / n / 1024:7.2f} KiB {count / n:7.1f}  {site}")

@@ -119,18 +119,27 @@ class Agent(Generic[OutputT]):
     ) -> StreamedRun[OutputT]:
         """Start a run as an async context manager: stream its text or events, cancel it,
         read its result at the end."""
-        plan = RunPlan(
-            prompt, session, self.settings.merged(settings), self.output_type, self.output_retries
-        )
-        return StreamedRun(self._ensure_runtime, plan)
+        return StreamedRun(self._ensure_runtime, self._plan(prompt, session, settings))
 
     async def run(
         self, prompt: str, *, session: str | None = None, settings: ModelSettings | None = None
     ) -> RunResult[OutputT]:
         """Run `prompt` to the end: a new session, or `session` continued (created if new).
         Raises `dsh.RunError` when the run fails (its `result` holds what it produced)."""
-        async with self.run_stream(prompt, session=session, settings=settings) as run:
+        plan = self._plan(prompt, session, settings, streamed=False)
+        async with StreamedRun[OutputT](self._ensure_runtime, plan) as run:
             return await run.wait()
+
+    def _plan(
+        self,
+        prompt: str,
+        session: str | None,
+        settings: ModelSettings | None,
+        *,
+        streamed: bool = True,
+    ) -> RunPlan:
+        merged = self.settings.merged(settings)
+        return RunPlan(prompt, session, merged, self.output_type, self.output_retries, streamed)
 
     def run_sync(
         self, prompt: str, *, session: str | None = None, settings: ModelSettings | None = None

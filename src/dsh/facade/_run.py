@@ -39,6 +39,9 @@ class RunPlan(msgspec.Struct, frozen=True):
     settings: ModelSettings
     output_type: Any
     output_retries: int
+    streamed: bool = True
+    """Its events are queued for `events()` / `text()` (`run()` reads none: it queues none,
+    and the run's events are not held twice while it lasts)."""
 
 
 class StreamedRun(Generic[OutputT]):
@@ -89,7 +92,8 @@ class StreamedRun(Generic[OutputT]):
             if payload.session is session:
                 self._queue.put_nowait(payload.event)
 
-        scope.on(SESSION_EVENT, feed)
+        if self._plan.streamed:
+            scope.on(SESSION_EVENT, feed)
         if self._plan.output_type is not None:
             self._output = OutputTool(self._plan.output_type, self._plan.output_retries)
             self._output.install(scope)
