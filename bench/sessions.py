@@ -553,11 +553,15 @@ def targets(
         if size == n:
             kib = t["traced"] / n / 1024
             checks.append((f"{entry} N={n} traced per session <= 100 KiB", kib, 100.0, " KiB"))
-    plain, stalled = results.get(("jsonrpc", n)), results.get(("stall", n))
-    if plain is not None and stalled is not None:
-        # Unaffected, within the noise of a loaded machine: 25%, and at least 20 ms.
+    for size in sorted({size for _, size in results}):
+        plain, stalled = results.get(("jsonrpc", size)), results.get(("stall", size))
+        if plain is None or stalled is None or size < 100:
+            continue
+        # Unaffected, within the noise of a loaded machine: 25%, and at least 20 ms. (At a
+        # size that saturates the loop, its lag is the CPU's and moves from run to run.)
         limit = max(plain["lag_p99"] * 1.25, plain["lag_p99"] + 20)
-        name = f"stall N={n} runtime lag p99 <= jsonrpc's ({plain['lag_p99']:.0f} ms) + 25%"
+        lag = plain["lag_p99"]
+        name = f"stall N={size} runtime lag p99 <= jsonrpc's ({lag:.0f} ms) + 25% (20 ms)"
         checks.append((name, stalled["lag_p99"], limit, " ms"))
     print()
     for name, value, limit, unit in checks:
