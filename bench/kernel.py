@@ -1,7 +1,7 @@
 """Kernel dispatch and effect costs. Prints figures; asserts nothing.
 
 Targets (2 cores): waterfall through 3 listeners <= 5 us; emit to 10 listeners <= 5 us;
-register + dispose <= 3 us.
+register + dispose <= 3 us; a scoped emit costs the same with 1 or 1,000 live agents.
 """
 
 from __future__ import annotations
@@ -11,7 +11,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dsh.kernel import Context, EventSpec, Mode
+from dsh.kernel import Context, EventSpec, Mode, create_scope
+
+
+class Key:
+    """A scope key (an agent's, in dsh)."""
+
 
 EMIT = EventSpec.declare("bench/emit", Mode.EMIT, object)
 WATERFALL = EventSpec.declare("bench/waterfall", Mode.WATERFALL, int, int)
@@ -44,6 +49,19 @@ async def main() -> None:
         for _ in range(count):
             ctx.on(EMIT, lambda payload: None)
         figures[f"emit, {count} listeners"] = best_us(lambda ctx=ctx: ctx.emit(EMIT, None), 50_000)
+
+    for agents in (1, 1000):  # 20 global listeners, 3 per live agent's scope
+        root = Context()
+        for _ in range(20):
+            root.on(EMIT, lambda payload: None)
+        scopes = [create_scope(root, Key()) for _ in range(agents)]
+        for scope in scopes:
+            for _ in range(3):
+                scope.ctx.on(EMIT, lambda payload: None)
+        first = scopes[0].ctx
+        figures[f"scoped emit, {agents} live agents"] = best_us(
+            lambda first=first: first.emit(EMIT, None), 50_000
+        )
 
     async def terminal(p: int) -> int:
         return p

@@ -356,3 +356,26 @@ def test_a_scoped_dispatch_costs_the_emitters_scope_chain_not_the_live_scopes(
             entry.fn("x")
         assert calls == ["parent", "global", "agent-3"]
     assert per_emit[10] == per_emit[1_000] == 2  # the agent's scope, then its parent
+
+
+def test_what_a_scope_admits_follows_new_listeners_and_a_parent_bound_later() -> None:
+    """Admitted listeners are kept per emitting scope: a listener added or removed, or a
+    parent bound to the scope afterwards, is seen at the next dispatch."""
+
+    class Key:
+        """A scope key."""
+
+    spec = EventSpec.declare("test/scoped-cache", Mode.EMIT, str)
+    bus, owner, scope, parent = EventBus(), Owner("bus"), Key(), Key()
+    calls: list[str] = []
+    note = calls.append
+    bus.on(spec, lambda p, note=note: note("own"), owner=owner, tag=scope)
+    bus.on(spec, lambda p, note=note: note("parent's"), owner=owner, tag=parent)
+    bus.emit(spec, "x", scope)
+    bind_scope_parent(scope, parent)
+    bus.emit(spec, "x", scope)
+    removed = bus.on(spec, lambda p, note=note: note("late"), owner=owner, tag=scope)
+    bus.emit(spec, "x", scope)
+    removed()
+    bus.emit(spec, "x", scope)
+    assert calls == ["own", "own", "parent's", "own", "parent's", "late", "own", "parent's"]

@@ -9,11 +9,13 @@ import inspect
 import itertools
 import logging
 import sys
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
 import msgspec
 
+from . import _scope
 from ._owner import Disposer, Owner
 from ._scope import scope_chain
 
@@ -241,16 +243,21 @@ class _Table:
     """The listeners of one event: all of them in order, those every scope admits (untagged
     or global), and the scoped ones by the identity of their scope tag. A scoped dispatch
     walks the emitter's scope chain, so its cost does not grow with the number of scopes
-    (live agents) that listen."""
+    (live agents) that listen; what it admits is kept per emitting scope until the table
+    or a scope chain changes."""
 
-    __slots__ = ("all", "by_tag", "unscoped")
+    __slots__ = ("all", "by_tag", "merged", "unscoped")
 
     def __init__(self) -> None:
         self.all: tuple[_Listener, ...] = _EMPTY
         self.unscoped: tuple[_Listener, ...] = _EMPTY
         self.by_tag: dict[int, tuple[_Listener, ...]] = {}
+        self.merged: dict[int, tuple[weakref.ref[object], int, tuple[_Listener, ...]]] = {}
+        """Per emitting scope (by identity, checked through its weak reference): the scope
+        bindings count it was computed at, and what it admits."""
 
     def add(self, entry: _Listener, first: bool) -> None:
+        self.merged.clear()
         self.all = _put(self.all, entry, first)
         if entry.tag is None or entry.global_:
             self.unscoped = _put(self.unscoped, entry, first)
@@ -259,6 +266,7 @@ class _Table:
             self.by_tag[key] = _put(self.by_tag.get(key, _EMPTY), entry, first)
 
     def remove(self, entry: _Listener) -> None:
+        self.merged.clear()
         self.all = _without(self.all, entry)
         if entry.tag is None or entry.global_:
             self.unscoped = _without(self.unscoped, entry)
@@ -272,13 +280,31 @@ class _Table:
 
     def admitted(self, scope: object | None) -> tuple[_Listener, ...]:
         """The unscoped listeners, and those tagged with `scope` or one of its ancestors."""
-        by_tag = self.by_tag
-        if not by_tag:
+        if not self.by_tag or scope is None:
             return self.unscoped
+        known = self.merged.get(id(scope))
+        if known is not None and known[0]() is scope and known[1] == _scope.bindings:
+            return known[2]
+        admitted = self._merge(scope)
+        try:
+            reference = weakref.ref(scope)
+        except TypeError:  # a key weakref cannot hold (a string): not kept
+            return admitted
+        if len(self.merged) >= _MERGED_MAX:
+            self.merged.clear()
+        self.merged[id(scope)] = (reference, _scope.bindings, admitted)
+        return admitted
+
+    def _merge(self, scope: object) -> tuple[_Listener, ...]:
+        by_tag = self.by_tag
         found = [x for x in (by_tag.get(id(k)) for k in scope_chain(scope)) if x]
         if not found:
             return self.unscoped
         return tuple(heapq.merge(self.unscoped, *found, key=_seq))
+
+
+_MERGED_MAX = 4096
+"""Emitting scopes whose admitted listeners one event keeps (then it starts over)."""
 
 
 def _put(listeners: tuple[_Listener, ...], entry: _Listener, first: bool) -> tuple[_Listener, ...]:

@@ -17,6 +17,8 @@ __all__ = [
 T = TypeVar("T")
 
 _parents: weakref.WeakKeyDictionary[object, object] = weakref.WeakKeyDictionary()
+bindings = 0
+"""How many parents were bound so far: a scope chain computed before is stale once it grew."""
 
 
 def bind_scope_parent(key: object, parent: object) -> None:
@@ -29,6 +31,8 @@ def bind_scope_parent(key: object, parent: object) -> None:
     if any(ancestor is key for ancestor in scope_chain(parent)):
         raise ValueError("binding would create a scope cycle")
     _parents[key] = parent
+    global bindings
+    bindings += 1
 
 
 def scope_chain(key: object | None) -> Iterator[object]:
