@@ -8,6 +8,7 @@ import collections
 import contextlib
 import logging
 import threading
+from collections.abc import Callable
 from typing import BinaryIO
 
 from ..llm import Json
@@ -42,8 +43,9 @@ class FrameOutput:
         self._queued = 0
         self._ready = threading.Condition()
         self._writer: threading.Thread | None = None
-        self._idle = asyncio.Event()
-        self._idle.set()
+        self._drained: asyncio.Future[None] | None = None
+        """What `drain()` waits for: told by the writer once the queue is empty (only then,
+        so that writing wakes the loop for nobody)."""
 
     def send(self, frame: dict[str, Json] | bytes) -> None:
         """Queue `frame` (a JSON object, or a frame `encode` or `event_frame` made)."""
@@ -68,7 +70,6 @@ class FrameOutput:
                 return
             self._queue.append(data)
             self._queued += len(data)
-            self._idle.clear()
             if self._writer is None:
                 self._loop = asyncio.get_running_loop()
                 self._writer = threading.Thread(target=self._write, name="dsh-frames", daemon=True)
@@ -79,7 +80,13 @@ class FrameOutput:
         """Flush this pass's frames and wait until the writer has written everything queued
         (or the client has gone)."""
         self.flush()
-        await self._idle.wait()
+        with self._ready:
+            if not self._queue or self.closed.is_set():
+                return
+            drained = self._drained
+            if drained is None:
+                drained = self._drained = asyncio.get_running_loop().create_future()
+        await drained
 
     def _write(self) -> None:
         """The writer thread: writes queued bytes in order until the stream fails."""
@@ -92,27 +99,35 @@ class FrameOutput:
                 self.stream.write(data)
                 self.stream.flush()
             except (BrokenPipeError, ValueError, OSError):
-                self._tell(gone=True)
+                with self._ready:
+                    drained, self._drained = self._drained, None
+                self._tell(self._gone, drained)
                 return
             with self._ready:
                 self._queue.popleft()
                 self._queued -= len(data)
-                empty = not self._queue
-            if empty:
-                self._tell(gone=False)
+                drained = None
+                if not self._queue:
+                    drained, self._drained = self._drained, None
+            if drained is not None:
+                self._tell(_settle, drained)
 
-    def _tell(self, *, gone: bool) -> None:
-        """Let the loop know the queue is empty, or that the client has gone."""
+    def _gone(self, drained: asyncio.Future[None] | None) -> None:
+        self.closed.set()
+        _settle(drained)
+
+    def _tell(
+        self,
+        call: Callable[[asyncio.Future[None] | None], None],
+        drained: asyncio.Future[None] | None,
+    ) -> None:
+        """Run `call(drained)` on the loop (from the writer thread)."""
         loop = self._loop
         assert loop is not None
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-            loop.call_soon_threadsafe(self._settle, gone)
+            loop.call_soon_threadsafe(call, drained)
 
-    def _settle(self, gone: bool) -> None:
-        if gone:
-            self.closed.set()
-            self._idle.set()
-            return
-        with self._ready:
-            if not self._queue:
-                self._idle.set()
+
+def _settle(drained: asyncio.Future[None] | None) -> None:
+    if drained is not None and not drained.done():
+        drained.set_result(None)
