@@ -10,7 +10,6 @@ __all__ = [
     "DuplicateEntryError",
     "ScopedLayers",
     "bind_scope_parent",
-    "is_scope_ancestor",
     "scope_chain",
 ]
 
@@ -43,11 +42,6 @@ def scope_chain(key: object | None) -> Iterator[object]:
             key = _parents.get(key)
         except TypeError:  # a key weakref cannot hold (a string) has no parent
             return
-
-
-def is_scope_ancestor(candidate: object, key: object | None) -> bool:
-    """True if `candidate` is `key` or one of its ancestors."""
-    return any(k is candidate for k in scope_chain(key))
 
 
 class DuplicateEntryError(ValueError):
