@@ -15,9 +15,8 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
 import msgspec
 
-from . import _scope
 from ._owner import Disposer, Owner
-from ._scope import scope_chain
+from ._scope import scope_bindings, scope_chain
 
 __all__ = [
     "EmitListener",
@@ -283,7 +282,7 @@ class _Table:
         if not self.by_tag or scope is None:
             return self.unscoped
         known = self.merged.get(id(scope))
-        if known is not None and known[0]() is scope and known[1] == _scope.bindings:
+        if known is not None and known[0]() is scope and known[1] == scope_bindings():
             return known[2]
         admitted = self._merge(scope)
         try:
@@ -292,7 +291,7 @@ class _Table:
             return admitted
         if len(self.merged) >= _MERGED_MAX:
             self.merged.clear()
-        self.merged[id(scope)] = (reference, _scope.bindings, admitted)
+        self.merged[id(scope)] = (reference, scope_bindings(), admitted)
         return admitted
 
     def _merge(self, scope: object) -> tuple[_Listener, ...]:

@@ -10,14 +10,20 @@ __all__ = [
     "DuplicateEntryError",
     "ScopedLayers",
     "bind_scope_parent",
+    "scope_bindings",
     "scope_chain",
 ]
 
 T = TypeVar("T")
 
 _parents: weakref.WeakKeyDictionary[object, object] = weakref.WeakKeyDictionary()
-bindings = 0
-"""How many parents were bound so far: a scope chain computed before is stale once it grew."""
+_bindings = 0
+
+
+def scope_bindings() -> int:
+    """How many parents were bound so far: a scope chain computed before is stale once this
+    grew."""
+    return _bindings
 
 
 def bind_scope_parent(key: object, parent: object) -> None:
@@ -30,8 +36,8 @@ def bind_scope_parent(key: object, parent: object) -> None:
     if any(ancestor is key for ancestor in scope_chain(parent)):
         raise ValueError("binding would create a scope cycle")
     _parents[key] = parent
-    global bindings
-    bindings += 1
+    global _bindings
+    _bindings += 1
 
 
 def scope_chain(key: object | None) -> Iterator[object]:
