@@ -443,6 +443,33 @@ def mcp_list(
     exit_with(list_servers(profile, cwd, json_, trust))
 
 
+ServerArgument = Annotated[str, typer.Argument(help="The server's name (see dsh mcp list).")]
+
+
+@mcp_app.command("login")
+def mcp_login(
+    name: ServerArgument,
+    profile: ProfileOption = None,
+    cwd: CwdOption = None,
+    browser: Annotated[
+        bool, typer.Option("--browser/--no-browser", help="Open the login page in a browser.")
+    ] = True,
+) -> None:
+    """Log in to a remote server (OAuth): the browser comes back to 127.0.0.1, or paste the
+    address it ends on. Tokens are kept in $DSH_HOME/mcp-auth (0600)."""
+    from ._mcp import login_server
+
+    exit_with(login_server(profile, cwd, name, browser))
+
+
+@mcp_app.command("logout")
+def mcp_logout(name: ServerArgument, profile: ProfileOption = None, cwd: CwdOption = None) -> None:
+    """Revoke (where the server offers it) and delete a server's stored OAuth tokens."""
+    from ._mcp import logout_server
+
+    exit_with(logout_server(profile, cwd, name))
+
+
 ScopeOption = Annotated[
     str,
     typer.Option("--scope", "-s", help="project (./.mcp.json) or user ($DSH_HOME/mcp.json)."),

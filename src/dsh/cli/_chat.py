@@ -38,7 +38,7 @@ COMMANDS = {
     "/compact": "summarise older turns to free the context",
     "/hooks": "this session's hooks: where each comes from, whether it runs",
     "/plan": "plan first: only reading tools run until you approve a plan (/plan off leaves)",
-    "/mcp": "MCP servers: their state and tools",
+    "/mcp": "MCP servers: their state and tools (/mcp login NAME: log in to one)",
     "/sandbox": "what commands may read, write and reach in this session",
     "/reasoning": "show the model's reasoning in full, or folded (toggles)",
     "/exit": "quit",
@@ -210,7 +210,7 @@ class Chat:
         elif command == "/plan":
             self._plan(argument)
         elif command == "/mcp":
-            self._show_mcp()
+            await self._mcp(argument)
         elif command == "/sandbox":
             await self._show_sandbox()
         elif command == "/reasoning":
@@ -302,13 +302,10 @@ class Chat:
         for line in hook_lines(hooks):
             self.screen.note(line)
 
-    def _show_mcp(self) -> None:
-        from ._mcp import describe_statuses
+    async def _mcp(self, argument: str) -> None:
+        from ._mcp import chat_mcp
 
-        hub = self.ctx.get("mcp")
-        lines = ["MCP is not in the profile"] if hub is None else describe_statuses(hub.statuses())
-        for line in lines:
-            self.screen.note(line)
+        await chat_mcp(self.ctx.get("mcp"), argument, self.screen.note)
 
     async def _show_sandbox(self) -> None:
         from ..plugins.sandbox import SANDBOX, report

@@ -92,6 +92,15 @@ class Connection:
             await asyncio.wait([self._task])
         self._set("stopped", None)
 
+    async def restart(self) -> None:
+        """Stop the session if any, then start anew (a failed server after a login)."""
+        if self._task is not None:
+            await self.stop()
+        self._task, self._shutdown, self.restarts = None, None, 0
+        self._stop = CancelSignal()
+        self._set("pending", None)
+        self.start()
+
     async def wait_settled(self, signal: CancelSignal) -> None:
         self.start()
         while not self.settled:

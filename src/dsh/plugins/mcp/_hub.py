@@ -21,6 +21,7 @@ from ...kernel import (
     scope_chain,
 )
 from ..approval import Rule
+from ._auth_store import AuthState, auth_state
 from ._config import RestartPolicy, ServerSpec, State, Transport
 from ._connection import Connection
 from ._resources import LIST_RESOURCES, READ_RESOURCE, resource_tools
@@ -51,6 +52,8 @@ class ServerStatus(msgspec.Struct, frozen=True):
     restarts: int = 0
     scoped: bool = False
     """Connected for one agent (`connect_servers` on its scoped context)."""
+    auth: AuthState | None = None
+    """OAuth: `logged-in` (tokens stored), `login-required` (`dsh mcp login NAME`)."""
 
 
 MCP_SERVER_STATUS = EventSpec.declare(
@@ -125,6 +128,17 @@ class McpHub:
                 )
             )
         return statuses
+
+    def spec(self, name: str) -> ServerSpec | None:
+        """The configured server `name` (connected, or skipped as untrusted)."""
+        specs = [c.spec for c in self._connections.values()] + list(self._untrusted)
+        return next((spec for spec in specs if spec.name == name), None)
+
+    async def reconnect(self, name: str) -> None:
+        """Start server `name` again (after a login): its connections restart."""
+        for connection in self._connections.values():
+            if connection.spec.name == name:
+                await connection.restart()
 
     def visible(self, agent: object | None) -> list[Connection]:
         """The connections an agent's tools come from (None: every connection)."""
@@ -263,6 +277,7 @@ def _status(connection: Connection, scoped: bool) -> ServerStatus:
         names,
         connection.restarts,
         scoped,
+        auth_state(spec, connection.error),
     )
 
 

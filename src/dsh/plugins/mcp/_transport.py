@@ -13,6 +13,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, cast
 
 import anyio
+import httpx2
 import mcp_types
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.client.sse import sse_client
@@ -26,6 +27,7 @@ from ..._version import __version__
 from ...kernel import Owner, current_trace
 from ...llm import Json
 from ._config import ServerSpec
+from ._oauth import McpOAuth, uses_oauth
 from ._tools import ConnectionLost, McpToolError
 
 __all__ = ["McpSession", "open_session"]
@@ -102,21 +104,23 @@ async def _translated(call: Awaitable[Any]) -> Any:
 async def open_session(
     spec: ServerSpec,
     *,
-    owner: Owner,
-    on_tools_changed: Callable[[], None],
-    on_closed: Callable[[], None],
-    on_stderr: Callable[[str], None],
+    owner: Owner | None = None,
+    on_tools_changed: Callable[[], None] = lambda: None,
+    on_closed: Callable[[], None] = lambda: None,
+    on_stderr: Callable[[str], None] = lambda line: None,
+    auth: httpx2.Auth | None = None,
 ) -> AsyncIterator[McpSession]:
     """Connect to `spec` (spawning a stdio server) and initialize; leaving closes the
     session and, for stdio, stops the server's whole process group. `owner` (the
-    connection's) owns the task reading a stdio server's stderr."""
+    connection's) owns the task reading a stdio server's stderr. A remote server that
+    asks for OAuth uses `auth` (a login), else its stored tokens (`McpOAuth`)."""
 
     async def on_message(message: object) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):
             on_tools_changed()
 
     client = Client(
-        _watched(_transport(spec, owner, on_stderr), on_closed),
+        _watched(_transport(spec, owner, on_stderr, auth), on_closed),
         mode="legacy",  # the initialize handshake every server speaks
         message_handler=on_message,
         client_info=mcp_types.Implementation(name="dsh", version=__version__),
@@ -126,20 +130,30 @@ async def open_session(
         yield McpSession(client)
 
 
-def _transport(spec: ServerSpec, owner: Owner, on_stderr: Callable[[str], None]) -> Any:
+def _transport(
+    spec: ServerSpec,
+    owner: Owner | None,
+    on_stderr: Callable[[str], None],
+    auth: httpx2.Auth | None,
+) -> Any:
     if spec.transport == "stdio":
+        assert owner is not None
         return _stdio(spec, owner, on_stderr)
     headers = dict(spec.headers) or None
     assert spec.url is not None
+    if auth is None and uses_oauth(spec):
+        auth = McpOAuth(spec)  # stored tokens; a login still needed fails the start
     if spec.transport == "sse":
-        return sse_client(spec.url, headers=headers)
-    return _http(spec.url, headers)
+        return sse_client(spec.url, headers=headers, auth=auth)
+    return _http(spec.url, headers, auth)
 
 
 @asynccontextmanager
-async def _http(url: str, headers: dict[str, str] | None) -> AsyncIterator[Any]:
+async def _http(
+    url: str, headers: dict[str, str] | None, auth: httpx2.Auth | None
+) -> AsyncIterator[Any]:
     async with (
-        create_mcp_http_client(headers=headers) as http,
+        create_mcp_http_client(headers=headers, auth=auth) as http,
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams
