@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +22,10 @@ from .support import run_cli as dsh
 from .terminal import Chats, answer, at_prompt, exits_cleanly, tool_call
 
 
-@pytest.fixture
-def model_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """The loopback OpenAI-compatible server: the model adds 2 and 3 with the MCP tool."""
-    script = [
-        {"parts": [{"tool_call": {"name": "mcp__calc__add", "arguments": {"a": 2, "b": 3}}}]},
-        {"parts": ["2 + 3 = 5."]},
-    ]
+@contextmanager
+def recording_model_server(tmp_path: Path, script: list[Any]) -> Iterator[tuple[str, Path]]:
+    """The loopback OpenAI-compatible server playing `script`: (its URL, the file where it
+    records each request)."""
     path, record = tmp_path / "script.json", tmp_path / "requests.jsonl"
     path.write_text(json.dumps(script))
     command = [sys.executable, "-m", "dsh.testing.openai_server", "--script", str(path)]
@@ -43,6 +41,17 @@ def model_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.fixture
+def model_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """The model adds 2 and 3 with the MCP tool."""
+    script = [
+        {"parts": [{"tool_call": {"name": "mcp__calc__add", "arguments": {"a": 2, "b": 3}}}]},
+        {"parts": ["2 + 3 = 5."]},
+    ]
+    with recording_model_server(tmp_path, script) as served:
+        yield served
 
 
 def loopback_env(url: str) -> dict[str, str]:

@@ -25,6 +25,7 @@ from ._auth_store import AuthState, auth_state
 from ._config import RestartPolicy, ServerSpec, State, Transport
 from ._connection import Connection
 from ._resources import LIST_RESOURCES, READ_RESOURCE, resource_tools
+from ._search import TOOL_SEARCH, Deferral, DeferralOptions, search_tool
 from ._tools import mcp_tool_definitions, server_prefix, tool_names
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ class HubOptions(msgspec.Struct, frozen=True):
     tool_timeout_ms: float | None = 600_000
     restart: RestartPolicy = msgspec.field(default_factory=RestartPolicy)
     resource_tools: bool = True
+    defer: DeferralOptions = msgspec.field(default_factory=DeferralOptions)
 
 
 class _Attachment(msgspec.Struct, eq=False):
@@ -95,6 +97,10 @@ class McpHub:
         self._attachments: list[_Attachment] = []
         self._untrusted: tuple[ServerSpec, ...] = ()
         self._resource_tools: list[Disposer] = []
+        self._names: frozenset[str] = frozenset()
+        self._search_tool: Disposer | None = None
+        self.deferral = Deferral(options.defer, lambda: self._names)
+        """Which MCP tools stay out of the prompt, and what each session loaded."""
 
     def connect(self, ctx: Context, specs: Sequence[ServerSpec]) -> Disposer:
         """Make `specs`' tools visible through `ctx`: globally for a global context, to one
@@ -172,6 +178,8 @@ class McpHub:
     def default_rule(self, tool: str) -> Rule | None:
         """The approval default of an MCP tool: its server's `approval`, else ask. The
         resource tools only read, and are allowed."""
+        if tool == TOOL_SEARCH:
+            return Rule(tool=tool, action="allow")
         if not tool.startswith("mcp"):
             return None
 
@@ -183,6 +191,15 @@ class McpHub:
                 if tool.startswith(prefix):
                     return Rule(tool=f"{prefix}*", action=connection.spec.approval or "ask")
         return None
+
+    def catalog(self, agent: object | None) -> list[tuple[str, str]]:
+        """(name, description) of each MCP tool `agent` sees: what `tool_search` searches."""
+        found = []
+        for connection in self.visible(agent):
+            names = tool_names(connection.spec.name, connection.tools)
+            for name, tool in zip(names, connection.tools, strict=True):
+                found.append((name, str(tool.get("description") or "")))
+        return found
 
     # -- internals -----------------------------------------------------------------------------
 
@@ -212,12 +229,14 @@ class McpHub:
                 del self._connections[connection.spec.key]
                 await connection.stop()
         self._sync_resource_tools()
+        self._sync_names()
 
     def _changed(self, connection: Connection) -> None:
         for attachment in self._attachments:
             if connection in attachment.connections:
                 self._sync(attachment, connection)
         self._sync_resource_tools()
+        self._sync_names()
         if self._ctx.owner.active:
             self._ctx.emit(MCP_SERVER_STATUS, self._status(connection))
 
@@ -255,6 +274,22 @@ class McpHub:
             for disposer in self._resource_tools:
                 disposer()
             self._resource_tools = []
+
+    def _sync_names(self) -> None:
+        """The model-facing names of every MCP tool; `tool_search` while there are any."""
+        self._names = frozenset(
+            name
+            for connection in self._connections.values()
+            for name in tool_names(connection.spec.name, connection.tools)
+        )
+        if bool(self._names) == (self._search_tool is not None) or not self._ctx.owner.active:
+            return
+        if self._search_tool is None:
+            tool = search_tool(self.deferral, self.catalog)
+            self._search_tool = self._ctx.tools.register(tool)
+        else:
+            self._search_tool()
+            self._search_tool = None
 
     def _status(self, connection: Connection) -> ServerStatus:
         """`scoped` when no global context connects it (it serves only some agents)."""

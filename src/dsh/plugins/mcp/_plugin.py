@@ -13,10 +13,12 @@ from msgspec import Meta
 from ..._context import Context
 from ...agent import PROMPT_SUBMIT, PromptDecision, PromptSubmit
 from ...kernel import ConfigRecord, Disposer, Next
+from ...prompt import SYSTEM_PROMPT_ASSEMBLE, AssemblePayload, PromptAssembly
 from ...tools import TOOLS
 from ..approval import APPROVAL
 from ._config import RestartPolicy, Servers, ServerSpec, load_servers
 from ._hub import MCP, HubOptions, McpHub
+from ._search import DeferralOptions
 
 __all__ = ["McpConfig", "McpPlugin", "connect_servers"]
 
@@ -45,6 +47,10 @@ class McpConfig(ConfigRecord):
     restart_backoff_ms: Annotated[float, Meta(ge=0)] = 500
     resource_tools: bool = True
     """Offer `mcp_list_resources` / `mcp_read_resource` while a server has resources."""
+    defer_tools_over: Annotated[int, Meta(ge=0)] | None = 30
+    """More MCP tools than this (for one agent): their schemas wait for `tool_search`."""
+    defer_tokens_over: Annotated[int, Meta(ge=0)] | None = 10_000
+    """MCP tool schemas of more tokens than this (estimated): the same."""
 
     def hub_options(self) -> HubOptions:
         return HubOptions(
@@ -55,6 +61,7 @@ class McpConfig(ConfigRecord):
                 max_restarts=self.max_restarts, backoff_ms=self.restart_backoff_ms
             ),
             resource_tools=self.resource_tools,
+            defer=DeferralOptions(self.defer_tools_over, self.defer_tokens_over),
         )
 
 
@@ -85,7 +92,14 @@ class McpPlugin:
             await hub.wait_started(payload.agent, payload.signal)
             return await nxt()
 
+        async def deferred(
+            payload: AssemblePayload, nxt: Next[AssemblePayload, PromptAssembly]
+        ) -> PromptAssembly:
+            session = getattr(getattr(payload.context.agent, "session", None), "id", None)
+            return hub.deferral.apply(await nxt(), session if isinstance(session, str) else None)
+
         ctx.on(PROMPT_SUBMIT, before_turn)
+        ctx.on(SYSTEM_PROMPT_ASSEMBLE, deferred)
         await ctx.plugin(_ApprovalDefaults(hub), id="mcp:approval")
 
 
