@@ -21,6 +21,7 @@ from mcp.types import (
     TextResourceContents,
     ToolAnnotations,
 )
+from pydantic import BaseModel, Field
 
 PIXEL = base64.b64encode(b"\x89PNG\r\n\x1a\n-not-really").decode()
 
@@ -117,6 +118,22 @@ def traceparent(ctx: Context) -> str:
 def pid() -> int:
     """The server's process id."""
     return os.getpid()
+
+
+class Booking(BaseModel):
+    day: str = Field(title="Day")
+    guests: int = Field(title="Guests", ge=1, le=8)
+    terrace: bool = Field(title="Terrace", description="Sit outside")
+
+
+@server.tool()
+async def book(ctx: Context) -> str:
+    """Book a table, asking the person for the details (elicitation)."""
+    answer = await ctx.elicit("Book a table?", Booking)
+    if answer.action != "accept":
+        return answer.action
+    data = answer.data
+    return f"booked {data.day} for {data.guests} (terrace: {data.terrace})"
 
 
 @server.resource("memo://one", name="one", description="The first memo", mime_type="text/plain")

@@ -20,7 +20,7 @@ T = TypeVar("T")
 if TYPE_CHECKING:
     import anyio
 
-    from ._transport import McpSession
+    from ._transport import Elicit, McpSession
 
 __all__ = ["Connection"]
 
@@ -41,6 +41,7 @@ class Connection:
         startup_timeout_ms: float,
         restart: RestartPolicy,
         on_change: Callable[[Connection], None],
+        elicit: Elicit | None = None,
     ) -> None:
         self.spec = spec
         self.state: State = "pending"
@@ -53,6 +54,7 @@ class Connection:
         self._startup_s = startup_timeout_ms / 1000
         self._restart = restart
         self._on_change = on_change
+        self._elicit = elicit
         self._session: McpSession | None = None
         self._changes = asyncio.Event()
         self._refresh = asyncio.Event()
@@ -197,6 +199,7 @@ class Connection:
                     on_tools_changed=self._refresh.set,
                     on_closed=lambda: self._lose("the server closed the connection"),
                     on_stderr=self._stderr_line,
+                    on_elicit=self._elicit,
                 ) as session:
                     await self._load(session)
                     timer.cancel()

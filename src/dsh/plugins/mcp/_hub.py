@@ -24,6 +24,7 @@ from ..approval import Rule
 from ._auth_store import AuthState, auth_state
 from ._config import RestartPolicy, ServerSpec, State, Transport
 from ._connection import Connection
+from ._elicit import Elicitations
 from ._resources import LIST_RESOURCES, READ_RESOURCE, resource_tools
 from ._search import TOOL_SEARCH, Deferral, DeferralOptions, search_tool
 from ._tools import mcp_tool_definitions, server_prefix, tool_names
@@ -100,6 +101,8 @@ class McpHub:
         self._names: frozenset[str] = frozenset()
         self._search_tool: Disposer | None = None
         self.deferral = Deferral(options.defer, lambda: self._names)
+        self.elicitations = Elicitations(ctx)
+        """The servers' questions for the person (`tools/execute` tracks the calls)."""
         """Which MCP tools stay out of the prompt, and what each session loaded."""
 
     def connect(self, ctx: Context, specs: Sequence[ServerSpec]) -> Disposer:
@@ -212,6 +215,7 @@ class McpHub:
                 startup_timeout_ms=self.options.startup_timeout_ms,
                 restart=self.options.restart,
                 on_change=self._changed,
+                elicit=lambda params: self.elicitations.ask(spec.name, params),
             )
             self._connections[spec.key] = connection
         self._refs[connection] = self._refs.get(connection, 0) + 1

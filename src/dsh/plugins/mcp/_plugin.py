@@ -14,7 +14,7 @@ from ..._context import Context
 from ...agent import PROMPT_SUBMIT, PromptDecision, PromptSubmit
 from ...kernel import ConfigRecord, Disposer, Next
 from ...prompt import SYSTEM_PROMPT_ASSEMBLE, AssemblePayload, PromptAssembly
-from ...tools import TOOLS
+from ...tools import TOOLS, TOOLS_EXECUTE
 from ..approval import APPROVAL
 from ._config import RestartPolicy, Servers, ServerSpec, load_servers
 from ._hub import MCP, HubOptions, McpHub
@@ -100,6 +100,7 @@ class McpPlugin:
 
         ctx.on(PROMPT_SUBMIT, before_turn)
         ctx.on(SYSTEM_PROMPT_ASSEMBLE, deferred)
+        ctx.on(TOOLS_EXECUTE, hub.elicitations.track)
         await ctx.plugin(_ApprovalDefaults(hub), id="mcp:approval")
 
 

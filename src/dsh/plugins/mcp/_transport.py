@@ -10,7 +10,7 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import anyio
 import httpx2
@@ -30,7 +30,10 @@ from ._config import ServerSpec
 from ._oauth import McpOAuth, uses_oauth
 from ._tools import ConnectionLost, McpToolError
 
-__all__ = ["McpSession", "open_session"]
+__all__ = ["Elicit", "McpSession", "open_session"]
+
+Elicit = Callable[[dict[str, Json]], Awaitable[tuple[Literal["accept", "decline", "cancel"], Any]]]
+"""A server's elicitation request (wire JSON) → (action, content)."""
 
 _PAGES = 100
 """At most this many pages of a listing (a server whose cursor never ends cannot hang us)."""
@@ -109,20 +112,28 @@ async def open_session(
     on_closed: Callable[[], None] = lambda: None,
     on_stderr: Callable[[str], None] = lambda line: None,
     auth: httpx2.Auth | None = None,
+    on_elicit: Elicit | None = None,
 ) -> AsyncIterator[McpSession]:
     """Connect to `spec` (spawning a stdio server) and initialize; leaving closes the
     session and, for stdio, stops the server's whole process group. `owner` (the
     connection's) owns the task reading a stdio server's stderr. A remote server that
-    asks for OAuth uses `auth` (a login), else its stored tokens (`McpOAuth`)."""
+    asks for OAuth uses `auth` (a login), else its stored tokens (`McpOAuth`). With
+    `on_elicit` the client takes the server's `elicitation/create` requests."""
 
     async def on_message(message: object) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):
             on_tools_changed()
 
+    async def elicit(context: Any, params: Any) -> mcp_types.ElicitResult:
+        assert on_elicit is not None
+        action, content = await on_elicit(_json(params))
+        return mcp_types.ElicitResult(action=action, content=cast("Any", content))
+
     client = Client(
         _watched(_transport(spec, owner, on_stderr, auth), on_closed),
         mode="legacy",  # the initialize handshake every server speaks
         message_handler=on_message,
+        elicitation_callback=elicit if on_elicit is not None else None,
         client_info=mcp_types.Implementation(name="dsh", version=__version__),
         cache=None,
     )
