@@ -136,6 +136,25 @@ async def book(ctx: Context) -> str:
     return f"booked {data.day} for {data.guests} (terrace: {data.terrace})"
 
 
+@server.prompt()
+def review(path: str, focus: str = "bugs") -> str:
+    """Review a file."""
+    return f"Review {path}, looking for {focus}."
+
+
+@server.tool()
+async def grow_prompt(ctx: Context) -> str:
+    """Add a prompt named `later` and announce the change."""
+    server.prompt(name="later", description="A prompt that appeared later.")(lambda: "Later.")
+    await ctx.session.send_prompt_list_changed()
+    return "grew"
+
+
+@server.resource("memo://{name}", description="Any memo by name")
+def memo(name: str) -> str:
+    return f"memo {name}"
+
+
 @server.resource("memo://one", name="one", description="The first memo", mime_type="text/plain")
 def memo_one() -> str:
     return "memo one"

@@ -48,6 +48,9 @@ class Connection:
         self.error: str | None = None
         self.tools: tuple[Mapping[str, Json], ...] = ()
         self.has_resources = False
+        self.prompts: tuple[Mapping[str, Json], ...] = ()
+        self.resources: tuple[Mapping[str, Json], ...] = ()
+        """Resources and resource templates (`uriTemplate`), for `@server:uri` mentions."""
         self.restarts = 0
         self.stderr: deque[str] = deque(maxlen=_STDERR_LINES)
         self._owner = owner
@@ -116,6 +119,14 @@ class Connection:
     async def list_resources(self, signal: CancelSignal) -> list[dict[str, Json]]:
         result: list[dict[str, Json]] = await self._request(
             lambda s: s.resources(), signal, "the listing"
+        )
+        return result
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str], signal: CancelSignal
+    ) -> dict[str, Json]:
+        result: dict[str, Json] = await self._request(
+            lambda s: s.get_prompt(name, arguments), signal, "the prompt"
         )
         return result
 
@@ -196,7 +207,7 @@ class Connection:
                 async with open_session(
                     self.spec,
                     owner=self._owner,
-                    on_tools_changed=self._refresh.set,
+                    on_list_changed=self._refresh.set,
                     on_closed=lambda: self._lose("the server closed the connection"),
                     on_stderr=self._stderr_line,
                     on_elicit=self._elicit,
@@ -220,8 +231,17 @@ class Connection:
         return ready_at, self._with_stderr(self._lost or "the session ended")
 
     async def _load(self, session: McpSession) -> None:
+        """Tools, prompts and resources (again after a `list_changed` notification)."""
         self.tools = tuple(await session.tools())
         self.has_resources = session.has_resources
+        try:  # what people use: a server whose listing fails still serves its tools
+            self.prompts = tuple(await session.prompts()) if session.has_prompts else ()
+            if session.has_resources:
+                self.resources = (*await session.resources(), *await session.templates())
+        except McpToolError as exc:
+            _log.warning(
+                'MCP server "%s": cannot list prompts or resources: %s', self.spec.name, exc
+            )
 
     def _lose(self, why: str) -> None:
         if self._lost is None:
@@ -243,7 +263,7 @@ class Connection:
     def _set(self, state: State, error: str | None) -> None:
         self.state, self.error = state, error
         if state in ("failed", "stopped"):
-            self.tools = ()
+            self.tools, self.prompts, self.resources = (), (), ()
         changes, self._changes = self._changes, asyncio.Event()
         changes.set()
         self._on_change(self)

@@ -25,6 +25,7 @@ from ._auth_store import AuthState, auth_state
 from ._config import RestartPolicy, ServerSpec, State, Transport
 from ._connection import Connection
 from ._elicit import Elicitations
+from ._prompts import Mention, PromptCommand, mentions, prompt_commands
 from ._resources import LIST_RESOURCES, READ_RESOURCE, resource_tools
 from ._search import TOOL_SEARCH, Deferral, DeferralOptions, search_tool
 from ._tools import mcp_tool_definitions, server_prefix, tool_names
@@ -194,6 +195,14 @@ class McpHub:
                 if tool.startswith(prefix):
                     return Rule(tool=f"{prefix}*", action=connection.spec.approval or "ask")
         return None
+
+    def prompt_commands(self, agent: object | None) -> list[PromptCommand]:
+        """The prompts of the servers `agent` sees, as `/mcp__<server>__<prompt>` commands."""
+        return prompt_commands(self.visible(agent))
+
+    def mentions(self, agent: object | None) -> list[Mention]:
+        """The resources and templates of the servers `agent` sees, as `@server:uri`."""
+        return mentions(self.visible(agent))
 
     def catalog(self, agent: object | None) -> list[tuple[str, str]]:
         """(name, description) of each MCP tool `agent` sees: what `tool_search` searches."""

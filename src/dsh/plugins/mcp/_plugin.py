@@ -11,13 +11,14 @@ import msgspec
 from msgspec import Meta
 
 from ..._context import Context
-from ...agent import PROMPT_SUBMIT, PromptDecision, PromptSubmit
+from ...agent import PROMPT_SUBMIT, Allow, Block, PromptDecision, PromptSubmit
 from ...kernel import ConfigRecord, Disposer, Next
 from ...prompt import SYSTEM_PROMPT_ASSEMBLE, AssemblePayload, PromptAssembly
 from ...tools import TOOLS, TOOLS_EXECUTE
 from ..approval import APPROVAL
 from ._config import RestartPolicy, Servers, ServerSpec, load_servers
 from ._hub import MCP, HubOptions, McpHub
+from ._prompts import expand_prompt
 from ._search import DeferralOptions
 
 __all__ = ["McpConfig", "McpPlugin", "connect_servers"]
@@ -90,7 +91,20 @@ class McpPlugin:
             payload: PromptSubmit, nxt: Next[PromptSubmit, PromptDecision]
         ) -> PromptDecision:
             await hub.wait_started(payload.agent, payload.signal)
-            return await nxt()
+            if payload.message.source.get("kind") != "user":
+                return await nxt()
+            expanded = await expand_prompt(
+                payload.message, hub.visible(payload.agent), payload.signal
+            )
+            if isinstance(expanded, Block):
+                _log.warning("%s", expanded.reason)  # the turn ends `blocked`, without a word
+                return expanded
+            if expanded is None:
+                return await nxt()
+            decision = await nxt(msgspec.structs.replace(payload, message=expanded))
+            if isinstance(decision, Allow) and decision.content is None:
+                return Allow(expanded, decision.additional_contexts)
+            return decision
 
         async def deferred(
             payload: AssemblePayload, nxt: Next[AssemblePayload, PromptAssembly]

@@ -49,13 +49,34 @@ class McpSession:
     def has_resources(self) -> bool:
         return self._client.server_capabilities.resources is not None
 
+    @property
+    def has_prompts(self) -> bool:
+        return self._client.server_capabilities.prompts is not None
+
     async def tools(self) -> list[dict[str, Json]]:
+        return await self._pages(self._client.list_tools, "tools")
+
+    async def prompts(self) -> list[dict[str, Json]]:
+        return await self._pages(self._client.list_prompts, "prompts")
+
+    async def templates(self) -> list[dict[str, Json]]:
+        return await self._pages(self._client.list_resource_templates, "resourceTemplates")
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> dict[str, Json]:
+        return _json(await _translated(self._client.get_prompt(name, arguments)))
+
+    async def _pages(
+        self, listing: Callable[..., Awaitable[Any]], key: str
+    ) -> list[dict[str, Json]]:
         found: list[dict[str, Json]] = []
         cursor: str | None = None
         for _ in range(_PAGES):
-            page = await _translated(self._client.list_tools(cursor=cursor, cache_mode="bypass"))
-            found.extend(_json(tool) for tool in page.tools)
-            cursor = page.next_cursor
+            page = _json(await _translated(listing(cursor=cursor, cache_mode="bypass")))
+            items = page.get(key)
+            if isinstance(items, list):
+                found.extend(item for item in items if isinstance(item, dict))
+            following = page.get("nextCursor")
+            cursor = following if isinstance(following, str) else None
             if cursor is None:
                 break
         return found
@@ -68,21 +89,19 @@ class McpSession:
         return _json(result)
 
     async def resources(self) -> list[dict[str, Json]]:
-        found: list[dict[str, Json]] = []
-        cursor: str | None = None
-        for _ in range(_PAGES):
-            page = await _translated(
-                self._client.list_resources(cursor=cursor, cache_mode="bypass")
-            )
-            found.extend(_json(resource) for resource in page.resources)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        return found
+        return await self._pages(self._client.list_resources, "resources")
 
     async def read(self, uri: str) -> list[Json]:
         result = await _translated(self._client.read_resource(uri, cache_mode="bypass"))
         return [_json(item) for item in result.contents]
+
+
+_LIST_CHANGED = (
+    mcp_types.ToolListChangedNotification,
+    mcp_types.PromptListChangedNotification,
+    mcp_types.ResourceListChangedNotification,
+)
+"""A notification after which the connection lists tools, prompts and resources again."""
 
 
 def _json(model: Any) -> dict[str, Json]:
@@ -108,7 +127,7 @@ async def open_session(
     spec: ServerSpec,
     *,
     owner: Owner | None = None,
-    on_tools_changed: Callable[[], None] = lambda: None,
+    on_list_changed: Callable[[], None] = lambda: None,
     on_closed: Callable[[], None] = lambda: None,
     on_stderr: Callable[[str], None] = lambda line: None,
     auth: httpx2.Auth | None = None,
@@ -121,8 +140,8 @@ async def open_session(
     `on_elicit` the client takes the server's `elicitation/create` requests."""
 
     async def on_message(message: object) -> None:
-        if isinstance(message, mcp_types.ToolListChangedNotification):
-            on_tools_changed()
+        if isinstance(message, _LIST_CHANGED):
+            on_list_changed()
 
     async def elicit(context: Any, params: Any) -> mcp_types.ElicitResult:
         assert on_elicit is not None
