@@ -218,3 +218,29 @@ def test_serve_without_the_mcp_sdk_names_the_extra(tmp_path: Path) -> None:
         "dsh: dsh mcp serve needs dsh's mcp extra: pip install 'mcp>=2.3' "
         "(pipx: pipx inject dsh 'mcp>=2.3')"
     )
+
+
+def test_chat_completes_prompt_commands_and_mentions(chat: Chats) -> None:
+    dsh_home().mkdir(parents=True)
+    (dsh_home() / "mcp.json").write_text(json.dumps({"mcpServers": {"calc": stdio_server()}}))
+    t, server = chat([answer("Ready."), answer("Reviewed."), answer("Compared.")])
+    t.enter("hello")  # the first turn starts the servers
+    t.wait_for("Ready.").wait_for(at_prompt)
+    t.type("/mcp__calc__r")
+    t.wait_for(
+        lambda t: any("/mcp__calc__review" in x and "Review a file." in x for x in t.lines())
+    )
+    t.type("eview ")
+    t.wait_for(lambda t: any("path=" in x for x in t.display()))
+    t.enter("")  # a required argument is missing: said, not sent
+    t.wait_for("/mcp__calc__review needs path (usage: /mcp__calc__review PATH [FOCUS])")
+    t.enter("/mcp__calc__review src/a.py")
+    t.wait_for("Reviewed.").wait_for(at_prompt)
+    t.type("compare @calc:memo://o")
+    t.wait_for(lambda t: any("@calc:memo://one" in x and "The first memo" in x for x in t.lines()))
+    t.enter("ne")
+    t.wait_for("Compared.").wait_for(at_prompt)
+    sent = [r["body"]["messages"][-1]["content"] for r in server.requests()]
+    assert "Review src/a.py, looking for bugs." in json.dumps(sent[1])
+    assert "[resource memo://one]\\nmemo one" in json.dumps(sent[2])
+    exits_cleanly(t)

@@ -24,6 +24,7 @@ from ..session import SESSION_EVENT, SessionEventPayload
 from ..tools import Decision
 from ..workspace import Trust
 from ._approve import REASK, REASON_PROMPT, Answer, approval_view, parse_answer, question
+from ._mcp import McpSuggestions, prompt_problem
 from ._questions import Asked
 from ._render import Renderer
 from ._runtime import CliError, Options, failure_advice, prepare, turn_cost
@@ -82,6 +83,7 @@ class Chat:
             commands=COMMANDS,
             prompt=self._prompt,
             idle_hint=f"{route.provider}/{route.model} · /help · Ctrl-C cancels · Ctrl-D quits",
+            suggestions=McpSuggestions(lambda: ctx.get("mcp"), lambda: self.agent),
         )
         self.renderer = Renderer(
             self.screen,
@@ -172,11 +174,16 @@ class Chat:
         text = clean_text(text.strip())  # a terminal's undecodable byte arrives as a surrogate
         if not text:
             return True
-        if text.startswith("/"):
+        if text.startswith("/") and not text.startswith("/mcp__"):
             return await self._command(text)
         agent = self.agent
         if agent is None:
             return True
+        if text.startswith("/mcp__"):  # a server's prompt: sent once it can run
+            problem = prompt_problem(self.ctx.get("mcp"), agent, text)
+            if problem is not None:
+                self.screen.note(problem, "red")
+                return True
         if agent.status == "running":
             self.queued[agent.steer(text)] = text
             self.screen.queued = list(self.queued.values())

@@ -168,6 +168,48 @@ async def chat_mcp(hub: McpHub | None, argument: str, note: Callable[..., None])
     await hub.reconnect(spec.name)
 
 
+class McpSuggestions:
+    """The chat's completions from the MCP servers the agent sees (`Suggestions`)."""
+
+    def __init__(self, hub: Callable[[], McpHub | None], agent: Callable[[], object]) -> None:
+        self._hub = hub
+        self._agent = agent
+
+    def commands(self) -> dict[str, str]:
+        hub = self._hub()
+        commands = hub.prompt_commands(self._agent()) if hub is not None else []
+        return {f"/{c.name}": c.description or c.usage for c in commands}
+
+    def arguments(self, command: str) -> list[tuple[str, str]]:
+        hub = self._hub()
+        found = hub.prompt_commands(self._agent()) if hub is not None else []
+        for prompt in found:
+            if prompt.name == command:
+                return [(a.name, a.description) for a in prompt.arguments]
+        return []
+
+    def mentions(self) -> dict[str, str]:
+        hub = self._hub()
+        mentions = hub.mentions(self._agent()) if hub is not None else []
+        return {m.text: m.description for m in mentions}
+
+
+def prompt_problem(hub: McpHub | None, agent: object, text: str) -> str | None:
+    """Why `/mcp__server__prompt args…` cannot be sent (None: it can)."""
+    from ..plugins.mcp import parse_arguments
+
+    name, _, rest = text[1:].partition(" ")
+    found = hub.prompt_commands(agent) if hub is not None else []
+    command = next((c for c in found if c.name == name), None)
+    if command is None:
+        return f"no MCP prompt /{name} (Tab lists the commands)"
+    try:
+        parse_arguments(command, rest)
+    except ValueError as exc:
+        return f"{exc} (usage: {command.usage})"
+    return None
+
+
 def read_line() -> asyncio.Future[str]:
     """The next line of stdin, read by a daemon thread (it may never come)."""
     loop = asyncio.get_running_loop()

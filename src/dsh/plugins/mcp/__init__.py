@@ -21,6 +21,7 @@ from ._config import (
 )
 from ._hub import MCP, MCP_SERVER_STATUS, HubOptions, McpHub, ServerStatus
 from ._plugin import McpConfig, McpPlugin, connect_servers
+from ._prompts import Mention, PromptArgument, PromptCommand, parse_arguments
 from ._resources import LIST_RESOURCES, READ_RESOURCE
 from ._tools import McpToolError, model_parameters, render_result, server_prefix, tool_name
 
@@ -41,6 +42,9 @@ __all__ = [
     "McpHub",
     "McpPlugin",
     "McpToolError",
+    "Mention",
+    "PromptArgument",
+    "PromptCommand",
     "RestartPolicy",
     "ServerSpec",
     "ServerStatus",
@@ -54,6 +58,7 @@ __all__ = [
     "logout",
     "model_parameters",
     "open_in_browser",
+    "parse_arguments",
     "parse_servers",
     "project_file",
     "render_result",

@@ -25,6 +25,7 @@ __all__ = [
     "PromptCommand",
     "expand_prompt",
     "mentions",
+    "parse_arguments",
     "prompt_commands",
 ]
 
