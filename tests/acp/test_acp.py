@@ -447,3 +447,24 @@ async def test_a_prompt_continues_the_editors_trace(tmp_path: Path) -> None:
         await server.close()
     assert turn.trace_id.hex() == parent[3:35]
     assert turn.parent_span_id.hex() == parent[36:52]
+
+
+async def test_the_sessions_mcp_prompts_are_available_commands(tmp_path: Path) -> None:
+    calc = McpServerStdio(
+        name="calc",
+        command=sys.executable,
+        args=["-m", "tests.plugins.mcp.server"],
+        env=[EnvVariable(name="PYTHONPATH", value=CHILD_PYTHONPATH)],
+    )
+    client = Recorder()
+    async with OpenAIServer(["Reviewed."]) as server:
+        async with acp_agent(tmp_path, server.base_url, client) as (conn, _process):
+            ws = str(workspace(tmp_path))
+            session = (await conn.new_session(cwd=ws, mcp_servers=[calc])).session_id
+            (update,) = await client.until(lambda: client.of(session, "available_commands_update"))
+            (command,) = update.available_commands
+            assert (command.name, command.description) == ("mcp__calc__review", "Review a file.")
+            assert command.input.root.hint == "PATH [FOCUS]"
+            await conn.prompt(session_id=session, prompt=[text_block("/mcp__calc__review a.py")])
+        sent = _request_text(server, 0)
+    assert "Review a.py, looking for bugs." in sent
