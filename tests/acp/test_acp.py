@@ -404,13 +404,18 @@ async def test_without_the_sdk_one_line_names_the_extra(tmp_path: Path) -> None:
     ]
 
 
-async def test_mcp_servers_of_session_new_serve_that_session_only(tmp_path: Path) -> None:
-    calc = McpServerStdio(
+def calc_server() -> McpServerStdio:
+    """The MCP test server (tests/plugins/mcp/server.py) as an editor hands it over."""
+    return McpServerStdio(
         name="calc",
         command=sys.executable,
         args=["-m", "tests.plugins.mcp.server"],
         env=[EnvVariable(name="PYTHONPATH", value=CHILD_PYTHONPATH)],
     )
+
+
+async def test_mcp_servers_of_session_new_serve_that_session_only(tmp_path: Path) -> None:
+    calc = calc_server()
     script = [reply(tool_call("mcp__calc__add", {"a": 2, "b": 3})), "2 + 3 = 5.", "No tools."]
     client = Recorder(answers=["allow_once"])
     async with OpenAIServer(script) as server:
@@ -450,12 +455,7 @@ async def test_a_prompt_continues_the_editors_trace(tmp_path: Path) -> None:
 
 
 async def test_the_sessions_mcp_prompts_are_available_commands(tmp_path: Path) -> None:
-    calc = McpServerStdio(
-        name="calc",
-        command=sys.executable,
-        args=["-m", "tests.plugins.mcp.server"],
-        env=[EnvVariable(name="PYTHONPATH", value=CHILD_PYTHONPATH)],
-    )
+    calc = calc_server()
     client = Recorder()
     async with OpenAIServer(["Reviewed."]) as server:
         async with acp_agent(tmp_path, server.base_url, client) as (conn, _process):
