@@ -39,6 +39,7 @@ from ._asks import Waiting, call_settled, open_approval, open_question
 from ._diff import FileSnapshots
 from ._guard import LOOPBACK_HOSTS, Guard
 from ._live import LiveSessions
+from ._mcp import McpRoutes
 from ._sessions import session_list
 from ._stream import session_stream
 
@@ -121,6 +122,7 @@ class _Routes:
     def __init__(self, web: WebUI) -> None:
         self.web = web
         self.live = web.live
+        self.mcp = McpRoutes(web.ctx, web.live.get)
 
     def table(self) -> list[Route | Mount]:
         post = ["POST"]
@@ -135,6 +137,8 @@ class _Routes:
             Route("/api/sessions/{id}/fork", self.fork, methods=post),
             Route("/api/sessions/{id}/approvals/{call}", self.approve, methods=post),
             Route("/api/sessions/{id}/questions/{call}", self.reply, methods=post),
+            Route("/api/mcp", self.mcp.state),
+            Route("/api/mcp/{name}/login", self.mcp.login, methods=post),
             Mount("/static", StaticFiles(directory=STATIC)),
         ]
 

@@ -2,6 +2,7 @@
 // The address says which session is shown (`#session=<id>`); no session means a new one,
 // created when the first message is sent.
 
+import { refreshMcp, suggestInto } from "./mcp.js";
 import { Transcript } from "./transcript.js";
 
 const $ = (id) => document.getElementById(id);
@@ -49,11 +50,22 @@ function show(id) {
     };
     transcript.onchange = (event) => {
       update();
-      if (event.type === "TurnStartEvent" || event.type === "TurnEndEvent") soon(refreshSessions);
+      if (event.type === "TurnStartEvent" || event.type === "TurnEndEvent") {
+        soon(refreshSessions);
+        mcpSoon();
+      }
     };
   }
   update();
   drawSessions();
+  mcpSoon();
+}
+
+let mcpPending = null;
+
+function mcpSoon() {
+  clearTimeout(mcpPending);
+  mcpPending = setTimeout(() => refreshMcp(api, current?.id, $("mcp")), 300);
 }
 
 function update() {
@@ -195,6 +207,8 @@ $("new-session").addEventListener("click", () => {
   $("message").focus();
 });
 $("all-workspaces").addEventListener("change", refreshSessions);
+suggestInto($("message"), $("suggestions"));
+window.addEventListener("focus", mcpSoon);
 window.addEventListener("hashchange", route);
 route();
 refreshSessions();
