@@ -346,7 +346,9 @@ async def serve(
     assert route is not None
     ctx = await start(assembly)
     try:
-        await serve_stdio(ctx, ServeOptions(route.provider, route.model, assembly.workspace))
+        await serve_stdio(
+            ctx, ServeOptions(route.provider, route.model, assembly.workspace, ask=not yes)
+        )
     finally:
         await ctx.owner.dispose()
     return 0
