@@ -244,3 +244,22 @@ def test_chat_completes_prompt_commands_and_mentions(chat: Chats) -> None:
     assert "Review src/a.py, looking for bugs." in json.dumps(sent[1])
     assert "[resource memo://one]\\nmemo one" in json.dumps(sent[2])
     exits_cleanly(t)
+
+
+def test_chat_asks_a_servers_elicitation_at_the_prompt(chat: Chats) -> None:
+    dsh_home().mkdir(parents=True)
+    entry = stdio_server(approval="allow")
+    (dsh_home() / "mcp.json").write_text(json.dumps({"mcpServers": {"calc": entry}}))
+    t, server = chat([answer(tool_call("mcp__calc__book")), answer("Booked.")])
+    t.enter("book a table")
+    t.wait_for("? (1/3) Book a table?")
+    t.wait_for(lambda t: t.cursor_line().startswith("answer"))
+    t.enter("friday")
+    t.wait_for("? (2/3) Guests")
+    t.enter("4")
+    t.wait_for("? (3/3) Terrace — Sit outside")
+    t.enter("1")  # yes
+    t.wait_for("Booked.").wait_for(at_prompt)
+    sent = json.dumps(server.requests()[-1]["body"]["messages"])
+    assert "booked friday for 4 (terrace: True)" in sent
+    exits_cleanly(t)

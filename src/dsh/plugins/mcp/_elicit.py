@@ -76,9 +76,9 @@ class Elicitations:
                 answers = await questions.ask(request)
             except Aborted:
                 return "cancel", None
-            except QuestionError as exc:
-                asked = _noted(asked, str(exc))
-                continue
+            except QuestionError as exc:  # this surface cannot ask it (an editor: choices only)
+                _log.warning('MCP server "%s" asked for input; declined: %s', server, exc)
+                return "decline", None
             if answers is None:
                 return "decline", None
             if url:
