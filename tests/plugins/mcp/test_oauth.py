@@ -73,14 +73,15 @@ async def test_without_a_login_the_server_fails_saying_how_to_log_in(
     assert oauth_server.state()["registrations"] == 0  # nothing registered for nothing
 
 
-async def test_an_expired_token_is_refreshed_before_the_first_request(
-    oauth_server: OAuthServer, workspace: Path, runtime_factory: Any
+@pytest.mark.parametrize("left_s", [-5, 30], ids=["expired", "expiring"])
+async def test_an_expired_or_expiring_token_is_refreshed_before_the_first_request(
+    oauth_server: OAuthServer, workspace: Path, runtime_factory: Any, left_s: int
 ) -> None:
     spec = oauth_server.spec()
     await login(spec, lambda line: None, browser=follow_redirect)
     path = auth_file(spec)
     record = json.loads(path.read_text())
-    record["expiresAt"] = time.time() - 5  # an hour went by
+    record["expiresAt"] = time.time() + left_s  # most of an hour went by
     path.write_text(json.dumps(record))
     rt = await runtime_factory(workspace, {"mcpServers": {"hosted": oauth_server.entry()}})
     agent = await rt.agent(workspace)

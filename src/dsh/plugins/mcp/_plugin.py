@@ -109,8 +109,7 @@ class McpPlugin:
         async def deferred(
             payload: AssemblePayload, nxt: Next[AssemblePayload, PromptAssembly]
         ) -> PromptAssembly:
-            session = getattr(getattr(payload.context.agent, "session", None), "id", None)
-            return hub.deferral.apply(await nxt(), session if isinstance(session, str) else None)
+            return hub.deferral.apply(await nxt(), payload.context.agent)
 
         ctx.on(PROMPT_SUBMIT, before_turn)
         ctx.on(SYSTEM_PROMPT_ASSEMBLE, deferred)

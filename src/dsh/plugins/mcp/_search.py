@@ -11,7 +11,8 @@ from typing import Any
 
 import msgspec
 
-from ...llm import ContentBlock, Json, TextBlock, ToolSchema
+from ...events import ToolCallEvent, ToolResultEvent, typed_as
+from ...llm import ContentBlock, Json, Message, TextBlock, ToolResultBlock, ToolSchema, text_of
 from ...prompt import PromptAssembly
 from ...tools import ToolDefinition, ToolRunContext
 
@@ -46,6 +47,25 @@ class Deferral:
     def loaded(self, session: str) -> list[str]:
         return self._loaded.get(session, [])
 
+    def _restore(self, agent: object) -> str | None:
+        """The agent's session id; the first time, its loads are read back from its log
+        (a resumed session, a restarted process: the same tools, in the same order)."""
+        session = getattr(agent, "session", None)
+        session_id = getattr(session, "id", None)
+        if not isinstance(session_id, str) or session_id in self._loaded:
+            return session_id if isinstance(session_id, str) else None
+        searches: set[str] = set()
+        names: list[str] = []
+        for event in getattr(session, "events", ()):
+            call = typed_as(event, ToolCallEvent)
+            if call is not None and call.name == TOOL_SEARCH:
+                searches.add(call.call_id)
+            result = typed_as(event, ToolResultEvent)
+            if result is not None and result.call_id in searches and result.error is None:
+                names += _loaded_names(result.message)
+        self._loaded[session_id] = list(dict.fromkeys(names))
+        return session_id
+
     def load(self, session: str, names: Iterable[str]) -> list[str]:
         """Add `names` to the session's loaded tools; those that were not loaded yet."""
         loaded = self._loaded.setdefault(session, [])
@@ -53,7 +73,7 @@ class Deferral:
         loaded.extend(new)
         return new
 
-    def apply(self, assembly: PromptAssembly, session: str | None) -> PromptAssembly:
+    def apply(self, assembly: PromptAssembly, agent: object | None) -> PromptAssembly:
         """The assembly as the model should get it: every tool, without `tool_search`; or,
         deferred, the other tools in their order, then the session's loaded MCP tools."""
         names = self._names()
@@ -66,7 +86,7 @@ class Deferral:
             kept = [t for t in assembly.tools if t.name != TOOL_SEARCH]
             return msgspec.structs.replace(assembly, tools=tuple(kept))
         by_name = {t.name: t for t in mcp}
-        loaded = [by_name[n] for n in self.loaded(session or "") if n in by_name]
+        loaded = [by_name[n] for n in self.loaded(self._restore(agent) or "") if n in by_name]
         return msgspec.structs.replace(assembly, tools=(*others, *loaded))
 
     def _over(self, tools: list[ToolSchema]) -> bool:
@@ -133,6 +153,17 @@ def _ranked(query: str, tools: Sequence[tuple[str, str]]) -> list[tuple[str, str
         if score:
             scored.append((-score, name, about))
     return [(name, about) for _, name, about in sorted(scored)]
+
+
+def _loaded_names(message: Message) -> list[str]:
+    """The tools a logged `tool_search` result says it loaded (its `- name: …` lines)."""
+    names = []
+    for block in message.content:
+        inner = block.content if isinstance(block, ToolResultBlock) else ()
+        for line in text_of(inner).splitlines():
+            if line.startswith("- ") and ":" in line:
+                names.append(line[2:].split(":", 1)[0])
+    return names
 
 
 def _render(args: Any, value: Any) -> tuple[ContentBlock, ...]:
