@@ -16,6 +16,7 @@ from ._config import ServerSpec
 __all__ = [
     "LOGIN_REQUIRED",
     "AuthState",
+    "LoginRequired",
     "auth_file",
     "auth_state",
     "edit_auth",
@@ -28,6 +29,13 @@ AuthState = Literal["logged-in", "login-required"]
 LOGIN_REQUIRED = "login required"
 """The start of the error of a server that needs `dsh mcp login NAME`."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+class LoginRequired(Exception):
+    """The server wants an OAuth login, and this process cannot ask for one."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"{LOGIN_REQUIRED}: run `dsh mcp login {name}` (or /mcp in dsh chat)")
 
 
 def auth_file(spec: ServerSpec) -> Path:

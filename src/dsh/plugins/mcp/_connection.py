@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 from ..._lazy import extra_hint
 from ...kernel import CancelSignal, Disposer, Owner
 from ...llm import Json
+from ._auth_store import LoginRequired
 from ._config import RestartPolicy, ServerSpec, State
 from ._tools import ConnectionLost, McpToolError
 
@@ -272,6 +273,8 @@ class Connection:
 def _describe(exc: BaseException, spec: ServerSpec) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    if isinstance(exc, LoginRequired):
+        return str(exc)
     if isinstance(exc, ModuleNotFoundError) and (exc.name or "").startswith("mcp"):
         return f"the MCP SDK is not installed (dsh's mcp extra): {extra_hint('mcp')}"
     if isinstance(exc, OSError) and spec.transport == "stdio" and exc.strerror:

@@ -18,21 +18,14 @@ from mcp.shared.auth import (
 )
 from pydantic import ValidationError
 
-from ._auth_store import LOGIN_REQUIRED, edit_auth, read_auth
+from ._auth_store import LoginRequired, edit_auth, read_auth
 from ._config import ServerSpec
 
-__all__ = ["REFRESH_AHEAD_S", "Authorizer", "LoginRequired", "McpOAuth", "TokenFile", "uses_oauth"]
+__all__ = ["REFRESH_AHEAD_S", "Authorizer", "McpOAuth", "TokenFile", "uses_oauth"]
 
 REFRESH_AHEAD_S = 60.0
 """An access token this close to its expiry is refreshed before the request."""
 _NO_REDIRECT = "http://127.0.0.1/callback"
-
-
-class LoginRequired(Exception):
-    """The server wants an OAuth login, and this process cannot ask for one."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"{LOGIN_REQUIRED}: run `dsh mcp login {name}` (or /mcp in dsh chat)")
 
 
 class Authorizer(Protocol):
