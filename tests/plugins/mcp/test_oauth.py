@@ -4,6 +4,7 @@ the redirect with an HTTP client instead of a browser."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import stat
@@ -17,7 +18,7 @@ import pytest
 
 from dsh.agent import run_prompt
 from dsh.plugins.mcp._auth_store import auth_file
-from dsh.plugins.mcp._login import login, logout
+from dsh.plugins.mcp._login import LoginError, login, logout
 from dsh.testing import reply, tool_call
 
 from .support import OAuthServer, running_oauth_server
@@ -123,3 +124,18 @@ async def test_logout_revokes_and_deletes_the_tokens(oauth_server: OAuthServer) 
     state = oauth_server.state()
     assert (state["revocations"], state["live_refresh"]) == (2, 0)
     assert await logout(spec) == "not logged in to hosted"
+
+
+async def test_a_failed_login_keeps_the_tokens_it_had(oauth_server: OAuthServer) -> None:
+    spec = oauth_server.spec()
+    await login(spec, lambda line: None, browser=follow_redirect)
+    before = json.loads(auth_file(spec).read_text())["tokens"]
+    refused: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    refused.set_result("http://127.0.0.1:1/callback?error=access_denied")  # pasted back
+
+    async def nowhere(url: str) -> bool:
+        return False
+
+    with pytest.raises(LoginError, match="the authorization server refused: access_denied"):
+        await login(spec, lambda line: None, browser=nowhere, pasted=refused)
+    assert json.loads(auth_file(spec).read_text())["tokens"] == before

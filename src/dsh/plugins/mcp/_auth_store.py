@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from ...llm import Json
-from ...workspace import dsh_home, edit_json_file, read_json_object
+from ...workspace import SettingsError, dsh_home, edit_json_file, read_json_object
 from ._config import ServerSpec
 
 __all__ = [
@@ -74,4 +74,7 @@ def auth_state(spec: ServerSpec, error: str | None) -> AuthState | None:
         return None
     if error is not None and LOGIN_REQUIRED in error:
         return "login-required"
-    return "logged-in" if isinstance(read_auth(spec).get("tokens"), dict) else None
+    try:
+        return "logged-in" if isinstance(read_auth(spec).get("tokens"), dict) else None
+    except SettingsError:  # a damaged file: the next login writes it again
+        return None

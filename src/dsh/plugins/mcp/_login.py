@@ -26,6 +26,7 @@ __all__ = ["LoginError", "LoopbackLogin", "login", "logout"]
 
 LOGIN_TIMEOUT_S = 300.0
 """How long a login waits for the browser (or a pasted address)."""
+_TOKENS = ("tokens", "expiresAt")
 Show = Callable[[str], None]
 Browser = Callable[[str], Awaitable[object]]
 _DONE_PAGE = b"<!doctype html><title>dsh</title><p>Logged in. You can close this tab.</p>"
@@ -163,20 +164,18 @@ async def login(
 
     if not uses_oauth(spec):
         raise LoginError(_no_oauth(spec))
-    forget_tokens(spec)
+    kept = {k: v for k, v in read_auth(spec).items() if k in _TOKENS}
+    _drop(spec, *_TOKENS)  # a login starts clean (the registered client stays)
     async with loopback(spec, show, browser, pasted) as authorizer:
         auth = McpOAuth(spec, authorizer)
         try:
             async with open_session(spec, auth=auth) as session:
                 await session.tools()
         except Exception as exc:
+            if kept and not auth.logged_in:
+                edit_auth(spec, lambda data: data.update(kept))  # the old tokens stay
             raise LoginError(f"cannot log in to {spec.name}: {_reason(exc)}") from None
     return auth.logged_in
-
-
-def forget_tokens(spec: ServerSpec) -> None:
-    """Drop stored tokens (a login starts clean) but keep the registered client."""
-    _drop(spec, "tokens", "expiresAt")
 
 
 def _drop(spec: ServerSpec, *keys: str) -> None:
