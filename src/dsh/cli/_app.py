@@ -119,6 +119,11 @@ class OutputFormat(StrEnum):
     stream_json = "stream-json"
 
 
+class BatchFormat(StrEnum):
+    tasks = "tasks"
+    swebench = "swebench"
+
+
 OtelOption = Annotated[
     bool,
     typer.Option(
@@ -563,18 +568,62 @@ def batch_command(
             help="Session ids are PREFIX + task id (default: OUT-).",
         ),
     ] = None,
+    format_: Annotated[
+        BatchFormat,
+        typer.Option(
+            "--format",
+            help="tasks (default): dsh task lines; swebench: SWE-bench instances, and a "
+            "predictions file of the workspaces' diffs.",
+        ),
+    ] = BatchFormat.tasks,
+    predictions: Annotated[
+        Path | None,
+        typer.Option(
+            "--predictions",
+            metavar="FILE",
+            help="swebench: the predictions file (default: OUT's name + .predictions.jsonl).",
+        ),
+    ] = None,
+    repos: Annotated[
+        Path | None,
+        typer.Option(
+            "--repos",
+            metavar="DIR",
+            help="swebench: an instance without repo_path is checked out at DIR/<instance_id>.",
+        ),
+    ] = None,
+    model_name: Annotated[
+        str,
+        typer.Option(
+            "--model-name", metavar="NAME", help="swebench: the predictions' model_name_or_path."
+        ),
+    ] = "dsh",
+    max_steps: MaxStepsOption = None,
+    max_tool_calls: MaxToolCallsOption = None,
+    max_tokens_in: MaxTokensInOption = None,
+    max_tokens_out: MaxTokensOutOption = None,
+    max_cost: MaxCostOption = None,
 ) -> None:
     """Run every task of TASKS, each in its own session; results to --out (a rerun resumes).
 
     TASKS is a JSONL file, one task per line: {"id": "t1", "prompt": "…"} and optionally
-    "cwd" (relative to the file), "model" (provider:model) and "profile" (a file).
+    "cwd" (relative to the file), "model" (provider:model) and "profile" (a file). With
+    --format swebench: SWE-bench instances ({"instance_id", "problem_statement", "repo",
+    "base_commit"} and "repo_path", the checkout at base_commit). The budgets (--max-steps,
+    --max-cost, …) hold per task.
     """
-    from ._batch import BatchOptions, run_batch
+    from ._batch import BatchOptions, SweBenchOptions, run_batch
 
     options = BatchOptions(
         tasks, out, concurrency, ray, workers, store, model, profile, cwd, yes, session_prefix
     )
-    options = msgspec.structs.replace(options, base_url=base_url, sandbox=_mode(sandbox))
+    limits = _limits(max_steps, max_tool_calls, max_tokens_in, max_tokens_out, max_cost)
+    swebench = None
+    if format_ is BatchFormat.swebench:
+        swebench = SweBenchOptions(predictions, repos, model_name)
+    options = msgspec.structs.replace(
+        options, base_url=base_url, sandbox=_mode(sandbox), limits=limits, swebench=swebench
+    )
     exit_with(run_batch(options))
 
 
