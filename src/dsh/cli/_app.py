@@ -119,6 +119,11 @@ class OutputFormat(StrEnum):
     stream_json = "stream-json"
 
 
+class ReplayTools(StrEnum):
+    recorded = "recorded"
+    rerun = "rerun"
+
+
 class BatchFormat(StrEnum):
     tasks = "tasks"
     swebench = "swebench"
@@ -625,6 +630,44 @@ def batch_command(
         options, base_url=base_url, sandbox=_mode(sandbox), limits=limits, swebench=swebench
     )
     exit_with(run_batch(options))
+
+
+@app.command("replay")
+def replay_command(
+    session_id: Annotated[str | None, typer.Argument(metavar="ID", hidden=True)] = None,
+    directory: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir", metavar="DIR", help="Replay every session log under DIR, as a table."
+        ),
+    ] = None,
+    tools: Annotated[
+        ReplayTools,
+        typer.Option(
+            "--tools",
+            help="recorded (default): each call gets its recorded result; rerun: the tools "
+            "run again in a scratch copy of the workspace.",
+        ),
+    ] = ReplayTools.recorded,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            metavar="DIR",
+            help="The folder --tools rerun copies (default: the session's, as it is now).",
+        ),
+    ] = None,
+    profile: ProfileOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Run stored session ID (a unique prefix, or a session log file) again through
+    today's code, offline, its recorded answers as the model; print where it diverged (the
+    first differing request as a diff of the request bodies, and the tool calls or results
+    that differ). Exit 0 when identical, 1 when it diverged."""
+    from ._replay import ReplayOptions, run_replay
+
+    options = ReplayOptions(session_id, directory, tools.value, profile, workspace, json_)
+    exit_with(run_replay(options))
 
 
 @app.command("web")

@@ -1,0 +1,109 @@
+"""Replay: a scripted session recorded by a real `dsh run`, replayed through today's code
+(the loopback server answering with the recorded answers), and what changes it reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import dsh.testing
+from dsh.replay import replay_async
+from dsh.testing import reasoning, reply, tool_call
+from tests.conftest import FIXTURES
+
+from .support import note_profile, record
+
+SCRIPT = [
+    reply(reasoning("look first"), tool_call("read", {"file_path": "a.txt"}, id="call_r")),
+    reply(tool_call("note", {"text": "hi"}, id="call_n")),
+    "The file says hi.",
+]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "a.txt").write_text("hi\n")
+    return folder
+
+
+async def test_a_recorded_session_replays_identically(tmp_path: Path, workspace: Path) -> None:
+    profile = note_profile(tmp_path, "Keep a short note.")
+    log = await record(tmp_path, workspace, list(SCRIPT), "--profile", str(profile))
+    for tools in ("recorded", "rerun"):
+        report = await replay_async(log, tools=tools, profiles=[profile])  # type: ignore[arg-type]
+        report.assert_identical()
+        assert report.recorded_requests == report.replayed_requests == 3
+        assert "replayed identically" in report.summary()
+
+
+async def test_a_changed_tool_description_is_reported_at_its_first_request(
+    tmp_path: Path, workspace: Path
+) -> None:
+    log = await record(
+        tmp_path, workspace, list(SCRIPT), "--profile", str(note_profile(tmp_path, "Old words."))
+    )
+    changed = note_profile(tmp_path, "New words.", "changed.yml")
+    report = await replay_async(log, profiles=[changed])
+    assert not report.identical
+    assert report.request is not None
+    assert (report.request.number, report.request.parts) == (1, ("tools",))
+    assert '-      "description": "Old words."' in report.request.diff
+    assert '+      "description": "New words."' in report.request.diff
+    assert report.tool_calls == ()  # the calls and their (recorded) results did not change
+    with pytest.raises(AssertionError, match=r"diverged at request 1 \(tools\)"):
+        report.assert_identical()
+
+
+async def test_a_changed_system_prompt_is_reported_at_the_first_request_it_changes(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """The recorded session writes AGENTS.md at step 1, so its system prompt changes from
+    request 2. Replayed with recorded tool results nothing is written: request 2 differs."""
+    profile = note_profile(tmp_path, "Keep a short note.")
+    rules = {"file_path": "AGENTS.md", "content": "Answer in French.\n"}
+    script = [reply(tool_call("write", rules, id="call_w")), "C'est fait."]
+    log = await record(tmp_path, workspace, script, "--profile", str(profile))
+    (workspace / "AGENTS.md").unlink()
+    report = await replay_async(log, profiles=[profile])
+    assert report.request is not None
+    assert (report.request.number, report.request.parts) == (2, ("system",))
+    assert "-  Answer in French." in report.request.diff
+    rerun = await replay_async(log, tools="rerun", profiles=[profile])
+    rerun.assert_identical()  # the copy's AGENTS.md is written again
+
+
+async def test_with_tools_rerun_a_changed_file_is_reported(tmp_path: Path, workspace: Path) -> None:
+    profile = note_profile(tmp_path, "Keep a short note.")
+    log = await record(tmp_path, workspace, list(SCRIPT), "--profile", str(profile))
+    (workspace / "a.txt").write_text("bye\n")
+    recorded = await replay_async(log, profiles=[profile])
+    recorded.assert_identical()  # recorded results: the file is not read again
+    report = await replay_async(log, tools="rerun", profiles=[profile])
+    assert [(t.number, t.call_id, t.name, t.what) for t in report.tool_calls] == [
+        (1, "call_r", "read", "result")
+    ]
+    assert "-    1: hi" in report.tool_calls[0].diff
+    assert "+    1: bye" in report.tool_calls[0].diff
+    assert report.request is not None
+    assert (report.request.number, report.request.parts) == (2, ("messages",))
+    assert (workspace / "a.txt").read_text() == "bye\n"  # the rerun ran in a copy
+
+
+async def test_a_reference_runtime_log_replays(tmp_path: Path) -> None:
+    report = await dsh.testing.replay_async(FIXTURES / "ts-logs" / "tools3" / "session.jsonl")
+    assert report.session_id == "session-31cc085c-400f-403d-8381-b1e850f2ddee"
+    assert report.recorded_requests == report.replayed_requests == 4
+    assert report.request is not None
+    # Another runtime's prompt and tools: the very first request differs there.
+    assert report.request.number == 1
+    assert {"system", "tools"} <= set(report.request.parts)
+    assert report.tool_calls == ()  # its three `read` calls got their recorded results
+
+
+def test_the_sync_helper_runs_its_own_loop(tmp_path: Path) -> None:
+    report = dsh.testing.replay(FIXTURES / "ts-logs" / "plain" / "session.jsonl")
+    assert report.recorded_requests == 1
+    assert isinstance(report, dsh.testing.ReplayReport)
