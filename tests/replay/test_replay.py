@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 
 import dsh.testing
-from dsh.replay import replay_async
-from dsh.testing import reasoning, reply, tool_call
+from dsh.agent import AgentOptions, CreateAgentOptions
+from dsh.assembly import RuntimeSpec, assemble, start
+from dsh.replay import load_log, replay_async, request_views
+from dsh.session import SessionMeta
+from dsh.testing import OpenAIServer, hold, reasoning, reply, tool_call
 from tests.conftest import FIXTURES
 
 from .support import note_profile, record
@@ -107,3 +110,40 @@ def test_the_sync_helper_runs_its_own_loop(tmp_path: Path) -> None:
     report = dsh.testing.replay(FIXTURES / "ts-logs" / "plain" / "session.jsonl")
     assert report.recorded_requests == 1
     assert isinstance(report, dsh.testing.ReplayReport)
+
+
+async def test_a_prompt_that_steered_a_turn_steers_it_again(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-loopback")
+    held = hold()
+    script = [reply(tool_call("read", {"file_path": "a.txt"}, id="call_r"), held), "Hi, and bye."]
+    async with OpenAIServer(script) as server:
+        spec = RuntimeSpec(
+            workspace=str(workspace),
+            store=str(tmp_path / "sessions"),
+            model="deepseek:deepseek-v4-flash",
+            base_url=server.base_url,
+            auto_approve=True,
+        )
+        ctx = await start(assemble(spec))
+        try:
+            options = AgentOptions("deepseek-official", "deepseek-v4-flash")
+            meta = SessionMeta(cwd=str(workspace))
+            handle = await ctx.agents.create(
+                CreateAgentOptions("session-steered", meta, None, options)
+            )
+            handle.agent.followup("read a.txt")
+            await held.reached()  # step 1 streams: the user steers
+            handle.agent.steer("and say bye")
+            held.release()
+            await handle.agent.when_idle()
+            await handle.dispose()
+        finally:
+            await ctx.owner.dispose()
+    (log,) = (tmp_path / "sessions").rglob("session.jsonl")
+    stored = await load_log(log)
+    second = request_views(stored.header, stored.events)[1].body["messages"]
+    assert second[-1] == {"role": "user", "content": [{"type": "text", "text": "and say bye"}]}
+    report = await replay_async(log)
+    report.assert_identical()

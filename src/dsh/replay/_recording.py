@@ -56,11 +56,6 @@ class Recording(msgspec.Struct, frozen=True):
     model: str | None
     sandbox: str | None
 
-    @property
-    def turns(self) -> list[int]:
-        """The turns a user's prompt opened, in order."""
-        return sorted({p.turn for p in self.prompts})
-
 
 def recording_of(header: SessionHeader, events: Sequence[SessionEvent]) -> Recording:
     prompts: list[Prompt] = []

@@ -15,7 +15,7 @@ from .._context import Context
 from ..agent import AgentHandle, AgentOptions, CreateAgentOptions
 from ..assembly import RuntimeSpec, assemble, start
 from ..kernel import Next
-from ..llm import Json, blocks_from_json, expect
+from ..llm import Json, Message, blocks_from_json, expect
 from ..llm.adapters import ModelRoute, parse_model
 from ..profiles import load_profile
 from ..session import SessionEvent, SessionMeta
@@ -31,6 +31,10 @@ ToolsMode = Literal["recorded", "rerun"]
 
 REPLAY_KEY_ENV = "DSH_REPLAY_API_KEY"
 """The key the replay's route sends to its own loopback server (never a real key)."""
+
+SUBAGENT_TOOLS = frozenset({"subagent", "subagent_fork"})
+"""Tools whose recorded results a rerun serves too: a subagent's model calls would need its
+own session's answers (the subagents plugin's default tool names)."""
 
 END_OF_RECORDING = "[replay: the recording has no answer for this request]"
 """What a request past the recorded answers is told (a plain answer: the turn ends)."""
@@ -57,37 +61,55 @@ async def play(
     session's folder as it is now)."""
     with tempfile.TemporaryDirectory(prefix="dsh-replay-") as scratch:
         folder = _workspace(recording, tools, workspace, Path(scratch))
-        answers = _Answers(recording.answers)
-        async with OpenAIServer([answers.next] * answers.capacity(recording)) as server:
+        answers = _Answers(recording)
+        async with OpenAIServer([answers.next] * answers.capacity()) as server:
             store = Path(scratch) / "sessions"
             ctx, route = await _runtime(recording, folder, store, server, profiles)
             try:
-                if tools == "recorded":
-                    ctx.on(TOOLS_EXECUTE, _recorded_results(recording.events))
-                events = await _drive(ctx, recording, folder, route)
+                only = None if tools == "recorded" else SUBAGENT_TOOLS
+                ctx.on(TOOLS_EXECUTE, _recorded_results(recording.events, only))
+                events = await _drive(ctx, answers, folder, recording.header.id, route)
             finally:
                 await ctx.owner.dispose()
         return Played(events, folder, answers.extra)
 
 
 class _Answers:
-    """The recorded answers, one per request; past them, `END_OF_RECORDING`."""
+    """The recorded answers, one per request; past them, `END_OF_RECORDING`. A prompt that
+    steered a running turn is steered again when the answer of the step before it is served
+    (it then joins the next step, as it did)."""
 
-    def __init__(self, answers: Sequence[Reply]) -> None:
-        self.answers = list(answers)
+    def __init__(self, recording: Recording) -> None:
+        self.answers = list(recording.answers)
         self.served = 0
         self.extra = 0
+        self.steer: Callable[[Message], object] | None = None
+        self.steers: dict[int, list[Message]] = {}
+        self.upfront: dict[int, list[Message]] = {}
+        for prompt in recording.prompts:
+            before = [
+                i
+                for i, (turn, step) in enumerate(recording.answer_steps)
+                if turn == prompt.turn and step < prompt.step
+            ]
+            if before:
+                self.steers.setdefault(before[-1], []).append(prompt.message)
+            else:
+                self.upfront.setdefault(prompt.turn, []).append(prompt.message)
 
-    def capacity(self, recording: Recording) -> int:
+    def capacity(self) -> int:
         # Each turn may ask once past the recording before its plain answer ends it.
-        return len(self.answers) + len(recording.turns) + 1
+        return len(self.answers) + len(self.upfront) + 1
 
     def next(self, _request: RecordedRequest) -> Reply:
-        if self.served < len(self.answers):
-            self.served += 1
-            return self.answers[self.served - 1]
-        self.extra += 1
-        return reply(END_OF_RECORDING)
+        if self.served >= len(self.answers):
+            self.extra += 1
+            return reply(END_OF_RECORDING)
+        self.served += 1
+        for message in self.steers.get(self.served - 1, ()):
+            if self.steer is not None:
+                self.steer(message)
+        return self.answers[self.served - 1]
 
 
 def _workspace(
@@ -148,31 +170,37 @@ async def _runtime(
 
 
 async def _drive(
-    ctx: Context, recording: Recording, workspace: str, route: ModelRoute
+    ctx: Context, answers: _Answers, workspace: str, session_id: str, route: ModelRoute
 ) -> Sequence[SessionEvent]:
     options = AgentOptions(provider=route.provider, model=route.model)
     meta = SessionMeta(cwd=workspace)
-    create = CreateAgentOptions(recording.header.id, meta, None, options)
+    create = CreateAgentOptions(session_id, meta, None, options)
     handle: AgentHandle = await ctx.agents.create(create)
     agent = handle.agent
+    answers.steer = agent.steer
     try:
-        for turn in recording.turns:
-            prompts = [p.message for p in recording.prompts if p.turn == turn]
+        for turn in sorted(answers.upfront):
+            prompts = answers.upfront[turn]
             for index, message in enumerate(prompts):
                 agent.send(message, "next-turn", wakeup=index == len(prompts) - 1)
             await agent.when_idle()
         return tuple(agent.session.events)
     finally:
+        answers.steer = None
         await handle.dispose()
 
 
 _Serve = Callable[[ToolExecution, Next[ToolExecution, ToolResult]], Awaitable[ToolResult]]
 
 
-def _recorded_results(events: Sequence[SessionEvent]) -> _Serve:
-    """A `tools/execute` wrapper answering each call whose id the recording has with the
-    recorded result; the body does not run."""
-    recorded = {view.call_id: view.result for view in tool_views(events) if view.result is not None}
+def _recorded_results(events: Sequence[SessionEvent], only: frozenset[str] | None) -> _Serve:
+    """A `tools/execute` wrapper answering each call whose id the recording has (of the
+    tools `only` names, if given) with the recorded result; the body does not run."""
+    recorded = {
+        view.call_id: view.result
+        for view in tool_views(events)
+        if view.result is not None and (only is None or view.name in only)
+    }
 
     async def serve(exec: ToolExecution, next: Next[ToolExecution, ToolResult]) -> ToolResult:
         result = recorded.get(exec.call_id)
