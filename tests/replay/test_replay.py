@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,9 +11,10 @@ import pytest
 import dsh.testing
 from dsh.agent import AgentOptions, CreateAgentOptions
 from dsh.assembly import RuntimeSpec, assemble, start
+from dsh.plugins.session_title import SYSTEM as TITLE_SYSTEM
 from dsh.replay import load_log, replay_async, request_views
 from dsh.session import SessionMeta
-from dsh.testing import OpenAIServer, hold, reasoning, reply, tool_call
+from dsh.testing import OpenAIServer, RecordedRequest, Reply, hold, reasoning, reply, tool_call
 from tests.conftest import FIXTURES
 
 from .support import note_profile, record
@@ -147,3 +149,25 @@ async def test_a_prompt_that_steered_a_turn_steers_it_again(
     assert second[-1] == {"role": "user", "content": [{"type": "text", "text": "and say bye"}]}
     report = await replay_async(log)
     report.assert_identical()
+
+
+async def test_side_calls_get_what_the_recording_got(tmp_path: Path, workspace: Path) -> None:
+    """With LLM titles on, a title call runs beside step 1: it is answered in process with the
+    recorded title, and takes none of the loop's recorded answers."""
+    titles = tmp_path / "titles.yml"
+    titles.write_text("- id: session-title-llm\n  name: session_title_llm\n")
+    loop_answers = [reply(tool_call("read", {"file_path": "a.txt"}, id="call_r")), "It says hi."]
+
+    def answer(request: RecordedRequest) -> Reply | str:
+        if TITLE_SYSTEM in json.dumps(request.body):
+            return "Reading a small file"
+        return loop_answers.pop(0)
+
+    log = await record(tmp_path, workspace, [answer] * 3, "--profile", str(titles))
+    recorded = (await load_log(log)).events
+    assert any(
+        e.type == "session/title" and e.data["title"] == "Reading a small file" for e in recorded
+    )
+    report = await replay_async(log, profiles=[titles])
+    report.assert_identical()
+    assert report.recorded_requests == 2

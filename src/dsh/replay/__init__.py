@@ -16,6 +16,7 @@ from ._api import replay, replay_async, replay_log, replay_stored
 from ._recording import Prompt, Recording, ReplayError, load_log, recording_of
 from ._report import ReplayReport, RequestDivergence, ToolDivergence
 from ._run import REPLAY_KEY_ENV, ToolsMode, model_string
+from ._side import side_calls
 from ._views import RequestView, ToolView, request_views, tool_views
 
 __all__ = [
@@ -37,5 +38,6 @@ __all__ = [
     "replay_log",
     "replay_stored",
     "request_views",
+    "side_calls",
     "tool_views",
 ]

@@ -17,8 +17,9 @@ __all__ = ["ReplayReport", "RequestDivergence", "ToolDivergence", "compare"]
 
 class RequestDivergence(msgspec.Struct, frozen=True):
     """The first request today's code sent differently (or did not send, or sent beyond the
-    recording): `parts` names the body's keys that differ; `diff` is a unified diff of the
-    two bodies, recorded first."""
+    recording): `parts` names the body's keys that differ (`answer`: the replay's model got
+    another answer than the recorded one: a side call took it); `diff` is a unified diff of
+    the two bodies, recorded first."""
 
     number: int
     turn: int
@@ -104,8 +105,8 @@ def _first_request(
     for index in range(max(len(recorded), len(replayed))):
         old = recorded[index] if index < len(recorded) else None
         new = replayed[index] if index < len(replayed) else None
-        old_body = None if old is None else old.body
-        new_body = None if new is None else new.body
+        old_body = None if old is None else {**old.body, "answer": old.answer}
+        new_body = None if new is None else {**new.body, "answer": new.answer}
         if old_body == new_body:
             continue
         parts = _differing_keys(old_body, new_body)

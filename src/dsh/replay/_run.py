@@ -15,7 +15,7 @@ from .._context import Context
 from ..agent import AgentHandle, AgentOptions, CreateAgentOptions
 from ..assembly import RuntimeSpec, assemble, start
 from ..kernel import Next
-from ..llm import Json, Message, blocks_from_json, expect
+from ..llm import LLM_STREAM, Json, Message, blocks_from_json, expect
 from ..llm.adapters import ModelRoute, parse_model
 from ..profiles import load_profile
 from ..session import SessionEvent, SessionMeta
@@ -23,6 +23,7 @@ from ..testing import OpenAIServer, RecordedRequest, Reply, reply
 from ..tools import TOOLS_EXECUTE, ToolErrorInfo, ToolExecution, ToolFailure, ToolResult
 from ..tools import ToolSuccess as _Success
 from ._recording import Recording, ReplayError
+from ._side import side_calls
 from ._views import tool_views
 
 __all__ = ["REPLAY_KEY_ENV", "Played", "ToolsMode", "model_string", "play"]
@@ -66,6 +67,7 @@ async def play(
             store = Path(scratch) / "sessions"
             ctx, route = await _runtime(recording, folder, store, server, profiles)
             try:
+                ctx.on(LLM_STREAM, side_calls(recording.events))
                 only = None if tools == "recorded" else SUBAGENT_TOOLS
                 ctx.on(TOOLS_EXECUTE, _recorded_results(recording.events, only))
                 events = await _drive(ctx, answers, folder, recording.header.id, route)

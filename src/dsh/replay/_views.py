@@ -25,12 +25,14 @@ request from its loopback server, whatever the recorded provider was)."""
 class RequestView(msgspec.Struct, frozen=True):
     """One model request as the log gives it: `number` counts the session's answered
     requests from 1; `body` is `{model, config, system, tools, messages}` (messages without
-    their ids and sources: what the model reads)."""
+    their ids and sources: what the model reads); `answer` the message that answered it
+    (a replay's must be the recorded one: else its answers went astray)."""
 
     number: int
     turn: int
     step: int
     body: dict[str, Json]
+    answer: dict[str, Json] = msgspec.field(default_factory=dict)
 
 
 class ToolView(msgspec.Struct, frozen=True):
@@ -59,7 +61,8 @@ def request_views(header: SessionHeader, events: Sequence[SessionEvent]) -> list
             prefix = Session(header, events[:index])
             body = _body(prefix)
             turn, step = _int(event.data.get("turn")), _int(event.data.get("step"))
-            views.append(RequestView(len(views) + 1, turn, step, body))
+            answer = _message(Message.from_json(expect(event.data.get("message"), dict)))
+            views.append(RequestView(len(views) + 1, turn, step, body, answer))
     return views
 
 
