@@ -12,7 +12,7 @@ import dsh.testing
 from dsh.agent import AgentOptions, CreateAgentOptions
 from dsh.assembly import RuntimeSpec, assemble, start
 from dsh.plugins.session_title import SYSTEM as TITLE_SYSTEM
-from dsh.replay import load_log, replay_async, request_views
+from dsh.replay import load_log, replay_async, replay_log, request_views
 from dsh.session import SessionMeta
 from dsh.testing import OpenAIServer, RecordedRequest, Reply, hold, reasoning, reply, tool_call
 from tests.conftest import FIXTURES
@@ -171,3 +171,14 @@ async def test_side_calls_get_what_the_recording_got(tmp_path: Path, workspace: 
     report = await replay_async(log, profiles=[titles])
     report.assert_identical()
     assert report.recorded_requests == 2
+
+
+async def test_with_recorded_results_a_call_without_one_runs_nothing(tmp_path: Path) -> None:
+    """The reference log killed during `bash sleep 30`, read as stored (no repair): its call
+    has no result, and the replay answers it NOT_RECORDED instead of running it."""
+    stored = await load_log(FIXTURES / "ts-logs" / "killed-in-tool", repair=False)
+    assert [e.type for e in stored.events[-2:]] == ["tool/call", "session/title"]
+    report = await replay_log(stored)
+    (tool,) = report.tool_calls
+    assert (tool.name, tool.what) == ("bash", "result")
+    assert "NOT_RECORDED" in tool.diff

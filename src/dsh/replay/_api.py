@@ -116,6 +116,5 @@ async def replay_stored(
 ) -> ReplayReport:
     """Replay the stored session `session_id` (its crash-repair closers appended, nothing
     written to it)."""
-    log = await persistence.inspect(session_id)
-    full = StoredLog(log.header, (*log.events, *log.repair))
-    return await replay_log(full, tools=tools, profiles=profiles, workspace=workspace)
+    log = await persistence.inspect(session_id)  # its events end with the proposed closers
+    return await replay_log(log, tools=tools, profiles=profiles, workspace=workspace)

@@ -122,15 +122,18 @@ def _finish(event: SessionEvent, events: Sequence[SessionEvent]) -> str | None:
     return None
 
 
-async def load_log(path: str | os.PathLike[str]) -> StoredLog:
+async def load_log(path: str | os.PathLike[str], *, repair: bool = True) -> StoredLog:
     """A session log file (`session.jsonl`, `session.v4.jsonl`, compressed or not; or the
     folder holding it) read as the session store reads it: the reference runtime's logs
-    too, a torn or unfinished one with its crash-repair closers appended."""
+    too, a torn or unfinished one with its crash-repair closers appended (`repair=False`:
+    left open, as stored)."""
     with tempfile.TemporaryDirectory(prefix="dsh-replay-load-") as root:
         backend = JsonlBackend(Path(root))
         header = await asyncio.to_thread(_stage, Path(path), backend)
         log = await StoredSessions(backend).inspect(header.id)
-    return msgspec.structs.replace(log, events=(*log.events, *log.repair), repair=())
+    # `inspect` ends `events` with the closers it proposes (also held in `repair`).
+    kept = log.events if repair else log.events[: len(log.events) - len(log.repair)]
+    return msgspec.structs.replace(log, events=kept, repair=())
 
 
 def _stage(source: Path, backend: JsonlBackend) -> SessionHeader:

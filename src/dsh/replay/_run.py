@@ -20,7 +20,14 @@ from ..llm.adapters import ModelRoute, parse_model
 from ..profiles import load_profile
 from ..session import SessionEvent, SessionMeta
 from ..testing import OpenAIServer, RecordedRequest, Reply, reply
-from ..tools import TOOLS_EXECUTE, ToolErrorInfo, ToolExecution, ToolFailure, ToolResult
+from ..tools import (
+    TOOLS_EXECUTE,
+    ToolErrorInfo,
+    ToolExecution,
+    ToolFailure,
+    ToolResult,
+    failure,
+)
 from ..tools import ToolSuccess as _Success
 from ._recording import Recording, ReplayError
 from ._side import side_calls
@@ -44,10 +51,9 @@ END_OF_RECORDING = "[replay: the recording has no answer for this request]"
 class Played:
     """What a replay produced: its log, and the folder it ran in (to read paths back)."""
 
-    def __init__(self, events: Sequence[SessionEvent], workspace: str, extra: int) -> None:
+    def __init__(self, events: Sequence[SessionEvent], workspace: str) -> None:
         self.events = events
         self.workspace = workspace
-        self.extra_requests = extra
 
 
 async def play(
@@ -73,7 +79,7 @@ async def play(
                 events = await _drive(ctx, answers, folder, recording.header.id, route)
             finally:
                 await ctx.owner.dispose()
-        return Played(events, folder, answers.extra)
+        return Played(events, folder)
 
 
 class _Answers:
@@ -84,7 +90,6 @@ class _Answers:
     def __init__(self, recording: Recording) -> None:
         self.answers = list(recording.answers)
         self.served = 0
-        self.extra = 0
         self.steer: Callable[[Message], object] | None = None
         self.steers: dict[int, list[Message]] = {}
         self.upfront: dict[int, list[Message]] = {}
@@ -105,7 +110,6 @@ class _Answers:
 
     def next(self, _request: RecordedRequest) -> Reply:
         if self.served >= len(self.answers):
-            self.extra += 1
             return reply(END_OF_RECORDING)
         self.served += 1
         for message in self.steers.get(self.served - 1, ()):
@@ -195,6 +199,13 @@ async def _drive(
 _Serve = Callable[[ToolExecution, Next[ToolExecution, ToolResult]], Awaitable[ToolResult]]
 
 
+NOT_RECORDED = failure(
+    "the recording has no result for this call, and the replay runs no tool with --tools recorded",
+    "ReplayError",
+    "NOT_RECORDED",
+)
+
+
 def _recorded_results(events: Sequence[SessionEvent], only: frozenset[str] | None) -> _Serve:
     """A `tools/execute` wrapper answering each call whose id the recording has (of the
     tools `only` names, if given) with the recorded result; the body does not run."""
@@ -206,9 +217,11 @@ def _recorded_results(events: Sequence[SessionEvent], only: frozenset[str] | Non
 
     async def serve(exec: ToolExecution, next: Next[ToolExecution, ToolResult]) -> ToolResult:
         result = recorded.get(exec.call_id)
-        if not isinstance(result, Mapping):
-            return await next()
-        return _tool_result(result)
+        if isinstance(result, Mapping):
+            return _tool_result(result)
+        if only is None:  # recorded results only: nothing runs in the session's own folder
+            return NOT_RECORDED
+        return await next()
 
     return serve
 
