@@ -4,6 +4,7 @@ a copy of the workspace."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
@@ -26,9 +27,9 @@ from ..tools import (
     ToolExecution,
     ToolFailure,
     ToolResult,
+    ToolSuccess,
     failure,
 )
-from ..tools import ToolSuccess as _Success
 from ._recording import Recording, ReplayError
 from ._side import side_calls
 from ._views import tool_views
@@ -67,7 +68,7 @@ async def play(
     answers in order; `rerun` runs the tools in a scratch copy of `workspace` (default: the
     session's folder as it is now)."""
     with tempfile.TemporaryDirectory(prefix="dsh-replay-") as scratch:
-        folder = _workspace(recording, tools, workspace, Path(scratch))
+        folder = await asyncio.to_thread(_workspace, recording, tools, workspace, Path(scratch))
         answers = _Answers(recording)
         async with OpenAIServer([answers.next] * answers.capacity()) as server:
             store = Path(scratch) / "sessions"
@@ -229,7 +230,7 @@ def _recorded_results(events: Sequence[SessionEvent], only: frozenset[str] | Non
 def _tool_result(result: Mapping[str, Json]) -> ToolResult:
     content = blocks_from_json([expect(b, dict) for b in expect(result.get("content") or [], list)])
     if not result.get("isError"):
-        return _Success(None, content, rendered=True)
+        return ToolSuccess(None, content, rendered=True)
     error = result.get("error")
     name = code = None
     if isinstance(error, Mapping):
