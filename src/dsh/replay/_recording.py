@@ -58,6 +58,8 @@ class Recording(msgspec.Struct, frozen=True):
 
 
 def recording_of(header: SessionHeader, events: Sequence[SessionEvent]) -> Recording:
+    """What a replay of `events` plays: the users' messages by turn and step, each answered
+    `assistant/message` as a reply, the first route and the sandbox mode the log names."""
     prompts: list[Prompt] = []
     answers: list[Reply] = []
     steps: list[tuple[int, int]] = []
