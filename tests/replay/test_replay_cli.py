@@ -3,6 +3,7 @@ as a table, and the exit codes CI reads (0 identical, 1 diverged, 2 usage)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -36,11 +37,17 @@ async def test_replay_by_id_and_a_folder_as_a_table(tmp_path: Path) -> None:
 
     logs = tmp_path / "logs"
     shutil.copytree(log.parent, logs / "ours")
+    header, *lines = log.read_text().splitlines(keepends=True)
+    child = json.loads(header) | {"id": "session-child", "parentSession": session_id}
+    (logs / "child").mkdir()  # a subagent's log: replayed with its parent, not on its own
+    (logs / "child" / "session.jsonl").write_text(json.dumps(child) + "\n" + "".join(lines))
     code, out, err = await run_dsh(env, "replay", "--dir", str(logs))
     assert code == 0, err
     assert out.splitlines()[0].split() == ["log", "requests", "result"]
-    assert out.splitlines()[1].split() == ["ours/session.jsonl", "2/2", "identical"]
-    assert "1 sessions: 1 identical, 0 not" in err
+    assert [line.split() for line in out.splitlines()[1:]] == [
+        ["ours/session.jsonl", "2/2", "identical"]
+    ]
+    assert "1 sessions: 1 identical, 0 not (tools recorded); 1 subagent sessions" in err
 
     shutil.copytree(FIXTURES / "ts-logs" / "bash2", logs / "reference")
     code, out, err = await run_dsh(env, "replay", "--dir", str(logs))

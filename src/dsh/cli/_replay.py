@@ -70,9 +70,10 @@ async def _replay_one(options: ReplayOptions, given: str) -> ReplayReport:
 
 
 async def _replay_folder(options: ReplayOptions, folder: Path) -> int:
-    logs = await asyncio.to_thread(_logs_under, folder)
-    if not logs:
+    found = await asyncio.to_thread(_logs_under, folder)
+    if not found:
         raise CliError(f"{folder}: no session logs (session*.jsonl) under this folder")
+    logs = [log for log, child in found if not child]
     rows: list[tuple[str, str, str]] = []
     failed = 0
     for log in logs:
@@ -91,18 +92,31 @@ async def _replay_folder(options: ReplayOptions, folder: Path) -> int:
         rows.append((name, counts, outcome))
     if not options.json:
         _table(rows)
+    children = len(found) - len(logs)
+    skipped = f"; {children} subagent sessions replayed with their parents" if children else ""
     print(
         f"{len(logs)} sessions: {len(logs) - failed} identical, {failed} not (tools "
-        f"{options.tools})",
+        f"{options.tools}){skipped}",
         file=sys.stderr,
     )
     return EXIT_IDENTICAL if failed == 0 else EXIT_DIVERGED
 
 
-def _logs_under(folder: Path) -> list[Path]:
+def _logs_under(folder: Path) -> list[tuple[Path, bool]]:
+    """The logs under `folder`, each with whether it is a subagent's (its parent's replay
+    serves the subagent tools' recorded results: it is not replayed on its own)."""
+    from ..replay import ReplayError, log_header
+
     if not folder.is_dir():
         raise CliError(f"--dir {folder}: not a folder")
-    return sorted(p for p in folder.rglob("session*.jsonl*") if p.is_file())
+    found = []
+    for path in sorted(p for p in folder.rglob("session*.jsonl*") if p.is_file()):
+        try:
+            child = log_header(path).parent_session is not None
+        except ReplayError:
+            child = False  # its replay says what is wrong with it
+        found.append((path, child))
+    return found
 
 
 def _table(rows: list[tuple[str, str, str]]) -> None:

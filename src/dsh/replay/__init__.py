@@ -13,7 +13,7 @@ report.assert_identical()
 """
 
 from ._api import replay, replay_async, replay_log, replay_stored
-from ._recording import Prompt, Recording, ReplayError, load_log, recording_of
+from ._recording import Prompt, Recording, ReplayError, load_log, log_header, recording_of
 from ._report import ReplayReport, RequestDivergence, ToolDivergence
 from ._run import REPLAY_KEY_ENV, ToolsMode, model_string
 from ._side import side_calls
@@ -31,6 +31,7 @@ __all__ = [
     "ToolView",
     "ToolsMode",
     "load_log",
+    "log_header",
     "model_string",
     "recording_of",
     "replay",

@@ -27,7 +27,7 @@ from ..session import SessionEvent, SessionHeader
 from ..testing import Part, Reply, reasoning, reply, tool_call
 from ._views import answered
 
-__all__ = ["Prompt", "Recording", "ReplayError", "load_log", "recording_of"]
+__all__ = ["Prompt", "Recording", "ReplayError", "load_log", "log_header", "recording_of"]
 
 
 class ReplayError(Exception):
@@ -145,7 +145,7 @@ def _stage(source: Path, backend: JsonlBackend) -> SessionHeader:
         if not found:
             raise ReplayError(f"{source}: no session*.jsonl log in this folder")
         source = found[0]
-    header = _header_of(source)
+    header = log_header(source)
     target = backend.locate(header).path  # a file of another name (a kept copy) goes here too
     name = "session.v4.jsonl" if header.version == 4 else "session.jsonl"
     target.parent.mkdir(parents=True)
@@ -153,7 +153,8 @@ def _stage(source: Path, backend: JsonlBackend) -> SessionHeader:
     return header
 
 
-def _header_of(source: Path) -> SessionHeader:
+def log_header(source: Path) -> SessionHeader:
+    """The header line of a session log file (a `ReplayError` when it is none)."""
     try:
         if source.name.endswith(".zstd"):
             import zstandard
