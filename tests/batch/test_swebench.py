@@ -71,7 +71,7 @@ async def test_a_batch_of_one_instance_writes_predictions_swebench_reads(tmp_pat
         command = ["batch", str(instances), "--out", str(out), "--format", "swebench", "--yes"]
         code, _, err = await run_dsh(env, *command, "--max-steps", "5", "--model-name", "dsh-v1")
     assert code == 0, err
-    assert "1 predictions (1 with a patch)" in err
+    assert "1 prediction (1 with a patch)" in err
     prompt = server.requests[0].body["messages"][-1]["content"]
     assert "add() subtracts instead of adding." in prompt
 

@@ -150,4 +150,5 @@ def _predict(
     path = swebench.predictions or options.out.with_name(f"{options.out.stem}.predictions.jsonl")
     written = write_predictions(path, instances, results, model_name=swebench.model_name)
     patched = sum(1 for p in written if p.model_patch)
-    err.print(f"{len(written)} predictions ({patched} with a patch) in {path}", markup=False)
+    noun = "prediction" if len(written) == 1 else "predictions"
+    err.print(f"{len(written)} {noun} ({patched} with a patch) in {path}", markup=False)
