@@ -259,7 +259,9 @@ class Budgets:
             self._today = await _Day.read(self._persistence())
         if self._stop(agent, _reached):
             return
-        self._streaming[agent.session.id] = agent
+        run, session = self.limits_of(agent)
+        if run.limits() or session.limits() or self._today is not None:
+            self._streaming[agent.session.id] = agent  # an agent with no limit: no chunk checks
 
     async def pre_execute(
         self, exec: ToolExecution, next: Next[ToolExecution, PreDecision]
