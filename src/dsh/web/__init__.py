@@ -11,7 +11,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError(f"the web UI needs dsh's web extra: {extra_hint('web')}") from exc
 
-from ._app import WebConfig, WebUI
+from ._app import Door, DoorFactory, WebConfig, WebUI
 from ._diff import FileSnapshots
 from ._guard import LOOPBACK_HOSTS
 from ._render import LogView, page_event
@@ -19,6 +19,8 @@ from ._serve import bind, serve
 
 __all__ = [
     "LOOPBACK_HOSTS",
+    "Door",
+    "DoorFactory",
     "FileSnapshots",
     "LogView",
     "WebConfig",

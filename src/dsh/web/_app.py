@@ -4,15 +4,16 @@ answers to the model's questions, resume, fork)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
@@ -42,7 +43,7 @@ from ._live import LiveSessions
 from ._sessions import session_list
 from ._stream import session_stream
 
-__all__ = ["WebConfig", "WebUI"]
+__all__ = ["Door", "DoorFactory", "WebConfig", "WebUI"]
 
 STATIC = Path(__file__).parent / "static"
 ANSWERS = ("once", "always", "deny")
@@ -57,6 +58,23 @@ class WebConfig(msgspec.Struct, frozen=True):
     """The access token every request must carry."""
     hosts: frozenset[str] | None = LOOPBACK_HOSTS
     """The `Host` names accepted (None: any, for a server bound to every address)."""
+    page: bool = True
+    """Serve the page and its API (False: only the doors, as `dsh a2a` does)."""
+
+
+class Door(Protocol):
+    """Another protocol served beside the page (A2A, AG-UI): its routes, the paths that need
+    no token (an agent card), and what ends it."""
+
+    @property
+    def routes(self) -> Sequence[BaseRoute]: ...
+    @property
+    def public_paths(self) -> frozenset[str]: ...
+    async def aclose(self) -> None: ...
+
+
+DoorFactory = Callable[["WebUI"], Door]
+"""Builds a door over the web UI's sessions and answerers."""
 
 
 class WebUI:
@@ -64,7 +82,7 @@ class WebUI:
     answerers (approvals, the model's questions) and its listeners belong to a child of
     `ctx`, disposed by `aclose()` (or at the end of `async with`)."""
 
-    def __init__(self, ctx: Context, config: WebConfig) -> None:
+    def __init__(self, ctx: Context, config: WebConfig, doors: Sequence[DoorFactory] = ()) -> None:
         self.config = config
         self.ctx = ctx.child("web")
         self.live = LiveSessions(self.ctx, config.agent_options, config.cwd)
@@ -81,16 +99,40 @@ class WebUI:
         questions = self.ctx.get(QUESTIONS)
         if questions is not None:
             questions.set_answerer(self._ask)
-        routes = _Routes(self)
+        self.doors = [make(self) for make in doors]
+        routes = _Routes(self).table() if config.page else []
+        public = frozenset(p for door in self.doors for p in door.public_paths)
         self.app: ASGIApp = Starlette(
-            routes=routes.table(),
-            middleware=[Middleware(Guard, token=config.token, hosts=config.hosts)],
+            routes=[*routes, *(r for door in self.doors for r in door.routes)],
+            middleware=[Middleware(Guard, token=config.token, hosts=config.hosts, public=public)],
         )
 
     async def aclose(self) -> None:
-        """End the event streams, dispose the agents this UI opened and its listeners."""
+        """End the doors and the event streams, dispose the agents this UI opened and its
+        listeners."""
         self.live.close()
+        doors, self.doors = self.doors, []
+        for door in doors:
+            await door.aclose()
         await self.ctx.owner.dispose()
+
+    # -- what the doors use ----------------------------------------------------------------
+
+    async def open_session(self, session_id: str) -> Agent:
+        """The live agent of `session_id`: open here, resumed from the store, or a new
+        session of that id in the workspace."""
+        try:
+            return await self.live.open(session_id)
+        except (UnknownSessionError, LookupError):
+            return await self.live.create(session_id=session_id)
+
+    def answer_approval(self, agent: Agent, call_id: str, decision: Decision) -> bool:
+        return self.approvals.answer(agent, call_id, decision)
+
+    def answer_questions(
+        self, agent: Agent, call_id: str, answers: tuple[Answer, ...] | None
+    ) -> bool:
+        return self.questions.answer(agent, call_id, answers)
 
     def _settle(self, payload: SessionEventPayload) -> None:
         call_id = call_settled(payload.event)

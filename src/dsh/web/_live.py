@@ -38,11 +38,12 @@ class LiveSessions:
     def agents(self) -> list[Agent]:
         return [a for a in map(self.get, list(self._handles)) if a is not None]
 
-    async def create(self, seed: ForkSeed | None = None) -> Agent:
-        """A new session in the workspace, or a fork's child."""
+    async def create(self, seed: ForkSeed | None = None, *, session_id: str = "") -> Agent:
+        """A new session in the workspace (of `session_id`, else a fresh id), or a fork's
+        child."""
         meta = SessionMeta(cwd=str(self.cwd)) if seed is None else seed.meta
         options = CreateAgentOptions(
-            f"session-{uuid4_text()}",
+            session_id or f"session-{uuid4_text()}",
             meta,
             None if seed is None else seed.events,
             agent_options=self.options,
