@@ -65,7 +65,7 @@ async def run_web(options: WebOptions) -> int:
     ctx = await start(assembly)
     try:
         base = f"http://{_url_host(options.host)}:{sock.getsockname()[1]}"
-        web = WebUI(ctx, config, _doors(ctx, workspace, base))
+        web = WebUI(ctx, config, _doors(ctx, workspace, base, a2a_only=options.a2a_only))
         if not loopback:
             print(
                 f"{command}: listening on {options.host}: anyone with the token can run "
@@ -84,13 +84,17 @@ async def run_web(options: WebOptions) -> int:
     return 0
 
 
-def _doors(ctx: Context, workspace: Path, base: str) -> list[DoorFactory]:
+def _doors(ctx: Context, workspace: Path, base: str, *, a2a_only: bool) -> list[DoorFactory]:
     """The protocols served beside the page whose extras are installed."""
     doors: list[DoorFactory] = []
     if _installed("a2a"):
         from ..a2a import A2ADoor
 
         doors.append(lambda web: A2ADoor(ctx, web, workspace, base))
+    if _installed("ag_ui") and not a2a_only:
+        from ..agui import AguiDoor
+
+        doors.append(AguiDoor)
     return doors
 
 
