@@ -174,6 +174,7 @@ class _Routes:
             Route("/api/sessions/{id}/messages", self.message, methods=post),
             Route("/api/sessions/{id}/resume", self.resume, methods=post),
             Route("/api/sessions/{id}/cancel", self.cancel, methods=post),
+            Route("/api/sessions/{id}/release", self.release, methods=post),
             Route("/api/sessions/{id}/fork", self.fork, methods=post),
             Route("/api/sessions/{id}/approvals/{call}", self.approve, methods=post),
             Route("/api/sessions/{id}/questions/{call}", self.reply, methods=post),
@@ -233,6 +234,17 @@ class _Routes:
         if agent is None:
             return _error(409, "this session is not open here")
         agent.cancel(USER_CANCEL)
+        return JSONResponse({})
+
+    async def release(self, request: Request) -> Response:
+        """Close the session here, so that another program (an editor over ACP, `dsh chat
+        -c`) may continue it; refused while a turn runs."""
+        agent = self.live.get(request.path_params["id"])
+        if agent is None:
+            return _error(409, "this session is not open here")
+        if agent.status == "running":
+            return _error(409, "a turn is running: cancel it first")
+        await self.live.release(agent.id)
         return JSONResponse({})
 
     async def fork(self, request: Request) -> Response:

@@ -60,6 +60,15 @@ class LiveSessions:
             options = ResumeAgentOptions(session_id, agent_options=self.options)
             return self._keep(await self.ctx.agents.resume(options))
 
+    async def release(self, session_id: str) -> bool:
+        """Dispose the agent of `session_id` here (its log stays in the store, and unlocked:
+        another program may continue it); False when it is not open here."""
+        handle = self._handles.pop(session_id, None)
+        if handle is None:
+            return False
+        await handle.dispose()
+        return True
+
     def _keep(self, handle: AgentHandle) -> Agent:
         self._handles[handle.agent.id] = handle
         waiter = self._waiters.pop(handle.agent.id, None)
