@@ -13,7 +13,14 @@ import httpx
 import pytest
 from a2a.client import A2AClientError
 from a2a.helpers import get_artifact_text
-from a2a.types import CancelTaskRequest, GetTaskRequest, Task, TaskState
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    InvalidParamsError,
+    SubscribeToTaskRequest,
+    Task,
+    TaskState,
+)
 
 from dsh.testing import OpenAIServer, hold, reply, tool_call
 from tests.cli.support import cli_env
@@ -143,3 +150,71 @@ async def test_the_javascript_sdk_reads_the_card_and_sends(tmp_path: Path) -> No
         "state": "TASK_STATE_COMPLETED",
         "text": ["Hello node."],
     }
+
+
+QUESTION = {
+    "questions": [
+        {
+            "question": "Which color?",
+            "header": "Color",
+            "options": [{"label": "Blue", "description": "calm"}, {"label": "Red"}],
+        }
+    ]
+}
+
+
+async def test_questions_resubscribe_and_the_0_3_methods(tmp_path: Path) -> None:
+    held = hold()
+    script = [
+        reply(tool_call("ask_user_question", QUESTION)),
+        lambda record: reply(record.body["messages"][-1]["content"]),  # the rendered answer
+        reply("Still", held, " working."),
+        "Hello, 0.3.",
+    ]
+    async with OpenAIServer(script) as server, dsh_a2a(tmp_path, server.base_url) as served:
+        async with a2a_client(served.base, streaming=False) as client:
+            asked = final_task(await collect(client, request("Pick a color")))
+            assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            text = asked.status.message.parts[0].text
+            assert "1. Which color?" in text and "- Blue: calm" in text
+            picked = request("blue", context_id=asked.context_id, task_id=asked.id)
+            answered = final_task(await collect(client, picked))
+            assert artifact(answered, "answer") == "The user answered:\n- Which color? → Blue"
+
+            with pytest.raises(InvalidParamsError, match="contextId"):
+                await collect(client, request("Hi", context_id="../elsewhere"))
+
+        async with a2a_client(served.base) as client:
+            stream = client.send_message(request("Long job", context_id=asked.context_id))
+            first = await anext(stream)
+            task_id = first.task.id if first.HasField("task") else first.status_update.task_id
+            await held.reached()
+            again = client.subscribe(SubscribeToTaskRequest(id=task_id))
+            resumed = await anext(again)  # the task as it is now
+            assert resumed.task.status.state == TaskState.TASK_STATE_WORKING
+            held.release()
+            states = [
+                r.status_update.status.state async for r in again if r.HasField("status_update")
+            ]
+            assert states[-1] == TaskState.TASK_STATE_COMPLETED
+            await stream.aclose()
+
+        v03 = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "message/send",
+            "params": {
+                "message": {
+                    "kind": "message",
+                    "messageId": "m-0.3",
+                    "role": "user",
+                    "parts": [{"kind": "text", "text": "Hi from 0.3"}],
+                }
+            },
+        }
+        auth = {"authorization": f"Bearer {TOKEN}"}
+        async with httpx.AsyncClient(headers=auth, timeout=60) as http:
+            answer = (await http.post(f"{served.base}/a2a", json=v03)).json()["result"]
+        assert answer["kind"] == "task" and answer["status"]["state"] == "completed"
+        assert answer["artifacts"][0]["parts"][0]["text"] == "Hello, 0.3."
+        server.assert_complete()

@@ -3,6 +3,7 @@ answer to the question its task asked), and the turn's events become the task's 
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Protocol, cast
@@ -11,7 +12,7 @@ from a2a.helpers import new_data_part, new_task, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Message, Part, TaskState
+from a2a.types import InvalidParamsError, Message, Part, TaskState
 
 from ..agent import USER_CANCEL, Agent, session_events
 from ..events import TurnEndReason, TypedEvent
@@ -29,6 +30,9 @@ from ._turn import (
 )
 
 __all__ = ["ANSWER", "CHANGED", "DshExecutor", "SessionHost"]
+
+CONTEXT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+"""The context ids taken: a dsh session id."""
 
 ANSWER = "answer"
 """The artifact holding the turn's answer (streamed, then final)."""
@@ -61,6 +65,11 @@ class DshExecutor(AgentExecutor):
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = context.task_id or "", context.context_id or ""
+        if not CONTEXT_ID.fullmatch(context_id):
+            raise InvalidParamsError(
+                message=f"contextId {context_id[:40]!r}: a dsh session id (letters, digits, "
+                ". _ : -, at most 128), or none for a new session"
+            )
         updater = TaskUpdater(event_queue, task_id, context_id)
         if context.current_task is None:
             history = [] if context.message is None else [context.message]
