@@ -6,8 +6,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 import httpx
@@ -20,36 +19,39 @@ from tests.cli.support import DSH, loopback_env
 TOKEN = "a2a-test-token-0123456789"
 
 
-@dataclass
-class Served:
-    base: str
-    """`http://127.0.0.1:PORT`."""
-    child: asyncio.subprocess.Process
-
-
 @asynccontextmanager
-async def dsh_a2a(tmp_path: Path, model_url: str, *args: str) -> AsyncIterator[Served]:
-    """`dsh a2a --port 0` in `tmp_path/ws` with the token file `TOKEN`; stopped at the end."""
+async def dsh_server(tmp_path: Path, env: dict[str, str], *args: str) -> AsyncIterator[str]:
+    """`dsh ARGS --port 0 --cwd tmp_path/ws --token-file …` (`dsh a2a` or `dsh web
+    --no-open`) with the token `TOKEN`: the base URL it prints; stopped at the end."""
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
     token = tmp_path / "token"
     token.write_text(TOKEN)
     token.chmod(0o600)
-    cmd = ["a2a", "--port", "0", "--cwd", str(ws), "--token-file", str(token), *args]
-    env = loopback_env(tmp_path, model_url)
+    options = ["--port", "0", "--cwd", str(ws), "--token-file", str(token)]
     child = await asyncio.create_subprocess_exec(
-        sys.executable, *DSH, *cmd, env=env, stdout=-1, stderr=-1
+        sys.executable, *DSH, *args, *options, env=env, stdout=-1, stderr=-1
     )
     try:
         assert child.stdout is not None
         line = (await asyncio.wait_for(child.stdout.readline(), 60)).decode().strip()
-        assert line.startswith("dsh a2a: http://127.0.0.1:"), line
-        endpoint = line.removeprefix("dsh a2a: ").split()[0]
-        yield Served(endpoint.removesuffix("/a2a"), child)
+        url = line.partition(": ")[2].split()[0]
+        assert url.startswith("http://127.0.0.1:"), line
+        yield url.partition("/?token=")[0].removesuffix("/a2a")
     finally:
         if child.returncode is None:
             child.terminate()
             await asyncio.wait_for(child.wait(), 30)
+
+
+def dsh_a2a(tmp_path: Path, model_url: str) -> AbstractAsyncContextManager[str]:
+    """`dsh a2a` on the loopback model at `model_url`: its base URL."""
+    return dsh_server(tmp_path, loopback_env(tmp_path, model_url), "a2a")
+
+
+def dsh_web(tmp_path: Path, env: dict[str, str]) -> AbstractAsyncContextManager[str]:
+    """`dsh web` (with its A2A and AG-UI doors) in `env`: its base URL."""
+    return dsh_server(tmp_path, env, "web", "--no-open")
 
 
 @asynccontextmanager

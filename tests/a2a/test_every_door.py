@@ -5,10 +5,7 @@ start to the end, showing one coherent log."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,29 +14,9 @@ from acp import text_block
 
 from dsh.testing import OpenAIServer
 from tests.acp.support import Recorder, acp_agent
-from tests.cli.support import DSH, loopback_env, run_dsh, workspace
+from tests.cli.support import loopback_env, run_dsh, workspace
 
-from .support import TOKEN, a2a_client, collect, request
-
-
-@contextlib.asynccontextmanager
-async def dsh_web(tmp_path: Path, env: dict[str, str]) -> AsyncIterator[str]:
-    """`dsh web` on a free port with the token file `TOKEN`: its base URL."""
-    token = tmp_path / "token"
-    token.write_text(TOKEN)
-    token.chmod(0o600)
-    args = ["web", "--no-open", "--port", "0", "--cwd", str(tmp_path / "ws")]
-    child = await asyncio.create_subprocess_exec(
-        sys.executable, *DSH, *args, "--token-file", str(token), env=env, stdout=-1, stderr=-1
-    )
-    try:
-        assert child.stdout is not None
-        line = (await asyncio.wait_for(child.stdout.readline(), 60)).decode().strip()
-        assert line.startswith("dsh web: http://127.0.0.1:"), line
-        yield line.removeprefix("dsh web: ").partition("/?token=")[0]
-    finally:
-        child.terminate()
-        await asyncio.wait_for(child.wait(), 30)
+from .support import TOKEN, a2a_client, collect, dsh_web, request
 
 
 class Watcher:

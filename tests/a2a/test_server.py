@@ -49,20 +49,20 @@ async def test_card_send_stream_continue_approve_and_refuse(tmp_path: Path) -> N
         reply("Writing it.", tool_call("write", {"file_path": "notes.txt", "content": "hi\n"})),
         "Wrote notes.txt.",
     ]
-    async with OpenAIServer(script) as server, dsh_a2a(tmp_path, server.base_url) as served:
+    async with OpenAIServer(script) as server, dsh_a2a(tmp_path, server.base_url) as base:
         async with httpx.AsyncClient() as anonymous:  # the card needs no token
-            card = (await anonymous.get(f"{served.base}/.well-known/agent-card.json")).json()
+            card = (await anonymous.get(f"{base}/.well-known/agent-card.json")).json()
         assert card["name"] == "dsh (ws)" and card["capabilities"]["streaming"] is True
         assert [s["id"] for s in card["skills"]] == ["code"]
-        assert card["supportedInterfaces"][0]["url"] == f"{served.base}/a2a"
+        assert card["supportedInterfaces"][0]["url"] == f"{base}/a2a"
 
-        async with a2a_client(served.base, streaming=False) as client:
+        async with a2a_client(base, streaming=False) as client:
             sent = final_task(await collect(client, request("Hi")))
             assert sent.status.state == TaskState.TASK_STATE_COMPLETED
             assert artifact(sent, "answer") == "Hello from A2A."
             assert sent.context_id.startswith("session-")
 
-        async with a2a_client(served.base) as client:
+        async with a2a_client(base) as client:
             streamed = await collect(client, request("Stream it", context_id=sent.context_id))
         kinds = [r.WhichOneof("payload") for r in streamed]
         assert "artifact_update" in kinds and kinds[-1] == "status_update"
@@ -74,7 +74,7 @@ async def test_card_send_stream_continue_approve_and_refuse(tmp_path: Path) -> N
         assert text == "Streamed answer."
         assert streamed[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
 
-        async with a2a_client(served.base, streaming=False) as client:
+        async with a2a_client(base, streaming=False) as client:
             again = final_task(await collect(client, request("third", context_id=sent.context_id)))
             # the same session: the model saw both earlier exchanges (system + 5 messages)
             assert artifact(again, "answer") == "6 messages"
@@ -95,7 +95,7 @@ async def test_card_send_stream_continue_approve_and_refuse(tmp_path: Path) -> N
             fetched = await client.get_task(GetTaskRequest(id=done.id))
             assert fetched.status.state == TaskState.TASK_STATE_COMPLETED
 
-        async with a2a_client(served.base, streaming=False, token="wrong-token-0123456789") as bad:
+        async with a2a_client(base, streaming=False, token="wrong-token-0123456789") as bad:
             with pytest.raises(A2AClientError, match="401"):
                 await collect(bad, request("Hi"))
         server.assert_complete()
@@ -104,7 +104,7 @@ async def test_card_send_stream_continue_approve_and_refuse(tmp_path: Path) -> N
 async def test_cancel_in_the_middle_of_a_turn(tmp_path: Path) -> None:
     held = hold()
     async with OpenAIServer([reply("Working on", held, " it")]) as server:
-        async with dsh_a2a(tmp_path, server.base_url) as served, a2a_client(served.base) as client:
+        async with dsh_a2a(tmp_path, server.base_url) as base, a2a_client(base) as client:
             stream = client.send_message(request("Long job"))
             first = await anext(stream)
             task_id = first.task.id if first.HasField("task") else first.status_update.task_id
@@ -141,9 +141,9 @@ async def test_the_javascript_sdk_reads_the_card_and_sends(tmp_path: Path) -> No
     client = npm_project("a2a", ["@a2a-js/sdk@1.3.0"], Path(__file__).with_name("js_client.mjs"))
     async with (
         OpenAIServer(["Hello node."]) as server,
-        dsh_a2a(tmp_path, server.base_url) as served,
+        dsh_a2a(tmp_path, server.base_url) as base,
     ):
-        out = await run_node(client, served.base, TOKEN)
+        out = await run_node(client, base, TOKEN)
     assert json.loads(out) == {
         "card": "dsh (ws)",
         "version": "1.0",
@@ -171,8 +171,8 @@ async def test_questions_resubscribe_and_the_0_3_methods(tmp_path: Path) -> None
         reply("Still", held, " working."),
         "Hello, 0.3.",
     ]
-    async with OpenAIServer(script) as server, dsh_a2a(tmp_path, server.base_url) as served:
-        async with a2a_client(served.base, streaming=False) as client:
+    async with OpenAIServer(script) as server, dsh_a2a(tmp_path, server.base_url) as base:
+        async with a2a_client(base, streaming=False) as client:
             asked = final_task(await collect(client, request("Pick a color")))
             assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
             text = asked.status.message.parts[0].text
@@ -184,7 +184,7 @@ async def test_questions_resubscribe_and_the_0_3_methods(tmp_path: Path) -> None
             with pytest.raises(InvalidParamsError, match="contextId"):
                 await collect(client, request("Hi", context_id="../elsewhere"))
 
-        async with a2a_client(served.base) as client:
+        async with a2a_client(base) as client:
             stream = client.send_message(request("Long job", context_id=asked.context_id))
             first = await anext(stream)
             task_id = first.task.id if first.HasField("task") else first.status_update.task_id
@@ -214,7 +214,7 @@ async def test_questions_resubscribe_and_the_0_3_methods(tmp_path: Path) -> None
         }
         auth = {"authorization": f"Bearer {TOKEN}"}
         async with httpx.AsyncClient(headers=auth, timeout=60) as http:
-            answer = (await http.post(f"{served.base}/a2a", json=v03)).json()["result"]
+            answer = (await http.post(f"{base}/a2a", json=v03)).json()["result"]
         assert answer["kind"] == "task" and answer["status"]["state"] == "completed"
         assert answer["artifacts"][0]["parts"][0]["text"] == "Hello, 0.3."
         server.assert_complete()

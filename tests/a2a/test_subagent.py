@@ -45,8 +45,8 @@ async def test_a_remote_dsh_answers_through_the_subagent_tool(
 
     async with (
         OpenAIServer(child_script) as server,
-        dsh_a2a(tmp_path, server.base_url) as served,
-        dsh.boot(_profile(served.base, monkeypatch)) as ctx,
+        dsh_a2a(tmp_path, server.base_url) as base,
+        dsh.boot(_profile(base, monkeypatch)) as ctx,
     ):
         progress: list[A2AProgress] = []
         ctx.on(A2A_PROGRESS, progress.append, global_=True)
@@ -74,8 +74,8 @@ async def test_a_cancelled_parent_cancels_the_remote_task(tmp_path: Path, monkey
     held = hold()
     async with (
         OpenAIServer([reply("partial", held, "never")]) as server,
-        dsh_a2a(tmp_path, server.base_url) as served,
-        dsh.boot(_profile(served.base, monkeypatch)) as ctx,
+        dsh_a2a(tmp_path, server.base_url) as base,
+        dsh.boot(_profile(base, monkeypatch)) as ctx,
     ):
         ScriptedModel([]).install(ctx)
         options = AgentOptions(provider="scripted", model="scripted")

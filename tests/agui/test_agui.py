@@ -17,11 +17,12 @@ from pydantic import TypeAdapter
 from dsh.agent import AgentOptions
 from dsh.agui import AGUI_PATH, APPROVAL_EVENT, AguiDoor
 from dsh.profiles import boot, load_profile
-from dsh.testing import ScriptedModel, reasoning, reply, tool_call
+from dsh.testing import OpenAIServer, ScriptedModel, reasoning, reply, tool_call
 from dsh.web import WebConfig, WebUI, bind, serve
+from tests.a2a.support import TOKEN, dsh_web
+from tests.cli.support import loopback_env
 from tests.npm import npm_project, run_node
 
-TOKEN = "agui-test-token-0123456789"
 EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
 
 TODOS = {"todos": [{"content": "Read the notes", "status": "in_progress"}]}
@@ -172,15 +173,19 @@ async def test_bad_run_inputs_are_refused(served: tuple[str, ScriptedModel]) -> 
         assert empty.json() == {"error": "the run input has no user message to send"}
 
 
-async def test_the_agui_client_runs_against_the_endpoint(
-    served: tuple[str, ScriptedModel],
-) -> None:
+async def test_the_agui_client_runs_against_dsh_web(tmp_path: Path) -> None:
+    """`@ag-ui/client`'s HttpAgent (its verifier checks the sequence) against a `dsh web`
+    process, whose AG-UI door loads on this first request."""
     script = Path(__file__).with_name("js_client.mjs")
     client = npm_project("agui", ["@ag-ui/client@1.0.0"], script)
-    base, _ = served
-    out = await run_node(client, base + AGUI_PATH, TOKEN, "thread-js", "What do the notes say?")
+    async with OpenAIServer(SCRIPT[:2]) as model:
+        env = loopback_env(tmp_path, model.base_url)
+        (tmp_path / "ws").mkdir()
+        (tmp_path / "ws" / "notes.txt").write_text("hi\n")
+        async with dsh_web(tmp_path, env) as base:
+            out = await run_node(client, base + AGUI_PATH, TOKEN, "thread-js", "The notes?")
     run = json.loads(out)
     assert run["types"][0] == "RUN_STARTED" and run["types"][-1] == "RUN_FINISHED"
-    assert "TOOL_CALL_RESULT" in run["types"] and "STATE_DELTA" in run["types"]
+    assert "TOOL_CALL_RESULT" in run["types"] and "REASONING_MESSAGE_CONTENT" in run["types"]
     assert run["state"] == {"todos": TODOS["todos"]}
     assert run["messages"][-1] == {"role": "assistant", "content": "The notes say hi."}

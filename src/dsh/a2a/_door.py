@@ -10,19 +10,15 @@ from a2a.server.id_generator import IDGenerator, IDGeneratorContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore
-from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from starlette.routing import BaseRoute
 
 from .._context import Context
 from .._ids import uuid4_text
 from ._card import agent_card
 from ._executor import DshExecutor, SessionHost
+from ._paths import A2A_PATH, CARD_PATH
 
-__all__ = ["A2A_PATH", "CARD_PATH", "A2ADoor"]
-
-A2A_PATH = "/a2a"
-"""Where the JSON-RPC endpoint is served."""
-CARD_PATH = AGENT_CARD_WELL_KNOWN_PATH
+__all__ = ["A2ADoor"]
 
 
 class _SessionIds(IDGenerator):
@@ -46,7 +42,7 @@ class A2ADoor:
             request_context_builder=SimpleRequestContextBuilder(context_id_generator=_SessionIds()),
         )
         self.routes: list[BaseRoute] = [
-            *create_agent_card_routes(self.card),
+            *create_agent_card_routes(self.card, card_url=CARD_PATH),
             *create_jsonrpc_routes(self.handler, A2A_PATH, enable_v0_3_compat=True),
         ]
         self.public_paths = frozenset({CARD_PATH})

@@ -18,11 +18,11 @@ from starlette.routing import BaseRoute, Route
 from ..agent import USER_CANCEL, Agent, session_events
 from ..events import TodoWriteEvent, TypedEvent, typed_as
 from ..llm import Json
+from ._paths import AGUI_PATH
 from ._translate import RunView, todos_state
 
-__all__ = ["AGUI_PATH", "AguiDoor", "SessionOpener"]
+__all__ = ["AguiDoor", "SessionOpener"]
 
-AGUI_PATH = "/agui"
 THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
 

@@ -3,6 +3,7 @@ when its extra is installed; `dsh a2a`: the A2A door alone."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import ipaddress
 import secrets
@@ -22,7 +23,7 @@ from ._runtime import CliError, Options, prepare
 from ._trust import trust_note, untrusted_files
 
 if TYPE_CHECKING:
-    from ..web import DoorFactory
+    from ..web import Door, DoorFactory, WebUI
 
 MIN_TOKEN = 16
 
@@ -85,16 +86,32 @@ async def run_web(options: WebOptions) -> int:
 
 
 def _doors(ctx: Context, workspace: Path, base: str, *, a2a_only: bool) -> list[DoorFactory]:
-    """The protocols served beside the page whose extras are installed."""
+    """The protocols served beside the page whose extras are installed; each loads on its
+    first request."""
+    from ..web import LazyDoor
+
     doors: list[DoorFactory] = []
     if _installed("a2a"):
-        from ..a2a import A2ADoor
+        from ..a2a import A2A_PATH, CARD_METHODS, CARD_PATH, RPC_METHODS
 
-        doors.append(lambda web: A2ADoor(ctx, web, workspace, base))
+        def a2a(web: WebUI) -> Door:
+            from ..a2a import A2ADoor
+
+            return A2ADoor(ctx, web, workspace, base)
+
+        paths = {CARD_PATH: CARD_METHODS, A2A_PATH: RPC_METHODS}
+        doors.append(
+            lambda web: LazyDoor(functools.partial(a2a, web), paths, frozenset({CARD_PATH}))
+        )
     if _installed("ag_ui") and not a2a_only:
-        from ..agui import AguiDoor
+        from ..agui import AGUI_METHODS, AGUI_PATH
 
-        doors.append(AguiDoor)
+        def agui(web: WebUI) -> Door:
+            from ..agui import AguiDoor
+
+            return AguiDoor(web)
+
+        doors.append(lambda web: LazyDoor(functools.partial(agui, web), {AGUI_PATH: AGUI_METHODS}))
     return doors
 
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
@@ -38,12 +38,13 @@ from ..session import SESSION_EVENT, ForkError, SessionEventPayload
 from ..tools import Decision
 from ._asks import Waiting, call_settled, open_approval, open_question
 from ._diff import FileSnapshots
+from ._doors import Door
 from ._guard import LOOPBACK_HOSTS, Guard
 from ._live import LiveSessions
 from ._sessions import session_list
 from ._stream import session_stream
 
-__all__ = ["Door", "DoorFactory", "WebConfig", "WebUI"]
+__all__ = ["DoorFactory", "WebConfig", "WebUI"]
 
 STATIC = Path(__file__).parent / "static"
 ANSWERS = ("once", "always", "deny")
@@ -60,17 +61,6 @@ class WebConfig(msgspec.Struct, frozen=True):
     """The `Host` names accepted (None: any, for a server bound to every address)."""
     page: bool = True
     """Serve the page and its API (False: only the doors, as `dsh a2a` does)."""
-
-
-class Door(Protocol):
-    """Another protocol served beside the page (A2A, AG-UI): its routes, the paths that need
-    no token (an agent card), and what ends it."""
-
-    @property
-    def routes(self) -> Sequence[BaseRoute]: ...
-    @property
-    def public_paths(self) -> frozenset[str]: ...
-    async def aclose(self) -> None: ...
 
 
 DoorFactory = Callable[["WebUI"], Door]
