@@ -183,6 +183,8 @@ async def test_questions_resubscribe_and_the_0_3_methods(tmp_path: Path) -> None
 
             with pytest.raises(InvalidParamsError, match="contextId"):
                 await collect(client, request("Hi", context_id="../elsewhere"))
+            with pytest.raises(InvalidParamsError, match="no text"):
+                await collect(client, request(" "))
 
         async with a2a_client(base) as client:
             stream = client.send_message(request("Long job", context_id=asked.context_id))

@@ -76,6 +76,8 @@ class DshExecutor(AgentExecutor):
             working = new_task(task_id, context_id, TaskState.TASK_STATE_SUBMITTED, history=history)
             await event_queue.enqueue_event(working)
         reply = context.get_user_input()
+        if not reply.strip():
+            raise InvalidParamsError(message="the message has no text: send a text part")
         held = self._waiting(task_id, context_id)
         if held is not None:
             agent, view = held
