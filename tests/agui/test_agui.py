@@ -15,7 +15,8 @@ from ag_ui.core import Event, EventType
 from pydantic import TypeAdapter
 
 from dsh.agent import AgentOptions
-from dsh.agui import AGUI_PATH, APPROVAL_EVENT, AguiDoor
+from dsh.agui import AGUI_PATH, APPROVAL_EVENT, QUESTION_EVENT, AguiDoor
+from dsh.llm import text_of
 from dsh.profiles import boot, load_profile
 from dsh.testing import OpenAIServer, ScriptedModel, reasoning, reply, tool_call
 from dsh.web import WebConfig, WebUI, bind, serve
@@ -34,15 +35,14 @@ SCRIPT = [
         tool_call("read", {"file_path": "notes.txt"}),
     ),
     "The notes say hi.",
-    reply(tool_call("write", {"file_path": "out.txt", "content": "done\n"})),
-    "Wrote out.txt.",
 ]
+QUESTION = {"questions": [{"question": "Which color?", "options": [{"label": "Blue"}]}]}
 
 
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[tuple[str, ScriptedModel]]:
     ctx = await boot(load_profile())
-    model = ScriptedModel(SCRIPT)
+    model = ScriptedModel()
     model.install(ctx)
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -119,7 +119,8 @@ async def read_run(
 
 
 async def test_a_run_streams_valid_agui_events(served: tuple[str, ScriptedModel]) -> None:
-    base, _ = served
+    base, model = served
+    model.add(*SCRIPT)
     auth = {"authorization": f"Bearer {TOKEN}"}
     async with httpx.AsyncClient(base_url=base, headers=auth, timeout=60) as client:
         events = await read_run(client, run_input("thread-1", "run-1", "What do the notes say?"))
@@ -138,25 +139,34 @@ async def test_a_run_streams_valid_agui_events(served: tuple[str, ScriptedModel]
     assert events[-1].outcome.type == "success"  # type: ignore[union-attr]
 
 
-async def test_an_approval_is_a_custom_event_answered_over_http(
+async def test_approvals_and_questions_are_custom_events_answered_over_http(
     served: tuple[str, ScriptedModel], tmp_path: Path
 ) -> None:
     base, model = served
+    model.add(
+        reply(tool_call("write", {"file_path": "out.txt", "content": "done\n"})),
+        reply(tool_call("ask_user_question", QUESTION)),
+        lambda options: reply(text_of(options.messages[-1].content[0].content)),  # the answer
+    )
     auth = {"authorization": f"Bearer {TOKEN}"}
+    asked: list[str] = []
     async with httpx.AsyncClient(base_url=base, headers=auth, timeout=60) as client:
-        await read_run(client, run_input("thread-2", "run-1", "Notes?"))  # the first 2 replies
-        asked: list[dict[str, str]] = []
 
-        async def approve(event: Event) -> None:
-            assert event.name == APPROVAL_EVENT  # type: ignore[union-attr]
-            asked.append(event.value)  # type: ignore[union-attr]
-            answered = await client.post(event.value["answer"], json={"answer": "once"})  # type: ignore[union-attr]
-            assert answered.status_code == 200
+        async def answer(event: Event) -> None:
+            value = event.value  # type: ignore[union-attr]
+            asked.append(event.name)  # type: ignore[union-attr]
+            body = {"answer": "once"} if event.name == APPROVAL_EVENT else {}  # type: ignore[union-attr]
+            if event.name == QUESTION_EVENT:  # type: ignore[union-attr]
+                assert value["arguments"] == QUESTION
+                body = {"answers": [{"selected": ["Blue"], "text": ""}]}
+            assert (await client.post(value["answer"], json=body)).status_code == 200
 
-        events = await read_run(client, run_input("thread-2", "run-2", "Write out.txt"), approve)
+        events = await read_run(client, run_input("thread-2", "run-1", "Write, then ask"), answer)
     check_sequence(events)
-    assert [a["tool"] for a in asked] == ["write"]
+    assert asked == [APPROVAL_EVENT, QUESTION_EVENT]
     assert (tmp_path / "ws" / "out.txt").read_text() == "done\n"
+    text = "".join(e.delta for e in events if e.type == EventType.TEXT_MESSAGE_CONTENT)  # type: ignore[union-attr]
+    assert text == "The user answered:\n- Which color? → Blue"
     assert json.loads(events[-1].model_dump_json(by_alias=True))["outcome"]["type"] == "success"
     model.assert_complete()
 
