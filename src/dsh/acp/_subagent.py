@@ -25,7 +25,7 @@ from msgspec import Meta
 
 from .._context import Context
 from .._ids import uuid4_hex
-from ..kernel import HELD, ConfigRecord, read_secret
+from ..kernel import HELD, ConfigRecord, Injects, read_secret
 from ..llm import TextBlock, text_of
 from ..plugins.approval import APPROVAL, Decision
 from ..plugins.subagents import (
@@ -92,7 +92,7 @@ class AcpSubagentsPlugin:
 
     name: ClassVar[str] = "acp_subagents"
     Config = AcpSubagentsConfig
-    inject: ClassVar[tuple[Any, ...]] = (SUBAGENTS,)
+    inject: ClassVar[Injects] = (SUBAGENTS,)
 
     @staticmethod
     async def apply(ctx: Context, config: AcpSubagentsConfig) -> None:
