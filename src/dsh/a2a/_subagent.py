@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, ClassVar
 
 import httpx
 import msgspec
@@ -17,7 +17,7 @@ from msgspec import Meta
 from .._context import Context
 from .._ids import uuid4_hex
 from ..agent import Agent
-from ..kernel import HELD, ConfigRecord, EventSpec, Mode, read_secret
+from ..kernel import HELD, ConfigRecord, EventSpec, Injects, Mode, read_secret
 from ..llm import TextBlock, text_of
 from ..plugins.approval import APPROVAL, Decision
 from ..plugins.subagents import (
@@ -103,7 +103,7 @@ class A2ASubagentsPlugin:
 
     name: ClassVar[str] = "a2a_subagents"
     Config = A2ASubagentsConfig
-    inject: ClassVar[tuple[Any, ...]] = (SUBAGENTS,)
+    inject: ClassVar[Injects] = (SUBAGENTS,)
 
     @staticmethod
     async def apply(ctx: Context, config: A2ASubagentsConfig) -> None:
