@@ -49,11 +49,16 @@ async def test_card_send_stream_continue_approve_and_refuse(tmp_path: Path) -> N
         reply("Writing it.", tool_call("write", {"file_path": "notes.txt", "content": "hi\n"})),
         "Wrote notes.txt.",
     ]
+    skill = tmp_path / "ws" / ".dsh" / "skills" / "release-notes" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: release-notes\ndescription: Write release notes.\n---\nSteps…\n")
     async with OpenAIServer(script) as server, dsh_a2a(tmp_path, server.base_url) as base:
         async with httpx.AsyncClient() as anonymous:  # the card needs no token
             card = (await anonymous.get(f"{base}/.well-known/agent-card.json")).json()
         assert card["name"] == "dsh (ws)" and card["capabilities"]["streaming"] is True
-        assert [s["id"] for s in card["skills"]] == ["code"]
+        assert [(s["id"], s["description"]) for s in card["skills"]][1:] == [
+            ("release-notes", "Write release notes.")  # the workspace's skills, after "code"
+        ]
         assert card["supportedInterfaces"][0]["url"] == f"{base}/a2a"
 
         async with a2a_client(base, streaming=False) as client:
