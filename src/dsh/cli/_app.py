@@ -82,6 +82,23 @@ CwdOption = Annotated[
         "--cwd", metavar="DIR", help="The agent's workspace (default: the current directory)."
     ),
 ]
+PortOption = Annotated[
+    int, typer.Option("--port", min=0, max=65535, metavar="N", help="The port (0: a free one).")
+]
+HostOption = Annotated[
+    str,
+    typer.Option(
+        "--host",
+        metavar="ADDR",
+        help="The address to listen on; another than this machine's needs --token-file.",
+    ),
+]
+TokenFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--token-file", metavar="FILE", help="A file (mode 600) holding the access token."
+    ),
+]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")]
 ContinueOption = Annotated[
     bool,
@@ -673,24 +690,9 @@ def replay_command(
 @app.command("web")
 def web_command(
     cwd: CwdOption = None,
-    port: Annotated[
-        int,
-        typer.Option("--port", min=0, max=65535, metavar="N", help="The port (0: a free one)."),
-    ] = 8765,
-    host: Annotated[
-        str,
-        typer.Option(
-            "--host",
-            metavar="ADDR",
-            help="The address to listen on; another than this machine's needs --token-file.",
-        ),
-    ] = "127.0.0.1",
-    token_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--token-file", metavar="FILE", help="A file (mode 600) holding the access token."
-        ),
-    ] = None,
+    port: PortOption = 8765,
+    host: HostOption = "127.0.0.1",
+    token_file: TokenFileOption = None,
     no_open: Annotated[bool, typer.Option("--no-open", help="Do not open a browser.")] = False,
     profile: ProfileOption = None,
     model: ModelOption = None,
@@ -703,6 +705,26 @@ def web_command(
 
     options = Options(profile, model, base_url, provider, cwd)
     exit_with(run_web(WebOptions(options, port, host, token_file, no_open)))
+
+
+@app.command("a2a")
+def a2a_command(
+    cwd: CwdOption = None,
+    port: PortOption = 8766,
+    host: HostOption = "127.0.0.1",
+    token_file: TokenFileOption = None,
+    profile: ProfileOption = None,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    provider: ProviderOption = None,
+) -> None:
+    """Serve the workspace as an A2A agent (Agent Card, JSON-RPC, streaming); prints the
+    endpoint and, unless --token-file gives it, the bearer token."""
+    from ._runtime import Options
+    from ._web import WebOptions, run_web
+
+    options = Options(profile, model, base_url, provider, cwd)
+    exit_with(run_web(WebOptions(options, port, host, token_file, True, a2a_only=True)))
 
 
 @app.command("jsonrpc")
@@ -747,7 +769,7 @@ def run(argv: list[str]) -> None:
     run_app(_table_for(args), args)
 
 
-_BOOTING = ("run", "chat", "web", "acp")
+_BOOTING = ("run", "chat", "web", "a2a", "acp")
 """Commands that boot a runtime: the collector stays paused until `start_runtime` settles
 it (see `dsh._process.pause_collector`)."""
 
