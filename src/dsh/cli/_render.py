@@ -23,6 +23,7 @@ from ..events import (
     TextDeltaEvent,
     ToolCallDeltaEvent,
     ToolCallEvent,
+    ToolProgressEvent,
     ToolResultEvent,
     TurnEndEvent,
     TurnStartEvent,
@@ -33,7 +34,15 @@ from ..events import (
 from ..llm import ReasoningBlock, TextBlock
 from ..session import usage_of
 from ._blocks import StreamedText
-from ._format import call_summary, describe_end, preview, result_summary, usage_line
+from ._format import (
+    TAIL_KEEP,
+    call_summary,
+    describe_end,
+    output_tail,
+    preview,
+    result_summary,
+    usage_line,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -94,6 +103,8 @@ class Renderer:
         self._step: tuple[int, int] | None = None
         self._turn: list[SessionEvent] = []
         """The current turn's events that count for its usage line."""
+        self._tails: dict[str, str] = {}
+        """The end of each running call's output (by call id)."""
 
     # -- dispatch ------------------------------------------------------------------------------
 
@@ -154,6 +165,23 @@ class Renderer:
                 self._turn_end(event)
             case _:
                 pass
+
+    def progress(self, event: ToolProgressEvent) -> None:
+        """A running call's progress: the last lines of its output live under the call, and
+        how long it has run (folded when its result arrives)."""
+        if event.call_id not in self.calls:
+            return  # not a call of this transcript (or already ended)
+        kept = (self._tails.get(event.call_id, "") + event.output)[-TAIL_KEEP:]
+        self._tails[event.call_id] = kept
+        tail = output_tail(kept)
+        status = f"running {event.name}… {event.elapsed_ms // 1000} s"
+        if event.message:
+            status += f" · {preview(event.message, 80)}"
+        if event.fraction is not None:
+            status += f" ({event.fraction:.0%})"
+        self.surface.status(status)
+        if tail:
+            self.surface.live("\n".join(f"  │ {line}" for line in tail.split("\n")), "dim")
 
     def replay(self, events: list[SessionEvent]) -> None:
         """Print stored events (a resumed session's last turns): whole messages, no chunks."""
@@ -242,6 +270,8 @@ class Renderer:
             return  # a pruned copy of an old result (compaction/prune says so)
         text, failed = event.text, event.is_error
         name = self.calls.pop(event.call_id, "")
+        if self._tails.pop(event.call_id, None) is not None:
+            self.surface.live("")  # the live tail folds: the result line says how it went
         lines = result_summary(text, tool=None if failed else name)
         for i, line in enumerate(lines):
             self.surface.note(("  ⎿ " if i == 0 else "    ") + line, "red" if failed else "dim")

@@ -1,0 +1,61 @@
+"""A running command's output, live in the terminal: its last lines under the call while it
+runs, folded into the result line when it ends (`dsh chat` and `dsh run`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from .support import DSH, cli_env, workspace
+from .terminal import Chats, Terminal, answer, at_prompt, exits_cleanly, model_server, tool_call
+
+
+def gated_command(tmp_path: Path) -> tuple[str, Path]:
+    """A command printing two lines, then waiting on a fifo until the test writes to it."""
+    gate = workspace(tmp_path) / "gate"
+    os.mkfifo(gate)
+    return f"for i in 1 2; do echo line$i; done; cat {gate} >/dev/null; echo line3", gate
+
+
+def tail_shows(*lines: str) -> Callable[[Terminal], bool]:
+    def check(t: Terminal) -> bool:
+        display = t.display()
+        return all(f"  │ {line}" in display for line in lines)
+
+    return check
+
+
+def test_chat_shows_a_commands_output_while_it_runs(chat: Chats, tmp_path: Path) -> None:
+    command, gate = gated_command(tmp_path)
+    run = tool_call("bash", command=command, description="count")
+    t, _ = chat([answer(run), answer("Counted.")], "--yes")
+    t.enter("count")
+    t.wait_for(tail_shows("line1", "line2"))  # the call has not ended: it waits on the gate
+    assert any("running bash… " in line for line in t.display())  # and for how long
+    gate.write_text("go\n")
+    t.wait_for("Counted.").wait_for(at_prompt)
+    assert not any("│ line" in line for line in t.lines())  # folded into the result
+    assert any(line.startswith("  ⎿ ") for line in t.lines())
+    exits_cleanly(t)
+
+
+def test_run_on_a_terminal_shows_the_tail_and_folds_it(tmp_path: Path) -> None:
+    command, gate = gated_command(tmp_path)
+    script = [answer(tool_call("bash", command=command, description="count")), answer("Counted.")]
+    with model_server(tmp_path, script) as server:
+        env = cli_env(tmp_path, DEEPSEEK_BASE_URL=server.url, DEEPSEEK_API_KEY="sk-test")
+        env["TERM"] = "xterm-256color"
+        argv = [sys.executable, *DSH, "run", "--yes", "--cwd", str(workspace(tmp_path)), "go"]
+        terminal = Terminal(argv, env=env, cwd=tmp_path, rows=30, cols=80)
+        try:
+            terminal.wait_for(tail_shows("line1", "line2"))
+            assert any("running bash… " in line for line in terminal.display())
+            gate.write_text("go\n")
+            assert terminal.wait_exit() == 0
+            lines = [line.rstrip() for line in terminal.lines() if line.strip()]
+        finally:
+            terminal.close()
+    assert "Counted." in lines
+    assert not any("│ line" in line or "running bash" in line for line in lines)
