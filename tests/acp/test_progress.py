@@ -1,0 +1,41 @@
+"""A running command's output reaches the editor as `tool_call_update` content while the
+call runs, and the result's content replaces it (the official ACP SDK's client)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from dsh.testing import reply, tool_call
+from tests.cli.support import workspace
+
+from .support import Recorder, live_session
+
+
+def texts(update: Any) -> str:
+    return "".join(getattr(c.content, "text", "") for c in update.content or ())
+
+
+async def test_a_commands_lines_reach_the_editor_while_it_runs(tmp_path: Path) -> None:
+    gate = workspace(tmp_path) / "gate"
+    os.mkfifo(gate)
+    command = f"for i in 1 2; do echo line$i; done; cat {gate} >/dev/null; echo line3"
+    script = [reply(tool_call("bash", {"command": command, "description": "Count"})), "done"]
+    client = Recorder(answers=["allow_once"])
+    async with live_session(tmp_path, script, client) as live:
+        sid = live.sid
+        prompt = asyncio.create_task(live.prompt("count"))
+
+        def live_output() -> list[Any]:
+            updates = client.of(sid, "tool_call_update")
+            return [u for u in updates if u.status == "in_progress" and "line2" in texts(u)]
+
+        (shown, *_) = await client.until(live_output)
+        assert not prompt.done()  # the command waits on the gate: the call is running
+        assert texts(shown).startswith("line1\nline2")
+        await asyncio.to_thread(gate.write_text, "go\n")
+        assert (await prompt).stop_reason == "end_turn"
+    final = client.of(sid, "tool_call_update")[-1]
+    assert final.status == "completed" and "line3" in texts(final)
