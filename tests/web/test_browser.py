@@ -270,3 +270,26 @@ async def test_the_models_questions_are_answered_in_the_page_after_a_reload(
     await expect(second.locator(".output")).to_contain_text('Port? → "5433"')
     await expect(log).to_contain_text("Set up with SQLite.")
     await expect(page.get_by_role("status")).to_have_text("idle")
+
+
+async def test_a_commands_output_streams_into_its_card(site: Site, page: Page, served: str) -> None:
+    gate = site.workspace / "gate"
+    os.mkfifo(gate)
+    command = f"for i in 1 2; do echo line$i; done; cat {gate} >/dev/null; echo line3"
+    site.model.add(
+        reply(tool_call("bash", {"command": command, "description": "Count"})), reply("Counted.")
+    )
+    await login(page, served)
+    await send(page, "count")
+    log = page.get_by_role("log")
+    card = log.locator("article.tool")
+    await card.get_by_role("button", name="Allow", exact=True).click()
+    live = card.locator(".live-output")
+    await expect(live).to_have_text("line1\nline2")  # the call waits on the gate: running
+    await expect(card.locator(".tool-status")).to_contain_text("running · ")
+    await expect(card.locator(".output")).to_have_count(0)
+    await asyncio.to_thread(gate.write_text, "go\n")
+    await expect(card.locator(".output")).to_contain_text("line1\nline2\nline3")
+    await expect(live).to_have_count(0)  # folded into the result
+    await expect(card.locator(".tool-status")).to_have_text("done")
+    await expect(log).to_contain_text("Counted.")
