@@ -34,7 +34,7 @@ async def test_a_servers_progress_reaches_the_stream_while_the_call_runs(
             if event.message == "step 3 of 3":
                 break
     assert not run.done()  # the server waits on the gate: the call is running
-    await events.aclose()
+    await events.aclose()  # type: ignore[attr-defined]
     await asyncio.to_thread(gate.write_text, "go\n")
     result = await run
     assert result.finish_reason == "completed"
