@@ -4,6 +4,7 @@ and results in log order, and a status line for what is happening now."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Protocol
 
 from ..events import (
@@ -68,9 +69,10 @@ class Surface(Protocol):
     def live(self, text: str, style: str = "") -> None:
         """Show the part still being written ("" clears it); it is replaced, never kept."""
 
-    def status(self, text: str | None, *, keep: bool = False) -> None:
+    def status(self, text: str | None, *, keep: bool = False, since: float | None = None) -> None:
         """Show what is happening now (None clears). `keep`: worth a line of its own where
-        nothing can be updated in place (a retry on a pipe)."""
+        nothing can be updated in place (a retry on a pipe). `since` (a `time.monotonic()`):
+        show, after the text, the time since then, counting while it is shown."""
 
 
 class Renderer:
@@ -105,6 +107,8 @@ class Renderer:
         """The current turn's events that count for its usage line."""
         self._tails: dict[str, str] = {}
         """The end of each running call's output (by call id)."""
+        self._started: dict[str, float] = {}
+        """When each running call was shown (`time.monotonic()`, by call id)."""
 
     # -- dispatch ------------------------------------------------------------------------------
 
@@ -174,12 +178,12 @@ class Renderer:
         kept = (self._tails.get(event.call_id, "") + event.output)[-TAIL_KEEP:]
         self._tails[event.call_id] = kept
         tail = output_tail(kept)
-        status = f"running {event.name}… {event.elapsed_ms // 1000} s"
+        status = f"running {event.name}…"
         if event.message:
-            status += f" · {preview(event.message, 80)}"
+            status += f" {preview(event.message, 80)}"
         if event.fraction is not None:
             status += f" ({event.fraction:.0%})"
-        self.surface.status(status)
+        self.surface.status(status, since=self._started.get(event.call_id))
         if tail:
             self.surface.live("\n".join(f"  │ {line}" for line in tail.split("\n")), "dim")
 
@@ -253,7 +257,8 @@ class Renderer:
         self.calls[event.call_id] = event.name
         self._close_blocks()
         self.surface.note(f"● {call_summary(event.name, event.arguments)}", "cyan")
-        self.surface.status(f"running {event.name}…")
+        self._started[event.call_id] = started = time.monotonic()
+        self.surface.status(f"running {event.name}…", since=started)
 
     def _approval_decided(self, event: ApprovalDecidedEvent) -> None:
         if event.by != "answerer":
@@ -270,6 +275,7 @@ class Renderer:
             return  # a pruned copy of an old result (compaction/prune says so)
         text, failed = event.text, event.is_error
         name = self.calls.pop(event.call_id, "")
+        self._started.pop(event.call_id, None)
         if self._tails.pop(event.call_id, None) is not None:
             self.surface.live("")  # the live tail folds: the result line says how it went
         lines = result_summary(text, tool=None if failed else name)
