@@ -12,7 +12,6 @@ from pathlib import Path
 from .support import DSH, cli_env, workspace
 from .terminal import Chats, Terminal, answer, at_prompt, exits_cleanly, model_server, tool_call
 
-
 RUNNING = re.compile(r"running bash… · \d+ s")
 
 
