@@ -9,10 +9,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from .support import DSH, cli_env, workspace
+from .support import DSH, cli_env, scripted_profile, workspace
 from .terminal import Chats, Terminal, answer, at_prompt, exits_cleanly, model_server, tool_call
 
 RUNNING = re.compile(r"running bash… · \d+ s")
+STEPPED = re.compile(r"running steps… step 3 of 3 \(100%\) · \d+ s")
 
 
 def gated_command(tmp_path: Path) -> tuple[str, Path]:
@@ -62,3 +63,23 @@ def test_run_on_a_terminal_shows_the_tail_and_folds_it(tmp_path: Path) -> None:
             terminal.close()
     assert "Counted." in lines
     assert not any("│ line" in line or "running bash" in line for line in lines)
+
+
+def test_run_shows_a_plugin_tools_progress_in_its_status(tmp_path: Path) -> None:
+    gate = workspace(tmp_path) / "gate"
+    os.mkfifo(gate)
+    script = [{"tool": "steps", "args": {"count": 3, "gate": str(gate)}}, "Three steps."]
+    profile = scripted_profile(tmp_path, script)
+    env = cli_env(tmp_path)
+    env["TERM"] = "xterm-256color"
+    argv = [sys.executable, *DSH, "run", "--yes", "--profile", str(profile)]
+    argv += ["--provider", "scripted", "--model", "scripted", "--cwd", str(workspace(tmp_path))]
+    terminal = Terminal([*argv, "step"], env=env, cwd=tmp_path, rows=30, cols=100)
+    try:
+        terminal.wait_for(lambda t: any(STEPPED.search(line) for line in t.display()))
+        gate.write_text("go\n")
+        assert terminal.wait_exit() == 0
+        lines = [line.rstrip() for line in terminal.lines() if line.strip()]
+    finally:
+        terminal.close()
+    assert "Three steps." in lines and not any("step 3 of 3" in line for line in lines)

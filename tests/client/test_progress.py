@@ -7,8 +7,10 @@ import asyncio
 import os
 from pathlib import Path
 
+from dsh.client import AsyncHarness
 from dsh.events import ToolProgressEvent
 from dsh.testing import OpenAIServer, reply, tool_call
+from tests.server.test_jsonrpc import runtime_env
 from tests.server.test_jsonrpc_e2e import harness
 
 
@@ -62,3 +64,24 @@ async def test_a_flood_of_output_sends_few_bounded_notifications(tmp_path: Path)
     (tool_result,) = [e for e in result.events if e["type"] == "tool/result"]
     text = str(tool_result["data"])
     assert "[output truncated; full output: " in text and len(text) < 100_000
+
+
+async def test_a_plugin_tools_progress_reaches_the_client(tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    script = [{"tool": "steps", "args": {"count": 3, "gate": str(gate)}}, "Three steps."]
+    seen: list[ToolProgressEvent] = []
+    released: list[asyncio.Future[int]] = []
+
+    def on_progress(event: ToolProgressEvent) -> None:
+        seen.append(event)
+        if event.message == "step 3 of 3" and not released:
+            released.append(asyncio.ensure_future(asyncio.to_thread(gate.write_text, "go\n")))
+
+    async with AsyncHarness(
+        provider="scripted", model="scripted", cwd=str(tmp_path), env=runtime_env(tmp_path, script)
+    ) as h:
+        result = await h.run("step", on_progress=on_progress)
+    assert released and result.final_response == "Three steps."
+    assert seen[0].name == "steps" and seen[0].message == "step 1 of 3"
+    assert seen[-1].fraction == 1.0 and len(seen) == 2  # steps 2 and 3 were one window
