@@ -84,3 +84,24 @@ async def test_a_flood_of_output_is_bounded_and_the_result_is_spilled(tmp_path: 
     (result,) = [e.text for e in events if isinstance(e, ToolResultEvent)]
     assert len(result) < 100_000 and "x" * 100 in result
     assert "[output truncated; full output: " in result and "50,499,999 bytes" in result
+
+
+@dsh.tool
+async def in_a_thread(*, run: ToolRunContext) -> str:
+    """Work in a thread that reports its progress."""
+
+    def work() -> str:
+        run.progress("half way", fraction=0.5)
+        run.output("from the thread\n")
+        return "worked"
+
+    return await asyncio.to_thread(work)
+
+
+async def test_progress_from_a_worker_thread_arrives(tmp_path: Path) -> None:
+    model = ScriptedModel([reply(tool_call("in_a_thread", {})), "ok"])
+    agent = dsh.Agent(model, tools=[in_a_thread], cwd=tmp_path)
+    async with agent, agent.run_stream("work") as run:
+        events = [e async for e in run.events()]
+    progress = [e for e in events if isinstance(e, ToolProgressEvent)]
+    assert progress[0].message == "half way" and progress[0].fraction == 0.5

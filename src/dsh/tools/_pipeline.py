@@ -181,6 +181,7 @@ async def prepare(
 
 def _progress_opener(bus: EventBus, started: float) -> Callable[[ToolExecution], ProgressFeed]:
     """Opens a call's progress feed, which emits `tool/progress` scoped by its agent."""
+    loop = asyncio.get_running_loop()
 
     def open_feed(exec: ToolExecution) -> ProgressFeed:
         session = exec.session
@@ -188,7 +189,7 @@ def _progress_opener(bus: EventBus, started: float) -> Callable[[ToolExecution],
         def emit(event: ToolProgressEvent) -> None:
             bus.emit(TOOL_PROGRESS_EVENT, ToolProgress(session, event), exec.agent)
 
-        return ProgressFeed(exec.call_id, exec.name, started, emit)
+        return ProgressFeed(exec.call_id, exec.name, started, emit, loop)
 
     return open_feed
 

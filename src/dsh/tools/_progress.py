@@ -42,7 +42,8 @@ TOOL_PROGRESS_EVENT: EmitSpec[ToolProgress] = EventSpec.declare(
 class ProgressFeed:
     """One call's progress: `output` and `report` gather, and at most one event per
     `INTERVAL_S` goes to `emit` (the first at once). `close` drops what is pending: the
-    call's result follows."""
+    call's result follows. `output` and `report` may be called from another thread (a body
+    that works in `asyncio.to_thread`): they then run on `loop`."""
 
     __slots__ = (
         "_call_id",
@@ -50,6 +51,7 @@ class ProgressFeed:
         "_emit",
         "_fraction",
         "_last",
+        "_loop",
         "_message",
         "_name",
         "_output",
@@ -59,8 +61,14 @@ class ProgressFeed:
     )
 
     def __init__(
-        self, call_id: str, name: str, started: float, emit: Callable[[ToolProgressEvent], None]
+        self,
+        call_id: str,
+        name: str,
+        started: float,
+        emit: Callable[[ToolProgressEvent], None],
+        loop: asyncio.AbstractEventLoop,
     ) -> None:
+        self._loop = loop
         self._call_id = call_id
         self._name = name
         self._started = started
@@ -77,6 +85,9 @@ class ProgressFeed:
         """More output (kept: the last `MAX_OUTPUT_CHARS` of the window)."""
         if self._closed or not text:
             return
+        if not self._on_loop():
+            self._loop.call_soon_threadsafe(self.output, text)
+            return
         output = self._output + text
         if len(output) > MAX_OUTPUT_CHARS:
             self._skipped += len(output) - MAX_OUTPUT_CHARS
@@ -88,6 +99,9 @@ class ProgressFeed:
         """A status line (the latest of the window wins) and how much is done (0..1)."""
         if self._closed:
             return
+        if not self._on_loop():
+            self._loop.call_soon_threadsafe(self.report, message, fraction)
+            return
         self._message = message
         self._fraction = fraction
         self._schedule()
@@ -98,6 +112,12 @@ class ProgressFeed:
             self._timer.cancel()
             self._timer = None
 
+    def _on_loop(self) -> bool:
+        try:
+            return asyncio.get_running_loop() is self._loop
+        except RuntimeError:  # no loop in this thread
+            return False
+
     def _schedule(self) -> None:
         if self._timer is not None:
             return
@@ -105,7 +125,7 @@ class ProgressFeed:
         if wait <= 0:
             self._flush()
         else:
-            self._timer = asyncio.get_running_loop().call_later(wait, self._flush)
+            self._timer = self._loop.call_later(wait, self._flush)
 
     def _flush(self) -> None:
         self._timer = None
