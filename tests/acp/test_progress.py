@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +40,19 @@ async def test_a_commands_lines_reach_the_editor_while_it_runs(tmp_path: Path) -
         assert (await prompt).stop_reason == "end_turn"
     final = client.of(sid, "tool_call_update")[-1]
     assert final.status == "completed" and "line3" in texts(final)
+
+
+async def test_a_flood_of_output_sends_few_bounded_updates(tmp_path: Path) -> None:
+    command = "head -c 50000000 /dev/zero | tr '\\0' 'x' | fold -w 100"
+    script = [reply(tool_call("bash", {"command": command, "description": "Flood"})), "done"]
+    client = Recorder(answers=["allow_once"])
+    async with live_session(tmp_path, script, client) as live:
+        started = time.monotonic()
+        assert (await live.prompt("flood")).stop_reason == "end_turn"
+        took = time.monotonic() - started
+    updates = [u for u in client.of(live.sid, "tool_call_update") if u.status == "in_progress"]
+    live_updates = [u for u in updates if texts(u)]
+    assert len(live_updates) <= 1 + 10 * (took + 1)  # at most 10 a second
+    assert all(len(texts(u)) <= 8192 for u in live_updates)
+    final = client.of(live.sid, "tool_call_update")[-1]
+    assert "[output truncated; full output: " in texts(final)
