@@ -83,3 +83,20 @@ def test_run_shows_a_plugin_tools_progress_in_its_status(tmp_path: Path) -> None
     finally:
         terminal.close()
     assert "Three steps." in lines and not any("step 3 of 3" in line for line in lines)
+
+
+def test_run_on_a_terminal_is_not_flooded_by_a_chatty_command(tmp_path: Path) -> None:
+    command = "head -c 50000000 /dev/zero | tr '\\0' 'x' | fold -w 100"
+    script = [answer(tool_call("bash", command=command, description="flood")), answer("Done.")]
+    with model_server(tmp_path, script) as server:
+        env = cli_env(tmp_path, DEEPSEEK_BASE_URL=server.url, DEEPSEEK_API_KEY="sk-test")
+        env["TERM"] = "xterm-256color"
+        argv = [sys.executable, *DSH, "run", "--yes", "--cwd", str(workspace(tmp_path)), "go"]
+        terminal = Terminal(argv, env=env, cwd=tmp_path, rows=30, cols=80)
+        try:
+            assert terminal.wait_exit() == 0
+            lines = [line.rstrip() for line in terminal.lines() if line.strip()]
+        finally:
+            terminal.close()
+    assert "Done." in lines and len(lines) < 40  # the tail lived in place, then folded
+    assert not any("│ xxx" in line for line in lines)
