@@ -4,6 +4,7 @@ is emitted as `tool/progress`, so that a chatty command cannot flood a surface."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 
@@ -86,7 +87,7 @@ class ProgressFeed:
         if self._closed or not text:
             return
         if not self._on_loop():
-            self._loop.call_soon_threadsafe(self.output, text)
+            self._hand_over(self.output, text)
             return
         output = self._output + text
         if len(output) > MAX_OUTPUT_CHARS:
@@ -100,7 +101,7 @@ class ProgressFeed:
         if self._closed:
             return
         if not self._on_loop():
-            self._loop.call_soon_threadsafe(self.report, message, fraction)
+            self._hand_over(self.report, message, fraction)
             return
         self._message = message
         self._fraction = fraction
@@ -111,6 +112,11 @@ class ProgressFeed:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+    def _hand_over(self, call: Callable[..., None], *args: object) -> None:
+        """Run `call(*args)` on the loop (from another thread); nothing once it is closed."""
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(call, *args)
 
     def _on_loop(self) -> bool:
         try:
