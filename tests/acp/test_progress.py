@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh.testing import reply, tool_call
-from tests.cli.support import workspace
+from tests.cli.support import scripted_profile, workspace
 
 from .support import Recorder, live_session
 
@@ -56,3 +56,24 @@ async def test_a_flood_of_output_sends_few_bounded_updates(tmp_path: Path) -> No
     assert all(len(texts(u)) <= 8192 for u in live_updates)
     final = client.of(live.sid, "tool_call_update")[-1]
     assert "[output truncated; full output: " in texts(final)
+
+
+async def test_a_plugin_tools_progress_reaches_the_editor(tmp_path: Path) -> None:
+    gate = workspace(tmp_path) / "gate"
+    os.mkfifo(gate)
+    script = [{"tool": "steps", "args": {"count": 3, "gate": str(gate)}}, "Three steps."]
+    profile = ("--profile", str(scripted_profile(tmp_path, script)))
+    client = Recorder(answers=["allow_once"])
+    model = ("--provider", "scripted", "--model", "scripted")
+    async with live_session(tmp_path, [], client, *profile, *model) as live:
+        prompt = asyncio.create_task(live.prompt("step"))
+
+        def stepped() -> list[Any]:
+            updates = client.of(live.sid, "tool_call_update")
+            return [u for u in updates if "step 3 of 3 (100%)" in texts(u)]
+
+        await client.until(stepped)
+        assert not prompt.done()  # the tool waits on the gate
+        await asyncio.to_thread(gate.write_text, "go\n")
+        assert (await prompt).stop_reason == "end_turn"
+    assert "3 steps done" in texts(client.of(live.sid, "tool_call_update")[-1])

@@ -17,6 +17,7 @@ from dsh.web import bind, serve
 from tests.cli.support import cli_env, run_dsh, scripted_profile
 from tests.conftest import REPO
 from tests.questions import CHECKS, DATABASE
+from tests.server.support import steps
 
 from .browser import CHROMIUM, chromium
 from .support import TOKEN, Site
@@ -293,3 +294,22 @@ async def test_a_commands_output_streams_into_its_card(site: Site, page: Page, s
     await expect(live).to_have_count(0)  # folded into the result
     await expect(card.locator(".tool-status")).to_have_text("done")
     await expect(log).to_contain_text("Counted.")
+
+
+async def test_a_plugin_tools_progress_shows_in_its_card(
+    site: Site, page: Page, served: str
+) -> None:
+    gate = site.workspace / "gate"
+    os.mkfifo(gate)
+    site.ctx.tools.register(steps)
+    site.model.add(
+        reply(tool_call("steps", {"count": 3, "gate": str(gate)})), reply("Three steps.")
+    )
+    await login(page, served)
+    await send(page, "step")
+    card = page.get_by_role("log").locator("article.tool")
+    await card.get_by_role("button", name="Allow", exact=True).click()
+    await expect(card.locator(".tool-status")).to_contain_text("step 3 of 3 (100%)")
+    await asyncio.to_thread(gate.write_text, "go\n")
+    await expect(card.locator(".output")).to_contain_text("3 steps done")
+    await expect(card.locator(".tool-status")).to_have_text("done")
