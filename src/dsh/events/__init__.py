@@ -50,6 +50,7 @@ from ._catalog import (
     chunk_event,
 )
 from ._convert import append, logged, typed, typed_as
+from ._live import StreamEvent, ToolProgressEvent
 from ._values import CancelCause, SeqRange, Todo, ToolError, TurnEndReason
 
 __all__ = [
@@ -84,6 +85,7 @@ __all__ = [
     "SeedEndEvent",
     "SeqRange",
     "SessionTitleEvent",
+    "StreamEvent",
     "StepEndEvent",
     "StepStartEvent",
     "SubagentDescriptorEvent",
@@ -92,6 +94,7 @@ __all__ = [
     "TodoWriteEvent",
     "ToolCallDeltaEvent",
     "ToolCallEvent",
+    "ToolProgressEvent",
     "ToolError",
     "ToolResultEvent",
     "TurnEndEvent",

@@ -1,11 +1,9 @@
 """Prompts, resources, templates and elicitation against the reference test server,
-`@modelcontextprotocol/server-everything` from npm (installed once into
-`.test-artifacts/npm`; skipped when npm or the registry is not there)."""
+`@modelcontextprotocol/server-everything` from npm (installed once into the tests' npm
+cache, `tests/npm.py`; skipped when npm or the registry is not there)."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -14,31 +12,18 @@ import pytest
 from dsh.agent import run_prompt
 from dsh.plugins.ask_user import QUESTIONS, AskUserPlugin, QuestionRequest
 from dsh.testing import reply, tool_call
-from tests.conftest import REPO
+from tests.npm import npm_folder
 
 from .test_prompts import sent_text, started
 
-CACHE = REPO / ".test-artifacts" / "npm"
-PACKAGE = "@modelcontextprotocol/server-everything"
+PACKAGE = "@modelcontextprotocol/server-everything@2026.8.31"
 
 
 @pytest.fixture(scope="module")
 def everything() -> dict[str, Any]:
-    """The server as a `.mcp.json` entry."""
-    command = CACHE / "node_modules" / ".bin" / "mcp-server-everything"
-    if not command.exists():
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.skip(f"npm is not installed: {PACKAGE} cannot be tested")
-        CACHE.mkdir(parents=True, exist_ok=True)
-        installed = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(CACHE), PACKAGE],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if installed.returncode != 0 or not command.exists():
-            pytest.skip(f"npm could not install {PACKAGE}: {installed.stderr.strip()[-200:]}")
+    """The server as a `.mcp.json` entry (installed into the npm cache of the tests)."""
+    folder = npm_folder("server-everything", [PACKAGE])
+    command = folder / "node_modules" / ".bin" / "mcp-server-everything"
     return {"command": str(command), "args": ["stdio"], "approval": "allow"}
 
 

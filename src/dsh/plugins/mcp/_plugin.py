@@ -12,7 +12,7 @@ from msgspec import Meta
 
 from ..._context import Context
 from ...agent import PROMPT_SUBMIT, Allow, Block, PromptDecision, PromptSubmit
-from ...kernel import ConfigRecord, Disposer, Next
+from ...kernel import ConfigRecord, Disposer, Injects, Next
 from ...prompt import SYSTEM_PROMPT_ASSEMBLE, AssemblePayload, PromptAssembly
 from ...tools import TOOLS, TOOLS_EXECUTE
 from ..approval import APPROVAL
@@ -72,7 +72,7 @@ class McpPlugin:
 
     name: ClassVar[str] = "mcp"
     Config = McpConfig
-    inject: ClassVar[tuple[Any, ...]] = (TOOLS,)
+    inject: ClassVar[Injects] = (TOOLS,)
 
     @staticmethod
     async def apply(ctx: Context, config: McpConfig) -> None:
