@@ -21,7 +21,9 @@ __all__ = [
     "auth_state",
     "edit_auth",
     "forget_auth",
+    "logged_in",
     "read_auth",
+    "uses_oauth",
 ]
 
 AuthState = Literal["logged-in", "login-required"]
@@ -36,6 +38,21 @@ class LoginRequired(Exception):
 
     def __init__(self, name: str) -> None:
         super().__init__(f"{LOGIN_REQUIRED}: run `dsh mcp login {name}` (or /mcp in dsh chat)")
+
+
+def uses_oauth(spec: ServerSpec) -> bool:
+    """A remote server without its own `Authorization` header, and `oauth` not turned off."""
+    if spec.transport == "stdio" or not spec.oauth:
+        return False
+    return not any(key.lower() == "authorization" for key in spec.headers)
+
+
+def logged_in(spec: ServerSpec) -> bool:
+    """Tokens are stored for the server (a damaged file counts as none)."""
+    try:
+        return isinstance(read_auth(spec).get("tokens"), dict)
+    except SettingsError:
+        return False
 
 
 def auth_file(spec: ServerSpec) -> Path:
@@ -74,7 +91,4 @@ def auth_state(spec: ServerSpec, error: str | None) -> AuthState | None:
         return None
     if error is not None and LOGIN_REQUIRED in error:
         return "login-required"
-    try:
-        return "logged-in" if isinstance(read_auth(spec).get("tokens"), dict) else None
-    except SettingsError:  # a damaged file: the next login writes it again
-        return None
+    return "logged-in" if logged_in(spec) else None

@@ -18,11 +18,11 @@ import httpx
 from mcp.client.auth import AuthorizationCodeResult, OAuthFlowError
 
 from ...llm import Json
-from ._auth_store import edit_auth, forget_auth, read_auth
+from ._auth_store import edit_auth, forget_auth, read_auth, uses_oauth
 from ._config import ServerSpec
-from ._oauth import McpOAuth, TokenFile, uses_oauth
+from ._oauth import McpOAuth, TokenFile
 
-__all__ = ["LoginError", "LoopbackLogin", "login", "logout"]
+__all__ = ["LoginError", "LoopbackLogin", "login", "logout", "open_in_browser"]
 
 LOGIN_TIMEOUT_S = 300.0
 """How long a login waits for the browser (or a pasted address)."""

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from ._auth_store import LoginRequired, edit_auth, read_auth
 from ._config import ServerSpec
 
-__all__ = ["REFRESH_AHEAD_S", "Authorizer", "McpOAuth", "TokenFile", "uses_oauth"]
+__all__ = ["REFRESH_AHEAD_S", "Authorizer", "LoginCheck", "McpOAuth", "TokenFile"]
 
 REFRESH_AHEAD_S = 60.0
 """An access token this close to its expiry is refreshed before the request."""
@@ -40,11 +40,19 @@ class Authorizer(Protocol):
     async def wait(self) -> AuthorizationCodeResult: ...
 
 
-def uses_oauth(spec: ServerSpec) -> bool:
-    """A remote server without its own `Authorization` header, and `oauth` not turned off."""
-    if spec.transport == "stdio" or not spec.oauth:
-        return False
-    return not any(key.lower() == "authorization" for key in spec.headers)
+class LoginCheck(httpx2.Auth):
+    """A server not logged in to: requests go as they are (no lock, nothing buffered), and
+    a 401 says that a login is needed."""
+
+    def __init__(self, spec: ServerSpec) -> None:
+        self._name = spec.name
+
+    async def async_auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        response = yield request
+        if response.status_code == 401:
+            raise LoginRequired(self._name)
 
 
 class TokenFile:

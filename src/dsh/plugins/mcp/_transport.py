@@ -26,8 +26,9 @@ from pydantic import ValidationError
 from ..._version import __version__
 from ...kernel import Owner, current_trace
 from ...llm import Json
+from ._auth_store import logged_in, uses_oauth
 from ._config import ServerSpec
-from ._oauth import McpOAuth, uses_oauth
+from ._oauth import LoginCheck, McpOAuth
 from ._tools import ConnectionLost, McpToolError, Progress
 
 __all__ = ["Elicit", "McpSession", "open_session"]
@@ -175,7 +176,8 @@ def _transport(
     headers = dict(spec.headers) or None
     assert spec.url is not None
     if auth is None and uses_oauth(spec):
-        auth = McpOAuth(spec)  # stored tokens; a login still needed fails the start
+        # The stored tokens, refreshed as needed; else only a check for a 401.
+        auth = McpOAuth(spec) if logged_in(spec) else LoginCheck(spec)
     if spec.transport == "sse":
         return sse_client(spec.url, headers=headers, auth=auth)
     return _http(spec.url, headers, auth)
