@@ -14,6 +14,7 @@ import secrets
 import socket
 import sys
 import time
+from pathlib import Path
 
 import anyio
 from mcp.server import MCPServer
@@ -25,6 +26,7 @@ from mcp.server.auth.provider import (
     construct_redirect_uri,
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
+from mcp.server.mcpserver import Context
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -141,6 +143,14 @@ def build(port: int, path: str) -> tuple[MCPServer, Provider]:
     def whoami() -> str:
         """Say that the caller got in."""
         return "authorized"
+
+    @server.tool()
+    async def count_to(steps: int, gate: str, ctx: Context) -> str:
+        """Report a progress notification per step, then wait for a line on the FIFO `gate`."""
+        for step in range(1, steps + 1):
+            await ctx.report_progress(step, steps, f"step {step} of {steps}")
+        await anyio.to_thread.run_sync(Path(gate).read_text)
+        return f"counted to {steps}"
 
     @server.custom_route("/test/expire", methods=["POST"])
     async def expire(request: Request) -> Response:

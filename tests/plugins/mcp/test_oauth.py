@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import stat
 import time
 from collections.abc import Iterator
@@ -16,7 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from dsh.agent import run_prompt
+from dsh.agent import run_prompt, session_events
+from dsh.events import ToolProgressEvent
 from dsh.plugins.mcp._auth_store import auth_file
 from dsh.plugins.mcp._login import LoginError, login, logout
 from dsh.testing import reply, tool_call
@@ -139,3 +141,24 @@ async def test_a_failed_login_keeps_the_tokens_it_had(oauth_server: OAuthServer)
     with pytest.raises(LoginError, match="the authorization server refused: access_denied"):
         await login(spec, lambda line: None, browser=nowhere, pasted=refused)
     assert json.loads(auth_file(spec).read_text())["tokens"] == before
+
+
+async def test_a_logged_in_servers_progress_streams_while_the_call_runs(
+    oauth_server: OAuthServer, workspace: Path, runtime_factory: Any, tmp_path: Path
+) -> None:
+    await login(oauth_server.spec(), lambda line: None, browser=follow_redirect)
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    rt = await runtime_factory(workspace, {"mcpServers": {"hosted": oauth_server.entry()}})
+    agent = await rt.agent(workspace)
+    rt.model.add(reply(tool_call("mcp__hosted__count_to", {"steps": 2, "gate": str(gate)})))
+    rt.model.add(reply("counted"))
+    events = session_events(agent, typed=True, progress=True)
+    run = asyncio.ensure_future(run_prompt(agent, "count"))
+    async for event in events:
+        if isinstance(event, ToolProgressEvent) and event.message == "step 2 of 2":
+            break
+    assert not run.done()  # the call waits on the gate: its progress came before its end
+    await events.aclose()  # type: ignore[attr-defined]
+    await asyncio.to_thread(gate.write_text, "go\n")
+    assert (await run).finish_reason == "completed"
