@@ -52,7 +52,7 @@ def test_login_list_and_logout(tmp_path: Path, hosted: OAuthServer) -> None:
     listed = dsh(tmp_path, "mcp", "list")
     assert listed.stdout.splitlines()[1:3] == [
         "  oauth: logged in (dsh mcp logout hosted)",
-        "  1 tools: mcp__hosted__whoami",
+        "  2 tools: mcp__hosted__whoami, mcp__hosted__count_to",
     ]
     issued = hosted.state()["issued"]
     assert not any(token in login.stdout + login.stderr + listed.stdout for token in issued)
@@ -95,5 +95,5 @@ def test_chat_offers_the_login_and_starts_the_server_after_it(
     t.wait_for("logged in to hosted; starting it again").wait_for(at_prompt)
     t.enter("/mcp")
     t.wait_for("oauth: logged in (dsh mcp logout hosted)")
-    t.wait_for("1 tools: mcp__hosted__whoami")
+    t.wait_for("2 tools: mcp__hosted__whoami, mcp__hosted__count_to")
     exits_cleanly(t)
