@@ -19,6 +19,7 @@ from ...events import (
     append,
 )
 from ...kernel import ServiceKey
+from ...llm import Json
 from ...session import Session, SessionEvent, last_turn
 from ._git import EMPTY_TREE, Change, GitError, ShadowStore
 from ._log import Op, Prompt, State, outside_gaps, prompts_of, rewinds_of, states_of, turn_end_tree
@@ -76,6 +77,20 @@ class RewindReport(msgspec.Struct, frozen=True):
     undo: str | None = None
     patch: str = ""
     """The diff from the workspace now to the rewound state (what `restored` does)."""
+
+    def to_json(self) -> dict[str, Json]:
+        """camelCase, as the JSON-RPC method and the web UI send it."""
+        return {
+            "id": self.id,
+            "mode": self.mode,
+            "turn": self.turn,
+            "dryRun": self.dry_run,
+            "restored": [{"status": c.status, "path": c.path} for c in self.restored],
+            "kept": list(self.kept),
+            "toSeq": self.to_seq,
+            "undo": self.undo,
+            "patch": self.patch,
+        }
 
 
 REWIND: ServiceKey[Rewinds] = ServiceKey("rewind")
