@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import dsh
-from dsh.plugins.rewind import RewindError
+from dsh.plugins.rewind import REWIND, RewindError
+from dsh.session import Session, SessionHeader
 from dsh.testing import ScriptedModel, reply
 
 from .scenario import PROMPTS, script, tree_hash, workspace
@@ -170,3 +171,21 @@ async def test_a_temporary_folder_is_not_recorded(tmp_path: Path) -> None:
         await agent.run("hi", session=SID)
         with pytest.raises(RewindError, match="is a home, root or temporary folder"):
             await agent.prompts(SID)
+
+
+async def test_a_fork_rewinds_only_its_own_prompts(run: Run) -> None:
+    runtime = await run.agent._ensure_runtime()
+    rewinds = runtime.ctx.require(REWIND)
+    parent = await runtime.agent_for(SID)
+    seed = parent.session.events[:]
+    header = SessionHeader(
+        id="session-child",
+        created_at=0,
+        cwd=str(run.ws),
+        parent_session=SID,
+        seed_length=len(seed),
+    )
+    child = Session.create("session-child", seed=seed, header=header)
+    assert await rewinds.prompts(child) == []
+    with pytest.raises(RewindError, match="has no checkpoints"):
+        await rewinds.rewind(child, 1)

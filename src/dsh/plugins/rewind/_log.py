@@ -71,8 +71,11 @@ def states_of(events: Sequence[SessionEvent]) -> list[State]:
     return states
 
 
-def prompts_of(events: Sequence[SessionEvent], states: Sequence[State]) -> list[Prompt]:
-    """The prompts with a checkpoint, in log order (a turn has one: its first)."""
+def prompts_of(
+    events: Sequence[SessionEvent], states: Sequence[State], first: int = 0
+) -> list[Prompt]:
+    """The prompts with a checkpoint from seq `first` on (a fork's own: the checkpoints of
+    its seed are in its parent's store), in log order (a turn has one: its first)."""
     starts: dict[int, int] = {}
     texts: dict[int, str] = {}
     turn: int | None = None
@@ -90,7 +93,9 @@ def prompts_of(events: Sequence[SessionEvent], states: Sequence[State]) -> list[
     seen: set[int] = set()
     for index, state in enumerate(states):
         number = state.turn
-        if state.role == "turn" and number is not None and number in starts and number not in seen:
+        if state.seq < first or state.role != "turn" or number is None:
+            continue
+        if number in starts and number not in seen:
             seen.add(number)
             prompts.append(Prompt(number, starts[number], texts.get(number, ""), state.tree, index))
     return prompts
@@ -121,10 +126,10 @@ def outside_gaps(states: Sequence[State], start: int) -> list[tuple[str, str]]:
     return gaps
 
 
-def rewinds_of(events: Sequence[SessionEvent]) -> list[Op]:
-    """The rewind operations of a log, in order."""
+def rewinds_of(events: Sequence[SessionEvent], first: int = 0) -> list[Op]:
+    """The rewind operations of a log from seq `first` on, in order."""
     ops: dict[str, Op] = {}
-    for event in events:
+    for event in events[first:]:
         if event.type == RewindCodeEvent.type:
             code = typed_as(event, RewindCodeEvent)
             if code is not None:

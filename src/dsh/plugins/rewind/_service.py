@@ -5,7 +5,8 @@ undo), each a durable event."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -190,23 +191,24 @@ class Rewinds:
         store = self.store(session)
         nodes = set(session.surface.nodes)
         out: list[PromptInfo] = []
-        for prompt in prompts_of(events, states):
-            end = turn_end_tree(states, prompt.state)
-            changes = await asyncio.to_thread(store.changes, prompt.tree, end)
-            out.append(
-                PromptInfo(prompt.turn, prompt.text, tuple(changes), _active(events, prompt, nodes))
-            )
+        with _git_errors():
+            for prompt in prompts_of(events, states, _own(session)):
+                end = turn_end_tree(states, prompt.state)
+                changes = await asyncio.to_thread(store.changes, prompt.tree, end)
+                active = _active(events, prompt, nodes)
+                out.append(PromptInfo(prompt.turn, prompt.text, tuple(changes), active))
         return out
 
     async def diff(self, session: Session, turn: int | None = None) -> TurnDiff:
         """What turn `turn` (default: the last with a checkpoint) changed in the workspace."""
         events = session.events[:]
         states = states_of(events)
-        prompt = _prompt(prompts_of(events, states), turn, session)
+        prompt = _prompt(prompts_of(events, states, _own(session)), turn, session)
         end = turn_end_tree(states, prompt.state)
         store = self.store(session)
-        changes = await asyncio.to_thread(store.changes, prompt.tree, end)
-        patch = await asyncio.to_thread(store.patch, prompt.tree, end)
+        with _git_errors():
+            changes = await asyncio.to_thread(store.changes, prompt.tree, end)
+            patch = await asyncio.to_thread(store.patch, prompt.tree, end)
         return TurnDiff(prompt.turn, tuple(changes), patch)
 
     # -- rewinding ---------------------------------------------------------------------------
@@ -235,14 +237,26 @@ class Rewinds:
                 "wait for it to end or cancel it, then rewind"
             )
         async with self._lock(session):
-            events = session.events[:]
-            states = states_of(events)
-            target = (
-                _undo_target(events, states)
-                if undo
-                else _prompt_target(events, states, to, mode, session)
-            )
-            return await self._apply(session, target, states, force=force, dry_run=dry_run)
+            with _git_errors():
+                return await self._locked(session, to, mode, undo, force=force, dry_run=dry_run)
+
+    async def _locked(
+        self,
+        session: Session,
+        to: int | None,
+        mode: Mode,
+        undo: bool,
+        *,
+        force: bool,
+        dry_run: bool,
+    ) -> RewindReport:
+        events = session.events[:]
+        states = states_of(events)
+        if undo:
+            target = _undo_target(events, states, _own(session))
+        else:
+            target = _prompt_target(events, states, to, mode, session)
+        return await self._apply(session, target, states, force=force, dry_run=dry_run)
 
     async def _apply(
         self, session: Session, target: _Target, states: list[State], *, force: bool, dry_run: bool
@@ -302,6 +316,20 @@ class Rewinds:
         )
 
 
+@contextmanager
+def _git_errors() -> Iterator[None]:
+    """git's failures (a missing object, git gone) as a `RewindError`."""
+    try:
+        yield
+    except GitError as exc:
+        raise RewindError(f"the workspace's checkpoints cannot be read: {exc}") from None
+
+
+def _own(session: Session) -> int:
+    """The seq a session's own checkpoints start at: a fork's seed is its parent's."""
+    return session.header.seed_length or 0
+
+
 def _outside(store: ShadowStore, states: Sequence[State], start: int, now: str) -> set[str]:
     """The paths changed outside dsh after `states[start]` (up to `now`)."""
     gaps = outside_gaps(states, start)
@@ -343,12 +371,12 @@ def _prompt_target(
     mode: Mode,
     session: Session,
 ) -> _Target:
-    prompt = _prompt(prompts_of(events, states), to, session)
+    prompt = _prompt(prompts_of(events, states, _own(session)), to, session)
     return _Target(prompt.turn, prompt.tree, prompt.state, prompt.seq, None, mode)
 
 
-def _undo_target(events: Sequence[SessionEvent], states: list[State]) -> _Target:
-    ops: list[Op] = rewinds_of(events)
+def _undo_target(events: Sequence[SessionEvent], states: list[State], first: int) -> _Target:
+    ops: list[Op] = rewinds_of(events, first)
     if not ops:
         raise RewindError("there is no rewind to undo")
     op = ops[-1]
