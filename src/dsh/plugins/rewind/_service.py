@@ -262,38 +262,14 @@ class Rewinds:
         self, session: Session, target: _Target, states: list[State], *, force: bool, dry_run: bool
     ) -> RewindReport:
         op_id = uuid4_hex()
-        restored: list[Change] = []
-        kept: list[str] = []
+        restored: tuple[Change, ...] = ()
+        kept: tuple[str, ...] = ()
         patch = ""
-        code = target.mode != "conversation" and target.tree is not None
-        if code:
-            assert target.tree is not None
-            store = self.store(session)
-            now = await asyncio.to_thread(store.snapshot)
-            changes = await asyncio.to_thread(store.changes, now, target.tree)
-            outside = await asyncio.to_thread(_outside, store, states, target.state, now)
-            for change in changes:
-                if force or change.path not in outside:
-                    restored.append(change)
-                else:
-                    kept.append(change.path)
-            paths = [c.path for c in restored]
-            patch = await asyncio.to_thread(store.patch, now, target.tree, paths) if paths else ""
+        if target.mode != "conversation" and target.tree is not None:
+            code = await self._code(session, target, target.tree, states, force=force)
+            restored, kept, patch, now = code
             if not dry_run:
-                await asyncio.to_thread(store.restore, target.tree, restored)
-                after = await asyncio.to_thread(store.snapshot)
-                append(
-                    session,
-                    RewindCodeEvent(
-                        id=op_id,
-                        before=now,
-                        after=after,
-                        restored=tuple(paths),
-                        kept=tuple(kept),
-                        turn=target.turn,
-                        undo=target.undo,
-                    ),
-                )
+                await self._restore(session, target, op_id, now, restored, kept)
         conversation = target.mode != "code" and target.to_seq is not None
         if conversation and not dry_run:
             assert target.to_seq is not None
@@ -303,17 +279,50 @@ class Rewinds:
                     id=op_id, to_seq=target.to_seq, turn=target.turn, undo=target.undo
                 ),
             )
+        to_seq = target.to_seq if conversation else None
         return RewindReport(
-            op_id,
-            target.mode,
-            target.turn,
-            dry_run,
-            tuple(restored),
-            tuple(kept),
-            target.to_seq if conversation else None,
-            target.undo,
-            patch,
+            op_id, target.mode, target.turn, dry_run, restored, kept, to_seq, target.undo, patch
         )
+
+    async def _code(
+        self, session: Session, target: _Target, tree: str, states: list[State], *, force: bool
+    ) -> tuple[tuple[Change, ...], tuple[str, ...], str, str]:
+        """What a code rewind to `tree` would change: the changes it makes, the paths it
+        keeps (changed outside dsh), their diff, and the workspace's tree now."""
+        store = self.store(session)
+        now = await asyncio.to_thread(store.snapshot)
+        changes = await asyncio.to_thread(store.changes, now, tree)
+        outside = await asyncio.to_thread(_outside, store, states, target.state, now)
+        restored = tuple(c for c in changes if force or c.path not in outside)
+        kept = tuple(c.path for c in changes if not force and c.path in outside)
+        paths = [c.path for c in restored]
+        patch = await asyncio.to_thread(store.patch, now, tree, paths) if paths else ""
+        return restored, kept, patch, now
+
+    async def _restore(
+        self,
+        session: Session,
+        target: _Target,
+        op_id: str,
+        before: str,
+        restored: tuple[Change, ...],
+        kept: tuple[str, ...],
+    ) -> None:
+        """Write the changes back, then log `rewind/code` with the tree it left."""
+        store = self.store(session)
+        assert target.tree is not None
+        await asyncio.to_thread(store.restore, target.tree, list(restored))
+        after = await asyncio.to_thread(store.snapshot)
+        event = RewindCodeEvent(
+            id=op_id,
+            before=before,
+            after=after,
+            restored=tuple(c.path for c in restored),
+            kept=kept,
+            turn=target.turn,
+            undo=target.undo,
+        )
+        append(session, event)
 
 
 @contextmanager
