@@ -112,3 +112,25 @@ def test_a_conversation_rewind_from_the_command_line(chat: Chats, tmp_path: Path
         m["content"] for m in sent if m["role"] == "user" and m["content"] in (*PROMPTS, "instead")
     ]
     assert prompts == [PROMPTS[0], PROMPTS[1], "instead"]
+
+
+def test_chat_keeps_a_file_changed_outside_unless_asked(chat: Chats, tmp_path: Path) -> None:
+    t, ws, before, _session = played(chat, tmp_path)
+    (ws / "a.txt").write_bytes(b"mine\n")  # the person, between two prompts
+    t.enter("/rewind 1 code")
+    t.wait_for("also take back the files changed outside dsh? y/N")
+    t.wait_for("kept (changed outside dsh since then; --force takes them back too): a.txt")
+    t.enter("")
+    t.wait_for("apply this rewind? y/n")
+    t.enter("y")
+    t.wait_for("(/rewind undo takes it back)").wait_for(at_prompt)
+    assert (ws / "a.txt").read_bytes() == b"mine\n"
+    assert (ws / "gone.txt").exists() and not (ws / "b.txt").exists()
+    t.enter("/rewind 1 code")
+    t.wait_for("also take back the files changed outside dsh? y/N")  # (answered ones go)
+    t.enter("y")
+    t.wait_for("files: M a.txt").wait_for("apply this rewind? y/n")
+    t.enter("y")
+    t.wait_for(lambda t: t.text().count("(/rewind undo takes it back)") == 2)
+    assert tree_hash(ws) == before[0]
+    exits_cleanly(t)

@@ -49,7 +49,7 @@ export function rewindPanel(turn, actions) {
     result.replaceChildren(el("div", "rewind-done", "rewind undone"), ...summary(report));
   }, fail);
 
-  const apply = (mode) => actions.rewind({ turn, mode }).then((report) => {
+  const apply = (mode, force) => actions.rewind({ turn, mode, force }).then((report) => {
     result.replaceChildren(el("div", "rewind-done", "rewound"), ...summary(report),
       button("Undo", undo, "undo"));
   }, fail);
@@ -57,7 +57,10 @@ export function rewindPanel(turn, actions) {
   const plan = (mode) => actions.rewind({ turn, mode, dry_run: true }).then((report) => {
     const shown = [el("div", "rewind-line", `would rewind ${mode}:`), ...summary(report)];
     if (report.patch) shown.push(patch(report.patch));
-    shown.push(button("Apply", () => apply(mode), "apply"));
+    shown.push(button("Apply", () => apply(mode, false), "apply"));
+    if (report.kept.length) {
+      shown.push(button("Apply, taking those back too", () => apply(mode, true), "apply-force"));
+    }
     result.replaceChildren(...shown);
   }, fail);
 
