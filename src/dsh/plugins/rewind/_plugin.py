@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, ClassVar
 from urllib.parse import quote
 
 import msgspec
@@ -21,7 +21,7 @@ from ...agent import (
     TurnStopping,
 )
 from ...kernel import ConfigRecord, Next
-from ...persistence import SESSION_PERSISTENCE, FolderSpills
+from ...persistence import SESSION_PERSISTENCE
 from ...session import SESSION_DISPOSED, Session, last_turn
 from ...tools import TOOLS_EXECUTE, ToolExecution, ToolResult
 from ...workspace import dsh_home
@@ -31,6 +31,9 @@ from ._service import REWIND, Rewinds
 __all__ = ["RewindConfig", "RewindPlugin"]
 
 _log = logging.getLogger("dsh.plugins.rewind")
+
+JSONL = "jsonl"
+"""The store whose sessions have folders (`SessionLocation.kind`)."""
 
 QUIET_TOOLS = (
     "todo_write",
@@ -111,9 +114,8 @@ class RewindPlugin:
 def _folder(ctx: Context, session: Session) -> Path:
     """Where a session keeps its shadow store: its folder of a JSONL store, else
     `$DSH_HOME/rewind/<session id>/`."""
-    persistence: Any = ctx.get(SESSION_PERSISTENCE)
-    if persistence is not None:
-        area = persistence.spill_area()
-        if isinstance(area, FolderSpills):
-            return Path(area.folder(session.header)).parent / "rewind"
+    persistence = ctx.get(SESSION_PERSISTENCE)
+    location = None if persistence is None else persistence.locate(session.header)
+    if location is not None and location.kind == JSONL:
+        return location.path.parent / "rewind"
     return dsh_home() / "rewind" / quote(session.id, safe="")
