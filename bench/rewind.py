@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from dsh.plugins.rewind._git import ShadowStore
+from dsh.plugins.rewind import ShadowStore
 
 
 def generate(root: Path, files: int) -> None:

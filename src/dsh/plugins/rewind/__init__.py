@@ -1,7 +1,7 @@
 """Rewind: checkpoints of the workspace at every prompt (a shadow git store per session) and
 rewinds of the code, the conversation or both to any prompt, each a durable event."""
 
-from ._git import Change, GitError
+from ._git import Change, GitError, ShadowStore
 from ._plugin import RewindConfig, RewindPlugin
 from ._service import REWIND, Mode, PromptInfo, RewindError, RewindReport, Rewinds, TurnDiff
 
@@ -16,5 +16,6 @@ __all__ = [
     "RewindPlugin",
     "RewindReport",
     "Rewinds",
+    "ShadowStore",
     "TurnDiff",
 ]
