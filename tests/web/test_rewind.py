@@ -75,3 +75,28 @@ async def test_rewind_a_prompt_in_the_page(site: Site, page: Page, served: str) 
         "Create b.txt",
         "Once more",
     ]
+
+
+async def test_a_file_changed_outside_is_kept_unless_taken_back(
+    site: Site, page: Page, served: str
+) -> None:
+    ws: Path = site.workspace
+    site.model.add(reply(bash("printf 'one\\n' > a.txt && printf 'x\\n' > b.txt")), reply("Made."))
+    await login(page, served)
+    log = page.get_by_role("log")
+    await send(page, "Make files")
+    await allow(page, "bash")
+    await expect(log.locator(".turn-end")).to_have_count(1)
+    (ws / "a.txt").write_bytes(b"mine\n")  # the person, after the turn
+
+    prompt = log.locator(".msg.user", has_text="Make files")
+    await prompt.get_by_role("button", name="Rewind").click()
+    panel = prompt.locator(".rewind-panel")
+    await panel.get_by_role("button", name="Code").click()
+    result = panel.locator(".rewind-result")
+    await expect(result).to_contain_text("kept (changed outside dsh since then): a.txt")
+    await expect(result.get_by_role("button", name="Apply, taking those back too")).to_be_visible()
+    await result.get_by_role("button", name="Apply", exact=True).click()
+    await expect(result).to_contain_text("rewound")
+    assert (ws / "a.txt").read_bytes() == b"mine\n"
+    assert not (ws / "b.txt").exists()
