@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 import subprocess
 import tempfile
@@ -58,7 +59,10 @@ class ShadowStore:
     """A git repository at `git_dir` (created on first use) whose work tree is `workspace`.
 
     `max_file_bytes` leaves larger files out of checkpoints (they are neither recorded nor
-    restored)."""
+    restored). With `shared`, a folder of the workspace's own, the objects go there
+    (`GIT_OBJECT_DIRECTORY`, so the sessions of one workspace store each content once) and
+    so does a copy of the index after each snapshot: a new session of the workspace starts
+    from it, and its first checkpoint hashes only what changed since."""
 
     def __init__(
         self,
@@ -67,17 +71,20 @@ class ShadowStore:
         max_file_bytes: int,
         max_files: int = 50_000,
         max_bytes: int = 1_000_000_000,
+        shared: Path | None = None,
     ) -> None:
         self.git_dir = git_dir
         self.workspace = workspace
         self.max_file_bytes = max_file_bytes
         self.max_files = max_files
         self.max_bytes = max_bytes
+        self.shared = shared
+        self._index = git_dir / "dsh-index"
         self._env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "GIT_DIR": str(git_dir),
             "GIT_WORK_TREE": str(workspace),
-            "GIT_INDEX_FILE": str(git_dir / "dsh-index"),
+            "GIT_INDEX_FILE": str(self._index),
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_CONFIG_GLOBAL": os.devnull,
             "HOME": str(git_dir),
@@ -85,11 +92,20 @@ class ShadowStore:
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_OPTIONAL_LOCKS": "0",
         }
+        if shared is not None:
+            self._env["GIT_OBJECT_DIRECTORY"] = str(shared / "objects")
 
     # -- plumbing ----------------------------------------------------------------------------
 
-    def _git(self, *args: str, input: bytes | None = None, index: Path | None = None) -> bytes:
-        env = self._env if index is None else {**self._env, "GIT_INDEX_FILE": str(index)}
+    def _git(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        index: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> bytes:
+        if env is None:
+            env = self._env if index is None else {**self._env, "GIT_INDEX_FILE": str(index)}
         try:
             done = subprocess.run(
                 ["git", *_SAFE, *args],
@@ -112,13 +128,22 @@ class ShadowStore:
         if (self.git_dir / "HEAD").is_file():
             return
         self.git_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self.shared is not None:
+            (self.shared / "objects").mkdir(parents=True, exist_ok=True, mode=0o700)
         env = {k: v for k, v in self._env.items() if k != "GIT_WORK_TREE"}
-        subprocess.run(
-            ["git", *_SAFE, "init", "--bare", "-q", str(self.git_dir)],
-            env=env,
-            capture_output=True,
-            check=True,
-        )
+        self._git("init", "--bare", "-q", str(self.git_dir), env=env)
+        if self.shared is not None:
+            warm = self.shared / "index"
+            if warm.is_file() and not self._index.exists():
+                shutil.copy2(warm, self._index)
+
+    def _share_index(self) -> None:
+        """The index as the workspace's warm start for its next session (atomically)."""
+        if self.shared is None or not self._index.exists():
+            return
+        temp = self.shared / f"index.{os.getpid()}.{id(self)}"
+        shutil.copy2(self._index, temp)
+        os.replace(temp, self.shared / "index")
 
     # -- checkpoints -------------------------------------------------------------------------
 
@@ -158,7 +183,9 @@ class ShadowStore:
             self._git("update-index", "-z", "--add", "--remove", "--stdin", input=_z(update))
         if drop:
             self._git("update-index", "-z", "--force-remove", "--stdin", input=_z(drop))
-        return self._git("write-tree").decode().strip()
+        tree = self._git("write-tree").decode().strip()
+        self._share_index()
+        return tree
 
     def _size(self, path: str) -> int | None:
         """The size of a regular file; None for a path that is gone or a symlink, -1 for a

@@ -68,7 +68,8 @@ class RewindPlugin:
 
     @staticmethod
     def apply(ctx: Context, config: RewindConfig) -> None:
-        rewinds = Rewinds(lambda session: _folder(ctx, session), config)
+        shared = dsh_home() / "rewind" / "workspaces"
+        rewinds = Rewinds(lambda session: _folder(ctx, session), config, shared)
         ctx.provide(REWIND, rewinds)
         skip = frozenset(config.skip)
 

@@ -5,6 +5,8 @@ undo), each a durable event."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -121,9 +123,13 @@ class Rewinds:
     """The rewind service over the sessions' shadow stores (`folder(session)` says where
     each keeps it)."""
 
-    def __init__(self, folder: Callable[[Session], Path], limits: Limits) -> None:
+    def __init__(
+        self, folder: Callable[[Session], Path], limits: Limits, shared: Path | None = None
+    ) -> None:
         self._folder = folder
         self._limits = limits
+        self._shared = shared
+        """Where each workspace keeps its objects and warm index (`<shared>/<key>/`)."""
         self._stores: dict[str, ShadowStore] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._refused: dict[str, str] = {}
@@ -150,8 +156,14 @@ class Rewinds:
         if store is None:
             git_dir = self._folder(session) / "git"
             limits = self._limits
+            shared = None if self._shared is None else self._shared / _workspace_key(cwd)
             store = self._stores[session.id] = ShadowStore(
-                git_dir, Path(cwd), limits.max_file_bytes, limits.max_files, limits.max_bytes
+                git_dir,
+                Path(cwd),
+                limits.max_file_bytes,
+                limits.max_files,
+                limits.max_bytes,
+                shared,
             )
         return store
 
@@ -332,6 +344,11 @@ def _git_errors() -> Iterator[None]:
         yield
     except GitError as exc:
         raise RewindError(f"the workspace's checkpoints cannot be read: {exc}") from None
+
+
+def _workspace_key(cwd: str) -> str:
+    """A workspace's folder name under the shared root: a digest of its path."""
+    return hashlib.sha256(os.fsencode(cwd)).hexdigest()[:24]
 
 
 def _own(session: Session) -> int:
