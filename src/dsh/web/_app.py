@@ -33,7 +33,7 @@ from ..plugins.ask_user import (
     QuestionRequest,
     check_answers,
 )
-from ..plugins.rewind import REWIND, RewindError
+from ..plugins.rewind import REWIND, RewindError, Rewinds
 from ..session import SESSION_EVENT, ForkError, SessionEventPayload
 from ..tools import Decision
 from ._asks import Waiting, call_settled, open_approval, open_question
@@ -214,12 +214,10 @@ class _Routes:
         turn, mode, undo = body.get("turn"), body.get("mode", "both"), body.get("undo") is True
         if not undo and not isinstance(turn, int):
             return _error(400, "rewind needs the turn of a prompt, or undo: true")
-        rewinds = self.web.ctx.get(REWIND)
-        if rewinds is None:
-            return _error(409, "the profile has no rewind plugin")
-        agent = await self._agent(request)
-        if isinstance(agent, Response):
-            return agent
+        opened = await self._rewinds(request)
+        if isinstance(opened, Response):
+            return opened
+        rewinds, agent = opened
         try:
             report = await rewinds.rewind(
                 agent.session,
@@ -235,18 +233,24 @@ class _Routes:
 
     async def diff(self, request: Request) -> Response:
         """What a turn changed in the workspace: `{turn, changes: [{status, path}], patch}`."""
-        rewinds = self.web.ctx.get(REWIND)
-        if rewinds is None:
-            return _error(409, "the profile has no rewind plugin")
-        agent = await self._agent(request)
-        if isinstance(agent, Response):
-            return agent
+        opened = await self._rewinds(request)
+        if isinstance(opened, Response):
+            return opened
+        rewinds, agent = opened
         try:
             diff = await rewinds.diff(agent.session, request.path_params["turn"])
         except RewindError as exc:
             return _error(409, str(exc))
         changes = [{"status": c.status, "path": c.path} for c in diff.changes]
         return JSONResponse({"turn": diff.turn, "changes": changes, "patch": diff.patch})
+
+    async def _rewinds(self, request: Request) -> tuple[Rewinds, Agent] | Response:
+        """The rewind service and the session's agent (opened here first)."""
+        rewinds = self.web.ctx.get(REWIND)
+        if rewinds is None:
+            return _error(409, "the profile has no rewind plugin")
+        agent = await self._agent(request)
+        return agent if isinstance(agent, Response) else (rewinds, agent)
 
     async def approve(self, request: Request) -> Response:
         body = await _body(request)
