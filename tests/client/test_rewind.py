@@ -3,13 +3,14 @@ server playing the rewind scenario."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
-from dsh.client import AsyncHarness, HarnessRpcError
+from dsh.client import AsyncHarness, Harness, HarnessRpcError
 from dsh.testing import OpenAIServer, reply
-from tests.plugins.rewind.scenario import PROMPTS, script, tree_hash, workspace
+from tests.plugins.rewind.scenario import PROMPTS, bash, script, tree_hash, workspace
 from tests.server.test_jsonrpc_e2e import env_for
 
 SID = "session-rewound"
@@ -42,3 +43,19 @@ async def test_rewind_over_json_rpc(tmp_path: Path) -> None:
     sent = server.requests[-1].body["messages"]
     users = [m["content"] for m in sent if m["role"] == "user"]
     assert [u for u in users if u in (*PROMPTS, "instead")] == [PROMPTS[0], "instead"]
+
+
+async def test_the_sync_harness_rewinds(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    async with OpenAIServer([reply(bash("printf 'bee\\n' > b.txt")), "made"]) as server:
+
+        def drive() -> dict[str, object]:
+            env = env_for(tmp_path, server.base_url)
+            with Harness(provider="deepseek-official", model="m", cwd=str(ws), env=env) as h:
+                h.run("make b.txt", session_id=SID)
+                assert (ws / "b.txt").exists()
+                return h.rewind(SID, 1, mode="code")
+
+        report = await asyncio.to_thread(drive)
+    assert report["restored"] == [{"status": "D", "path": "b.txt"}]
+    assert not (ws / "b.txt").exists()

@@ -485,9 +485,21 @@ class Harness:
             return
         self._call(self._async.cancel(session_id))
 
-    def rewind(self, session_id: str, to: int | None = None, **options: Any) -> dict[str, Json]:
-        """`AsyncHarness.rewind`: the same keyword options."""
-        return self._call(self._async.rewind(session_id, to, **options))
+    def rewind(
+        self,
+        session_id: str,
+        to: int | None = None,
+        *,
+        mode: str = "both",
+        undo: bool = False,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> dict[str, Json]:
+        """`AsyncHarness.rewind`, from synchronous code."""
+        rewind = self._async.rewind(
+            session_id, to, mode=mode, undo=undo, force=force, dry_run=dry_run
+        )
+        return self._call(rewind)
 
     def request(self, method: str, params: Json = None) -> Json:
         return self._call(self._async.request(method, params))
