@@ -53,6 +53,7 @@ from ._catalog import (
     chunk_event,
 )
 from ._convert import append, logged, typed, typed_as
+from ._live import StreamEvent, ToolProgressEvent
 from ._values import CancelCause, SeqRange, Todo, ToolError, TurnEndReason
 
 __all__ = [
@@ -90,6 +91,7 @@ __all__ = [
     "SeedEndEvent",
     "SeqRange",
     "SessionTitleEvent",
+    "StreamEvent",
     "StepEndEvent",
     "StepStartEvent",
     "SubagentDescriptorEvent",
@@ -98,6 +100,7 @@ __all__ = [
     "TodoWriteEvent",
     "ToolCallDeltaEvent",
     "ToolCallEvent",
+    "ToolProgressEvent",
     "ToolError",
     "ToolResultEvent",
     "TurnEndEvent",

@@ -40,6 +40,9 @@ function show(id) {
     const source = new EventSource(sessionPath(id, "events"));
     current = { id, source, transcript };
     source.onmessage = (message) => transcript.add(JSON.parse(message.data));
+    source.addEventListener("progress", (message) => {
+      transcript.progress(JSON.parse(message.data));
+    });
     source.addEventListener("state", (message) => {
       transcript.live = JSON.parse(message.data).live;
       update();
@@ -63,6 +66,7 @@ function update() {
   $("title").textContent = named || (current ? current.id : "New session");
   $("cancel").hidden = !(transcript?.live && transcript.running);
   $("resume").hidden = !current || transcript?.live !== false;
+  $("release").hidden = !(transcript?.live && !transcript.running);
   $("message").placeholder = transcript?.running
     ? "Steer the running turn… (Enter sends)"
     : "Ask the agent… (Enter sends, Shift+Enter for a new line)";
@@ -194,6 +198,9 @@ $("composer").addEventListener("submit", send);
 $("message").addEventListener("keydown", keydown);
 $("cancel").addEventListener("click", () => {
   api(sessionPath(current.id, "cancel"), {}).catch((error) => notify(error.message));
+});
+$("release").addEventListener("click", () => {
+  api(sessionPath(current.id, "release"), {}).catch((error) => notify(error.message));
 });
 $("resume").addEventListener("click", () => {
   api(sessionPath(current.id, "resume"), {}).catch((error) => notify(error.message));
