@@ -44,3 +44,18 @@ def test_sessions_of_one_workspace_share_objects_and_start_warm(tmp_path: Path) 
     assert [(c.status, c.path) for c in two.changes(tree, later)] == [("M", "a.txt")]
     two.restore(tree, two.changes(later, tree))  # a tree the first session wrote
     assert (ws / "a.txt").read_bytes() == b"alpha\n"
+
+
+def test_fifos_and_a_file_turned_folder_are_no_trouble(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    store = ShadowStore(tmp_path / "git", ws, 1000)
+    first = store.snapshot()
+    os.mkfifo(ws / "gate")  # never opened: reading it would block
+    (ws / "a.txt").unlink()
+    (ws / "a.txt").mkdir()
+    (ws / "a.txt" / "inner").write_bytes(b"in\n")
+    now = store.snapshot()
+    changes = {(c.status, c.path) for c in store.changes(first, now)}
+    assert changes == {("D", "a.txt"), ("A", "a.txt/inner")}
+    store.restore(first, store.changes(now, first))  # the folder goes, the file comes back
+    assert (ws / "a.txt").read_bytes() == b"alpha\n"

@@ -167,36 +167,34 @@ class ShadowStore:
             if not path or path.endswith("/"):
                 continue  # a nested repository: not covered
             size = self._size(path)
-            if size == -1:
-                continue  # a folder now where a file was: its files are listed apart
-            if size is None or size <= self.max_file_bytes:
-                update.append(path)  # None: gone (removed from the index) or not a file
-                total += size or 0
-            else:
+            if size is not None and size <= self.max_file_bytes:
+                update.append(path)  # -1: gone (update-index removes it) or a symlink
+                total += max(size, 0)
+            else:  # too big, or not recordable: out of the index (if it was a file there)
                 drop.append(path)
         if total > self.max_bytes:
             raise GitError(
                 f"{total} bytes changed in {self.workspace} at once (over {self.max_bytes}): "
                 "not recorded"
             )
+        if drop:  # first: a file that became a folder leaves before the folder's files come
+            self._git("update-index", "-z", "--force-remove", "--stdin", input=_z(drop))
         if update:
             self._git("update-index", "-z", "--add", "--remove", "--stdin", input=_z(update))
-        if drop:
-            self._git("update-index", "-z", "--force-remove", "--stdin", input=_z(drop))
         tree = self._git("write-tree").decode().strip()
         self._share_index()
         return tree
 
     def _size(self, path: str) -> int | None:
-        """The size of a regular file; None for a path that is gone or a symlink, -1 for a
-        folder."""
+        """The size of a regular file; -1 for a symlink or a path that is gone; None for
+        what git does not record (a folder, a fifo, a socket, a device)."""
         try:
             st = os.lstat(self.workspace / path)
         except FileNotFoundError:
-            return None
-        if stat.S_ISDIR(st.st_mode):
             return -1
-        return st.st_size if stat.S_ISREG(st.st_mode) else None
+        if stat.S_ISREG(st.st_mode):
+            return st.st_size
+        return -1 if stat.S_ISLNK(st.st_mode) else None
 
     # -- diffs -------------------------------------------------------------------------------
 
