@@ -4,7 +4,7 @@ conversation back to a prompt (or the last rewind undone), and what a turn chang
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -12,23 +12,22 @@ import msgspec
 
 from .._context import Context
 from ..persistence import CorruptLogError, PersistenceError
-from ..plugins.rewind import REWIND, Change, Mode, PromptInfo, RewindError, RewindReport, Rewinds
+from ..plugins.rewind import (
+    REWIND,
+    Mode,
+    RewindError,
+    Rewinds,
+    files_text,
+    prompt_lines,
+    report_lines,
+)
 from ..session import Session
 from ._runtime import CliError, corrupt_log
 from ._sessions import _booted, find_session
 
-__all__ = [
-    "diff_session",
-    "prompt_lines",
-    "report_lines",
-    "rewind_session",
-]
+__all__ = ["FORCE_HINT", "diff_session", "rewind_session"]
 
-MODE_WORDS = {
-    "code": "the code",
-    "conversation": "the conversation",
-    "both": "code and conversation",
-}
+FORCE_HINT = "; --force takes them back too"
 
 
 def _rewinds(ctx: Context) -> Rewinds:
@@ -89,8 +88,10 @@ async def rewind_session(
     if as_json:
         print(json.dumps(msgspec.to_builtins(report), ensure_ascii=False))
         return 0
-    for line in report_lines(report, session.id):
+    for line in report_lines(report, session.id, force_hint=FORCE_HINT):
         print(line)
+    if not report.dry_run:
+        print(f"(undo with `dsh sessions rewind {session.id} --undo`)")
     if dry_run and report.patch:
         print(report.patch, end="")
     return 0
@@ -102,44 +103,6 @@ async def diff_session(profile: list[Path] | None, given: str, turn: int | None)
     if not diff.changes:
         print(f"turn {diff.turn} changed no file in the workspace")
         return 0
-    print(f"turn {diff.turn} changed {_files(diff.changes)}")
+    print(f"turn {diff.turn} changed {files_text(diff.changes)}")
     print(diff.patch, end="")
     return 0
-
-
-def prompt_lines(prompts: Sequence[PromptInfo]) -> list[str]:
-    """One line per prompt: number, text, the files its turn changed (`*`: rewound away)."""
-    lines = []
-    for prompt in prompts:
-        text = " ".join(prompt.text.split())
-        if len(text) > 50:
-            text = text[:49] + "…"
-        mark = " " if prompt.active else "*"
-        lines.append(f"{prompt.turn:>3}{mark} {text:<50}  {_files(prompt.changes) or '-'}")
-    return lines
-
-
-def report_lines(report: RewindReport, session_id: str) -> list[str]:
-    """What a rewind did (or would do), for people."""
-    target = "the last rewind undone" if report.undo else f"to prompt {report.turn}"
-    dry = " (dry run: nothing changed)" if report.dry_run else ""
-    lines = [f"{session_id}: {MODE_WORDS[report.mode]} {target}{dry}"]
-    if report.mode != "conversation":
-        if report.restored:
-            lines.append("files: " + ", ".join(f"{c.status} {c.path}" for c in report.restored))
-        else:
-            lines.append("files: none to change")
-        if report.kept:
-            lines.append(
-                "kept (changed outside dsh since then; --force takes them back too): "
-                + ", ".join(report.kept)
-            )
-    if report.to_seq is not None:
-        lines.append("conversation: the next prompt continues from there")
-    if not report.dry_run:
-        lines.append(f"(undo with `dsh sessions rewind {session_id} --undo`)")
-    return lines
-
-
-def _files(changes: Sequence[Change]) -> str:
-    return ", ".join(f"{c.status} {c.path}" for c in changes)

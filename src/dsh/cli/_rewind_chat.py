@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from ..plugins.rewind import Mode, RewindError, RewindReport, Rewinds
+from ..plugins.rewind import Mode, RewindError, RewindReport, Rewinds, prompt_lines, report_lines
 from ..session import Session
 from ._render import Surface
-from ._rewind import prompt_lines, report_lines
+from ._rewind import FORCE_HINT
 
 __all__ = ["Line", "rewind_dialog"]
 
@@ -95,9 +95,9 @@ async def _apply(
 
 
 def _show(screen: Surface, report: RewindReport, session_id: str) -> None:
-    lines = report_lines(report, session_id)
+    lines = report_lines(report, session_id, force_hint=FORCE_HINT)
     if not report.dry_run:
-        lines[-1] = "(/rewind undo takes it back)"
+        lines.append("(/rewind undo takes it back)")
     for line in lines:
         screen.note(line, "bold" if line is lines[0] else "")
 

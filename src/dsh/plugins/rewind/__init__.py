@@ -4,6 +4,7 @@ rewinds of the code, the conversation or both to any prompt, each a durable even
 from ._git import Change, GitError, ShadowStore
 from ._plugin import RewindConfig, RewindPlugin
 from ._service import REWIND, Mode, PromptInfo, RewindError, RewindReport, Rewinds, TurnDiff
+from ._text import files_text, prompt_lines, report_lines
 
 __all__ = [
     "REWIND",
@@ -18,4 +19,7 @@ __all__ = [
     "Rewinds",
     "ShadowStore",
     "TurnDiff",
+    "files_text",
+    "prompt_lines",
+    "report_lines",
 ]
