@@ -3,7 +3,16 @@ rewinds of the code, the conversation or both to any prompt, each a durable even
 
 from ._git import Change, GitError, ShadowStore
 from ._plugin import RewindConfig, RewindPlugin
-from ._service import REWIND, Mode, PromptInfo, RewindError, RewindReport, Rewinds, TurnDiff
+from ._service import (
+    REWIND,
+    Mode,
+    PromptInfo,
+    RewindError,
+    RewindReport,
+    Rewinds,
+    TurnDiff,
+    parse_mode,
+)
 from ._text import files_text, prompt_lines, report_lines
 
 __all__ = [
@@ -20,6 +29,7 @@ __all__ = [
     "ShadowStore",
     "TurnDiff",
     "files_text",
+    "parse_mode",
     "prompt_lines",
     "report_lines",
 ]

@@ -41,6 +41,11 @@ Mode = Literal["code", "conversation", "both"]
 MODES: tuple[Mode, ...] = ("code", "conversation", "both")
 
 
+def parse_mode(text: str) -> Mode | None:
+    """`code`, `conversation` or `both` as a `Mode`; None for anything else."""
+    return next((mode for mode in MODES if mode == text), None)
+
+
 class RewindError(ValueError):
     """A rewind that cannot be done as asked (unknown prompt, a turn running, nothing to
     undo, no checkpoints); the message says what to do."""
