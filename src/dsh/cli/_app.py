@@ -412,6 +412,63 @@ def sessions_repair(session_id: SessionArgument, profile: ProfileOption = None) 
     exit_with(repair_session(profile, session_id))
 
 
+@sessions_app.command("rewind")
+def sessions_rewind(
+    session_id: SessionArgument,
+    to: Annotated[
+        int | None, typer.Option("--to", metavar="N", help="Back to just before prompt N.")
+    ] = None,
+    code: Annotated[bool, typer.Option("--code", help="Only the workspace's files.")] = False,
+    conversation: Annotated[
+        bool, typer.Option("--conversation", help="Only the conversation.")
+    ] = False,
+    both: Annotated[bool, typer.Option("--both", help="Files and conversation (default).")] = False,
+    undo: Annotated[bool, typer.Option("--undo", help="Undo the last rewind.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Also take back files changed outside dsh.")
+    ] = False,
+    profile: ProfileOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Rewind session ID's files, conversation or both to just before prompt N (without
+    --to: list the prompts and the files each changed)."""
+    from ._rewind import rewind_session
+
+    chosen = [m for m, on in (("code", code), ("conversation", conversation), ("both", both)) if on]
+    if len(chosen) > 1:
+        raise typer.BadParameter("choose one of --code, --conversation, --both")
+    if undo and to is not None:
+        raise typer.BadParameter("--undo takes no --to", param_hint="--undo")
+    mode = chosen[0] if chosen else "both"
+    exit_with(
+        rewind_session(
+            profile,
+            session_id,
+            to,
+            mode,  # type: ignore[arg-type]
+            undo=undo,
+            dry_run=dry_run,
+            force=force,
+            as_json=json_,
+        )
+    )
+
+
+@sessions_app.command("diff")
+def sessions_diff(
+    session_id: SessionArgument,
+    turn: Annotated[
+        int | None, typer.Option("--turn", metavar="N", help="This turn (default: the last).")
+    ] = None,
+    profile: ProfileOption = None,
+) -> None:
+    """What a turn of session ID changed in the workspace (shell commands' changes too)."""
+    from ._rewind import diff_session
+
+    exit_with(diff_session(profile, session_id, turn))
+
+
 @sessions_app.command("stats")
 def sessions_stats(profile: ProfileOption = None, json_: JsonOption = False) -> None:
     """Usage of every stored session by day (UTC) and model: requests, tool calls, tokens,

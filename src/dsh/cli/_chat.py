@@ -28,6 +28,7 @@ from ._approve import REASK, REASON_PROMPT, Answer, approval_view, parse_answer,
 from ._mcp import McpSuggestions, prompt_problem
 from ._questions import Asked
 from ._render import Renderer
+from ._rewind_chat import Line, rewind_dialog
 from ._runtime import CliError, Options, failure_advice, prepare, turn_cost
 from ._screen import ChatScreen, history_file
 from ._sessions import open_agent, persistence_of, summaries, summary_line
@@ -38,6 +39,7 @@ COMMANDS = {
     "/resume": "resume a session: /resume ID (a unique prefix is enough)",
     "/sessions": "this workspace's sessions, newest first",
     "/compact": "summarise older turns to free the context",
+    "/rewind": "take the files, the conversation or both back to a prompt (/rewind undo)",
     "/hooks": "this session's hooks: where each comes from, whether it runs",
     "/plan": "plan first: only reading tools run until you approve a plan (/plan off leaves)",
     "/mcp": "MCP servers: their state and tools (/mcp login NAME: log in to one)",
@@ -93,7 +95,7 @@ class Chat:
             cost=turn_cost(ctx, route),
         )
         self.handle: AgentHandle | None = None
-        self.question: Question | Asked | None = None
+        self.question: Question | Asked | Line | None = None
         """What the prompt is answering: an approval, or the model's questions."""
         self.queued: dict[str, str] = {}
         """Steering not yet in the log, by message id."""
@@ -213,6 +215,8 @@ class Chat:
             await self._list_sessions("sessions of this workspace, newest first:")
         elif command == "/compact":
             await self._compact()
+        elif command == "/rewind":
+            self._rewind(argument)
         elif command == "/hooks":
             self._show_hooks()
         elif command == "/plan":
@@ -367,6 +371,30 @@ class Chat:
             self.screen.status(None)
         if result is None:
             self.screen.note(service.manual_plan(agent).why_not(), "dim")
+
+    def _rewind(self, argument: str) -> None:
+        """The `/rewind` dialog, in a task of its own: it reads its answers at the prompt."""
+        from ..plugins.rewind import REWIND
+
+        rewinds = self.ctx.get(REWIND)
+        agent = self.agent
+        if rewinds is None or agent is None:
+            self.screen.note("rewind is not available (no rewind plugin in the profile)", "red")
+            return
+        if agent.status != "idle":
+            self.screen.note("wait for the turn to end (or Ctrl-C it) before rewinding", "red")
+            return
+        dialog = rewind_dialog(rewinds, agent.session, argument, self._line, self.screen)
+        self.ctx.owner.spawn(dialog, name="dsh-chat-rewind")
+
+    async def _line(self, prompt: str) -> str:
+        """One line typed at the prompt, for a dialog."""
+        line = self.question = Line(prompt)
+        self.screen.live("")
+        try:
+            return await line.future
+        finally:
+            self.question = None
 
     def _plan(self, argument: str) -> None:
         plan_mode = self.ctx.get(PLAN_MODE)

@@ -16,6 +16,8 @@ from ..events import (
     InboxSplicedEvent,
     ReasoningDeltaEvent,
     RetryEvent,
+    RewindCodeEvent,
+    RewindConversationEvent,
     SessionTitleEvent,
     TextDeltaEvent,
     TodoWriteEvent,
@@ -116,6 +118,10 @@ def _record(event: TypedEvent) -> dict[str, Json] | None:
             return {"todos": [{"content": t.content, "status": t.status} for t in event.todos]}
         case CompactionSummaryEvent():
             return {"messages": len(event.shadowed_seqs)}
+        case RewindCodeEvent():
+            return {"turn": event.turn, "undo": event.undo, "restored": list(event.restored)}
+        case RewindConversationEvent():
+            return {"turn": event.turn, "undo": event.undo}
         case _ if event.type == SessionTitleEvent.type:  # an OtherEvent until it is modelled
             title = event.to_data().get("title")
             return {"log_type": event.type, "title": title} if isinstance(title, str) else None

@@ -37,7 +37,7 @@ function show(id) {
   current = null;
   $("transcript").replaceChildren();
   if (id) {
-    const transcript = new Transcript($("transcript"), { answer, reply, fork });
+    const transcript = new Transcript($("transcript"), { answer, reply, fork, rewind, turnDiff });
     const source = new EventSource(sessionPath(id, "events"));
     current = { id, source, transcript };
     source.onmessage = (message) => transcript.add(JSON.parse(message.data));
@@ -116,6 +116,14 @@ async function fork(seq) {
   location.hash = `session=${enc(made.session_id)}`;
   $("message").value = made.prompt;
   $("message").focus();
+}
+
+function rewind(body) {
+  return api(sessionPath(current.id, "rewind"), body);
+}
+
+function turnDiff(turn) {
+  return api(sessionPath(current.id, `turns/${turn}/diff`));
 }
 
 // -- the message box -------------------------------------------------------------------------
