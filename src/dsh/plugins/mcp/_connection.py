@@ -238,17 +238,21 @@ class Connection:
         return ready_at, self._with_stderr(self._lost or "the session ended")
 
     async def _load(self, session: McpSession) -> None:
-        """Tools, prompts and resources (again after a `list_changed` notification)."""
-        self.tools = tuple(await session.tools())
-        self.has_resources = session.has_resources
+        """Tools, prompts and resources (again after a `list_changed` notification), taken
+        on together once all are listed: a status read meanwhile shows the old lists, not
+        new tools that are not registered yet."""
+        tools = tuple(await session.tools())
+        prompts, resources = self.prompts, self.resources
         try:  # what people use: a server whose listing fails still serves its tools
-            self.prompts = tuple(await session.prompts()) if session.has_prompts else ()
+            prompts = tuple(await session.prompts()) if session.has_prompts else ()
             if session.has_resources:
-                self.resources = (*await session.resources(), *await session.templates())
+                resources = (*await session.resources(), *await session.templates())
         except McpToolError as exc:
             _log.warning(
                 'MCP server "%s": cannot list prompts or resources: %s', self.spec.name, exc
             )
+        self.tools, self.prompts, self.resources = tools, prompts, resources
+        self.has_resources = session.has_resources
 
     def _lose(self, why: str) -> None:
         if self._lost is None:
