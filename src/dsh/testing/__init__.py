@@ -4,6 +4,7 @@ HTTP server that plays the same scripts over the wire, and waits for lifecycle p
 from ._openai_server import OpenAIServer, RecordedRequest, ServerEntry
 from ._openai_wire import HttpError, Malformed, http_error, malformed
 from ._postgres import PostgresServer, PostgresUnavailableError
+from ._prefix_cache import CacheMeasure, PrefixCache
 from ._script import (
     Crash,
     Entry,
@@ -24,6 +25,7 @@ from ._scripted import ScriptedModel
 from ._waits import until, wait_all_tasks_blocked
 
 __all__ = [
+    "CacheMeasure",
     "Crash",
     "Entry",
     "Failure",
@@ -34,6 +36,7 @@ __all__ = [
     "Part",
     "PostgresServer",
     "PostgresUnavailableError",
+    "PrefixCache",
     "Reasoning",
     "RecordedRequest",
     "Reply",
