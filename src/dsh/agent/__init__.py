@@ -50,6 +50,7 @@ from ._registry import (
     agent_events,
 )
 from ._run import RunResult, run_prompt, session_events
+from ._switch import CACHE_NOTE, ModelChoice, current_model, switch_model
 from ._types import (
     DISPOSED_CANCEL,
     PARENT_CANCEL,
@@ -72,6 +73,10 @@ from ._types import (
 
 __all__ = [
     "agent_of",
+    "CACHE_NOTE",
+    "ModelChoice",
+    "current_model",
+    "switch_model",
     "AGENTS",
     "AGENT_CREATED",
     "AGENT_DISPOSED",

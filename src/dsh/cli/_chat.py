@@ -24,6 +24,7 @@ from ..session import SESSION_EVENT, SessionEventPayload
 from ..tools import Decision
 from ..workspace import Trust
 from ._approve import REASK, REASON_PROMPT, Answer, approval_view, parse_answer, question
+from ._model import switch_effort, switch_to
 from ._questions import Asked
 from ._render import Renderer
 from ._runtime import CliError, Options, failure_advice, prepare, turn_cost
@@ -40,7 +41,9 @@ COMMANDS = {
     "/plan": "plan first: only reading tools run until you approve a plan (/plan off leaves)",
     "/mcp": "MCP servers: their state and tools",
     "/sandbox": "what commands may read, write and reach in this session",
-    "/reasoning": "show the model's reasoning in full, or folded (toggles)",
+    "/model": "the session's model; /model provider:model switches from the next request",
+    "/reasoning": "show the model's reasoning in full or folded (toggles); /reasoning low|high|"
+    "default sets the effort",
     "/exit": "quit",
 }
 HELP = (
@@ -76,6 +79,8 @@ class Chat:
         self.route = route
         self.cwd = cwd
         self.yes = options.yes
+        self.model_flag = options.model
+        """`-m`: a resumed session switches to it (a new one starts on it)."""
         self.screen = ChatScreen(
             markdown=not options.plain,
             history=history_file(cwd),
@@ -213,6 +218,10 @@ class Chat:
             self._show_mcp()
         elif command == "/sandbox":
             await self._show_sandbox()
+        elif command == "/model" and self.agent is not None:
+            self.screen.note(*switch_to(self.agent, argument))
+        elif command == "/reasoning" and argument and self.agent is not None:
+            self.screen.note(*switch_effort(self.agent, argument))
         elif command == "/reasoning":
             self.renderer.reasoning = not self.renderer.reasoning
             shown = "in full" if self.renderer.reasoning else "folded to one line"
@@ -233,7 +242,10 @@ class Chat:
             latest=latest,
             stored_from_first_turn=True,
         )
-        await self._attach(handle, resumed=resume is not None or latest)
+        resumed = resume is not None or latest
+        await self._attach(handle, resumed=resumed)
+        if resumed and self.model_flag:
+            self.screen.note(*switch_to(handle.agent, self.model_flag))
 
     async def _switch(self, resume: str | None) -> None:
         """Leave the current session for a new or a resumed one."""

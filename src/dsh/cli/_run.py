@@ -25,6 +25,7 @@ from ..plugins.usage import budget_stop
 from ..session import SESSION_EVENT, SessionEventPayload
 from ._format import describe_end
 from ._headless import Headless, OutputFormat
+from ._model import switch_to
 from ._render import Renderer, Surface
 from ._runtime import CliError, Options, failure_advice, prepare, turn_cost
 from ._sessions import open_agent
@@ -96,6 +97,8 @@ async def run_task(options: RunOptions) -> int:
                 surface.note(f"note: {trust_note(cwd, untrusted)}: {remedy}", "yellow")
             if options.banner:
                 surface.note(options.banner, "bold yellow")
+            if resuming and options.model:
+                surface.note(*switch_to(agent, options.model))
             headless = _headless(options, ctx, agent, route, cwd, started)
             ctx.on(SESSION_EVENT, _printer(agent, renderer, options, headless))
             denied = _unanswered(ctx)

@@ -23,6 +23,7 @@ from ..event_types import (
     HOOK_RESULT,
     LLM_RETRY,
     LLM_RETRY_STARTED,
+    MODEL_SWITCH,
     PLAN_MODE,
     REQUEST_CONTEXT,
     REQUEST_HEADER,
@@ -510,6 +511,22 @@ class SessionTitleEvent(Event, frozen=True, kw_only=True):
     source: Json
 
 
+class ModelSwitchEvent(Event, frozen=True, kw_only=True):
+    """The session's requests go to another model, or with another reasoning effort, from the
+    next one on (`/model`, `/reasoning`, `-m` on a resume, ACP `session/set_model`, the web
+    UI, `Agent.set_model`). The history carries over; the new route re-pays the cached
+    prefix once."""
+
+    type: ClassVar[str] = MODEL_SWITCH
+    provider: str
+    model: str
+    reasoning_effort: str | None = None
+    """None: the model's default effort."""
+    previous_provider: str | None = None
+    previous_model: str | None = None
+    previous_reasoning_effort: str | None = None
+
+
 class PlanModeEvent(Event, frozen=True, kw_only=True):
     """Plan mode turned on or off (only reading tools run while it is on)."""
 
@@ -602,6 +619,7 @@ TypedEvent: TypeAlias = (
     | SessionTitleEvent
     | PlanModeEvent
     | SandboxModeEvent
+    | ModelSwitchEvent
     | AcpModeEvent
     | TitleRequestEvent
     | OtherEvent

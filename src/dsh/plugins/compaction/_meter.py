@@ -88,4 +88,3 @@ def context_tokens(session: Session) -> int:
     header = session.request_header()
     prompt = estimate_prompt(session.system_prompt(), header.tools) if header else 0
     return prompt + estimate_messages(session.derive_messages())
-
