@@ -50,7 +50,17 @@ from ._registry import (
     agent_events,
 )
 from ._run import RunResult, run_prompt, session_events
-from ._switch import CACHE_NOTE, ModelChoice, current_model, switch_model
+from ._switch import (
+    CACHE_NOTE,
+    DEFAULT_EFFORT,
+    EFFORTS,
+    ModelChoice,
+    available_models,
+    current_model,
+    efforts_of,
+    switch_model,
+    switch_note,
+)
 from ._types import (
     DISPOSED_CANCEL,
     PARENT_CANCEL,
@@ -74,9 +84,14 @@ from ._types import (
 __all__ = [
     "agent_of",
     "CACHE_NOTE",
+    "DEFAULT_EFFORT",
+    "EFFORTS",
     "ModelChoice",
+    "available_models",
     "current_model",
+    "efforts_of",
     "switch_model",
+    "switch_note",
     "AGENTS",
     "AGENT_CREATED",
     "AGENT_DISPOSED",

@@ -12,17 +12,24 @@ from ..llm import LLM, HarnessError
 if TYPE_CHECKING:
     from ._types import Agent
 
-__all__ = ["CACHE_NOTE", "ModelChoice", "current_model", "switch_model"]
-
 CACHE_NOTE = "the next request re-pays the cached prompt prefix once (the new route has none)"
 """What every surface says after a switch of model (an effort change keeps the cache on
 providers that key it by model only, but may not elsewhere: it says so too)."""
+
+
+EFFORTS = ("minimal", "low", "medium", "high", "max")
+"""Reasoning efforts a picker offers when the model lists none (routes may accept fewer)."""
 
 
 class ModelChoice(msgspec.Struct, frozen=True):
     provider: str
     model: str
     reasoning_effort: str | None = None
+
+    @property
+    def route(self) -> str:
+        """`provider:model`, as `/model` and the pickers take it."""
+        return f"{self.provider}:{self.model}"
 
     def label(self) -> str:
         effort = f" (reasoning {self.reasoning_effort})" if self.reasoning_effort else ""
@@ -72,3 +79,46 @@ def switch_model(agent: Agent, choice: ModelChoice) -> ModelSwitchEvent | None:
         previous_reasoning_effort=before.reasoning_effort if before else None,
     )
     return typed_as(append(agent.session, event), ModelSwitchEvent)
+
+
+def available_models(agent: Agent) -> list[ModelChoice]:
+    """What a picker offers: the current model first, then every model the runtime's routes
+    advertise (advisory: a route serves unlisted models too)."""
+    llm = agent.ctx.require(LLM)
+    current = current_model(agent)
+    found = [current] if current is not None else []
+    for provider in llm.list_providers():
+        for info in llm.list_models(provider.id):
+            choice = ModelChoice(provider.id, info.id)
+            if all(c.route != choice.route for c in found):
+                found.append(choice)
+    return found
+
+
+async def efforts_of(agent: Agent, choice: ModelChoice) -> tuple[str, ...]:
+    """The efforts `choice`'s model takes by its route's model info (none: it takes none),
+    else — no info — `EFFORTS`."""
+    info = await agent.ctx.require(LLM).resolve_model_info(choice.provider, choice.model)
+    return EFFORTS if info is None else info.reasoning_efforts
+
+
+DEFAULT_EFFORT = "default"
+"""The effort word every surface takes for "the model's own"."""
+
+
+def switch_note(
+    agent: Agent, *, route: tuple[str, str] | None = None, effort: str | None = None
+) -> str:
+    """Switch to `route` (provider, model; None keeps the current one) and `effort` (None
+    keeps the current one, `default` is the model's own); the line every surface shows.
+    Raises `HarnessError` when there is no model to keep, or no route serves the provider."""
+    current = current_model(agent)
+    if route is None and current is None:
+        raise HarnessError("no model yet: name one (provider:model)", "NO_MODEL")
+    provider, model = route or (current.provider, current.model)  # type: ignore[union-attr]
+    kept = current.reasoning_effort if current else None
+    chosen = kept if effort is None else None if effort == DEFAULT_EFFORT else effort
+    choice = ModelChoice(provider, model, chosen)
+    if switch_model(agent, choice) is None:
+        return f"already on {choice.label()}"
+    return f"switched to {choice.label()}: {CACHE_NOTE}"

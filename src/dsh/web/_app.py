@@ -18,6 +18,8 @@ from starlette.types import ASGIApp
 
 from .._context import Context
 from ..agent import USER_CANCEL, Agent, AgentOptions
+from ..llm import HarnessError
+from ..llm.adapters import RouteError
 from ..persistence import (
     SESSION_PERSISTENCE,
     SessionLockedError,
@@ -39,6 +41,7 @@ from ._asks import Waiting, call_settled, open_approval, open_question
 from ._diff import FileSnapshots
 from ._guard import LOOPBACK_HOSTS, Guard
 from ._live import LiveSessions
+from ._model import model_state, switch_from_page
 from ._sessions import session_list
 from ._stream import session_stream
 
@@ -132,6 +135,8 @@ class _Routes:
             Route("/api/sessions/{id}/messages", self.message, methods=post),
             Route("/api/sessions/{id}/resume", self.resume, methods=post),
             Route("/api/sessions/{id}/cancel", self.cancel, methods=post),
+            Route("/api/sessions/{id}/model", self.model),
+            Route("/api/sessions/{id}/model", self.set_model, methods=post),
             Route("/api/sessions/{id}/fork", self.fork, methods=post),
             Route("/api/sessions/{id}/approvals/{call}", self.approve, methods=post),
             Route("/api/sessions/{id}/questions/{call}", self.reply, methods=post),
@@ -192,6 +197,25 @@ class _Routes:
             return _error(409, "this session is not open here")
         agent.cancel(USER_CANCEL)
         return JSONResponse({})
+
+    async def model(self, request: Request) -> Response:
+        """The session's model and effort, and what the pickers offer (an open session)."""
+        agent = self.live.get(request.path_params["id"])
+        if agent is None:
+            return _error(409, "this session is not open here")
+        return JSONResponse(await model_state(agent))
+
+    async def set_model(self, request: Request) -> Response:
+        """`{model?: "provider:model", reasoning_effort?: effort | "default"}` → `{note, …}`."""
+        body = await _body(request)
+        agent = await self._agent(request)
+        if isinstance(agent, Response):
+            return agent
+        try:
+            note = switch_from_page(agent, body.get("model"), body.get("reasoning_effort"))
+        except (HarnessError, RouteError, ValueError) as exc:
+            return _error(400, str(exc))
+        return JSONResponse({**await model_state(agent), "note": note})
 
     async def fork(self, request: Request) -> Response:
         seq = (await _body(request)).get("seq")

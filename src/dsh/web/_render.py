@@ -14,6 +14,7 @@ from ..events import (
     AssistantMessageEvent,
     CompactionSummaryEvent,
     InboxSplicedEvent,
+    ModelSwitchEvent,
     ReasoningDeltaEvent,
     RetryEvent,
     SessionTitleEvent,
@@ -116,6 +117,9 @@ def _record(event: TypedEvent) -> dict[str, Json] | None:
             return {"todos": [{"content": t.content, "status": t.status} for t in event.todos]}
         case CompactionSummaryEvent():
             return {"messages": len(event.shadowed_seqs)}
+        case ModelSwitchEvent():
+            effort = event.reasoning_effort
+            return {"model": f"{event.provider}:{event.model}", "reasoning_effort": effort}
         case _ if event.type == SessionTitleEvent.type:  # an OtherEvent until it is modelled
             title = event.to_data().get("title")
             return {"log_type": event.type, "title": title} if isinstance(title, str) else None

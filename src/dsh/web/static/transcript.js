@@ -274,6 +274,12 @@ export class Transcript {
     this.container().append(el("div", "notice", `compacted ${event.messages} earlier messages`));
   }
 
+  onModelSwitchEvent(event) {
+    const effort = event.reasoning_effort ? ` (reasoning ${event.reasoning_effort})` : "";
+    const text = `switched to ${event.model}${effort}: the next request re-pays the cached prompt prefix once`;
+    this.container().append(el("div", "notice", text));
+  }
+
   onTodoWriteEvent(event) {
     const list = el("ul", "todos");
     for (const todo of event.todos) list.append(el("li", todo.status, todo.content));
