@@ -56,9 +56,12 @@ def current_model(agent: Agent) -> ModelChoice | None:
     return None
 
 
-def switch_model(agent: Agent, choice: ModelChoice) -> ModelSwitchEvent | None:
+def switch_model(
+    agent: Agent, choice: ModelChoice, *, fallback: str | None = None
+) -> ModelSwitchEvent | None:
     """Log a `model/switch` to `choice`, which the agent's next request takes (its history
-    carries over); None when it already is the current one. Raises `HarnessError` (code
+    carries over); None when it already is the current one. `fallback`: why the previous
+    model failed for good (the fallback plugin's switch). Raises `HarnessError` (code
     `NO_ADAPTER`) when nothing in the runtime serves `choice.provider`."""
     llm = agent.ctx.require(LLM)
     if llm.adapter_for(choice.provider) is None:
@@ -77,6 +80,7 @@ def switch_model(agent: Agent, choice: ModelChoice) -> ModelSwitchEvent | None:
         previous_provider=before.provider if before else None,
         previous_model=before.model if before else None,
         previous_reasoning_effort=before.reasoning_effort if before else None,
+        fallback=fallback,
     )
     return typed_as(append(agent.session, event), ModelSwitchEvent)
 

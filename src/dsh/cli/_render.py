@@ -16,6 +16,7 @@ from ..events import (
     CompactionSummaryEvent,
     FinishEvent,
     HookResultEvent,
+    ModelSwitchEvent,
     PlanModeEvent,
     ReasoningDeltaEvent,
     RetryEvent,
@@ -141,6 +142,10 @@ class Renderer:
                 self._llm_retry(event)
             case HookResultEvent():
                 self._hook_result(event)
+            case ModelSwitchEvent(fallback=str(why)):
+                was = f"{event.previous_provider}:{event.previous_model}"
+                now = f"{event.provider}:{event.model}"
+                self.surface.note(f"⇢ {was} failed ({_without_provider(why)}): now {now}", "yellow")
             case CompactionSummaryEvent():
                 count = len(event.shadowed_seqs)
                 self.surface.note(f"⇣ compacted {count} earlier messages into a summary", "dim")

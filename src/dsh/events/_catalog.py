@@ -525,6 +525,8 @@ class ModelSwitchEvent(Event, frozen=True, kw_only=True):
     previous_provider: str | None = None
     previous_model: str | None = None
     previous_reasoning_effort: str | None = None
+    fallback: str | None = None
+    """Set when the fallback plugin switched: why the previous model failed for good."""
 
 
 class PlanModeEvent(Event, frozen=True, kw_only=True):

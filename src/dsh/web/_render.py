@@ -119,7 +119,8 @@ def _record(event: TypedEvent) -> dict[str, Json] | None:
             return {"messages": len(event.shadowed_seqs)}
         case ModelSwitchEvent():
             effort = event.reasoning_effort
-            return {"model": f"{event.provider}:{event.model}", "reasoning_effort": effort}
+            model = f"{event.provider}:{event.model}"
+            return {"model": model, "reasoning_effort": effort, "fallback": event.fallback}
         case _ if event.type == SessionTitleEvent.type:  # an OtherEvent until it is modelled
             title = event.to_data().get("title")
             return {"log_type": event.type, "title": title} if isinstance(title, str) else None

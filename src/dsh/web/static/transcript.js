@@ -276,7 +276,8 @@ export class Transcript {
 
   onModelSwitchEvent(event) {
     const effort = event.reasoning_effort ? ` (reasoning ${event.reasoning_effort})` : "";
-    const text = `switched to ${event.model}${effort}: the next request re-pays the cached prompt prefix once`;
+    const why = event.fallback ? ` after a failure (${event.fallback})` : "";
+    const text = `switched to ${event.model}${effort}${why}: the next request re-pays the cached prompt prefix once`;
     this.container().append(el("div", "notice", text));
   }
 
