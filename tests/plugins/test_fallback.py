@@ -27,6 +27,12 @@ def profile(backup: OpenAIServer) -> list[dict[str, Any]]:
     ]
 
 
+def on_primary(primary: OpenAIServer, cwd: Path, rows: list[Any], **more: Any) -> dsh.Agent[Any]:
+    """An agent whose own model is DeepSeek's route at `primary`."""
+    model = "deepseek:deepseek-v4-flash"
+    return dsh.Agent(model, base_url=primary.base_url, cwd=cwd, profile=rows, **more)
+
+
 def switches(root: Path) -> list[dict[str, Any]]:
     lines = [x for f in root.rglob("*.jsonl") for x in f.read_text().splitlines()]
     return [json.loads(x)["data"] for x in lines if '"model/switch"' in x]
@@ -39,13 +45,8 @@ async def test_a_model_failing_for_good_falls_back_to_the_next(
     primary = OpenAIServer([http_error(503), http_error(503)])
     backup = OpenAIServer(["answered by the spare", "still the spare"])
     async with primary, backup:
-        agent = dsh.Agent(
-            "deepseek:deepseek-v4-flash",
-            base_url=primary.base_url,
-            cwd=tmp_path,
-            profile=profile(backup),
-            store=dsh.JsonlStore(tmp_path / "sessions"),
-        )
+        store = dsh.JsonlStore(tmp_path / "sessions")
+        agent = on_primary(primary, tmp_path, profile(backup), store=store)
         async with agent:
             run = await agent.run("hello")
             assert run.output == "answered by the spare"
@@ -68,12 +69,7 @@ async def test_a_built_in_provider_is_mounted_when_first_needed(
     async with primary, backup:
         monkeypatch.setenv("OPENAI_BASE_URL", backup.base_url + "/v1")
         fallback = {"id": "fallback", "config": {"models": ["nowhere:x", "openai:gpt-spare"]}}
-        agent = dsh.Agent(
-            "deepseek:deepseek-v4-flash",
-            base_url=primary.base_url,
-            cwd=tmp_path,
-            profile=[FAST_RETRY, fallback],
-        )
+        agent = on_primary(primary, tmp_path, [FAST_RETRY, fallback])
         async with agent:
             assert (await agent.run("hello")).output == "from openai"
     assert backup.requests[0].body["model"] == "gpt-spare"
@@ -86,12 +82,7 @@ async def test_an_invalid_request_does_not_fall_back(
     primary = OpenAIServer([http_error(400, "bad tool schema")])
     backup = OpenAIServer([])
     async with primary, backup:
-        agent = dsh.Agent(
-            "deepseek:deepseek-v4-flash",
-            base_url=primary.base_url,
-            cwd=tmp_path,
-            profile=profile(backup),
-        )
+        agent = on_primary(primary, tmp_path, profile(backup))
         async with agent:
             with pytest.raises(dsh.RunError, match="bad tool schema"):
                 await agent.run("hello")
