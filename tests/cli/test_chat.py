@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 import signal
 from pathlib import Path
 
@@ -277,7 +278,13 @@ def test_compact_an_ordinary_conversation(chat: Chats) -> None:
         t.enter(f"question {i}")
         t.wait_for(f"Answer {i}:").wait_for(at_prompt)
     t.enter("/compact")
-    t.wait_for("⇣ compacted 5 earlier messages into a summary")
+    t.wait_for("⇣ compacted into a summary: 5 messages (seq ")
+    shown = t.text().replace("\n", " ")  # the receipt wraps
+    assert re.search(
+        r"context [\d,]+ → [\d,]+ tokens, by deepseek-official:deepseek-v4-flash, "
+        r"summary sha256:[0-9a-f]{16}",
+        shown,
+    )
     assert server.requests()[-1]["body"]["messages"][-1]["content"].startswith("Summarise")
     exits_cleanly(t)
 

@@ -87,3 +87,30 @@ def test_a_budget_stop_draws_its_line() -> None:
     assert drawn is not None
     assert drawn["reason"] == "aborted"
     assert drawn["detail"] == "budget reached: max-steps 3 per run"
+
+
+def test_a_summary_and_a_switch_are_drawn_with_their_receipts() -> None:
+    data = {
+        "compactionId": "c1",
+        "summary": "Short.",
+        "shadowedRange": {"start": 3, "end": 9},
+        "shadowedSeqs": [3, 5, 9],
+        "shadowedTokenCount": 900,
+        "provider": "deepseek-official",
+        "model": "deepseek-v4-flash",
+        "tokensBefore": 41000,
+        "tokensAfter": 6200,
+        "summaryHash": "sha256:0123456789abcdef",
+    }
+    summary = SessionEvent("compaction/summary", 10, 0, data)
+    switch = SessionEvent(
+        "model/switch", 11, 0, {"provider": "p", "model": "m", "fallback": "SERVER: down"}
+    )
+    view = LogView("s", [summary, switch])
+    drawn = page_event(typed(summary), view)
+    assert drawn is not None and drawn["receipt"] == (
+        "3 messages (seq 3-9), context 41,000 → 6,200 tokens, by "
+        "deepseek-official:deepseek-v4-flash, summary sha256:0123456789abcdef"
+    )
+    moved = page_event(typed(switch), view)
+    assert moved is not None and (moved["model"], moved["fallback"]) == ("p:m", "SERVER: down")

@@ -147,8 +147,7 @@ class Renderer:
                 now = f"{event.provider}:{event.model}"
                 self.surface.note(f"⇢ {was} failed ({_without_provider(why)}): now {now}", "yellow")
             case CompactionSummaryEvent():
-                count = len(event.shadowed_seqs)
-                self.surface.note(f"⇣ compacted {count} earlier messages into a summary", "dim")
+                self.surface.note(f"⇣ compacted into a summary: {event.receipt()}", "dim")
             case CompactionPruneEvent():
                 count = len(event.shadowed_seqs)
                 plural = "s" if count != 1 else ""

@@ -398,6 +398,22 @@ class CompactionSummaryEvent(Event, frozen=True, kw_only=True):
     max_tokens: int | None = None
     trigger: str | None = None
     usage: Annotated[TokenUsage | None, Key(codec=USAGE)] = None
+    # The receipt (dsh's; absent from the reference runtime's logs):
+    tokens_before: int | None = None
+    """The context the next request would have held, about (the compaction meter)…"""
+    tokens_after: int | None = None
+    """…and holds with the summary in place of the shadowed messages."""
+    summary_hash: str | None = None
+    """`sha256:` and the first 16 hex digits of the summary's UTF-8 bytes."""
+
+    def receipt(self) -> str:
+        """One line: what was summarised, the context before → after, by which model."""
+        shadowed = self.shadowed_range
+        line = f"{len(self.shadowed_seqs)} messages (seq {shadowed.start}-{shadowed.end})"
+        if self.tokens_before is not None and self.tokens_after is not None:
+            line += f", context {self.tokens_before:,} → {self.tokens_after:,} tokens"
+        line += f", by {self.provider}:{self.model}"
+        return line + (f", summary {self.summary_hash}" if self.summary_hash else "")
 
 
 class CompactionEndEvent(Event, frozen=True, kw_only=True):

@@ -116,7 +116,7 @@ def _record(event: TypedEvent) -> dict[str, Json] | None:
         case TodoWriteEvent():
             return {"todos": [{"content": t.content, "status": t.status} for t in event.todos]}
         case CompactionSummaryEvent():
-            return {"messages": len(event.shadowed_seqs)}
+            return {"messages": len(event.shadowed_seqs), "receipt": event.receipt()}
         case ModelSwitchEvent():
             effort = event.reasoning_effort
             model = f"{event.provider}:{event.model}"

@@ -271,7 +271,7 @@ export class Transcript {
   }
 
   onCompactionSummaryEvent(event) {
-    this.container().append(el("div", "notice", `compacted ${event.messages} earlier messages`));
+    this.container().append(el("div", "notice", `compacted into a summary: ${event.receipt}`));
   }
 
   onModelSwitchEvent(event) {
