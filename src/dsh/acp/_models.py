@@ -11,15 +11,7 @@ from acp.schema import (
     SessionConfigSelectOption,
 )
 
-from ..agent import (
-    CACHE_NOTE,
-    DEFAULT_EFFORT,
-    Agent,
-    available_models,
-    current_model,
-    efforts_of,
-    switch_note,
-)
+from ..agent import CACHE_NOTE, DEFAULT_EFFORT, Agent, model_menu, switch_note
 from ..llm import HarnessError
 from ..llm.adapters import RouteError, parse_model
 
@@ -33,13 +25,12 @@ async def config_options(
     agent: Agent,
 ) -> list[SessionConfigOptionSelect | SessionConfigOptionBoolean]:
     """The `model` and `reasoning` options with their current values."""
-    current = current_model(agent)
+    menu = await model_menu(agent)
+    current = menu.current
     if current is None:
         return []
-    models = [
-        SessionConfigSelectOption(value=c.route, name=c.route) for c in available_models(agent)
-    ]
-    efforts = [DEFAULT_EFFORT, *await efforts_of(agent, current)]
+    models = [SessionConfigSelectOption(value=c.route, name=c.route) for c in menu.models]
+    efforts = menu.efforts
     return [
         SessionConfigOptionSelect(
             id=MODEL,

@@ -126,3 +126,18 @@ def switch_note(
     if switch_model(agent, choice) is None:
         return f"already on {choice.label()}"
     return f"switched to {choice.label()}: {CACHE_NOTE}"
+
+
+class ModelMenu(msgspec.Struct, frozen=True):
+    """What a model picker shows: the current choice, the models, the efforts (the first
+    is `DEFAULT_EFFORT`)."""
+
+    current: ModelChoice | None
+    models: tuple[ModelChoice, ...]
+    efforts: tuple[str, ...]
+
+
+async def model_menu(agent: Agent) -> ModelMenu:
+    current = current_model(agent)
+    efforts = await efforts_of(agent, current) if current else ()
+    return ModelMenu(current, tuple(available_models(agent)), (DEFAULT_EFFORT, *efforts))

@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-from ..agent import (
-    CACHE_NOTE,
-    DEFAULT_EFFORT,
-    Agent,
-    available_models,
-    current_model,
-    efforts_of,
-    switch_note,
-)
+from ..agent import CACHE_NOTE, DEFAULT_EFFORT, Agent, model_menu, switch_note
 from ..llm import Json
 from ..llm.adapters import parse_model
 
@@ -19,13 +11,13 @@ __all__ = ["model_state", "switch_from_page"]
 
 async def model_state(agent: Agent) -> dict[str, Json]:
     """`{model, reasoning_effort, models, efforts, cache_note}` (model None: none yet)."""
-    current = current_model(agent)
-    efforts: list[Json] = [DEFAULT_EFFORT, *(await efforts_of(agent, current) if current else ())]
+    menu = await model_menu(agent)
+    current = menu.current
     return {
         "model": current.route if current else None,
         "reasoning_effort": (current.reasoning_effort if current else None) or DEFAULT_EFFORT,
-        "models": [c.route for c in available_models(agent)],
-        "efforts": efforts,
+        "models": [c.route for c in menu.models],
+        "efforts": list(menu.efforts),
         "cache_note": CACHE_NOTE,
     }
 
