@@ -24,10 +24,10 @@ from ..session import SESSION_EVENT, SessionEventPayload
 from ..tools import Decision
 from ..workspace import Trust
 from ._approve import REASK, REASON_PROMPT, Answer, approval_view, parse_answer, question
-from ._model import switch_effort, switch_to
+from ._model import resume_switch, switch_effort, switch_to
 from ._questions import Asked
 from ._render import Renderer
-from ._runtime import CliError, Options, failure_advice, prepare, turn_cost
+from ._runtime import CliError, Options, failure_advice, prepare, pricer, session_cost
 from ._screen import ChatScreen, history_file
 from ._sessions import open_agent, persistence_of, summaries, summary_line
 
@@ -92,7 +92,8 @@ class Chat:
             self.screen,
             markdown=not options.plain,
             echo_prompts=True,
-            cost=turn_cost(ctx, route),
+            cost=pricer(ctx),
+            session_cost=session_cost(ctx, lambda: self.agent),
         )
         self.handle: AgentHandle | None = None
         self.question: Question | Asked | None = None
@@ -244,8 +245,11 @@ class Chat:
         )
         resumed = resume is not None or latest
         await self._attach(handle, resumed=resumed)
-        if resumed and self.model_flag:
-            self.screen.note(*switch_to(handle.agent, self.model_flag))
+        switched = (
+            resume_switch(handle.agent, self.model_flag) if resumed and self.model_flag else None
+        )
+        if switched is not None:
+            self.screen.note(*switched)
 
     async def _switch(self, resume: str | None) -> None:
         """Leave the current session for a new or a resumed one."""

@@ -7,7 +7,7 @@ from ..agent import DEFAULT_EFFORT, EFFORTS, Agent, current_model, switch_note
 from ..llm import HarnessError
 from ..llm.adapters import RouteError, parse_model
 
-__all__ = ["EFFORT_WORDS", "switch_effort", "switch_to"]
+__all__ = ["EFFORT_WORDS", "resume_switch", "switch_effort", "switch_to"]
 
 EFFORT_WORDS = (*EFFORTS, DEFAULT_EFFORT)
 """What `/reasoning` takes (`default`: the model's own); the route may accept fewer."""
@@ -25,6 +25,12 @@ def switch_to(agent: Agent, spec: str) -> tuple[str, str]:
         return _styled(switch_note(agent, route=(route.provider, route.model)))
     except (RouteError, HarnessError) as exc:
         return str(exc), "red"
+
+
+def resume_switch(agent: Agent, spec: str) -> tuple[str, str] | None:
+    """`-m` on a resumed session: `switch_to`, or None when it already is on that model."""
+    note = switch_to(agent, spec)
+    return None if note[0].startswith("already on ") else note
 
 
 def switch_effort(agent: Agent, word: str) -> tuple[str, str]:

@@ -32,14 +32,14 @@ from ..events import (
     typed,
 )
 from ..llm import ReasoningBlock, TextBlock
-from ..session import usage_of
+from ..session import Usage, usage_by_model
 from ._blocks import StreamedText
 from ._format import call_summary, describe_end, preview, result_summary, usage_line
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
-    from ..session import SessionEvent, Usage
+    from ..session import ModelRoute, SessionEvent
 
 LIVE_LINES = 8
 """How much of the block being written the live area shows (its tail)."""
@@ -76,7 +76,8 @@ class Renderer:
         echo_prompts: bool = False,
         outcomes: bool = True,
         reasoning: bool = False,
-        cost: Callable[[Usage], float | None] | None = None,
+        cost: Callable[[Mapping[ModelRoute, Usage]], float | None] | None = None,
+        session_cost: Callable[[], float | None] | None = None,
     ) -> None:
         self.surface = surface
         self.markdown = markdown
@@ -88,6 +89,9 @@ class Renderer:
         self.reasoning = reasoning
         """Print reasoning in full (dimmed) instead of one folded line."""
         self.cost = cost
+        """Prices a turn's usage by route (each turn line shows its cost)…"""
+        self.session_cost = session_cost
+        """…and the session's so far (shown beside it)."""
         self.calls: dict[str, str] = {}
         """Tool name by call id (a result names only its call)."""
         self._text: StreamedText | None = None
@@ -282,9 +286,12 @@ class Renderer:
         self._step = None
         if self.outcomes and event.reason.kind != "completed":
             self.surface.note(f"✗ {describe_end(event.reason)}", "red")
-        usage = usage_of(self._turn)
+        by_model = usage_by_model(self._turn)
         self._turn = []
-        line = usage_line(usage, self.cost(usage) if self.cost else None)
+        usage = sum(by_model.values(), Usage())
+        cost = self.cost(by_model) if self.cost else None
+        session = self.session_cost() if self.session_cost and cost is not None else None
+        line = usage_line(usage, cost, session)
         if line is not None:
             self.surface.note(line, "dim")
 

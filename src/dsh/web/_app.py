@@ -35,6 +35,7 @@ from ..plugins.ask_user import (
     QuestionRequest,
     check_answers,
 )
+from ..plugins.usage import PRICES
 from ..session import SESSION_EVENT, ForkError, SessionEventPayload
 from ..tools import Decision
 from ._asks import Waiting, call_settled, open_approval, open_question
@@ -169,7 +170,8 @@ class _Routes:
                 source = await self.live.stored(session_id)
             except (UnknownSessionError, LookupError):
                 return _error(404, f"no session {session_id!r}")
-        stream = session_stream(self.live, self.web.snapshots, session_id, after, source)
+        prices = self.web.ctx.get(PRICES)
+        stream = session_stream(self.live, self.web.snapshots, session_id, after, source, prices)
         headers = {"x-accel-buffering": "no"}
         return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
 

@@ -16,7 +16,9 @@ from ..agent import Agent, session_events
 from ..events import typed
 from ..llm import Json
 from ..persistence import StoredLog
+from ..plugins.usage import PriceTable
 from ..session import SessionEvent
+from ._cost import SessionCost
 from ._diff import FileSnapshots
 from ._live import LiveSessions
 from ._render import LogView, page_event
@@ -33,13 +35,14 @@ async def session_stream(
     session_id: str,
     after: int,
     source: Agent | StoredLog,
+    prices: PriceTable | None = None,
 ) -> AsyncIterator[str]:
     """The stream of `session_id` from seq `after + 1`: from the live agent, or from the
     stored log and then live once the session is opened here."""
     yield f"retry: {RETRY_MS}\n\n"
     if isinstance(source, StoredLog):
         yield _state(live=False)
-        view = LogView(session_id, source.events, snapshots)
+        view = LogView(session_id, source.events, snapshots, SessionCost(prices))
         for event in source.events[after + 1 :]:
             if message := _message(event, view):
                 yield message
@@ -50,7 +53,7 @@ async def session_stream(
     else:
         agent = source
     yield _state(live=True)
-    view = LogView(session_id, agent.session.events, snapshots)
+    view = LogView(session_id, agent.session.events, snapshots, SessionCost(prices))
     # An async generator: closed here when the client goes away, not when it is collected.
     appended = session_events(agent, from_seq=after + 1)
     async with aclosing(cast(AsyncGenerator[SessionEvent, None], appended)) as events:
