@@ -8,8 +8,15 @@ cached prefix is the whole previous prompt of the same agent, in whole blocks; a
 known by its tool list) and the cached tokens as a share of that ideal. Target: >= 98 % of
 the ideal where nothing is rewritten by design; pruning and compaction show their cost.
 
+Each scenario's bill is priced as DeepSeek v4 flash (a cache miss $0.14, a hit $0.0028,
+output $0.28 per million tokens), against the ideal's.
+
+`--prefix` reports the prompt's weight instead: per profile, the fixed prefix every request
+carries (system prompt and tool schemas, in tokens), its largest tool schemas, and how much
+`read`'s decoration (path wrapper, line numbers, footer) adds to a source file's text.
+
 Token counts are estimates (bytes / 4), so shares are comparable between scenarios and
-commits, not with a provider's bill. `python bench/cache.py [scenario ...]`.
+commits, not with a provider's bill. `python bench/cache.py [--prefix] [scenario ...]`.
 """
 
 from __future__ import annotations
@@ -96,6 +103,17 @@ async def play(scenario: Scenario) -> list[RecordedRequest]:
                     result = await agent.run(f"task {turn + 1}", session=run.session)
                     run.session, run.turn = result.session_id, turn + 1
         return server.requests
+
+
+MISS, HIT, OUT = 0.14, 0.0028, 0.28
+"""DeepSeek v4 flash, USD per million tokens."""
+
+
+def bill(requests: list[RecordedRequest], cached: int) -> float:
+    """USD for the requests with `cached` of their input tokens served from the cache."""
+    total = sum(r.cache.prompt_tokens for r in requests if r.cache is not None)
+    out = sum(64 for _ in requests)  # about what a scripted answer costs; equal for both
+    return ((total - cached) * MISS + cached * HIT + out * OUT) / 1e6
 
 
 def measure(requests: list[RecordedRequest]) -> tuple[int, int, int]:
@@ -212,9 +230,12 @@ def scenarios() -> list[Scenario]:
 
 
 async def main(names: list[str]) -> None:
+    if "--prefix" in names:
+        await prefix_report()
+        return
     print(
         f"{'scenario':34} {'reqs':>5} {'input':>9} {'cached':>9} {'share':>6} "
-        f"{'ideal':>6} {'of ideal':>8}"
+        f"{'ideal':>6} {'of ideal':>8} {'bill $':>8} {'ideal $':>8}"
     )
     for scenario in scenarios():
         if names and not any(n in scenario.name for n in names):
@@ -223,8 +244,54 @@ async def main(names: list[str]) -> None:
         total, cached, ideal = measure(requests)
         print(
             f"{scenario.name:34} {len(requests):5} {total:9,} {cached:9,} "
-            f"{cached / total:6.1%} {ideal / total:6.1%} {cached / max(ideal, 1):8.1%}"
+            f"{cached / total:6.1%} {ideal / total:6.1%} {cached / max(ideal, 1):8.1%} "
+            f"{bill(requests, cached):8.4f} {bill(requests, ideal):8.4f}"
         )
+
+
+# -- prompt weight -----------------------------------------------------------------------------
+
+PROFILES = {
+    "dsh.Agent (no coding tools)": {"builtin_tools": False},
+    "default (coding tools: dsh run/chat)": {"builtin_tools": True},
+}
+SOURCE = Path(__file__).parents[1] / "src" / "dsh" / "loop" / "_request.py"
+"""A typical source file for `read`'s decoration."""
+
+
+def tokens(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()) // 4
+
+
+async def first_request(options: dict[str, Any], script: list[Any]) -> list[RecordedRequest]:
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "source.py").write_text(SOURCE.read_text())
+        async with OpenAIServer(script) as server:
+            agent = dsh.Agent(
+                "openai:bench", base_url=server.base_url + "/v1", cwd=folder, **options
+            )
+            async with agent:
+                await agent.run("hi")
+        return server.requests
+
+
+async def prefix_report() -> None:
+    print(f"{'profile':38} {'system':>7} {'tools':>6} {'schemas':>8} {'prefix':>7}")
+    for name, options in PROFILES.items():
+        [request] = await first_request(options, ["ok"])
+        body = request.body
+        system = tokens(body["messages"][0]["content"])
+        tools = body.get("tools") or []
+        schemas = sum(tokens(t) for t in tools)
+        print(f"{name:38} {system:7,} {len(tools):6} {schemas:8,} {system + schemas:7,}")
+        largest = sorted(tools, key=tokens, reverse=True)[:6]
+        print("   largest: " + ", ".join(f"{t['function']['name']} {tokens(t)}" for t in largest))
+    script = [reply(tool_call("read", {"file_path": "source.py"})), "ok"]
+    requests = await first_request({"builtin_tools": True}, script)
+    result = requests[1].body["messages"][-1]["content"]
+    text = SOURCE.read_text()
+    extra = len(result) - len(text)
+    print(f"read decoration: {extra:,} characters on {len(text):,} ({extra / len(text):.1%})")
 
 
 if __name__ == "__main__":
