@@ -17,7 +17,7 @@ $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	touch $(RUN_STAMP)
 
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[all,test,dev,interop]'
+	$(BIN)/python -m pip install -q -e '.[all,test,dev,interop,swebench]'
 	touch $(TEST_STAMP) $(RUN_STAMP)
 
 # The main job: an agent on a sample task in a scratch workspace. With DEEPSEEK_API_KEY set

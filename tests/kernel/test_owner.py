@@ -1,4 +1,5 @@
 import asyncio
+import gc
 
 import pytest
 from hypothesis import given, settings
@@ -149,6 +150,26 @@ async def test_finished_task_leaves_no_effect_behind() -> None:
     assert await task == 1
     await wait_all_tasks_blocked()  # the task's done callbacks ran
     assert not owner._effects
+
+
+async def test_a_failed_task_is_reported_once_and_only_when_nobody_awaits_it() -> None:
+    reported: list[str] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context["message"]))
+    owner = Owner()
+
+    async def fail() -> None:
+        raise ValueError("boom")
+
+    awaited = owner.spawn(fail())
+    with pytest.raises(ValueError, match="boom"):
+        await awaited
+    del awaited
+    owner.spawn(fail())  # nobody keeps or awaits it
+    await wait_all_tasks_blocked()
+    gc.collect()
+    loop.set_exception_handler(None)
+    assert reported == ["Task exception was never retrieved"]
 
 
 async def test_child_owners_dispose_with_parent_and_detach_when_disposed_alone() -> None:

@@ -79,3 +79,16 @@ async def test_a_client_gone_sets_closed(pipe: tuple[int, int]) -> None:
     output.send(frames(1)[0])
     await output.drain()
     assert output.closed.is_set()
+
+
+async def test_a_drain_that_starts_after_the_writer_failed_ends(pipe: tuple[int, int]) -> None:
+    read, write = pipe
+    os.close(read)
+    output = FrameOutput(os.fdopen(write, "wb", buffering=0, closefd=False))
+    output.send(frames(1)[0])
+    output.flush()
+    assert output._writer is not None
+    output._writer.join()  # it failed, and its news waits for the loop: not closed yet
+    assert not output.closed.is_set()
+    await output.drain()
+    assert output.closed.is_set()

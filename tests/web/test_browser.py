@@ -295,3 +295,25 @@ async def test_the_effort_picker_switches_and_says_the_prefix_is_repaid(
     await send(page, "Again")
     await expect(log.locator(".answer").nth(1)).to_have_text("from the other model")
     assert (other.requests[-1].model, other.requests[-1].reasoning_effort) == ("big", "high")
+
+
+async def test_a_released_session_is_stored_again_and_resumes_in_place(
+    site: Site, page: Page, served: str
+) -> None:
+    site.model.add(reply("First answer."), reply("Second answer."))
+    await login(page, served)
+    await send(page, "Hello")
+    log = page.get_by_role("log")
+    await expect(log.locator(".turn-end")).to_contain_text("completed")
+    await page.get_by_role(
+        "button", name="Release", exact=True
+    ).click()  # another program may take it
+    status = page.get_by_role("status")
+    await expect(status).to_have_text("stored session: sending a message resumes it")
+    await expect(page.get_by_role("button", name="Release", exact=True)).to_be_hidden()
+    await page.get_by_role("button", name="Resume").click()
+    await expect(status).to_have_text("idle")
+    await send(page, "Again")
+    await expect(log.locator(".turn-end")).to_have_count(2)
+    await expect(log.locator(".answer").last).to_have_text("Second answer.")
+    await expect(log.locator(".answer")).to_have_count(2)  # the same stream: nothing twice

@@ -25,21 +25,23 @@ from msgspec import Meta
 
 from .._context import Context
 from .._ids import uuid4_hex
-from ..kernel import HELD, ConfigRecord, read_secret
+from ..kernel import HELD, ConfigRecord, Injects, read_secret
 from ..llm import TextBlock, text_of
 from ..plugins.approval import APPROVAL, Decision
 from ..plugins.subagents import (
     DEFAULT_MAX_DEPTH,
     SUBAGENTS,
+    ExternalAgent,
     StopReason,
     SubagentError,
     SubagentRequest,
     SubagentResult,
     SubagentRun,
     SubagentRuntime,
-    subagent_tool,
+    check_depth,
+    mount_external,
 )
-from ..tools import ToolExecution, ToolPlugin
+from ..tools import ToolExecution
 
 __all__ = ["AcpAgentSpec", "AcpSubagentsConfig", "AcpSubagentsPlugin"]
 
@@ -90,21 +92,19 @@ class AcpSubagentsPlugin:
 
     name: ClassVar[str] = "acp_subagents"
     Config = AcpSubagentsConfig
-    inject: ClassVar[tuple[Any, ...]] = (SUBAGENTS,)
+    inject: ClassVar[Injects] = (SUBAGENTS,)
 
     @staticmethod
     async def apply(ctx: Context, config: AcpSubagentsConfig) -> None:
-        runtime = ctx.require(SUBAGENTS)
-        tools = []
-        for name, spec in config.agents.items():
-            runtime.register_provider(AcpProvider(name, spec, config.max_depth, ctx))
-            if spec.tool:
-                text = spec.description or DESCRIPTION.format(name=name)
-                tools.append(
-                    subagent_tool(spec.tool, name, runtime, config.max_depth, description=text)
-                )
-        if tools:
-            await ctx.plugin(ToolPlugin("acp_subagents:tools", tools), id="acp_subagents:tools")
+        agents = [
+            ExternalAgent(
+                AcpProvider(name, spec, config.max_depth, ctx),
+                spec.tool,
+                spec.description or DESCRIPTION.format(name=name),
+            )
+            for name, spec in config.agents.items()
+        ]
+        await mount_external(ctx, "acp_subagents", agents, config.max_depth)
 
 
 class AcpProvider:
@@ -120,11 +120,7 @@ class AcpProvider:
         self.ctx = ctx
 
     async def start(self, request: SubagentRequest, runtime: SubagentRuntime) -> SubagentRun:
-        depth = request.parent.session.header.delegation_depth + 1
-        limit = min(request.max_depth, self.max_depth)
-        if depth > limit:
-            raise SubagentError(f"subagent depth {depth} exceeds maxDepth {limit}")
-        request.signal.raise_if_aborted()
+        check_depth(request, self.max_depth)
         child = AcpChild(self, request)
         try:
             await request.signal.race(child.open())

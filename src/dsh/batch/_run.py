@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 from ..llm.adapters import RouteError, parse_model
+from ..plugins.usage import UsageLimits
 from ._tasks import (
     BatchError,
     Task,
@@ -67,6 +68,7 @@ async def run_async(
     on_result: Callable[[TaskResult], None] | None = None,
     base_url: str | None = None,
     sandbox: str | None = None,
+    limits: UsageLimits | None = None,
 ) -> list[TaskResult]:
     """Run `tasks` (each in its own session, `session_prefix` + task id) and return their
     results in task order.
@@ -77,7 +79,8 @@ async def run_async(
     logs. `session_prefix` defaults to the name of `out` (`results.jsonl` → `results-`),
     else `batch-`. `store`: `postgresql://…`, `sqlite:PATH` or a JSONL root (default: the
     profile's). `on_result` sees every result, kept ones first. `base_url` is the server of
-    the tasks' `deepseek:` / `openai:` model; `sandbox` the sandbox row's mode.
+    the tasks' `deepseek:` / `openai:` model; `sandbox` the sandbox row's mode; `limits`
+    each task's caps (a task is one run of the usage plugin's budgets).
     """
     if concurrency < 1:
         raise BatchError("concurrency must be at least 1")
@@ -99,6 +102,7 @@ async def run_async(
         session_prefix=session_prefix,
         base_url=base_url,
         sandbox=sandbox,
+        limits=limits,
     )
     results = dict(kept)
     for result in kept.values():

@@ -29,6 +29,7 @@ from ..events import (
 from ..llm import LlmFailure
 from ..llm.adapters import parse_model
 from ..persistence import SESSION_PERSISTENCE, UnknownSessionError
+from ..plugins.usage import UsageLimits
 from ..session import SessionEvent, SessionMeta, usage_of
 from ._tasks import BatchError, Task, TaskResult
 
@@ -62,6 +63,9 @@ class WorkerSpec(msgspec.Struct, frozen=True):
     sandbox: str | None = None
     """Where the tasks' bash may write (`read-only`, `workspace-write`, `danger-full-access`);
     None: the profile's."""
+    limits: UsageLimits | None = None
+    """Each task's caps (`max_steps`, `max_cost`, …): a task is one run, so the usage
+    plugin's run limits hold per task, over the profile's own."""
 
     def session_id(self, task: Task) -> str:
         return f"{self.session_prefix}{task.id}"
@@ -165,6 +169,7 @@ class BatchWorker:
             model=model,
             base_url=spec.base_url,
             require_key=False,  # checked per task: its failure is that task's result
+            limits=spec.limits,
         )
         try:
             ctx = await start(assemble(runtime))

@@ -82,6 +82,23 @@ CwdOption = Annotated[
         "--cwd", metavar="DIR", help="The agent's workspace (default: the current directory)."
     ),
 ]
+PortOption = Annotated[
+    int, typer.Option("--port", min=0, max=65535, metavar="N", help="The port (0: a free one).")
+]
+HostOption = Annotated[
+    str,
+    typer.Option(
+        "--host",
+        metavar="ADDR",
+        help="The address to listen on; another than this machine's needs --token-file.",
+    ),
+]
+TokenFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--token-file", metavar="FILE", help="A file (mode 600) holding the access token."
+    ),
+]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool call.")]
 ContinueOption = Annotated[
     bool,
@@ -117,6 +134,16 @@ class OutputFormat(StrEnum):
     text = "text"
     json = "json"
     stream_json = "stream-json"
+
+
+class ReplayTools(StrEnum):
+    recorded = "recorded"
+    rerun = "rerun"
+
+
+class BatchFormat(StrEnum):
+    tasks = "tasks"
+    swebench = "swebench"
 
 
 OtelOption = Annotated[
@@ -563,42 +590,109 @@ def batch_command(
             help="Session ids are PREFIX + task id (default: OUT-).",
         ),
     ] = None,
+    format_: Annotated[
+        BatchFormat,
+        typer.Option(
+            "--format",
+            help="tasks (default): dsh task lines; swebench: SWE-bench instances, and a "
+            "predictions file of the workspaces' diffs.",
+        ),
+    ] = BatchFormat.tasks,
+    predictions: Annotated[
+        Path | None,
+        typer.Option(
+            "--predictions",
+            metavar="FILE",
+            help="swebench: the predictions file (default: OUT's name + .predictions.jsonl).",
+        ),
+    ] = None,
+    repos: Annotated[
+        Path | None,
+        typer.Option(
+            "--repos",
+            metavar="DIR",
+            help="swebench: an instance without repo_path is checked out at DIR/<instance_id>.",
+        ),
+    ] = None,
+    model_name: Annotated[
+        str,
+        typer.Option(
+            "--model-name", metavar="NAME", help="swebench: the predictions' model_name_or_path."
+        ),
+    ] = "dsh",
+    max_steps: MaxStepsOption = None,
+    max_tool_calls: MaxToolCallsOption = None,
+    max_tokens_in: MaxTokensInOption = None,
+    max_tokens_out: MaxTokensOutOption = None,
+    max_cost: MaxCostOption = None,
 ) -> None:
     """Run every task of TASKS, each in its own session; results to --out (a rerun resumes).
 
     TASKS is a JSONL file, one task per line: {"id": "t1", "prompt": "…"} and optionally
-    "cwd" (relative to the file), "model" (provider:model) and "profile" (a file).
+    "cwd" (relative to the file), "model" (provider:model) and "profile" (a file). With
+    --format swebench: SWE-bench instances ({"instance_id", "problem_statement", "repo",
+    "base_commit"} and "repo_path", the checkout at base_commit). The budgets (--max-steps,
+    --max-cost, …) hold per task.
     """
-    from ._batch import BatchOptions, run_batch
+    from ._batch import BatchOptions, SweBenchOptions, run_batch
 
     options = BatchOptions(
         tasks, out, concurrency, ray, workers, store, model, profile, cwd, yes, session_prefix
     )
-    options = msgspec.structs.replace(options, base_url=base_url, sandbox=_mode(sandbox))
+    limits = _limits(max_steps, max_tool_calls, max_tokens_in, max_tokens_out, max_cost)
+    swebench = None
+    if format_ is BatchFormat.swebench:
+        swebench = SweBenchOptions(predictions, repos, model_name)
+    options = msgspec.structs.replace(
+        options, base_url=base_url, sandbox=_mode(sandbox), limits=limits, swebench=swebench
+    )
     exit_with(run_batch(options))
+
+
+@app.command("replay")
+def replay_command(
+    session_id: Annotated[str | None, typer.Argument(metavar="ID", hidden=True)] = None,
+    directory: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir", metavar="DIR", help="Replay every session log under DIR, as a table."
+        ),
+    ] = None,
+    tools: Annotated[
+        ReplayTools,
+        typer.Option(
+            "--tools",
+            help="recorded (default): each call gets its recorded result; rerun: the tools "
+            "run again in a scratch copy of the workspace.",
+        ),
+    ] = ReplayTools.recorded,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            metavar="DIR",
+            help="The folder --tools rerun copies (default: the session's, as it is now).",
+        ),
+    ] = None,
+    profile: ProfileOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Run stored session ID (a unique prefix, or a session log file) again through
+    today's code, offline, its recorded answers as the model; print where it diverged (the
+    first differing request as a diff of the request bodies, and the tool calls or results
+    that differ). Exit 0 when identical, 1 when it diverged."""
+    from ._replay import ReplayOptions, run_replay
+
+    options = ReplayOptions(session_id, directory, tools.value, profile, workspace, json_)
+    exit_with(run_replay(options))
 
 
 @app.command("web")
 def web_command(
     cwd: CwdOption = None,
-    port: Annotated[
-        int,
-        typer.Option("--port", min=0, max=65535, metavar="N", help="The port (0: a free one)."),
-    ] = 8765,
-    host: Annotated[
-        str,
-        typer.Option(
-            "--host",
-            metavar="ADDR",
-            help="The address to listen on; another than this machine's needs --token-file.",
-        ),
-    ] = "127.0.0.1",
-    token_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--token-file", metavar="FILE", help="A file (mode 600) holding the access token."
-        ),
-    ] = None,
+    port: PortOption = 8765,
+    host: HostOption = "127.0.0.1",
+    token_file: TokenFileOption = None,
     no_open: Annotated[bool, typer.Option("--no-open", help="Do not open a browser.")] = False,
     profile: ProfileOption = None,
     model: ModelOption = None,
@@ -611,6 +705,26 @@ def web_command(
 
     options = Options(profile, model, base_url, provider, cwd)
     exit_with(run_web(WebOptions(options, port, host, token_file, no_open)))
+
+
+@app.command("a2a")
+def a2a_command(
+    cwd: CwdOption = None,
+    port: PortOption = 8766,
+    host: HostOption = "127.0.0.1",
+    token_file: TokenFileOption = None,
+    profile: ProfileOption = None,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    provider: ProviderOption = None,
+) -> None:
+    """Serve the workspace as an A2A agent (Agent Card, JSON-RPC, streaming); prints the
+    endpoint and, unless --token-file gives it, the bearer token."""
+    from ._runtime import Options
+    from ._web import WebOptions, run_web
+
+    options = Options(profile, model, base_url, provider, cwd)
+    exit_with(run_web(WebOptions(options, port, host, token_file, True, a2a_only=True)))
 
 
 @app.command("jsonrpc")
@@ -655,7 +769,7 @@ def run(argv: list[str]) -> None:
     run_app(_table_for(args), args)
 
 
-_BOOTING = ("run", "chat", "web", "acp")
+_BOOTING = ("run", "chat", "web", "a2a", "acp")
 """Commands that boot a runtime: the collector stays paused until `start_runtime` settles
 it (see `dsh._process.pause_collector`)."""
 

@@ -17,7 +17,7 @@ from ._events import (
     WaterfallSpec,
     declared_events,
 )
-from ._keys import ServiceKey, ServiceUnavailableError
+from ._keys import Injects, ServiceKey, ServiceUnavailableError
 from ._owner import Acquire, Disposer, InactiveOwnerError, Owner
 from ._plugin import Fiber, FiberState, PluginError, PluginParent, validate_config
 from ._publication import Publication
@@ -27,6 +27,7 @@ from ._signal import Aborted, CancelSignal
 from ._trace import TraceContext, current_trace, using_trace
 
 __all__ = [
+    "Injects",
     "HELD",
     "Aborted",
     "Acquire",

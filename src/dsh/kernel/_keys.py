@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Generic, TypeVar
 
-__all__ = ["ServiceKey", "ServiceUnavailableError"]
+__all__ = ["Injects", "ServiceKey", "ServiceUnavailableError"]
 
-T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
-class ServiceKey(Generic[T]):
-    """A typed name for a service: `ctx.get(KEY)` is typed `T | None`."""
+class ServiceKey(Generic[T_co]):
+    """A typed name for a service: `ctx.get(KEY)` is typed `T | None`. Covariant: any key
+    is a `ServiceKey[object]` (a plugin's `inject` list holds keys of several types)."""
 
     __slots__ = ("name",)
 
@@ -23,3 +25,7 @@ class ServiceKey(Generic[T]):
 
 class ServiceUnavailableError(LookupError):
     """A required service is not provided in this context."""
+
+
+Injects = Sequence[ServiceKey[object] | str]
+"""A plugin's `inject`: the services it needs before `apply` (keys, or names)."""

@@ -178,9 +178,9 @@ class Owner:
         future.add_done_callback(self._untrack)
 
     def _untrack(self, future: asyncio.Future[Any]) -> None:
+        # A failure is not read here: a task someone awaits reports to them, and one nobody
+        # awaits is reported by asyncio ("Task exception was never retrieved") once dropped.
         self._tasks.discard(future)
-        if not future.cancelled() and future.exception() is not None:
-            _log.error("owned task failed", exc_info=future.exception())
 
     async def dispose(self) -> None:
         """Dispose every effect LIFO and wait for quiescence. A second call waits for the first."""

@@ -8,13 +8,12 @@ import enum
 import inspect
 import logging
 import sys
-from collections.abc import Sequence
 from typing import Any, Generic, Protocol, Self, TypeVar
 
 import msgspec
 
 from ._config import ConfigError, format_loc, load_config
-from ._keys import ServiceKey
+from ._keys import Injects
 from ._owner import Owner
 
 _CONFIG_KINDS = "a dsh.kernel.ConfigRecord, a dataclass or a pydantic model"
@@ -112,7 +111,7 @@ def _pydantic_config(model: type, config: object, plugin_id: str) -> object:
 
 
 def _inject_names(plugin: object) -> tuple[str, ...]:
-    keys: Sequence[ServiceKey[Any] | str] = getattr(plugin, "inject", ()) or ()
+    keys: Injects = getattr(plugin, "inject", ()) or ()
     return tuple(k if isinstance(k, str) else k.name for k in keys)
 
 

@@ -1,4 +1,8 @@
-"""What a model stream is made of: chunks, finish reasons, failures and token usage."""
+"""What a model stream is made of: chunks, finish reasons, failures and token usage.
+
+Records here are immutable trees of JSON values and of each other (`gc=False`): they can
+be in no reference cycle, so the cycle collector never traverses them (a thousand live
+sessions hold hundreds of thousands)."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from ._content import CallId, ContentBlock, Json, _ByKey, block_from_json
 # -- failures, usage, finish -------------------------------------------------------------------
 
 
-class LlmFailure(msgspec.Struct, frozen=True):
+class LlmFailure(msgspec.Struct, frozen=True, gc=False):
     """Serializable facts about a failed model call; `code` is provider-neutral."""
 
     message: str
@@ -43,7 +47,7 @@ class LlmFailure(msgspec.Struct, frozen=True):
         )
 
 
-class TokenUsage(msgspec.Struct, frozen=True):
+class TokenUsage(msgspec.Struct, frozen=True, gc=False):
     """Disjoint buckets: billed input = input + cache_read + cache_write;
     `reasoning_tokens` is a subset of `output_tokens`."""
 
@@ -90,7 +94,7 @@ class TokenUsage(msgspec.Struct, frozen=True):
 FinishKind = Literal["stop", "tool-calls", "max-tokens", "aborted", "error"]
 
 
-class FinishReason(msgspec.Struct, frozen=True):
+class FinishReason(msgspec.Struct, frozen=True, gc=False):
     kind: str
     failure: LlmFailure | None = None
 
@@ -174,7 +178,7 @@ class ToolCallDelta(msgspec.Struct, frozen=True):
         return out
 
 
-class BlockEnd(msgspec.Struct, frozen=True):
+class BlockEnd(msgspec.Struct, frozen=True, gc=False):
     index: int
     block: ContentBlock
     type: ClassVar[Literal["block-end"]] = "block-end"
@@ -183,7 +187,7 @@ class BlockEnd(msgspec.Struct, frozen=True):
         return {"type": "block-end", "index": self.index, "block": self.block.to_json()}
 
 
-class UsageChunk(msgspec.Struct, frozen=True):
+class UsageChunk(msgspec.Struct, frozen=True, gc=False):
     usage: TokenUsage
     type: ClassVar[Literal["usage"]] = "usage"
 
@@ -191,7 +195,7 @@ class UsageChunk(msgspec.Struct, frozen=True):
         return {"type": "usage", "usage": self.usage.to_json()}
 
 
-class Finish(msgspec.Struct, frozen=True):
+class Finish(msgspec.Struct, frozen=True, gc=False):
     """The end of a stream. `response_id` / `response_model` are what the provider called
     its response and the model that wrote it, when it said so (for traces; never sent back)."""
 

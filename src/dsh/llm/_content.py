@@ -1,8 +1,12 @@
 """The provider-neutral content vocabulary: ids, content blocks, message sources, messages.
 
-Values are frozen dataclasses; `to_json()` / `from_json()` give the exact camelCase shape of
+Values are frozen msgspec records; `to_json()` / `from_json()` give the exact camelCase shape of
 the session log and the wire (SPEC §3.0, §4.2). Message sources are kept as read-only JSON
 mappings because they are extensible on `kind`.
+
+Records here are immutable trees of JSON values and of each other (`gc=False`): they can
+be in no reference cycle, so the cycle collector never traverses them (a thousand live
+sessions hold hundreds of thousands).
 """
 
 from __future__ import annotations
@@ -72,7 +76,7 @@ def new_message_id() -> MessageId:
 # -- content blocks ----------------------------------------------------------------------------
 
 
-class TextBlock(msgspec.Struct, frozen=True):
+class TextBlock(msgspec.Struct, frozen=True, gc=False):
     text: str
     type: ClassVar[Literal["text"]] = "text"
 
@@ -80,7 +84,7 @@ class TextBlock(msgspec.Struct, frozen=True):
         return {"type": "text", "text": self.text}
 
 
-class ReasoningBlock(msgspec.Struct, frozen=True):
+class ReasoningBlock(msgspec.Struct, frozen=True, gc=False):
     text: str
     type: ClassVar[Literal["reasoning"]] = "reasoning"
 
@@ -88,7 +92,7 @@ class ReasoningBlock(msgspec.Struct, frozen=True):
         return {"type": "reasoning", "text": self.text}
 
 
-class ImageBlock(msgspec.Struct, frozen=True):
+class ImageBlock(msgspec.Struct, frozen=True, gc=False):
     attachment: Mapping[str, Json]
     type: ClassVar[Literal["image"]] = "image"
 
@@ -96,7 +100,7 @@ class ImageBlock(msgspec.Struct, frozen=True):
         return {"type": "image", "attachment": dict(self.attachment)}
 
 
-class ToolCallBlock(msgspec.Struct, frozen=True):
+class ToolCallBlock(msgspec.Struct, frozen=True, gc=False):
     id: CallId
     name: str
     arguments: str
@@ -107,7 +111,7 @@ class ToolCallBlock(msgspec.Struct, frozen=True):
         return {"type": "tool-call", "id": self.id, "name": self.name, "arguments": self.arguments}
 
 
-class ToolResultBlock(msgspec.Struct, frozen=True):
+class ToolResultBlock(msgspec.Struct, frozen=True, gc=False):
     tool_call_id: CallId
     content: tuple[ContentBlock, ...]
     is_error: bool | None = None
@@ -124,7 +128,7 @@ class ToolResultBlock(msgspec.Struct, frozen=True):
         return out
 
 
-class OtherBlock(msgspec.Struct, frozen=True):
+class OtherBlock(msgspec.Struct, frozen=True, gc=False):
     """A block type this runtime does not model; kept verbatim so logs round-trip."""
 
     type: str
@@ -198,7 +202,7 @@ def tool_source(call_id: CallId) -> MessageSource:
     return {"kind": "tool", "callId": call_id}
 
 
-class Message(msgspec.Struct, frozen=True):
+class Message(msgspec.Struct, frozen=True, gc=False):
     """An identified, immutable message. Rewrites keep the id."""
 
     id: MessageId

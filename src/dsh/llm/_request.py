@@ -1,4 +1,8 @@
-"""One model request: tool schemas, call configs, generate options, and coded errors."""
+"""One model request: tool schemas, call configs, generate options, and coded errors.
+
+Records here are immutable trees of JSON values and of each other (`gc=False`): they can
+be in no reference cycle, so the cycle collector never traverses them (a thousand live
+sessions hold hundreds of thousands)."""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ if TYPE_CHECKING:
 # -- requests ----------------------------------------------------------------------------------
 
 
-class ToolSchema(msgspec.Struct, frozen=True):
+class ToolSchema(msgspec.Struct, frozen=True, gc=False):
     """What the model is told about a tool."""
 
     name: str
@@ -24,11 +28,12 @@ class ToolSchema(msgspec.Struct, frozen=True):
     parameters: Mapping[str, Json]
 
     def to_json(self) -> dict[str, Json]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "parameters": dict(self.parameters),
-        }
+        parameters = self.parameters
+        if type(parameters) is dict or not isinstance(parameters, dict):
+            parameters = dict(parameters)
+        # else a frozen dict (the session's `FrozenDict`, as registered tools have): shared,
+        # so the logs of a thousand sessions hold one copy of each schema.
+        return {"name": self.name, "description": self.description, "parameters": parameters}
 
     @staticmethod
     def from_json(data: Mapping[str, Json]) -> ToolSchema:
@@ -36,7 +41,7 @@ class ToolSchema(msgspec.Struct, frozen=True):
         return ToolSchema(raw["name"], raw.get("description", ""), raw.get("parameters", {}))
 
 
-class LlmCallConfig(msgspec.Struct, frozen=True):
+class LlmCallConfig(msgspec.Struct, frozen=True, gc=False):
     """The routing and sampling of one model call (a subset of `GenerateOptions`)."""
 
     provider: str
@@ -103,7 +108,7 @@ class LlmCallConfig(msgspec.Struct, frozen=True):
         )
 
 
-class AdapterDefaults(msgspec.Struct, frozen=True):
+class AdapterDefaults(msgspec.Struct, frozen=True, gc=False):
     """Which fields of a prepared call config the adapter filled in."""
 
     reasoning_effort: bool = False

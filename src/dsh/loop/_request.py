@@ -39,14 +39,12 @@ class RequestBuilder:
     what the log says (SPEC §5.6). It owns the one piece of state that outlives a turn:
     whether this loop instance has logged a `request/header` yet."""
 
-    __slots__ = ("_deps", "_equal", "_header_logged", "_session")
+    __slots__ = ("_deps", "_header_logged", "_session")
 
     def __init__(self, deps: TurnDeps) -> None:
         self._deps = deps
         self._session = deps.session
         self._header_logged = False
-        self._equal: tuple[EpochHeader, EpochHeader] | None = None
-        """(a logged header, a header built here and found equal to it)."""
 
     async def build(
         self, activity: Activity, assembly: PromptAssembly, system: str
@@ -183,23 +181,18 @@ class RequestBuilder:
         """`request/header`: `initial` (or `resume`) first, then only on a `change`."""
         if not self._header_logged:
             reason = "resume" if previous is not None else "initial"
-            append(self._session, RequestHeaderEvent(header=header, reason=reason))
             self._header_logged = True
         elif not self._unchanged(header, previous):
-            append(self._session, RequestHeaderEvent(header=header, reason="change"))
+            reason = "change"
+        else:
+            return
+        logged = append(self._session, RequestHeaderEvent(header=header, reason=reason))
+        self._session.know_request_header(logged, header)
 
     def _unchanged(self, header: EpochHeader, previous: EpochHeader | None) -> bool:
-        """`header == previous`. The logged header is parsed from the log, so its tool
-        schemas are copies and comparing them walks every schema; the last header built
-        here that equalled the same logged one shares this one's schema objects (the tool
-        offer is cached), so it is compared first, and that comparison is cheap."""
-        equal = self._equal
-        if equal is not None and equal[0] is previous and header == equal[1]:
-            return True
-        if header != previous or previous is None:
-            return False
-        self._equal = (previous, header)
-        return True
+        """`header == previous`: cheap, since `previous` is the header logged here (the
+        session keeps the writer's object), whose tool schemas are the offer's own objects."""
+        return previous is not None and header == previous
 
     def _log_route(self, config: LlmCallConfig, prepared: PreparedCall | None) -> None:
         """`request/context` when the route or its context window changed."""

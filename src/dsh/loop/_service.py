@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import msgspec
@@ -25,7 +24,7 @@ from ..agent import (
     SetupCommit,
     agent_of,
 )
-from ..kernel import CancelSignal, ConfigRecord, Context, EventSpec, Mode, ServiceKey
+from ..kernel import CancelSignal, ConfigRecord, Context, EventSpec, Injects, Mode, ServiceKey
 from ..llm import LLM
 from ..prompt import SYSTEM_PROMPT
 from ..session import SESSIONS, Session, SessionMeta
@@ -214,7 +213,7 @@ class AgentLoopPlugin:
 
     name: ClassVar[str] = "agent_loop"
     Config = LoopConfig
-    inject: ClassVar[Sequence[Any]] = (SESSIONS, LLM, TOOLS, SYSTEM_PROMPT, AGENTS)
+    inject: ClassVar[Injects] = (SESSIONS, LLM, TOOLS, SYSTEM_PROMPT, AGENTS)
 
     @staticmethod
     async def apply(ctx: Context, config: LoopConfig) -> None:

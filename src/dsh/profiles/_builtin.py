@@ -56,6 +56,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "usage": "dsh.plugins.usage:UsagePlugin",
     "otel": "dsh.plugins.otel:OtelPlugin",
     "acp_subagents": "dsh.acp:AcpSubagentsPlugin",
+    "a2a_subagents": "dsh.a2a:A2ASubagentsPlugin",
 }
 """dsh's own plugins by name: the `dsh.plugins` entry points pyproject.toml declares (a test
 keeps the two equal). A name is looked up here first, so booting the default profile reads

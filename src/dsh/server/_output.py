@@ -115,6 +115,10 @@ class FrameOutput:
     def _gone(self, drained: asyncio.Future[None] | None) -> None:
         self.closed.set()
         _settle(drained)
+        # A drain that began after the writer failed (before this ran) waits on its own.
+        with self._ready:
+            waiting, self._drained = self._drained, None
+        _settle(waiting)
 
     def _tell(
         self,

@@ -1,4 +1,8 @@
-"""The session header (log line 1), creation metadata, and the request epoch header."""
+"""The session header (log line 1), creation metadata, and the request epoch header.
+
+Records here are immutable trees of JSON values and of each other (`gc=False`): they can
+be in no reference cycle, so the cycle collector never traverses them (a thousand live
+sessions hold hundreds of thousands)."""
 
 from __future__ import annotations
 
@@ -53,7 +57,7 @@ class SessionMeta(msgspec.Struct, frozen=True):
             raise ValueError("delegation_depth must be >= 0")
 
 
-class SessionHeader(msgspec.Struct, frozen=True):
+class SessionHeader(msgspec.Struct, frozen=True, gc=False):
     """The first line of a session log. Unknown keys of a loaded header are kept in `extra`."""
 
     id: str
@@ -131,7 +135,23 @@ def _get(raw: Mapping[str, Json], key: str, kind: type, *, optional: bool = Fals
     return value
 
 
-class EpochHeader(msgspec.Struct, frozen=True):
+_TOOL_JSON: dict[int, tuple[ToolSchema, dict[str, Json]]] = {}
+"""The frozen JSON of each tool schema object lately logged, by identity (the schema kept)."""
+_TOOL_JSON_LIMIT = 1024
+
+
+def _tool_json(tool: ToolSchema) -> dict[str, Json]:
+    """`tool.to_json()`, frozen, one per schema object: the request headers of the sessions
+    offered the same tools (the registry's schema objects) share one copy of each."""
+    known = _TOOL_JSON.get(id(tool))
+    if known is None or known[0] is not tool:
+        if len(_TOOL_JSON) >= _TOOL_JSON_LIMIT:
+            _TOOL_JSON.clear()  # schemas made per request (changed by a listener) churn
+        known = _TOOL_JSON[id(tool)] = (tool, freeze_json(tool.to_json()))
+    return known[1]
+
+
+class EpochHeader(msgspec.Struct, frozen=True, gc=False):
     """What every request of an epoch shares: routing/sampling, the system prompt, the tools."""
 
     config: LlmCallConfig
@@ -148,7 +168,7 @@ class EpochHeader(msgspec.Struct, frozen=True):
         if self.system:
             out["system"] = self.system
         if self.tools:
-            out["tools"] = [t.to_json() for t in self.tools]
+            out["tools"] = [_tool_json(t) for t in self.tools]
         return out
 
     @staticmethod

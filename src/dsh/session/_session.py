@@ -267,6 +267,13 @@ class Session:
             cached = self._epoch = (event, EpochHeader.from_json(header))
         return cached[1]
 
+    def know_request_header(self, event: SessionEvent, header: EpochHeader) -> None:
+        """`header` is what `event` (a `request/header` this session just logged) holds: the
+        writer's own object, whose tool schemas are the registry's, not copies parsed back
+        from the log by `request_header()` (a thousand sessions share one set)."""
+        if self._latest.get(REQUEST_HEADER) is event:
+            self._epoch = (event, header)
+
     def system_prompt(self) -> str | None:
         """The system prompt the log says requests carry: the latest `request/header`'s
         `system`, or (`header.system_on_surface`: format 4) the text of the `system/message`

@@ -363,6 +363,12 @@ def _normalize(table: ToolTable, exec: ToolRunContext, run: RunState, result: ob
     if isinstance(result, ToolFailure):
         meta = None if result.meta is None else freeze_json(result.meta, "meta")
         return ToolFailure(result.error, as_content(result.content), meta, _contexts(contexts_of))
+    if isinstance(result, ToolSuccess) and result.rendered:
+        meta = None if result.meta is None else freeze_json(result.meta, "meta")
+        content = as_content(result.content)
+        return replace(
+            result, content=content, meta=meta, additional_contexts=_contexts(contexts_of)
+        )
     if isinstance(result, ToolSuccess):
         definition = table.get(exec.name, exec.agent)
         if definition is None:

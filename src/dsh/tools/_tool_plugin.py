@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, overload
 
-from ..kernel import ServiceKey
+from ..kernel import Injects
 from ..prompt import SYSTEM_PROMPT
 from ._runtime import TOOLS
 from ._types import ToolDefinition
@@ -38,7 +38,7 @@ class ToolPlugin(Generic[C]):
         tools: Tools | Callable[[Context, None], Tools],
         *,
         config: None = None,
-        inject: Sequence[ServiceKey[Any] | str] = (),
+        inject: Injects = (),
         guidance: tuple[float, str] | None = None,
         section: str | None = None,
     ) -> None: ...
@@ -49,7 +49,7 @@ class ToolPlugin(Generic[C]):
         tools: Tools | Callable[[Context, C], Tools],
         *,
         config: type[C],
-        inject: Sequence[ServiceKey[Any] | str] = (),
+        inject: Injects = (),
         guidance: tuple[float, str] | None = None,
         section: str | None = None,
     ) -> None: ...
@@ -59,13 +59,13 @@ class ToolPlugin(Generic[C]):
         tools: Tools | Callable[[Context, Any], Tools],
         *,
         config: type[Any] | None = None,
-        inject: Sequence[ServiceKey[Any] | str] = (),
+        inject: Injects = (),
         guidance: tuple[float, str] | None = None,
         section: str | None = None,
     ) -> None:
         self.name = name
         self.Config = config
-        self.inject: tuple[ServiceKey[Any] | str, ...] = (TOOLS, *inject)
+        self.inject: Injects = (TOOLS, *inject)
         self._tools = tools
         self._guidance = guidance
         self._section = section

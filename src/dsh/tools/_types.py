@@ -243,6 +243,9 @@ class ToolSuccess(msgspec.Struct, frozen=True):
     meta: Json = None
     additional_contexts: tuple[Message, ...] = ()
     concludes_turn: bool = False
+    rendered: bool = False
+    """Set by a `tools/execute` wrapper that serves a result it already has (a replay's
+    recorded one): its `content` and `meta` are kept as given, not rendered from `value`."""
     is_error: ClassVar[Literal[False]] = False
 
 

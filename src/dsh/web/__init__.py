@@ -11,15 +11,19 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError(f"the web UI needs dsh's web extra: {extra_hint('web')}") from exc
 
-from ._app import WebConfig, WebUI
+from ._app import DoorFactory, WebConfig, WebUI
 from ._diff import FileSnapshots
+from ._doors import Door, LazyDoor
 from ._guard import LOOPBACK_HOSTS
 from ._render import LogView, page_event
 from ._serve import bind, serve
 
 __all__ = [
     "LOOPBACK_HOSTS",
+    "Door",
+    "DoorFactory",
     "FileSnapshots",
+    "LazyDoor",
     "LogView",
     "WebConfig",
     "WebUI",

@@ -4,6 +4,7 @@ answers to the model's questions, resume, fork)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +41,14 @@ from ..session import SESSION_EVENT, ForkError, SessionEventPayload
 from ..tools import Decision
 from ._asks import Waiting, call_settled, open_approval, open_question
 from ._diff import FileSnapshots
+from ._doors import Door
 from ._guard import LOOPBACK_HOSTS, Guard
 from ._live import LiveSessions
 from ._model import model_state, switch_from_page
 from ._sessions import session_list
 from ._stream import session_stream
 
-__all__ = ["WebConfig", "WebUI"]
+__all__ = ["DoorFactory", "WebConfig", "WebUI"]
 
 STATIC = Path(__file__).parent / "static"
 ANSWERS = ("once", "always", "deny")
@@ -61,6 +63,12 @@ class WebConfig(msgspec.Struct, frozen=True):
     """The access token every request must carry."""
     hosts: frozenset[str] | None = LOOPBACK_HOSTS
     """The `Host` names accepted (None: any, for a server bound to every address)."""
+    page: bool = True
+    """Serve the page and its API (False: only the doors, as `dsh a2a` does)."""
+
+
+DoorFactory = Callable[["WebUI"], Door]
+"""Builds a door over the web UI's sessions and answerers."""
 
 
 class WebUI:
@@ -68,7 +76,7 @@ class WebUI:
     answerers (approvals, the model's questions) and its listeners belong to a child of
     `ctx`, disposed by `aclose()` (or at the end of `async with`)."""
 
-    def __init__(self, ctx: Context, config: WebConfig) -> None:
+    def __init__(self, ctx: Context, config: WebConfig, doors: Sequence[DoorFactory] = ()) -> None:
         self.config = config
         self.ctx = ctx.child("web")
         self.live = LiveSessions(self.ctx, config.agent_options, config.cwd)
@@ -85,16 +93,40 @@ class WebUI:
         questions = self.ctx.get(QUESTIONS)
         if questions is not None:
             questions.set_answerer(self._ask)
-        routes = _Routes(self)
+        self.doors = [make(self) for make in doors]
+        routes = _Routes(self).table() if config.page else []
+        public = frozenset(p for door in self.doors for p in door.public_paths)
         self.app: ASGIApp = Starlette(
-            routes=routes.table(),
-            middleware=[Middleware(Guard, token=config.token, hosts=config.hosts)],
+            routes=[*routes, *(r for door in self.doors for r in door.routes)],
+            middleware=[Middleware(Guard, token=config.token, hosts=config.hosts, public=public)],
         )
 
     async def aclose(self) -> None:
-        """End the event streams, dispose the agents this UI opened and its listeners."""
+        """End the doors and the event streams, dispose the agents this UI opened and its
+        listeners."""
         self.live.close()
+        doors, self.doors = self.doors, []
+        for door in doors:
+            await door.aclose()
         await self.ctx.owner.dispose()
+
+    # -- what the doors use ----------------------------------------------------------------
+
+    async def open_session(self, session_id: str) -> Agent:
+        """The live agent of `session_id`: open here, resumed from the store, or a new
+        session of that id in the workspace."""
+        try:
+            return await self.live.open(session_id)
+        except (UnknownSessionError, LookupError):
+            return await self.live.create(session_id=session_id)
+
+    def answer_approval(self, agent: Agent, call_id: str, decision: Decision) -> bool:
+        return self.approvals.answer(agent, call_id, decision)
+
+    def answer_questions(
+        self, agent: Agent, call_id: str, answers: tuple[Answer, ...] | None
+    ) -> bool:
+        return self.questions.answer(agent, call_id, answers)
 
     def _settle(self, payload: SessionEventPayload) -> None:
         call_id = call_settled(payload.event)
@@ -138,6 +170,7 @@ class _Routes:
             Route("/api/sessions/{id}/cancel", self.cancel, methods=post),
             Route("/api/sessions/{id}/model", self.model),
             Route("/api/sessions/{id}/model", self.set_model, methods=post),
+            Route("/api/sessions/{id}/release", self.release, methods=post),
             Route("/api/sessions/{id}/fork", self.fork, methods=post),
             Route("/api/sessions/{id}/approvals/{call}", self.approve, methods=post),
             Route("/api/sessions/{id}/questions/{call}", self.reply, methods=post),
@@ -218,6 +251,17 @@ class _Routes:
         except (HarnessError, RouteError, ValueError) as exc:
             return _error(400, str(exc))
         return JSONResponse({**await model_state(agent), "note": note})
+
+    async def release(self, request: Request) -> Response:
+        """Close the session here, so that another program (an editor over ACP, `dsh chat
+        -c`) may continue it; refused while a turn runs."""
+        agent = self.live.get(request.path_params["id"])
+        if agent is None:
+            return _error(409, "this session is not open here")
+        if agent.status == "running":
+            return _error(409, "a turn is running: cancel it first")
+        await self.live.release(agent.id)
+        return JSONResponse({})
 
     async def fork(self, request: Request) -> Response:
         seq = (await _body(request)).get("seq")

@@ -24,7 +24,10 @@ __all__ = ["LOOPBACK_HOSTS", "Guard", "host_name"]
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
-NO_TOKEN = "dsh web: open the URL `dsh web` printed (it carries the access token)\n"
+NO_TOKEN = (
+    "dsh web: open the URL `dsh web` printed (it carries the access token), or send "
+    "Authorization: Bearer <token>\n"
+)
 
 SECURITY_HEADERS = [
     (
@@ -50,8 +53,16 @@ class Guard:
     """ASGI middleware in front of the whole app. `hosts` are the accepted `Host` names
     (None: any, for a server bound to every address, where the token alone guards it)."""
 
-    def __init__(self, app: ASGIApp, token: str, hosts: Iterable[str] | None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        token: str,
+        hosts: Iterable[str] | None,
+        public: frozenset[str] = frozenset(),
+    ) -> None:
         self.app = app
+        self.public = public
+        """Paths a GET reaches without the token (an A2A agent card)."""
         self.token = token
         self.hosts = None if hosts is None else frozenset(h.lower() for h in hosts)
         digest = hashlib.sha256(token.encode()).hexdigest()[:12]
@@ -68,7 +79,8 @@ class Guard:
             await send(message)
 
         request = Request(scope)
-        response = self._refusal(request) or self._login(request)
+        public = request.method in ("GET", "HEAD") and request.url.path in self.public
+        response = self._refusal(request) or (None if public else self._login(request))
         if response is not None:
             await response(scope, receive, secured)
         else:

@@ -38,11 +38,12 @@ class LiveSessions:
     def agents(self) -> list[Agent]:
         return [a for a in map(self.get, list(self._handles)) if a is not None]
 
-    async def create(self, seed: ForkSeed | None = None) -> Agent:
-        """A new session in the workspace, or a fork's child."""
+    async def create(self, seed: ForkSeed | None = None, *, session_id: str = "") -> Agent:
+        """A new session in the workspace (of `session_id`, else a fresh id), or a fork's
+        child."""
         meta = SessionMeta(cwd=str(self.cwd)) if seed is None else seed.meta
         options = CreateAgentOptions(
-            f"session-{uuid4_text()}",
+            session_id or f"session-{uuid4_text()}",
             meta,
             None if seed is None else seed.events,
             agent_options=self.options,
@@ -58,6 +59,15 @@ class LiveSessions:
                 return agent
             options = ResumeAgentOptions(session_id, agent_options=self.options)
             return self._keep(await self.ctx.agents.resume(options))
+
+    async def release(self, session_id: str) -> bool:
+        """Dispose the agent of `session_id` here (its log stays in the store, and unlocked:
+        another program may continue it); False when it is not open here."""
+        handle = self._handles.pop(session_id, None)
+        if handle is None:
+            return False
+        await handle.dispose()
+        return True
 
     def _keep(self, handle: AgentHandle) -> Agent:
         self._handles[handle.agent.id] = handle

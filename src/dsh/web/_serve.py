@@ -18,6 +18,7 @@ from ._app import WebUI
 __all__ = ["bind", "serve"]
 
 GRACE_SECONDS = 3
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -61,7 +62,6 @@ async def serve(web: WebUI, sock: socket.socket, *, stop: asyncio.Event | None =
         timeout_graceful_shutdown=GRACE_SECONDS,
     )
     server = _Server(config, web)
-    loop = asyncio.get_running_loop()
 
     def exit_now() -> None:
         server.should_exit = True
@@ -71,15 +71,17 @@ async def serve(web: WebUI, sock: socket.socket, *, stop: asyncio.Event | None =
         exit_now()
 
     handled = stop is None and threading.current_thread() is threading.main_thread()
-    for sig in (signal.SIGINT, signal.SIGTERM) if handled else ():
-        loop.add_signal_handler(sig, exit_now)
+    # A plain handler, not `loop.add_signal_handler`: that one is delivered through the
+    # loop's wakeup socket, whose byte is dropped when a busy loop lets the socket fill
+    # (a thousand live sessions), and then the signal is lost. uvicorn polls `should_exit`.
+    previous = {sig: signal.signal(sig, lambda *_: exit_now()) for sig in _SIGNALS if handled}
     async with Owner("dsh web serve") as watching:  # the watcher ends with the block
         if stop is not None:
             watching.spawn(exit_on_stop(stop))
         try:
             await server.serve(sockets=[sock])
         finally:
-            for sig in (signal.SIGINT, signal.SIGTERM) if handled else ():
-                loop.remove_signal_handler(sig)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
             sock.close()
             await web.aclose()

@@ -2,7 +2,9 @@
 
 Each drawn event is one message whose `id` is its seq, so a browser that reconnects sends
 `Last-Event-ID` and gets exactly what follows it. A session that is not open here streams its
-stored log, then waits until it is opened (resumed from another tab) and goes on live.
+stored log, then waits until it is opened (resumed from another tab) and goes on live; one
+released here (for another program to continue) waits again, and when reopened goes on from
+the next seq.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ async def session_stream(
     """The stream of `session_id` from seq `after + 1`: from the live agent, or from the
     stored log and then live once the session is opened here."""
     yield f"retry: {RETRY_MS}\n\n"
+    agent: Agent | None = None
     if isinstance(source, StoredLog):
         yield _state(live=False)
         view = LogView(session_id, source.events, snapshots, SessionCost(prices))
@@ -47,19 +50,28 @@ async def session_stream(
             if message := _message(event, view):
                 yield message
         after = max(after, len(source.events) - 1)
-        agent = await live.wait_open(session_id)
-        if agent is None:
-            return  # the UI is closing
     else:
         agent = source
-    yield _state(live=True)
-    view = LogView(session_id, agent.session.events, snapshots, SessionCost(prices))
-    # An async generator: closed here when the client goes away, not when it is collected.
-    appended = session_events(agent, from_seq=after + 1)
-    async with aclosing(cast(AsyncGenerator[SessionEvent, None], appended)) as events:
-        async for event in events:
-            if event.seq > after and (message := _message(event, view)):
-                yield message
+    while True:
+        if agent is None:
+            agent = await live.wait_open(session_id)
+            if agent is None:
+                return  # the UI is closing
+        yield _state(live=True)
+        view = LogView(session_id, agent.session.events, snapshots, SessionCost(prices))
+        # An async generator: closed here when the client goes away, not when it is collected.
+        appended = session_events(agent, from_seq=after + 1)
+        async with aclosing(cast(AsyncGenerator[SessionEvent, None], appended)) as events:
+            async for event in events:
+                if event.seq > after and (message := _message(event, view)):
+                    yield message
+                after = max(after, event.seq)
+        if live.closed:
+            return
+        # Released here (another program may continue it): live again once reopened, from
+        # the next seq — what was written meanwhile comes first.
+        yield _state(live=False)
+        agent = None
 
 
 def _message(event: SessionEvent, view: LogView) -> str:

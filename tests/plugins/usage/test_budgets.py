@@ -21,6 +21,8 @@ from dsh.plugins.usage import (
     UsageLimits,
     budget_stop,
 )
+from dsh.plugins.usage._budget import _warn_at
+from dsh.plugins.usage._limits import LimitName
 from dsh.profiles import CORE_ROWS, CompositionError, boot, load_profile
 from dsh.session import SessionMeta
 from dsh.testing import ScriptedModel, reply, tool_call
@@ -152,3 +154,20 @@ async def test_limits_are_checked_config() -> None:
     rows = [*CORE_ROWS, {"id": "usage", "name": "usage", "config": {"limits": {"max_turns": 4}}}]
     async with boot(load_profile(base=rows)) as ctx:
         assert ctx.require(BUDGETS).run == UsageLimits(max_steps=4)
+
+
+@pytest.mark.parametrize(
+    ("name", "limit", "at"),
+    [
+        ("max-steps", 10, 8),
+        ("max-steps", 3, 2),  # the last step left, not 80% (which is the limit itself)
+        ("max-tool-calls", 2, 1),
+        ("max-steps", 1, 1),  # no warning: the only step is the limit
+        ("max-tokens-in", 1000, 800),
+        ("max-cost", 0.5, 0.4),
+    ],
+)
+def test_small_count_limits_warn_with_the_last_one_left(
+    name: LimitName, limit: float, at: float
+) -> None:
+    assert _warn_at(name, limit) == pytest.approx(at)

@@ -9,7 +9,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import msgspec
 from msgspec import Meta
 
-from ...kernel import ConfigRecord, Context, ServiceKey
+from ...kernel import ConfigRecord, Context, Injects
 from .._adapter import ModelInfo
 from .._runtime import LLM
 from ._adapter import mount_adapter
@@ -125,7 +125,7 @@ class AnthropicPlugin:
 
     name: ClassVar[str] = "anthropic"
     Config: ClassVar[type[AnthropicConfig]] = AnthropicConfig
-    inject: ClassVar[tuple[ServiceKey[Any], ...]] = (LLM,)
+    inject: ClassVar[Injects] = (LLM,)
 
     @staticmethod
     def apply(ctx: Context, config: AnthropicConfig) -> None:

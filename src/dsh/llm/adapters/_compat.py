@@ -8,7 +8,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import msgspec
 from msgspec import Meta
 
-from ...kernel import ConfigRecord, Context, ServiceKey
+from ...kernel import ConfigRecord, Context, Injects
 from .._runtime import LLM
 from ._adapter import mount_adapter
 from ._config import ConnectionConfig, ModelConfig, check_unique_providers
@@ -67,7 +67,7 @@ class OpenAICompatPlugin:
 
     name: ClassVar[str] = "openai_compat"
     Config: ClassVar[type[OpenAICompatConfig]] = OpenAICompatConfig
-    inject: ClassVar[tuple[ServiceKey[Any], ...]] = (LLM,)
+    inject: ClassVar[Injects] = (LLM,)
 
     @staticmethod
     def apply(ctx: Context, config: OpenAICompatConfig) -> None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, ClassVar
 
 import msgspec
 from msgspec import Meta
 
-from ...kernel import Context, ServiceKey
+from ...kernel import Context, Injects
 from .._adapter import ModelInfo
 from .._runtime import LLM
 from ._adapter import mount_adapter
@@ -64,7 +64,7 @@ class DeepSeekPlugin:
 
     name: ClassVar[str] = "deepseek"
     Config: ClassVar[type[DeepSeekConfig]] = DeepSeekConfig
-    inject: ClassVar[tuple[ServiceKey[Any], ...]] = (LLM,)
+    inject: ClassVar[Injects] = (LLM,)
 
     @staticmethod
     def endpoint(config: DeepSeekConfig) -> Endpoint:

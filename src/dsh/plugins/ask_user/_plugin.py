@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, ClassVar, NotRequired
+from typing import Annotated, ClassVar, NotRequired
 
 from typing_extensions import TypedDict
 
 from ..._context import Context
 from ...agent import Agent
-from ...kernel import ConfigError, convert
+from ...kernel import ConfigError, Injects, convert
 from ...llm import Json
 from ...tools import TOOLS, Arg, ToolPlugin, ToolRunContext, tool
 from ._service import (
@@ -108,7 +108,7 @@ class AskUserPlugin:
     """Provides `UserQuestions` under `QUESTIONS` and the `ask_user_question` tool."""
 
     name: ClassVar[str] = "ask_user"
-    inject: ClassVar[tuple[Any, ...]] = (TOOLS,)
+    inject: ClassVar[Injects] = (TOOLS,)
 
     @staticmethod
     async def apply(ctx: Context, config: None) -> None:

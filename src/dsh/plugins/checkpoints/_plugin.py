@@ -9,10 +9,10 @@ such as compaction's, carries the session id and so flushes first)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ..._context import Context
-from ...kernel import Next
+from ...kernel import Injects, Next
 from ...llm import LLM_STREAM, GenerateOptions, StreamChunk
 from ...session import SESSIONS
 from ...tools import TOOLS_EXECUTE, ToolExecution, ToolResult
@@ -62,7 +62,7 @@ class CheckpointPlugin:
     """Durability checkpoints on the loop's seams (zero config)."""
 
     name: ClassVar[str] = "checkpoints"
-    inject: ClassVar[tuple[Any, ...]] = (SESSIONS,)
+    inject: ClassVar[Injects] = (SESSIONS,)
 
     @staticmethod
     def apply(ctx: Context, config: None) -> None:

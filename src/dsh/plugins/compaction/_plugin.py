@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import msgspec
 
@@ -19,7 +19,7 @@ from ...agent import (
     Retry,
     StepPoint,
 )
-from ...kernel import CancelSignal, Next, ServiceKey
+from ...kernel import CancelSignal, Injects, Next, ServiceKey
 from ._compactor import choose_cut, compact
 from ._config import CompactionConfig
 from ._events import CompactionError, Reducer, Reduction, Trigger
@@ -198,7 +198,7 @@ COMPACTION: ServiceKey[Compaction] = ServiceKey("compaction")
 class CompactionPlugin:
     name: ClassVar[str] = "compaction"
     Config = CompactionConfig
-    inject: ClassVar[tuple[Any, ...]] = (AGENTS,)
+    inject: ClassVar[Injects] = (AGENTS,)
 
     @staticmethod
     def apply(ctx: Context, config: CompactionConfig) -> None:

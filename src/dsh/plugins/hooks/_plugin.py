@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ..._context import Context
 from ...agent import (
@@ -14,6 +14,7 @@ from ...agent import (
     PROMPT_SUBMIT,
     TURN_STOPPING,
 )
+from ...kernel import Injects
 from ...session import SESSION_EVENT
 from ...tools import TOOLS, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_RESULT
 from ..compaction import COMPACTION_STARTING
@@ -30,7 +31,7 @@ class HooksPlugin:
 
     name: ClassVar[str] = "hooks"
     Config = HooksConfig
-    inject: ClassVar[tuple[Any, ...]] = (AGENTS, TOOLS)
+    inject: ClassVar[Injects] = (AGENTS, TOOLS)
 
     @staticmethod
     def apply(ctx: Context, config: HooksConfig) -> None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, ClassVar
 
 from msgspec import Meta
 
 from ..._context import Context
-from ...kernel import ConfigRecord
+from ...kernel import ConfigRecord, Injects
 from ...prompt import SYSTEM_PROMPT, AssembleContext, PinnedText
 from ...session import SESSION_DISPOSED, Session
 from ...workspace import agent_cwd
@@ -55,7 +55,7 @@ class InstructionsPlugin:
 
     name: ClassVar[str] = "instructions"
     Config = InstructionsConfig
-    inject: ClassVar[tuple[Any, ...]] = (SYSTEM_PROMPT,)
+    inject: ClassVar[Injects] = (SYSTEM_PROMPT,)
 
     @staticmethod
     def apply(ctx: Context, config: InstructionsConfig) -> None:

@@ -9,7 +9,7 @@ from msgspec import Meta
 
 from ..._context import Context
 from ...agent import AGENT_DISPOSED, AGENTS, PROMPT_SUBMIT, AgentEvent, Notices
-from ...kernel import ConfigRecord
+from ...kernel import ConfigRecord, Injects
 from ...llm import plugin_source, user_message
 from ...tools import TOOLS, ToolPlugin
 from ._service import DEFAULT_MAX_ACTIVE, JOB_END, JOBS, Job, JobService, _State
@@ -45,7 +45,7 @@ def notice_text(job: Job) -> str:
 class JobsPlugin:
     name: ClassVar[str] = "jobs"
     Config = JobsConfig
-    inject: ClassVar[tuple[Any, ...]] = (TOOLS, AGENTS)
+    inject: ClassVar[Injects] = (TOOLS, AGENTS)
 
     @staticmethod
     async def apply(ctx: Context, config: JobsConfig) -> None:

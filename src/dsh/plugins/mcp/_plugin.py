@@ -12,7 +12,7 @@ from msgspec import Meta
 
 from ..._context import Context
 from ...agent import PROMPT_SUBMIT, PromptDecision, PromptSubmit
-from ...kernel import ConfigRecord, Disposer, Next
+from ...kernel import ConfigRecord, Disposer, Injects, Next
 from ...tools import TOOLS
 from ..approval import APPROVAL
 from ._config import RestartPolicy, Servers, ServerSpec, load_servers
@@ -64,7 +64,7 @@ class McpPlugin:
 
     name: ClassVar[str] = "mcp"
     Config = McpConfig
-    inject: ClassVar[tuple[Any, ...]] = (TOOLS,)
+    inject: ClassVar[Injects] = (TOOLS,)
 
     @staticmethod
     async def apply(ctx: Context, config: McpConfig) -> None:

@@ -4,14 +4,14 @@ user approves the plan the model presents with `exit_plan_mode`."""
 from __future__ import annotations
 
 import fnmatch
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import msgspec
 
 from ..._context import Context
 from ...agent import Agent
 from ...events import PlanModeEvent, append, typed
-from ...kernel import ConfigRecord, Next, ServiceKey
+from ...kernel import ConfigRecord, Injects, Next, ServiceKey
 from ...llm import HarnessError
 from ...prompt import SYSTEM_PROMPT, AssembleContext
 from ...session import SESSION_DISPOSED, Session
@@ -145,7 +145,7 @@ class PlanModePlugin:
 
     name: ClassVar[str] = "plan_mode"
     Config = PlanModeConfig
-    inject: ClassVar[tuple[Any, ...]] = (TOOLS, SYSTEM_PROMPT)
+    inject: ClassVar[Injects] = (TOOLS, SYSTEM_PROMPT)
 
     @staticmethod
     async def apply(ctx: Context, config: PlanModeConfig) -> None:

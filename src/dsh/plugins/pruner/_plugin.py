@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, ClassVar
 
 from msgspec import Meta
 
 from ..._context import Context
 from ...events import CompactionPruneEvent, SeqRange, ToolResultEvent, append, typed
-from ...kernel import ConfigRecord
+from ...kernel import ConfigRecord, Injects
 from ...llm import Message, TextBlock, ToolResultBlock
 from ...session import ReplaceOp, SessionEvent
 from ..compaction import COMPACTION, Reduction, estimate_message
@@ -98,7 +98,7 @@ class PrunerPlugin:
 
     name: ClassVar[str] = "pruner"
     Config = PrunerConfig
-    inject: ClassVar[tuple[Any, ...]] = (COMPACTION,)
+    inject: ClassVar[Injects] = (COMPACTION,)
 
     @staticmethod
     def apply(ctx: Context, config: PrunerConfig) -> None:

@@ -10,7 +10,7 @@ import msgspec
 
 from ..._context import Context
 from ...agent import PROMPT_SUBMIT, PromptDecision, PromptSubmit
-from ...kernel import ConfigRecord, Next
+from ...kernel import ConfigRecord, Injects, Next
 from ...llm import Json, plugin_source, user_message
 from ...tools import TOOLS, TOOLS_POST_EXECUTE, Accept, PostDecision, PostExecute
 
@@ -44,7 +44,7 @@ def call_key(name: str, arguments: Json) -> str:
 class RepeatReminderPlugin:
     name: ClassVar[str] = "repeat_reminder"
     Config = RepeatReminderConfig
-    inject: ClassVar[tuple[Any, ...]] = (TOOLS,)
+    inject: ClassVar[Injects] = (TOOLS,)
 
     @staticmethod
     def apply(ctx: Context, config: RepeatReminderConfig) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import unicodedata
 from collections.abc import Sequence
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, ClassVar
 
 from msgspec import Meta
 
 from ..._context import Context
 from ...events import SessionTitleEvent, UserMessageEvent, append, typed_as
-from ...kernel import ConfigRecord
+from ...kernel import ConfigRecord, Injects
 from ...llm import Json
 from ...session import (
     SESSION_DISPOSED,
@@ -65,7 +65,7 @@ class SessionTitlePlugin:
 
     name: ClassVar[str] = "session_title"
     Config = SessionTitleConfig
-    inject: ClassVar[tuple[Any, ...]] = (SESSIONS,)
+    inject: ClassVar[Injects] = (SESSIONS,)
 
     @staticmethod
     def apply(ctx: Context, config: SessionTitleConfig) -> None:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import logging
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, ClassVar
 
 from msgspec import Meta
 
 from ..._context import Context
 from ...agent import AGENTS
 from ...events import SessionTitleEvent, TitleRequestEvent, append, typed_as
-from ...kernel import CancelSignal, ConfigRecord
+from ...kernel import CancelSignal, ConfigRecord, Injects
 from ...llm import (
     LLM,
     BlockAssembler,
@@ -62,7 +62,7 @@ class LlmTitlePlugin:
 
     name: ClassVar[str] = "session_title_llm"
     Config = LlmTitleConfig
-    inject: ClassVar[tuple[Any, ...]] = (LLM, AGENTS)
+    inject: ClassVar[Injects] = (LLM, AGENTS)
 
     @staticmethod
     def apply(ctx: Context, config: LlmTitleConfig) -> None:

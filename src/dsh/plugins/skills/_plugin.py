@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ..._context import Context
 from ...agent import Agent
-from ...kernel import ConfigRecord, ServiceKey
+from ...kernel import ConfigRecord, Injects, ServiceKey
 from ...llm import HarnessError
 from ...prompt import SYSTEM_PROMPT, AssembleContext, PinnedText
 from ...session import SESSION_DISPOSED, Session
@@ -155,7 +155,7 @@ class SkillsPlugin:
 
     name: ClassVar[str] = "skills"
     Config = SkillsConfig
-    inject: ClassVar[tuple[Any, ...]] = (SYSTEM_PROMPT, TOOLS)
+    inject: ClassVar[Injects] = (SYSTEM_PROMPT, TOOLS)
 
     @staticmethod
     async def apply(ctx: Context, config: SkillsConfig) -> None:

@@ -1,6 +1,7 @@
 """Subagents: `ctx.subagents`, in-process `spawn` / `fork` providers, the `subagent` tools."""
 
 from ._control import CONTROL_TOOLS, NOTICE_PLUGIN, interrupt_agent, list_agents, send_message
+from ._external import ExternalAgent, check_depth, mount_external
 from ._plugin import SubagentsConfig, SubagentsPlugin
 from ._providers import ForkProvider, SpawnProvider, completed_prefix
 from ._request import DEFAULT_MAX_DEPTH, SubagentRequest, ToolFilter
@@ -22,6 +23,9 @@ from ._tools import subagent_tool
 
 __all__ = [
     "CONTROL_TOOLS",
+    "ExternalAgent",
+    "check_depth",
+    "mount_external",
     "DEFAULT_MAX_DEPTH",
     "NOTICE_PLUGIN",
     "STRUCTURED_TOOL",

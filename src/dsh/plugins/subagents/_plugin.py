@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from msgspec import Meta
 
 from ..._context import Context
 from ...agent import AGENTS, PROMPT_SUBMIT, Notices
 from ...events import TurnEndEvent, typed_as
-from ...kernel import ConfigRecord
+from ...kernel import ConfigRecord, Injects
 from ...tools import ToolPlugin
 from ._control import CONTROL_TOOLS, notice
 from ._providers import ForkProvider, SpawnProvider
@@ -64,7 +64,7 @@ class SubagentsConfig(ConfigRecord):
 class SubagentsPlugin:
     name: ClassVar[str] = "subagents"
     Config = SubagentsConfig
-    inject: ClassVar[tuple[Any, ...]] = (AGENTS,)
+    inject: ClassVar[Injects] = (AGENTS,)
 
     @staticmethod
     async def apply(ctx: Context, config: SubagentsConfig) -> None:

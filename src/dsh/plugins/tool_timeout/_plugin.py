@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, ClassVar
 
 import msgspec
 from msgspec import Meta
 from msgspec.structs import replace
 
 from ..._context import Context
-from ...kernel import CancelSignal, ConfigRecord, Next
+from ...kernel import CancelSignal, ConfigRecord, Injects, Next
 from ...tools import TOOLS, TOOLS_EXECUTE, ToolExecution, ToolResult, failure
 
 TIMEOUT_CODE = "TOOL_TIMEOUT"
@@ -36,7 +36,7 @@ class ToolTimeoutPlugin:
 
     name: ClassVar[str] = "tool_timeout"
     Config = ToolTimeoutConfig
-    inject: ClassVar[tuple[Any, ...]] = (TOOLS,)
+    inject: ClassVar[Injects] = (TOOLS,)
 
     @staticmethod
     def apply(ctx: Context, config: ToolTimeoutConfig) -> None:

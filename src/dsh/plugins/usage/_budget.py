@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import math
 import weakref
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -52,6 +53,15 @@ WARN_AT = 0.8
 """The share of a limit at which a run is warned, once per limit per run."""
 CHARS_PER_TOKEN = 4
 """The estimate of output tokens while a stream runs (its usage comes at its end)."""
+
+
+def _warn_at(name: LimitName, limit: float) -> float:
+    """`WARN_AT` of `limit`; of a small count limit, the last step or call left (80% of
+    3 steps would warn only when the third, the last, has run)."""
+    share = WARN_AT * limit
+    if name in ("max-steps", "max-tool-calls"):
+        return max(1.0, min(math.ceil(share), limit - 1))
+    return share
 
 
 class BudgetWarning(msgspec.Struct, frozen=True):
@@ -249,7 +259,9 @@ class Budgets:
             self._today = await _Day.read(self._persistence())
         if self._stop(agent, _reached):
             return
-        self._streaming[agent.session.id] = agent
+        run, session = self.limits_of(agent)
+        if run.limits() or session.limits() or self._today is not None:
+            self._streaming[agent.session.id] = agent  # an agent with no limit: no chunk checks
 
     async def pre_execute(
         self, exec: ToolExecution, next: Next[ToolExecution, PreDecision]
@@ -306,7 +318,7 @@ class Budgets:
                     if cancel:
                         agent.cancel(stop.cause, keep_inbox=True)
                     return stop
-                if used >= WARN_AT * limit and (scope, name) not in tally.warned:
+                if used >= _warn_at(name, limit) and (scope, name) not in tally.warned:
                     tally.warned.add((scope, name))
                     warning = BudgetWarning(agent, scope, name, used, limit)
                     _log.warning("%s", warning.line())

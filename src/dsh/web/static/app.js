@@ -105,6 +105,7 @@ function update() {
   $("title").textContent = named || (current ? current.id : "New session");
   $("cancel").hidden = !(transcript?.live && transcript.running);
   $("resume").hidden = !current || transcript?.live !== false;
+  $("release").hidden = !(transcript?.live && !transcript.running);
   $("message").placeholder = transcript?.running
     ? "Steer the running turn… (Enter sends)"
     : "Ask the agent… (Enter sends, Shift+Enter for a new line)";
@@ -228,6 +229,9 @@ $("composer").addEventListener("submit", send);
 $("message").addEventListener("keydown", keydown);
 $("cancel").addEventListener("click", () => {
   api(sessionPath(current.id, "cancel"), {}).catch((error) => notify(error.message));
+});
+$("release").addEventListener("click", () => {
+  api(sessionPath(current.id, "release"), {}).catch((error) => notify(error.message));
 });
 $("resume").addEventListener("click", () => {
   api(sessionPath(current.id, "resume"), {}).catch((error) => notify(error.message));
