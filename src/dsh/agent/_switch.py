@@ -117,9 +117,11 @@ def switch_note(
     keeps the current one, `default` is the model's own); the line every surface shows.
     Raises `HarnessError` when there is no model to keep, or no route serves the provider."""
     current = current_model(agent)
-    if route is None and current is None:
-        raise HarnessError("no model yet: name one (provider:model)", "NO_MODEL")
-    provider, model = route or (current.provider, current.model)  # type: ignore[union-attr]
+    if route is None:
+        if current is None:
+            raise HarnessError("no model yet: name one (provider:model)", "NO_MODEL")
+        route = (current.provider, current.model)
+    provider, model = route
     kept = current.reasoning_effort if current else None
     chosen = kept if effort is None else None if effort == DEFAULT_EFFORT else effort
     choice = ModelChoice(provider, model, chosen)

@@ -50,8 +50,11 @@ class PinnedText:
 def _history_head(session: Session) -> int:
     """The seq of the first surface node that is not the system prompt (-1: none yet): a
     summary replaces it, nothing else does."""
+    head = session.surface_head()
+    if head is None or head.type != SYSTEM_MESSAGE:
+        return -1 if head is None else head.seq
     events = session.events
-    for seq in session.surface.nodes:
+    for seq in session.surface.nodes:  # format 4: the system prompt is the head
         if events[seq].type != SYSTEM_MESSAGE:
             return seq
     return -1
