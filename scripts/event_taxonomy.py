@@ -17,6 +17,12 @@ the subject agent as scope), its payload type and the package that declares it. 
 `python scripts/event_taxonomy.py > docs/EVENTS.md`; `tests/test_docs.py` checks it against the
 code. Durable session event types (the log) are listed in `src/dsh/session/README.md`.
 
+`tool/progress` (a running tool call's output and status, typed as
+`dsh.events.ToolProgressEvent`) is live only: nothing of it is logged. The call's `tool/result`
+holds its whole output (spilled when large), so resume, forks and the reference runtime's readers
+need nothing of it; a surface that opens a session after the call sees the result, not the
+progress.
+
 | event | mode | scoped | payload | declared in | when |
 |---|---|---|---|---|---|
 """

@@ -37,6 +37,8 @@ SUBAGENT_DESCRIPTOR: Final = "subagent/descriptor"
 SYSTEM_MESSAGE: Final = "system/message"
 TODO_WRITE: Final = "todo/write"
 TOOL_CALL: Final = "tool/call"
+TOOL_PROGRESS: Final = "tool/progress"
+"""Live only: a running call's output and progress (never logged; see `dsh.events`)."""
 TOOL_RESULT: Final = "tool/result"
 TURN_END: Final = "turn/end"
 TURN_START: Final = "turn/start"
@@ -72,6 +74,7 @@ __all__ = [
     "SYSTEM_MESSAGE",
     "TODO_WRITE",
     "TOOL_CALL",
+    "TOOL_PROGRESS",
     "TOOL_RESULT",
     "TURN_END",
     "TURN_START",

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 import dsh
 from dsh.agent import PRE_STEP, REQUEST, StepPoint
-from dsh.events import TextDeltaEvent, TurnStartEvent, TypedEvent
+from dsh.events import StreamEvent, TextDeltaEvent, TurnStartEvent
 from dsh.kernel import Next
 from dsh import Context
 from dsh.llm import LlmCallConfig
@@ -55,7 +55,7 @@ async def main() -> None:
     async with agent.run_stream("Write a haiku about logs.", session=result.session_id) as run:
         async for delta in run.text():
             print(delta, end="", flush=True)
-        events: list[TypedEvent] = [e async for e in run.events()]
+        events: list[StreamEvent] = [e async for e in run.events()]
         print([e.text for e in events if isinstance(e, TextDeltaEvent)])
     final: str = run.result.output
     print(final, answer, usage, city)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -12,7 +14,7 @@ from dsh import Context
 from dsh.llm import TokenUsage
 from dsh.persistence import PERSISTENCE_WRITTEN, Written
 from dsh.testing import ScriptedModel, failure, reply, tool_call
-from dsh.tools import tool
+from dsh.tools import ToolRunContext, tool
 
 
 class ScriptConfig(BaseModel):
@@ -59,6 +61,16 @@ class ScriptedPlugin:
             return text.upper()
 
         ctx.tools.register(shout)
+        ctx.tools.register(steps)
+
+
+@tool
+async def steps(count: int, gate: str, *, run: ToolRunContext) -> str:
+    """Report `count` steps as progress, then wait for a line on the FIFO `gate`."""
+    for step in range(1, count + 1):
+        run.progress(f"step {step} of {count}", fraction=step / count)
+    await asyncio.to_thread(Path(gate).read_text)
+    return f"{count} steps done"
 
 
 class WrittenConfig(BaseModel):

@@ -41,7 +41,7 @@ def shape(frames: list[dict[str, Any]]) -> list[str]:
             if kind.startswith("session/title") or kind == "sandbox/mode":
                 continue
             out.append(f"event {kind}")
-        else:
+        elif frame["method"] != "tool.progress":  # dsh's own (asked for by dsh.client)
             out.append(f"{frame['method']} {frame['params'].get('status', '')}".strip())
     return [key for key, _ in groupby(out)]
 

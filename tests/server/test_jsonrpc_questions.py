@@ -63,7 +63,7 @@ async def test_a_client_that_answers_gets_the_questions(tmp_path: Path) -> None:
     assert not failed
     assert text == 'The user answered:\n- Which port? → 9090\n- Any name? → "demo"'
     initialize = next(f for f in frames if f.get("method") == "initialize")
-    assert initialize["params"]["capabilities"] == {"askUserQuestion": True}
+    assert initialize["params"]["capabilities"] == {"toolProgress": True, "askUserQuestion": True}
     sent = next(f for f in frames if f.get("method") == "session/ask-user-question")
     answer = next(f for f in frames if f.get("id") == sent["id"] and "result" in f)
     assert frames.index(sent) < frames.index(answer)  # the server asked, the client answered

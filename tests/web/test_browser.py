@@ -17,6 +17,7 @@ from dsh.web import bind, serve
 from tests.cli.support import cli_env, run_dsh, scripted_profile
 from tests.conftest import REPO
 from tests.questions import CHECKS, DATABASE
+from tests.server.support import steps
 
 from .browser import CHROMIUM, chromium
 from .support import TOKEN, Site
@@ -317,3 +318,45 @@ async def test_a_released_session_is_stored_again_and_resumes_in_place(
     await expect(log.locator(".turn-end")).to_have_count(2)
     await expect(log.locator(".answer").last).to_have_text("Second answer.")
     await expect(log.locator(".answer")).to_have_count(2)  # the same stream: nothing twice
+
+
+async def test_a_commands_output_streams_into_its_card(site: Site, page: Page, served: str) -> None:
+    gate = site.workspace / "gate"
+    os.mkfifo(gate)
+    command = f"for i in 1 2; do echo line$i; done; cat {gate} >/dev/null; echo line3"
+    site.model.add(
+        reply(tool_call("bash", {"command": command, "description": "Count"})), reply("Counted.")
+    )
+    await login(page, served)
+    await send(page, "count")
+    log = page.get_by_role("log")
+    card = log.locator("article.tool")
+    await card.get_by_role("button", name="Allow", exact=True).click()
+    live = card.locator(".live-output")
+    await expect(live).to_have_text("line1\nline2")  # the call waits on the gate: running
+    await expect(card.locator(".tool-status")).to_contain_text("running · ")
+    await expect(card.locator(".output")).to_have_count(0)
+    await asyncio.to_thread(gate.write_text, "go\n")
+    await expect(card.locator(".output")).to_contain_text("line1\nline2\nline3")
+    await expect(live).to_have_count(0)  # folded into the result
+    await expect(card.locator(".tool-status")).to_have_text("done")
+    await expect(log).to_contain_text("Counted.")
+
+
+async def test_a_plugin_tools_progress_shows_in_its_card(
+    site: Site, page: Page, served: str
+) -> None:
+    gate = site.workspace / "gate"
+    os.mkfifo(gate)
+    site.ctx.tools.register(steps)
+    site.model.add(
+        reply(tool_call("steps", {"count": 3, "gate": str(gate)})), reply("Three steps.")
+    )
+    await login(page, served)
+    await send(page, "step")
+    card = page.get_by_role("log").locator("article.tool")
+    await card.get_by_role("button", name="Allow", exact=True).click()
+    await expect(card.locator(".tool-status")).to_contain_text("step 3 of 3 (100%)")
+    await asyncio.to_thread(gate.write_text, "go\n")
+    await expect(card.locator(".output")).to_contain_text("3 steps done")
+    await expect(card.locator(".tool-status")).to_have_text("done")

@@ -6,6 +6,7 @@ resume."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -178,3 +179,26 @@ async def test_recorded_logs_of_the_reference_runtime_render(
     calls = {e["call_id"] for e in events if e["type"] == "ToolCallEvent"}
     results = {e["call_id"] for e in events if e["type"] == "ToolResultEvent"}
     assert results <= calls
+
+
+async def test_a_flood_of_output_streams_few_bounded_progress_messages(site: Site) -> None:
+    command = "head -c 50000000 /dev/zero | tr '\\0' 'x' | fold -w 100"
+    site.model.add(
+        reply(tool_call("bash", {"command": command, "description": "Flood"})), reply("done")
+    )
+    agent = await site.start("flood")
+    url = f"/api/sessions/{agent.id}/events"
+    async with site.streaming() as client, client.stream("GET", url) as response:
+        await until(agent, "approval/asked")
+        started = time.monotonic()
+        async with site.client() as commands:
+            path = f"/api/sessions/{agent.id}/approvals/call_1"
+            assert (await commands.post(path, json={"answer": "once"})).status_code == 200
+        seen = await read_until(sse(response), turn_ended)
+        took = time.monotonic() - started
+    progress = [e.data for e in seen if e.event == "progress"]
+    assert progress and all(e.id is None for e in seen if e.event == "progress")  # not logged
+    assert len(progress) <= 1 + 10 * (took + 1)  # at most 10 a second
+    assert all(len(p["output"]) <= 4096 and p["callId"] == "call_1" for p in progress)
+    (result,) = [e.data for e in seen if e.data.get("type") == "ToolResultEvent"]
+    assert "[output truncated; full output: " in result["text"]

@@ -75,6 +75,15 @@ def result_content(view: CallView, text: str, failed: bool) -> list[ToolContent]
     return [tool_content(text_block(text))] if text else []
 
 
+def progress_content(output: str, message: str | None, fraction: float | None) -> list[ToolContent]:
+    """A running call's content: its output so far, then its status line, if any."""
+    status = message or ""
+    if fraction is not None:
+        status = f"{status} ({fraction:.0%})".strip()
+    text = "\n".join(part for part in (output.rstrip("\n"), status) if part)
+    return [tool_content(text_block(text))] if text else []
+
+
 def _text(args: Mapping[str, Json], key: str) -> str:
     value = args.get(key)
     return value if isinstance(value, str) else ""

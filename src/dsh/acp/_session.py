@@ -17,7 +17,7 @@ from acp.schema import (
 )
 
 from ..agent import AgentHandle, session_events
-from ..events import TurnEndEvent, TurnEndReason, typed
+from ..events import ToolProgressEvent, TurnEndEvent, TurnEndReason, typed
 from ..llm import user_message
 from ..plugins.approval import ApprovalRequest, Decision
 from ..plugins.usage import BUDGETS, UsageLimits
@@ -73,9 +73,12 @@ class AcpSession:
 
     async def _pump(self) -> None:
         try:
-            async for event in session_events(self.agent, from_seq=0, typed=True):
+            events = session_events(self.agent, from_seq=0, typed=True, progress=True)
+            async for event in events:
                 for update in self.transcript.updates(event):
                     await self.client.session_update(self.id, update)
+                if isinstance(event, ToolProgressEvent):
+                    continue  # live only: no place in the log to have reached
                 async with self.progress:
                     self.sent = event.seq + 1
                     self.progress.notify_all()

@@ -32,17 +32,21 @@ from ..events import (
     ApprovalDecidedEvent,
     AssistantMessageEvent,
     ReasoningDeltaEvent,
+    StreamEvent,
     TextDeltaEvent,
     TodoWriteEvent,
     ToolCallEvent,
+    ToolProgressEvent,
     ToolResultEvent,
-    TypedEvent,
     UserMessageEvent,
 )
 from ..llm import ContentBlock, ImageBlock, ReasoningBlock, TextBlock
-from ._calls import CallView, call_view, raw_arguments, result_content
+from ._calls import CallView, call_view, progress_content, raw_arguments, result_content
 
 __all__ = ["SessionUpdate", "Transcript"]
+
+OUTPUT_CHARS = 8192
+"""How much of a running call's output its live content holds (the end)."""
 
 SessionUpdate: TypeAlias = (
     UserMessageChunk
@@ -67,8 +71,10 @@ class Transcript:
         self.echo = echo
         self.calls: dict[str, CallView] = {}
         self.streamed: set[tuple[int, int]] = set()
+        self.outputs: dict[str, str] = {}
+        """The end of each running call's output (by call id), shown as its content."""
 
-    def updates(self, event: TypedEvent) -> list[SessionUpdate]:
+    def updates(self, event: StreamEvent) -> list[SessionUpdate]:
         match event:
             case UserMessageEvent(message=message):
                 if event.source_kind != "user" or not self.echo(message.id):
@@ -92,6 +98,8 @@ class Transcript:
                 return [update_tool_call(call_id, status="in_progress")]
             case ToolResultEvent():
                 return self._finished(event)
+            case ToolProgressEvent():
+                return self._progress(event)
             case TodoWriteEvent(todos=todos):
                 entries = [plan_entry(t.content, status=_status(t.status)) for t in todos]
                 return [update_plan(entries)]
@@ -111,7 +119,18 @@ class Transcript:
             raw_input=view.raw_input,
         )
 
+    def _progress(self, event: ToolProgressEvent) -> list[SessionUpdate]:
+        """A running call's output so far (its end) and status, as the call's content; its
+        result's content replaces it."""
+        if event.call_id not in self.calls:
+            return []
+        output = (self.outputs.get(event.call_id, "") + event.output)[-OUTPUT_CHARS:]
+        self.outputs[event.call_id] = output
+        content = progress_content(output, event.message, event.fraction)
+        return [update_tool_call(event.call_id, status="in_progress", content=content)]
+
     def _finished(self, event: ToolResultEvent) -> list[SessionUpdate]:
+        self.outputs.pop(event.call_id, None)
         view = self.calls.pop(event.call_id, None)
         if view is None:
             return []  # a result whose call is not in this log (a seeded prefix)

@@ -13,6 +13,7 @@ from ..events import (
     AssistantMessageEvent,
     InboxSplicedEvent,
     SystemMessageEvent,
+    ToolProgressEvent,
     ToolResultEvent,
     TurnEndEvent,
     UserMessageEvent,
@@ -30,6 +31,7 @@ from ..session import (
     Usage,
     usage_of,
 )
+from ..tools import TOOL_PROGRESS_EVENT, ToolProgress
 from ._types import Agent
 
 if TYPE_CHECKING:
@@ -49,13 +51,23 @@ def session_events(
 def session_events(
     agent: Agent, *, from_seq: int | None = None, typed: Literal[True]
 ) -> AsyncIterator[TypedEvent]: ...
+@overload
 def session_events(
-    agent: Agent, *, from_seq: int | None = None, typed: bool = False
-) -> AsyncIterator[SessionEvent] | AsyncIterator[TypedEvent]:
+    agent: Agent, *, from_seq: int | None = None, typed: Literal[False] = False, progress: bool
+) -> AsyncIterator[SessionEvent | ToolProgressEvent]: ...
+@overload
+def session_events(
+    agent: Agent, *, from_seq: int | None = None, typed: Literal[True], progress: bool
+) -> AsyncIterator[TypedEvent | ToolProgressEvent]: ...
+def session_events(
+    agent: Agent, *, from_seq: int | None = None, typed: bool = False, progress: bool = False
+) -> AsyncIterator[SessionEvent | TypedEvent | ToolProgressEvent]:
     """The events of `agent`'s session as they are appended (from `from_seq`, default the
     next one), until the agent or its session is disposed. Subscribed at once, so nothing
     appended after this call is missed; close the iterator (`aclose()`) to stop early.
-    `typed=True` yields `dsh.events` values instead of `SessionEvent`s."""
+    `typed=True` yields `dsh.events` values instead of `SessionEvent`s; `progress=True`
+    also yields, live, the `ToolProgressEvent`s of the session's running tool calls (not
+    logged: they are not replayed from `from_seq`)."""
     session = agent.session
     queue: asyncio.Queue[object] = asyncio.Queue()
     start = session.seq if from_seq is None else from_seq
@@ -67,12 +79,18 @@ def session_events(
         if payload.session is session:
             queue.put_nowait(payload.event)
 
+    def on_progress(payload: ToolProgress) -> None:
+        if payload.session is session:
+            queue.put_nowait(payload.event)
+
     def on_disposed(disposed: Session) -> None:
         if disposed is session:
             queue.put_nowait(_CLOSED)
 
     ctx.on(SESSION_EVENT, on_event)
     ctx.on(SESSION_DISPOSED, on_disposed)
+    if progress:
+        ctx.on(TOOL_PROGRESS_EVENT, on_progress)
     # The agent's scope (and these listeners) unwinds before `session/disposed` is emitted:
     # the end of the agent ends the iteration too.
     ctx.owner.effect(lambda: queue.put_nowait(_CLOSED))
@@ -87,12 +105,15 @@ def _same(event: SessionEvent) -> SessionEvent:
 
 async def _drain(
     queue: asyncio.Queue[object], ctx: Context, convert: Callable[[SessionEvent], T]
-) -> AsyncIterator[T]:
+) -> AsyncIterator[T | ToolProgressEvent]:
     try:
         while True:
             item = await queue.get()
             if item is _CLOSED:
                 return
+            if isinstance(item, ToolProgressEvent):
+                yield item
+                continue
             assert isinstance(item, SessionEvent)
             yield convert(item)
     finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from ..plugins.ask_user import Answer as AskUserAnswer
 from ..plugins.compaction import COMPACTION, CompactionError
 from ..plugins.plan_mode import PLAN_MODE
 from ..session import SESSION_EVENT, SessionEventPayload
-from ..tools import Decision
+from ..tools import TOOL_PROGRESS_EVENT, Decision, ToolProgress
 from ..workspace import Trust
 from ._approve import REASK, REASON_PROMPT, Answer, approval_view, parse_answer, question
 from ._model import resume_switch, switch_effort, switch_to
@@ -100,7 +101,7 @@ class Chat:
         """What the prompt is answering: an approval, or the model's questions."""
         self.queued: dict[str, str] = {}
         """Steering not yet in the log, by message id."""
-        self._listener: Disposer | None = None
+        self._listener: Callable[[], None] | None = None
         self._answerer: Disposer | None = None
         self._asker: Disposer | None = None
         self._idle_interrupts = 0
@@ -277,7 +278,19 @@ class Chat:
             self.renderer.replay(_last_turns(list(agent.session.events), RESUME_TURNS))
         else:
             self.screen.note(f"new session {agent.id}", "dim")
-        self._listener = self.ctx.on(SESSION_EVENT, self._on_event)
+        on_event = self.ctx.on(SESSION_EVENT, self._on_event)
+        on_progress = self.ctx.on(TOOL_PROGRESS_EVENT, self._on_progress)
+
+        def stop() -> None:
+            on_event()
+            on_progress()
+
+        self._listener = stop
+
+    def _on_progress(self, payload: ToolProgress) -> None:
+        agent = self.agent
+        if agent is not None and payload.session is agent.session:
+            self.renderer.progress(payload.event)
 
     def _on_event(self, payload: SessionEventPayload) -> None:
         agent = self.agent

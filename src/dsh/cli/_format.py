@@ -163,3 +163,24 @@ def _styled(segment: Any) -> str:
     text: str = segment.text
     style = segment.style
     return style.render(text, color_system=ColorSystem.EIGHT_BIT) if style else text
+
+
+TAIL_LINES = 5
+"""How many lines of a running call's output the live area shows."""
+TAIL_WIDTH = 160
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
+
+
+TAIL_KEEP = TAIL_LINES * TAIL_WIDTH * 2
+"""How much of a running call's output is kept to draw its tail from."""
+
+
+def output_tail(text: str) -> str:
+    """The last `TAIL_LINES` lines of `text`, as a terminal would leave them: a carriage
+    return starts its line again (progress bars), escape and control codes are dropped,
+    long lines are cut."""
+    lines = text.split("\n")[-TAIL_LINES - 1 :]
+    if lines and not lines[-1]:
+        lines.pop()  # the text ended with a newline
+    kept = [_ESCAPES.sub("", line.rsplit("\r", 1)[-1].expandtabs()) for line in lines]
+    return "\n".join(_cut(line.rstrip(), TAIL_WIDTH) for line in kept[-TAIL_LINES:])

@@ -4,6 +4,7 @@ and results in log order, and a status line for what is happening now."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Protocol
 
 from ..events import (
@@ -24,6 +25,7 @@ from ..events import (
     TextDeltaEvent,
     ToolCallDeltaEvent,
     ToolCallEvent,
+    ToolProgressEvent,
     ToolResultEvent,
     TurnEndEvent,
     TurnStartEvent,
@@ -34,7 +36,15 @@ from ..events import (
 from ..llm import ReasoningBlock, TextBlock
 from ..session import Usage, usage_by_model
 from ._blocks import StreamedText
-from ._format import call_summary, describe_end, preview, result_summary, usage_line
+from ._format import (
+    TAIL_KEEP,
+    call_summary,
+    describe_end,
+    output_tail,
+    preview,
+    result_summary,
+    usage_line,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -60,9 +70,10 @@ class Surface(Protocol):
     def live(self, text: str, style: str = "") -> None:
         """Show the part still being written ("" clears it); it is replaced, never kept."""
 
-    def status(self, text: str | None, *, keep: bool = False) -> None:
+    def status(self, text: str | None, *, keep: bool = False, since: float | None = None) -> None:
         """Show what is happening now (None clears). `keep`: worth a line of its own where
-        nothing can be updated in place (a retry on a pipe)."""
+        nothing can be updated in place (a retry on a pipe). `since` (a `time.monotonic()`):
+        show, after the text, the time since then, counting while it is shown."""
 
 
 class Renderer:
@@ -99,6 +110,10 @@ class Renderer:
         self._step: tuple[int, int] | None = None
         self._turn: list[SessionEvent] = []
         """The current turn's events that count for its usage line."""
+        self._tails: dict[str, str] = {}
+        """The end of each running call's output (by call id)."""
+        self._started: dict[str, float] = {}
+        """When each running call was shown (`time.monotonic()`, by call id)."""
 
     # -- dispatch ------------------------------------------------------------------------------
 
@@ -162,6 +177,23 @@ class Renderer:
                 self._turn_end(event)
             case _:
                 pass
+
+    def progress(self, event: ToolProgressEvent) -> None:
+        """A running call's progress: the last lines of its output live under the call, and
+        how long it has run (folded when its result arrives)."""
+        if event.call_id not in self.calls:
+            return  # not a call of this transcript (or already ended)
+        kept = (self._tails.get(event.call_id, "") + event.output)[-TAIL_KEEP:]
+        self._tails[event.call_id] = kept
+        tail = output_tail(kept)
+        status = f"running {event.name}…"
+        if event.message:
+            status += f" {preview(event.message, 80)}"
+        if event.fraction is not None:
+            status += f" ({event.fraction:.0%})"
+        self.surface.status(status, since=self._started.get(event.call_id))
+        if tail:
+            self.surface.live("\n".join(f"  │ {line}" for line in tail.split("\n")), "dim")
 
     def replay(self, events: list[SessionEvent]) -> None:
         """Print stored events (a resumed session's last turns): whole messages, no chunks."""
@@ -233,7 +265,8 @@ class Renderer:
         self.calls[event.call_id] = event.name
         self._close_blocks()
         self.surface.note(f"● {call_summary(event.name, event.arguments)}", "cyan")
-        self.surface.status(f"running {event.name}…")
+        self._started[event.call_id] = started = time.monotonic()
+        self.surface.status(f"running {event.name}…", since=started)
 
     def _approval_decided(self, event: ApprovalDecidedEvent) -> None:
         if event.by != "answerer":
@@ -250,6 +283,9 @@ class Renderer:
             return  # a pruned copy of an old result (compaction/prune says so)
         text, failed = event.text, event.is_error
         name = self.calls.pop(event.call_id, "")
+        self._started.pop(event.call_id, None)
+        if self._tails.pop(event.call_id, None) is not None:
+            self.surface.live("")  # the live tail folds: the result line says how it went
         lines = result_summary(text, tool=None if failed else name)
         for i, line in enumerate(lines):
             self.surface.note(("  ⎿ " if i == 0 else "    ") + line, "red" if failed else "dim")

@@ -23,6 +23,7 @@ from ..plugins.plan_mode import PLAN_MODE, exit_plan_mode
 from ..plugins.subagents import SUBAGENTS, SubagentRuntime
 from ..plugins.usage import budget_stop
 from ..session import SESSION_EVENT, SessionEventPayload
+from ..tools import TOOL_PROGRESS_EVENT, ToolProgress
 from ._format import describe_end
 from ._headless import Headless, OutputFormat
 from ._model import resume_switch
@@ -107,6 +108,8 @@ async def run_task(options: RunOptions) -> int:
                 surface.note(*switched)
             headless = _headless(options, ctx, agent, route, cwd, started)
             ctx.on(SESSION_EVENT, _printer(agent, renderer, options, headless))
+            if headless is None and not options.json:
+                ctx.on(TOOL_PROGRESS_EVENT, _progress(agent, renderer))
             denied = _unanswered(ctx)
             if options.plan:
                 _plan_first(ctx, agent)
@@ -182,6 +185,16 @@ def _printer(
             renderer.event(payload.event)
 
     return on_event
+
+
+def _progress(agent: Agent, renderer: Renderer) -> Callable[[ToolProgress], None]:
+    """The `tool/progress` listener that shows the agent's running calls' output live."""
+
+    def on_progress(payload: ToolProgress) -> None:
+        if payload.session is agent.session:
+            renderer.progress(payload.event)
+
+    return on_progress
 
 
 async def _until_done(run: Awaitable[RunResult | None]) -> RunResult | None:

@@ -22,7 +22,7 @@ from rich.text import Text
 
 from ..kernel import Owner
 from ._format import terminal_lines
-from ._surfaces import answer_lines
+from ._surfaces import answer_lines, elapsed
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 TICK_S = 0.1
@@ -91,6 +91,7 @@ class ChatScreen:
         self.color = "NO_COLOR" not in os.environ
         self._live = ("", "")
         self._status: str | None = None
+        self._since: float | None = None
         self._frame = 0
         self._owner = Owner("chat screen")
         """The spinner's ticker and the flushes: `close()` stops the one, waits for the other."""
@@ -134,8 +135,9 @@ class ChatScreen:
         self._live = (text, style)
         self._invalidate()
 
-    def status(self, text: str | None, *, keep: bool = False) -> None:
+    def status(self, text: str | None, *, keep: bool = False, since: float | None = None) -> None:
         self._status = text
+        self._since = since
         if text is not None and self._ticker is None and self._owner.active:
             self._ticker = self._owner.spawn(self._tick())
         self._invalidate()
@@ -212,7 +214,7 @@ class ChatScreen:
         if self._status is None:
             return [("", " " + self.idle_hint)]
         frame = SPINNER[self._frame % len(SPINNER)]
-        return [("class:spinner", f" {frame} "), ("", self._status)]
+        return [("class:spinner", f" {frame} "), ("", self._status + elapsed(self._since))]
 
     async def _tick(self) -> None:
         try:

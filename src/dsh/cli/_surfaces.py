@@ -4,6 +4,7 @@ the transcript, or plain pipes."""
 from __future__ import annotations
 
 import sys
+import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ._format import styled_lines, terminal_lines
@@ -84,7 +85,7 @@ class PipeSurface:
     def live(self, text: str, style: str = "") -> None:
         pass
 
-    def status(self, text: str | None, *, keep: bool = False) -> None:
+    def status(self, text: str | None, *, keep: bool = False, since: float | None = None) -> None:
         if keep and text:
             self.note(text, "yellow")
 
@@ -99,6 +100,7 @@ class TerminalSurface:
         self._live_text = ""
         self._live_style = ""
         self._status: str | None = None
+        self._since: float | None = None
         self._display: Live | None = None
 
     def __enter__(self) -> TerminalSurface:
@@ -129,7 +131,8 @@ class TerminalSurface:
         if self._live_text:
             parts.append(Text(self._live_text, style=self._live_style or "dim"))
         if self._status:
-            parts.append(Spinner("dots", Text(self._status, style="yellow")))
+            status = self._status + elapsed(self._since)
+            parts.append(Spinner("dots", Text(status, style="yellow")))
         return Group(*parts)
 
     def _print(self, lines: list[str]) -> None:
@@ -160,7 +163,12 @@ class TerminalSurface:
             self._live_text, self._live_style = text, style
             self._refresh()
 
-    def status(self, text: str | None, *, keep: bool = False) -> None:
-        if text != self._status:
-            self._status = text
+    def status(self, text: str | None, *, keep: bool = False, since: float | None = None) -> None:
+        if (text, since) != (self._status, self._since):
+            self._status, self._since = text, since
             self._refresh()
+
+
+def elapsed(since: float | None) -> str:
+    """` · 12 s` since `since` (a `time.monotonic()`), "" without one."""
+    return "" if since is None else f" · {int(time.monotonic() - since)} s"

@@ -18,7 +18,7 @@ from .._ids import uuid4_hex, uuid4_text
 from ..event_types import AGENT_INBOX_SPLICED, ASSISTANT_MESSAGE, TURN_END
 
 if TYPE_CHECKING:  # dsh.llm would pull in the kernel: a client stays light
-    from ..events import TypedEvent
+    from ..events import ToolProgressEvent, TypedEvent
     from ..llm import Json
 
 DEFAULT_COMMAND: tuple[str, ...] = (sys.executable, "-m", "dsh.server")
@@ -145,8 +145,10 @@ class AsyncHarness:
         params: dict[str, Json] = {"cwd": self.cwd, "provider": self.provider, "model": self.model}
         if self.max_tokens is not None:
             params["maxTokens"] = self.max_tokens
+        capabilities: dict[str, Json] = {"toolProgress": True}
         if self.answer_questions is not None:
-            params["capabilities"] = {"askUserQuestion": True}
+            capabilities["askUserQuestion"] = True
+        params["capabilities"] = capabilities
         if self.limits is not None:
             params["limits"] = self.limits
         await self.request("initialize", params)
@@ -303,11 +305,14 @@ class AsyncHarness:
         session_id: str | None = None,
         on_event: Callable[[TypedEvent], object] | None = None,
         limits: Mapping[str, Json] | None = None,
+        on_progress: Callable[[ToolProgressEvent], object] | None = None,
     ) -> RunResult:
         """Prompt a session and wait for it to be idle again. A new session by default; an
         existing id continues it (a stored one is resumed). `on_event` is called with each of
-        the session's events of the run as it arrives, typed (`dsh.events`). `limits`: this
-        run's usage limits, over the harness's (`RunResult.budget` names the one it hit)."""
+        the session's events of the run as it arrives, typed (`dsh.events`); `on_progress`
+        with each `tool.progress` of its running tool calls (a command's output, live).
+        `limits`: this run's usage limits, over the harness's (`RunResult.budget` names the
+        one it hit)."""
         session_id = session_id or f"session-{uuid4_hex()}"
         queue = self.subscribe(session_id)
         try:
@@ -316,7 +321,7 @@ class AsyncHarness:
                 _prompt_params(session_id, text, limits),
             )
             assert isinstance(result, dict) and isinstance(result["messageId"], str)
-            return await _collect(queue, session_id, result["messageId"], on_event)
+            return await _collect(queue, session_id, result["messageId"], on_event, on_progress)
         finally:
             self.unsubscribe(queue)
 
@@ -363,6 +368,7 @@ async def _collect(
     session_id: str,
     message_id: str,
     on_event: Callable[[TypedEvent], object] | None,
+    on_progress: Callable[[ToolProgressEvent], object] | None = None,
 ) -> RunResult:
     notifications: list[dict[str, Json]] = []
     events: list[dict[str, Json]] = []
@@ -389,6 +395,8 @@ async def _collect(
             events.append(params["event"])
             if on_event is not None:
                 on_event(_typed(params["event"]))
+        if frame["method"] == "tool.progress" and ours and on_progress is not None:
+            on_progress(_progress(params["event"]))
         if frame["method"] == "session.status" and ours and params.get("status") == "idle":
             break
     final = ""
@@ -414,6 +422,12 @@ def _typed(event: dict[str, Json]) -> TypedEvent:
     from ..session import SessionEvent
 
     return typed(SessionEvent.from_json(event))
+
+
+def _progress(event: dict[str, Json]) -> ToolProgressEvent:
+    from ..events import ToolProgressEvent  # only for runs with a callback
+
+    return ToolProgressEvent.from_json(event)
 
 
 class Harness:
@@ -442,11 +456,14 @@ class Harness:
         session_id: str | None = None,
         on_event: Callable[[TypedEvent], object] | None = None,
         limits: Mapping[str, Json] | None = None,
+        on_progress: Callable[[ToolProgressEvent], object] | None = None,
     ) -> RunResult:
-        """`AsyncHarness.run`; `on_event` runs on the harness's thread. Ctrl-C cancels the
-        run (and waits for it to end) before it propagates."""
+        """`AsyncHarness.run`; `on_event` and `on_progress` run on the harness's thread.
+        Ctrl-C cancels the run (and waits for it to end) before it propagates."""
         session_id = session_id or f"session-{uuid4_hex()}"
-        run = self._async.run(text, session_id=session_id, on_event=on_event, limits=limits)
+        run = self._async.run(
+            text, session_id=session_id, on_event=on_event, limits=limits, on_progress=on_progress
+        )
         running = asyncio.run_coroutine_threadsafe(run, self._loop)
         try:
             result: RunResult = running.result()

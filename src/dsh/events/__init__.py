@@ -51,6 +51,7 @@ from ._catalog import (
     chunk_event,
 )
 from ._convert import append, logged, typed, typed_as
+from ._live import StreamEvent, ToolProgressEvent
 from ._values import CancelCause, SeqRange, Todo, ToolError, TurnEndReason
 
 __all__ = [
@@ -86,6 +87,7 @@ __all__ = [
     "SeedEndEvent",
     "SeqRange",
     "SessionTitleEvent",
+    "StreamEvent",
     "StepEndEvent",
     "StepStartEvent",
     "SubagentDescriptorEvent",
@@ -94,6 +96,7 @@ __all__ = [
     "TodoWriteEvent",
     "ToolCallDeltaEvent",
     "ToolCallEvent",
+    "ToolProgressEvent",
     "ToolError",
     "ToolResultEvent",
     "TurnEndEvent",

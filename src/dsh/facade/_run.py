@@ -13,10 +13,11 @@ from typing_extensions import TypeVar
 
 from .._context import Context
 from ..agent import REQUEST, USER_CANCEL, Agent, RunResult, StepPoint, run_prompt
-from ..events import TextDeltaEvent, TypedEvent, typed
+from ..events import StreamEvent, TextDeltaEvent, ToolProgressEvent, typed
 from ..llm import LlmCallConfig
 from ..plugins.usage import PRICES, budget_stop
 from ..session import SESSION_EVENT, SessionEvent, SessionEventPayload, usage_by_model
+from ..tools import TOOL_PROGRESS_EVENT, ToolProgress
 from ._output import OutputTool, OutputValidationError, RunError
 from ._settings import ModelSettings
 
@@ -92,8 +93,13 @@ class StreamedRun(Generic[OutputT]):
             if payload.session is session:
                 self._queue.put_nowait(payload.event)
 
+        def progress(payload: ToolProgress) -> None:
+            if payload.session is session:
+                self._queue.put_nowait(payload.event)
+
         if self._plan.streamed:
             scope.on(SESSION_EVENT, feed)
+            scope.on(TOOL_PROGRESS_EVENT, progress)
         if self._plan.output_type is not None:
             self._output = OutputTool(self._plan.output_type, self._plan.output_retries)
             self._output.install(scope)
@@ -128,13 +134,18 @@ class StreamedRun(Generic[OutputT]):
             raise RunError(f"the run ended ({ended}) without a final result", result)
         return result  # type: ignore[return-value]  # a text run: OutputT is str
 
-    async def events(self) -> AsyncIterator[TypedEvent]:
-        """The run's events as they are logged, typed (`dsh.events`), until it ends."""
+    async def events(self) -> AsyncIterator[StreamEvent]:
+        """The run's events as they are logged, typed (`dsh.events`), until it ends; with
+        them, live, each running tool call's `ToolProgressEvent`s (its output as it comes;
+        not logged)."""
         while True:
             item = await self._queue.get()
             if item is _END:
                 self._queue.put_nowait(_END)  # a second iteration ends at once too
                 return
+            if isinstance(item, ToolProgressEvent):
+                yield item
+                continue
             assert isinstance(item, SessionEvent)
             yield typed(item)
 

@@ -145,6 +145,8 @@ class InitializeCapabilities(_Params, frozen=True):
 
     ask_user_question: bool = False
     """It answers `session/ask-user-question` requests (a person is at hand)."""
+    tool_progress: bool = False
+    """It wants `tool.progress` notifications (a running call's output, live)."""
 
 
 class LimitParams(_Params, frozen=True):

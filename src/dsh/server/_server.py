@@ -25,6 +25,7 @@ from ..session import (
     SessionEventPayload,
     SessionMeta,
 )
+from ..tools import TOOL_PROGRESS_EVENT, ToolProgress
 from ._protocol import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -80,11 +81,18 @@ class JsonRpcServer:
         on(AGENT_STATUS, self._on_status, global_=True)
         on(SESSION_CREATED, self._on_created, global_=True)
         on(SUBAGENT_END, self._on_subagent_end, global_=True)
+        self.progress: Disposer | None = None
+        """Listens to `tool/progress` once a client asked for it (`initialize`)."""
 
     # -- notifications ---------------------------------------------------------------------
 
     def _on_event(self, payload: SessionEventPayload) -> None:
         self.send(event_frame(payload.session.id, payload.event))
+
+    def _on_progress(self, progress: ToolProgress) -> None:
+        if progress.session is not None:
+            params: Json = {"sessionId": progress.session.id, "event": progress.event.to_json()}
+            self.send(notification("tool.progress", params))
 
     def _on_status(self, change: StatusChange) -> None:
         params: Json = {"sessionId": change.agent.id, "status": change.status}
@@ -140,6 +148,8 @@ class JsonRpcServer:
         questions = self.ctx.get(QUESTIONS)
         if parsed.capabilities.ask_user_question and questions and self.answering is None:
             self.answering = questions.set_answerer(self.ask_client)
+        if parsed.capabilities.tool_progress and self.progress is None:
+            self.progress = self.ctx.on(TOOL_PROGRESS_EVENT, self._on_progress, global_=True)
         self.options = AgentOptions(
             provider=provider,
             model=parsed.model,

@@ -12,6 +12,7 @@ from ._events import (
 from ._fit import fit_schema
 from ._hints import Arg, convert_arguments, hint_schema, prepare_hint, to_json
 from ._plugin import ToolsConfig, ToolsPlugin
+from ._progress import TOOL_PROGRESS_EVENT, ToolProgress
 from ._registry import Guard
 from ._runtime import TOOLS, ExecutionMode, ToolRuntime
 from ._schema import JsonSchemaError, check_schema, validate_value
@@ -75,6 +76,7 @@ __all__ = [
     "TOOLS_POST_EXECUTE",
     "TOOLS_PRE_EXECUTE",
     "TOOLS_RESULT",
+    "TOOL_PROGRESS_EVENT",
     "Accept",
     "Allow",
     "Answerers",
@@ -111,6 +113,7 @@ __all__ = [
     "ToolOutputError",
     "ToolPlugin",
     "ToolResult",
+    "ToolProgress",
     "ToolRunContext",
     "ToolRuntime",
     "ToolSuccess",

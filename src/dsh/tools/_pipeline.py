@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec.structs import replace
 
+from ..events import ToolProgressEvent
 from ..kernel import (
     Aborted,
     CancelSignal,
@@ -29,6 +30,7 @@ from ..kernel import (
 from ..llm import ContentBlock, Json, Message, TextBlock, blocks_from_json, clean_json, expect
 from ..session._json import LosslessJsonError, freeze_json
 from ._events import TOOLS_EXECUTE, TOOLS_POST_EXECUTE, TOOLS_PRE_EXECUTE, TOOLS_RESULT
+from ._progress import TOOL_PROGRESS_EVENT, ProgressFeed, ToolProgress
 from ._schema import validate_value
 from ._types import (
     APPROVAL,
@@ -120,7 +122,8 @@ async def prepare(
     table: ToolTable, bus: EventBus, ctx: Context, input: ToolExecutionInput
 ) -> Prepared:
     definition = table.get(input.name, input.agent)
-    run = RunState(input.signal, None if definition is None else definition.finalize_content)
+    finalize = None if definition is None else definition.finalize_content
+    run = RunState(input.signal, finalize, _progress_opener(bus, time.monotonic()))
     try:
         arguments = freeze_json(input.arguments, "arguments")
         invalid: LosslessJsonError | None = None
@@ -176,6 +179,21 @@ async def prepare(
     return Prepared(exec, "dispatch")
 
 
+def _progress_opener(bus: EventBus, started: float) -> Callable[[ToolExecution], ProgressFeed]:
+    """Opens a call's progress feed, which emits `tool/progress` scoped by its agent."""
+    loop = asyncio.get_running_loop()
+
+    def open_feed(exec: ToolExecution) -> ProgressFeed:
+        session = exec.session
+
+        def emit(event: ToolProgressEvent) -> None:
+            bus.emit(TOOL_PROGRESS_EVENT, ToolProgress(session, event), exec.agent)
+
+        return ProgressFeed(exec.call_id, exec.name, started, emit, loop)
+
+    return open_feed
+
+
 def _unfit_arguments(table: ToolTable, exec: ToolExecution) -> ToolArgsError | None:
     """The error the body's own check would give the call's arguments, if any."""
     definition = table.get(exec.name, exec.agent)
@@ -226,6 +244,9 @@ async def dispatch(
             result = _normalize(table, exec, run, result)
     except Exception as exc:
         result = error_result(exc)
+    finally:
+        if run.feed is not None:
+            run.feed.close()  # the result follows: what is pending is not shown
     if run.deferred:
         result = replace(result, additional_contexts=(*run.deferred, *result.additional_contexts))
     if not result.is_error and run.caller.aborted:

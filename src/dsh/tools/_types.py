@@ -19,6 +19,7 @@ from ._schema import check_schema
 
 if TYPE_CHECKING:
     from ..kernel import CancelSignal
+    from ._progress import ProgressFeed
 
 __all__ = [
     "APPROVAL",
@@ -185,12 +186,22 @@ class ToolExecution(msgspec.Struct, frozen=True, eq=False):
 class RunState:
     """What one call accumulates privately while it runs (shared by its signal variants)."""
 
-    __slots__ = ("body_invoked", "caller", "concludes", "deferred", "dispatched", "finalize")
+    __slots__ = (
+        "body_invoked",
+        "caller",
+        "concludes",
+        "deferred",
+        "dispatched",
+        "feed",
+        "finalize",
+        "progress_sink",
+    )
 
     def __init__(
         self,
         caller: CancelSignal,
         finalize: Callable[[ToolExecution, ToolResult], Content | None] | None,
+        progress_sink: Callable[[ToolExecution], ProgressFeed] | None = None,
     ) -> None:
         self.caller = caller
         self.finalize = finalize
@@ -198,6 +209,15 @@ class RunState:
         self.concludes = False
         self.body_invoked = False
         self.dispatched: ToolResult | None = None
+        self.progress_sink = progress_sink
+        """Opens the call's progress feed (None: progress goes nowhere)."""
+        self.feed: ProgressFeed | None = None
+
+    def progress(self, exec: ToolExecution) -> ProgressFeed | None:
+        """The call's progress feed, opened on first use."""
+        if self.feed is None and self.progress_sink is not None:
+            self.feed = self.progress_sink(exec)
+        return self.feed
 
 
 class ToolRunContext(ToolExecution, frozen=True, eq=False):
@@ -217,6 +237,23 @@ class ToolRunContext(ToolExecution, frozen=True, eq=False):
         """Mark a successful result of this call as ending the agent's turn at this step."""
         if self._state is not None:
             self._state.concludes = True
+
+    def progress(self, message: str, fraction: float | None = None) -> None:
+        """Show how the call is going while it runs (`fraction`: 0..1 done, if known). The
+        surfaces show it live under the call; the model never sees it (return what it
+        should see). Coalesced: call it as often as you like."""
+        if fraction is not None and not 0 <= fraction <= 1:
+            raise ValueError(f"progress fraction must be within 0..1, got {fraction}")
+        feed = None if self._state is None else self._state.progress(self)
+        if feed is not None:
+            feed.report(message, fraction)
+
+    def output(self, text: str) -> None:
+        """Stream output text as it is produced (a command's stdout and stderr); the
+        surfaces show its last lines live. Coalesced and bounded like `progress`."""
+        feed = None if self._state is None else self._state.progress(self)
+        if feed is not None:
+            feed.output(text)
 
 
 # -- results -----------------------------------------------------------------------------------

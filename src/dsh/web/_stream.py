@@ -1,10 +1,11 @@
 """One session's events as Server-Sent Events: the log after a seq, then what is appended.
 
 Each drawn event is one message whose `id` is its seq, so a browser that reconnects sends
-`Last-Event-ID` and gets exactly what follows it. A session that is not open here streams its
-stored log, then waits until it is opened (resumed from another tab) and goes on live; one
-released here (for another program to continue) waits again, and when reopened goes on from
-the next seq.
+`Last-Event-ID` and gets exactly what follows it. A running tool call's progress is an
+`event: progress` message without an id (it is not logged). A session that is not open here
+streams its stored log, then waits until it is opened (resumed from another tab) and goes on
+live; one released here (for another program to continue) waits again, and when reopened
+goes on from the next seq.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from contextlib import aclosing
 from typing import cast
 
 from ..agent import Agent, session_events
-from ..events import typed
+from ..events import ToolProgressEvent, typed
 from ..llm import Json
 from ..persistence import StoredLog
 from ..plugins.usage import PriceTable
@@ -60,12 +61,16 @@ async def session_stream(
         yield _state(live=True)
         view = LogView(session_id, agent.session.events, snapshots, SessionCost(prices))
         # An async generator: closed here when the client goes away, not when it is collected.
-        appended = session_events(agent, from_seq=after + 1)
-        async with aclosing(cast(AsyncGenerator[SessionEvent, None], appended)) as events:
-            async for event in events:
-                if event.seq > after and (message := _message(event, view)):
+        appended = session_events(agent, from_seq=after + 1, progress=True)
+        stream = cast(AsyncGenerator[SessionEvent | ToolProgressEvent, None], appended)
+        async with aclosing(stream) as events:
+            async for item in events:
+                if isinstance(item, ToolProgressEvent):
+                    yield _progress(item)
+                    continue
+                if item.seq > after and (message := _message(item, view)):
                     yield message
-                after = max(after, event.seq)
+                after = max(after, item.seq)
         if live.closed:
             return
         # Released here (another program may continue it): live again once reopened, from
@@ -77,6 +82,12 @@ async def session_stream(
 def _message(event: SessionEvent, view: LogView) -> str:
     drawn = page_event(typed(event), view)
     return "" if drawn is None else f"id: {event.seq}\ndata: {_json(drawn)}\n\n"
+
+
+def _progress(event: ToolProgressEvent) -> str:
+    """A running call's progress (`event: progress`, its `to_json()` shape): without an id,
+    since it is not in the log."""
+    return f"event: progress\ndata: {_json(event.to_json())}\n\n"
 
 
 def _state(*, live: bool) -> str:

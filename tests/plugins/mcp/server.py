@@ -8,6 +8,7 @@ import base64
 import os
 import socket
 import sys
+from pathlib import Path
 
 import anyio
 from mcp.server import MCPServer
@@ -98,6 +99,15 @@ async def grow(ctx: Context) -> str:
     server.add_tool(lambda: "fresh!", name="fresh", description="A tool that appeared later.")
     await ctx.session.send_tool_list_changed()
     return "grew"
+
+
+@server.tool()
+async def count_to(steps: int, gate: str, ctx: Context) -> str:
+    """Report a progress notification per step, then wait for a line on the FIFO `gate`."""
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step} of {steps}")
+    await anyio.to_thread.run_sync(Path(gate).read_text)
+    return f"counted to {steps}"
 
 
 @server.tool()

@@ -20,7 +20,7 @@ from dsh.plugins.compaction import COMPACTION, CompactionPlugin
 from dsh.plugins.retry import RetryPlugin
 from dsh.plugins.subagents import SubagentsPlugin
 from dsh.testing import OpenAIServer, failure, hold, http_error, reply, tool_call
-from dsh.tools import tool
+from dsh.tools import ToolRunContext, tool
 
 from .conftest import Traced, traced_runtime
 
@@ -419,3 +419,29 @@ async def test_model_calls_and_turns_carry_their_cost() -> None:
         for handle in rt.handles:
             await handle.dispose()
         await rt.ctx.owner.dispose()
+
+
+@tool
+async def leak(*, run: ToolRunContext) -> str:
+    """Report progress that holds a secret-looking text."""
+    run.progress("progress-only status")
+    run.output("progress-only output\n")
+    await asyncio.sleep(0)
+    return "done"
+
+
+async def test_a_tools_progress_is_recorded_nowhere() -> None:
+    """Progress is live only: no span, attribute or event holds it, even with the content
+    capture that records a tool's arguments and result."""
+    traced = await traced_runtime(config={"capture_content": True})
+    try:
+        traced.ctx.tools.register(leak)
+        traced.model.add(reply(tool_call("leak", {})), reply("ok"))
+        agent = await traced.agent()
+        await run_prompt(agent, "go")
+        await traced.telemetry.flush()
+    finally:
+        await traced.ctx.owner.dispose()
+    (span,) = traced.named("execute_tool leak")
+    assert "done" in json.dumps(attrs(span))  # the result is captured
+    assert "progress-only" not in "".join(s.to_json() for s in traced.spans())

@@ -3,7 +3,8 @@ from typing import Any
 
 import pytest
 
-from dsh.agent import USER_CANCEL, run_prompt
+from dsh.agent import USER_CANCEL, run_prompt, session_events
+from dsh.events import ToolProgressEvent
 from dsh.kernel import CancelSignal
 from dsh.llm import Message
 from dsh.plugins.subagents import (
@@ -16,7 +17,7 @@ from dsh.plugins.subagents import (
     ToolFilter,
 )
 from dsh.session import SESSION_CREATED, SESSION_EVENT, Session, SessionEventPayload
-from dsh.testing import failure, reply, tool_call
+from dsh.testing import failure, hold, reply, tool_call
 from dsh.tools import tool
 from tests.conftest import Runtime, turn_end
 
@@ -207,3 +208,38 @@ async def test_unloading_the_runtime_does_not_strand_the_parent(runtime: Runtime
     await asyncio.wait_for(parent.when_idle(), 10)
     [text] = tool_texts(parent.session)
     assert "subagent runtime was disposed" in text
+
+
+async def test_a_childs_steps_and_answer_are_the_progress_of_the_calling_tool(
+    runtime: Runtime,
+) -> None:
+    await mount(runtime)
+
+    @tool
+    def alpha() -> str:
+        """A."""
+        return "a"
+
+    runtime.ctx.tools.register(alpha)
+    held = hold()
+    runtime.model.add(
+        reply(tool_call("subagent", {"description": "look", "prompt": "What is 6*7?"})),
+        reply(tool_call("alpha", {})),  # the child's first step
+        reply("The answer is ", held, "42."),  # its second, held mid-answer
+        reply("The child says 42."),
+    )
+    parent = await runtime.agent()
+    events = session_events(parent, typed=True, progress=True)
+    run = asyncio.ensure_future(run_prompt(parent, "ask a helper"))
+    progress: list[ToolProgressEvent] = []
+    async for event in events:
+        if isinstance(event, ToolProgressEvent):
+            progress.append(event)
+            if "The answer is" in "".join(p.output for p in progress):
+                break
+    await events.aclose()  # type: ignore[attr-defined]
+    assert not run.done()  # the child is held mid-answer: the subagent call is running
+    assert {p.name for p in progress} == {"subagent"}
+    assert "step 1: alpha" in [p.message for p in progress]
+    held.release()
+    assert (await run).text == "The child says 42."

@@ -13,7 +13,7 @@ from ..._lazy import extra_hint
 from ...kernel import CancelSignal, Disposer, Owner
 from ...llm import Json
 from ._config import RestartPolicy, ServerSpec, State
-from ._tools import ConnectionLost, McpToolError
+from ._tools import ConnectionLost, McpToolError, Progress
 
 T = TypeVar("T")
 
@@ -99,8 +99,14 @@ class Connection:
 
     # -- requests ------------------------------------------------------------------------------
 
-    async def call_tool(self, tool: str, arguments: dict[str, Json], signal: CancelSignal) -> Json:
-        return await self._request(lambda s: s.call(tool, arguments), signal, "the call")
+    async def call_tool(
+        self,
+        tool: str,
+        arguments: dict[str, Json],
+        signal: CancelSignal,
+        progress: Progress | None = None,
+    ) -> Json:
+        return await self._request(lambda s: s.call(tool, arguments, progress), signal, "the call")
 
     async def list_resources(self, signal: CancelSignal) -> list[dict[str, Json]]:
         result: list[dict[str, Json]] = await self._request(

@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ...kernel import CancelSignal
 from ...llm import ContentBlock, HarnessError, ImageBlock, Json, TextBlock
@@ -22,6 +22,7 @@ __all__ = [
     "MAX_DESCRIPTION",
     "ConnectionLost",
     "McpToolError",
+    "Progress",
     "ToolCaller",
     "mcp_tool_definitions",
     "model_parameters",
@@ -39,8 +40,17 @@ MAX_DESCRIPTION = 2048
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
-ToolCaller = Callable[[str, dict[str, Json], CancelSignal], Awaitable[Json]]
-"""`call(server_tool_name, arguments, signal)` → the `CallToolResult` as wire JSON."""
+
+class Progress(Protocol):
+    """Told each progress notification of a call."""
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        """`progress` so far, of `total` if known, and the server's status `message`."""
+
+
+ToolCaller = Callable[[str, dict[str, Json], CancelSignal, Progress | None], Awaitable[Json]]
+"""`call(server_tool_name, arguments, signal, progress)` → the `CallToolResult` as wire
+JSON; the server's progress notifications for the call go to `progress`."""
 
 
 class McpToolError(HarnessError):
@@ -224,6 +234,17 @@ def mcp_tool_definitions(
     ]
 
 
+def _progress_of(run: ToolRunContext) -> Progress:
+    """The server's progress notifications as the call's progress (`run.progress`)."""
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        fraction = min(max(progress / total, 0.0), 1.0) if total else None
+        of = f"/{total:g}" if total else ""
+        run.progress(message or f"{progress:g}{of}", fraction)
+
+    return report
+
+
 def _definition(
     server: str, name: str, tool: Mapping[str, Any], call: ToolCaller, timeout_ms: float | None
 ) -> ToolDefinition:
@@ -234,7 +255,7 @@ def _definition(
     read_only = bool((tool.get("annotations") or {}).get("readOnlyHint"))
 
     async def execute(args: Any, run: ToolRunContext) -> Json:
-        value = await call(original, args, run.signal)
+        value = await call(original, args, run.signal, _progress_of(run))
         if isinstance(value, dict) and value.get("isError"):
             raise McpToolError(_error_text(value))
         return value

@@ -26,7 +26,7 @@ from ..._version import __version__
 from ...kernel import Owner, current_trace
 from ...llm import Json
 from ._config import ServerSpec
-from ._tools import ConnectionLost, McpToolError
+from ._tools import ConnectionLost, McpToolError, Progress
 
 __all__ = ["McpSession", "open_session"]
 
@@ -55,12 +55,15 @@ class McpSession:
                 break
         return found
 
-    async def call(self, tool: str, arguments: dict[str, Json]) -> dict[str, Json]:
+    async def call(
+        self, tool: str, arguments: dict[str, Json], progress: Progress | None = None
+    ) -> dict[str, Json]:
+        """The call's result; the server's progress notifications for it go to `progress`."""
         # The trace context of the calling tool's span, as MCP carries it (`params._meta`).
         trace = current_trace()
         meta = cast("RequestParamsMeta", trace.carrier()) if trace is not None else None
-        result = await _translated(self._client.call_tool(tool, arguments, meta=meta))
-        return _json(result)
+        call = self._client.call_tool(tool, arguments, progress_callback=progress, meta=meta)
+        return _json(await _translated(call))
 
     async def resources(self) -> list[dict[str, Json]]:
         found: list[dict[str, Json]] = []

@@ -8,8 +8,10 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 
 from ...agent import Agent
+from ...events import TextDeltaEvent, ToolCallEvent, typed_as
 from ...kernel import CancelSignal
 from ...llm import HarnessError, Json, TextBlock, expect
+from ...session import SESSION_EVENT, SessionEventPayload
 from ...tools import ToolDefinition, ToolRunContext
 from ..jobs import JOBS
 from ._request import SubagentRequest
@@ -116,9 +118,14 @@ class _Delegation(msgspec.Struct, frozen=True):
             continuable=continuable,
         )
 
-    async def run_child(self, req: SubagentRequest) -> tuple[str, SubagentResult]:
-        """Start a child, wait for its result, always dispose it; (run id, result)."""
+    async def run_child(
+        self, req: SubagentRequest, run: ToolRunContext | None = None
+    ) -> tuple[str, SubagentResult]:
+        """Start a child, wait for its result, always dispose it; (run id, result). The
+        child's steps and answer are the progress of the calling tool's `run`."""
         sub = await self.runtime.start(self.provider, req)
+        if run is not None and sub.agent is not None:
+            report_steps(sub.agent, run)
         try:
             return sub.id, await sub.result
         finally:
@@ -136,7 +143,7 @@ class _Delegation(msgspec.Struct, frozen=True):
             return {"kind": "background", "agentId": child.id}
         if args.get("run_in_background"):
             return self.start_background(args, parent)
-        run_id, result = await self.run_child(self.request(args, parent, run.signal))
+        run_id, result = await self.run_child(self.request(args, parent, run.signal), run)
         if result.stop_reason != "completed":
             raise SubagentToolError(failure_text(result))
         return {
@@ -161,6 +168,22 @@ class _Delegation(msgspec.Struct, frozen=True):
         if result.stop_reason != "completed":
             raise SubagentToolError(failure_text(result))
         return result.text
+
+
+def report_steps(child: Agent, run: ToolRunContext) -> None:
+    """While `child` lives, its steps (`step 2: bash`) and its answer's text are the progress
+    and output of the tool call `run` that started it."""
+    session = child.session
+
+    def on_event(payload: SessionEventPayload) -> None:
+        if payload.session is not session:
+            return
+        if (call := typed_as(payload.event, ToolCallEvent)) is not None:
+            run.progress(f"step {call.step}: {call.name}")
+        elif (delta := typed_as(payload.event, TextDeltaEvent)) is not None:
+            run.output(delta.text)
+
+    child.ctx.on(SESSION_EVENT, on_event)
 
 
 def render_subagent(args: Any, value: Any) -> list[TextBlock]:

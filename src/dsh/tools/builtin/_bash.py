@@ -185,6 +185,7 @@ async def run_bash(
             keep="tail",
             spill=None if spills is None else _spill_opener(spills, run),
             pass_fds=() if confinement is None else confinement.pass_fds,
+            on_output=run.output,
         )
     except OSError as exc:
         raise HarnessError(f"failed to start {argv[0]}: {exc}", "SPAWN_FAILED") from exc

@@ -11,6 +11,7 @@ reaper kills whatever still carries it.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import logging
 import os
@@ -28,6 +29,7 @@ from ...kernel import CancelSignal
 from .._seams import SpillWriter
 
 __all__ = [
+    "OnOutput",
     "ProcessResult",
     "Spill",
     "StopCause",
@@ -188,14 +190,25 @@ def _opener(spill: Spill | None, name: str) -> Callable[[], SpillWriter | None]:
     return lambda: spill(name) if spill is not None else None
 
 
+OnOutput = Callable[[str], None]
+"""Told each piece of output as it arrives (stdout and stderr, decoded as UTF-8)."""
+
+
 class _Capture(asyncio.SubprocessProtocol):
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, limit: int, tail: bool, spill: Spill | None
+        self,
+        loop: asyncio.AbstractEventLoop,
+        limit: int,
+        tail: bool,
+        spill: Spill | None,
+        on_output: OnOutput | None = None,
     ) -> None:
         self.streams = {
             1: _Stream(limit, tail, _opener(spill, "stdout")),
             2: _Stream(limit, tail, _opener(spill, "stderr")),
         }
+        self.on_output = on_output
+        self.decoders = {fd: _utf8() for fd in self.streams} if on_output else {}
         self.exited: asyncio.Future[None] = loop.create_future()
         self.closed: asyncio.Future[None] = loop.create_future()
         self.overflow: asyncio.Future[StopCause] = loop.create_future()
@@ -204,6 +217,8 @@ class _Capture(asyncio.SubprocessProtocol):
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if not self.streams[fd].feed(data) and not self.overflow.done():
             self.overflow.set_result("overflow")
+        if self.on_output is not None:
+            self.on_output(self.decoders[fd].decode(data))
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         self._open.discard(fd)
@@ -213,6 +228,10 @@ class _Capture(asyncio.SubprocessProtocol):
     def process_exited(self) -> None:
         if not self.exited.done():
             self.exited.set_result(None)
+
+
+def _utf8() -> codecs.IncrementalDecoder:
+    return codecs.getincrementaldecoder("utf-8")(errors="replace")
 
 
 def _signal_group(pid: int, sig: int) -> None:
@@ -310,6 +329,7 @@ async def run_process(
     stdin: bytes | None = None,
     spill: Spill | None = None,
     pass_fds: Sequence[int] = (),
+    on_output: OnOutput | None = None,
 ) -> ProcessResult:
     """Run `argv` to completion or until stopped.
 
@@ -318,11 +338,11 @@ async def run_process(
     signal firing stops it with cause `aborted`; `timeout_s` elapsing with `timeout`.
     `stdin` is written to the child's standard input, which is then closed (without it,
     stdin is /dev/null). With `keep="tail"`, `spill` may open a file for a stream that
-    overflows: it then gets the whole stream. `pass_fds` are inherited by the child. Spawn
-    failures (`OSError`) propagate.
+    overflows: it then gets the whole stream. `pass_fds` are inherited by the child.
+    `on_output` is told the output as it arrives. Spawn failures (`OSError`) propagate.
     """
     loop = asyncio.get_running_loop()
-    capture = _Capture(loop, max_bytes, keep == "tail", spill)
+    capture = _Capture(loop, max_bytes, keep == "tail", spill, on_output)
     transport = await _spawn(loop, capture, argv, cwd=cwd, env=env, stdin=stdin, pass_fds=pass_fds)
     pid = transport.get_pid()
     try:

@@ -40,6 +40,9 @@ function show(id) {
     const source = new EventSource(sessionPath(id, "events"));
     current = { id, source, transcript };
     source.onmessage = (message) => transcript.add(JSON.parse(message.data));
+    source.addEventListener("progress", (message) => {
+      transcript.progress(JSON.parse(message.data));
+    });
     source.addEventListener("state", (message) => {
       transcript.live = JSON.parse(message.data).live;
       update();

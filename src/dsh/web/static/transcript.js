@@ -7,6 +7,8 @@ import { markdown } from "./markdown.js";
 import { closeQuestions, questionBox, questionsOf } from "./questions.js";
 
 const LONG_OUTPUT = 24; // lines shown before an output folds
+const LIVE_CHARS = 8192; // how much of a running call's output its card keeps (the end)
+const LIVE_LINES = 12; // lines of it the card shows
 
 
 function tokens(count) {
@@ -208,9 +210,33 @@ export class Transcript {
     return questionBox(questions, open ? (answers) => this.actions.reply(callId, answers) : null);
   }
 
+  /** A running call's progress (not logged: `{callId, name, elapsedMs, output, message?,
+   *  fraction?}`): the end of its output in the card, and how long it has run. */
+  progress(event) {
+    const card = this.cards.get(event.callId);
+    if (!card || !card.classList.contains("running")) return;
+    const stick = this.atBottom();
+    let live = card.querySelector(".live-output");
+    if (!live) {
+      live = el("pre", "live-output");
+      live.setAttribute("aria-live", "polite");
+      live.dataset.output = "";
+      card.append(live);
+    }
+    const output = (live.dataset.output + event.output).slice(-LIVE_CHARS);
+    live.dataset.output = output;
+    live.textContent = output.replace(/\n$/, "").split("\n").slice(-LIVE_LINES).join("\n");
+    let status = `running · ${Math.floor(event.elapsedMs / 1000)} s`;
+    if (event.message) status += ` · ${event.message}`;
+    if (event.fraction != null) status += ` (${Math.round(event.fraction * 100)}%)`;
+    card.querySelector(".tool-status").textContent = status;
+    if (stick) this.root.scrollTop = this.root.scrollHeight;
+  }
+
   onToolResultEvent(event) {
     const card = this.cards.get(event.call_id);
     if (!card) return;
+    card.querySelector(".live-output")?.remove(); // the result below holds all of it
     closeQuestions(card);
     card.classList.remove("running");
     card.classList.add(event.is_error ? "failed" : "done");
