@@ -20,6 +20,14 @@ NPM_CACHE = Path(
 def npm_project(name: str, packages: list[str], script: Path) -> Path:
     """A folder holding `packages` (exact versions) and a copy of `script` (so its imports
     resolve there); skips the calling test when that cannot be."""
+    folder = npm_folder(name, packages)
+    shutil.copy(script, folder / script.name)
+    return folder / script.name
+
+
+def npm_folder(name: str, packages: list[str]) -> Path:
+    """A folder of the cache with `packages` (exact versions) installed in its
+    `node_modules`; skips the calling test when that cannot be."""
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("node and npm are not installed: the JavaScript SDK test needs them")
     folder = NPM_CACHE / name
@@ -38,8 +46,7 @@ def npm_project(name: str, packages: list[str], script: Path) -> Path:
         if done.returncode != 0:
             pytest.skip(f"npm install {' '.join(packages)} failed: {done.stderr.strip()[-300:]}")
         marker.write_text(wanted)
-    shutil.copy(script, folder / script.name)
-    return folder / script.name
+    return folder
 
 
 async def run_node(script: Path, *args: str) -> str:

@@ -27,6 +27,9 @@ MODEL_SWITCH: Final = "model/switch"
 PLAN_MODE: Final = "plan/mode"
 REQUEST_CONTEXT: Final = "request/context"
 REQUEST_HEADER: Final = "request/header"
+REWIND_CHECKPOINT: Final = "rewind/checkpoint"
+REWIND_CODE: Final = "rewind/code"
+REWIND_CONVERSATION: Final = "rewind/conversation"
 SANDBOX_MODE: Final = "sandbox/mode"
 SESSION_END_SEED: Final = "session/end-seed"
 SESSION_TITLE: Final = "session/title"
@@ -64,6 +67,9 @@ __all__ = [
     "PLAN_MODE",
     "REQUEST_CONTEXT",
     "REQUEST_HEADER",
+    "REWIND_CHECKPOINT",
+    "REWIND_CODE",
+    "REWIND_CONVERSATION",
     "SANDBOX_MODE",
     "SESSION_END_SEED",
     "SESSION_TITLE",

@@ -404,13 +404,18 @@ async def test_without_the_sdk_one_line_names_the_extra(tmp_path: Path) -> None:
     ]
 
 
-async def test_mcp_servers_of_session_new_serve_that_session_only(tmp_path: Path) -> None:
-    calc = McpServerStdio(
+def calc_server() -> McpServerStdio:
+    """The MCP test server (tests/plugins/mcp/server.py) as an editor hands it over."""
+    return McpServerStdio(
         name="calc",
         command=sys.executable,
         args=["-m", "tests.plugins.mcp.server"],
         env=[EnvVariable(name="PYTHONPATH", value=CHILD_PYTHONPATH)],
     )
+
+
+async def test_mcp_servers_of_session_new_serve_that_session_only(tmp_path: Path) -> None:
+    calc = calc_server()
     script = [reply(tool_call("mcp__calc__add", {"a": 2, "b": 3})), "2 + 3 = 5.", "No tools."]
     client = Recorder(answers=["allow_once"])
     async with OpenAIServer(script) as server:
@@ -473,3 +478,19 @@ async def test_model_and_reasoning_are_session_config_options(tmp_path: Path) ->
         bodies = [r.body for r in live.server.requests]
     assert [b["model"] for b in bodies] == ["deepseek-v4-flash", "deepseek-v4-pro"]
     assert "high" in json.dumps({k: v for k, v in bodies[1].items() if k != "messages"})
+
+
+async def test_the_sessions_mcp_prompts_are_available_commands(tmp_path: Path) -> None:
+    calc = calc_server()
+    client = Recorder()
+    async with OpenAIServer(["Reviewed."]) as server:
+        async with acp_agent(tmp_path, server.base_url, client) as (conn, _process):
+            ws = str(workspace(tmp_path))
+            session = (await conn.new_session(cwd=ws, mcp_servers=[calc])).session_id
+            (update,) = await client.until(lambda: client.of(session, "available_commands_update"))
+            (command,) = update.available_commands
+            assert (command.name, command.description) == ("mcp__calc__review", "Review a file.")
+            assert command.input.root.hint == "PATH [FOCUS]"
+            await conn.prompt(session_id=session, prompt=[text_block("/mcp__calc__review a.py")])
+        sent = _request_text(server, 0)
+    assert "Review a.py, looking for bugs." in sent

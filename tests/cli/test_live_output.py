@@ -34,13 +34,18 @@ def tail_shows(*lines: str) -> Callable[[Terminal], bool]:
     return check
 
 
+def running(t: Terminal) -> bool:
+    return any(RUNNING.search(line) for line in t.display())
+
+
 def test_chat_shows_a_commands_output_while_it_runs(chat: Chats, tmp_path: Path) -> None:
     command, gate = gated_command(tmp_path)
     run = tool_call("bash", command=command, description="count")
     t, _ = chat([answer(run), answer("Counted.")], "--yes")
     t.enter("count")
-    t.wait_for(tail_shows("line1", "line2"))  # the call has not ended: it waits on the gate
-    assert any(RUNNING.search(line) for line in t.display())  # and for how long
+    # The call has not ended (it waits on the gate): its tail, and for how long it has run
+    # (the status line is drawn on its own tick).
+    t.wait_for(lambda t: tail_shows("line1", "line2")(t) and running(t))
     gate.write_text("go\n")
     t.wait_for("Counted.").wait_for(at_prompt)
     assert not any("│ line" in line for line in t.lines())  # folded into the result
@@ -75,8 +80,7 @@ def test_run_on_a_terminal_shows_the_tail_and_folds_it(tmp_path: Path) -> None:
     command, gate = gated_command(tmp_path)
     script = [answer(tool_call("bash", command=command, description="count")), answer("Counted.")]
     with dsh_run(tmp_path, script) as terminal:
-        terminal.wait_for(tail_shows("line1", "line2"))
-        assert any(RUNNING.search(line) for line in terminal.display())
+        terminal.wait_for(lambda t: tail_shows("line1", "line2")(t) and running(t))
         gate.write_text("go\n")
         lines = shown(terminal)
     assert "Counted." in lines

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +22,10 @@ from .support import run_cli as dsh
 from .terminal import Chats, answer, at_prompt, exits_cleanly, tool_call
 
 
-@pytest.fixture
-def model_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """The loopback OpenAI-compatible server: the model adds 2 and 3 with the MCP tool."""
-    script = [
-        {"parts": [{"tool_call": {"name": "mcp__calc__add", "arguments": {"a": 2, "b": 3}}}]},
-        {"parts": ["2 + 3 = 5."]},
-    ]
+@contextmanager
+def recording_model_server(tmp_path: Path, script: list[Any]) -> Iterator[tuple[str, Path]]:
+    """The loopback OpenAI-compatible server playing `script`: (its URL, the file where it
+    records each request)."""
     path, record = tmp_path / "script.json", tmp_path / "requests.jsonl"
     path.write_text(json.dumps(script))
     command = [sys.executable, "-m", "dsh.testing.openai_server", "--script", str(path)]
@@ -43,6 +41,17 @@ def model_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.fixture
+def model_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """The model adds 2 and 3 with the MCP tool."""
+    script = [
+        {"parts": [{"tool_call": {"name": "mcp__calc__add", "arguments": {"a": 2, "b": 3}}}]},
+        {"parts": ["2 + 3 = 5."]},
+    ]
+    with recording_model_server(tmp_path, script) as served:
+        yield served
 
 
 def loopback_env(url: str) -> dict[str, str]:
@@ -209,3 +218,48 @@ def test_serve_without_the_mcp_sdk_names_the_extra(tmp_path: Path) -> None:
         "dsh: dsh mcp serve needs dsh's mcp extra: pip install 'mcp>=2.3' "
         "(pipx: pipx inject dsh 'mcp>=2.3')"
     )
+
+
+def test_chat_completes_prompt_commands_and_mentions(chat: Chats) -> None:
+    dsh_home().mkdir(parents=True)
+    (dsh_home() / "mcp.json").write_text(json.dumps({"mcpServers": {"calc": stdio_server()}}))
+    t, server = chat([answer("Ready."), answer("Reviewed."), answer("Compared.")])
+    t.enter("hello")  # the first turn starts the servers
+    t.wait_for("Ready.").wait_for(at_prompt)
+    t.type("/mcp__calc__r")
+    t.wait_for(
+        lambda t: any("/mcp__calc__review" in x and "Review a file." in x for x in t.lines())
+    )
+    t.type("eview ")
+    t.wait_for(lambda t: any("path=" in x for x in t.display()))
+    t.enter("")  # a required argument is missing: said, not sent
+    t.wait_for("/mcp__calc__review needs path (usage: /mcp__calc__review PATH [FOCUS])")
+    t.enter("/mcp__calc__review src/a.py")
+    t.wait_for("Reviewed.").wait_for(at_prompt)
+    t.type("compare @calc:memo://o")
+    t.wait_for(lambda t: any("@calc:memo://one" in x and "The first memo" in x for x in t.lines()))
+    t.enter("ne")
+    t.wait_for("Compared.").wait_for(at_prompt)
+    sent = [r["body"]["messages"][-1]["content"] for r in server.requests()]
+    assert "Review src/a.py, looking for bugs." in json.dumps(sent[1])
+    assert "[resource memo://one]\\nmemo one" in json.dumps(sent[2])
+    exits_cleanly(t)
+
+
+def test_chat_asks_a_servers_elicitation_at_the_prompt(chat: Chats) -> None:
+    dsh_home().mkdir(parents=True)
+    entry = stdio_server(approval="allow")
+    (dsh_home() / "mcp.json").write_text(json.dumps({"mcpServers": {"calc": entry}}))
+    t, server = chat([answer(tool_call("mcp__calc__book")), answer("Booked.")])
+    t.enter("book a table")
+    t.wait_for("? (1/3) Book a table?")
+    t.wait_for(lambda t: t.cursor_line().startswith("answer"))
+    t.enter("friday")
+    t.wait_for("? (2/3) Guests")
+    t.enter("4")
+    t.wait_for("? (3/3) Terrace — Sit outside")
+    t.enter("1")  # yes
+    t.wait_for("Booked.").wait_for(at_prompt)
+    sent = json.dumps(server.requests()[-1]["body"]["messages"])
+    assert "booked friday for 4 (terrace: True)" in sent
+    exits_cleanly(t)

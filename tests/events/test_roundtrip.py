@@ -201,6 +201,17 @@ SAMPLES: list[tuple[str, dict[str, Any]]] = [
         {"callId": "c1", "tool": "bash", "decision": "deny", "by": "answerer", "reason": "no"},
     ),
     ("session/title", {"title": "Fix the bug", "messageSeqs": [7], "source": {"kind": "fallback"}}),
+    ("rewind/checkpoint", {"turn": 2, "kind": "tool", "tree": "4b825dc6", "callId": "c1"}),
+    ("rewind/checkpoint", {"turn": 1, "kind": "turn", "tree": "4b825dc6"}),
+    (
+        "rewind/code",
+        {"id": "r1", "before": "aa", "after": "bb", "restored": ["a.txt"], "kept": [], "turn": 1},
+    ),
+    (
+        "rewind/code",
+        {"id": "r2", "before": "bb", "after": "aa", "restored": [], "kept": ["b"], "undo": "r1"},
+    ),
+    ("rewind/conversation", {"id": "r1", "toSeq": 3, "turn": 1}),
     (
         "session/title",
         {

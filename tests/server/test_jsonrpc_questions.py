@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from dsh.client import AsyncHarness
 from dsh.testing import OpenAIServer, reply, tool_call
+from tests.plugins.mcp.support import stdio_server
 
 from .test_jsonrpc_e2e import env_for
 
@@ -79,3 +81,25 @@ async def test_a_client_without_the_capability_is_never_asked(tmp_path: Path) ->
     assert failed and "Decide by yourself" in text
     assert not any(f.get("method") == "session/ask-user-question" for f in frames)
     assert result.final_response == "I will pick 8080 myself."
+
+
+async def test_an_mcp_servers_elicitation_is_asked_of_the_client(tmp_path: Path) -> None:
+    home = tmp_path / ".dsh"  # the child's (HOME is tmp_path)
+    home.mkdir()
+    entry = stdio_server(approval="allow")
+    (home / "mcp.json").write_text(json.dumps({"mcpServers": {"calc": entry}}))
+    asked: list[dict[str, Any]] = []
+
+    async def person(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params)
+        return {"answers": [{"text": "friday"}, {"text": "2"}, {"selected": ["yes"]}]}
+
+    script = [reply(tool_call("mcp__calc__book", {})), "Booked."]
+    async with (
+        OpenAIServer(script) as server,
+        traced(tmp_path, server, [], answer_questions=person) as h,
+    ):
+        result = await h.run("book a table")
+    [params] = asked
+    assert [q["question"] for q in params["questions"]][1:] == ["Guests", "Terrace — Sit outside"]
+    assert result_text(result) == ("booked friday for 2 (terrace: True)", False)

@@ -127,7 +127,8 @@ async def test_launched_like_the_sdk_sessions_land_in_dsh_home_as_format_4(
             result = await h.run("Read hello.txt once. steps=1", session_id="session-home")
     assert result.final_response == "Done after 1 tool calls."
     folder = home / "sessions" / f"--{str(ws).strip('/').replace('/', '-')}--" / "session-home"
-    assert sorted(p.name for p in folder.iterdir()) == ["session.v4.jsonl.zstd"]
+    # the log, and the rewind plugin's shadow store of the workspace
+    assert sorted(p.name for p in folder.iterdir()) == ["rewind", "session.v4.jsonl.zstd"]
     from dsh.persistence import JsonlBackend, StoredSessions
 
     stored = await StoredSessions(JsonlBackend(home / "sessions")).inspect("session-home")

@@ -47,6 +47,8 @@ def sample_data(kind: str) -> dict[str, Any]:
         return {"turn": 1, "step": 1, "message": {**message, "id": f"{role[0]}1"}}
     if kind == "turn/end":
         return {"turn": 1, "reason": {"kind": "error", "error": {"message": "boom", "code": "X"}}}
+    if kind == "rewind/conversation":
+        return {"id": "r1", "toSeq": 0, "turn": 1}
     if kind == "assistant/chunk":
         return {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "é"}}
     return {"turn": 1, "value": 0.5, "items": ["a", None, True], "nested": {"k": []}}

@@ -4,18 +4,22 @@ person sees and clicks. A failing test saves a screenshot (see `SCREENSHOTS`).""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.async_api import Page, expect
 
 from dsh.llm import TokenUsage
 from dsh.testing import ScriptedModel, hold, reasoning, reply, tool_call
 from dsh.web import bind, serve
+from dsh.workspace import dsh_home
 from tests.cli.support import cli_env, run_dsh, scripted_profile
 from tests.conftest import REPO
+from tests.plugins.mcp.support import OAuthServer, running_oauth_server, stdio_server
 from tests.questions import CHECKS, DATABASE
 from tests.server.support import steps
 
@@ -360,3 +364,54 @@ async def test_a_plugin_tools_progress_shows_in_its_card(
     await asyncio.to_thread(gate.write_text, "go\n")
     await expect(card.locator(".output")).to_contain_text("3 steps done")
     await expect(card.locator(".tool-status")).to_have_text("done")
+
+
+# -- MCP: the suggestions of the message box, and the login link of a server --
+
+
+@pytest.fixture
+def servers() -> Iterator[OAuthServer]:
+    """`calc` (stdio, with prompts and resources) and `hosted` (OAuth) in the user's mcp.json,
+    written before the site's runtime boots."""
+    with running_oauth_server() as hosted:
+        dsh_home().mkdir(parents=True, exist_ok=True)
+        entries = {"calc": stdio_server(), "hosted": hosted.entry()}
+        (dsh_home() / "mcp.json").write_text(json.dumps({"mcpServers": entries}))
+        yield hosted
+
+
+async def test_the_composer_suggests_prompts_and_mentions_and_a_login_link_shows(
+    servers: OAuthServer, site: Site, page: Page, served: str
+) -> None:
+    site.model.add(reply("Ready."), reply("Reviewed."))
+    await login(page, served)
+    await send(page, "hello")  # the first turn starts the servers
+    log = page.get_by_role("log")
+    await expect(log.locator(".answer")).to_have_text("Ready.")
+    box = page.get_by_role("textbox", name="Message")
+    await box.focus()
+    await box.press_sequentially("/mcp__calc__r")
+    suggestions = page.get_by_role("list", name="Suggestions")
+    await expect(suggestions).to_contain_text("/mcp__calc__review")
+    await expect(suggestions).to_contain_text("Review a file.")
+    await box.press("Tab")
+    await expect(box).to_have_value("/mcp__calc__review ")
+    await box.press_sequentially("a.py @calc:memo://o")
+    await expect(suggestions).to_contain_text("The first memo")
+    await suggestions.get_by_text("@calc:memo://one").click()
+    await expect(box).to_have_value("/mcp__calc__review a.py @calc:memo://one")
+    await box.press("Enter")
+    await expect(log.locator(".answer").last).to_have_text("Reviewed.")
+    sent = site.model.requests[-1].messages[-1].text  # the prompt, its mention attached
+    assert sent == "Review a.py, looking for @calc:memo://one.[resource memo://one]\nmemo one"
+
+    panel = page.get_by_role("list", name="MCP servers")
+    await expect(panel).to_contain_text("hosted: login required")
+    await panel.get_by_role("button", name="Log in to hosted").click()
+    link = panel.get_by_role("link", name="Open the login page of hosted")
+    href = await link.get_attribute("href")
+    assert href is not None and href.startswith(servers.base + "/authorize?")
+    async with httpx.AsyncClient(follow_redirects=True) as browser:  # the person's browser
+        (await browser.get(href)).raise_for_status()
+    await expect(panel).not_to_contain_text("login required")  # the page follows the login
+    assert servers.state()["authorizations"] == 1

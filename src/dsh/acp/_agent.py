@@ -37,6 +37,7 @@ from ..plugins.approval import APPROVAL, ApprovalRequest, Decision
 from ..plugins.ask_user import QUESTIONS, Answer, NoPersonError, QuestionRequest
 from ..session import SessionMeta
 from ..tools import EDITOR_FILES
+from ._commands import offer_commands
 from ._files import ClientFiles
 from ._mcp import McpServers, mcp_available
 from ._models import config_options, set_config_option
@@ -201,6 +202,7 @@ class AcpAgent:
         servers.connect(handle.agent)
         session = AcpSession(self.client, handle, self.settings.max_turn_requests)
         self.sessions[session.id] = session
+        offer_commands(session)
         return session
 
     def _session(self, session_id: str) -> AcpSession:

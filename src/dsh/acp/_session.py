@@ -8,6 +8,7 @@ import logging
 from collections.abc import Sequence
 
 from acp import RequestError
+from acp.helpers import update_agent_message_text
 from acp.interfaces import Client
 from acp.schema import (
     AllowedOutcome,
@@ -25,6 +26,7 @@ from ..tools import TOOLS_PRE_EXECUTE
 from ._calls import call_view
 from ._modes import ModeGate
 from ._prompt import PromptBlock, message_content, stop_reason
+from ._rewind import commands_update, rewind_argument, rewind_text
 from ._updates import Transcript
 
 __all__ = ["AcpSession"]
@@ -65,6 +67,8 @@ class AcpSession:
         self.closed = False
         self.progress = asyncio.Condition()
         self.pump = agent.ctx.owner.spawn(self._pump(), name=f"dsh-acp:{self.id}")
+        commands = client.session_update(self.id, commands_update())
+        agent.ctx.owner.spawn(commands, name=f"dsh-acp-commands:{self.id}")
 
     def _shows(self, message_id: str) -> bool:
         return message_id not in self.own_prompts  # the editor shows what it sent itself
@@ -108,6 +112,11 @@ class AcpSession:
             raise RequestError.invalid_request(
                 {"message": f"session {self.id} is already answering a prompt"}
             )
+        command = rewind_argument(blocks)
+        if command is not None:  # a slash command of ours: answered here, no model call
+            text = await rewind_text(self.agent, command)
+            await self.client.session_update(self.id, update_agent_message_text(text))
+            return "end_turn"
         message = user_message(message_content(blocks))
         self.prompting = True
         try:

@@ -412,6 +412,63 @@ def sessions_repair(session_id: SessionArgument, profile: ProfileOption = None) 
     exit_with(repair_session(profile, session_id))
 
 
+@sessions_app.command("rewind")
+def sessions_rewind(
+    session_id: SessionArgument,
+    to: Annotated[
+        int | None, typer.Option("--to", metavar="N", help="Back to just before prompt N.")
+    ] = None,
+    code: Annotated[bool, typer.Option("--code", help="Only the workspace's files.")] = False,
+    conversation: Annotated[
+        bool, typer.Option("--conversation", help="Only the conversation.")
+    ] = False,
+    both: Annotated[bool, typer.Option("--both", help="Files and conversation (default).")] = False,
+    undo: Annotated[bool, typer.Option("--undo", help="Undo the last rewind.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Also take back files changed outside dsh.")
+    ] = False,
+    profile: ProfileOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Rewind session ID's files, conversation or both to just before prompt N (without
+    --to: list the prompts and the files each changed)."""
+    from ._rewind import rewind_session
+
+    chosen = [m for m, on in (("code", code), ("conversation", conversation), ("both", both)) if on]
+    if len(chosen) > 1:
+        raise typer.BadParameter("choose one of --code, --conversation, --both")
+    if undo and to is not None:
+        raise typer.BadParameter("--undo takes no --to", param_hint="--undo")
+    mode = chosen[0] if chosen else "both"
+    exit_with(
+        rewind_session(
+            profile,
+            session_id,
+            to,
+            mode,  # type: ignore[arg-type]
+            undo=undo,
+            dry_run=dry_run,
+            force=force,
+            as_json=json_,
+        )
+    )
+
+
+@sessions_app.command("diff")
+def sessions_diff(
+    session_id: SessionArgument,
+    turn: Annotated[
+        int | None, typer.Option("--turn", metavar="N", help="This turn (default: the last).")
+    ] = None,
+    profile: ProfileOption = None,
+) -> None:
+    """What a turn of session ID changed in the workspace (shell commands' changes too)."""
+    from ._rewind import diff_session
+
+    exit_with(diff_session(profile, session_id, turn))
+
+
 @sessions_app.command("stats")
 def sessions_stats(profile: ProfileOption = None, json_: JsonOption = False) -> None:
     """Usage of every stored session by day (UTC) and model: requests, tool calls, tokens,
@@ -468,6 +525,33 @@ def mcp_list(
     from ._mcp import list_servers
 
     exit_with(list_servers(profile, cwd, json_, trust))
+
+
+ServerArgument = Annotated[str, typer.Argument(help="The server's name (see dsh mcp list).")]
+
+
+@mcp_app.command("login")
+def mcp_login(
+    name: ServerArgument,
+    profile: ProfileOption = None,
+    cwd: CwdOption = None,
+    browser: Annotated[
+        bool, typer.Option("--browser/--no-browser", help="Open the login page in a browser.")
+    ] = True,
+) -> None:
+    """Log in to a remote server (OAuth): the browser comes back to 127.0.0.1, or paste the
+    address it ends on. Tokens are kept in $DSH_HOME/mcp-auth (0600)."""
+    from ._mcp import login_server
+
+    exit_with(login_server(profile, cwd, name, browser))
+
+
+@mcp_app.command("logout")
+def mcp_logout(name: ServerArgument, profile: ProfileOption = None, cwd: CwdOption = None) -> None:
+    """Revoke (where the server offers it) and delete a server's stored OAuth tokens."""
+    from ._mcp import logout_server
+
+    exit_with(logout_server(profile, cwd, name))
 
 
 ScopeOption = Annotated[

@@ -25,9 +25,11 @@ from ..session import SESSION_EVENT, SessionEventPayload
 from ..tools import TOOL_PROGRESS_EVENT, Decision, ToolProgress
 from ..workspace import Trust
 from ._approve import REASK, REASON_PROMPT, Answer, approval_view, parse_answer, question
+from ._mcp import McpSuggestions, prompt_problem
 from ._model import resume_switch, switch_effort, switch_to
 from ._questions import Asked
 from ._render import Renderer
+from ._rewind_chat import Line, rewind_dialog
 from ._runtime import CliError, Options, failure_advice, prepare, pricer, session_cost
 from ._screen import ChatScreen, history_file
 from ._sessions import open_agent, persistence_of, summaries, summary_line
@@ -38,9 +40,10 @@ COMMANDS = {
     "/resume": "resume a session: /resume ID (a unique prefix is enough)",
     "/sessions": "this workspace's sessions, newest first",
     "/compact": "summarise older turns to free the context",
+    "/rewind": "take the files, the conversation or both back to a prompt (/rewind undo)",
     "/hooks": "this session's hooks: where each comes from, whether it runs",
     "/plan": "plan first: only reading tools run until you approve a plan (/plan off leaves)",
-    "/mcp": "MCP servers: their state and tools",
+    "/mcp": "MCP servers: their state and tools (/mcp login NAME: log in to one)",
     "/sandbox": "what commands may read, write and reach in this session",
     "/model": "the session's model; /model provider:model switches from the next request",
     "/reasoning": "show the model's reasoning in full or folded (toggles); /reasoning low|high|"
@@ -88,6 +91,7 @@ class Chat:
             commands=COMMANDS,
             prompt=self._prompt,
             idle_hint=f"{route.provider}/{route.model} · /help · Ctrl-C cancels · Ctrl-D quits",
+            suggestions=McpSuggestions(lambda: ctx.get("mcp"), lambda: self.agent),
         )
         self.renderer = Renderer(
             self.screen,
@@ -97,7 +101,7 @@ class Chat:
             session_cost=session_cost(ctx, lambda: self.agent),
         )
         self.handle: AgentHandle | None = None
-        self.question: Question | Asked | None = None
+        self.question: Question | Asked | Line | None = None
         """What the prompt is answering: an approval, or the model's questions."""
         self.queued: dict[str, str] = {}
         """Steering not yet in the log, by message id."""
@@ -179,11 +183,16 @@ class Chat:
         text = clean_text(text.strip())  # a terminal's undecodable byte arrives as a surrogate
         if not text:
             return True
-        if text.startswith("/"):
+        if text.startswith("/") and not text.startswith("/mcp__"):
             return await self._command(text)
         agent = self.agent
         if agent is None:
             return True
+        if text.startswith("/mcp__"):  # a server's prompt: sent once it can run
+            problem = prompt_problem(self.ctx.get("mcp"), agent, text)
+            if problem is not None:
+                self.screen.note(problem, "red")
+                return True
         if agent.status == "running":
             self.queued[agent.steer(text)] = text
             self.screen.queued = list(self.queued.values())
@@ -212,12 +221,14 @@ class Chat:
             await self._list_sessions("sessions of this workspace, newest first:")
         elif command == "/compact":
             await self._compact()
+        elif command == "/rewind":
+            self._rewind(argument)
         elif command == "/hooks":
             self._show_hooks()
         elif command == "/plan":
             self._plan(argument)
         elif command == "/mcp":
-            self._show_mcp()
+            await self._mcp(argument)
         elif command == "/sandbox":
             await self._show_sandbox()
         elif command == "/model" and self.agent is not None:
@@ -331,13 +342,10 @@ class Chat:
         for line in hook_lines(hooks):
             self.screen.note(line)
 
-    def _show_mcp(self) -> None:
-        from ._mcp import describe_statuses
+    async def _mcp(self, argument: str) -> None:
+        from ._mcp import chat_mcp
 
-        hub = self.ctx.get("mcp")
-        lines = ["MCP is not in the profile"] if hub is None else describe_statuses(hub.statuses())
-        for line in lines:
-            self.screen.note(line)
+        await chat_mcp(self.ctx.get("mcp"), argument, self.screen.note)
 
     async def _show_sandbox(self) -> None:
         from ..plugins.sandbox import SANDBOX, report
@@ -379,6 +387,30 @@ class Chat:
             self.screen.status(None)
         if result is None:
             self.screen.note(service.manual_plan(agent).why_not(), "dim")
+
+    def _rewind(self, argument: str) -> None:
+        """The `/rewind` dialog, in a task of its own: it reads its answers at the prompt."""
+        from ..plugins.rewind import REWIND
+
+        rewinds = self.ctx.get(REWIND)
+        agent = self.agent
+        if rewinds is None or agent is None:
+            self.screen.note("rewind is not available (no rewind plugin in the profile)", "red")
+            return
+        if agent.status != "idle":
+            self.screen.note("wait for the turn to end (or Ctrl-C it) before rewinding", "red")
+            return
+        dialog = rewind_dialog(rewinds, agent.session, argument, self._line, self.screen)
+        self.ctx.owner.spawn(dialog, name="dsh-chat-rewind")
+
+    async def _line(self, prompt: str) -> str:
+        """One line typed at the prompt, for a dialog."""
+        line = self.question = Line(prompt)
+        self.screen.live("")
+        try:
+            return await line.future
+        finally:
+            self.question = None
 
     def _plan(self, argument: str) -> None:
         plan_mode = self.ctx.get(PLAN_MODE)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +23,7 @@ from ._runtime import CliError, assembled, folder, layers
 
 if TYPE_CHECKING:
     from ..llm import Json
-    from ..plugins.mcp import ServerStatus
+    from ..plugins.mcp import McpHub, ServerSpec, ServerStatus
 
 NO_SERVERS = "no MCP servers configured (add one: dsh mcp add NAME -- COMMAND ARGS…)"
 
@@ -43,6 +46,8 @@ def describe_statuses(statuses: Sequence[ServerStatus]) -> list[str]:
             f"{status.name:<{width}}  {status.transport:<5}  {status.state:<10}  "
             f"{status.source}{scope}"
         )
+        if status.auth == "logged-in":
+            lines.append("  oauth: logged in (dsh mcp logout " + status.name + ")")
         if status.error:
             lines.append(f"  {status.error}")
         elif status.tools:
@@ -50,15 +55,12 @@ def describe_statuses(statuses: Sequence[ServerStatus]) -> list[str]:
     return lines
 
 
-async def list_servers(
-    profile: list[Path] | None, cwd: Path | None, as_json: bool, trust: bool
-) -> int:
-    """Start every configured server (as a run would), wait for each to settle, list them
-    (`trust`: the workspace's own servers too, trusted for this listing)."""
+@asynccontextmanager
+async def _hub(profile: list[Path] | None, cwd: Path | None, trust: bool) -> AsyncIterator[McpHub]:
+    """The mcp plugin alone, its servers not started: listing, login and logout start no
+    agent and write no session."""
     from ..plugins.mcp import MCP
 
-    # The listing says what the plugin would log (skipped and crashed servers) itself.
-    logging.getLogger("dsh.mcp").setLevel(logging.ERROR)
     spec = RuntimeSpec(
         workspace=folder(cwd),
         files=layers(profile),
@@ -70,14 +72,23 @@ async def list_servers(
     row = built.row("mcp")
     if row is None or row.disabled:
         raise CliError("the mcp plugin is not in the profile (see `dsh config show`)")
-    # Only what the plugin needs: listing starts no agent and writes no session.
     ctx = await boot(Profile([r for r in built.rows if r.id in ("tools", "mcp")], built.sources))
     try:
-        hub = ctx.require(MCP)
-        await hub.wait_started(None, CancelSignal())
-        statuses = hub.statuses()
+        yield ctx.require(MCP)
     finally:
         await ctx.owner.dispose()
+
+
+async def list_servers(
+    profile: list[Path] | None, cwd: Path | None, as_json: bool, trust: bool
+) -> int:
+    """Start every configured server (as a run would), wait for each to settle, list them
+    (`trust`: the workspace's own servers too, trusted for this listing)."""
+    # The listing says what the plugin would log (skipped and crashed servers) itself.
+    logging.getLogger("dsh.mcp").setLevel(logging.ERROR)
+    async with _hub(profile, cwd, trust) as hub:
+        await hub.wait_started(None, CancelSignal())
+        statuses = hub.statuses()
     if as_json:
         for status in statuses:
             sys.stdout.write(json.dumps(msgspec.to_builtins(status)) + "\n")
@@ -86,6 +97,133 @@ async def list_servers(
         if any(s.state == "untrusted" for s in statuses):
             print(UNTRUSTED_HINT)
     return 0
+
+
+async def login_server(
+    profile: list[Path] | None, cwd: Path | None, name: str, browser: bool
+) -> int:
+    """`dsh mcp login NAME`: the OAuth authorization in the browser (or pasted back)."""
+    from ..plugins.mcp import LoginError, login, open_in_browser
+
+    async with _hub(profile, cwd, True) as hub:
+        spec = _named(hub, name)
+        pasted = read_line() if sys.stdin.isatty() else None
+        try:
+            asked = await login(
+                spec, print, browser=open_in_browser if browser else None, pasted=pasted
+            )
+        except LoginError as exc:
+            raise CliError(str(exc)) from None
+    print(f"logged in to {name}" if asked else f"{name} did not ask for a login")
+    return 0
+
+
+async def logout_server(profile: list[Path] | None, cwd: Path | None, name: str) -> int:
+    """`dsh mcp logout NAME`: revoke and delete the stored tokens."""
+    from ..plugins.mcp import LoginError, logout
+
+    async with _hub(profile, cwd, True) as hub:
+        try:
+            print(await logout(_named(hub, name)))
+        except LoginError as exc:
+            raise CliError(str(exc)) from None
+    return 0
+
+
+def _named(hub: McpHub, name: str) -> ServerSpec:
+    spec = hub.spec(name)
+    if spec is None:
+        raise CliError(f'no MCP server "{name}" is configured (see dsh mcp list)')
+    return spec
+
+
+async def chat_mcp(hub: McpHub | None, argument: str, note: Callable[..., None]) -> None:
+    """`/mcp` in chat: the servers, with an offer to log in to those that ask for it;
+    `/mcp login NAME`: the login (the browser comes back to this machine), then the
+    server starts again."""
+    from ..plugins.mcp import LoginError, login, open_in_browser
+
+    if hub is None:
+        note("MCP is not in the profile")
+        return
+    command, _, name = argument.partition(" ")
+    if command != "login":
+        statuses = hub.statuses()
+        for line in describe_statuses(statuses):
+            note(line)
+        for status in statuses:
+            if status.auth == "login-required":
+                note(f"log in to {status.name}: /mcp login {status.name}", "bold yellow")
+        return
+    spec = hub.spec(name.strip())
+    if spec is None:
+        note(f'no MCP server "{name.strip()}" (usage: /mcp login NAME)', "red")
+        return
+    try:
+        await login(spec, note, browser=open_in_browser)
+    except LoginError as exc:
+        note(str(exc), "red")
+        return
+    note(f"logged in to {spec.name}; starting it again", "dim")
+    await hub.reconnect(spec.name)
+
+
+class McpSuggestions:
+    """The chat's completions from the MCP servers the agent sees (`Suggestions`)."""
+
+    def __init__(self, hub: Callable[[], McpHub | None], agent: Callable[[], object]) -> None:
+        self._hub = hub
+        self._agent = agent
+
+    def commands(self) -> dict[str, str]:
+        hub = self._hub()
+        commands = hub.prompt_commands(self._agent()) if hub is not None else []
+        return {f"/{c.name}": c.description or c.usage for c in commands}
+
+    def arguments(self, command: str) -> list[tuple[str, str]]:
+        hub = self._hub()
+        found = hub.prompt_commands(self._agent()) if hub is not None else []
+        for prompt in found:
+            if prompt.name == command:
+                return [(a.name, a.description) for a in prompt.arguments]
+        return []
+
+    def mentions(self) -> dict[str, str]:
+        hub = self._hub()
+        mentions = hub.mentions(self._agent()) if hub is not None else []
+        return {m.text: m.description for m in mentions}
+
+
+def prompt_problem(hub: McpHub | None, agent: object, text: str) -> str | None:
+    """Why `/mcp__server__prompt args…` cannot be sent (None: it can)."""
+    from ..plugins.mcp import parse_arguments
+
+    name, _, rest = text[1:].partition(" ")
+    found = hub.prompt_commands(agent) if hub is not None else []
+    command = next((c for c in found if c.name == name), None)
+    if command is None:
+        return f"no MCP prompt /{name} (Tab lists the commands)"
+    try:
+        parse_arguments(command, rest)
+    except ValueError as exc:
+        return f"{exc} (usage: {command.usage})"
+    return None
+
+
+def read_line() -> asyncio.Future[str]:
+    """The next line of stdin, read by a daemon thread (it may never come)."""
+    loop = asyncio.get_running_loop()
+    line: asyncio.Future[str] = loop.create_future()
+
+    def arrived(text: str) -> None:
+        if not line.done():
+            line.set_result(text)
+
+    def read() -> None:
+        loop.call_soon_threadsafe(arrived, sys.stdin.readline())
+
+    threading.Thread(target=read, daemon=True, name="dsh-paste").start()
+    return line
 
 
 def add_server(
@@ -208,7 +346,9 @@ async def serve(
     assert route is not None
     ctx = await start(assembly)
     try:
-        await serve_stdio(ctx, ServeOptions(route.provider, route.model, assembly.workspace))
+        await serve_stdio(
+            ctx, ServeOptions(route.provider, route.model, assembly.workspace, ask=not yes)
+        )
     finally:
         await ctx.owner.dispose()
     return 0

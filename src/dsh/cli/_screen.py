@@ -10,6 +10,7 @@ import os
 import textwrap
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Protocol
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import in_terminal
@@ -55,19 +56,50 @@ def _private_history(path: Path) -> None:
     os.close(open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND))
 
 
-class SlashCompleter(Completer):
-    """Completes `/commands` at the start of the input line."""
+class Suggestions(Protocol):
+    """Completions that change while the chat runs (MCP prompt commands and mentions)."""
 
-    def __init__(self, commands: dict[str, str]) -> None:
+    def commands(self) -> dict[str, str]:
+        """`/name` → what it does."""
+        ...
+
+    def arguments(self, command: str) -> list[tuple[str, str]]:
+        """The arguments of `/command`: (name, description)."""
+        ...
+
+    def mentions(self) -> dict[str, str]:
+        """`@server:uri` → what it is."""
+        ...
+
+
+class SlashCompleter(Completer):
+    """Completes `/commands` at the start of the input line, a command's `name=` arguments,
+    and `@mentions` anywhere."""
+
+    def __init__(self, commands: dict[str, str], more: Suggestions | None = None) -> None:
         self.commands = commands
+        self.more = more
 
     def get_completions(self, document: Document, event: CompleteEvent) -> Iterable[Completion]:
         typed = document.text_before_cursor
-        if not typed.startswith("/") or " " in typed:
-            return
-        for name, meaning in self.commands.items():
-            if name.startswith(typed):
-                yield Completion(name, -len(typed), display_meta=meaning)
+        word = typed.rsplit(None, 1)[-1] if typed and not typed[-1].isspace() else ""
+        if self.more is not None and word.startswith("@"):
+            yield from _starting(self.more.mentions(), word)
+        elif typed.startswith("/") and " " not in typed:
+            extra = self.more.commands() if self.more is not None else {}
+            yield from _starting({**self.commands, **extra}, typed)
+        elif typed.startswith("/") and self.more is not None:
+            command = typed.split(None, 1)[0][1:]
+            given = {w.partition("=")[0] for w in typed.split()[1:] if "=" in w}
+            arguments = dict(self.more.arguments(command))
+            left = {f"{n}=": about for n, about in arguments.items() if n not in given}
+            yield from _starting(left, word)
+
+
+def _starting(choices: dict[str, str], typed: str) -> Iterable[Completion]:
+    for text, meaning in choices.items():
+        if text.startswith(typed):
+            yield Completion(text, -len(typed), display_meta=meaning)
 
 
 class ChatScreen:
@@ -81,13 +113,14 @@ class ChatScreen:
         commands: dict[str, str],
         prompt: Callable[[], str],
         idle_hint: str,
+        suggestions: Suggestions | None = None,
     ) -> None:
         self.markdown = markdown
         self.prompt_text = prompt
         self.idle_hint = idle_hint
         self.queued: list[str] = []
         """Steering sent but not yet taken by the model (shown until it enters the log)."""
-        self.session = self._session(history, commands)
+        self.session = self._session(history, SlashCompleter(commands, suggestions))
         self.color = "NO_COLOR" not in os.environ
         self._live = ("", "")
         self._status: str | None = None
@@ -101,7 +134,7 @@ class ChatScreen:
         self._stopped = False
         self._history_read = False
 
-    def _session(self, history: Path | None, commands: dict[str, str]) -> PromptSession[str]:
+    def _session(self, history: Path | None, completer: Completer) -> PromptSession[str]:
         stored: History = InMemoryHistory()
         if history is not None:
             try:
@@ -111,7 +144,7 @@ class ChatScreen:
                 pass  # no writable home: the history lasts this chat
         return PromptSession(
             history=stored,
-            completer=SlashCompleter(commands),
+            completer=completer,
             complete_while_typing=True,
             reserve_space_for_menu=0,
             erase_when_done=True,

@@ -333,6 +333,25 @@ class AsyncHarness:
         """Cancel the session's running turn; its run ends with finish reason `aborted`."""
         await self.request("session/cancel", {"sessionId": session_id})
 
+    async def rewind(
+        self,
+        session_id: str,
+        to: int | None = None,
+        *,
+        mode: str = "both",
+        undo: bool = False,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> dict[str, Json]:
+        """Take the session's files (`mode="code"`), conversation or both back to just
+        before prompt `to`, or `undo` its last rewind (`session/rewind`): the report
+        (`restored`, `kept`: files changed outside dsh, kept unless `force`; `patch`)."""
+        params: dict[str, Json] = {"sessionId": session_id, "mode": mode, "undo": undo}
+        params |= {"to": to, "force": force, "dryRun": dry_run}
+        result = await self.request("session/rewind", params)
+        assert isinstance(result, dict)
+        return result
+
     async def close(self) -> None:
         """Ask the runtime to shut down, then close its stdin; kill it if it lingers."""
         process = self._process
@@ -482,6 +501,22 @@ class Harness:
             self._async._background(_quietly(self._async.cancel(session_id)))
             return
         self._call(self._async.cancel(session_id))
+
+    def rewind(
+        self,
+        session_id: str,
+        to: int | None = None,
+        *,
+        mode: str = "both",
+        undo: bool = False,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> dict[str, Json]:
+        """`AsyncHarness.rewind`, from synchronous code."""
+        rewind = self._async.rewind(
+            session_id, to, mode=mode, undo=undo, force=force, dry_run=dry_run
+        )
+        return self._call(rewind)
 
     def request(self, method: str, params: Json = None) -> Json:
         return self._call(self._async.request(method, params))

@@ -27,6 +27,9 @@ from ..event_types import (
     PLAN_MODE,
     REQUEST_CONTEXT,
     REQUEST_HEADER,
+    REWIND_CHECKPOINT,
+    REWIND_CODE,
+    REWIND_CONVERSATION,
     SANDBOX_MODE,
     SESSION_END_SEED,
     SESSION_TITLE,
@@ -73,6 +76,7 @@ from ._values import (
     RANGE,
     REASON,
     SEQS,
+    STRINGS,
     TODOS,
     TOOL_ERROR,
     USAGE,
@@ -578,6 +582,45 @@ class TitleRequestEvent(Event, frozen=True, kw_only=True):
     max_tokens: int | None = None
 
 
+class RewindCheckpointEvent(Event, frozen=True, kw_only=True):
+    """The workspace's files as a tree of the session's shadow git store (`dsh.plugins.rewind`):
+    `kind` is `turn` (before prompt `turn` runs), `tool` (before a tool that may write,
+    `call_id`) or `end` (the turn ended)."""
+
+    type: ClassVar[str] = REWIND_CHECKPOINT
+    turn: int
+    kind: str
+    tree: str
+    call_id: str | None = None
+
+
+class RewindCodeEvent(Event, frozen=True, kw_only=True):
+    """A rewind of the workspace: `before` was its tree when the rewind began, `after` once it
+    ended; `restored` the paths it wrote or deleted, `kept` those it left as they were (changed
+    outside dsh since the target, not forced). `id` names the rewind (`undo` names the one
+    this rewind undoes)."""
+
+    type: ClassVar[str] = REWIND_CODE
+    id: str
+    before: str
+    after: str
+    restored: Annotated[tuple[str, ...], Key(codec=STRINGS)]
+    kept: Annotated[tuple[str, ...], Key(codec=STRINGS)]
+    turn: int | None = None
+    undo: str | None = None
+
+
+class RewindConversationEvent(Event, frozen=True, kw_only=True):
+    """The history goes back to what it was before event `to_seq` (the session replays the
+    surface); later events stay in the log. `id`, `turn` and `undo` as in `RewindCodeEvent`."""
+
+    type: ClassVar[str] = REWIND_CONVERSATION
+    id: str
+    to_seq: int
+    turn: int | None = None
+    undo: str | None = None
+
+
 # -- everything else ---------------------------------------------------------------------------
 
 
@@ -640,6 +683,9 @@ TypedEvent: TypeAlias = (
     | ModelSwitchEvent
     | AcpModeEvent
     | TitleRequestEvent
+    | RewindCheckpointEvent
+    | RewindCodeEvent
+    | RewindConversationEvent
     | OtherEvent
 )
 """Every typed event; `match` on it and close with `assert_never`."""

@@ -20,6 +20,7 @@ __all__ = [
     "RANGE",
     "REASON",
     "SEQS",
+    "STRINGS",
     "TODOS",
     "TOOL_ERROR",
     "USAGE",
@@ -137,6 +138,7 @@ TOOL_ERROR: Codec[ToolError] = Codec(
 )
 TODOS = _tuple_of(Codec(_of_object(_todo), _todo_json))
 SEQS = _tuple_of(Codec(lambda raw: expect(raw, int), int))
+STRINGS = _tuple_of(Codec(lambda raw: expect(raw, str), str))
 RANGE: Codec[SeqRange] = Codec(
     _of_object(lambda raw: SeqRange(expect(raw["start"], int), expect(raw["end"], int))),
     lambda r: {"start": r.start, "end": r.end},

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic
 from typing_extensions import TypeVar
 
 from ..agent import CACHE_NOTE, AgentOptions, ModelChoice, RunResult, switch_model
+from ..agent import Agent as AgentProtocol
 from ._blueprint import blueprint
 from ._output import FINAL_RESULT
 from ._run import RunPlan, StreamedRun
@@ -21,6 +22,7 @@ from ._stores import MemoryStore, Store
 
 if TYPE_CHECKING:
     from ..llm import LlmAdapter
+    from ..plugins.rewind import Mode, PromptInfo, RewindReport, Rewinds, TurnDiff
     from ..plugins.usage import UsageLimits
     from ..profiles import Profile
     from ..tools import ToolDefinition
@@ -180,6 +182,46 @@ class Agent(Generic[OutputT]):
                 await self.aclose()
 
         return asyncio.run(once())
+
+    # -- rewind --------------------------------------------------------------------------------
+
+    async def rewind(
+        self,
+        session: str,
+        to: int | None = None,
+        *,
+        mode: Mode = "both",
+        undo: bool = False,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> RewindReport:
+        """Take `session`'s workspace (`mode="code"`), history (`"conversation"`) or both
+        back to just before prompt `to` ran, or (`undo=True`) undo its last rewind. Files
+        changed outside dsh since then are kept and reported unless `force`; `dry_run` only
+        says what would change. Raises `dsh.plugins.rewind.RewindError` when it cannot."""
+        rewinds, agent = await self._rewinds(session)
+        return await rewinds.rewind(
+            agent.session, to, mode=mode, undo=undo, force=force, dry_run=dry_run
+        )
+
+    async def prompts(self, session: str) -> list[PromptInfo]:
+        """The prompts of `session` a rewind can go back to, with the files each changed."""
+        rewinds, agent = await self._rewinds(session)
+        return await rewinds.prompts(agent.session)
+
+    async def diff(self, session: str, turn: int | None = None) -> TurnDiff:
+        """What turn `turn` of `session` (default: the last) changed in the workspace."""
+        rewinds, agent = await self._rewinds(session)
+        return await rewinds.diff(agent.session, turn)
+
+    async def _rewinds(self, session: str) -> tuple[Rewinds, AgentProtocol]:
+        from ..plugins.rewind import REWIND, RewindError
+
+        runtime = await self._ensure_runtime()
+        rewinds = runtime.ctx.get(REWIND)
+        if rewinds is None:
+            raise RewindError("this agent's profile has no rewind plugin (keep the `rewind` row)")
+        return rewinds, await runtime.agent_for(session)
 
     # -- the runtime ---------------------------------------------------------------------------
 

@@ -39,6 +39,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "fallback": "dsh.plugins.fallback:FallbackPlugin",
     "persistence": "dsh.persistence:PersistencePlugin",
     "checkpoints": "dsh.plugins.checkpoints:CheckpointPlugin",
+    "rewind": "dsh.plugins.rewind:RewindPlugin",
     "tool_timeout": "dsh.plugins.tool_timeout:ToolTimeoutPlugin",
     "repeat_reminder": "dsh.plugins.repeat_reminder:RepeatReminderPlugin",
     "jobs": "dsh.plugins.jobs:JobsPlugin",
@@ -84,6 +85,7 @@ DEFAULT_ROWS: tuple[dict[str, Json], ...] = (
         "config": {"provider": "deepseek-official", "model": "deepseek-v4-flash"},
     },
     {"id": "checkpoints", "name": "checkpoints"},
+    {"id": "rewind", "name": "rewind"},
     {"id": "deepseek", "name": "deepseek"},
     {"id": "retry", "name": "retry"},
     # Inner to retry: it sees a failure once the retries gave up.

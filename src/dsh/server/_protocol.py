@@ -219,6 +219,16 @@ class PromptParams(SessionParams, frozen=True):
     prompt states its own)."""
 
 
+class RewindParams(SessionParams, frozen=True):
+    """`session/rewind`: back to just before prompt `to`, or `undo` the last rewind."""
+
+    to: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    mode: Literal["code", "conversation", "both"] = "both"
+    undo: bool = False
+    force: bool = False
+    dry_run: bool = False
+
+
 P = TypeVar("P", bound=_Params)
 
 

@@ -34,6 +34,7 @@ from ._protocol import (
     PromptParams,
     Request,
     Response,
+    RewindParams,
     RpcError,
     SessionParams,
     event_frame,
@@ -74,6 +75,7 @@ class JsonRpcServer:
             "session/prompt": self.prompt,
             "session/resume": self.resume,
             "session/cancel": self.cancel,
+            "session/rewind": self.rewind,
             "shutdown": self.shutdown,
         }
         on = self.ctx.on
@@ -245,6 +247,29 @@ class JsonRpcServer:
             raise RpcError(INVALID_PARAMS, f'session "{parsed.session_id}" is not open here')
         handle.agent.cancel(USER_CANCEL)
         return {}
+
+    async def rewind(self, params: Json) -> Json:
+        """`dsh.plugins.rewind` on a session (opened here if it is not): its report."""
+        from ..plugins.rewind import REWIND, RewindError
+
+        options = self._ready("session/rewind")
+        parsed = parse_params(RewindParams, "session/rewind", params)
+        rewinds = self.ctx.get(REWIND)
+        if rewinds is None:
+            raise RpcError(INVALID_PARAMS, "session/rewind needs the rewind plugin")
+        handle = await self._agent(parsed.session_id, options)
+        try:
+            report = await rewinds.rewind(
+                handle.agent.session,
+                parsed.to,
+                mode=parsed.mode,
+                undo=parsed.undo,
+                force=parsed.force,
+                dry_run=parsed.dry_run,
+            )
+        except RewindError as exc:
+            raise RpcError(INVALID_PARAMS, f"session/rewind: {exc}") from None
+        return report.to_json()
 
     # -- requests to the client -------------------------------------------------------------
 

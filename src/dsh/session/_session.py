@@ -15,6 +15,7 @@ from ..event_types import (
     MODEL_SWITCH,
     REQUEST_CONTEXT,
     REQUEST_HEADER,
+    REWIND_CONVERSATION,
     SESSION_END_SEED,
     SYSTEM_MESSAGE,
     TOOL_RESULT,
@@ -343,7 +344,12 @@ class Session:
         data_type = data.__class__
         if data_type is not dict and data_type is not FrozenDict:
             raise LosslessJsonError("data", "an event's data must be a dict (a JSON object)")
-        if surface_op is None and source_event_seqs is None and type in _known:
+        if (
+            surface_op is None
+            and source_event_seqs is None
+            and type in _known
+            and type != REWIND_CONVERSATION
+        ):
             if type in SURFACE_TYPES:
                 raise InvalidEventError(f"{type} needs a surface op ('append' or ReplaceOp)")
             # The hot path (chunks and other log-only events): nothing else to check.
@@ -379,6 +385,8 @@ class Session:
                     "or mark the event ignorable)"
                 )
             return None  # inert: kept verbatim, never interpreted
+        if kind == REWIND_CONVERSATION:
+            _rewind_target(event, where)
         seqs = event.source_event_seqs
         if seqs is not None:
             if not seqs and kind != ASSISTANT_MESSAGE:
@@ -425,6 +433,10 @@ class Session:
             self._latest[kind] = event
         elif kind == ASSISTANT_MESSAGE and event.source_event_seqs:
             self._cool(event.source_event_seqs)
+        elif kind == REWIND_CONVERSATION:
+            self._nodes = self._nodes_before(_rewind_target(event, ""))
+            self._rederive()
+            return
         op = event.surface_op
         if op is None or kind not in SURFACE_TYPES:
             return
@@ -433,12 +445,7 @@ class Session:
         if isinstance(op, ReplaceOp):
             first, last = self._replaced_range(op, _where(kind, event.seq))
             self._nodes[first : last + 1] = [event.seq]
-            self._replace_generation += 1
-            messages = self._messages
-            self._derived = [m for m in (messages[s] for s in self._nodes) if m is not None]
-            self._replay = frozenset(
-                p for m in self._derived if (p := _replay_provider(m)) is not None
-            )
+            self._rederive()
         else:
             self._nodes.append(event.seq)
             if message is not None:
@@ -446,6 +453,43 @@ class Session:
                 provider = _replay_provider(message)
                 if provider is not None and provider not in self._replay:
                     self._replay = self._replay | {provider}
+
+    def _rederive(self) -> None:
+        """The history again from the nodes, after a rewrite of the surface."""
+        self._surface = None
+        self._replace_generation += 1
+        messages = self._messages
+        self._derived = [m for m in (messages[s] for s in self._nodes) if m is not None]
+        self._replay = frozenset(p for m in self._derived if (p := _replay_provider(m)) is not None)
+
+    def _nodes_before(self, end: int) -> list[int]:
+        """The surface nodes as they were before event `end`: one pass over the log that
+        replays the surface ops (and the earlier `rewind/conversation`s)."""
+        entries = self._events[:end]
+        rewinds = {
+            seq: _rewind_target(e, "")
+            for seq, e in enumerate(entries)
+            if not isinstance(e, bytes) and e.type == REWIND_CONVERSATION
+        }
+        targets = set(rewinds.values())
+        kept: dict[int, list[int]] = {}
+        nodes: list[int] = []
+        for seq, entry in enumerate(entries):
+            if seq in targets:
+                kept[seq] = list(nodes)
+            if isinstance(entry, bytes):
+                continue
+            op = entry.surface_op
+            if seq in rewinds:
+                nodes = list(kept.get(rewinds[seq], nodes))
+            elif op is None or entry.type not in SURFACE_TYPES:
+                continue
+            elif isinstance(op, ReplaceOp):
+                first, last = nodes.index(op.start), nodes.index(op.end)
+                nodes[first : last + 1] = [seq]
+            else:
+                nodes.append(seq)
+        return nodes
 
     def _cool(self, seqs: tuple[int, ...]) -> None:
         """Keep the chunks an assistant message was assembled from as `ColdChunk`s."""
@@ -470,6 +514,14 @@ class Session:
 
     def __repr__(self) -> str:
         return f"<Session {self.id} seq={len(self._events)}>"
+
+
+def _rewind_target(event: SessionEvent, where: str) -> int:
+    """The seq a `rewind/conversation` takes the surface back to (before that event)."""
+    target = event.data.get("toSeq")
+    if type(target) is not int or not 0 <= target <= event.seq:
+        raise InvalidEventError(f"{where}: toSeq must be a seq of the log, got {target!r}")
+    return target
 
 
 def _replay_provider(message: Message) -> str | None:

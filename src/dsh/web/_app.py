@@ -36,6 +36,7 @@ from ..plugins.ask_user import (
     QuestionRequest,
     check_answers,
 )
+from ..plugins.rewind import REWIND, RewindError, Rewinds
 from ..plugins.usage import PRICES
 from ..session import SESSION_EVENT, ForkError, SessionEventPayload
 from ..tools import Decision
@@ -44,6 +45,7 @@ from ._diff import FileSnapshots
 from ._doors import Door
 from ._guard import LOOPBACK_HOSTS, Guard
 from ._live import LiveSessions
+from ._mcp import McpRoutes
 from ._model import model_state, switch_from_page
 from ._sessions import session_list
 from ._stream import session_stream
@@ -157,6 +159,7 @@ class _Routes:
     def __init__(self, web: WebUI) -> None:
         self.web = web
         self.live = web.live
+        self.mcp = McpRoutes(web.ctx, web.live.get)
 
     def table(self) -> list[Route | Mount]:
         post = ["POST"]
@@ -172,8 +175,12 @@ class _Routes:
             Route("/api/sessions/{id}/model", self.set_model, methods=post),
             Route("/api/sessions/{id}/release", self.release, methods=post),
             Route("/api/sessions/{id}/fork", self.fork, methods=post),
+            Route("/api/sessions/{id}/rewind", self.rewind, methods=post),
+            Route("/api/sessions/{id}/turns/{turn:int}/diff", self.diff),
             Route("/api/sessions/{id}/approvals/{call}", self.approve, methods=post),
             Route("/api/sessions/{id}/questions/{call}", self.reply, methods=post),
+            Route("/api/mcp", self.mcp.state),
+            Route("/api/mcp/{name}/login", self.mcp.login, methods=post),
             Mount("/static", StaticFiles(directory=STATIC)),
         ]
 
@@ -274,6 +281,50 @@ class _Routes:
         except ForkError as exc:
             return _error(409, str(exc))
         return JSONResponse({"session_id": child.id, "prompt": prompt})
+
+    async def rewind(self, request: Request) -> Response:
+        """`dsh.plugins.rewind` on the session (opened here first): the report."""
+        body = await _body(request)
+        turn, mode, undo = body.get("turn"), body.get("mode", "both"), body.get("undo") is True
+        if not undo and not isinstance(turn, int):
+            return _error(400, "rewind needs the turn of a prompt, or undo: true")
+        opened = await self._rewinds(request)
+        if isinstance(opened, Response):
+            return opened
+        rewinds, agent = opened
+        try:
+            report = await rewinds.rewind(
+                agent.session,
+                None if undo else turn,
+                mode=mode,
+                undo=undo,
+                force=body.get("force") is True,
+                dry_run=body.get("dry_run") is True,
+            )
+        except RewindError as exc:
+            return _error(409, str(exc))
+        return JSONResponse(report.to_json())
+
+    async def diff(self, request: Request) -> Response:
+        """What a turn changed in the workspace: `{turn, changes: [{status, path}], patch}`."""
+        opened = await self._rewinds(request)
+        if isinstance(opened, Response):
+            return opened
+        rewinds, agent = opened
+        try:
+            diff = await rewinds.diff(agent.session, request.path_params["turn"])
+        except RewindError as exc:
+            return _error(409, str(exc))
+        changes = [{"status": c.status, "path": c.path} for c in diff.changes]
+        return JSONResponse({"turn": diff.turn, "changes": changes, "patch": diff.patch})
+
+    async def _rewinds(self, request: Request) -> tuple[Rewinds, Agent] | Response:
+        """The rewind service and the session's agent (opened here first)."""
+        rewinds = self.web.ctx.get(REWIND)
+        if rewinds is None:
+            return _error(409, "the profile has no rewind plugin")
+        agent = await self._agent(request)
+        return agent if isinstance(agent, Response) else (rewinds, agent)
 
     async def approve(self, request: Request) -> Response:
         body = await _body(request)

@@ -17,6 +17,8 @@ from ..events import (
     ModelSwitchEvent,
     ReasoningDeltaEvent,
     RetryEvent,
+    RewindCodeEvent,
+    RewindConversationEvent,
     SessionTitleEvent,
     TextDeltaEvent,
     TodoWriteEvent,
@@ -124,6 +126,10 @@ def _record(event: TypedEvent) -> dict[str, Json] | None:
             effort = event.reasoning_effort
             model = f"{event.provider}:{event.model}"
             return {"model": model, "reasoning_effort": effort, "fallback": event.fallback}
+        case RewindCodeEvent():
+            return {"turn": event.turn, "undo": event.undo, "restored": list(event.restored)}
+        case RewindConversationEvent():
+            return {"turn": event.turn, "undo": event.undo}
         case _ if event.type == SessionTitleEvent.type:  # an OtherEvent until it is modelled
             title = event.to_data().get("title")
             return {"log_type": event.type, "title": title} if isinstance(title, str) else None

@@ -22,6 +22,7 @@ from mcp.types import (
     TextResourceContents,
     ToolAnnotations,
 )
+from pydantic import BaseModel, Field
 
 PIXEL = base64.b64encode(b"\x89PNG\r\n\x1a\n-not-really").decode()
 
@@ -127,6 +128,41 @@ def traceparent(ctx: Context) -> str:
 def pid() -> int:
     """The server's process id."""
     return os.getpid()
+
+
+class Booking(BaseModel):
+    day: str = Field(title="Day")
+    guests: int = Field(title="Guests", ge=1, le=8)
+    terrace: bool = Field(title="Terrace", description="Sit outside")
+
+
+@server.tool()
+async def book(ctx: Context) -> str:
+    """Book a table, asking the person for the details (elicitation)."""
+    answer = await ctx.elicit("Book a table?", Booking)
+    if answer.action != "accept":
+        return answer.action
+    data = answer.data
+    return f"booked {data.day} for {data.guests} (terrace: {data.terrace})"
+
+
+@server.prompt()
+def review(path: str, focus: str = "bugs") -> str:
+    """Review a file."""
+    return f"Review {path}, looking for {focus}."
+
+
+@server.tool()
+async def grow_prompt(ctx: Context) -> str:
+    """Add a prompt named `later` and announce the change."""
+    server.prompt(name="later", description="A prompt that appeared later.")(lambda: "Later.")
+    await ctx.session.send_prompt_list_changed()
+    return "grew"
+
+
+@server.resource("memo://{name}", description="Any memo by name")
+def memo(name: str) -> str:
+    return f"memo {name}"
 
 
 @server.resource("memo://one", name="one", description="The first memo", mime_type="text/plain")

@@ -5,11 +5,55 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
+
+from dsh.plugins.mcp import ServerSpec, parse_servers
+
 ROOT = Path(__file__).resolve().parents[3]
+
+
+class OAuthServer:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.base = url.rsplit("/", 1)[0]
+
+    def spec(self, name: str = "hosted") -> ServerSpec:
+        (spec,) = parse_servers({name: self.entry()}, "test", base=ROOT, env=None)
+        return spec
+
+    def entry(self) -> dict[str, Any]:
+        return {"type": "sse" if self.url.endswith("/sse") else "http", "url": self.url}
+
+    def state(self) -> dict[str, Any]:
+        data: dict[str, Any] = httpx.get(f"{self.base}/test/state").json()
+        return data
+
+    def expire_access_tokens(self) -> None:
+        httpx.post(f"{self.base}/test/expire").raise_for_status()
+
+
+@contextmanager
+def running_oauth_server(transport: str = "http") -> Iterator[OAuthServer]:
+    """`oauth_server.py` in a child process, over streamable HTTP or SSE."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.plugins.mcp.oauth_server", transport],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        yield OAuthServer(child.stdout.readline().strip())
+    finally:
+        child.terminate()
+        child.wait(timeout=10)
 
 
 def stdio_server(**extra: Any) -> dict[str, Any]:

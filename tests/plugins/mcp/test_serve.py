@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.types import ElicitResult
 
 from tests.cli.support import DSH, cli_env, scripted_profile
 
@@ -25,23 +26,30 @@ def env(tmp_path: Path) -> dict[str, str]:
     return cli_env(tmp_path)
 
 
-async def serve(tmp_path: Path, env: dict[str, str], script: list[Any]) -> Client:
+async def serve(
+    tmp_path: Path, env: dict[str, str], script: list[Any], *, yes: bool = True, **client: Any
+) -> Client:
     profile = scripted_profile(tmp_path, script)
     args = [*DSH, "mcp", "serve", "--profile", str(profile), "--provider", "scripted"]
-    args += ["--model", "scripted", "--yes", "--cwd", str(tmp_path)]
-    return Client(StdioServerParameters(command=sys.executable, args=args, env=env, cwd=ROOT))
+    args += ["--model", "scripted", "--cwd", str(tmp_path), *(["--yes"] if yes else [])]
+    server = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=ROOT)
+    return Client(server, **client)
 
 
-def turn_ends(env: dict[str, str], session: str) -> list[dict[str, Any]]:
-    """The `turn/end` reasons in the stored session, as `dsh sessions show --json` prints."""
-    shown = subprocess.run(
+def shown(env: dict[str, str], session: str) -> str:
+    """`dsh sessions show SESSION --json`: the stored session, one JSON line an event."""
+    return subprocess.run(
         [sys.executable, *DSH, "sessions", "show", session, "--json"],
         capture_output=True,
         text=True,
         env=env,
         timeout=60,
-    )
-    events = map(json.loads, shown.stdout.splitlines()[1:])
+    ).stdout
+
+
+def turn_ends(env: dict[str, str], session: str) -> list[dict[str, Any]]:
+    """The `turn/end` reasons in the stored session."""
+    events = map(json.loads, shown(env, session).splitlines()[1:])
     return [e["data"]["reason"] for e in events if e["type"] == "turn/end"]
 
 
@@ -117,3 +125,38 @@ async def test_run_agent_continues_the_callers_trace(tmp_path: Path, env: dict[s
             turn = await asyncio.to_thread(receiver.wait_for_span, "invoke_agent")
     assert turn.trace_id.hex() == parent[3:35]
     assert turn.parent_span_id.hex() == parent[36:52]
+
+
+async def test_approvals_are_asked_of_the_clients_user_by_elicitation(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    asked: list[str] = []
+    answers = [
+        ElicitResult(action="accept", content={"allow": True}),
+        ElicitResult(action="accept", content={"allow": False, "reason": "not now"}),
+    ]
+
+    async def elicit(context: Any, params: Any) -> ElicitResult:
+        asked.append(params.message)
+        return answers[len(asked) - 1]
+
+    script = [
+        {"tool": "shout", "args": {"text": "hi"}},
+        "Shouted.",
+        {"tool": "shout", "args": {"text": "no"}},
+        "Refused.",
+    ]
+    client = await serve(
+        tmp_path, env, script, yes=False, elicitation_callback=elicit, mode="legacy"
+    )
+    async with client:
+        first = await client.call_tool("run_agent", {"prompt": "shout hi"})
+        second = await client.call_tool("run_agent", {"prompt": "shout no"})
+    assert [c.text for c in first.content] == ["Shouted."]
+    assert [c.text for c in second.content] == ["Refused."]
+    assert asked == [
+        'dsh wants to run shout (approval policy: no rule matched): {"text": "hi"}',
+        'dsh wants to run shout (approval policy: no rule matched): {"text": "no"}',
+    ]
+    session = second.structured_content["sessionId"]
+    assert "not now" in shown(env, session)  # the person's reason reached the model

@@ -72,6 +72,8 @@ class ServerSpec(msgspec.Struct, frozen=True):
     headers: Mapping[str, str] = msgspec.field(default_factory=dict)
     approval: Action | None = None
     timeout_ms: float | None = None
+    oauth: bool = True
+    """A remote server may ask for an OAuth login (`dsh mcp login`); false: never."""
     problem: str | None = None
 
     @property
@@ -86,6 +88,7 @@ class ServerSpec(msgspec.Struct, frozen=True):
             self.cwd,
             self.url,
             tuple(sorted(self.headers.items())),
+            self.oauth,
             self.problem,
         )
 
@@ -198,6 +201,7 @@ def _parse_entry(
         fields |= {
             "url": _string(entry, "url", where, required=True),
             "headers": _mapping(entry, "headers", where),
+            "oauth": _flag(entry, "oauth", where),
         }
     fields, problem = _expand(fields, env, where)
     if fields.get("cwd"):
@@ -237,6 +241,13 @@ def _strings(entry: dict[str, Any], key: str, where: str) -> list[str]:
     value = entry.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise McpConfigError(f"{where}.{key}: expected an array of strings")
+    return value
+
+
+def _flag(entry: dict[str, Any], key: str, where: str) -> bool:
+    value = entry.get(key, True)
+    if not isinstance(value, bool):
+        raise McpConfigError(f"{where}.{key}: expected true or false")
     return value
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 from ..._lazy import extra_hint
 from ...kernel import CancelSignal, Disposer, Owner
 from ...llm import Json
+from ._auth_store import LoginRequired
 from ._config import RestartPolicy, ServerSpec, State
 from ._tools import ConnectionLost, McpToolError, Progress
 
@@ -20,7 +21,7 @@ T = TypeVar("T")
 if TYPE_CHECKING:
     import anyio
 
-    from ._transport import McpSession
+    from ._transport import Elicit, McpSession
 
 __all__ = ["Connection"]
 
@@ -41,18 +42,23 @@ class Connection:
         startup_timeout_ms: float,
         restart: RestartPolicy,
         on_change: Callable[[Connection], None],
+        elicit: Elicit | None = None,
     ) -> None:
         self.spec = spec
         self.state: State = "pending"
         self.error: str | None = None
         self.tools: tuple[Mapping[str, Json], ...] = ()
         self.has_resources = False
+        self.prompts: tuple[Mapping[str, Json], ...] = ()
+        self.resources: tuple[Mapping[str, Json], ...] = ()
+        """Resources and resource templates (`uriTemplate`), for `@server:uri` mentions."""
         self.restarts = 0
         self.stderr: deque[str] = deque(maxlen=_STDERR_LINES)
         self._owner = owner
         self._startup_s = startup_timeout_ms / 1000
         self._restart = restart
         self._on_change = on_change
+        self._elicit = elicit
         self._session: McpSession | None = None
         self._changes = asyncio.Event()
         self._refresh = asyncio.Event()
@@ -92,6 +98,15 @@ class Connection:
             await asyncio.wait([self._task])
         self._set("stopped", None)
 
+    async def restart(self) -> None:
+        """Stop the session if any, then start anew (a failed server after a login)."""
+        if self._task is not None:
+            await self.stop()
+        self._task, self._shutdown, self.restarts = None, None, 0
+        self._stop = CancelSignal()
+        self._set("pending", None)
+        self.start()
+
     async def wait_settled(self, signal: CancelSignal) -> None:
         self.start()
         while not self.settled:
@@ -111,6 +126,14 @@ class Connection:
     async def list_resources(self, signal: CancelSignal) -> list[dict[str, Json]]:
         result: list[dict[str, Json]] = await self._request(
             lambda s: s.resources(), signal, "the listing"
+        )
+        return result
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str], signal: CancelSignal
+    ) -> dict[str, Json]:
+        result: dict[str, Json] = await self._request(
+            lambda s: s.get_prompt(name, arguments), signal, "the prompt"
         )
         return result
 
@@ -191,9 +214,10 @@ class Connection:
                 async with open_session(
                     self.spec,
                     owner=self._owner,
-                    on_tools_changed=self._refresh.set,
+                    on_list_changed=self._refresh.set,
                     on_closed=lambda: self._lose("the server closed the connection"),
                     on_stderr=self._stderr_line,
+                    on_elicit=self._elicit,
                 ) as session:
                     await self._load(session)
                     timer.cancel()
@@ -214,8 +238,17 @@ class Connection:
         return ready_at, self._with_stderr(self._lost or "the session ended")
 
     async def _load(self, session: McpSession) -> None:
+        """Tools, prompts and resources (again after a `list_changed` notification)."""
         self.tools = tuple(await session.tools())
         self.has_resources = session.has_resources
+        try:  # what people use: a server whose listing fails still serves its tools
+            self.prompts = tuple(await session.prompts()) if session.has_prompts else ()
+            if session.has_resources:
+                self.resources = (*await session.resources(), *await session.templates())
+        except McpToolError as exc:
+            _log.warning(
+                'MCP server "%s": cannot list prompts or resources: %s', self.spec.name, exc
+            )
 
     def _lose(self, why: str) -> None:
         if self._lost is None:
@@ -237,7 +270,7 @@ class Connection:
     def _set(self, state: State, error: str | None) -> None:
         self.state, self.error = state, error
         if state in ("failed", "stopped"):
-            self.tools = ()
+            self.tools, self.prompts, self.resources = (), (), ()
         changes, self._changes = self._changes, asyncio.Event()
         changes.set()
         self._on_change(self)
@@ -246,6 +279,8 @@ class Connection:
 def _describe(exc: BaseException, spec: ServerSpec) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    if isinstance(exc, LoginRequired):
+        return str(exc)
     if isinstance(exc, ModuleNotFoundError) and (exc.name or "").startswith("mcp"):
         return f"the MCP SDK is not installed (dsh's mcp extra): {extra_hint('mcp')}"
     if isinstance(exc, OSError) and spec.transport == "stdio" and exc.strerror:

@@ -21,9 +21,13 @@ from ...kernel import (
     scope_chain,
 )
 from ..approval import Rule
+from ._auth_store import AuthState, auth_state
 from ._config import RestartPolicy, ServerSpec, State, Transport
 from ._connection import Connection
+from ._elicit import Elicitations
+from ._prompts import Mention, PromptCommand, mentions, prompt_commands
 from ._resources import LIST_RESOURCES, READ_RESOURCE, resource_tools
+from ._search import TOOL_SEARCH, Deferral, DeferralOptions, search_tool
 from ._tools import mcp_tool_definitions, server_prefix, tool_names
 
 if TYPE_CHECKING:
@@ -51,6 +55,8 @@ class ServerStatus(msgspec.Struct, frozen=True):
     restarts: int = 0
     scoped: bool = False
     """Connected for one agent (`connect_servers` on its scoped context)."""
+    auth: AuthState | None = None
+    """OAuth: `logged-in` (tokens stored), `login-required` (`dsh mcp login NAME`)."""
 
 
 MCP_SERVER_STATUS = EventSpec.declare(
@@ -68,6 +74,7 @@ class HubOptions(msgspec.Struct, frozen=True):
     tool_timeout_ms: float | None = 600_000
     restart: RestartPolicy = msgspec.field(default_factory=RestartPolicy)
     resource_tools: bool = True
+    defer: DeferralOptions = msgspec.field(default_factory=DeferralOptions)
 
 
 class _Attachment(msgspec.Struct, eq=False):
@@ -92,6 +99,12 @@ class McpHub:
         self._attachments: list[_Attachment] = []
         self._untrusted: tuple[ServerSpec, ...] = ()
         self._resource_tools: list[Disposer] = []
+        self._names: frozenset[str] = frozenset()
+        self._search_tool: Disposer | None = None
+        self.deferral = Deferral(options.defer, lambda: self._names)
+        self.elicitations = Elicitations(ctx)
+        """The servers' questions for the person (`tools/execute` tracks the calls)."""
+        """Which MCP tools stay out of the prompt, and what each session loaded."""
 
     def connect(self, ctx: Context, specs: Sequence[ServerSpec]) -> Disposer:
         """Make `specs`' tools visible through `ctx`: globally for a global context, to one
@@ -126,6 +139,17 @@ class McpHub:
             )
         return statuses
 
+    def spec(self, name: str) -> ServerSpec | None:
+        """The configured server `name` (connected, or skipped as untrusted)."""
+        specs = [c.spec for c in self._connections.values()] + list(self._untrusted)
+        return next((spec for spec in specs if spec.name == name), None)
+
+    async def reconnect(self, name: str) -> None:
+        """Start server `name` again (after a login): its connections restart."""
+        for connection in self._connections.values():
+            if connection.spec.name == name:
+                await connection.restart()
+
     def visible(self, agent: object | None) -> list[Connection]:
         """The connections an agent's tools come from (None: every connection)."""
         chain = list(scope_chain(agent))
@@ -158,6 +182,8 @@ class McpHub:
     def default_rule(self, tool: str) -> Rule | None:
         """The approval default of an MCP tool: its server's `approval`, else ask. The
         resource tools only read, and are allowed."""
+        if tool == TOOL_SEARCH:
+            return Rule(tool=tool, action="allow")
         if not tool.startswith("mcp"):
             return None
 
@@ -170,6 +196,23 @@ class McpHub:
                     return Rule(tool=f"{prefix}*", action=connection.spec.approval or "ask")
         return None
 
+    def prompt_commands(self, agent: object | None) -> list[PromptCommand]:
+        """The prompts of the servers `agent` sees, as `/mcp__<server>__<prompt>` commands."""
+        return prompt_commands(self.visible(agent))
+
+    def mentions(self, agent: object | None) -> list[Mention]:
+        """The resources and templates of the servers `agent` sees, as `@server:uri`."""
+        return mentions(self.visible(agent))
+
+    def catalog(self, agent: object | None) -> list[tuple[str, str]]:
+        """(name, description) of each MCP tool `agent` sees: what `tool_search` searches."""
+        found = []
+        for connection in self.visible(agent):
+            names = tool_names(connection.spec.name, connection.tools)
+            for name, tool in zip(names, connection.tools, strict=True):
+                found.append((name, str(tool.get("description") or "")))
+        return found
+
     # -- internals -----------------------------------------------------------------------------
 
     def _acquire(self, spec: ServerSpec) -> Connection:
@@ -181,6 +224,7 @@ class McpHub:
                 startup_timeout_ms=self.options.startup_timeout_ms,
                 restart=self.options.restart,
                 on_change=self._changed,
+                elicit=lambda params: self.elicitations.ask(spec.name, params),
             )
             self._connections[spec.key] = connection
         self._refs[connection] = self._refs.get(connection, 0) + 1
@@ -198,12 +242,14 @@ class McpHub:
                 del self._connections[connection.spec.key]
                 await connection.stop()
         self._sync_resource_tools()
+        self._sync_names()
 
     def _changed(self, connection: Connection) -> None:
         for attachment in self._attachments:
             if connection in attachment.connections:
                 self._sync(attachment, connection)
         self._sync_resource_tools()
+        self._sync_names()
         if self._ctx.owner.active:
             self._ctx.emit(MCP_SERVER_STATUS, self._status(connection))
 
@@ -242,6 +288,22 @@ class McpHub:
                 disposer()
             self._resource_tools = []
 
+    def _sync_names(self) -> None:
+        """The model-facing names of every MCP tool; `tool_search` while there are any."""
+        self._names = frozenset(
+            name
+            for connection in self._connections.values()
+            for name in tool_names(connection.spec.name, connection.tools)
+        )
+        if bool(self._names) == (self._search_tool is not None) or not self._ctx.owner.active:
+            return
+        if self._search_tool is None:
+            tool = search_tool(self.deferral, self.catalog)
+            self._search_tool = self._ctx.tools.register(tool)
+        else:
+            self._search_tool()
+            self._search_tool = None
+
     def _status(self, connection: Connection) -> ServerStatus:
         """`scoped` when no global context connects it (it serves only some agents)."""
         scoped = all(
@@ -263,6 +325,7 @@ def _status(connection: Connection, scoped: bool) -> ServerStatus:
         names,
         connection.restarts,
         scoped,
+        auth_state(spec, connection.error),
     )
 
 

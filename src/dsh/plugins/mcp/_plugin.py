@@ -11,12 +11,15 @@ import msgspec
 from msgspec import Meta
 
 from ..._context import Context
-from ...agent import PROMPT_SUBMIT, PromptDecision, PromptSubmit
+from ...agent import PROMPT_SUBMIT, Allow, Block, PromptDecision, PromptSubmit
 from ...kernel import ConfigRecord, Disposer, Injects, Next
-from ...tools import TOOLS
+from ...prompt import SYSTEM_PROMPT_ASSEMBLE, AssemblePayload, PromptAssembly
+from ...tools import TOOLS, TOOLS_EXECUTE
 from ..approval import APPROVAL
 from ._config import RestartPolicy, Servers, ServerSpec, load_servers
 from ._hub import MCP, HubOptions, McpHub
+from ._prompts import expand_prompt
+from ._search import DeferralOptions
 
 __all__ = ["McpConfig", "McpPlugin", "connect_servers"]
 
@@ -45,6 +48,10 @@ class McpConfig(ConfigRecord):
     restart_backoff_ms: Annotated[float, Meta(ge=0)] = 500
     resource_tools: bool = True
     """Offer `mcp_list_resources` / `mcp_read_resource` while a server has resources."""
+    defer_tools_over: Annotated[int, Meta(ge=0)] | None = 30
+    """More MCP tools than this (for one agent): their schemas wait for `tool_search`."""
+    defer_tokens_over: Annotated[int, Meta(ge=0)] | None = 10_000
+    """MCP tool schemas of more tokens than this (estimated): the same."""
 
     def hub_options(self) -> HubOptions:
         return HubOptions(
@@ -55,6 +62,7 @@ class McpConfig(ConfigRecord):
                 max_restarts=self.max_restarts, backoff_ms=self.restart_backoff_ms
             ),
             resource_tools=self.resource_tools,
+            defer=DeferralOptions(self.defer_tools_over, self.defer_tokens_over),
         )
 
 
@@ -83,9 +91,29 @@ class McpPlugin:
             payload: PromptSubmit, nxt: Next[PromptSubmit, PromptDecision]
         ) -> PromptDecision:
             await hub.wait_started(payload.agent, payload.signal)
-            return await nxt()
+            if payload.message.source.get("kind") != "user":
+                return await nxt()
+            expanded = await expand_prompt(
+                payload.message, hub.visible(payload.agent), payload.signal
+            )
+            if isinstance(expanded, Block):
+                _log.warning("%s", expanded.reason)  # the turn ends `blocked`, without a word
+                return expanded
+            if expanded is None:
+                return await nxt()
+            decision = await nxt(msgspec.structs.replace(payload, message=expanded))
+            if isinstance(decision, Allow) and decision.content is None:
+                return Allow(expanded, decision.additional_contexts)
+            return decision
+
+        async def deferred(
+            payload: AssemblePayload, nxt: Next[AssemblePayload, PromptAssembly]
+        ) -> PromptAssembly:
+            return hub.deferral.apply(await nxt(), payload.context.agent)
 
         ctx.on(PROMPT_SUBMIT, before_turn)
+        ctx.on(SYSTEM_PROMPT_ASSEMBLE, deferred)
+        ctx.on(TOOLS_EXECUTE, hub.elicitations.track)
         await ctx.plugin(_ApprovalDefaults(hub), id="mcp:approval")
 
 

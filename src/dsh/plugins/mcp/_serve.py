@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,7 +16,9 @@ import msgspec
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context as RequestContext
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent
+from mcp.shared.exceptions import NoBackChannelError
+from mcp.types import CallToolResult, ClientCapabilities, ElicitationCapability, TextContent
+from pydantic import BaseModel, Field
 
 from ..._context import Context
 from ..._ids import uuid4_text
@@ -32,8 +35,13 @@ from ...agent import (
 from ...events import StepStartEvent, ToolCallEvent, TurnEndEvent, TurnEndReason, typed_as
 from ...kernel import TraceContext, using_trace
 from ...session import SessionEvent, SessionMeta
+from ...tools import Decision
+from ..approval import APPROVAL, ApprovalRequest
 
 __all__ = ["RUN_AGENT_DESCRIPTION", "ServeOptions", "mcp_server", "serve_stdio"]
+
+_SHOWN_ARGUMENTS = 600
+"""The arguments of an approval ask are cut to this many characters in the question."""
 
 RUN_AGENT_DESCRIPTION = (
     "Run a dsh coding agent on a task and return its final answer. The agent works in `cwd` "
@@ -47,6 +55,15 @@ class ServeOptions(msgspec.Struct, frozen=True):
     provider: str
     model: str
     cwd: Path
+    ask: bool = True
+    """Approval asks go to the client by elicitation when it supports it (False: `--yes`)."""
+
+
+class ApprovalForm(BaseModel):
+    """What the client's user is asked for an approval (an elicitation form)."""
+
+    allow: bool = Field(title="Allow", description="Let the agent run it")
+    reason: str = Field(default="", title="Reason", description="Why not (the agent reads it)")
 
 
 def mcp_server(ctx: Context, options: ServeOptions) -> MCPServer:
@@ -54,6 +71,11 @@ def mcp_server(ctx: Context, options: ServeOptions) -> MCPServer:
     server = MCPServer("dsh", version=__version__, instructions=RUN_AGENT_DESCRIPTION)
     locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
     users: Counter[str] = Counter()
+    asking: dict[str, RequestContext] = {}
+    """The request running each session: its client is asked for the session's approvals."""
+    approval = ctx.get(APPROVAL)
+    if options.ask and approval is not None:
+        approval.set_answerer(lambda request: _elicited(request, asking))
 
     async def run_agent(
         prompt: str,
@@ -67,7 +89,11 @@ def mcp_server(ctx: Context, options: ServeOptions) -> MCPServer:
         users[session_id] += 1
         try:
             async with locks[session_id]:
-                return await _run(ctx, options, prompt, request, cwd, session_id)
+                asking[session_id] = request
+                try:
+                    return await _run(ctx, options, prompt, request, cwd, session_id)
+                finally:
+                    del asking[session_id]
         finally:
             users[session_id] -= 1
             if not users[session_id]:
@@ -115,6 +141,34 @@ async def _run(
         },
         is_error=not completed,
     )
+
+
+async def _elicited(request: ApprovalRequest, asking: dict[str, RequestContext]) -> Decision:
+    """An approval ask, put to the client's user as an elicitation form; denied when the
+    client cannot be asked (the agent reads why)."""
+    caller = asking.get(request.session_id or "")
+    wanted = ClientCapabilities(elicitation=ElicitationCapability())
+    if caller is None or not caller.session.check_client_capability(wanted):
+        return Decision.deny(
+            "nobody can approve it here: the MCP client does not support elicitation "
+            "(dsh mcp serve --yes approves every call)"
+        )
+    arguments = json.dumps(request.arguments, ensure_ascii=False)
+    if len(arguments) > _SHOWN_ARGUMENTS:
+        arguments = arguments[: _SHOWN_ARGUMENTS - 1] + "\u2026"
+    why = f" ({request.reason})" if request.reason else ""
+    message = f"dsh wants to run {request.tool}{why}: {arguments}"
+    try:
+        answer = await caller.elicit(message, ApprovalForm)
+    except NoBackChannelError:
+        return Decision.deny(
+            "nobody can approve it here: this MCP connection cannot carry a question to the "
+            "client (dsh mcp serve --yes approves every call)"
+        )
+    if answer.action == "accept" and answer.data.allow:
+        return Decision.once()
+    reason = answer.data.reason.strip() if answer.action == "accept" else ""
+    return Decision.deny(reason or None)
 
 
 def _ended(reason: TurnEndReason | None) -> str:

@@ -24,6 +24,7 @@ __all__ = [
     "McpToolError",
     "Progress",
     "ToolCaller",
+    "content_blocks",
     "mcp_tool_definitions",
     "model_parameters",
     "render_contents",
@@ -153,14 +154,14 @@ def _normalized(node: Any) -> Any:
 def render_result(args: Any, value: Any) -> tuple[ContentBlock, ...]:
     """A `CallToolResult` as model-facing content: text, images, resource links and
     embedded resources; `structuredContent` as JSON text when there is no content."""
-    blocks = list(_content_blocks(value.get("content") or ()))
+    blocks = list(content_blocks(value.get("content") or ()))
     if not blocks and "structuredContent" in value:
         text = json.dumps(value["structuredContent"], ensure_ascii=False, separators=(",", ":"))
         blocks.append(TextBlock(text))
     return tuple(blocks) or (TextBlock("(no output)"),)
 
 
-def _content_blocks(items: Iterable[Mapping[str, Any]]) -> Iterable[ContentBlock]:
+def content_blocks(items: Iterable[Mapping[str, Any]]) -> Iterable[ContentBlock]:
     for item in items:
         kind = item.get("type")
         if kind == "text":

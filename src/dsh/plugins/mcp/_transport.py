@@ -10,9 +10,10 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import anyio
+import httpx2
 import mcp_types
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.client.sse import sse_client
@@ -25,10 +26,15 @@ from pydantic import ValidationError
 from ..._version import __version__
 from ...kernel import Owner, current_trace
 from ...llm import Json
+from ._auth_store import logged_in, uses_oauth
 from ._config import ServerSpec
+from ._oauth import LoginCheck, McpOAuth
 from ._tools import ConnectionLost, McpToolError, Progress
 
-__all__ = ["McpSession", "open_session"]
+__all__ = ["Elicit", "McpSession", "open_session"]
+
+Elicit = Callable[[dict[str, Json]], Awaitable[tuple[Literal["accept", "decline", "cancel"], Any]]]
+"""A server's elicitation request (wire JSON) → (action, content)."""
 
 _PAGES = 100
 """At most this many pages of a listing (a server whose cursor never ends cannot hang us)."""
@@ -44,13 +50,34 @@ class McpSession:
     def has_resources(self) -> bool:
         return self._client.server_capabilities.resources is not None
 
+    @property
+    def has_prompts(self) -> bool:
+        return self._client.server_capabilities.prompts is not None
+
     async def tools(self) -> list[dict[str, Json]]:
+        return await self._pages(self._client.list_tools, "tools")
+
+    async def prompts(self) -> list[dict[str, Json]]:
+        return await self._pages(self._client.list_prompts, "prompts")
+
+    async def templates(self) -> list[dict[str, Json]]:
+        return await self._pages(self._client.list_resource_templates, "resourceTemplates")
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> dict[str, Json]:
+        return _json(await _translated(self._client.get_prompt(name, arguments)))
+
+    async def _pages(
+        self, listing: Callable[..., Awaitable[Any]], key: str
+    ) -> list[dict[str, Json]]:
         found: list[dict[str, Json]] = []
         cursor: str | None = None
         for _ in range(_PAGES):
-            page = await _translated(self._client.list_tools(cursor=cursor, cache_mode="bypass"))
-            found.extend(_json(tool) for tool in page.tools)
-            cursor = page.next_cursor
+            page = _json(await _translated(listing(cursor=cursor, cache_mode="bypass")))
+            items = page.get(key)
+            if isinstance(items, list):
+                found.extend(item for item in items if isinstance(item, dict))
+            following = page.get("nextCursor")
+            cursor = following if isinstance(following, str) else None
             if cursor is None:
                 break
         return found
@@ -66,21 +93,19 @@ class McpSession:
         return _json(await _translated(call))
 
     async def resources(self) -> list[dict[str, Json]]:
-        found: list[dict[str, Json]] = []
-        cursor: str | None = None
-        for _ in range(_PAGES):
-            page = await _translated(
-                self._client.list_resources(cursor=cursor, cache_mode="bypass")
-            )
-            found.extend(_json(resource) for resource in page.resources)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        return found
+        return await self._pages(self._client.list_resources, "resources")
 
     async def read(self, uri: str) -> list[Json]:
         result = await _translated(self._client.read_resource(uri, cache_mode="bypass"))
         return [_json(item) for item in result.contents]
+
+
+_LIST_CHANGED = (
+    mcp_types.ToolListChangedNotification,
+    mcp_types.PromptListChangedNotification,
+    mcp_types.ResourceListChangedNotification,
+)
+"""A notification after which the connection lists tools, prompts and resources again."""
 
 
 def _json(model: Any) -> dict[str, Json]:
@@ -105,23 +130,33 @@ async def _translated(call: Awaitable[Any]) -> Any:
 async def open_session(
     spec: ServerSpec,
     *,
-    owner: Owner,
-    on_tools_changed: Callable[[], None],
-    on_closed: Callable[[], None],
-    on_stderr: Callable[[str], None],
+    owner: Owner | None = None,
+    on_list_changed: Callable[[], None] = lambda: None,
+    on_closed: Callable[[], None] = lambda: None,
+    on_stderr: Callable[[str], None] = lambda line: None,
+    auth: httpx2.Auth | None = None,
+    on_elicit: Elicit | None = None,
 ) -> AsyncIterator[McpSession]:
     """Connect to `spec` (spawning a stdio server) and initialize; leaving closes the
     session and, for stdio, stops the server's whole process group. `owner` (the
-    connection's) owns the task reading a stdio server's stderr."""
+    connection's) owns the task reading a stdio server's stderr. A remote server that
+    asks for OAuth uses `auth` (a login), else its stored tokens (`McpOAuth`). With
+    `on_elicit` the client takes the server's `elicitation/create` requests."""
 
     async def on_message(message: object) -> None:
-        if isinstance(message, mcp_types.ToolListChangedNotification):
-            on_tools_changed()
+        if isinstance(message, _LIST_CHANGED):
+            on_list_changed()
+
+    async def elicit(context: Any, params: Any) -> mcp_types.ElicitResult:
+        assert on_elicit is not None
+        action, content = await on_elicit(_json(params))
+        return mcp_types.ElicitResult(action=action, content=cast("Any", content))
 
     client = Client(
-        _watched(_transport(spec, owner, on_stderr), on_closed),
+        _watched(_transport(spec, owner, on_stderr, auth), on_closed),
         mode="legacy",  # the initialize handshake every server speaks
         message_handler=on_message,
+        elicitation_callback=elicit if on_elicit is not None else None,
         client_info=mcp_types.Implementation(name="dsh", version=__version__),
         cache=None,
     )
@@ -129,20 +164,31 @@ async def open_session(
         yield McpSession(client)
 
 
-def _transport(spec: ServerSpec, owner: Owner, on_stderr: Callable[[str], None]) -> Any:
+def _transport(
+    spec: ServerSpec,
+    owner: Owner | None,
+    on_stderr: Callable[[str], None],
+    auth: httpx2.Auth | None,
+) -> Any:
     if spec.transport == "stdio":
+        assert owner is not None
         return _stdio(spec, owner, on_stderr)
     headers = dict(spec.headers) or None
     assert spec.url is not None
+    if auth is None and uses_oauth(spec):
+        # The stored tokens, refreshed as needed; else only a check for a 401.
+        auth = McpOAuth(spec) if logged_in(spec) else LoginCheck(spec)
     if spec.transport == "sse":
-        return sse_client(spec.url, headers=headers)
-    return _http(spec.url, headers)
+        return sse_client(spec.url, headers=headers, auth=auth)
+    return _http(spec.url, headers, auth)
 
 
 @asynccontextmanager
-async def _http(url: str, headers: dict[str, str] | None) -> AsyncIterator[Any]:
+async def _http(
+    url: str, headers: dict[str, str] | None, auth: httpx2.Auth | None
+) -> AsyncIterator[Any]:
     async with (
-        create_mcp_http_client(headers=headers) as http,
+        create_mcp_http_client(headers=headers, auth=auth) as http,
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams

@@ -2,6 +2,7 @@
 // The address says which session is shown (`#session=<id>`); no session means a new one,
 // created when the first message is sent.
 
+import { refreshMcp, suggestInto } from "./mcp.js";
 import { Transcript } from "./transcript.js";
 
 const $ = (id) => document.getElementById(id);
@@ -36,7 +37,7 @@ function show(id) {
   current = null;
   $("transcript").replaceChildren();
   if (id) {
-    const transcript = new Transcript($("transcript"), { answer, reply, fork });
+    const transcript = new Transcript($("transcript"), { answer, reply, fork, rewind, turnDiff });
     const source = new EventSource(sessionPath(id, "events"));
     current = { id, source, transcript };
     source.onmessage = (message) => transcript.add(JSON.parse(message.data));
@@ -54,7 +55,10 @@ function show(id) {
     transcript.onchange = (event) => {
       update();
       if (event.type === "TurnStartEvent") current.note = "";
-      if (event.type === "TurnStartEvent" || event.type === "TurnEndEvent") soon(refreshSessions);
+      if (event.type === "TurnStartEvent" || event.type === "TurnEndEvent") {
+        soon(refreshSessions);
+        mcpSoon();
+      }
     };
   }
   update();
@@ -99,6 +103,14 @@ async function pick(body) {
     notify(error.message);
     loadModels();
   }
+  mcpSoon();
+}
+
+let mcpPending = null;
+
+function mcpSoon() {
+  clearTimeout(mcpPending);
+  mcpPending = setTimeout(() => refreshMcp(api, current?.id, $("mcp")), 300);
 }
 
 function update() {
@@ -146,6 +158,14 @@ async function fork(seq) {
   location.hash = `session=${enc(made.session_id)}`;
   $("message").value = made.prompt;
   $("message").focus();
+}
+
+function rewind(body) {
+  return api(sessionPath(current.id, "rewind"), body);
+}
+
+function turnDiff(turn) {
+  return api(sessionPath(current.id, `turns/${turn}/diff`));
 }
 
 // -- the message box -------------------------------------------------------------------------
@@ -246,6 +266,8 @@ $("new-session").addEventListener("click", () => {
 $("all-workspaces").addEventListener("change", refreshSessions);
 $("model").addEventListener("change", () => pick({ model: $("model").value }));
 $("effort").addEventListener("change", () => pick({ reasoning_effort: $("effort").value }));
+suggestInto($("message"), $("suggestions"));
+window.addEventListener("focus", mcpSoon);
 window.addEventListener("hashchange", route);
 route();
 refreshSessions();

@@ -5,6 +5,7 @@ import { button, el } from "./dom.js";
 import { diffHtml } from "./highlight.js";
 import { markdown } from "./markdown.js";
 import { closeQuestions, questionBox, questionsOf } from "./questions.js";
+import { rewindPanel } from "./rewind.js";
 
 const LONG_OUTPUT = 24; // lines shown before an output folds
 const LIVE_CHARS = 8192; // how much of a running call's output its card keeps (the end)
@@ -41,7 +42,8 @@ export function usageLine(usage) {
 
 export class Transcript {
   /** `actions`: `answer(callId, answer, reason)` (an approval), `reply(callId, answers)`
-   *  (the model's questions) and `fork(seq)`, each returning a promise. */
+   *  (the model's questions), `fork(seq)`, `rewind(body)` and `turnDiff(turn)`, each
+   *  returning a promise. */
   constructor(root, actions) {
     this.root = root;
     this.actions = actions;
@@ -113,7 +115,10 @@ export class Transcript {
     if (prompt && this.turn) {
       const fork = button("Fork", () => this.actions.fork(event.seq), "fork");
       fork.title = "A new session from before this prompt, with it in the message box";
-      who.append(fork);
+      const turn = Number(this.turn.dataset.turn);
+      const rewind = button("Rewind", () => this.toggleRewind(node, turn), "fork rewind");
+      rewind.title = "Take the files, the conversation or both back to before this prompt";
+      who.append(fork, rewind);
     }
     const body = el("div", "md");
     body.innerHTML = markdown(event.text);
@@ -121,6 +126,24 @@ export class Transcript {
     container.append(node);
   }
 
+
+  toggleRewind(node, turn) {
+    const open = node.querySelector(".rewind-panel");
+    if (open) open.remove();
+    else node.append(rewindPanel(turn, this.actions));
+  }
+
+  onRewindCodeEvent(event) {
+    const what = event.undo ? "the last rewind of the files was undone"
+      : `files rewound to before prompt ${event.turn}`;
+    this.root.append(el("div", "notice rewound", `${what} (${event.restored.length} changed)`));
+  }
+
+  onRewindConversationEvent(event) {
+    const what = event.undo ? "the last rewind of the conversation was undone"
+      : `conversation rewound to before prompt ${event.turn}: the next prompt continues from there`;
+    this.root.append(el("div", "notice rewound", what));
+  }
 
   // -- the answer, streamed ----------------------------------------------------------------
 

@@ -1,0 +1,253 @@
+"""The shadow git store of one session: checkpoints of a workspace as git trees, their diffs,
+and restores (ADR 0008). Every method blocks (git subprocesses): call it from a worker
+thread."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from pathlib import Path
+
+import msgspec
+
+__all__ = ["EMPTY_TREE", "Change", "GitError", "ShadowStore"]
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+"""The id of git's empty tree (a workspace with no file)."""
+
+_SAFE = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "core.autocrlf=false",
+    "-c",
+    "core.safecrlf=false",
+    "-c",
+    "core.symlinks=true",
+    "-c",
+    "core.quotePath=false",
+)
+
+
+def _too_broad(workspace: Path) -> bool:
+    """A folder too broad to record (whatever a program passes as its `cwd`)."""
+    broad = {Path("/"), Path.home(), Path(tempfile.gettempdir()), Path("/tmp"), Path("/var/tmp")}
+    return workspace in broad
+
+
+class GitError(RuntimeError):
+    """git failed (or is not installed); the message is git's own last line."""
+
+
+class Change(msgspec.Struct, frozen=True):
+    """One path that differs between two trees: `A`dded, `D`eleted, `M`odified or `T`ype
+    changed (going from the first tree to the second)."""
+
+    status: str
+    path: str
+
+
+class ShadowStore:
+    """A git repository at `git_dir` (created on first use) whose work tree is `workspace`.
+
+    `max_file_bytes` leaves larger files out of checkpoints (they are neither recorded nor
+    restored). With `shared`, a folder of the workspace's own, the objects go there
+    (`GIT_OBJECT_DIRECTORY`, so the sessions of one workspace store each content once) and
+    so does a copy of the index after each snapshot: a new session of the workspace starts
+    from it, and its first checkpoint hashes only what changed since."""
+
+    def __init__(
+        self,
+        git_dir: Path,
+        workspace: Path,
+        max_file_bytes: int,
+        max_files: int = 50_000,
+        max_bytes: int = 1_000_000_000,
+        shared: Path | None = None,
+    ) -> None:
+        self.git_dir = git_dir
+        self.workspace = workspace
+        self.max_file_bytes = max_file_bytes
+        self.max_files = max_files
+        self.max_bytes = max_bytes
+        self.shared = shared
+        self._index = git_dir / "dsh-index"
+        self._env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "GIT_DIR": str(git_dir),
+            "GIT_WORK_TREE": str(workspace),
+            "GIT_INDEX_FILE": str(self._index),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "HOME": str(git_dir),
+            "LC_ALL": "C",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_OPTIONAL_LOCKS": "0",
+        }
+        if shared is not None:
+            self._env["GIT_OBJECT_DIRECTORY"] = str(shared / "objects")
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def _git(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        index: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> bytes:
+        if env is None:
+            env = self._env if index is None else {**self._env, "GIT_INDEX_FILE": str(index)}
+        try:
+            done = subprocess.run(
+                ["git", *_SAFE, *args],
+                input=input,
+                capture_output=True,
+                env=env,
+                cwd=self.workspace,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise GitError(
+                "git is not installed: rewind checkpoints need the git command"
+            ) from None
+        if done.returncode != 0:
+            lines = done.stderr.decode(errors="replace").strip().splitlines()
+            raise GitError(f"git {args[0]}: {lines[-1] if lines else done.returncode}")
+        return done.stdout
+
+    def _ensure(self) -> None:
+        if (self.git_dir / "HEAD").is_file():
+            return
+        self.git_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self.shared is not None:
+            (self.shared / "objects").mkdir(parents=True, exist_ok=True, mode=0o700)
+        env = {k: v for k, v in self._env.items() if k != "GIT_WORK_TREE"}
+        self._git("init", "--bare", "-q", str(self.git_dir), env=env)
+        if self.shared is not None:
+            warm = self.shared / "index"
+            if warm.is_file() and not self._index.exists():
+                shutil.copy2(warm, self._index)
+
+    def _share_index(self) -> None:
+        """The index as the workspace's warm start for its next session (atomically)."""
+        if self.shared is None or not self._index.exists():
+            return
+        temp = self.shared / f"index.{os.getpid()}.{id(self)}"
+        shutil.copy2(self._index, temp)
+        os.replace(temp, self.shared / "index")
+
+    # -- checkpoints -------------------------------------------------------------------------
+
+    def snapshot(self) -> str:
+        """Record the workspace; returns its tree id. Only paths git sees as changed since
+        the last snapshot are hashed again."""
+        if _too_broad(self.workspace):
+            raise GitError(f"{self.workspace} is a home, root or temporary folder: not recorded")
+        self._ensure()
+        listed = self._git("ls-files", "-z", "-m", "-d", "-o", "--exclude-standard")
+        paths = dict.fromkeys(listed.decode("utf-8", "surrogateescape").split("\0"))
+        if len(paths) > self.max_files:
+            raise GitError(
+                f"{len(paths)} files changed in {self.workspace} at once (over "
+                f"{self.max_files}): not recorded"
+            )
+        update: list[str] = []
+        drop: list[str] = []
+        total = 0
+        for path in paths:
+            if not path or path.endswith("/"):
+                continue  # a nested repository: not covered
+            size = self._size(path)
+            if size is not None and size <= self.max_file_bytes:
+                update.append(path)  # -1: gone (update-index removes it) or a symlink
+                total += max(size, 0)
+            else:  # too big, or not recordable: out of the index (if it was a file there)
+                drop.append(path)
+        if total > self.max_bytes:
+            raise GitError(
+                f"{total} bytes changed in {self.workspace} at once (over {self.max_bytes}): "
+                "not recorded"
+            )
+        if drop:  # first: a file that became a folder leaves before the folder's files come
+            self._git("update-index", "-z", "--force-remove", "--stdin", input=_z(drop))
+        if update:
+            self._git("update-index", "-z", "--add", "--remove", "--stdin", input=_z(update))
+        tree = self._git("write-tree").decode().strip()
+        self._share_index()
+        return tree
+
+    def _size(self, path: str) -> int | None:
+        """The size of a regular file; -1 for a symlink or a path that is gone; None for
+        what git does not record (a folder, a fifo, a socket, a device)."""
+        try:
+            st = os.lstat(self.workspace / path)
+        except FileNotFoundError:
+            return -1
+        if stat.S_ISREG(st.st_mode):
+            return st.st_size
+        return -1 if stat.S_ISLNK(st.st_mode) else None
+
+    # -- diffs -------------------------------------------------------------------------------
+
+    def changes(self, old: str, new: str) -> list[Change]:
+        """The paths that differ from tree `old` to tree `new`."""
+        if old == new:
+            return []
+        out = self._git("diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new)
+        parts = out.decode("utf-8", "surrogateescape").split("\0")
+        return [Change(parts[i][0], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
+
+    def patch(self, old: str, new: str, paths: list[str] | None = None) -> str:
+        """A unified diff from `old` to `new` (binary files as one line)."""
+        if old == new:
+            return ""
+        args = ["diff-tree", "-r", "-p", "--no-renames", "--no-color", "--no-ext-diff", old, new]
+        if paths:
+            args += ["--", *paths]
+        return self._git(*args).decode("utf-8", "replace")
+
+    # -- restores ----------------------------------------------------------------------------
+
+    def restore(self, tree: str, changes: list[Change]) -> None:
+        """Make each path of `changes` (from the workspace's tree to `tree`) what `tree`
+        holds: written back, or deleted when `tree` has no such file."""
+        self._ensure()
+        deleted = [c.path for c in changes if c.status == "D"]
+        written = [c.path for c in changes if c.status != "D"]
+        for path in deleted + [c.path for c in changes if c.status == "T"]:
+            _remove(self.workspace, path)
+        if written:
+            index = self.git_dir / "dsh-restore-index"
+            try:
+                self._git("read-tree", tree, index=index)
+                self._git("checkout-index", "-f", "-z", "--stdin", input=_z(written), index=index)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    index.unlink()
+
+
+def _z(paths: list[str]) -> bytes:
+    return "\0".join(paths).encode("utf-8", "surrogateescape") + b"\0"
+
+
+def _remove(workspace: Path, path: str) -> None:
+    """Delete a file, then the folders it leaves empty (up to the workspace)."""
+    target = workspace / path
+    with contextlib.suppress(FileNotFoundError):
+        target.unlink()
+    parent = target.parent
+    while parent != workspace and workspace in parent.parents:
+        try:
+            parent.rmdir()
+        except OSError:
+            return
+        parent = parent.parent

@@ -1,0 +1,122 @@
+"""`RewindPlugin` (name `rewind`): checkpoints of each session's workspace before every
+prompt, before every tool call that may write and when a turn ends, and the rewind service."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated, ClassVar
+from urllib.parse import quote
+
+import msgspec
+from msgspec import Meta
+
+from ..._context import Context
+from ...agent import (
+    PROMPT_SUBMIT,
+    TURN_STOPPING,
+    PromptDecision,
+    PromptSubmit,
+    StopDecision,
+    TurnStopping,
+)
+from ...kernel import ConfigRecord, Next
+from ...persistence import SESSION_PERSISTENCE
+from ...session import SESSION_DISPOSED, Session, last_turn
+from ...tools import TOOLS_EXECUTE, ToolExecution, ToolResult
+from ...workspace import dsh_home
+from ._git import GitError
+from ._service import REWIND, Rewinds
+
+__all__ = ["RewindConfig", "RewindPlugin"]
+
+_log = logging.getLogger("dsh.plugins.rewind")
+
+JSONL = "jsonl"
+"""The store whose sessions have folders (`SessionLocation.kind`)."""
+
+QUIET_TOOLS = (
+    "todo_write",
+    "ask_user_question",
+    "skill",
+    "exit_plan_mode",
+    "job_list",
+    "job_output",
+    "list_agents",
+    "web_fetch",
+)
+"""Tools that write nothing in the workspace although they are not marked read-only."""
+
+
+class RewindConfig(ConfigRecord):
+    max_file_bytes: Annotated[int, Meta(gt=0)] = 5_000_000
+    """Files larger than this are left out of checkpoints (neither recorded nor restored)."""
+    max_files: Annotated[int, Meta(gt=0)] = 50_000
+    """A checkpoint that finds more new or changed files than this is not taken, and the
+    session gets no more (a first checkpoint lists every file)."""
+    max_bytes: Annotated[int, Meta(gt=0)] = 1_000_000_000
+    """The same for the bytes to hash in one checkpoint."""
+    skip: list[str] = msgspec.field(default_factory=lambda: list(QUIET_TOOLS))
+    """Tools that never need a checkpoint before them (read-only tools never do)."""
+
+
+class RewindPlugin:
+    """Workspace checkpoints and rewinds (see the package README)."""
+
+    name: ClassVar[str] = "rewind"
+    Config = RewindConfig
+
+    @staticmethod
+    def apply(ctx: Context, config: RewindConfig) -> None:
+        shared = dsh_home() / "rewind" / "workspaces"
+        rewinds = Rewinds(lambda session: _folder(ctx, session), config, shared)
+        ctx.provide(REWIND, rewinds)
+        skip = frozenset(config.skip)
+
+        async def checkpoint(session: Session, kind: str, call_id: str | None = None) -> None:
+            if not rewinds.covers(session):
+                return
+            turn = last_turn(session.events)
+            number = turn.number if turn is not None and isinstance(turn.number, int) else 0
+            try:
+                await rewinds.checkpoint(session, kind, number, call_id)
+            except (GitError, OSError) as exc:
+                _log.info("rewind: no checkpoints of %s: %s", session.header.cwd, exc)
+
+        async def prompt(
+            payload: PromptSubmit, nxt: Next[PromptSubmit, PromptDecision]
+        ) -> PromptDecision:
+            await checkpoint(payload.agent.session, "turn")
+            return await nxt()
+
+        async def stopping(
+            payload: TurnStopping, nxt: Next[TurnStopping, StopDecision]
+        ) -> StopDecision:
+            await checkpoint(payload.agent.session, "end")
+            return await nxt()
+
+        async def tool(exec: ToolExecution, nxt: Next[ToolExecution, ToolResult]) -> ToolResult:
+            session = exec.session
+            if (
+                session is not None
+                and exec.parent is None
+                and exec.name not in skip
+                and ctx.tools.execution_mode(exec) == "exclusive"
+            ):
+                await checkpoint(session, "tool", exec.call_id)
+            return await nxt()
+
+        ctx.on(PROMPT_SUBMIT, prompt)
+        ctx.on(TURN_STOPPING, stopping)
+        ctx.on(TOOLS_EXECUTE, tool)
+        ctx.on(SESSION_DISPOSED, lambda session: rewinds.forget(session.id))
+
+
+def _folder(ctx: Context, session: Session) -> Path:
+    """Where a session keeps its shadow store: its folder of a JSONL store, else
+    `$DSH_HOME/rewind/<session id>/`."""
+    persistence = ctx.get(SESSION_PERSISTENCE)
+    location = None if persistence is None else persistence.locate(session.header)
+    if location is not None and location.kind == JSONL:
+        return location.path.parent / "rewind"
+    return dsh_home() / "rewind" / quote(session.id, safe="")

@@ -1,0 +1,48 @@
+"""The prompts and a rewind's report as lines for people (the terminal, an editor)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ._git import Change
+from ._service import PromptInfo, RewindReport
+
+__all__ = ["files_text", "prompt_lines", "report_lines"]
+
+MODE_WORDS = {
+    "code": "the code",
+    "conversation": "the conversation",
+    "both": "code and conversation",
+}
+
+
+def files_text(changes: Sequence[Change]) -> str:
+    """`M a.txt, D b.txt`."""
+    return ", ".join(f"{c.status} {c.path}" for c in changes)
+
+
+def prompt_lines(prompts: Sequence[PromptInfo]) -> list[str]:
+    """One line per prompt: number, text, the files its turn changed (`*`: rewound away)."""
+    lines = []
+    for prompt in prompts:
+        text = " ".join(prompt.text.split())
+        if len(text) > 50:
+            text = text[:49] + "…"
+        mark = " " if prompt.active else "*"
+        lines.append(f"{prompt.turn:>3}{mark} {text:<50}  {files_text(prompt.changes) or '-'}")
+    return lines
+
+
+def report_lines(report: RewindReport, session_id: str, *, force_hint: str = "") -> list[str]:
+    """What a rewind did (or would do); `force_hint` says how to take kept files back too."""
+    target = "the last rewind undone" if report.undo else f"to prompt {report.turn}"
+    dry = " (dry run: nothing changed)" if report.dry_run else ""
+    lines = [f"{session_id}: {MODE_WORDS[report.mode]} {target}{dry}"]
+    if report.mode != "conversation":
+        lines.append(f"files: {files_text(report.restored) or 'none to change'}")
+        if report.kept:
+            kept = ", ".join(report.kept)
+            lines.append(f"kept (changed outside dsh since then{force_hint}): {kept}")
+    if report.to_seq is not None:
+        lines.append("conversation: the next prompt continues from there")
+    return lines
