@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from acp import RequestError, image_block, resource_block, resource_link_block, text_block
 from acp.helpers import embedded_text_resource
-from acp.schema import EnvVariable, McpServerStdio, SessionConfigOptionSelect
+from acp.schema import AvailableCommand, EnvVariable, McpServerStdio, SessionConfigOptionSelect
 
 from dsh.testing import OpenAIServer, Reply, failure, reasoning, reply, tool_call
 from tests.cli.support import CHILD_PYTHONPATH, DSH, loopback_env, run_dsh, workspace
@@ -487,8 +487,14 @@ async def test_the_sessions_mcp_prompts_are_available_commands(tmp_path: Path) -
         async with acp_agent(tmp_path, server.base_url, client) as (conn, _process):
             ws = str(workspace(tmp_path))
             session = (await conn.new_session(cwd=ws, mcp_servers=[calc])).session_id
-            (update,) = await client.until(lambda: client.of(session, "available_commands_update"))
-            (command,) = update.available_commands
+
+            def offered() -> list[AvailableCommand]:  # the latest list replaces the editor's
+                updates = client.of(session, "available_commands_update")
+                return updates[-1].available_commands if updates else []
+
+            await client.until(lambda: len(offered()) == 2)
+            rewind, command = offered()  # dsh's own first, then the servers' prompts
+            assert rewind.name == "rewind"
             assert (command.name, command.description) == ("mcp__calc__review", "Review a file.")
             assert command.input.root.hint == "PATH [FOCUS]"
             await conn.prompt(session_id=session, prompt=[text_block("/mcp__calc__review a.py")])

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from acp.helpers import update_available_commands
 from acp.schema import (
     AvailableCommand,
     AvailableCommandInput,
-    AvailableCommandsUpdate,
     TextContentBlock,
     UnstructuredCommandInput,
 )
@@ -21,21 +19,20 @@ from ..agent import Agent
 from ..plugins.rewind import REWIND, RewindError, parse_mode, prompt_lines, report_lines
 from ._prompt import PromptBlock
 
-__all__ = ["commands_update", "rewind_argument", "rewind_text"]
+__all__ = ["rewind_argument", "rewind_command", "rewind_text"]
 
 COMMAND = "/rewind"
 USAGE = "/rewind N [code|conversation|both], or /rewind undo"
 
 
-def commands_update() -> AvailableCommandsUpdate:
-    """The slash commands this agent offers: `rewind`."""
+def rewind_command() -> AvailableCommand:
+    """The slash command this agent offers of its own: `rewind`."""
     hint = "N [code|conversation|both] (default both), or undo; nothing lists the prompts"
-    command = AvailableCommand(
+    return AvailableCommand(
         name="rewind",
         description="Take the files, the conversation or both back to before a prompt",
         input=AvailableCommandInput(root=UnstructuredCommandInput(hint=hint)),
     )
-    return update_available_commands([command])
 
 
 def rewind_argument(blocks: Sequence[PromptBlock]) -> str | None:

@@ -26,7 +26,7 @@ from ..tools import TOOLS_PRE_EXECUTE
 from ._calls import call_view
 from ._modes import ModeGate
 from ._prompt import PromptBlock, message_content, stop_reason
-from ._rewind import commands_update, rewind_argument, rewind_text
+from ._rewind import rewind_argument, rewind_text
 from ._updates import Transcript
 
 __all__ = ["AcpSession"]
@@ -67,8 +67,6 @@ class AcpSession:
         self.closed = False
         self.progress = asyncio.Condition()
         self.pump = agent.ctx.owner.spawn(self._pump(), name=f"dsh-acp:{self.id}")
-        commands = client.session_update(self.id, commands_update())
-        agent.ctx.owner.spawn(commands, name=f"dsh-acp-commands:{self.id}")
 
     def _shows(self, message_id: str) -> bool:
         return message_id not in self.own_prompts  # the editor shows what it sent itself
