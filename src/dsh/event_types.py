@@ -23,6 +23,7 @@ HOOK_INVOKED: Final = "hook/invoked"
 HOOK_RESULT: Final = "hook/result"
 LLM_RETRY: Final = "llm/retry"
 LLM_RETRY_STARTED: Final = "llm/retry-started"
+MODEL_SWITCH: Final = "model/switch"
 PLAN_MODE: Final = "plan/mode"
 REQUEST_CONTEXT: Final = "request/context"
 REQUEST_HEADER: Final = "request/header"
@@ -62,6 +63,7 @@ __all__ = [
     "HOOK_RESULT",
     "LLM_RETRY",
     "LLM_RETRY_STARTED",
+    "MODEL_SWITCH",
     "PLAN_MODE",
     "REQUEST_CONTEXT",
     "REQUEST_HEADER",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from acp import RequestError, image_block, resource_block, resource_link_block, text_block
 from acp.helpers import embedded_text_resource
-from acp.schema import AvailableCommand, EnvVariable, McpServerStdio
+from acp.schema import AvailableCommand, EnvVariable, McpServerStdio, SessionConfigOptionSelect
 
 from dsh.testing import OpenAIServer, Reply, failure, reasoning, reply, tool_call
 from tests.cli.support import CHILD_PYTHONPATH, DSH, loopback_env, run_dsh, workspace
@@ -452,6 +452,32 @@ async def test_a_prompt_continues_the_editors_trace(tmp_path: Path) -> None:
         await server.close()
     assert turn.trace_id.hex() == parent[3:35]
     assert turn.parent_span_id.hex() == parent[36:52]
+
+
+async def test_model_and_reasoning_are_session_config_options(tmp_path: Path) -> None:
+    client = Recorder()
+    async with live_session(tmp_path, ["On flash.", "On pro."], client) as live:
+        options = {o.id: o for o in live.session.config_options or []}
+        model = options["model"]
+        assert isinstance(model, SessionConfigOptionSelect)
+        assert model.current_value == "deepseek-official:deepseek-v4-flash"
+        assert model.category == "model" and "re-pays the cached prompt prefix" in (
+            model.description or ""
+        )
+        await live.prompt("hello")
+        changed = await live.conn.set_config_option(
+            config_id="model", session_id=live.sid, value="deepseek:deepseek-v4-pro"
+        )
+        assert changed.field_meta is not None and "re-pays" in changed.field_meta["note"]
+        await live.conn.set_config_option(config_id="reasoning", session_id=live.sid, value="high")
+        await live.prompt("and now?")
+        with pytest.raises(RequestError):
+            await live.conn.set_config_option(
+                config_id="model", session_id=live.sid, value="nowhere:m"
+            )
+        bodies = [r.body for r in live.server.requests]
+    assert [b["model"] for b in bodies] == ["deepseek-v4-flash", "deepseek-v4-pro"]
+    assert "high" in json.dumps({k: v for k, v in bodies[1].items() if k != "messages"})
 
 
 async def test_the_sessions_mcp_prompts_are_available_commands(tmp_path: Path) -> None:

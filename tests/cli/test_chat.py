@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 import signal
 from pathlib import Path
 
@@ -277,7 +278,13 @@ def test_compact_an_ordinary_conversation(chat: Chats) -> None:
         t.enter(f"question {i}")
         t.wait_for(f"Answer {i}:").wait_for(at_prompt)
     t.enter("/compact")
-    t.wait_for("⇣ compacted 5 earlier messages into a summary")
+    t.wait_for("⇣ compacted into a summary: 5 messages (seq ")
+    shown = t.text().replace("\n", " ")  # the receipt wraps
+    assert re.search(
+        r"context [\d,]+ → [\d,]+ tokens, by deepseek-official:deepseek-v4-flash, "
+        r"summary sha256:[0-9a-f]{16}",
+        shown,
+    )
     assert server.requests()[-1]["body"]["messages"][-1]["content"].startswith("Summarise")
     exits_cleanly(t)
 
@@ -386,4 +393,27 @@ def test_an_answer_taller_than_the_screen_leaves_no_blank_block_in_scrollback(
     body = seen[seen.index(shown[0]) : seen.index(shown[-1]) + 1]
     blank_runs = [len(list(g)) for k, g in itertools.groupby(body, key=bool) if not k]
     assert max(blank_runs, default=0) <= 1  # paragraphs, not a blank block
+    exits_cleanly(t)
+
+
+def test_model_and_reasoning_switch_the_session_from_the_next_request(chat: Chats) -> None:
+    t, server = chat([answer("On flash."), answer("On pro."), answer("Thinking harder.")])
+    t.enter("hello")
+    t.wait_for("On flash.").wait_for(at_prompt)
+    t.enter("/model")
+    t.wait_for("model: deepseek-official:deepseek-v4-flash")
+    t.enter("/model deepseek:deepseek-v4-pro")
+    t.wait_for("switched to deepseek-official:deepseek-v4-pro: the next request re-pays")
+    t.enter("and now?")
+    t.wait_for("On pro.").wait_for(at_prompt)
+    t.enter("/reasoning high")
+    t.wait_for("switched to deepseek-official:deepseek-v4-pro (reasoning high)")
+    t.enter("/reasoning extreme")
+    t.wait_for("unknown effort 'extreme'")
+    t.enter("think")
+    t.wait_for("Thinking harder.").wait_for(at_prompt)
+    models = [r["body"]["model"] for r in server.requests()]
+    assert models == ["deepseek-v4-flash", "deepseek-v4-pro", "deepseek-v4-pro"]
+    last = server.requests()[-1]["body"]
+    assert last.get("reasoning_effort") == "high" or "high" in str(last.get("thinking"))
     exits_cleanly(t)

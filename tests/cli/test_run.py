@@ -113,6 +113,12 @@ def test_a_usage_line_with_its_cost_follows_each_turn(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     # 10,000 in, 9,000 of them cached: 1,000 x $1 + 9,000 x $0.5 + 200 out x $2 per million.
     assert "↑ 10.0k in (90% cached) · ↓ 200 out · $0.0059" in result.stderr
+    # The next turn of the session: its own cost, and the session's so far beside it.
+    again = [{"text": "Again.", "usage": [1000, 0, 0]}]
+    second = dsh(tmp_path, again, "--profile", str(prices), "-c", "again")
+    assert second.returncode == 0, second.stderr
+    assert "↑ 1.0k in · ↓ 0 out · $0.0010 (session $0.0069)\n" in second.stderr
+    assert "switched" not in second.stderr and "already" not in second.stderr
     unpriced = dsh(tmp_path, [{"text": "Hi.", "usage": [10, 2, 0]}], "hi")
     assert "↑ 10 in · ↓ 2 out\n" in unpriced.stderr  # no price for the route: no cost
 

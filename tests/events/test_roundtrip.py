@@ -224,6 +224,10 @@ SAMPLES: list[tuple[str, dict[str, Any]]] = [
     ("sandbox/mode", {"mode": "read-only"}),
     ("acp/mode", {"mode": "plan"}),
     (
+        "model/switch",
+        {"provider": "openai", "model": "m2", "reasoningEffort": "high", "previousModel": "m1"},
+    ),
+    (
         "session/title-llm-request",
         {
             "titleProvider": "session_title_llm",

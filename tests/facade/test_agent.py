@@ -221,3 +221,18 @@ async def test_max_tokens_out_stops_a_real_stream_by_its_estimate(
         result = await agent.run("talk")
     assert budget_stop(result.end_reason) == BudgetStop("run", "max-tokens-out", 50)
     assert 200 <= len(result.text) < 1000  # stopped by ~4 characters a token, kept
+
+
+async def test_run_usage_carries_its_cost_with_cache_hits_priced_as_hits(
+    server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test")
+    server.add(reply("Cheap.", usage=TokenUsage(1000, 100, cache_read_tokens=9000)))
+    agent = dsh.Agent("deepseek:deepseek-v4-flash", base_url=server.base_url, cwd=tmp_path)
+    async with agent:
+        result = await agent.run("hello")
+    # DeepSeek v4 flash: a miss $0.14, a hit $0.0028, output $0.28 per million tokens.
+    expected = (1000 * 0.14 + 9000 * 0.0028 + 100 * 0.28) / 1e6
+    assert result.cost_usd == pytest.approx(expected)
+    assert result.usage.cost_usd == pytest.approx(expected)
+    assert result.usage.cache_read_tokens == 9000

@@ -62,11 +62,12 @@ async def test_a_changed_tool_description_is_reported_at_its_first_request(
         report.assert_identical()
 
 
-async def test_a_changed_system_prompt_is_reported_at_the_first_request_it_changes(
+async def test_changed_instructions_are_reported_at_the_first_request_they_change(
     tmp_path: Path, workspace: Path
 ) -> None:
-    """The recorded session writes AGENTS.md at step 1, so its system prompt changes from
-    request 2. Replayed with recorded tool results nothing is written: request 2 differs."""
+    """The recorded session writes AGENTS.md at step 1, so request 2 carries the new
+    instructions (appended as a runtime context: the system prompt stays, for the cache).
+    Replayed with recorded tool results nothing is written: request 2 differs."""
     profile = note_profile(tmp_path, "Keep a short note.")
     rules = {"file_path": "AGENTS.md", "content": "Answer in French.\n"}
     script = [reply(tool_call("write", rules, id="call_w")), "C'est fait."]
@@ -74,8 +75,8 @@ async def test_a_changed_system_prompt_is_reported_at_the_first_request_it_chang
     (workspace / "AGENTS.md").unlink()
     report = await replay_async(log, profiles=[profile])
     assert report.request is not None
-    assert (report.request.number, report.request.parts) == (2, ("system",))
-    assert "-  Answer in French." in report.request.diff
+    assert (report.request.number, report.request.parts) == (2, ("messages",))
+    assert "Answer in French." in report.request.diff
     rerun = await replay_async(log, tools="rerun", profiles=[profile])
     rerun.assert_identical()  # the copy's AGENTS.md is written again
 

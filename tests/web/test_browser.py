@@ -14,7 +14,7 @@ import pytest
 from playwright.async_api import Page, expect
 
 from dsh.llm import TokenUsage
-from dsh.testing import hold, reasoning, reply, tool_call
+from dsh.testing import ScriptedModel, hold, reasoning, reply, tool_call
 from dsh.web import bind, serve
 from dsh.workspace import dsh_home
 from tests.cli.support import cli_env, run_dsh, scripted_profile
@@ -275,6 +275,31 @@ async def test_the_models_questions_are_answered_in_the_page_after_a_reload(
     await expect(second.locator(".output")).to_contain_text('Port? → "5433"')
     await expect(log).to_contain_text("Set up with SQLite.")
     await expect(page.get_by_role("status")).to_have_text("idle")
+
+
+async def test_the_effort_picker_switches_and_says_the_prefix_is_repaid(
+    site: Site, page: Page, served: str
+) -> None:
+    other = ScriptedModel(["from the other model"], model="big", efforts=("low", "high"))
+    other.install(site.ctx, provider="other")
+    site.model.add(reply("first"))
+    await login(page, served)
+    await send(page, "Start")
+    log = page.get_by_role("log")
+    await expect(log.locator(".turn-end")).to_contain_text("completed")
+    model = page.get_by_role("combobox", name="Model")
+    effort = page.get_by_role("combobox", name="Reasoning effort")
+    await expect(model).to_have_value("scripted:scripted")
+    await model.select_option("other:big")
+    status = page.get_by_role("status")
+    await expect(status).to_contain_text("re-pays the cached prompt prefix once")
+    await expect(log.locator(".notice")).to_contain_text("switched to other:big")
+    await expect(effort.locator("option")).to_have_text(["default", "low", "high"])
+    await effort.select_option("high")
+    await expect(status).to_contain_text("switched to other:big (reasoning high)")
+    await send(page, "Again")
+    await expect(log.locator(".answer").nth(1)).to_have_text("from the other model")
+    assert (other.requests[-1].model, other.requests[-1].reasoning_effort) == ("big", "high")
 
 
 async def test_a_released_session_is_stored_again_and_resumes_in_place(

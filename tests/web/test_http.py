@@ -13,7 +13,7 @@ from dsh.llm import TextBlock, TokenUsage
 from dsh.persistence import CORRUPT_TITLE, SESSION_PERSISTENCE
 from dsh.plugins.ask_user import DECLINED
 from dsh.session import SessionEvent, SessionMeta
-from dsh.testing import hold, reply, tool_call, until
+from dsh.testing import ScriptedModel, hold, reply, tool_call, until
 from dsh.tools import TOOLS_EXECUTE, ToolExecution, ToolResult
 from tests.questions import CHECKS, DATABASE
 
@@ -299,3 +299,30 @@ async def test_a_corrupt_log_is_listed_not_failed(site: Site) -> None:
         listed = (await client.get("/api/sessions")).json()["sessions"]
     titles = {s["id"]: s["title"] for s in listed}
     assert titles == {agent.id: CORRUPT_TITLE, intact.id: "Still fine"}
+
+
+async def test_the_model_and_effort_switch_from_the_page(site: Site) -> None:
+    other = ScriptedModel(["from the other model"], efforts=("low", "high"))
+    other.install(site.ctx, provider="other")
+    site.model.add(reply("first"))
+    async with site.client() as client:
+        agent = await site.start("Start")
+        await until(agent, "turn/end")
+        path = f"/api/sessions/{agent.id}/model"
+        state = (await client.get(path)).json()
+        assert state["model"] == "scripted:scripted" and state["efforts"][0] == "default"
+        assert "re-pays the cached prompt prefix once" in state["cache_note"]
+        bad = await client.post(path, json={"model": "nowhere:m"})
+        assert bad.status_code == 400 and "no route 'nowhere'" in bad.json()["error"]
+        moved = (await client.post(path, json={"model": "other:big"})).json()
+        assert moved["note"].startswith("switched to other:big: the next request re-pays")
+        assert moved["efforts"] == ["default", "low", "high"]
+        high = (await client.post(path, json={"reasoning_effort": "high"})).json()
+        assert high["model"] == "other:big" and high["reasoning_effort"] == "high"
+        since = agent.session.seq
+        await client.post(f"/api/sessions/{agent.id}/messages", json={"text": "next"})
+        await until(agent, "turn/end", since=since)
+        assert (await client.get("/api/sessions/nope/model")).status_code == 409
+    [request] = other.requests
+    assert (request.model, request.reasoning_effort) == ("big", "high")
+    assert [m.text for m in request.messages] == ["Start", "first", "next"]

@@ -9,9 +9,11 @@ import pytest
 
 from dsh.events import typed
 from dsh.persistence._codec import parse_lines, unpack_rows
+from dsh.plugins.usage import Price, PriceTable
 from dsh.session import SessionEvent
 from dsh.testing import reply, tool_call, until
 from dsh.web import LogView, page_event
+from dsh.web._cost import SessionCost
 from tests.conftest import FIXTURES
 
 from .support import Site
@@ -87,3 +89,55 @@ def test_a_budget_stop_draws_its_line() -> None:
     assert drawn is not None
     assert drawn["reason"] == "aborted"
     assert drawn["detail"] == "budget reached: max-steps 3 per run"
+
+
+def test_a_summary_and_a_switch_are_drawn_with_their_receipts() -> None:
+    data = {
+        "compactionId": "c1",
+        "summary": "Short.",
+        "shadowedRange": {"start": 3, "end": 9},
+        "shadowedSeqs": [3, 5, 9],
+        "shadowedTokenCount": 900,
+        "provider": "deepseek-official",
+        "model": "deepseek-v4-flash",
+        "tokensBefore": 41000,
+        "tokensAfter": 6200,
+        "summaryHash": "sha256:0123456789abcdef",
+    }
+    summary = SessionEvent("compaction/summary", 10, 0, data)
+    switch = SessionEvent(
+        "model/switch", 11, 0, {"provider": "p", "model": "m", "fallback": "SERVER: down"}
+    )
+    view = LogView("s", [summary, switch])
+    drawn = page_event(typed(summary), view)
+    assert drawn is not None and drawn["receipt"] == (
+        "3 messages (seq 3-9), context 41,000 → 6,200 tokens, by "
+        "deepseek-official:deepseek-v4-flash, summary sha256:0123456789abcdef"
+    )
+    moved = page_event(typed(switch), view)
+    assert moved is not None and (moved["model"], moved["fallback"]) == ("p:m", "SERVER: down")
+
+
+def test_turn_ends_carry_the_turns_and_the_sessions_cost() -> None:
+    def turn(n: int, seq: int, usage: dict[str, int]) -> list[SessionEvent]:
+        source = {"kind": "model", "provider": "p", "model": "m"}
+        message = {"role": "assistant", "content": [], "source": source}
+        answer = {"turn": n, "step": 1, "message": message, "usage": usage}
+        end = {"turn": n, "reason": {"kind": "completed"}}
+        return [
+            SessionEvent("turn/start", seq, 0, {"turn": n}),
+            SessionEvent("assistant/message", seq + 1, 0, answer, surface_op="append"),
+            SessionEvent("turn/end", seq + 2, 0, end),
+        ]
+
+    events = [
+        *turn(1, 0, {"inputTokens": 1000, "outputTokens": 0, "cacheReadTokens": 9000}),
+        *turn(2, 3, {"inputTokens": 2000, "outputTokens": 500}),
+    ]
+    prices = PriceTable([Price(route="p/m", input=1.0, output=2.0, cache_read=0.1)])
+    view = LogView("s", events, costs=SessionCost(prices))
+    first, second = (page_event(typed(e), view) for e in events if e.type == "turn/end")
+    assert first is not None and second is not None
+    assert first["usage"]["cost_usd"] == pytest.approx(0.0019)  # 1k x $1 + 9k hits x $0.1
+    assert second["usage"]["cost_usd"] == pytest.approx(0.003)
+    assert second["usage"]["session_cost_usd"] == pytest.approx(0.0049)

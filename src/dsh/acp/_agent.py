@@ -23,6 +23,7 @@ from acp.schema import (
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    SetSessionConfigOptionResponse,
     SetSessionModeResponse,
 )
 
@@ -39,6 +40,7 @@ from ..tools import EDITOR_FILES
 from ._commands import offer_commands
 from ._files import ClientFiles
 from ._mcp import McpServers, mcp_available
+from ._models import config_options, set_config_option
 from ._modes import is_mode, mode_state
 from ._prompt import PromptBlock
 from ._questions import ask_editor
@@ -150,7 +152,11 @@ class AcpAgent:
             session_id, SessionMeta(cwd=cwd), agent_options=self.settings.agent_options
         )
         session = self._adopt(await self.ctx.agents.create(options), servers)
-        return NewSessionResponse(session_id=session_id, modes=mode_state(session.gate.mode))
+        return NewSessionResponse(
+            session_id=session_id,
+            modes=mode_state(session.gate.mode),
+            config_options=await config_options(session.agent),
+        )
 
     async def load_session(
         self,
@@ -173,7 +179,9 @@ class AcpAgent:
             raise RequestError.invalid_params({"message": f"{session_id}: {exc}"}) from None
         session = self._adopt(handle, servers)
         await session.flushed()  # the whole history is replayed before the answer
-        return LoadSessionResponse(modes=mode_state(session.gate.mode))
+        return LoadSessionResponse(
+            modes=mode_state(session.gate.mode), config_options=await config_options(session.agent)
+        )
 
     async def _check_session_params(
         self, cwd: str, directories: list[str] | None, servers: list[Any] | None
@@ -240,6 +248,20 @@ class AcpAgent:
             )
         session.gate.set(mode_id)
         return SetSessionModeResponse()
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **_meta: Any
+    ) -> SetSessionConfigOptionResponse:
+        """The session's model (`model`) or reasoning effort (`reasoning`), from the next
+        request on: a durable `model/switch`; `_meta.note` says the prefix is re-paid."""
+        session = self._session(session_id)
+        if not isinstance(value, str):
+            raise RequestError.invalid_params({"message": f"{config_id} takes a value id"})
+        note = set_config_option(session.agent, config_id, value)
+        return SetSessionConfigOptionResponse(
+            config_options=await config_options(session.agent),
+            field_meta={"note": note},
+        )
 
     async def _answer(self, request: ApprovalRequest) -> Decision:
         session = self.session_of(request.agent)

@@ -50,6 +50,19 @@ from ._registry import (
     agent_events,
 )
 from ._run import RunResult, run_prompt, session_events
+from ._switch import (
+    CACHE_NOTE,
+    DEFAULT_EFFORT,
+    EFFORTS,
+    ModelChoice,
+    ModelMenu,
+    available_models,
+    current_model,
+    efforts_of,
+    model_menu,
+    switch_model,
+    switch_note,
+)
 from ._types import (
     DISPOSED_CANCEL,
     PARENT_CANCEL,
@@ -72,6 +85,17 @@ from ._types import (
 
 __all__ = [
     "agent_of",
+    "CACHE_NOTE",
+    "DEFAULT_EFFORT",
+    "EFFORTS",
+    "ModelChoice",
+    "ModelMenu",
+    "model_menu",
+    "available_models",
+    "current_model",
+    "efforts_of",
+    "switch_model",
+    "switch_note",
     "AGENTS",
     "AGENT_CREATED",
     "AGENT_DISPOSED",

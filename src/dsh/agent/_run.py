@@ -134,6 +134,9 @@ class RunResult(msgspec.Struct, Generic[OutputT], frozen=True):
     """The session the run continued: pass it back to continue the conversation."""
     error: Json = None
     """The `error` of an `error` turn end."""
+    cost_usd: float | None = None
+    """What the run cost in US dollars by the profile's prices (`dsh.Agent` sets it; None
+    without a price for a route it used); `usage.cost_usd` too."""
 
     @property
     def end_reason(self) -> TurnEndReason | None:
@@ -170,8 +173,12 @@ class RunResult(msgspec.Struct, Generic[OutputT], frozen=True):
 
     @property
     def usage(self) -> Usage:
-        """Tokens, model requests and tool calls of the run, summed from its events."""
-        return usage_of(self.events)
+        """Tokens, model requests and tool calls of the run, summed from its events, and its
+        cost when known."""
+        usage = usage_of(self.events)
+        if self.cost_usd is None:
+            return usage
+        return msgspec.structs.replace(usage, cost_usd=self.cost_usd)
 
     @property
     def messages(self) -> tuple[Message, ...]:

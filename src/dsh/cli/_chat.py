@@ -26,10 +26,11 @@ from ..tools import TOOL_PROGRESS_EVENT, Decision, ToolProgress
 from ..workspace import Trust
 from ._approve import REASK, REASON_PROMPT, Answer, approval_view, parse_answer, question
 from ._mcp import McpSuggestions, prompt_problem
+from ._model import resume_switch, switch_effort, switch_to
 from ._questions import Asked
 from ._render import Renderer
 from ._rewind_chat import Line, rewind_dialog
-from ._runtime import CliError, Options, failure_advice, prepare, turn_cost
+from ._runtime import CliError, Options, failure_advice, prepare, pricer, session_cost
 from ._screen import ChatScreen, history_file
 from ._sessions import open_agent, persistence_of, summaries, summary_line
 
@@ -44,7 +45,9 @@ COMMANDS = {
     "/plan": "plan first: only reading tools run until you approve a plan (/plan off leaves)",
     "/mcp": "MCP servers: their state and tools (/mcp login NAME: log in to one)",
     "/sandbox": "what commands may read, write and reach in this session",
-    "/reasoning": "show the model's reasoning in full, or folded (toggles)",
+    "/model": "the session's model; /model provider:model switches from the next request",
+    "/reasoning": "show the model's reasoning in full or folded (toggles); /reasoning low|high|"
+    "default sets the effort",
     "/exit": "quit",
 }
 HELP = (
@@ -80,6 +83,8 @@ class Chat:
         self.route = route
         self.cwd = cwd
         self.yes = options.yes
+        self.model_flag = options.model
+        """`-m`: a resumed session switches to it (a new one starts on it)."""
         self.screen = ChatScreen(
             markdown=not options.plain,
             history=history_file(cwd),
@@ -92,7 +97,8 @@ class Chat:
             self.screen,
             markdown=not options.plain,
             echo_prompts=True,
-            cost=turn_cost(ctx, route),
+            cost=pricer(ctx),
+            session_cost=session_cost(ctx, lambda: self.agent),
         )
         self.handle: AgentHandle | None = None
         self.question: Question | Asked | Line | None = None
@@ -225,6 +231,10 @@ class Chat:
             await self._mcp(argument)
         elif command == "/sandbox":
             await self._show_sandbox()
+        elif command == "/model" and self.agent is not None:
+            self.screen.note(*switch_to(self.agent, argument))
+        elif command == "/reasoning" and argument and self.agent is not None:
+            self.screen.note(*switch_effort(self.agent, argument))
         elif command == "/reasoning":
             self.renderer.reasoning = not self.renderer.reasoning
             shown = "in full" if self.renderer.reasoning else "folded to one line"
@@ -245,7 +255,13 @@ class Chat:
             latest=latest,
             stored_from_first_turn=True,
         )
-        await self._attach(handle, resumed=resume is not None or latest)
+        resumed = resume is not None or latest
+        await self._attach(handle, resumed=resumed)
+        switched = (
+            resume_switch(handle.agent, self.model_flag) if resumed and self.model_flag else None
+        )
+        if switched is not None:
+            self.screen.note(*switched)
 
     async def _switch(self, resume: str | None) -> None:
         """Leave the current session for a new or a resumed one."""

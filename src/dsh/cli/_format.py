@@ -84,9 +84,10 @@ def _tokens(count: int) -> str:
     return f"{count / 1000:.1f}k" if count < 100_000 else f"{count // 1000}k"
 
 
-def usage_line(usage: Usage, cost: float | None = None) -> str | None:
-    """`↑ 12.3k in (85% cached) · ↓ 420 out · $0.0031`; cost only when a price is known.
-    None when the provider reported nothing."""
+def usage_line(usage: Usage, cost: float | None = None, session: float | None = None) -> str | None:
+    """`↑ 12.3k in (85% cached) · ↓ 420 out · $0.0031 (session $0.0207)`; cost only when a
+    price is known, the session's when it is more than this one's. None when the provider
+    reported nothing."""
     total_in = usage.total_input_tokens
     if total_in == 0 and usage.output_tokens == 0:
         return None
@@ -97,6 +98,8 @@ def usage_line(usage: Usage, cost: float | None = None) -> str | None:
     parts.append(f"↓ {_tokens(usage.output_tokens)} out")
     if cost is not None:
         parts.append(f"${cost:.4f}")
+        if session is not None and session > cost + 5e-5:
+            parts[-1] += f" (session ${session:.4f})"
     return " · ".join(parts)
 
 

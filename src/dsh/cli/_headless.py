@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -23,7 +23,8 @@ from ..agent import Agent, RunResult
 from ..events import AssistantMessageEvent, ToolResultEvent, typed
 from ..llm import Json, ReasoningBlock, TextBlock, ToolCallBlock
 from ..plugins.usage import budget_stop
-from ..session import SessionEvent, Usage, usage_of
+from ..session import SessionEvent, Usage, usage_by_model, usage_of
+from ._runtime import Pricer
 
 __all__ = ["Headless", "OutputFormat"]
 
@@ -38,7 +39,7 @@ class Headless:
         form: Literal["json", "stream-json"],
         agent: Agent,
         model: str,
-        cost: Callable[[Usage], float | None] | None,
+        cost: Pricer | None,
         started: float,
     ) -> None:
         self._stream = form == "stream-json"
@@ -94,7 +95,8 @@ class Headless:
         """The `result` object: the run's answer, cost and outcome."""
         usage = result.usage if result is not None else Usage()
         ok = result is not None and result.finish_reason == "completed"
-        cost = self._cost(usage) if self._cost is not None else None
+        spent = usage_by_model(result.events) if result is not None else {}
+        cost = self._cost(spent) if self._cost is not None else None
         self._write(
             {
                 "type": "result",

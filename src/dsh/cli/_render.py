@@ -17,6 +17,7 @@ from ..events import (
     CompactionSummaryEvent,
     FinishEvent,
     HookResultEvent,
+    ModelSwitchEvent,
     PlanModeEvent,
     ReasoningDeltaEvent,
     RetryEvent,
@@ -33,7 +34,7 @@ from ..events import (
     typed,
 )
 from ..llm import ReasoningBlock, TextBlock
-from ..session import usage_of
+from ..session import Usage, usage_by_model
 from ._blocks import StreamedText
 from ._format import (
     TAIL_KEEP,
@@ -46,9 +47,9 @@ from ._format import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
-    from ..session import SessionEvent, Usage
+    from ..session import ModelRoute, SessionEvent
 
 LIVE_LINES = 8
 """How much of the block being written the live area shows (its tail)."""
@@ -86,7 +87,8 @@ class Renderer:
         echo_prompts: bool = False,
         outcomes: bool = True,
         reasoning: bool = False,
-        cost: Callable[[Usage], float | None] | None = None,
+        cost: Callable[[Mapping[ModelRoute, Usage]], float | None] | None = None,
+        session_cost: Callable[[], float | None] | None = None,
     ) -> None:
         self.surface = surface
         self.markdown = markdown
@@ -98,6 +100,9 @@ class Renderer:
         self.reasoning = reasoning
         """Print reasoning in full (dimmed) instead of one folded line."""
         self.cost = cost
+        """Prices a turn's usage by route (each turn line shows its cost)…"""
+        self.session_cost = session_cost
+        """…and the session's so far (shown beside it)."""
         self.calls: dict[str, str] = {}
         """Tool name by call id (a result names only its call)."""
         self._text: StreamedText | None = None
@@ -156,9 +161,12 @@ class Renderer:
                 self._llm_retry(event)
             case HookResultEvent():
                 self._hook_result(event)
+            case ModelSwitchEvent(fallback=str(why)):
+                was = f"{event.previous_provider}:{event.previous_model}"
+                now = f"{event.provider}:{event.model}"
+                self.surface.note(f"⇢ {was} failed ({_without_provider(why)}): now {now}", "yellow")
             case CompactionSummaryEvent():
-                count = len(event.shadowed_seqs)
-                self.surface.note(f"⇣ compacted {count} earlier messages into a summary", "dim")
+                self.surface.note(f"⇣ compacted into a summary: {event.receipt()}", "dim")
             case CompactionPruneEvent():
                 count = len(event.shadowed_seqs)
                 plural = "s" if count != 1 else ""
@@ -314,9 +322,12 @@ class Renderer:
         self._step = None
         if self.outcomes and event.reason.kind != "completed":
             self.surface.note(f"✗ {describe_end(event.reason)}", "red")
-        usage = usage_of(self._turn)
+        by_model = usage_by_model(self._turn)
         self._turn = []
-        line = usage_line(usage, self.cost(usage) if self.cost else None)
+        usage = sum(by_model.values(), Usage())
+        cost = self.cost(by_model) if self.cost else None
+        session = self.session_cost() if self.session_cost and cost is not None else None
+        line = usage_line(usage, cost, session)
         if line is not None:
             self.surface.note(line, "dim")
 

@@ -26,8 +26,9 @@ from ..session import SESSION_EVENT, SessionEventPayload
 from ..tools import TOOL_PROGRESS_EVENT, ToolProgress
 from ._format import describe_end
 from ._headless import Headless, OutputFormat
+from ._model import resume_switch
 from ._render import Renderer, Surface
-from ._runtime import CliError, Options, failure_advice, prepare, turn_cost
+from ._runtime import CliError, Options, failure_advice, prepare, pricer, session_cost
 from ._sessions import open_agent
 from ._trust import trust_note, untrusted_files
 
@@ -90,13 +91,21 @@ async def run_task(options: RunOptions) -> int:
         handle = await open_agent(ctx, route, cwd, resume=options.resume, latest=options.latest)
         agent = handle.agent
         with _surface(options) as surface:
-            cost = turn_cost(ctx, route)
-            renderer = Renderer(surface, markdown=_markdown(options), outcomes=False, cost=cost)
+            renderer = Renderer(
+                surface,
+                markdown=_markdown(options),
+                outcomes=False,
+                cost=pricer(ctx),
+                session_cost=session_cost(ctx, lambda: agent),
+            )
             if untrusted:
                 remedy = "pass --trust-workspace, or trust it once in dsh chat"
                 surface.note(f"note: {trust_note(cwd, untrusted)}: {remedy}", "yellow")
             if options.banner:
                 surface.note(options.banner, "bold yellow")
+            switched = resume_switch(agent, options.model) if resuming and options.model else None
+            if switched is not None:
+                surface.note(*switched)
             headless = _headless(options, ctx, agent, route, cwd, started)
             ctx.on(SESSION_EVENT, _printer(agent, renderer, options, headless))
             if headless is None and not options.json:
@@ -153,8 +162,7 @@ def _headless(
     """The `json` / `stream-json` output of `--output-format`, its `init` line written."""
     if options.output_format == "text":
         return None
-    cost = turn_cost(ctx, route)
-    headless = Headless(options.output_format, agent, route.model, cost, started)
+    headless = Headless(options.output_format, agent, route.model, pricer(ctx), started)
     tools = [schema.name for schema in Context.of(agent.ctx).tools.schemas()]
     headless.start(cwd, tools, "bypassPermissions" if options.yes else "default")
     return headless

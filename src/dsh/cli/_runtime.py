@@ -4,21 +4,21 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import msgspec
 
 from .._context import Context
 from .._ids import uuid4_text
-from ..agent import AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
+from ..agent import Agent, AgentHandle, AgentOptions, CreateAgentOptions, ResumeAgentOptions
 from ..assembly import Assembly, Route, RuntimeSpec, assemble
 from ..events import TurnEndReason
 from ..kernel import load_config
 from ..persistence import CorruptLogError, PersistenceError
 from ..plugins.usage import UsageLimits
 from ..profiles import Profile
-from ..session import SessionMeta, Usage
+from ..session import ModelRoute, SessionMeta, Usage, session_usage
 
 
 class CliError(Exception):
@@ -102,15 +102,29 @@ def prepare(options: Options) -> tuple[Assembly, Route]:
     return assembly, assembly.route
 
 
-def turn_cost(ctx: Context, route: Route) -> Callable[[Usage], float | None] | None:
-    """The cost of a turn's usage on `route` by the profile's prices (None: no usage row)."""
+Pricer = Callable[[Mapping[ModelRoute, Usage]], float | None]
+"""The cost of usage by route (each route priced as itself, cache hits as hits)."""
+
+
+def pricer(ctx: Context) -> Pricer | None:
+    """The profile's prices (None: no usage row)."""
     from ..plugins.usage import PRICES
 
     prices = ctx.get(PRICES)
-    if prices is None:
-        return None
-    key = (route.provider, route.model)
-    return lambda usage: prices.cost({key: usage})
+    return None if prices is None else prices.cost
+
+
+def session_cost(ctx: Context, agent: Callable[[], Agent | None]) -> Callable[[], float | None]:
+    """What the session of `agent()` cost so far, by the profile's prices (None: unpriced)."""
+    price = pricer(ctx)
+
+    def cost() -> float | None:
+        current = agent()
+        if price is None or current is None:
+            return None
+        return price(session_usage(current.session).by_model)
+
+    return cost
 
 
 async def create_agent(

@@ -23,6 +23,7 @@ from ..event_types import (
     HOOK_RESULT,
     LLM_RETRY,
     LLM_RETRY_STARTED,
+    MODEL_SWITCH,
     PLAN_MODE,
     REQUEST_CONTEXT,
     REQUEST_HEADER,
@@ -401,6 +402,22 @@ class CompactionSummaryEvent(Event, frozen=True, kw_only=True):
     max_tokens: int | None = None
     trigger: str | None = None
     usage: Annotated[TokenUsage | None, Key(codec=USAGE)] = None
+    # The receipt (dsh's; absent from the reference runtime's logs):
+    tokens_before: int | None = None
+    """The context the next request would have held, about (the compaction meter)…"""
+    tokens_after: int | None = None
+    """…and holds with the summary in place of the shadowed messages."""
+    summary_hash: str | None = None
+    """`sha256:` and the first 16 hex digits of the summary's UTF-8 bytes."""
+
+    def receipt(self) -> str:
+        """One line: what was summarised, the context before → after, by which model."""
+        shadowed = self.shadowed_range
+        line = f"{len(self.shadowed_seqs)} messages (seq {shadowed.start}-{shadowed.end})"
+        if self.tokens_before is not None and self.tokens_after is not None:
+            line += f", context {self.tokens_before:,} → {self.tokens_after:,} tokens"
+        line += f", by {self.provider}:{self.model}"
+        return line + (f", summary {self.summary_hash}" if self.summary_hash else "")
 
 
 class CompactionEndEvent(Event, frozen=True, kw_only=True):
@@ -512,6 +529,24 @@ class SessionTitleEvent(Event, frozen=True, kw_only=True):
     title: str
     message_seqs: Annotated[tuple[int, ...], Key(codec=SEQS)]
     source: Json
+
+
+class ModelSwitchEvent(Event, frozen=True, kw_only=True):
+    """The session's requests go to another model, or with another reasoning effort, from the
+    next one on (`/model`, `/reasoning`, `-m` on a resume, ACP `session/set_model`, the web
+    UI, `Agent.set_model`). The history carries over; the new route re-pays the cached
+    prefix once."""
+
+    type: ClassVar[str] = MODEL_SWITCH
+    provider: str
+    model: str
+    reasoning_effort: str | None = None
+    """None: the model's default effort."""
+    previous_provider: str | None = None
+    previous_model: str | None = None
+    previous_reasoning_effort: str | None = None
+    fallback: str | None = None
+    """Set when the fallback plugin switched: why the previous model failed for good."""
 
 
 class PlanModeEvent(Event, frozen=True, kw_only=True):
@@ -645,6 +680,7 @@ TypedEvent: TypeAlias = (
     | SessionTitleEvent
     | PlanModeEvent
     | SandboxModeEvent
+    | ModelSwitchEvent
     | AcpModeEvent
     | TitleRequestEvent
     | RewindCheckpointEvent

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Generic
 
 from typing_extensions import TypeVar
 
+from ..agent import CACHE_NOTE, AgentOptions, ModelChoice, RunResult, switch_model
 from ..agent import Agent as AgentProtocol
-from ..agent import AgentOptions, RunResult
 from ._blueprint import blueprint
 from ._output import FINAL_RESULT
 from ._run import RunPlan, StreamedRun
@@ -142,6 +142,24 @@ class Agent(Generic[OutputT]):
     ) -> RunPlan:
         merged = self.settings.merged(settings)
         return RunPlan(prompt, session, merged, self.output_type, self.output_retries, streamed)
+
+    async def set_model(
+        self, model: str, *, session: str, reasoning_effort: str | None = None
+    ) -> str:
+        """Switch `session` to `model` (`provider:model`, as `dsh.Agent(model)` takes it, on a
+        route this agent's runtime serves) and `reasoning_effort` (None: the model's
+        default) from its next request on. The history carries over; the switch is the
+        durable event `model/switch`. Returns a one-line note for the user: the new model,
+        and that the cached prompt prefix is re-paid once."""
+        from ..llm.adapters import parse_model
+
+        route = parse_model(model)
+        runtime = await self._ensure_runtime()
+        agent = await runtime.agent_for(session)
+        choice = ModelChoice(route.provider, route.model, reasoning_effort)
+        if switch_model(agent, choice) is None:
+            return f"already on {choice.label()}"
+        return f"switched to {choice.label()}: {CACHE_NOTE}"
 
     def run_sync(
         self, prompt: str, *, session: str | None = None, settings: ModelSettings | None = None

@@ -15,8 +15,8 @@ from .._context import Context
 from ..agent import REQUEST, USER_CANCEL, Agent, RunResult, StepPoint, run_prompt
 from ..events import StreamEvent, TextDeltaEvent, ToolProgressEvent, typed
 from ..llm import LlmCallConfig
-from ..plugins.usage import budget_stop
-from ..session import SESSION_EVENT, SessionEvent, SessionEventPayload
+from ..plugins.usage import PRICES, budget_stop
+from ..session import SESSION_EVENT, SessionEvent, SessionEventPayload, usage_by_model
 from ..tools import TOOL_PROGRESS_EVENT, ToolProgress
 from ._output import OutputTool, OutputValidationError, RunError
 from ._settings import ModelSettings
@@ -106,7 +106,7 @@ class StreamedRun(Generic[OutputT]):
 
     async def _execute(self, agent: Agent) -> RunResult[str]:
         try:
-            result = await run_prompt(agent, self._plan.prompt)
+            result = priced(agent, await run_prompt(agent, self._plan.prompt))
             # Stored before the run returns: a program may end its event loop right after.
             await Context.of(agent.ctx).sessions.flush(agent.session)
         except asyncio.CancelledError:
@@ -195,3 +195,11 @@ class StreamedRun(Generic[OutputT]):
         finally:
             if self._scope is not None:
                 await self._scope.owner.dispose()
+
+
+def priced(agent: Agent, result: RunResult[str]) -> RunResult[str]:
+    """`result` with its cost by the profile's prices (the `usage` row), when it has some."""
+    prices = agent.ctx.get(PRICES)
+    if prices is None:
+        return result
+    return msgspec.structs.replace(result, cost_usd=prices.cost(usage_by_model(result.events)))

@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING
 from msgspec.structs import replace
 
 from ..agent import REQUEST, StepPoint
-from ..events import RequestContextEvent, RequestHeaderEvent, SystemMessageEvent, append
+from ..events import (
+    ModelSwitchEvent,
+    RequestContextEvent,
+    RequestHeaderEvent,
+    SystemMessageEvent,
+    append,
+    typed_as,
+)
 from ..llm import (
     LLM,
     AdapterDefaults,
@@ -95,9 +102,14 @@ class RequestBuilder:
         return (config if prepared is None else prepared.config), prepared
 
     def _seed_config(self, previous: EpochHeader | None) -> LlmCallConfig:
-        """The config `agent/request` starts from: the last logged one (less the adapter's
-        defaults) once this instance logged a header; else the agent's options."""
+        """The config `agent/request` starts from: a `model/switch` logged since the last
+        header (or, on a resume, the latest one); else the last logged config (less the
+        adapter's defaults) once this instance logged a header; else the agent's options."""
         options, settings = self._deps.options, self._deps.settings
+        switch = self._switch()
+        if switch is not None:
+            provider, model, effort = switch.provider, switch.model, switch.reasoning_effort
+            return LlmCallConfig(provider, model, effort, max_tokens=options.max_tokens)
         if self._header_logged and previous is not None:
             config = previous.config
             defaults = previous.adapter_defaults
@@ -119,6 +131,19 @@ class RequestBuilder:
         ):
             effort = previous.config.reasoning_effort
         return LlmCallConfig(provider, model, effort, max_tokens=options.max_tokens)
+
+    def _switch(self) -> ModelSwitchEvent | None:
+        """The `model/switch` that decides the next request's route, if any."""
+        event = self._session.model_switch()
+        if event is None:
+            return None
+        header = self._session.latest_header_seq()
+        if self._header_logged and header is not None and header > event.seq:
+            return None  # the header logged since carries it (and what `agent/request` added)
+        switch = typed_as(event, ModelSwitchEvent)
+        if switch is None or self._deps.ctx.require(LLM).adapter_for(switch.provider) is None:
+            return None  # resumed in a runtime without that route: the agent's options
+        return switch
 
     def log_system_prompt(self, turn: int, step: int, system: str) -> None:
         """Format 4 (`SessionHeader.system_on_surface`): the system prompt is the first

@@ -36,6 +36,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "openai_compat": "dsh.llm.adapters:OpenAICompatPlugin",
     "anthropic": "dsh.llm.adapters:AnthropicPlugin",
     "retry": "dsh.plugins.retry:RetryPlugin",
+    "fallback": "dsh.plugins.fallback:FallbackPlugin",
     "persistence": "dsh.persistence:PersistencePlugin",
     "checkpoints": "dsh.plugins.checkpoints:CheckpointPlugin",
     "rewind": "dsh.plugins.rewind:RewindPlugin",
@@ -87,6 +88,8 @@ DEFAULT_ROWS: tuple[dict[str, Json], ...] = (
     {"id": "rewind", "name": "rewind"},
     {"id": "deepseek", "name": "deepseek"},
     {"id": "retry", "name": "retry"},
+    # Inner to retry: it sees a failure once the retries gave up.
+    {"id": "fallback", "name": "fallback"},
     {"id": "builtin-tools", "name": "builtin_tools"},
     {"id": "sandbox", "name": "sandbox", "config": {"mode": "workspace-write"}},
     {"id": "spill", "name": "spill"},

@@ -2,6 +2,7 @@
 assembled per scope and rendered strictly."""
 
 from ._events import SYSTEM_PROMPT_ASSEMBLE, SYSTEM_PROMPT_CHANGE
+from ._pinned import PinnedText
 from ._plugin import SystemPromptPlugin
 from ._render import (
     RUNTIME_CONTEXT_CLEARED,
@@ -40,6 +41,7 @@ __all__ = [
     "AssembleContext",
     "AssemblePayload",
     "NamedText",
+    "PinnedText",
     "PromptAssembly",
     "PromptAssemblyError",
     "PromptRenderError",

@@ -12,6 +12,7 @@ from ..event_types import (
     ASSISTANT_CHUNK,
     ASSISTANT_MESSAGE,
     DEVELOPER_MESSAGE,
+    MODEL_SWITCH,
     REQUEST_CONTEXT,
     REQUEST_HEADER,
     REWIND_CONVERSATION,
@@ -30,7 +31,7 @@ from ._registry import SURFACE_TYPES, UnknownEventTypeError, _known, event_kind
 __all__ = ["ReentrantAppendError", "Session", "Surface"]
 
 END_SEED = SESSION_END_SEED
-_TRACKED = frozenset({REQUEST_HEADER, REQUEST_CONTEXT})
+_TRACKED = frozenset({REQUEST_HEADER, REQUEST_CONTEXT, MODEL_SWITCH})
 
 
 class ReentrantAppendError(RuntimeError):
@@ -290,6 +291,15 @@ class Session:
         """The latest `request/context` data (`{provider, model, contextWindow?}`), or None."""
         event = self._latest.get(REQUEST_CONTEXT)
         return None if event is None else event.data
+
+    def latest_header_seq(self) -> int | None:
+        """The seq of the latest `request/header`, or None before the first request."""
+        event = self._latest.get(REQUEST_HEADER)
+        return None if event is None else event.seq
+
+    def model_switch(self) -> SessionEvent | None:
+        """The latest `model/switch` event, or None when the session never switched."""
+        return self._latest.get(MODEL_SWITCH)
 
     def derive_messages(self) -> Sequence[Message]:
         """The model history: the messages of the surface nodes, in order.

@@ -43,6 +43,9 @@ class Usage(msgspec.Struct, frozen=True):
     requests: int = 0
     """Model answers recorded: `assistant/message` and `compaction/summary` events."""
     tool_calls: int = 0
+    cost_usd: float | None = None
+    """US dollars by the profile's prices, when priced (`PriceTable.priced`, a
+    `RunResult.usage` of `dsh.Agent`); None otherwise. A sum keeps it when both sides have one."""
 
     @property
     def total_input_tokens(self) -> int:
@@ -56,6 +59,7 @@ class Usage(msgspec.Struct, frozen=True):
         return None if total == 0 else self.cache_read_tokens / total
 
     def __add__(self, other: Usage) -> Usage:
+        mine, theirs = self.cost_usd, other.cost_usd
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
@@ -64,6 +68,7 @@ class Usage(msgspec.Struct, frozen=True):
             self.reasoning_tokens + other.reasoning_tokens,
             self.requests + other.requests,
             self.tool_calls + other.tool_calls,
+            None if mine is None or theirs is None else mine + theirs,
         )
 
 

@@ -8,6 +8,7 @@ from .._lazy import lazy_attribute
 from ._openai_server import OpenAIServer, RecordedRequest, ServerEntry
 from ._openai_wire import HttpError, Malformed, http_error, malformed
 from ._postgres import PostgresServer, PostgresUnavailableError
+from ._prefix_cache import CacheMeasure, PrefixCache
 from ._script import (
     Crash,
     Entry,
@@ -37,6 +38,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CacheMeasure",
     "Crash",
     "Entry",
     "Failure",
@@ -47,6 +49,7 @@ __all__ = [
     "Part",
     "PostgresServer",
     "PostgresUnavailableError",
+    "PrefixCache",
     "Reasoning",
     "RecordedRequest",
     "ReplayReport",

@@ -21,7 +21,7 @@ from typing import Any, Self, TypeAlias
 import msgspec
 
 from ..kernel import Aborted, CancelSignal, Owner
-from ..llm import Json
+from ..llm import Json, TokenUsage
 from ._messages_wire import MessagesResponse, messages_error_body
 from ._openai_wire import (
     DROP,
@@ -34,7 +34,8 @@ from ._openai_wire import (
     frame,
     status_phrase,
 )
-from ._script import Failure, Hold, Reply, reply
+from ._prefix_cache import CacheMeasure, PrefixCache
+from ._script import Failure, Hold, Reasoning, Reply, ToolCall, reply
 
 __all__ = ["OpenAIServer", "RecordedRequest", "ServerEntry"]
 
@@ -58,6 +59,8 @@ class RecordedRequest(msgspec.Struct, eq=False):
     disconnected: bool = False
     """The client closed the connection before the response ended."""
     gone: asyncio.Event = msgspec.field(default_factory=asyncio.Event)
+    cache: CacheMeasure | None = None
+    """What the emulated prompt cache saw (`OpenAIServer(prefix_cache=True)`)."""
     _body: Json = msgspec.field(default=_UNPARSED)
 
     @property
@@ -109,10 +112,19 @@ class OpenAIServer:
     part answers with the matching HTTP error (429 with `Retry-After`, 400 context length,
     401, 402, 5xx) when it comes first, else with an error event in the stream; a `crash`
     part drops the connection. Past the end of the script it answers 500.
+
+    `prefix_cache=True` emulates a provider's prompt cache (see `PrefixCache`): every reply's
+    usage then reports the request's prompt tokens, their cached share, and the reply's own
+    tokens (scripted, or about four characters each).
     """
 
     def __init__(
-        self, script: Iterable[ServerEntry] = (), *, host: str = "127.0.0.1", port: int = 0
+        self,
+        script: Iterable[ServerEntry] = (),
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        prefix_cache: bool = False,
     ) -> None:
         self._script: deque[ServerEntry] = deque()
         self.add(*script)
@@ -123,6 +135,7 @@ class OpenAIServer:
         self.connections = 0
         """How many connections it accepted (a client that keeps one alive makes one)."""
         self.on_request: Callable[[RecordedRequest], None] | None = None
+        self.prefix_cache = PrefixCache() if prefix_cache else None
         self._call_ids = (f"call_{n}" for n in itertools.count(1))
         self._server: asyncio.Server | None = None
         self._owner = Owner("OpenAIServer")
@@ -259,11 +272,14 @@ class OpenAIServer:
         if isinstance(current, str):
             current = reply(current)
         stream, include_usage, model = record.flags()
-        renderer = MessagesResponse if record.api == "messages" else WireResponse
-        response = renderer(current, number, model, self._call_ids)
         parts = current.parts
         if parts and isinstance(parts[0], Failure):
             return await _send_error(writer, failure_response(parts[0].failure), number, record)
+        if self.prefix_cache is not None:
+            record.cache = self.prefix_cache.measure(record.body)
+            current = _cached_usage(current, record.cache)
+        renderer = MessagesResponse if record.api == "messages" else WireResponse
+        response = renderer(current, number, model, self._call_ids)
         if not stream and isinstance(entry, Malformed):
             # A whole completion whose body is not JSON.
             keep = await _send_json(writer, 200, None, raw=b'{"choices": [{"message": ')
@@ -353,6 +369,22 @@ class OpenAIServer:
                 return False
         writer.write(b"0\r\n\r\n")
         return await _finish(writer, record)
+
+
+def _cached_usage(current: Reply, seen: CacheMeasure) -> Reply:
+    """`current` reporting the cache's view of its request."""
+    output = current.usage.output_tokens if current.usage is not None else None
+    if output is None:
+        chars = sum(
+            len(p) if isinstance(p, str) else len(p.text) if isinstance(p, Reasoning) else 0
+            for p in current.parts
+        )
+        chars += sum(
+            len(p.name) + len(p.arguments) for p in current.parts if isinstance(p, ToolCall)
+        )
+        output = 1 + chars // 4
+    usage = TokenUsage(seen.missed_tokens, output, seen.cached_tokens)
+    return msgspec.structs.replace(current, usage=usage)
 
 
 def _gone(record: RecordedRequest) -> None:

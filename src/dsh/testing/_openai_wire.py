@@ -98,6 +98,7 @@ def _usage_json(usage: TokenUsage) -> dict[str, Json]:
         "total_tokens": prompt + usage.output_tokens,
         "prompt_cache_hit_tokens": hit,
         "prompt_cache_miss_tokens": usage.input_tokens,
+        "prompt_tokens_details": {"cached_tokens": hit},
     }
     if usage.reasoning_tokens is not None:
         out["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}

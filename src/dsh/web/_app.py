@@ -19,6 +19,8 @@ from starlette.types import ASGIApp
 
 from .._context import Context
 from ..agent import USER_CANCEL, Agent, AgentOptions
+from ..llm import HarnessError
+from ..llm.adapters import RouteError
 from ..persistence import (
     SESSION_PERSISTENCE,
     SessionLockedError,
@@ -35,6 +37,7 @@ from ..plugins.ask_user import (
     check_answers,
 )
 from ..plugins.rewind import REWIND, RewindError, Rewinds
+from ..plugins.usage import PRICES
 from ..session import SESSION_EVENT, ForkError, SessionEventPayload
 from ..tools import Decision
 from ._asks import Waiting, call_settled, open_approval, open_question
@@ -43,6 +46,7 @@ from ._doors import Door
 from ._guard import LOOPBACK_HOSTS, Guard
 from ._live import LiveSessions
 from ._mcp import McpRoutes
+from ._model import model_state, switch_from_page
 from ._sessions import session_list
 from ._stream import session_stream
 
@@ -167,6 +171,8 @@ class _Routes:
             Route("/api/sessions/{id}/messages", self.message, methods=post),
             Route("/api/sessions/{id}/resume", self.resume, methods=post),
             Route("/api/sessions/{id}/cancel", self.cancel, methods=post),
+            Route("/api/sessions/{id}/model", self.model),
+            Route("/api/sessions/{id}/model", self.set_model, methods=post),
             Route("/api/sessions/{id}/release", self.release, methods=post),
             Route("/api/sessions/{id}/fork", self.fork, methods=post),
             Route("/api/sessions/{id}/rewind", self.rewind, methods=post),
@@ -204,7 +210,8 @@ class _Routes:
                 source = await self.live.stored(session_id)
             except (UnknownSessionError, LookupError):
                 return _error(404, f"no session {session_id!r}")
-        stream = session_stream(self.live, self.web.snapshots, session_id, after, source)
+        prices = self.web.ctx.get(PRICES)
+        stream = session_stream(self.live, self.web.snapshots, session_id, after, source, prices)
         headers = {"x-accel-buffering": "no"}
         return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
 
@@ -232,6 +239,25 @@ class _Routes:
             return _error(409, "this session is not open here")
         agent.cancel(USER_CANCEL)
         return JSONResponse({})
+
+    async def model(self, request: Request) -> Response:
+        """The session's model and effort, and what the pickers offer (an open session)."""
+        agent = self.live.get(request.path_params["id"])
+        if agent is None:
+            return _error(409, "this session is not open here")
+        return JSONResponse(await model_state(agent))
+
+    async def set_model(self, request: Request) -> Response:
+        """`{model?: "provider:model", reasoning_effort?: effort | "default"}` → `{note, …}`."""
+        body = await _body(request)
+        agent = await self._agent(request)
+        if isinstance(agent, Response):
+            return agent
+        try:
+            note = switch_from_page(agent, body.get("model"), body.get("reasoning_effort"))
+        except (HarnessError, RouteError, ValueError) as exc:
+            return _error(400, str(exc))
+        return JSONResponse({**await model_state(agent), "note": note})
 
     async def release(self, request: Request) -> Response:
         """Close the session here, so that another program (an editor over ACP, `dsh chat

@@ -14,6 +14,7 @@ from ..events import (
     AssistantMessageEvent,
     CompactionSummaryEvent,
     InboxSplicedEvent,
+    ModelSwitchEvent,
     ReasoningDeltaEvent,
     RetryEvent,
     RewindCodeEvent,
@@ -32,6 +33,7 @@ from ..events import (
 from ..llm import Json, Message, ReasoningBlock, TextBlock
 from ..plugins.usage import budget_stop
 from ..session import SessionEvent, Usage, usage_of
+from ._cost import SessionCost
 from ._diff import FileSnapshots, diff_lines, parse_arguments
 
 __all__ = ["LogView", "page_event", "usage_json"]
@@ -43,6 +45,8 @@ class LogView(msgspec.Struct, frozen=True):
     session_id: str
     events: Sequence[SessionEvent]
     snapshots: FileSnapshots | None = None
+    costs: SessionCost = msgspec.field(default_factory=lambda: SessionCost(None))
+    """Prices turns (and the session up to each) when it has the profile's prices."""
 
 
 def page_event(event: TypedEvent, view: LogView) -> dict[str, Json] | None:
@@ -60,7 +64,7 @@ def _fields(event: TypedEvent, view: LogView) -> dict[str, Json] | None:
         case TurnStartEvent(turn=turn):
             return {"turn": turn}
         case TurnEndEvent():
-            return _turn_end(event, view.events)
+            return _turn_end(event, view)
         case TextDeltaEvent() | ReasoningDeltaEvent():
             step = {"turn": event.turn, "step": event.step}
             return {**step, "index": event.index, "text": event.text}
@@ -117,7 +121,11 @@ def _record(event: TypedEvent) -> dict[str, Json] | None:
         case TodoWriteEvent():
             return {"todos": [{"content": t.content, "status": t.status} for t in event.todos]}
         case CompactionSummaryEvent():
-            return {"messages": len(event.shadowed_seqs)}
+            return {"messages": len(event.shadowed_seqs), "receipt": event.receipt()}
+        case ModelSwitchEvent():
+            effort = event.reasoning_effort
+            model = f"{event.provider}:{event.model}"
+            return {"model": model, "reasoning_effort": effort, "fallback": event.fallback}
         case RewindCodeEvent():
             return {"turn": event.turn, "undo": event.undo, "restored": list(event.restored)}
         case RewindConversationEvent():
@@ -148,7 +156,7 @@ def _tool_call(event: ToolCallEvent, view: LogView) -> dict[str, Json]:
     }
 
 
-def _turn_end(event: TurnEndEvent, events: Sequence[SessionEvent]) -> dict[str, Json]:
+def _turn_end(event: TurnEndEvent, view: LogView) -> dict[str, Json]:
     reason = event.reason
     detail = None
     if reason.error is not None:
@@ -156,8 +164,10 @@ def _turn_end(event: TurnEndEvent, events: Sequence[SessionEvent]) -> dict[str, 
     elif reason.cause is not None:
         stop = budget_stop(reason)
         detail = reason.cause.kind if stop is None else stop.line()
-    usage = usage_of(_turn_events(events, event))
-    return {"turn": event.turn, "reason": reason.kind, "detail": detail, "usage": usage_json(usage)}
+    turn = _turn_events(view.events, event)
+    cost, session = view.costs.turn(view.events, turn, event.seq)
+    usage = {**usage_json(usage_of(turn)), "cost_usd": cost, "session_cost_usd": session}
+    return {"turn": event.turn, "reason": reason.kind, "detail": detail, "usage": usage}
 
 
 def _turn_events(events: Sequence[SessionEvent], end: TurnEndEvent) -> Sequence[SessionEvent]:

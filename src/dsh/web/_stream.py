@@ -19,7 +19,9 @@ from ..agent import Agent, session_events
 from ..events import ToolProgressEvent, typed
 from ..llm import Json
 from ..persistence import StoredLog
+from ..plugins.usage import PriceTable
 from ..session import SessionEvent
+from ._cost import SessionCost
 from ._diff import FileSnapshots
 from ._live import LiveSessions
 from ._render import LogView, page_event
@@ -36,6 +38,7 @@ async def session_stream(
     session_id: str,
     after: int,
     source: Agent | StoredLog,
+    prices: PriceTable | None = None,
 ) -> AsyncIterator[str]:
     """The stream of `session_id` from seq `after + 1`: from the live agent, or from the
     stored log and then live once the session is opened here."""
@@ -43,7 +46,7 @@ async def session_stream(
     agent: Agent | None = None
     if isinstance(source, StoredLog):
         yield _state(live=False)
-        view = LogView(session_id, source.events, snapshots)
+        view = LogView(session_id, source.events, snapshots, SessionCost(prices))
         for event in source.events[after + 1 :]:
             if message := _message(event, view):
                 yield message
@@ -56,7 +59,7 @@ async def session_stream(
             if agent is None:
                 return  # the UI is closing
         yield _state(live=True)
-        view = LogView(session_id, agent.session.events, snapshots)
+        view = LogView(session_id, agent.session.events, snapshots, SessionCost(prices))
         # An async generator: closed here when the client goes away, not when it is collected.
         appended = session_events(agent, from_seq=after + 1, progress=True)
         stream = cast(AsyncGenerator[SessionEvent | ToolProgressEvent, None], appended)

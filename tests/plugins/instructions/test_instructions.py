@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from dsh.agent import run_prompt
+from dsh.llm import GenerateOptions
+from dsh.plugins.compaction import COMPACTION, CompactionPlugin
 from dsh.plugins.instructions import InstructionsPlugin, InstructionsText
 from dsh.testing import reply, tool_call
 from dsh.tools import tool
@@ -67,10 +69,38 @@ async def test_a_changed_file_is_read_again(runtime: Runtime, tmp_path: Path) ->
     await run_prompt(agent, "second")
     rules.unlink()
     await run_prompt(agent, "third")
-    systems = [r.system or "" for r in runtime.model.requests]
-    assert "First version." in systems[0]
-    assert "Second version, longer." in systems[1] and "First version." not in systems[1]
-    assert "Project instructions" not in systems[2]  # no file, no section
+    requests = runtime.model.requests
+    # The system prompt keeps the first version (the cached prefix holds); each change is
+    # appended as a runtime context that supersedes it.
+    assert all("First version." in (r.system or "") for r in requests)
+    changed = [m.text for m in requests[1].messages if "instructions changed" in m.text]
+    assert len(changed) == 1 and "Second version, longer." in changed[0]
+    assert list(requests[2].messages[: len(requests[1].messages)]) == list(requests[1].messages)
+    latest = [m.text for m in requests[2].messages if "instructions changed" in m.text][-1]
+    assert "(now empty)" in latest and "Second version" not in latest
+
+
+async def test_a_summary_or_a_new_session_takes_the_current_text(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    await runtime.ctx.plugin(InstructionsPlugin)
+    await runtime.ctx.plugin(CompactionPlugin)
+    workspace = tmp_path / "ws"
+    rules = write(workspace / "AGENTS.md", "First version.")
+    runtime.model.add("one " * 400, "two " * 400, "A summary.", "three", "fresh")
+    agent = await runtime.agent(cwd=str(workspace))
+    await run_prompt(agent, "first")
+    write(rules, "Second version, longer.")
+    await run_prompt(agent, "second")
+    assert await runtime.ctx.require(COMPACTION).compact_now(agent) is not None
+    await run_prompt(agent, "third")
+    other = await runtime.agent(cwd=str(workspace))
+    await run_prompt(other, "hello")
+    after_summary, fresh = runtime.model.requests[-2:]
+    for request in (after_summary, fresh):
+        assert "Second version, longer." in (request.system or "")
+        assert "First version." not in (request.system or "")
+        assert not any("instructions changed" in m.text for m in request.messages)
 
 
 async def test_the_section_is_capped_with_a_note(runtime: Runtime, tmp_path: Path) -> None:
@@ -104,10 +134,16 @@ async def test_a_new_repository_root_and_home_are_seen_at_the_next_request(
     write(other_home / "AGENTS.md", "Other home rule.")
     monkeypatch.setenv("DSH_HOME", str(other_home))
     await run_prompt(agent, "third")
-    first, second, third = (r.system or "" for r in runtime.model.requests)
+    first, second, third = (seen(r) for r in runtime.model.requests)
     assert "Package rule." in first and "Parent rule." not in first
     assert "Parent rule." in second and "Package rule." in second
     assert "Other home rule." in third and "Other home rule." not in second
+
+
+def seen(request: GenerateOptions) -> str:
+    """The instructions a request carries: the latest change appended, else the system's."""
+    changes = [m.text for m in request.messages if "instructions changed" in m.text]
+    return changes[-1] if changes else request.system or ""
 
 
 async def test_each_workspace_names_its_own_files(runtime: Runtime, tmp_path: Path) -> None:
@@ -164,6 +200,6 @@ async def test_a_tool_that_edits_the_instructions_reaches_its_next_request(
     runtime.model.add(reply(tool_call("rewrite")), "ok")
     agent = await runtime.agent(cwd=str(workspace))
     await run_prompt(agent, "go")
-    first, second = (r.system or "" for r in runtime.model.requests)
+    first, second = (seen(r) for r in runtime.model.requests)
     assert "First rule." in first
     assert "Second rule, longer." in second and "First rule." not in second

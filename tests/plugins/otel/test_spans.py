@@ -399,6 +399,28 @@ async def test_a_model_call_over_http_names_the_providers_response(
     assert "sk-otel-http" not in json.dumps([attrs(s) for s in traced.spans()])
 
 
+async def test_model_calls_and_turns_carry_their_cost() -> None:
+    price = {"route": "scripted/*", "input": 1.0, "output": 2.0, "cache_read": 0.1}
+    rt = await traced_runtime({"id": "usage", "name": "usage", "config": {"prices": [price]}})
+    try:
+        rt.ctx.tools.register(shout)
+        rt.model.add(
+            reply(tool_call("shout", {"text": "hi"}), usage=TokenUsage(100, 20, 900)),
+            reply("HI", usage=TokenUsage(1000, 0)),
+        )
+        await run_prompt(await rt.agent(), "shout hi")
+        (turn,) = rt.named("invoke_agent")
+        first, second = rt.named("chat")
+        # 100 misses x $1 + 900 hits x $0.1 + 20 out x $2, per million tokens
+        assert attrs(first)["dsh.usage.cost_usd"] == pytest.approx(0.00023)
+        assert attrs(second)["dsh.usage.cost_usd"] == pytest.approx(0.001)
+        assert attrs(turn)["dsh.usage.cost_usd"] == pytest.approx(0.00123)
+    finally:
+        for handle in rt.handles:
+            await handle.dispose()
+        await rt.ctx.owner.dispose()
+
+
 @tool
 async def leak(*, run: ToolRunContext) -> str:
     """Report progress that holds a secret-looking text."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dsh.agent import AgentOptions, CreateAgentOptions, run_prompt
-from dsh.llm import Message, TextBlock, ToolResultBlock, tool_result_message
+from dsh.llm import Message, TextBlock, TokenUsage, ToolResultBlock, tool_result_message
 from dsh.loop import ReactLoopAgent
 from dsh.plugins.compaction import CompactionPlugin, context_tokens
 from dsh.plugins.pruner import PrunerConfig, PrunerPlugin, pruned_message
@@ -73,6 +73,28 @@ async def test_pruning_brings_the_request_under_the_threshold_without_a_summary(
     replacement = agent.session.events[record.seq - 1]  # written just before the record
     assert replacement.type == "tool/result" and replacement.source_event_seqs == (first.seq,)
     assert replacement.data["message"]["id"] == first.data["message"]["id"]  # the same message
+
+
+async def test_a_prune_is_metered_by_what_will_be_sent_not_by_the_last_usage(
+    runtime: Runtime,
+) -> None:
+    # The provider counts the second request at 2,600 tokens: with the new result, 4,400
+    # (over the 3,200 threshold), so the first result is pruned; the context that will be
+    # sent then is far under the threshold, so no summary follows at once.
+    model = ScriptedModel(
+        [
+            reply(tool_call("dump", {"name": "a"}), usage=TokenUsage(100, 20)),
+            reply(tool_call("dump", {"name": "b"}), usage=TokenUsage(2_600, 20)),
+            "ok",
+        ],
+        context_window=WINDOW,
+    )
+    agent = await agent_with_pruner(runtime, model)
+    await run_prompt(agent, "show me both files")
+    model.assert_complete()  # no summary request
+    kinds = [e.type for e in agent.session.events]
+    assert "compaction/prune" in kinds and "compaction/start" not in kinds
+    assert context_tokens(agent.session) < int(WINDOW * 0.8)
 
 
 def test_small_results_and_other_blocks() -> None:

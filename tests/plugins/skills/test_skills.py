@@ -113,7 +113,7 @@ async def test_no_skills_no_section(runtime: Runtime, tmp_path: Path) -> None:
     assert "# Skills" not in (runtime.model.requests[0].system or "")
 
 
-async def test_a_new_and_an_edited_skill_reach_the_next_request(
+async def test_a_new_and_an_edited_skill_reach_the_next_request_without_a_new_prefix(
     runtime: Runtime, tmp_path: Path
 ) -> None:
     await runtime.ctx.plugin(SkillsPlugin)
@@ -127,10 +127,14 @@ async def test_a_new_and_an_edited_skill_reach_the_next_request(
     await run_prompt(agent, "second")
     edited.write_text("---\nname: alpha\ndescription: Edited words, longer.\n---\nBody.\n")
     await run_prompt(agent, "third")
-    first, second, third = (r.system or "" for r in runtime.model.requests)
-    assert "- alpha: First words." in first and "beta" not in first
-    assert "- beta: New skill." in second
-    assert "- alpha: Edited words, longer." in third and "First words." not in third
+    first, second, third = runtime.model.requests
+    assert "- alpha: First words." in (first.system or "") and "beta" not in (first.system or "")
+    assert first.system == second.system == third.system  # the cached prefix holds
+    news = [m.text for m in second.messages if "skills available changed" in m.text]
+    assert len(news) == 1 and "- beta: New skill." in news[0]
+    assert list(third.messages[: len(second.messages)]) == list(second.messages)
+    latest = [m.text for m in third.messages if "skills available changed" in m.text][-1]
+    assert "- alpha: Edited words, longer." in latest and "First words." not in latest
 
 
 async def test_the_sessions_of_a_workspace_share_one_listing_per_pass(

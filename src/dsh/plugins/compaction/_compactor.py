@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -25,13 +26,14 @@ from ...llm import (
     GenerateOptions,
     Message,
     TokenUsage,
+    UserMessage,
     plugin_source,
     text_of,
     user_message,
 )
 from ...session import ReplaceOp, Session
 from ._events import COMPACTION_STARTING, CompactionError, CompactionStarting, Trigger
-from ._meter import estimate_message, estimate_text
+from ._meter import context_tokens, estimate_message, estimate_text
 
 if TYPE_CHECKING:
     from ...agent import Agent
@@ -97,6 +99,7 @@ async def compact(
     events = session.events
     shadowed = [m for m in (session.derive_event_message(events[s]) for s in head) if m]
     shadowed_tokens = sum(estimate_message(m) for m in shadowed)
+    before = context_tokens(session)
     compaction_id = f"compaction-{uuid4_text()}"
     append(session, CompactionStartEvent(compaction_id=compaction_id, turn=turn))
     error: str | None = None
@@ -119,6 +122,10 @@ async def compact(
             max_tokens=config.summary_max_tokens,
             trigger=trigger,
             usage=usage,
+            tokens_before=before,
+            tokens_after=max(before - shadowed_tokens, 0)
+            + estimate_message(checkpoint(summary, compaction_id)),
+            summary_hash="sha256:" + hashlib.sha256(summary.encode()).hexdigest()[:16],
         )
         replacement = _commit_summary(session, record)
     except BaseException as exc:
@@ -135,17 +142,21 @@ def _commit_summary(session: Session, record: CompactionSummaryEvent) -> int:
     """Log the summary, then the checkpoint that replaces what it shadows on the surface;
     the checkpoint's seq."""
     append(session, record)
-    checkpoint = user_message(
-        f"<compacted-summary>\n{record.summary}\n</compacted-summary>",
-        plugin_source(PLUGIN_ID, "checkpoint", compactionId=record.compaction_id),
-    )
     shadowed = record.shadowed_range
     replacement = UserMessageEvent(
-        message=checkpoint,
+        message=checkpoint(record.summary, record.compaction_id),
         surface_op=ReplaceOp(shadowed.start, shadowed.end),
         source_event_seqs=record.shadowed_seqs,
     )
     return append(session, replacement).seq
+
+
+def checkpoint(summary: str, compaction_id: str) -> UserMessage:
+    """The message that takes the shadowed messages' place on the surface."""
+    return user_message(
+        f"<compacted-summary>\n{summary}\n</compacted-summary>",
+        plugin_source(PLUGIN_ID, "checkpoint", compactionId=compaction_id),
+    )
 
 
 async def _summarise(

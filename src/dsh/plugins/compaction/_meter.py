@@ -62,8 +62,10 @@ def context_tokens(session: Session) -> int:
     """How many tokens the next request of `session` will hold, about.
 
     The latest assistant message's usage counts its request and its answer exactly; the
-    messages that came after it are estimated. Without usage (or when a replacement came
-    after it), everything is estimated.
+    messages that came after it are estimated. Without usage, or when the history before it
+    was rewritten since (a prune, a summary: a node written later than the answer sits
+    before it), the usage describes a request that will not be sent again, and everything
+    is estimated.
     """
     events = session.events
     nodes = session.surface.nodes
@@ -75,7 +77,7 @@ def context_tokens(session: Session) -> int:
         if answer is None:
             continue
         measured = answer.usage
-        if measured is None:
+        if measured is None or max(nodes[:position], default=-1) > nodes[position]:
             break
         later = (session.derive_event_message(events[s]) for s in nodes[position + 1 :])
         return (

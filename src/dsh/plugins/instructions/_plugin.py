@@ -9,13 +9,22 @@ from msgspec import Meta
 
 from ..._context import Context
 from ...kernel import ConfigRecord, Injects
-from ...prompt import SYSTEM_PROMPT, AssembleContext
+from ...prompt import SYSTEM_PROMPT, AssembleContext, PinnedText
+from ...session import SESSION_DISPOSED, Session
 from ...workspace import agent_cwd
 from ._files import InstructionFile, InstructionReader, InstructionsText, candidates
 
 __all__ = ["SECTION", "VARIABLE", "InstructionsConfig", "InstructionsPlugin", "instructions_for"]
 
 SECTION = "project:instructions"
+UPDATE = "project:instructions-update"
+"""The runtime context that carries the files' new text after an edit mid-session (as the
+value of `UPDATE_VARIABLE`, never scanned for placeholders)."""
+UPDATE_VARIABLE = "project_instructions_update"
+CHANGED = (
+    "The project instructions changed during this session. This is their current text; "
+    "it replaces the project instructions in the system prompt:"
+)
 VARIABLE = "project_instructions"
 """The section is the template `{{project_instructions}}`: the files' text arrives as the
 variable's value, which the renderer never scans, so a `{{` inside a file stays literal."""
@@ -56,10 +65,17 @@ class InstructionsPlugin:
             max_chars=config.max_chars,
         )
 
-        def text(context: AssembleContext) -> str:
-            if context.agent is None:
-                return ""
-            return section.text(agent_cwd(context.agent))
+        pins = PinnedText(CHANGED)
 
-        ctx.system_prompt.variable(VARIABLE, text)
+        def current(context: AssembleContext) -> tuple[Session | None, str]:
+            if context.agent is None:
+                return None, ""
+            session = getattr(context.agent, "session", None)
+            text = section.text(agent_cwd(context.agent))
+            return (session if isinstance(session, Session) else None), text
+
+        ctx.system_prompt.variable(VARIABLE, lambda context: pins.section(*current(context)))
         ctx.system_prompt.section(SECTION, config.order, "{{" + VARIABLE + "}}")
+        ctx.system_prompt.variable(UPDATE_VARIABLE, lambda c: pins.update(*current(c)))
+        ctx.system_prompt.context(UPDATE, config.order, "{{" + UPDATE_VARIABLE + "}}")
+        ctx.on(SESSION_DISPOSED, lambda session: pins.forget(session.id))

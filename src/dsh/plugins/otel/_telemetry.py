@@ -17,6 +17,7 @@ from ...agent import PRE_STEP, REQUEST
 from ...kernel import Disposer
 from ...session import SESSION_DISPOSED, SESSION_FLUSH
 from ...tools import TOOLS_EXECUTE
+from ..usage import PRICES
 from ._exporters import metric_exporters, span_exporters
 from ._metrics import Histograms
 from ._spans import SpanSink
@@ -138,7 +139,12 @@ def start(ctx: Context, config: OtelConfig) -> Telemetry:
         telemetry.add_span_processor(BatchSpanProcessor(exporter))
     for metric_exporter in metrics:
         telemetry.add_metric_exporter(metric_exporter)
-    tracer = Tracer(telemetry.sink, telemetry.histograms, telemetry.capture_content)
+    tracer = Tracer(
+        telemetry.sink,
+        telemetry.histograms,
+        telemetry.capture_content,
+        lambda: ctx.get(PRICES),
+    )
     ctx.owner.effect(tracer.close)
     ctx.on(PRE_STEP, tracer.at_pre_step, global_=True)
     ctx.on(TOOLS_EXECUTE, tracer.around_tool, global_=True)

@@ -47,6 +47,7 @@ from ._content import content_text, messages_json, system_json
 from ._spans import CLIENT, INTERNAL, AttributeValue, Event, Span, SpanSink
 
 if TYPE_CHECKING:
+    from ..usage import PriceTable
     from ._metrics import Histograms, MetricKey
 
 __all__ = ["Tracer"]
@@ -87,6 +88,8 @@ class _Turn(msgspec.Struct, eq=False):
     """The attributes of the route and the request header they were read from."""
     input_tokens: int = 0
     output_tokens: int = 0
+    cost_usd: float | None = 0.0
+    """The turn's model calls by the profile's prices (None once one had no price)."""
     history: Sequence[Message] | None = None
     """The history of the last request (kept only to record content)."""
 
@@ -106,12 +109,21 @@ class Tracer:
         "_handlers",
         "_keys",
         "_meters",
+        "_prices",
         "_sink",
         "_turns",
     )
 
-    def __init__(self, sink: SpanSink, meters: Histograms, capture_content: bool) -> None:
+    def __init__(
+        self,
+        sink: SpanSink,
+        meters: Histograms,
+        capture_content: bool,
+        prices: Callable[[], PriceTable | None] = lambda: None,
+    ) -> None:
         self._sink = sink
+        self._prices = prices
+        """The profile's prices, read when a call is recorded (the usage row loads later)."""
         self._meters = meters
         self._capture = capture_content
         self._cursors: dict[Session, int] = {}
@@ -242,6 +254,8 @@ class Tracer:
             attributes["gen_ai.request.model"] = model
         attributes["gen_ai.usage.input_tokens"] = turn.input_tokens
         attributes["gen_ai.usage.output_tokens"] = turn.output_tokens
+        if turn.cost_usd is not None and turn.input_tokens + turn.output_tokens:
+            attributes["dsh.usage.cost_usd"] = turn.cost_usd
         if kind == "aborted" and reason is not None:
             attributes["dsh.turn.cancel_cause"] = reason.cause.kind if reason.cause else "user"
         if error is not None:
@@ -251,6 +265,14 @@ class Tracer:
         self._meters.duration.record((end_ns - span.start_ns) / 1e9, key)
 
     # -- model calls ---------------------------------------------------------------------------
+
+    def _cost(self, turn: _Turn, attributes: dict[str, AttributeValue], usage: TokenUsage) -> None:
+        """`dsh.usage.cost_usd` of one call (cache hits at the hit price), added to the turn's."""
+        prices = self._prices()
+        cost = None if prices is None else prices.call_cost(*turn.route, usage)
+        if cost is not None:
+            attributes["dsh.usage.cost_usd"] = cost
+        turn.cost_usd = None if cost is None or turn.cost_usd is None else turn.cost_usd + cost
 
     def _step_start(self, session: Session, event: SessionEvent) -> None:
         turn = self._turns.get(session)
@@ -289,7 +311,9 @@ class Tracer:
         attributes = turn.request[1].copy()
         reason = _finish(attributes, session, event)
         if "usage" in data:
-            input_tokens, output_tokens = _usage(attributes, TokenUsage.from_json(data["usage"]))
+            usage = TokenUsage.from_json(data["usage"])
+            input_tokens, output_tokens = _usage(attributes, usage)
+            self._cost(turn, attributes, usage)
             self._meters.tokens.record(input_tokens, turn.keys[0])
             self._meters.tokens.record(output_tokens, turn.keys[1])
             turn.input_tokens += input_tokens

@@ -11,7 +11,8 @@ from ..._context import Context
 from ...agent import Agent
 from ...kernel import ConfigRecord, Injects, ServiceKey
 from ...llm import HarnessError
-from ...prompt import SYSTEM_PROMPT, AssembleContext
+from ...prompt import SYSTEM_PROMPT, AssembleContext, PinnedText
+from ...session import SESSION_DISPOSED, Session
 from ...tools import TOOLS, ToolPlugin, ToolRunContext, tool
 from ...workspace import PassMemo, WorkspaceMemo, agent_cwd, agent_workspace
 from ._catalog import Skill, SkillCatalog, SkillIssue, SkillReader, skill_roots
@@ -23,6 +24,13 @@ _log = logging.getLogger("dsh.plugins.skills")
 SECTION = "skills:catalog"
 VARIABLE = "skills_catalog"
 """The catalog reaches its section as this variable's value: descriptions are never templates."""
+UPDATE = "skills:catalog-update"
+UPDATE_VARIABLE = "skills_catalog_update"
+"""The runtime context (and its variable) that carries the catalog after a change mid-session."""
+CHANGED = (
+    "The skills available changed during this session. This is the current catalog; it "
+    "replaces the Skills section of the system prompt:"
+)
 MAX_FILES = 200
 """Files listed when a skill is loaded."""
 MAX_FILE_BYTES = 256 * 1024
@@ -154,12 +162,19 @@ class SkillsPlugin:
         service = Skills(config)
         ctx.provide(SKILLS, service)
 
-        def catalog(context: AssembleContext) -> str:
-            if context.agent is None:
-                return ""
-            return render_catalog(service.catalog(agent_cwd(context.agent)))
+        pins = PinnedText(CHANGED)
 
-        ctx.system_prompt.variable(VARIABLE, catalog)
+        def catalog(context: AssembleContext) -> tuple[Session | None, str]:
+            if context.agent is None:
+                return None, ""
+            session = getattr(context.agent, "session", None)
+            text = render_catalog(service.catalog(agent_cwd(context.agent)))
+            return (session if isinstance(session, Session) else None), text
+
+        ctx.system_prompt.variable(VARIABLE, lambda c: pins.section(*catalog(c)))
+        ctx.system_prompt.variable(UPDATE_VARIABLE, lambda c: pins.update(*catalog(c)))
+        ctx.system_prompt.context(UPDATE, config.order, "{{" + UPDATE_VARIABLE + "}}")
+        ctx.on(SESSION_DISPOSED, lambda session: pins.forget(session.id))
         guidance = (config.order, "{{" + VARIABLE + "}}")
         tools = ToolPlugin("skills:tool", [skill], guidance=guidance, section=SECTION)
         await ctx.plugin(tools, id="skills:tool")

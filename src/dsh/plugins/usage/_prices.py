@@ -6,9 +6,11 @@ from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Annotated
 
+import msgspec
 from msgspec import Meta
 
 from ...kernel import ConfigRecord
+from ...llm import TokenUsage
 from ...session import ModelRoute, Usage
 
 __all__ = ["DEFAULT_PRICES", "Price", "PriceTable"]
@@ -77,6 +79,24 @@ class PriceTable:
         if route not in self._found:
             self._found[route] = next((p for p in self.prices if p.matches(*route)), None)
         return self._found[route]
+
+    def call_cost(self, provider: str, model: str, usage: TokenUsage) -> float | None:
+        """US dollars for one model call's usage on a route (None: the route has no price)."""
+        price = self.price(provider, model)
+        if price is None:
+            return None
+        spent = Usage(
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens or 0,
+            usage.cache_write_tokens or 0,
+        )
+        return price.cost(spent)
+
+    def priced(self, by_model: Mapping[ModelRoute, Usage]) -> Usage:
+        """The usage of all routes together, with its `cost_usd` (None: a route is unpriced)."""
+        total = sum(by_model.values(), Usage())
+        return msgspec.structs.replace(total, cost_usd=self.cost(by_model))
 
     def cost(self, by_model: Mapping[ModelRoute, Usage]) -> float | None:
         """US dollars for usage by model (`usage_by_model`); None when a route that used

@@ -47,12 +47,14 @@ function show(id) {
     source.addEventListener("state", (message) => {
       transcript.live = JSON.parse(message.data).live;
       update();
+      loadModels();
     });
     source.onerror = () => {
       if (source.readyState === EventSource.CLOSED) notify("disconnected: reload the page");
     };
     transcript.onchange = (event) => {
       update();
+      if (event.type === "TurnStartEvent") current.note = "";
       if (event.type === "TurnStartEvent" || event.type === "TurnEndEvent") {
         soon(refreshSessions);
         mcpSoon();
@@ -61,6 +63,46 @@ function show(id) {
   }
   update();
   drawSessions();
+  loadModels();
+}
+
+// -- the model pickers -----------------------------------------------------------------------
+
+function fill(select, values, chosen) {
+  select.replaceChildren(...values.map((value) => {
+    const option = document.createElement("option");
+    option.value = option.textContent = value;
+    option.selected = value === chosen;
+    return option;
+  }));
+}
+
+async function loadModels() {
+  const shown = current;
+  $("pickers").hidden = true;
+  if (!shown?.transcript.live) return;
+  try {
+    const state = await api(sessionPath(shown.id, "model"));
+    if (current !== shown || !state.model) return;
+    fill($("model"), state.models, state.model);
+    fill($("effort"), state.efforts, state.reasoning_effort);
+    $("model").title = `Switching: ${state.cache_note}`;
+    $("pickers").hidden = false;
+  } catch (error) {
+    notify(error.message);
+  }
+}
+
+async function pick(body) {
+  try {
+    const state = await api(sessionPath(current.id, "model"), body);
+    fill($("effort"), state.efforts, state.reasoning_effort);
+    current.note = state.note; // shown while idle, until the next turn starts
+    notify(state.note);
+  } catch (error) {
+    notify(error.message);
+    loadModels();
+  }
   mcpSoon();
 }
 
@@ -84,7 +126,7 @@ function update() {
     : "Ask the agent… (Enter sends, Shift+Enter for a new line)";
   if (!current) notify("");
   else if (transcript.live === false) notify("stored session: sending a message resumes it");
-  else if (!transcript.running) notify("idle");
+  else if (!transcript.running) notify(current.note || "idle");
   else if (transcript.root.querySelector(".asking .choices")) notify("waiting for approval");
   else if (transcript.root.querySelector(".question-card .choices")) notify("waiting for an answer");
   else notify("running…");
@@ -222,6 +264,8 @@ $("new-session").addEventListener("click", () => {
   $("message").focus();
 });
 $("all-workspaces").addEventListener("change", refreshSessions);
+$("model").addEventListener("change", () => pick({ model: $("model").value }));
+$("effort").addEventListener("change", () => pick({ reasoning_effort: $("effort").value }));
 suggestInto($("message"), $("suggestions"));
 window.addEventListener("focus", mcpSoon);
 window.addEventListener("hashchange", route);

@@ -21,15 +21,23 @@ function plural(count, word) {
   return `${count} ${word}${count === 1 ? "" : "s"}`;
 }
 
-/** `↑ 1.2k in (80% cached) · ↓ 340 out · 2 requests · 1 tool call`, or "" without usage. */
+/** `↑ 1.2k in (80% cached) · ↓ 340 out · 2 requests · 1 tool call · $0.0031 (session
+ *  $0.0207)` (the cost when priced), or "" without usage. */
 export function usageLine(usage) {
   if (!usage || (!usage.input_tokens && !usage.output_tokens)) return "";
   let input = `↑ ${tokens(usage.input_tokens)} in`;
   if (usage.cache_read_tokens && usage.input_tokens) {
     input += ` (${Math.round((100 * usage.cache_read_tokens) / usage.input_tokens)}% cached)`;
   }
-  return [input, `↓ ${tokens(usage.output_tokens)} out`, plural(usage.requests, "request"),
-    plural(usage.tool_calls, "tool call")].join(" · ");
+  const parts = [input, `↓ ${tokens(usage.output_tokens)} out`, plural(usage.requests, "request"),
+    plural(usage.tool_calls, "tool call")];
+  if (usage.cost_usd != null) {
+    let cost = `$${usage.cost_usd.toFixed(4)}`;
+    const session = usage.session_cost_usd;
+    if (session != null && session > usage.cost_usd + 0.00005) cost += ` (session $${session.toFixed(4)})`;
+    parts.push(cost);
+  }
+  return parts.join(" · ");
 }
 
 export class Transcript {
@@ -320,7 +328,14 @@ export class Transcript {
   }
 
   onCompactionSummaryEvent(event) {
-    this.container().append(el("div", "notice", `compacted ${event.messages} earlier messages`));
+    this.container().append(el("div", "notice", `compacted into a summary: ${event.receipt}`));
+  }
+
+  onModelSwitchEvent(event) {
+    const effort = event.reasoning_effort ? ` (reasoning ${event.reasoning_effort})` : "";
+    const why = event.fallback ? ` after a failure (${event.fallback})` : "";
+    const text = `switched to ${event.model}${effort}${why}: the next request re-pays the cached prompt prefix once`;
+    this.container().append(el("div", "notice", text));
   }
 
   onTodoWriteEvent(event) {
