@@ -39,11 +39,18 @@ def noop() -> str:
     return "ok"
 
 
+@tool(concurrency_safe=True)
+def look() -> str:
+    """A read-only call (run concurrently with its neighbours)."""
+    return "seen"
+
+
 @asynccontextmanager
 async def runtime(config: Mapping[str, Any]) -> AsyncIterator[Context]:
     usage = {"id": "usage", "name": "usage", "config": {"prices": [PRICE], **config}}
     async with boot(load_profile(base=[*CORE_ROWS, usage])) as ctx:
         ctx.tools.register(noop)
+        ctx.tools.register(look)
         yield ctx
 
 
@@ -78,7 +85,19 @@ async def test_max_tool_calls_stops_before_the_next_call() -> None:
         texts = [e.text for e in map(typed, result.events) if isinstance(e, ToolResultEvent)]
         assert texts[0] == "ok"
         assert texts[1].startswith("Error: budget reached: max-tool-calls 1 per run")
-        assert texts[2] == "Error: tool call aborted before dispatch"
+        assert texts[2].startswith("Error: budget reached: max-tool-calls 1 per run")
+        assert budget_stop(result.end_reason) == BudgetStop("run", "max-tool-calls", 1)
+
+
+async def test_max_tool_calls_allows_the_first_of_concurrent_calls() -> None:
+    # Concurrent calls are all logged before any runs: the later ones are not the first's.
+    async with runtime({"limits": {"max_tool_calls": 1}}) as ctx:
+        ScriptedModel([reply(tool_call("look"), tool_call("look"))]).install(ctx)
+        async with ctx.agents.create(CreateAgentOptions("b", agent_options=ROUTE)) as handle:
+            result = await run_prompt(handle.agent, "go")
+        texts = [e.text for e in map(typed, result.events) if isinstance(e, ToolResultEvent)]
+        assert texts[0] == "seen"
+        assert texts[1].startswith("Error: budget reached: max-tool-calls 1 per run")
         assert budget_stop(result.end_reason) == BudgetStop("run", "max-tool-calls", 1)
 
 

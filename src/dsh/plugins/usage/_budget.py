@@ -28,6 +28,7 @@ from ...event_types import (
     TOOL_CALL,
     TURN_START,
 )
+from ...events import ToolCallEvent, typed_as
 from ...kernel import EventSpec, Mode
 from ...persistence import SessionPersistence
 from ...session import (
@@ -229,6 +230,11 @@ class Budgets:
         )
         self._tallies: weakref.WeakKeyDictionary[Agent, _Tally] = weakref.WeakKeyDictionary()
         self._streaming: weakref.WeakValueDictionary[str, Agent] = weakref.WeakValueDictionary()
+        self._after_calls: weakref.WeakKeyDictionary[Agent, BudgetStop] = (
+            weakref.WeakKeyDictionary()
+        )
+        """A stop found before a tool call, carried out before the next model request: not
+        at once, which would abort the step's other calls (those within the limit too)."""
         """The agent of each session that made a model request (mid-stream checks)."""
         self._unpriced: set[ModelRoute] = set()
         self.emit: Callable[[BudgetWarning], None] = lambda warning: None
@@ -257,6 +263,10 @@ class Budgets:
         agent = point.agent
         if self.day.limits() and self._today is None:
             self._today = await _Day.read(self._persistence())
+        pending = self._after_calls.pop(agent, None)
+        if pending is not None:
+            agent.cancel(pending.cause, keep_inbox=True)
+            return
         if self._stop(agent, _reached):
             return
         run, session = self.limits_of(agent)
@@ -266,10 +276,20 @@ class Budgets:
     async def pre_execute(
         self, exec: ToolExecution, next: Next[ToolExecution, PreDecision]
     ) -> PreDecision:
-        if exec.session is not None:
-            # The call is counted already (`tool/call` is logged before its policy).
-            stop = self._stop(cast(Agent, exec.agent), _reached_in_a_step)
+        session = exec.session
+        if session is not None:
+            # The call is counted already (`tool/call` is logged before its policy), and so
+            # are the calls its answer asked for after it: those are not this call's.
+            later = _calls_after(session.events, exec.call_id)
+
+            def reached(name: LimitName, used: float, limit: float) -> bool:
+                own = used - later if name == "max-tool-calls" else used
+                return _reached_in_a_step(name, own, limit)
+
+            agent = cast(Agent, exec.agent)
+            stop = self._stop(agent, reached, cancel=False)
             if stop is not None:
+                self._after_calls[agent] = stop
                 return Deny(f"{stop.line()}: the run stops here")
         return await next()
 
@@ -375,6 +395,21 @@ class Budgets:
         on(PRE_STEP, self.pre_step)
         on(TOOLS_PRE_EXECUTE, self.pre_execute)
         on(SESSION_EVENT, self.on_event)
+
+
+def _calls_after(events: Sequence[SessionEvent], call_id: str) -> int:
+    """How many `tool/call`s of the current step were logged after `call_id`'s."""
+    later = 0
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        if event.type == STEP_START:
+            break
+        call = typed_as(event, ToolCallEvent)
+        if call is not None:
+            if call.call_id == call_id:
+                return later
+            later += 1
+    return 0
 
 
 def _reached(name: LimitName, used: float, limit: float) -> bool:
