@@ -75,6 +75,26 @@ async def test_a_built_in_provider_is_mounted_when_first_needed(
     assert backup.requests[0].body["model"] == "gpt-spare"
 
 
+async def test_a_session_resumed_in_a_new_runtime_goes_on_with_its_fallback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test")
+    primary = OpenAIServer([http_error(529), http_error(529)])
+    backup = OpenAIServer(["from openai", "openai again"])
+    async with primary, backup:
+        monkeypatch.setenv("OPENAI_BASE_URL", backup.base_url + "/v1")
+        rows = [FAST_RETRY, {"id": "fallback", "config": {"models": ["openai:gpt-spare"]}}]
+        store = dsh.JsonlStore(tmp_path / "sessions")
+        async with on_primary(primary, tmp_path, rows, store=store) as agent:
+            first = await agent.run("hello")
+        # A new process (`dsh run -c`): its route is mounted before the first request.
+        async with on_primary(primary, tmp_path, rows, store=store) as agent:
+            again = await agent.run("more", session=first.session_id)
+    assert again.output == "openai again"
+    assert len(primary.requests) == 2  # the failed call and its retry, nothing after
+    assert [r.body["model"] for r in backup.requests] == ["gpt-spare", "gpt-spare"]
+
+
 async def test_an_invalid_request_does_not_fall_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,10 +9,12 @@ import msgspec
 
 from ..._context import Context
 from ...agent import (
+    PRE_STEP,
     REQUEST_ERROR,
     ModelChoice,
     RequestError,
     Retry,
+    StepPoint,
     current_model,
     switch_model,
 )
@@ -65,6 +67,18 @@ class Fallback:
         why = payload.failure.message or payload.failure.code
         switch_model(agent, following, fallback=f"{payload.failure.code}: {why}")
         return Retry()
+
+    async def on_pre_step(self, point: StepPoint) -> None:
+        """A session resumed after a fallback goes on with its fallback model: the route is
+        mounted before the request, as when the switch was made (else the request would go
+        back to the failed model, which the runtime serves from the start)."""
+        current = current_model(point.agent)
+        if current is None or self.ctx.require(LLM).adapter_for(current.provider) is not None:
+            return
+        for route in self.chain:
+            if route.provider == current.provider:
+                await self._served(route)
+                return
 
     async def _after(self, current: ModelChoice | None) -> ModelChoice | None:
         """The first usable model of the chain after `current` (the chain's first when the
@@ -119,3 +133,4 @@ class FallbackPlugin:
     def apply(ctx: Context, config: FallbackConfig) -> None:
         service = Fallback(ctx, config)
         ctx.on(REQUEST_ERROR, service.on_request_error)
+        ctx.on(PRE_STEP, service.on_pre_step)
