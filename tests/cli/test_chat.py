@@ -406,6 +406,7 @@ def test_model_and_reasoning_switch_the_session_from_the_next_request(chat: Chat
     t.wait_for("switched to deepseek-official:deepseek-v4-pro: the next request re-pays")
     t.enter("and now?")
     t.wait_for("On pro.").wait_for(at_prompt)
+    t.wait_for("deepseek-official/deepseek-v4-pro · /help")  # the bottom line follows
     t.enter("/reasoning high")
     t.wait_for("switched to deepseek-official:deepseek-v4-pro (reasoning high)")
     t.enter("/reasoning extreme")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .._context import Context
-from ..agent import USER_CANCEL, Agent, AgentHandle
+from ..agent import USER_CANCEL, Agent, AgentHandle, current_model
 from ..assembly import Route, start, workspace_dir
 from ..events import TurnEndEvent, TurnStartEvent, UserMessageEvent, typed_as
 from ..kernel import Aborted, Disposer
@@ -90,7 +90,7 @@ class Chat:
             history=history_file(cwd),
             commands=COMMANDS,
             prompt=self._prompt,
-            idle_hint=f"{route.provider}/{route.model} · /help · Ctrl-C cancels · Ctrl-D quits",
+            idle_hint=self._idle_hint,
             suggestions=McpSuggestions(lambda: ctx.get("mcp"), lambda: self.agent),
         )
         self.renderer = Renderer(
@@ -110,6 +110,13 @@ class Chat:
         self._asker: Disposer | None = None
         self._idle_interrupts = 0
         self._compacting = False
+
+    def _idle_hint(self) -> str:
+        agent = self.agent
+        current = current_model(agent) if agent is not None else None
+        chosen = current or self.route
+        provider, model = chosen.provider, chosen.model
+        return f"{provider}/{model} · /help · Ctrl-C cancels · Ctrl-D quits"
 
     @property
     def agent(self) -> Agent | None:

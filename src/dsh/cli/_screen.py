@@ -112,12 +112,14 @@ class ChatScreen:
         history: Path | None,
         commands: dict[str, str],
         prompt: Callable[[], str],
-        idle_hint: str,
+        idle_hint: Callable[[], str],
         suggestions: Suggestions | None = None,
     ) -> None:
         self.markdown = markdown
         self.prompt_text = prompt
         self.idle_hint = idle_hint
+        """The bottom line while nothing runs (asked each time it is drawn: it names the
+        current model, which `/model` or a fallback changes)."""
         self.queued: list[str] = []
         """Steering sent but not yet taken by the model (shown until it enters the log)."""
         self.session = self._session(history, SlashCompleter(commands, suggestions))
@@ -245,7 +247,7 @@ class ChatScreen:
 
     def _toolbar(self) -> StyleAndTextTuples:
         if self._status is None:
-            return [("", " " + self.idle_hint)]
+            return [("", " " + self.idle_hint())]
         frame = SPINNER[self._frame % len(SPINNER)]
         return [("class:spinner", f" {frame} "), ("", self._status + elapsed(self._since))]
 
