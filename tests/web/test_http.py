@@ -26,6 +26,7 @@ async def test_every_request_needs_the_token(site: Site) -> None:
             response = await client.get(path)
             assert response.status_code == 401, path
             assert "open the URL `dsh web` printed" in response.text
+            assert response.headers["www-authenticate"] == "Bearer"
         assert (await client.get("/?token=wrong")).status_code == 401
         assert (await client.post("/api/sessions", json={})).status_code == 401
 

@@ -25,8 +25,8 @@ __all__ = ["LOOPBACK_HOSTS", "Guard", "host_name"]
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 NO_TOKEN = (
-    "dsh web: open the URL `dsh web` printed (it carries the access token), or send "
-    "Authorization: Bearer <token>\n"
+    "dsh: no valid access token: open the URL `dsh web` printed (it carries the token), or "
+    "send Authorization: Bearer <token> (the token `dsh a2a` printed, or your --token-file's)\n"
 )
 
 SECURITY_HEADERS = [
@@ -116,7 +116,7 @@ class Guard:
             bearer.startswith("Bearer ") and self._valid(bearer[7:])
         ):
             return None
-        return PlainTextResponse(NO_TOKEN, 401)
+        return PlainTextResponse(NO_TOKEN, 401, {"www-authenticate": "Bearer"})
 
     def _valid(self, given: str) -> bool:
         return secrets.compare_digest(given.encode(), self.token.encode())
