@@ -96,6 +96,7 @@ def test_continue_prefixes_and_the_session_list(tmp_path: Path) -> None:
     assert shown.returncode == 0 and "> something else" in shown.stdout
     vague = dsh(tmp_path, "sessions", "show", "session-")
     assert vague.returncode == 2 and "matches 2 sessions" in vague.stderr
+    assert "…" not in vague.stderr  # both named: nothing left out
     lonely = tmp_path / "lonely"
     lonely.mkdir()
     nothing = dsh(tmp_path, "run", "-c", "hello?", cwd=lonely, **env)

@@ -4,14 +4,17 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.plugins.rewind.scenario import PROMPTS, tree_hash, workspace
+from tests.plugins.rewind.scenario import PROMPTS, TMP_REFUSED, tree_hash, workspace
 
 from .support import loopback_env
 from .support import run_cli as dsh
+from .support import workspace as empty_workspace
 from .terminal import Chats, Terminal, answer, at_prompt, exits_cleanly, model_server, tool_call
+from .test_sessions import SCRIPTED, in_turn, profile
 
 
 def script() -> list[dict[str, Any]]:
@@ -66,7 +69,7 @@ def test_rewind_in_chat_then_from_the_command_line(chat: Chats, tmp_path: Path) 
     t.wait_for("(/rewind undo takes it back)").wait_for(at_prompt)
     assert tree_hash(ws) == before[0]
     t.enter("/rewind undo")
-    t.wait_for("the last rewind undone").wait_for(at_prompt)
+    t.wait_for("undid the last rewind (code)").wait_for(at_prompt)
     assert tree_hash(ws) == final
     exits_cleanly(t)
 
@@ -83,7 +86,9 @@ def test_rewind_in_chat_then_from_the_command_line(chat: Chats, tmp_path: Path) 
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["mode"] == "code"
     assert tree_hash(ws) == before[1]
-    assert dsh(tmp_path, "sessions", "rewind", session, "--undo").returncode == 0
+    undone = dsh(tmp_path, "sessions", "rewind", session, "--undo")
+    assert undone.returncode == 0, undone.stderr
+    assert undone.stdout.startswith(f"{session}: undid the last rewind (code)\n")
     assert tree_hash(ws) == final
 
     diff = dsh(tmp_path, "sessions", "diff", session, "--turn", "3")
@@ -134,3 +139,53 @@ def test_chat_keeps_a_file_changed_outside_unless_asked(chat: Chats, tmp_path: P
     t.wait_for(lambda t: t.text().count("(/rewind undo takes it back)") == 2)
     assert tree_hash(ws) == before[0]
     exits_cleanly(t)
+
+
+def stored(tmp_path: Path, cwd: Path, prompt: str) -> tuple[str, Path]:
+    """A session of one scripted turn in `cwd` (answered, nothing changed): its id and the
+    scripted profile."""
+    first = profile(tmp_path, "first", ["Noted."], "jsonl")
+    created = dsh(tmp_path, "run", "--profile", str(first), *SCRIPTED, "--cwd", str(cwd), prompt)
+    assert created.returncode == 0, created.stderr
+    return created.stderr.split("session ")[-1].split(" ")[0], first
+
+
+def one_line(done: subprocess.CompletedProcess[str], *parts: str) -> None:
+    """A refusal: exit 2, one line on stderr holding each of `parts`, no traceback."""
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert all(part in done.stderr for part in parts), done.stderr
+
+
+def test_a_workspace_without_checkpoints_says_why(tmp_path: Path) -> None:
+    session, _ = stored(tmp_path, Path("/tmp"), "hi")
+    why = f"session {session} has no checkpoints: {TMP_REFUSED}"
+    listed = dsh(tmp_path, "sessions", "rewind", session)
+    assert listed.returncode == 0 and listed.stdout == why + "\n", listed.stderr
+    as_json = dsh(tmp_path, "sessions", "rewind", session, "--json")
+    assert json.loads(as_json.stdout) == [] and why in as_json.stderr
+    one_line(dsh(tmp_path, "sessions", "rewind", session, "--to", "1"), why)
+    one_line(dsh(tmp_path, "sessions", "diff", session), why)
+
+
+def test_listing_and_diffs_read_a_session_open_elsewhere(tmp_path: Path) -> None:
+    session, _ = stored(tmp_path, empty_workspace(tmp_path), "note it")
+    with in_turn(tmp_path, session, "jsonl") as holder:  # another process writes it
+        listed = dsh(tmp_path, "sessions", "rewind", session)
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.startswith("  1  note it ")
+        as_json = dsh(tmp_path, "sessions", "rewind", session, "--json")
+        assert as_json.returncode == 0, as_json.stderr
+        first = json.loads(as_json.stdout)[0]
+        assert first == {"turn": 1, "text": "note it", "changes": [], "active": True}
+        diff = dsh(tmp_path, "sessions", "diff", session, "--turn", "1")
+        assert diff.returncode == 0, diff.stderr
+        assert diff.stdout == "turn 1 changed no file in the workspace\n"
+        rewound = dsh(tmp_path, "sessions", "rewind", session, "--to", "1")
+        one_line(rewound, f"session {session!r} is being written by pid {holder.pid}")
+
+
+def test_rewind_flags_without_to_are_usage_errors(tmp_path: Path) -> None:
+    for flag in ("--code", "--conversation", "--both"):
+        one_line(dsh(tmp_path, "sessions", "rewind", "x", flag), f"dsh: {flag} needs --to N")
+    for flag in ("--dry-run", "--force"):
+        one_line(dsh(tmp_path, "sessions", "rewind", "x", flag), f"{flag} needs --to N (or --undo)")

@@ -7,6 +7,8 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +36,10 @@ def stored_seqs(tmp_path: Path, session_id: str, profile: Path) -> list[int]:
     return [json.loads(line)["seq"] for line in shown.stdout.splitlines()[1:]]
 
 
-@pytest.mark.parametrize("backend", ["jsonl", "sqlite"])
-def test_a_session_has_one_writer_process(tmp_path: Path, backend: str) -> None:
-    first = profile(tmp_path, "first", ["Noted."], backend)
-    ws = str(workspace(tmp_path))
-    created = dsh(tmp_path, "run", "--profile", str(first), *SCRIPTED, "--cwd", ws, "note it")
-    assert created.returncode == 0, created.stderr
-    session_id = created.stderr.split("session ")[-1].split(" ")[0]
-    assert not list(tmp_path.rglob("*.lock"))  # released with the run
-
-    # Process A resumes the session and stays in its turn (the model never finishes).
+@contextmanager
+def in_turn(tmp_path: Path, session_id: str, backend: str) -> Iterator[subprocess.Popen[bytes]]:
+    """A `dsh sessions resume` process (its writer) staying inside a turn while the block
+    runs; killed after (a holder that dies releases the lock with it)."""
     hanging = profile(tmp_path, "hanging", [{"text": "working", "hang": True}], backend)
     command = [sys.executable, *DSH, "sessions", "resume", session_id, "long task"]
     holder = subprocess.Popen(
@@ -55,8 +51,24 @@ def test_a_session_has_one_writer_process(tmp_path: Path, backend: str) -> None:
     )
     try:
         assert holder.stdout is not None
-        assert holder.stdout.read(len("working")) == b"working"  # A is inside its turn
+        assert holder.stdout.read(len("working")) == b"working"  # inside its turn
+        yield holder
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=30)
 
+
+@pytest.mark.parametrize("backend", ["jsonl", "sqlite"])
+def test_a_session_has_one_writer_process(tmp_path: Path, backend: str) -> None:
+    first = profile(tmp_path, "first", ["Noted."], backend)
+    ws = str(workspace(tmp_path))
+    created = dsh(tmp_path, "run", "--profile", str(first), *SCRIPTED, "--cwd", ws, "note it")
+    assert created.returncode == 0, created.stderr
+    session_id = created.stderr.split("session ")[-1].split(" ")[0]
+    assert not list(tmp_path.rglob("*.lock"))  # released with the run
+
+    # Process A resumes the session and stays in its turn (the model never finishes).
+    with in_turn(tmp_path, session_id, backend) as holder:
         # Process B resumes the same session at the same time: one line, exit 2.
         second = profile(tmp_path, "second", ["Second."], backend)
         refused = dsh(
@@ -65,9 +77,6 @@ def test_a_session_has_one_writer_process(tmp_path: Path, backend: str) -> None:
         assert refused.returncode == 2, refused.stderr
         assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
         assert f"session {session_id!r} is being written by pid {holder.pid} on " in refused.stderr
-    finally:
-        holder.send_signal(signal.SIGKILL)  # a holder that dies releases the lock with it
-        holder.wait(timeout=30)
 
     # Nothing B did reached the log; after A's death the session resumes (repaired).
     resumed = dsh(

@@ -203,6 +203,7 @@ SAMPLES: list[tuple[str, dict[str, Any]]] = [
     ("session/title", {"title": "Fix the bug", "messageSeqs": [7], "source": {"kind": "fallback"}}),
     ("rewind/checkpoint", {"turn": 2, "kind": "tool", "tree": "4b825dc6", "callId": "c1"}),
     ("rewind/checkpoint", {"turn": 1, "kind": "turn", "tree": "4b825dc6"}),
+    ("rewind/checkpoint", {"turn": 1, "kind": "refused", "tree": "", "reason": "too big"}),
     (
         "rewind/code",
         {"id": "r1", "before": "aa", "after": "bb", "restored": ["a.txt"], "kept": [], "turn": 1},

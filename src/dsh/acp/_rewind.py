@@ -54,7 +54,7 @@ async def rewind_text(agent: Agent, argument: str) -> str:
     try:
         if not words:
             lines = prompt_lines(await rewinds.prompts(session))
-            return "\n".join([*lines, USAGE]) if lines else "no checkpoints yet"
+            return "\n".join([*lines, USAGE]) if lines else rewinds.no_checkpoints(session)
         mode = parse_mode(words[1] if len(words) == 2 else "both")
         if words == ["undo"]:
             report = await rewinds.rewind(session, undo=True)

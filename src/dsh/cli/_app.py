@@ -432,7 +432,7 @@ def sessions_rewind(
     json_: JsonOption = False,
 ) -> None:
     """Rewind session ID's files, conversation or both to just before prompt N (without
-    --to: list the prompts and the files each changed)."""
+    --to: list the prompts and the files each changed, read only)."""
     from ._rewind import rewind_session
 
     chosen = [m for m, on in (("code", code), ("conversation", conversation), ("both", both)) if on]
@@ -451,6 +451,7 @@ def sessions_rewind(
             dry_run=dry_run,
             force=force,
             as_json=json_,
+            modes=[f"--{m}" for m in chosen],
         )
     )
 

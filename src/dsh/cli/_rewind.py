@@ -4,6 +4,7 @@ conversation back to a prompt (or the last rewind undone), and what a turn chang
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import msgspec
 
 from .._context import Context
-from ..persistence import CorruptLogError, PersistenceError
+from ..persistence import CorruptLogError, PersistenceError, SessionPersistence
 from ..plugins.rewind import (
     REWIND,
     Mode,
@@ -38,30 +39,63 @@ def _rewinds(ctx: Context) -> Rewinds:
 
 
 @asynccontextmanager
-async def _live(profile: list[Path] | None, given: str) -> AsyncIterator[tuple[Rewinds, Session]]:
-    """The stored session `given` names, live in a booted runtime (this process its writer)
-    while the block runs; flushed at the end."""
+async def _opened(
+    profile: list[Path] | None, given: str, *, live: bool
+) -> AsyncIterator[tuple[Rewinds, Session]]:
+    """The stored session `given` names in a booted runtime while the block runs: `live`,
+    this process its writer (flushed at the end); else read as it is on disk, without the
+    writer lease (as `dsh sessions show` reads it: it may be open in another process)."""
     ctx, persistence = await _booted(profile)
     try:
         rewinds = _rewinds(ctx)
         session_id = await find_session(persistence, given)
         try:
-            session = await persistence.prepare(session_id)
+            if live:
+                session = await persistence.prepare(session_id)
+            else:
+                session = await _read(persistence, session_id)
         except CorruptLogError as exc:
             raise CliError(corrupt_log(exc, session_id)) from None
         except PersistenceError as exc:  # open in another process
             raise CliError(str(exc)) from None
-        detach = ctx.sessions.enter(session)
-        try:
-            ctx.sessions.announce(session)
+        if live:
+            async with _writing(ctx, session):
+                yield rewinds, session
+        else:
             yield rewinds, session
-            await ctx.sessions.flush(session)
-        finally:
-            detach()
     except RewindError as exc:
         raise CliError(str(exc)) from None
     finally:
         await ctx.owner.dispose()
+
+
+async def _read(persistence: SessionPersistence, session_id: str) -> Session:
+    """The stored log as an unpublished session (nothing written, no lease)."""
+    stored = await persistence.inspect(session_id)
+    try:
+        return Session.create(session_id, seed=stored.events, header=stored.header)
+    except ValueError as exc:  # an event that breaks the log's rules
+        raise CliError(f"the log of session {session_id} cannot be read: {exc}") from None
+
+
+@asynccontextmanager
+async def _writing(ctx: Context, session: Session) -> AsyncIterator[None]:
+    """`session` live in `ctx` while the block runs; flushed at the end."""
+    detach = ctx.sessions.enter(session)
+    try:
+        ctx.sessions.announce(session)
+        yield
+        await ctx.sessions.flush(session)
+    finally:
+        detach()
+
+
+def _needs_to(to: int | None, undo: bool, modes: list[str], rest: list[str]) -> None:
+    """The flags that only mean something with --to (a mode) or with --to / --undo."""
+    if to is None and modes:
+        raise CliError(f"{modes[0]} needs --to N")
+    if to is None and not undo and rest:
+        raise CliError(f"{rest[0]} needs --to N (or --undo)")
 
 
 async def rewind_session(
@@ -74,14 +108,14 @@ async def rewind_session(
     dry_run: bool = False,
     force: bool = False,
     as_json: bool = False,
+    modes: list[str] | None = None,
 ) -> int:
-    async with _live(profile, given) as (rewinds, session):
-        if to is None and not undo:
-            prompts = await rewinds.prompts(session)
-            for line in prompt_lines(prompts):
-                print(line)
-            print("(rewind to one with --to N, or undo the last rewind with --undo)")
-            return 0
+    """`modes`: the mode flags given (`--code`…), refused without --to."""
+    flags = [name for name, on in (("--dry-run", dry_run), ("--force", force)) if on]
+    _needs_to(to, undo, modes or [], flags)
+    if to is None and not undo:
+        return await _list(profile, given, as_json)
+    async with _opened(profile, given, live=True) as (rewinds, session):
         report = await rewinds.rewind(
             session, to, mode=mode, undo=undo, force=force, dry_run=dry_run
         )
@@ -97,8 +131,27 @@ async def rewind_session(
     return 0
 
 
+async def _list(profile: list[Path] | None, given: str, as_json: bool) -> int:
+    """The prompts a rewind can go back to (read only); none: why, on stderr with --json."""
+    async with _opened(profile, given, live=False) as (rewinds, session):
+        prompts = await rewinds.prompts(session)
+        none = rewinds.no_checkpoints(session)
+    if as_json:
+        print(json.dumps(msgspec.to_builtins(prompts), ensure_ascii=False))
+        if not prompts:
+            print(f"dsh: {none}", file=sys.stderr)
+        return 0
+    if not prompts:
+        print(none)
+        return 0
+    for line in prompt_lines(prompts):
+        print(line)
+    print("(rewind to one with --to N, or undo the last rewind with --undo)")
+    return 0
+
+
 async def diff_session(profile: list[Path] | None, given: str, turn: int | None) -> int:
-    async with _live(profile, given) as (rewinds, session):
+    async with _opened(profile, given, live=False) as (rewinds, session):
         diff = await rewinds.diff(session, turn)
     if not diff.changes:
         print(f"turn {diff.turn} changed no file in the workspace")

@@ -58,7 +58,7 @@ async def _pick(
     """The prompts with their files, then which prompt and what to rewind (None: cancelled)."""
     prompts = await rewinds.prompts(session)
     if not prompts:
-        screen.note("no checkpoints yet: each prompt from now on gets one", "dim")
+        screen.note(rewinds.no_checkpoints(session), "dim")
         return None
     screen.note("prompts of this session (*: rewound away) and the files each changed:", "dim")
     for line in prompt_lines(prompts):

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 TITLE_WIDTH = 60
 LIST_LIMIT = 20
+AMBIGUOUS_SHOWN = 3
+"""The matches an ambiguous id prefix's error names."""
 
 
 def persistence_of(ctx: Context) -> SessionPersistence:
@@ -99,9 +101,10 @@ async def find_session(persistence: SessionPersistence, given: str) -> str:
         except UnknownSessionError:
             pass
         raise CliError(f"no stored session {given!r} (see `dsh sessions list`)")
+    shown = sorted(matches)[:AMBIGUOUS_SHOWN]
+    more = ", …" if len(matches) > len(shown) else ""
     raise CliError(
-        f"{given!r} matches {len(matches)} sessions ({', '.join(sorted(matches)[:3])}, …): "
-        "type more of the id"
+        f"{given!r} matches {len(matches)} sessions ({', '.join(shown)}{more}): type more of the id"
     )
 
 

@@ -585,13 +585,15 @@ class TitleRequestEvent(Event, frozen=True, kw_only=True):
 class RewindCheckpointEvent(Event, frozen=True, kw_only=True):
     """The workspace's files as a tree of the session's shadow git store (`dsh.plugins.rewind`):
     `kind` is `turn` (before prompt `turn` runs), `tool` (before a tool that may write,
-    `call_id`) or `end` (the turn ended)."""
+    `call_id`) or `end` (the turn ended); `refused` (`tree` empty) when the workspace cannot
+    be recorded, `reason` saying why (the session gets no more checkpoints)."""
 
     type: ClassVar[str] = REWIND_CHECKPOINT
     turn: int
     kind: str
     tree: str
     call_id: str | None = None
+    reason: str | None = None
 
 
 class RewindCodeEvent(Event, frozen=True, kw_only=True):

@@ -10,6 +10,9 @@ from dsh.testing import Entry, ToolCall, reply, tool_call
 
 PROMPTS = ("edit a.txt", "create b.txt", "delete gone.txt", "change logo.bin")
 
+TMP_REFUSED = "the workspace /tmp is not checkpointed (home, root and /tmp never are)"
+"""Why a session in /tmp has no checkpoints."""
+
 FILES = {
     "a.txt": b"alpha\n",
     "gone.txt": b"to be deleted\n",

@@ -3,6 +3,7 @@ undo, outside changes kept, the user's repository left alone."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -10,11 +11,11 @@ from pathlib import Path
 import pytest
 
 import dsh
-from dsh.plugins.rewind import REWIND, RewindError
+from dsh.plugins.rewind import REWIND, GitError, RewindConfig, RewindError, Rewinds
 from dsh.session import Session, SessionHeader
 from dsh.testing import ScriptedModel, reply
 
-from .scenario import PROMPTS, script, tree_hash, workspace
+from .scenario import PROMPTS, TMP_REFUSED, script, tree_hash, workspace
 
 SID = "session-rewind"
 
@@ -165,12 +166,34 @@ async def test_nothing_of_the_users_git_runs_or_changes(
     assert (ws / "a.txt").read_bytes() == b"alpha\n"
 
 
-async def test_a_temporary_folder_is_not_recorded(tmp_path: Path) -> None:
+async def test_a_temporary_folder_is_not_recorded_and_a_rewind_says_why(tmp_path: Path) -> None:
     model = ScriptedModel(["hi"])
     async with dsh.Agent(model, builtin_tools=True, approval=allow, cwd="/tmp") as agent:
         await agent.run("hi", session=SID)
-        with pytest.raises(RewindError, match="is a home, root or temporary folder"):
-            await agent.prompts(SID)
+        assert await agent.prompts(SID) == []
+        with pytest.raises(RewindError, match=re.escape(f"no checkpoints: {TMP_REFUSED}")):
+            await agent.rewind(SID, 1)
+        with pytest.raises(RewindError, match=re.escape(TMP_REFUSED)):
+            await agent.diff(SID)
+        runtime = await agent._ensure_runtime()
+        events = (await runtime.agent_for(SID)).session.events[:]
+    # another process (a fresh service) reads the reason from the log
+    stored = Session.create(SID, seed=events, header=SessionHeader(id=SID, created_at=0))
+    fresh = Rewinds(lambda _: tmp_path / "store", RewindConfig())
+    assert fresh.no_checkpoints(stored) == f"session {SID} has no checkpoints: {TMP_REFUSED}"
+
+
+async def test_a_checkpoint_over_the_size_cap_is_refused_with_its_reason(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    header = SessionHeader(id=SID, created_at=0, cwd=str(ws))
+    session = Session.create(SID, header=header)
+    rewinds = Rewinds(lambda _: tmp_path / "store", RewindConfig(max_files=2))
+    with pytest.raises(GitError, match="over 2"):
+        await rewinds.checkpoint(session, "turn", 1)
+    assert not rewinds.covers(session)
+    again = Session.create(SID, seed=session.events[:], header=header)
+    line = Rewinds(lambda _: tmp_path / "store", RewindConfig()).no_checkpoints(again)
+    assert line.startswith(f"session {SID} has no checkpoints: ") and "(over 2)" in line
 
 
 async def test_a_fork_rewinds_only_its_own_prompts(run: Run) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import msgspec
 
-__all__ = ["EMPTY_TREE", "Change", "GitError", "ShadowStore"]
+__all__ = ["EMPTY_TREE", "Change", "GitError", "ShadowStore", "too_broad"]
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 """The id of git's empty tree (a workspace with no file)."""
@@ -37,10 +37,13 @@ _SAFE = (
 )
 
 
-def _too_broad(workspace: Path) -> bool:
-    """A folder too broad to record (whatever a program passes as its `cwd`)."""
+def too_broad(workspace: Path) -> str | None:
+    """Why a folder is too broad to record (whatever a program passes as its `cwd`), or
+    None."""
     broad = {Path("/"), Path.home(), Path(tempfile.gettempdir()), Path("/tmp"), Path("/var/tmp")}
-    return workspace in broad
+    if workspace not in broad:
+        return None
+    return f"the workspace {workspace} is not checkpointed (home, root and /tmp never are)"
 
 
 class GitError(RuntimeError):
@@ -150,8 +153,9 @@ class ShadowStore:
     def snapshot(self) -> str:
         """Record the workspace; returns its tree id. Only paths git sees as changed since
         the last snapshot are hashed again."""
-        if _too_broad(self.workspace):
-            raise GitError(f"{self.workspace} is a home, root or temporary folder: not recorded")
+        broad = too_broad(self.workspace)
+        if broad is not None:
+            raise GitError(broad)
         self._ensure()
         listed = self._git("ls-files", "-z", "-m", "-d", "-o", "--exclude-standard")
         paths = dict.fromkeys(listed.decode("utf-8", "surrogateescape").split("\0"))

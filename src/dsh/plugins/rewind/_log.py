@@ -18,7 +18,17 @@ from ...events import (
 )
 from ...session import SessionEvent
 
-__all__ = ["Op", "Prompt", "State", "outside_gaps", "prompts_of", "rewinds_of", "states_of"]
+__all__ = [
+    "REFUSED",
+    "Op",
+    "Prompt",
+    "State",
+    "outside_gaps",
+    "prompts_of",
+    "refusal_of",
+    "rewinds_of",
+    "states_of",
+]
 
 Role = Literal["turn", "tool", "end", "before", "after"]
 
@@ -141,3 +151,17 @@ def rewinds_of(events: Sequence[SessionEvent], first: int = 0) -> list[Op]:
                 op = ops.get(conv.id) or Op(conv.id, event.seq)
                 ops[conv.id] = msgspec.structs.replace(op, conversation=conv)
     return list(ops.values())
+
+
+REFUSED = "refused"
+"""The `rewind/checkpoint` kind that says the workspace cannot be recorded (and why)."""
+
+
+def refusal_of(events: Sequence[SessionEvent]) -> str | None:
+    """Why the log's workspace got no more checkpoints (its last `refused` record), or None."""
+    for event in reversed(events):
+        if event.type == RewindCheckpointEvent.type:
+            cp = typed_as(event, RewindCheckpointEvent)
+            if cp is not None and cp.kind == REFUSED:
+                return cp.reason or "not recorded"
+    return None

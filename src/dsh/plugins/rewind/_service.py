@@ -24,8 +24,19 @@ from ...events import (
 from ...kernel import ServiceKey
 from ...llm import Json
 from ...session import Session, SessionEvent, last_turn
-from ._git import EMPTY_TREE, Change, GitError, ShadowStore
-from ._log import Op, Prompt, State, outside_gaps, prompts_of, rewinds_of, states_of, turn_end_tree
+from ._git import EMPTY_TREE, Change, GitError, ShadowStore, too_broad
+from ._log import (
+    REFUSED,
+    Op,
+    Prompt,
+    State,
+    outside_gaps,
+    prompts_of,
+    refusal_of,
+    rewinds_of,
+    states_of,
+    turn_end_tree,
+)
 
 __all__ = [
     "REWIND",
@@ -150,10 +161,12 @@ class Rewinds:
             and (session.id not in self._refused)
         )
 
+    def no_checkpoints(self, session: Session) -> str:
+        """Why `session` has no checkpoint to go back to, as one line."""
+        reason = self._refused.get(session.id) or refusal_of(session.events[:])
+        return f"session {session.id} has no checkpoints: {reason or _why_none(session)}"
+
     def store(self, session: Session) -> ShadowStore:
-        refused = self._refused.get(session.id)
-        if refused is not None:
-            raise RewindError(f"session {session.id} has no checkpoints: {refused}")
         store = self._stores.get(session.id)
         cwd = session.header.cwd
         if cwd is None:
@@ -192,6 +205,8 @@ class Rewinds:
                 tree = await asyncio.to_thread(store.snapshot)
             except (GitError, OSError) as exc:
                 self._refused[session.id] = str(exc)
+                refused = RewindCheckpointEvent(turn=turn, kind=REFUSED, tree="", reason=str(exc))
+                append(session, refused)
                 raise
             append(
                 session,
@@ -202,14 +217,18 @@ class Rewinds:
     # -- reading -----------------------------------------------------------------------------
 
     async def prompts(self, session: Session) -> list[PromptInfo]:
-        """The prompts of `session` with a checkpoint, oldest first."""
+        """The prompts of `session` with a checkpoint, oldest first (none: `no_checkpoints`
+        says why). Reads the shadow store only."""
         events = session.events[:]
         states = states_of(events)
+        prompts = prompts_of(events, states, _own(session))
+        if not prompts:
+            return []  # `no_checkpoints` says why
         store = self.store(session)
         nodes = set(session.surface.nodes)
         out: list[PromptInfo] = []
         with _git_errors():
-            for prompt in prompts_of(events, states, _own(session)):
+            for prompt in prompts:
                 end = turn_end_tree(states, prompt.state)
                 changes = await asyncio.to_thread(store.changes, prompt.tree, end)
                 active = _active(events, prompt, nodes)
@@ -220,7 +239,8 @@ class Rewinds:
         """What turn `turn` (default: the last with a checkpoint) changed in the workspace."""
         events = session.events[:]
         states = states_of(events)
-        prompt = _prompt(prompts_of(events, states, _own(session)), turn, session)
+        prompts = prompts_of(events, states, _own(session))
+        prompt = _prompt(prompts, turn, session, self.no_checkpoints(session))
         end = turn_end_tree(states, prompt.state)
         store = self.store(session)
         with _git_errors():
@@ -272,7 +292,8 @@ class Rewinds:
         if undo:
             target = _undo_target(events, states, _own(session))
         else:
-            target = _prompt_target(events, states, to, mode, session)
+            none = self.no_checkpoints(session)
+            target = _prompt_target(events, states, to, mode, session, none)
         return await self._apply(session, target, states, force=force, dry_run=dry_run)
 
     async def _apply(
@@ -356,6 +377,21 @@ def _workspace_key(cwd: str) -> str:
     return hashlib.sha256(os.fsencode(cwd)).hexdigest()[:24]
 
 
+def _why_none(session: Session) -> str:
+    """Why a session whose log records no refusal has no checkpoints."""
+    header = session.header
+    if header.cwd is None:
+        return "it has no workspace (cwd)"
+    broad = too_broad(Path(header.cwd))
+    if broad is not None:
+        return broad
+    if header.origin == "subagent":
+        return "a subagent's session is not checkpointed (its parent's turns are)"
+    if header.seed_length:
+        return "a fork lists only its own prompts (rewind the parent for the earlier ones)"
+    return "none recorded yet (each prompt from now on gets one)"
+
+
 def _own(session: Session) -> int:
     """The seq a session's own checkpoints start at: a fork's seed is its parent's."""
     return session.header.seed_length or 0
@@ -379,11 +415,10 @@ def _active(events: Sequence[SessionEvent], prompt: Prompt, nodes: set[int]) -> 
     return False
 
 
-def _prompt(prompts: list[Prompt], turn: int | None, session: Session) -> Prompt:
+def _prompt(prompts: list[Prompt], turn: int | None, session: Session, none: str) -> Prompt:
+    """Prompt `turn` (default: the last); `none` says why there is none at all."""
     if not prompts:
-        raise RewindError(
-            f"session {session.id} has no checkpoints (rewind records them from now on)"
-        )
+        raise RewindError(none)
     if turn is None:
         return prompts[-1]
     for prompt in prompts:
@@ -401,8 +436,9 @@ def _prompt_target(
     to: int | None,
     mode: Mode,
     session: Session,
+    none: str,
 ) -> _Target:
-    prompt = _prompt(prompts_of(events, states, _own(session)), to, session)
+    prompt = _prompt(prompts_of(events, states, _own(session)), to, session, none)
     return _Target(prompt.turn, prompt.tree, prompt.state, prompt.seq, None, mode)
 
 

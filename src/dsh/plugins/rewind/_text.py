@@ -14,6 +14,7 @@ MODE_WORDS = {
     "conversation": "the conversation",
     "both": "code and conversation",
 }
+UNDO_WORDS = {"code": "code", "conversation": "conversation", "both": "code and conversation"}
 
 
 def files_text(changes: Sequence[Change]) -> str:
@@ -35,9 +36,12 @@ def prompt_lines(prompts: Sequence[PromptInfo]) -> list[str]:
 
 def report_lines(report: RewindReport, session_id: str, *, force_hint: str = "") -> list[str]:
     """What a rewind did (or would do); `force_hint` says how to take kept files back too."""
-    target = "the last rewind undone" if report.undo else f"to prompt {report.turn}"
     dry = " (dry run: nothing changed)" if report.dry_run else ""
-    lines = [f"{session_id}: {MODE_WORDS[report.mode]} {target}{dry}"]
+    if report.undo:
+        what = f"undid the last rewind ({UNDO_WORDS[report.mode]})"
+    else:
+        what = f"{MODE_WORDS[report.mode]} back to prompt {report.turn}"
+    lines = [f"{session_id}: {what}{dry}"]
     if report.mode != "conversation":
         lines.append(f"files: {files_text(report.restored) or 'none to change'}")
         if report.kept:
