@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from dsh.event_types import REWIND_CODE
 from dsh.replay import replay_async
 from dsh.testing import OpenAIServer, ServerEntry, reply, tool_call
 from tests.cli.support import cli_env, loopback_env, run_dsh
@@ -89,7 +90,7 @@ async def test_with_tools_rerun_a_code_rewind_is_done_again(tmp_path: Path) -> N
     (rewind_id,) = {
         json.loads(line)["data"].get("id", "")[:8]
         for line in stored_log(tmp_path).read_text().splitlines()[1:]
-        if json.loads(line)["type"] == "rewind/code"
+        if json.loads(line)["type"] == REWIND_CODE
     }
     rewind_off = tmp_path / "no-rewind.yml"
     rewind_off.write_text("- id: rewind\n  disabled: true\n")
@@ -100,3 +101,11 @@ async def test_with_tools_rerun_a_code_rewind_is_done_again(tmp_path: Path) -> N
         f"rewind {rewind_id}: rewind/code (the rewind plugin is not loaded)",
     )
     assert "; not reproduced: rewind " in report.summary()
+    env = cli_env(tmp_path)
+    args = ("--tools", "rerun", "--workspace", str(start), "--profile", str(rewind_off))
+    code, out, err = await run_dsh(env, "replay", str(stored_log(tmp_path)), *args)
+    assert code == 1, err  # the workspace was not rewound: the last read differs
+    assert f"(tools rerun); not reproduced: {report.not_reproduced[0]}" in out.splitlines()[0]
+    code, out, err = await run_dsh(env, "replay", "--dir", str(tmp_path / "sessions"), *args)
+    assert code == 1, err
+    assert f"; not reproduced: {report.not_reproduced[0]}" in out.splitlines()[1]
