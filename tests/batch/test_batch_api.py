@@ -78,7 +78,7 @@ def test_progress_is_read_from_the_log() -> None:
 @pytest.mark.parametrize(
     ("lines", "problem"),
     [
-        (['{"id": "a", "prompt": "x"}', "{oops"], "tasks.jsonl:2: line: invalid JSON"),
+        (['{"id": "a", "prompt": "x"}', "{oops"], "tasks.jsonl:2: invalid JSON"),
         (['{"id": "a"}'], "tasks.jsonl:1: prompt: required, not given"),
         (
             ['{"id": "a", "prompt": "x", "modle": "m"}'],

@@ -132,6 +132,18 @@ def test_bad_instances_are_named_by_line(tmp_path: Path) -> None:
     path.write_text(json.dumps({**line, "base_commit": "0" * 40}) + "\n")
     with pytest.raises(BatchError, match=r"instances.jsonl:1: base_commit: 0+ is not a commit"):
         read_instances(path)
+    plain = tmp_path / "plain"  # a folder, but no git work tree
+    plain.mkdir()
+    path.write_text(json.dumps({**line, "repo_path": str(plain)}) + "\n")
+    with pytest.raises(BatchError) as raised:
+        read_instances(path)
+    assert f"instances.jsonl:1: repo_path: {plain} is not a git work tree (clone" in str(
+        raised.value
+    )
+    path.write_text("{oops\n")
+    with pytest.raises(BatchError) as raised:
+        read_instances(path)
+    assert str(raised.value).startswith(f"{path}:1: invalid JSON (")
     line.pop("repo_path")
     path.write_text(json.dumps(line) + "\n")
     with pytest.raises(BatchError, match="repo_path: not given"):

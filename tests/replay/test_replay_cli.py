@@ -16,11 +16,16 @@ from .support import record
 SCRIPT = [reply(tool_call("read", {"file_path": "a.txt"}, id="call_r")), "It says hi."]
 
 
-async def test_replay_by_id_and_a_folder_as_a_table(tmp_path: Path) -> None:
+async def recorded(tmp_path: Path) -> tuple[Path, Path]:
+    """A workspace with `a.txt`, and the log of `SCRIPT` run in it."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "a.txt").write_text("hi\n")
-    log = await record(tmp_path, workspace, list(SCRIPT))
+    return workspace, await record(tmp_path, workspace, list(SCRIPT))
+
+
+async def test_replay_by_id_and_a_folder_as_a_table(tmp_path: Path) -> None:
+    workspace, log = await recorded(tmp_path)
     env = cli_env(tmp_path)
     session_id = log.parent.name
 
@@ -71,3 +76,21 @@ async def test_usage_errors_exit_2(tmp_path: Path) -> None:
         assert code == 2, (args, err)
         assert says in err, (args, err)
         assert "Traceback" not in err
+
+
+async def test_a_workspace_that_is_no_folder_is_named_as_given(tmp_path: Path) -> None:
+    workspace, log = await recorded(tmp_path)
+    env = cli_env(tmp_path)
+    missing = tmp_path / "nonexist"
+    code, _, err = await run_dsh(
+        env, "replay", str(log), "--tools", "rerun", "--workspace", str(missing)
+    )
+    assert code == 2, err
+    assert err.strip().endswith(f"--workspace {missing} is not a folder: --tools rerun copies it")
+    assert "session's workspace" not in err
+
+    shutil.rmtree(workspace)
+    code, _, err = await run_dsh(env, "replay", str(log), "--tools", "rerun")
+    assert code == 2, err
+    assert f"the session's workspace {str(workspace)!r} is not a folder" in err
+    assert "(name another with --workspace DIR)" in err

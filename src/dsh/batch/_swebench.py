@@ -83,9 +83,9 @@ def _instance(
     try:
         data = json.loads(line)
     except ValueError as exc:
-        raise BatchError(f"{where}: line: invalid JSON ({exc})") from None
+        raise BatchError(f"{where}: invalid JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise BatchError(f"{where}: line: a JSON object is expected")
+        raise BatchError(f"{where}: a JSON object is expected")
     for key in _REQUIRED:
         if not isinstance(data.get(key), str) or not data[key]:
             raise BatchError(f"{where}: {key}: required, a non-empty string")
@@ -110,6 +110,12 @@ def _instance(
 def _check_checkout(instance: SweBenchInstance, where: str) -> None:
     if not Path(instance.repo_path).is_dir():
         raise BatchError(f"{where}: repo_path: {instance.repo_path} is not a folder")
+    inside = _git(instance.repo_path, "rev-parse", "--is-inside-work-tree")
+    if inside.returncode != 0 or inside.stdout.strip() != "true":
+        raise BatchError(
+            f"{where}: repo_path: {instance.repo_path} is not a git work tree (clone "
+            f"{instance.repo} there and check out {instance.base_commit})"
+        )
     found = _git(instance.repo_path, "cat-file", "-e", f"{instance.base_commit}^{{commit}}")
     if found.returncode != 0:
         raise BatchError(

@@ -91,7 +91,7 @@ def _task(line: str, where: str) -> Task:
     try:
         data = json.loads(line)
     except ValueError as exc:
-        raise BatchError(f"{where}: line: invalid JSON ({exc})") from None
+        raise BatchError(f"{where}: invalid JSON ({exc})") from None
     if isinstance(data, dict) and type(data.get("id")) is int:
         data["id"] = str(data["id"])
     try:

@@ -89,6 +89,8 @@ async def _replay_folder(options: ReplayOptions, folder: Path) -> int:
             print(json.dumps(msgspec.to_builtins(report), ensure_ascii=False))
         counts = f"{report.recorded_requests}/{report.replayed_requests}"
         outcome = "identical" if report.identical else f"diverged at {report.first_divergence()}"
+        if report.not_reproduced:
+            outcome += f"; not reproduced: {'; '.join(report.not_reproduced)}"
         rows.append((name, counts, outcome))
     if not options.json:
         _table(rows)

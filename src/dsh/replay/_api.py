@@ -53,6 +53,7 @@ async def replay_log(
         len(replayed),
         request,
         calls,
+        played.notes,
     )
 
 

@@ -25,6 +25,7 @@ from ..llm import Message, ReasoningBlock, TextBlock, ToolCallBlock
 from ..persistence import JsonlBackend, StoredLog, StoredSessions
 from ..session import SessionEvent, SessionHeader
 from ..testing import Part, Reply, reasoning, reply, tool_call
+from ._rewinds import Rewind, rewinds_of
 from ._views import answered
 
 __all__ = ["Prompt", "Recording", "ReplayError", "load_log", "log_header", "recording_of"]
@@ -55,6 +56,8 @@ class Recording(msgspec.Struct, frozen=True):
     provider: str | None
     model: str | None
     sandbox: str | None
+    rewinds: tuple[Rewind, ...] = ()
+    """The rewinds done between its turns (a replay does them again)."""
 
 
 def recording_of(header: SessionHeader, events: Sequence[SessionEvent]) -> Recording:
@@ -91,6 +94,7 @@ def recording_of(header: SessionHeader, events: Sequence[SessionEvent]) -> Recor
         None if route is None else route.provider,
         None if route is None else route.model,
         sandbox,
+        rewinds_of(events),
     )
 
 

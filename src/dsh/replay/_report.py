@@ -50,6 +50,9 @@ class ReplayReport(msgspec.Struct, frozen=True):
     replayed_requests: int
     request: RequestDivergence | None = None
     tool_calls: tuple[ToolDivergence, ...] = ()
+    not_reproduced: tuple[str, ...] = ()
+    """Parts of the recording the replay could not do again (a rewind's part): said, not
+    counted as a divergence."""
 
     @property
     def identical(self) -> bool:
@@ -59,9 +62,12 @@ class ReplayReport(msgspec.Struct, frozen=True):
         """One line: the session and where it diverged."""
         plural = "" if self.recorded_requests == 1 else "s"
         head = f"{self.session_id}: {self.recorded_requests} request{plural} recorded"
+        missing = (
+            "; not reproduced: " + "; ".join(self.not_reproduced) if self.not_reproduced else ""
+        )
         if self.identical:
-            return f"{head}, replayed identically (tools {self.tools})"
-        return f"{head}, diverged at {self.first_divergence()} (tools {self.tools})"
+            return f"{head}, replayed identically (tools {self.tools}){missing}"
+        return f"{head}, diverged at {self.first_divergence()} (tools {self.tools}){missing}"
 
     def first_divergence(self) -> str:
         """`request 3 (system, tools)`, `tool call 2 result`, or `-`."""

@@ -15,11 +15,12 @@ from typing import Literal
 from .._context import Context
 from ..agent import AgentHandle, AgentOptions, CreateAgentOptions
 from ..assembly import RuntimeSpec, assemble, start
+from ..event_types import TOOL_CALL
 from ..kernel import Next
 from ..llm import LLM_STREAM, Json, Message, blocks_from_json, expect
 from ..llm.adapters import ModelRoute, parse_model
 from ..profiles import load_profile
-from ..session import SessionEvent, SessionMeta
+from ..session import Session, SessionEvent, SessionMeta
 from ..testing import OpenAIServer, RecordedRequest, Reply, reply
 from ..tools import (
     TOOLS_EXECUTE,
@@ -31,6 +32,7 @@ from ..tools import (
     failure,
 )
 from ._recording import Recording, ReplayError
+from ._rewinds import Rewind, redo
 from ._side import side_calls
 from ._views import tool_views
 
@@ -52,9 +54,13 @@ END_OF_RECORDING = "[replay: the recording has no answer for this request]"
 class Played:
     """What a replay produced: its log, and the folder it ran in (to read paths back)."""
 
-    def __init__(self, events: Sequence[SessionEvent], workspace: str) -> None:
+    def __init__(
+        self, events: Sequence[SessionEvent], workspace: str, notes: Sequence[str] = ()
+    ) -> None:
         self.events = events
         self.workspace = workspace
+        self.notes = tuple(notes)
+        """What of the recording the replay could not do again (a rewind's part)."""
 
 
 async def play(
@@ -77,10 +83,11 @@ async def play(
                 ctx.on(LLM_STREAM, side_calls(recording.events))
                 only = None if tools == "recorded" else SUBAGENT_TOOLS
                 ctx.on(TOOLS_EXECUTE, _recorded_results(recording.events, only))
-                events = await _drive(ctx, answers, folder, recording.header.id, route)
+                between = _Between(ctx, recording.rewinds, code=tools == "rerun")
+                events = await _drive(ctx, answers, folder, recording.header.id, route, between)
             finally:
                 await ctx.owner.dispose()
-        return Played(events, folder)
+        return Played(events, folder, between.notes)
 
 
 class _Answers:
@@ -124,6 +131,8 @@ def _workspace(
 ) -> str:
     source = Path(given) if given is not None else Path(recording.header.cwd or "")
     if tools == "rerun":
+        if not source.is_dir() and given is not None:
+            raise ReplayError(f"--workspace {source} is not a folder: --tools rerun copies it")
         if not source.is_dir():
             raise ReplayError(
                 f"the session's workspace {str(source)!r} is not a folder: --tools rerun copies "
@@ -176,8 +185,30 @@ async def _runtime(
     return await start(assemble(spec)), route
 
 
+class _Between:
+    """The recorded rewinds, done again before the turn that followed each."""
+
+    def __init__(self, ctx: Context, rewinds: Sequence[Rewind], *, code: bool) -> None:
+        self.ctx = ctx
+        self.pending = list(rewinds)
+        self.code = code
+        self.notes: list[str] = []
+
+    async def before(self, session: Session, turn: int | None) -> None:
+        """Do the rewinds recorded before turn `turn` (None: all that are left)."""
+        while self.pending and (turn is None or self.pending[0].after_turn < turn):
+            note = await redo(self.ctx, session, self.pending.pop(0), code=self.code)
+            if note is not None:
+                self.notes.append(note)
+
+
 async def _drive(
-    ctx: Context, answers: _Answers, workspace: str, session_id: str, route: ModelRoute
+    ctx: Context,
+    answers: _Answers,
+    workspace: str,
+    session_id: str,
+    route: ModelRoute,
+    between: _Between,
 ) -> Sequence[SessionEvent]:
     options = AgentOptions(provider=route.provider, model=route.model)
     meta = SessionMeta(cwd=workspace)
@@ -187,10 +218,12 @@ async def _drive(
     answers.steer = agent.steer
     try:
         for turn in sorted(answers.upfront):
+            await between.before(agent.session, turn)
             prompts = answers.upfront[turn]
             for index, message in enumerate(prompts):
                 agent.send(message, "next-turn", wakeup=index == len(prompts) - 1)
             await agent.when_idle()
+        await between.before(agent.session, None)
         return tuple(agent.session.events)
     finally:
         answers.steer = None
@@ -208,16 +241,17 @@ NOT_RECORDED = failure(
 
 
 def _recorded_results(events: Sequence[SessionEvent], only: frozenset[str] | None) -> _Serve:
-    """A `tools/execute` wrapper answering each call whose id the recording has (of the
-    tools `only` names, if given) with the recorded result; the body does not run."""
+    """A `tools/execute` wrapper answering each call the recording has at the same place
+    (turn, step, call id; of the tools `only` names, if given) with the recorded result;
+    the body does not run."""
     recorded = {
-        view.call_id: view.result
+        view.place: view.result
         for view in tool_views(events)
         if view.result is not None and (only is None or view.name in only)
     }
 
     async def serve(exec: ToolExecution, next: Next[ToolExecution, ToolResult]) -> ToolResult:
-        result = recorded.get(exec.call_id)
+        result = recorded.get(_place(exec))
         if isinstance(result, Mapping):
             return _tool_result(result)
         if only is None:  # recorded results only: nothing runs in the session's own folder
@@ -225,6 +259,20 @@ def _recorded_results(events: Sequence[SessionEvent], only: frozenset[str] | Non
         return await next()
 
     return serve
+
+
+def _place(exec: ToolExecution) -> tuple[int, int, str]:
+    """Where `exec` stands in its session: the turn and step of its (latest) `tool/call`."""
+    session = exec.session
+    for event in reversed(session.events if session is not None else ()):
+        if event.type == TOOL_CALL and event.data.get("callId") == exec.call_id:
+            turn, step = event.data.get("turn"), event.data.get("step")
+            return (
+                turn if isinstance(turn, int) else 0,
+                step if isinstance(step, int) else 0,
+                exec.call_id,
+            )
+    return (0, 0, exec.call_id)
 
 
 def _tool_result(result: Mapping[str, Json]) -> ToolResult:

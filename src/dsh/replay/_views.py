@@ -36,7 +36,9 @@ class RequestView(msgspec.Struct, frozen=True):
 
 
 class ToolView(msgspec.Struct, frozen=True):
-    """One tool call and its result, as logged."""
+    """One tool call and its result, as logged: `turn`, `step` and `call_id` place it in the
+    trajectory (a call id alone may recur: each `dsh run -c` of a loopback model restarts
+    them, and providers may reuse them)."""
 
     number: int
     call_id: str
@@ -45,6 +47,12 @@ class ToolView(msgspec.Struct, frozen=True):
     result: Json
     """`{content, isError}` of the `tool/result`, plus its `error` when it has one (None: no
     result was logged)."""
+    turn: int = 0
+    step: int = 0
+
+    @property
+    def place(self) -> tuple[int, int, str]:
+        return (self.turn, self.step, self.call_id)
 
 
 def answered(event: SessionEvent) -> bool:
@@ -60,7 +68,7 @@ def request_views(header: SessionHeader, events: Sequence[SessionEvent]) -> list
         if answered(event):
             prefix = Session(header, events[:index])
             body = _body(prefix)
-            turn, step = _int(event.data.get("turn")), _int(event.data.get("step"))
+            turn, step = _turn_step(event)
             answer = _message(Message.from_json(expect(event.data.get("message"), dict)))
             views.append(RequestView(len(views) + 1, turn, step, body, answer))
     return views
@@ -88,21 +96,23 @@ def _message(message: Message) -> dict[str, Json]:
 
 
 def tool_views(events: Sequence[SessionEvent]) -> list[ToolView]:
-    """The tool calls of a log in the order they were logged, each with its result."""
-    results: dict[str, Mapping[str, Json]] = {}
+    """The tool calls of a log in the order they were logged, each with its result (the
+    `tool/result` of the same turn, step and call id)."""
+    results: dict[tuple[int, int, str], Mapping[str, Json]] = {}
     for event in events:
         if event.type == TOOL_RESULT:
             message = expect(event.data.get("message"), dict)
             for block in expect(message.get("content"), list):
                 call_id = expect(block, dict).get("toolCallId")
                 if isinstance(call_id, str):
-                    results[call_id] = event.data
+                    results[(*_turn_step(event), call_id)] = event.data
     views: list[ToolView] = []
     for event in events:
         if event.type != TOOL_CALL:
             continue
         call_id = str(event.data.get("callId"))
-        result = results.get(call_id)
+        turn, step = _turn_step(event)
+        result = results.get((turn, step, call_id))
         views.append(
             ToolView(
                 len(views) + 1,
@@ -110,9 +120,15 @@ def tool_views(events: Sequence[SessionEvent]) -> list[ToolView]:
                 str(event.data.get("name")),
                 str(event.data.get("arguments")),
                 None if result is None else _result(result, call_id),
+                turn,
+                step,
             )
         )
     return views
+
+
+def _turn_step(event: SessionEvent) -> tuple[int, int]:
+    return _int(event.data.get("turn")), _int(event.data.get("step"))
 
 
 def _result(data: Mapping[str, Json], call_id: str) -> Json:
