@@ -298,5 +298,5 @@ def _stats_json(day: str, route: ModelRoute, usage: Usage, cost: float | None) -
         "cacheWriteTokens": usage.cache_write_tokens,
         "outputTokens": usage.output_tokens,
         "reasoningTokens": usage.reasoning_tokens,
-        "costUsd": cost,
+        "costUsd": None if cost is None else round(cost, 9),  # no float noise (0.0011451999…)
     }
