@@ -4,6 +4,7 @@ would have written, on every kind of console."""
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
 from hypothesis import given, settings
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 from rich.text import Text
 
-from dsh.cli._format import styled_lines, terminal_lines
+from dsh.cli._format import call_summary, styled_lines, terminal_lines
 from dsh.cli._surfaces import PipeSurface
 
 STYLES = ["", "cyan", "dim", "red", "bold yellow", "dim italic", "green", "magenta", "blue"]
@@ -60,3 +61,10 @@ def test_notes_are_written_as_rich_would(kind: str, texts: list[tuple[str, str]]
 def test_terminal_note_lines_are_rich_lines(text: str, style: str, width: int, color: bool) -> None:
     expected = terminal_lines(Text(text, style=style), width, color=color)
     assert styled_lines(text, style, width, color=color) == expected
+
+
+def test_a_shortened_string_argument_keeps_its_closing_quote() -> None:
+    command = "for i in 1 2 3 4 5 6 7; do echo line$i; sleep 1; done"
+    shown = call_summary("bash", json.dumps({"command": command, "description": "slow", "n": 3}))
+    expected = 'command="for i in 1 2 3 4 5 6 7; do echo line$…", description="slow", n=3'
+    assert shown == f"bash({expected})"

@@ -33,8 +33,15 @@ def call_summary(name: str, raw_arguments: str) -> str:
         return f"{name}({preview(raw_arguments, 60)})"
     if not isinstance(args, dict):
         return f"{name}({preview(json.dumps(args), 60)})"
-    parts = [f"{k}={preview(json.dumps(v, ensure_ascii=False), 40)}" for k, v in args.items()]
+    parts = [f"{k}={_value(v)}" for k, v in args.items()]
     return f"{name}({', '.join(parts)})"
+
+
+def _value(value: object) -> str:
+    """A value as JSON, shortened; a shortened string keeps its closing quote."""
+    if isinstance(value, str):
+        return '"' + preview(json.dumps(value, ensure_ascii=False)[1:-1], 38) + '"'
+    return preview(json.dumps(value, ensure_ascii=False), 40)
 
 
 _WRITTEN = re.compile(r"<path>(.*)</path>\n<type>file</type>\n<content>\n(Created|Updated) file")
