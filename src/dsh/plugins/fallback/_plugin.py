@@ -57,7 +57,7 @@ class Fallback:
     async def on_request_error(
         self, payload: RequestError, nxt: Next[RequestError, Retry | None]
     ) -> Retry | None:
-        if not self.chain or payload.signal.aborted or not falls_back(payload.failure):
+        if payload.signal.aborted or not falls_back(payload.failure):
             return await nxt()
         agent = payload.agent
         current = current_model(agent)
@@ -132,5 +132,6 @@ class FallbackPlugin:
     @staticmethod
     def apply(ctx: Context, config: FallbackConfig) -> None:
         service = Fallback(ctx, config)
-        ctx.on(REQUEST_ERROR, service.on_request_error)
-        ctx.on(PRE_STEP, service.on_pre_step)
+        if service.chain:  # the default profile's row names no model: nothing to listen for
+            ctx.on(REQUEST_ERROR, service.on_request_error)
+            ctx.on(PRE_STEP, service.on_pre_step)
