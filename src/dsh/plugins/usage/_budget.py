@@ -280,11 +280,10 @@ class Budgets:
         if session is not None:
             # The call is counted already (`tool/call` is logged before its policy), and so
             # are the calls its answer asked for after it: those are not this call's.
-            later = _calls_after(session.events, exec.call_id)
-
             def reached(name: LimitName, used: float, limit: float) -> bool:
-                own = used - later if name == "max-tool-calls" else used
-                return _reached_in_a_step(name, own, limit)
+                if name == "max-tool-calls":  # only then: a session with no limit pays nothing
+                    used -= _calls_after(session.events, exec.call_id)
+                return _reached_in_a_step(name, used, limit)
 
             agent = cast(Agent, exec.agent)
             stop = self._stop(agent, reached, cancel=False)
