@@ -44,8 +44,8 @@ class Usage(msgspec.Struct, frozen=True):
     """Model answers recorded: `assistant/message` and `compaction/summary` events."""
     tool_calls: int = 0
     cost_usd: float | None = None
-    """US dollars by the profile's prices, when priced (`PriceTable.priced`, a
-    `RunResult.usage` of `dsh.Agent`); None otherwise. A sum keeps it when both sides have one."""
+    """US dollars by the profile's prices, when priced (the `RunResult.usage` of a
+    `dsh.Agent` run); None otherwise. A sum keeps it when both sides have one."""
 
     @property
     def total_input_tokens(self) -> int:

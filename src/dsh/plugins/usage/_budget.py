@@ -230,12 +230,12 @@ class Budgets:
         )
         self._tallies: weakref.WeakKeyDictionary[Agent, _Tally] = weakref.WeakKeyDictionary()
         self._streaming: weakref.WeakValueDictionary[str, Agent] = weakref.WeakValueDictionary()
+        """The agent of each session that made a model request (mid-stream checks)."""
         self._after_calls: weakref.WeakKeyDictionary[Agent, BudgetStop] = (
             weakref.WeakKeyDictionary()
         )
         """A stop found before a tool call, carried out before the next model request: not
         at once, which would abort the step's other calls (those within the limit too)."""
-        """The agent of each session that made a model request (mid-stream checks)."""
         self._unpriced: set[ModelRoute] = set()
         self.emit: Callable[[BudgetWarning], None] = lambda warning: None
 

@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Annotated
 
-import msgspec
 from msgspec import Meta
 
 from ...kernel import ConfigRecord
@@ -92,11 +91,6 @@ class PriceTable:
             usage.cache_write_tokens or 0,
         )
         return price.cost(spent)
-
-    def priced(self, by_model: Mapping[ModelRoute, Usage]) -> Usage:
-        """The usage of all routes together, with its `cost_usd` (None: a route is unpriced)."""
-        total = sum(by_model.values(), Usage())
-        return msgspec.structs.replace(total, cost_usd=self.cost(by_model))
 
     def cost(self, by_model: Mapping[ModelRoute, Usage]) -> float | None:
         """US dollars for usage by model (`usage_by_model`); None when a route that used
