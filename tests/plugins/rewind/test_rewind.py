@@ -212,3 +212,33 @@ async def test_a_fork_rewinds_only_its_own_prompts(run: Run) -> None:
     assert await rewinds.prompts(child) == []
     with pytest.raises(RewindError, match="has no checkpoints"):
         await rewinds.rewind(child, 1)
+
+
+async def test_a_turn_kept_open_by_a_stop_hook_ends_with_its_last_step(tmp_path: Path) -> None:
+    from dsh.agent import TURN_STOPPING, Continue, StopDecision, TurnStopping
+    from dsh.kernel import Next
+    from dsh.testing import tool_call
+
+    ws = workspace(tmp_path)
+    model = ScriptedModel(
+        [
+            reply(tool_call("write", {"file_path": str(ws / "one.txt"), "content": "1\n"})),
+            reply("first"),
+            reply(tool_call("write", {"file_path": str(ws / "two.txt"), "content": "2\n"})),
+            reply("second"),
+        ]
+    )
+    kept_open: list[int] = []
+
+    async def once_more(payload: TurnStopping, nxt: Next[TurnStopping, StopDecision]) -> StopDecision:
+        if not kept_open:
+            kept_open.append(payload.turn)
+            return Continue("one more step")
+        return await nxt()
+
+    async with dsh.Agent(model, builtin_tools=True, approval=allow, cwd=ws) as agent:
+        runtime = await agent._ensure_runtime()
+        runtime.ctx.on(TURN_STOPPING, once_more)  # after the rewind plugin's listener
+        await agent.run("write two files", session=SID)
+        diff = await agent.diff(SID)
+    assert kept_open and sorted(c.path for c in diff.changes) == ["one.txt", "two.txt"]

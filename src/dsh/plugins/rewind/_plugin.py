@@ -17,6 +17,7 @@ from ...agent import (
     TURN_STOPPING,
     PromptDecision,
     PromptSubmit,
+    Stop,
     StopDecision,
     TurnStopping,
 )
@@ -92,8 +93,10 @@ class RewindPlugin:
         async def stopping(
             payload: TurnStopping, nxt: Next[TurnStopping, StopDecision]
         ) -> StopDecision:
-            await checkpoint(payload.agent.session, "end")
-            return await nxt()
+            decision = await nxt()
+            if isinstance(decision, Stop):  # not when a Stop hook runs another step
+                await checkpoint(payload.agent.session, "end")
+            return decision
 
         async def tool(exec: ToolExecution, nxt: Next[ToolExecution, ToolResult]) -> ToolResult:
             session = exec.session
