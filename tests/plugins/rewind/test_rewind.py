@@ -230,7 +230,9 @@ async def test_a_turn_kept_open_by_a_stop_hook_ends_with_its_last_step(tmp_path:
     )
     kept_open: list[int] = []
 
-    async def once_more(payload: TurnStopping, nxt: Next[TurnStopping, StopDecision]) -> StopDecision:
+    async def once_more(
+        payload: TurnStopping, nxt: Next[TurnStopping, StopDecision]
+    ) -> StopDecision:
         if not kept_open:
             kept_open.append(payload.turn)
             return Continue("one more step")
