@@ -168,3 +168,32 @@ async def test_a_bad_instances_file_exits_2(tmp_path: Path) -> None:
         .splitlines()[-1]
         .endswith("instances.jsonl:1: problem_statement: required, a non-empty string")
     )
+
+
+def test_the_checkouts_git_setup_never_runs_while_its_patch_is_taken(tmp_path: Path) -> None:
+    # What the agent may have written into the checkout: a monitor, a filter, an external diff.
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q", str(repo)], check=True)
+    (repo / "a.py").write_text("x = 1\n")
+    subprocess.run([*git, "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run([*git, "-C", str(repo), "commit", "-qm", "base"], check=True)
+    base = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    marker = tmp_path / "ran"
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\ncat\n")
+    hook.chmod(0o755)
+    for key, value in (
+        ("core.fsmonitor", str(hook)),
+        ("filter.evil.clean", str(hook)),
+        ("diff.external", str(hook)),
+    ):
+        subprocess.run(["git", "-C", str(repo), "config", key, value], check=True)
+    (repo / ".gitattributes").write_text("*.py filter=evil\n")
+    (repo / "a.py").write_text("x = 2\n")
+    patch = workspace_patch(repo, base)
+    assert "-x = 1\n+x = 2" in patch and ".gitattributes" in patch
+    assert not marker.exists()

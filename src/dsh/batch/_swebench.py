@@ -126,18 +126,50 @@ def _check_checkout(instance: SweBenchInstance, where: str) -> None:
 
 def workspace_patch(repo_path: str | os.PathLike[str], base_commit: str) -> str:
     """The work tree of `repo_path` as a diff against `base_commit`: edits, deletions and new
-    files (those git does not ignore), committed or not. The repository's own index is left
-    alone: the new files are staged in a temporary one."""
+    files (those git does not ignore), committed or not. Nothing of the checkout's own git
+    setup is used but its objects: the agent could write `.git/config` (a `core.fsmonitor`,
+    a filter, an external diff would run here, outside any sandbox), so the new files are
+    staged in a scratch repository of ours that borrows the checkout's objects."""
+    objects = _git(repo_path, "rev-parse", "--git-path", "objects", env=_isolated(None))
+    if objects.returncode != 0:
+        raise BatchError(f"{repo_path}: git rev-parse failed: {objects.stderr.strip()}")
+    borrowed = Path(repo_path, objects.stdout.strip()).resolve()
     with tempfile.TemporaryDirectory(prefix="dsh-swebench-") as scratch:
-        env = {**os.environ, "GIT_INDEX_FILE": os.path.join(scratch, "index")}
+        git_dir = Path(scratch, "git")
+        made = _git(scratch, "init", "--bare", "-q", str(git_dir), env=_isolated(None))
+        if made.returncode != 0:
+            raise BatchError(f"{repo_path}: git init failed: {made.stderr.strip()}")
+        (git_dir / "objects" / "info" / "alternates").write_text(f"{borrowed}\n")
+        env = _isolated(git_dir) | {
+            "GIT_WORK_TREE": str(Path(repo_path).resolve()),
+            "GIT_INDEX_FILE": str(Path(scratch, "index")),
+        }
         for args in (("read-tree", base_commit), ("add", "-A")):
             step = _git(repo_path, *args, env=env)
             if step.returncode != 0:
                 raise BatchError(f"{repo_path}: git {args[0]} failed: {step.stderr.strip()}")
-        diff = _git(repo_path, "diff", "--cached", "--no-color", base_commit, env=env)
+        diff = _git(
+            repo_path, "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv",
+            base_commit, env=env,
+        )
     if diff.returncode != 0:
         raise BatchError(f"{repo_path}: git diff failed: {diff.stderr.strip()}")
     return diff.stdout
+
+
+def _isolated(git_dir: Path | None) -> dict[str, str]:
+    """An environment in which git reads no system, global or user configuration."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "HOME": os.devnull,
+        "LC_ALL": "C",
+        "GIT_TERMINAL_PROMPT": "0",
+    }
+    if git_dir is not None:
+        env["GIT_DIR"] = str(git_dir)
+    return env
 
 
 def write_predictions(
