@@ -102,9 +102,9 @@ class McpHub:
         self._names: frozenset[str] = frozenset()
         self._search_tool: Disposer | None = None
         self.deferral = Deferral(options.defer, lambda: self._names)
+        """Which MCP tools stay out of the prompt, and what each session loaded."""
         self.elicitations = Elicitations(ctx)
         """The servers' questions for the person (`tools/execute` tracks the calls)."""
-        """Which MCP tools stay out of the prompt, and what each session loaded."""
 
     def connect(self, ctx: Context, specs: Sequence[ServerSpec]) -> Disposer:
         """Make `specs`' tools visible through `ctx`: globally for a global context, to one

@@ -172,9 +172,10 @@ async def login(
             async with open_session(spec, auth=auth) as session:
                 await session.tools()
         except Exception as exc:
-            if kept and not auth.logged_in:
-                edit_auth(spec, lambda data: data.update(kept))  # the old tokens stay
             raise LoginError(f"cannot log in to {spec.name}: {_reason(exc)}") from None
+        finally:  # failed, cancelled or interrupted (Ctrl-C): the old tokens stay
+            if kept and not auth.logged_in:
+                edit_auth(spec, lambda data: data.update(kept))
     return auth.logged_in
 
 
