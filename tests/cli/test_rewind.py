@@ -124,7 +124,8 @@ def test_chat_keeps_a_file_changed_outside_unless_asked(chat: Chats, tmp_path: P
     (ws / "a.txt").write_bytes(b"mine\n")  # the person, between two prompts
     t.enter("/rewind 1 code")
     t.wait_for("also take back the files changed outside dsh? y/N")
-    t.wait_for("kept (changed outside dsh since then; --force takes them back too): a.txt")
+    kept = "kept (changed outside dsh since then; the next question can take them back too)"
+    t.wait_for(f"{kept}: a.txt")
     t.enter("")
     t.wait_for("apply this rewind? y/n")
     t.enter("y")

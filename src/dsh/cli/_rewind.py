@@ -120,7 +120,7 @@ async def rewind_session(
             session, to, mode=mode, undo=undo, force=force, dry_run=dry_run
         )
     if as_json:
-        print(json.dumps(msgspec.to_builtins(report), ensure_ascii=False))
+        print(json.dumps(report.to_json(), ensure_ascii=False))  # as JSON-RPC and the web say
         return 0
     for line in report_lines(report, session.id, force_hint=FORCE_HINT):
         print(line)

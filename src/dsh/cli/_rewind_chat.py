@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable
 from ..plugins.rewind import Mode, RewindError, RewindReport, Rewinds, prompt_lines, report_lines
 from ..session import Session
 from ._render import Surface
-from ._rewind import FORCE_HINT
 
 __all__ = ["Line", "rewind_dialog"]
 
@@ -94,8 +93,10 @@ async def _apply(
     _show(screen, await rewinds.rewind(session, turn, mode=mode, force=force), session.id)
 
 
-def _show(screen: Surface, report: RewindReport, session_id: str) -> None:
-    lines = report_lines(report, session_id, force_hint=FORCE_HINT)
+def _show(screen: Surface, report: RewindReport, session_id: str, force_hint: str = "") -> None:
+    """The report's lines; `force_hint` ends the kept files' line (chat has no --force: the
+    plan's says the question below takes them back)."""
+    lines = report_lines(report, session_id, force_hint=force_hint)
     if not report.dry_run:
         lines.append("(/rewind undo takes it back)")
     for line in lines:
@@ -103,7 +104,7 @@ def _show(screen: Surface, report: RewindReport, session_id: str) -> None:
 
 
 def _show_plan(screen: Surface, plan: RewindReport, session_id: str) -> None:
-    _show(screen, plan, session_id)
+    _show(screen, plan, session_id, "; the next question can take them back too")
     for line in plan.patch.splitlines():
         screen.note("  " + line, _style(line))
 
