@@ -4,7 +4,6 @@ with an Agent Card), streamed, with the result shape of in-process children."""
 from __future__ import annotations
 
 import contextlib
-import os
 from typing import Annotated, ClassVar
 
 import httpx
@@ -17,7 +16,7 @@ from msgspec import Meta
 from .._context import Context
 from .._ids import uuid4_hex
 from ..agent import Agent
-from ..kernel import HELD, ConfigRecord, EventSpec, Injects, Mode, read_secret
+from ..kernel import ConfigRecord, EventSpec, Injects, Mode, read_secret
 from ..llm import TextBlock, text_of
 from ..plugins.approval import APPROVAL, Decision
 from ..plugins.subagents import (
@@ -86,9 +85,7 @@ class A2AAgentSpec(ConfigRecord):
     def headers(self) -> dict[str, str]:
         if self.token_env is None:
             return {}
-        token = os.environ.get(self.token_env, "")
-        if token == HELD:
-            token = read_secret(self.token_env) or ""
+        token = read_secret(self.token_env)  # held by dsh from then on, out of the environment
         return {"authorization": f"Bearer {token}"} if token else {}
 
 
