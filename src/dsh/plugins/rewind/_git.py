@@ -186,7 +186,8 @@ class ShadowStore:
         if update:
             self._git("update-index", "-z", "--add", "--remove", "--stdin", input=_z(update))
         tree = self._git("write-tree").decode().strip()
-        self._share_index()
+        if drop or update:  # an unchanged index is not copied again (it may hold 50k files)
+            self._share_index()
         return tree
 
     def _size(self, path: str) -> int | None:
