@@ -27,19 +27,14 @@ from ._runtime import (
 from ._tools import BackgroundMode, subagent_tool
 
 GUIDANCE = (
-    "Use {spawn} to hand a self-contained task to a separate agent (it starts with no "
-    "knowledge of this conversation), and {fork} when the task builds on what has been "
-    "discussed. By default both wait and return the child's final answer; give each a "
-    "complete task description."
+    "Use {spawn} for a self-contained task and {fork} for one that builds on this "
+    "conversation; both wait for the child's answer unless run in the background."
 )
 BACKGROUND_GUIDANCE = {
-    "job": (
-        " With run_in_background they return a job id at once: read the answer later with "
-        "job_output."
-    ),
+    "job": " A background job's answer is read with job_output.",
     "continuable": (
-        " With run_in_background they return an agent id at once and you keep working; each "
-        "answer arrives as a notice, and send_message gives that subagent more work."
+        " A background subagent stays after its answer: send_message gives it more work, "
+        "interrupt_agent stops it, list_agents shows them."
     ),
 }
 
