@@ -11,7 +11,7 @@ from ..._context import Context
 from ...agent import Agent
 from ...kernel import ConfigError, Injects, convert
 from ...llm import Json
-from ...tools import TOOLS, Arg, ToolPlugin, ToolRunContext, tool
+from ...tools import TOOLS, Arg, ToolPlugin, ToolRunContext, offer_when, tool
 from ._service import (
     QUESTIONS,
     Answer,
@@ -104,5 +104,9 @@ class AskUserPlugin:
 
     @staticmethod
     async def apply(ctx: Context, config: None) -> None:
-        ctx.provide(QUESTIONS, UserQuestions(ctx))
+        questions = UserQuestions(ctx)
+        ctx.provide(QUESTIONS, questions)
+        # Where nobody answers (`dsh run`, a batch, a client without the capability) the
+        # tool could only fail: it is offered once an answerer is there.
+        offer_when(ctx, ask_user_question.name, lambda _agent: questions.has_answerer)
         await ctx.plugin(ToolPlugin("ask_user:tool", [ask_user_question]), id="ask_user:tool")

@@ -7,22 +7,13 @@ import os
 from pathlib import Path
 from typing import ClassVar
 
-import msgspec
-
 from ..._context import Context
 from ...agent import Agent
-from ...kernel import ConfigRecord, Injects, Next, ServiceKey
+from ...kernel import ConfigRecord, Injects, ServiceKey
 from ...llm import HarnessError
-from ...prompt import (
-    SYSTEM_PROMPT,
-    SYSTEM_PROMPT_ASSEMBLE,
-    AssembleContext,
-    AssemblePayload,
-    PinnedText,
-    PromptAssembly,
-)
+from ...prompt import SYSTEM_PROMPT, AssembleContext, PinnedText
 from ...session import SESSION_DISPOSED, Session
-from ...tools import TOOLS, ToolPlugin, ToolRunContext, tool
+from ...tools import TOOLS, ToolPlugin, ToolRunContext, offer_when, tool
 from ...workspace import PassMemo, WorkspaceMemo, agent_cwd, agent_workspace
 from ._catalog import Skill, SkillCatalog, SkillIssue, SkillReader, skill_roots
 
@@ -183,50 +174,11 @@ class SkillsPlugin:
         ctx.system_prompt.variable(VARIABLE, lambda c: pins.section(*catalog(c)))
         ctx.system_prompt.variable(UPDATE_VARIABLE, lambda c: pins.update(*catalog(c)))
         ctx.system_prompt.context(UPDATE, config.order, "{{" + UPDATE_VARIABLE + "}}")
-        offered = _Offered(service)
-
-        async def only_with_skills(
-            payload: AssemblePayload, nxt: Next[AssemblePayload, PromptAssembly]
-        ) -> PromptAssembly:
-            assembly = await nxt()
-            if offered.wanted(payload.context):
-                return assembly
-            kept = tuple(t for t in assembly.tools if t.name != skill.name)
-            return msgspec.structs.replace(assembly, tools=kept)
-
-        def disposed(session: Session) -> None:
-            pins.forget(session.id)
-            offered.sessions.discard(session.id)
-
-        ctx.on(SESSION_DISPOSED, disposed)
-        ctx.on(SYSTEM_PROMPT_ASSEMBLE, only_with_skills)
+        ctx.on(SESSION_DISPOSED, lambda session: pins.forget(session.id))
+        offer_when(ctx, skill.name, lambda agent: bool(service.catalog(agent_cwd(agent)).skills))
         guidance = (config.order, "{{" + VARIABLE + "}}")
         tools = ToolPlugin("skills:tool", [skill], guidance=guidance, section=SECTION)
         await ctx.plugin(tools, id="skills:tool")
-
-
-class _Offered:
-    """The `skill` tool is offered to a session from its first request whose workspace has
-    a skill, and then stays (its schema is part of the cached prefix): a session that never
-    sees a skill does not carry it."""
-
-    def __init__(self, service: Skills) -> None:
-        self.service = service
-        self.sessions: set[str] = set()
-
-    def wanted(self, context: AssembleContext) -> bool:
-        agent = context.agent
-        if agent is None:
-            return True
-        session = getattr(agent, "session", None)
-        session_id = session.id if isinstance(session, Session) else None
-        if session_id in self.sessions:
-            return True
-        if not self.service.catalog(agent_cwd(agent)).skills:
-            return False
-        if session_id is not None:
-            self.sessions.add(session_id)
-        return True
 
 
 SKILLS: ServiceKey[Skills] = ServiceKey("skills")
