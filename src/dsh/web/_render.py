@@ -30,11 +30,11 @@ from ..events import (
     UserMessageEvent,
     typed_as,
 )
-from ..llm import Json, Message, ReasoningBlock, TextBlock
+from ..llm import Json, Message, ReasoningBlock, TextBlock, parse_arguments
 from ..plugins.usage import budget_stop
 from ..session import SessionEvent, Usage, usage_of
 from ._cost import SessionCost
-from ._diff import FileSnapshots, diff_lines, parse_arguments
+from ._diff import FileSnapshots, diff_lines
 
 __all__ = ["LogView", "page_event", "usage_json"]
 
