@@ -35,7 +35,7 @@ from ..agent import ResumeAgentOptions as Resume
 from ..kernel import TraceContext, read_secret, using_trace
 from ..plugins.approval import APPROVAL, ApprovalRequest, Decision
 from ..plugins.ask_user import QUESTIONS, Answer, NoPersonError, QuestionRequest
-from ..session import SessionMeta
+from ..session import SESSION_PERSISTENCE, SessionMeta
 from ..tools import EDITOR_FILES
 from ._commands import offer_commands
 from ._files import ClientFiles
@@ -98,7 +98,7 @@ class AcpAgent:
         self.capabilities = client_capabilities or ClientCapabilities()
         mcp = mcp_available(self.ctx)
         capabilities = AgentCapabilities(
-            load_session=self.ctx.get("session_persistence") is not None,
+            load_session=self.ctx.get(SESSION_PERSISTENCE) is not None,
             prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
             mcp_capabilities=McpCapabilities(http=mcp, sse=mcp),
         )

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import msgspec
 
 from ..kernel import Acquire, Context, Disposer, Publication, ServiceKey
-from ..session import SessionMeta
+from ..session import SESSION_PERSISTENCE, SessionMeta
 from ._events import AGENT_CREATED, AGENT_DISPOSED, AgentEvent
 from ._initiator import InitiatorScope
 from ._types import (
@@ -161,7 +161,7 @@ class AgentRegistry:
     async def _open(
         self, session_id: str, options: AgentOptions, meta: SessionMeta | None
     ) -> AgentHandle:
-        if self._ctx.get("session_persistence") is not None:
+        if self._ctx.get(SESSION_PERSISTENCE) is not None:
             try:
                 return await self.resume(ResumeAgentOptions(session_id, options))
             except LookupError:  # the store has no such session (UnknownSessionError)

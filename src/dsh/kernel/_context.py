@@ -120,8 +120,8 @@ class Context:
     @overload
     def get(self, key: ServiceKey[T]) -> T | None: ...
     @overload
-    def get(self, key: str) -> Any: ...
-    def get(self, key: ServiceKey[T] | str) -> T | Any:
+    def get(self, key: str) -> object: ...
+    def get(self, key: ServiceKey[T] | str) -> T | object:
         name = key if isinstance(key, str) else key.name
         found = self._realm.lookup(name)
         return None if found is None else self._value(name, found)
@@ -129,8 +129,8 @@ class Context:
     @overload
     def require(self, key: ServiceKey[T]) -> T: ...
     @overload
-    def require(self, key: str) -> Any: ...
-    def require(self, key: ServiceKey[T] | str) -> T | Any:
+    def require(self, key: str) -> object: ...
+    def require(self, key: ServiceKey[T] | str) -> T | object:
         name = key if isinstance(key, str) else key.name
         found = self._realm.lookup(name)
         if found is None:

@@ -20,7 +20,7 @@ from ...events import (
 )
 from ...kernel import CancelSignal, ServiceKey
 from ...llm import Json, UserMessage, plugin_source, user_message
-from ...session import Session
+from ...session import SESSION_PERSISTENCE, Session
 from ...workspace import agent_workspace
 from ._codec import decode
 from ._config import HookEntry, HooksConfig, HookSet, Point, load_hooks
@@ -173,7 +173,7 @@ class HookBridge:
         )
 
     def _transcript_path(self, session: Session) -> str:
-        persistence = self.ctx.get("session_persistence")
+        persistence = self.ctx.get(SESSION_PERSISTENCE)
         location = persistence.locate(session.header) if persistence is not None else None
         return str(location.path) if location is not None else ""
 

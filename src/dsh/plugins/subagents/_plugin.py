@@ -11,6 +11,7 @@ from ...agent import AGENTS, PROMPT_SUBMIT, Notices
 from ...events import TurnEndEvent, typed_as
 from ...kernel import ConfigRecord, Injects
 from ...tools import ToolPlugin
+from ..jobs import JOBS
 from ._control import CONTROL_TOOLS, notice
 from ._providers import ForkProvider, SpawnProvider
 from ._request import DEFAULT_MAX_DEPTH
@@ -97,7 +98,7 @@ def _background(ctx: Context, config: SubagentsConfig) -> BackgroundMode:
     if config.background_mode == "continuable":
         return "continuable"
     # Job runs need the jobs service and its tools (mounted before this plugin).
-    jobs = ctx.get("jobs") is not None and ctx.tools.get("job_output") is not None
+    jobs = ctx.get(JOBS) is not None and ctx.tools.get("job_output") is not None
     return "job" if jobs else None
 
 
