@@ -212,15 +212,15 @@ class Context:
     def on(
         self,
         event: str,
-        listener: Callable[..., Any],
+        listener: Callable[..., object],
         *,
         prepend: bool = False,
         global_: bool = False,
     ) -> Disposer: ...
     def on(
         self,
-        event: EventSpec[Any, Any] | str,
-        listener: Callable[..., Any],
+        event: EventSpec[P, R] | str,
+        listener: Callable[..., object],
         *,
         prepend: bool = False,
         global_: bool = False,
@@ -267,15 +267,15 @@ class Context:
     def once(
         self,
         event: str,
-        listener: Callable[..., Any],
+        listener: Callable[..., object],
         *,
         prepend: bool = False,
         global_: bool = False,
     ) -> Disposer: ...
     def once(
         self,
-        event: EventSpec[Any, Any] | str,
-        listener: Callable[..., Any],
+        event: EventSpec[P, R] | str,
+        listener: Callable[..., object],
         *,
         prepend: bool = False,
         global_: bool = False,
@@ -294,10 +294,10 @@ class Context:
         )
         return disposer
 
-    def emit(self, event: EventSpec[P, Any], payload: P) -> None:
+    def emit(self, event: EventSpec[P, R], payload: P) -> None:
         self.bus.emit(event, payload, self.scope)
 
-    async def parallel(self, event: EventSpec[P, Any], payload: P) -> int:
+    async def parallel(self, event: EventSpec[P, R], payload: P) -> int:
         return await self.bus.parallel(event, payload, self.scope)
 
     async def serial(self, event: EventSpec[P, R], payload: P) -> R | None:
