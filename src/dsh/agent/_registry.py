@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 import msgspec
 
@@ -201,16 +201,16 @@ class AgentEvents:
         self.ctx = ctx
         self.agent = agent
 
-    def emit(self, spec: EventSpec[P, Any], payload: P) -> None:
+    def emit(self, spec: EventSpec[P, R], payload: P) -> None:
         self.ctx.bus.emit(spec, payload, self.agent)
 
     # The bus's own coroutines, not one of ours around each: these run several times a step.
-    def serial(self, spec: EventSpec[P, R], payload: P) -> Coroutine[Any, Any, R | None]:
+    def serial(self, spec: EventSpec[P, R], payload: P) -> Coroutine[object, None, R | None]:
         return self.ctx.bus.serial(spec, payload, self.agent)
 
     def waterfall(
         self, spec: EventSpec[P, R], payload: P, terminal: Callable[[P], Awaitable[R]]
-    ) -> Coroutine[Any, Any, R]:
+    ) -> Coroutine[object, None, R]:
         return self.ctx.bus.waterfall(spec, payload, terminal, self.agent)
 
 

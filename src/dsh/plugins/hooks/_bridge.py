@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -179,7 +179,7 @@ class HookBridge:
 
     # -- detached points (SessionStart, SessionEnd, Notification) -----------------------------
 
-    def detach(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    def detach(self, coro: Coroutine[object, None, None]) -> asyncio.Task[None]:
         """Run a point nobody waits for; unloading the plugin waits for it (each hook is
         bounded by its timeout)."""
         return self._detached.spawn(coro, name="dsh-hooks", cancel_on_dispose=False)
