@@ -28,16 +28,16 @@ class Codec(msgspec.Struct, Generic[T], frozen=True):
     encode: Callable[[T], Json]
 
 
-class Key(msgspec.Struct, frozen=True):
+class Key(msgspec.Struct, Generic[T], frozen=True):
     """How a data field is logged, in `Annotated[T, Key(...)]`: its `codec`, and its presence:
     written unless the value `is omit` (None), or `always` (even null)."""
 
-    codec: Codec[Any] | None = None
+    codec: Codec[T] | None = None
     omit: object = None
     always: bool = False
 
 
-_PLAIN = Key()
+_PLAIN: Key[object] = Key()
 
 
 class _Spec(msgspec.Struct, frozen=True):
