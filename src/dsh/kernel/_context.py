@@ -19,7 +19,7 @@ from ._events import (
 )
 from ._keys import ServiceKey, ServiceUnavailableError
 from ._owner import Disposer, Owner
-from ._plugin import Fiber, PluginHost
+from ._plugin import Fiber, PluginHost, PluginParent
 
 __all__ = ["Context", "Scope", "ServiceKey", "ServiceUnavailableError", "create_scope"]
 
@@ -320,7 +320,8 @@ class Context:
         """Wait until no plugin of this tree is loading or unloading."""
         await self._realm.host.settled()
 
-    def fibers(self) -> list[Fiber[Context]]:
+    def fibers(self) -> list[Fiber[PluginParent]]:
+        """The plugins loaded anywhere in this tree (their contexts may be of any class)."""
         return self._realm.host.fibers()
 
     # -- lifetime ----------------------------------------------------------------------------
