@@ -106,7 +106,7 @@ class ToolDefinition(msgspec.Struct, frozen=True, eq=False):
     name: str
     description: str
     parameters: Mapping[str, Json]
-    execute: Callable[[Any, ToolRunContext], Json | Awaitable[Json]]
+    execute: Callable[[dict[str, Json], ToolRunContext], Json | Awaitable[Json]]
     output_schema: Mapping[str, Json] = msgspec.field(default_factory=dict)
     render: Callable[[Any, Any], Content] = default_render
     is_concurrency_safe: Callable[[Json], bool] | None = None
