@@ -34,6 +34,7 @@ OutputT = TypeVar("OutputT", default=str)
 
 DEFAULT_MODEL = "deepseek:deepseek-v4-flash"
 
+
 class Agent(Generic[OutputT]):
     """An agent: a model, tools, instructions; `run` a prompt and get its result.
 

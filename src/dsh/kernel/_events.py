@@ -385,9 +385,7 @@ class EventBus:
             if result is not None and inspect.isawaitable(result):
                 _watch(spec.name, result, entry.owner)
 
-    async def parallel(
-        self, spec: EventSpec[P, R], payload: P, scope: object | None = None
-    ) -> int:
+    async def parallel(self, spec: EventSpec[P, R], payload: P, scope: object | None = None) -> int:
         """Run every admitted listener concurrently; raise an ExceptionGroup of failures.
 
         Returns how many listeners took part.
