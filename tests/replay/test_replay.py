@@ -91,8 +91,7 @@ async def test_with_tools_rerun_a_changed_file_is_reported(tmp_path: Path, works
     assert [(t.number, t.call_id, t.name, t.what) for t in report.tool_calls] == [
         (1, "call_r", "read", "result")
     ]
-    assert "-    1: hi" in report.tool_calls[0].diff
-    assert "+    1: bye" in report.tool_calls[0].diff
+    assert "-    hi\n+    bye" in report.tool_calls[0].diff
     assert report.request is not None
     assert (report.request.number, report.request.parts) == (2, ("messages",))
     assert (workspace / "a.txt").read_text() == "bye\n"  # the rerun ran in a copy

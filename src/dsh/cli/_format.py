@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 PREVIEW = 80
 RESULT_LINES = 3
 RESULT_WIDTH = 160
-_NUMBERED = re.compile(r"^\d+: ")
 
 
 def preview(text: str, width: int = PREVIEW) -> str:
@@ -52,8 +51,8 @@ def result_summary(text: str, lines: int = RESULT_LINES, *, tool: str | None = N
     tabs expanded, long lines cut), and how many more were collapsed; a `read` result is
     summarised by the lines it returned, a `write` result by what it did to which file."""
     if tool == "read":
-        numbered = sum(1 for row in text.splitlines() if _NUMBERED.match(row))
-        return [f"read {numbered} line{'s' if numbered != 1 else ''}"]
+        count = _read_lines(text)
+        return [f"read {count} line{'s' if count != 1 else ''}"]
     written = _WRITTEN.search(text) if tool == "write" else None
     if written is not None:  # the model's `<path>…</path> <type>file</type>` shape, told plainly
         return [f"{written.group(2).lower()} {written.group(1)}"]
@@ -62,6 +61,14 @@ def result_summary(text: str, lines: int = RESULT_LINES, *, tool: str | None = N
     if len(rows) > lines:
         shown.append(f"… ({len(rows) - lines} more lines)")
     return shown
+
+
+def _read_lines(text: str) -> int:
+    """The lines a `read` result shows: those of its content before the footer (the content
+    is just the footer when there are none)."""
+    content = text.partition("<content>\n")[2]
+    end = content.rfind("\n\n(")
+    return 0 if end < 0 else content[:end].count("\n") + 1
 
 
 def _cut(text: str, width: int) -> str:

@@ -19,6 +19,7 @@ from ..event_types import TOOL_CALL
 from ..kernel import Next
 from ..llm import LLM_STREAM, Json, Message, blocks_from_json, expect
 from ..llm.adapters import ModelRoute, parse_model
+from ..plugins.ask_user import QUESTIONS, QuestionRequest
 from ..profiles import load_profile
 from ..session import Session, SessionEvent, SessionMeta
 from ..testing import OpenAIServer, RecordedRequest, Reply, reply
@@ -80,6 +81,9 @@ async def play(
             store = Path(scratch) / "sessions"
             ctx, route = await _runtime(recording, folder, store, server, profiles)
             try:
+                questions = ctx.get(QUESTIONS)
+                if recording.asks and questions is not None:
+                    questions.set_answerer(_decline)  # the person cannot be asked again
                 ctx.on(LLM_STREAM, side_calls(recording.events))
                 only = None if tools == "recorded" else SUBAGENT_TOOLS
                 ctx.on(TOOLS_EXECUTE, _recorded_results(recording.events, only))
@@ -88,6 +92,12 @@ async def play(
             finally:
                 await ctx.owner.dispose()
         return Played(events, folder, between.notes)
+
+
+async def _decline(request: QuestionRequest) -> None:
+    """A replay's answer to the model's questions: declined (with recorded tool results
+    the recorded answers are what the model reads)."""
+    return None
 
 
 class _Answers:
