@@ -7,13 +7,13 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Generic
 
 from typing_extensions import TypeVar
 
 from ..agent import CACHE_NOTE, AgentOptions, ModelChoice, RunResult, switch_model
 from ..agent import Agent as AgentProtocol
-from ._blueprint import blueprint
+from ._blueprint import ApprovalArg, blueprint
 from ._output import FINAL_RESULT
 from ._run import RunPlan, StreamedRun
 from ._runtime import Runtime
@@ -33,8 +33,6 @@ __all__ = ["Agent"]
 OutputT = TypeVar("OutputT", default=str)
 
 DEFAULT_MODEL = "deepseek:deepseek-v4-flash"
-
-ApprovalArg = Sequence[Mapping[str, str]] | Callable[..., Any] | None
 
 
 class Agent(Generic[OutputT]):
@@ -74,8 +72,8 @@ class Agent(Generic[OutputT]):
         approval: ApprovalArg = None,
         builtin_tools: bool = False,
         store: Store | None = None,
-        profile: str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None = None,
-        plugins: Sequence[Any] = (),
+        profile: str | os.PathLike[str] | Sequence[Mapping[str, object]] | None = None,
+        plugins: Sequence[object] = (),
         cwd: str | os.PathLike[str] | None = None,
         settings_files: bool = False,
         limits: UsageLimits | None = None,

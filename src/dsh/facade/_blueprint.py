@@ -41,17 +41,21 @@ SETTINGS_ROWS = ("hooks", "approval")
 when their `settings` key is on: off for a library agent unless it opts in."""
 
 
+ApprovalArg = Sequence[Mapping[str, str]] | Callable[[ApprovalRequest], object] | None
+"""Policy rows, or a callback `(request) -> Decision` (async or plain)."""
+
+
 def blueprint(
     *,
     model: str | LlmAdapter,
     base_url: str | None,
     tools: Sequence[ToolDefinition | Callable[..., object]],
     instructions: str | None,
-    approval: Any,
+    approval: ApprovalArg,
     builtin_tools: bool,
     store: Store,
-    profile: str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None,
-    plugins: Sequence[Any],
+    profile: str | os.PathLike[str] | Sequence[Mapping[str, object]] | None,
+    plugins: Sequence[object],
     cwd: Path,
     trusted_extra: Sequence[str],
     settings_files: bool,

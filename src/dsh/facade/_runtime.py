@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
 
 import msgspec
 
@@ -96,6 +95,6 @@ def _equip(ctx: Context, blueprint: Blueprint) -> None:
         approval.set_answerer(blueprint.answerer)
 
 
-def plugin_rows(plugins: Sequence[Any]) -> tuple[tuple[object, object], ...]:
+def plugin_rows(plugins: Sequence[object]) -> tuple[tuple[object, object], ...]:
     """`plugins=[Plugin, (Plugin, config), ...]` as (plugin, config) pairs."""
     return tuple(p if isinstance(p, tuple) else (p, None) for p in plugins)

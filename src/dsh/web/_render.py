@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import msgspec
 
@@ -180,7 +179,7 @@ def _turn_events(events: Sequence[SessionEvent], end: TurnEndEvent) -> Sequence[
     return events[start : end.seq + 1]
 
 
-def usage_json(usage: Usage) -> dict[str, Any]:
+def usage_json(usage: Usage) -> dict[str, Json]:
     return {
         "input_tokens": usage.total_input_tokens,
         "cache_read_tokens": usage.cache_read_tokens,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
 import msgspec
@@ -165,7 +166,7 @@ def report_steps(child: Agent, run: ToolRunContext) -> None:
     child.ctx.on(SESSION_EVENT, on_event)
 
 
-def render_subagent(args: Any, value: Any) -> list[TextBlock]:
+def render_subagent(args: Json, value: Mapping[str, Json]) -> list[TextBlock]:
     if value["kind"] == "background" and "agentId" in value:
         return [
             TextBlock(
@@ -175,7 +176,8 @@ def render_subagent(args: Any, value: Any) -> list[TextBlock]:
         ]
     if value["kind"] == "background":
         return [TextBlock(f"started background subagent job {value['jobId']}")]
-    texts = [b["text"] for b in value["output"] if b.get("type") == "text"]
+    blocks = expect(value["output"], list)
+    texts = [str(b["text"]) for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
     return [TextBlock("".join(texts))]
 
 
