@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Generic
 
 from typing_extensions import TypeVar
 
-from ..agent import CACHE_NOTE, AgentOptions, ModelChoice, RunResult, switch_model
+from ..agent import DEFAULT_EFFORT, AgentOptions, RunResult, switch_note
 from ..agent import Agent as AgentProtocol
 from ._blueprint import ApprovalArg, blueprint
 from ._output import FINAL_RESULT
@@ -154,10 +154,8 @@ class Agent(Generic[OutputT]):
         route = parse_model(model)
         runtime = await self._ensure_runtime()
         agent = await runtime.agent_for(session)
-        choice = ModelChoice(route.provider, route.model, reasoning_effort)
-        if switch_model(agent, choice) is None:
-            return f"already on {choice.label()}"
-        return f"switched to {choice.label()}: {CACHE_NOTE}"
+        effort = DEFAULT_EFFORT if reasoning_effort is None else reasoning_effort
+        return switch_note(agent, route=(route.provider, route.model), effort=effort)
 
     def run_sync(
         self, prompt: str, *, session: str | None = None, settings: ModelSettings | None = None
