@@ -68,3 +68,12 @@ def test_a_shortened_string_argument_keeps_its_closing_quote() -> None:
     shown = call_summary("bash", json.dumps({"command": command, "description": "slow", "n": 3}))
     expected = 'command="for i in 1 2 3 4 5 6 7; do echo line$…", description="slow", n=3'
     assert shown == f"bash({expected})"
+
+
+def test_token_counts_read_at_a_glance() -> None:
+    from dsh.cli._format import usage_line
+    from dsh.session import Usage
+
+    line = usage_line(Usage(input_tokens=1_236_800, output_tokens=123_456), 0.5)
+    assert line == "↑ 1.24M in · ↓ 123k out · $0.5000"
+    assert usage_line(Usage(input_tokens=980, output_tokens=12_345)) == "↑ 980 in · ↓ 12.3k out"

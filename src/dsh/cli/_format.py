@@ -93,8 +93,11 @@ def describe_end(reason: TurnEndReason | None) -> str:
 
 
 def _tokens(count: int) -> str:
+    """`980`, `12.3k`, `456k`, `1.24M`."""
     if count < 1000:
         return str(count)
+    if count >= 1_000_000:
+        return f"{count / 1_000_000:.2f}M"
     return f"{count / 1000:.1f}k" if count < 100_000 else f"{count // 1000}k"
 
 
