@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import dsh
 from dsh.testing import ScriptedModel, reply, tool_call
 
@@ -124,3 +126,34 @@ def test_the_programs_own_rows_decide_about_settings_files() -> None:
     assert settings(default, "hooks") is False and settings(default, "approval") is False
     rows = [{"id": "hooks", "config": {"settings": True}}]
     assert settings(dsh.Agent(ScriptedModel(), profile=rows), "hooks") is True
+
+
+ASK = {
+    "questions": [{"question": "Which color?", "options": [{"label": "Blue"}, {"label": "Red"}]}]
+}
+
+
+async def test_questions_are_answered_by_the_callback(tmp_path: Path) -> None:
+    asked: list[dsh.QuestionRequest] = []
+
+    def person(request: dsh.QuestionRequest) -> list[dsh.Answer]:  # plain or async
+        asked.append(request)
+        return [dsh.Answer(("Blue",))]
+
+    scripted = model(tool_call("ask_user_question", ASK))
+    agent = dsh.Agent(scripted, builtin_tools=True, questions=person, cwd=tmp_path)
+    async with agent:
+        result = await agent.run("pick a color")
+    assert [q.question for q in asked[0].questions] == ["Which color?"]
+    assert "Which color? → Blue" in tool_text(result)
+    assert "ask_user_question" in [t.name for t in scripted.requests[0].tools]
+
+
+async def test_without_a_callback_the_tool_is_not_offered(tmp_path: Path) -> None:
+    scripted = model()
+    async with dsh.Agent(scripted, builtin_tools=True, cwd=tmp_path) as agent:
+        await agent.run("hi")
+    assert "ask_user_question" not in [t.name for t in scripted.requests[0].tools]
+    lone = dsh.Agent(model(), questions=lambda request: None, cwd=tmp_path)
+    with pytest.raises(ValueError, match="use builtin_tools=True"):
+        await lone.run("hi")

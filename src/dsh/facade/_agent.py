@@ -13,7 +13,7 @@ from typing_extensions import TypeVar
 
 from ..agent import DEFAULT_EFFORT, AgentOptions, RunResult, switch_note
 from ..agent import Agent as AgentProtocol
-from ._blueprint import ApprovalArg, blueprint
+from ._blueprint import ApprovalArg, QuestionsArg, blueprint
 from ._output import FINAL_RESULT
 from ._run import RunPlan, StreamedRun
 from ._runtime import Runtime
@@ -49,9 +49,12 @@ class Agent(Generic[OutputT]):
     DeepSeek) or an adapter object (e.g. `dsh.testing.ScriptedModel`). Tools given here are
     trusted (allowed without asking); `builtin_tools=True` adds the coding tools, whose
     writes and commands ask through `approval=` (policy rows, or a callback
-    `async def approve(request) -> dsh.Decision`). Each run gets a new session unless
-    `session=` names one (an existing one continues); sessions live in memory unless
-    `store=` is `dsh.JsonlStore(path)` or `dsh.SqliteStore(path)`. The agent is hermetic:
+    `async def approve(request) -> dsh.Decision`); the model asks the person through
+    `questions=`, a callback `(request: dsh.QuestionRequest) -> [dsh.Answer, …] | None`
+    (None declines; without it, `ask_user_question` is not offered). Each run gets a new
+    session unless `session=` names one (an existing one continues); sessions live in
+    memory unless `store=` is `dsh.JsonlStore(path)` or `dsh.SqliteStore(path)`. The agent
+    is hermetic:
     the hooks and permissions of the user's settings files (`~/.dsh`, `~/.claude`) apply
     only with `settings_files=True`.
 
@@ -70,6 +73,7 @@ class Agent(Generic[OutputT]):
         output_retries: int = 2,
         settings: ModelSettings | None = None,
         approval: ApprovalArg = None,
+        questions: QuestionsArg = None,
         builtin_tools: bool = False,
         store: Store | None = None,
         profile: str | os.PathLike[str] | Sequence[Mapping[str, object]] | None = None,
@@ -89,6 +93,7 @@ class Agent(Generic[OutputT]):
             tools=tools,
             instructions=instructions,
             approval=approval,
+            questions=questions,
             builtin_tools=builtin_tools,
             store=store or MemoryStore(),
             profile=profile,
