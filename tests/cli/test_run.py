@@ -58,10 +58,12 @@ def test_without_yes_an_ask_tool_is_denied_and_the_exit_says_so(tmp_path: Path) 
     calls = [{"tool": "shout", "args": {"text": "hey"}}, {"tool": "shout", "args": {"text": "yo"}}]
     result = dsh(tmp_path, [*calls, "Denied."], "shout hey")
     assert result.returncode == 3, result.stderr  # completed, but what it needed was refused
-    assert "requires approval" in result.stderr
+    assert "nobody can give it in this run" in result.stderr  # what the model was told
+    assert "dsh: warning" not in result.stderr  # the last line says it, once
     assert result.stderr.rstrip().splitlines()[-1] == (
         "denied (they need approval): shout (2 calls) — to allow: pass --yes, add "
-        "`{tool: shout, action: allow}` to the approval policy, or use dsh chat"
+        "`{tool: shout, action: allow}` to the `policy` of the approval row of a profile "
+        "(dsh.yml), or use dsh chat"
     )
 
 

@@ -56,13 +56,19 @@ async def test_a_callback_denies_with_a_reason(tmp_path: Path) -> None:
     assert tool_text(result) == 'Error: the user rejected tool "write": write to /tmp instead'
 
 
-async def test_no_answerer_says_how_to_set_one(tmp_path: Path) -> None:
-    agent = dsh.Agent(model(tool_call("write", WRITE)), builtin_tools=True, cwd=tmp_path)
+async def test_no_answerer_says_how_to_set_one(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls = [tool_call("write", WRITE), tool_call("write", WRITE)]
+    agent = dsh.Agent(model(*calls), builtin_tools=True, cwd=tmp_path)
     async with agent:
         result = await agent.run("write a note")
-    text = tool_text(result)
-    assert "nothing can answer (this is not a refusal)" in text
-    assert "dsh.Agent(approval=...)" in text and "rejected" not in text
+    text = tool_text(result)  # for the model: what happened and what it can still do
+    assert "nobody can give it in this run" in text and "nobody refused it" in text
+    assert "rejected" not in text and "dsh.Agent" not in text
+    # For the developer, once per tool: how to let such calls through.
+    hints = [r.getMessage() for r in caplog.records if "nothing can answer" in r.getMessage()]
+    assert len(hints) == 1 and "dsh.Agent(approval=...)" in hints[0]
     assert not (tmp_path / "notes.txt").exists()
 
 

@@ -237,9 +237,13 @@ class _Interrupts:
 def _unanswered(ctx: Context) -> list[str]:
     """The tools whose calls were refused because they needed approval and nothing could
     answer (a `dsh run` without `--yes`), in order, filled as the run goes."""
+    import logging
+
     from ..plugins.approval import no_answerer
     from ..tools import TOOLS_RESULT, ToolFailure, ToolOutcome
 
+    # The run's last line says what was denied and how to allow it: not a warning as well.
+    logging.getLogger("dsh.plugins.approval").setLevel(logging.ERROR)
     denied: list[str] = []
 
     def record(outcome: ToolOutcome) -> None:
@@ -259,7 +263,8 @@ def _denial_line(denied: list[str]) -> str:
     first = next(iter(counts))
     return (
         f"denied (they need approval): {tools} — to allow: pass --yes, add "
-        f"`{{tool: {first}, action: allow}}` to the approval policy, or use dsh chat"
+        f"`{{tool: {first}, action: allow}}` to the `policy` of the approval row of a profile "
+        "(dsh.yml), or use dsh chat"
     )
 
 
