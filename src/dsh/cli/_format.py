@@ -37,12 +37,15 @@ def call_summary(name: str, raw_arguments: str) -> str:
 
 
 def _value(value: object) -> str:
-    """A value as JSON, shortened; a shortened string keeps its closing quote."""
+    """A value as JSON, shortened; a string keeps its spaces (an `edit`'s indentation is
+    what makes it match) and, shortened, its closing quote."""
     if isinstance(value, str):
-        return '"' + preview(json.dumps(value, ensure_ascii=False)[1:-1], 38) + '"'
+        return '"' + _cut(json.dumps(value, ensure_ascii=False)[1:-1], 38) + '"'
     return preview(json.dumps(value, ensure_ascii=False), 40)
 
 
+_STATUS = re.compile(r"\[(exit code: -?\d+|timed out after \d+ms|killed by signal: \w+)\]$")
+"""A command's status line (`bash`): shown however long the output above it."""
 _WRITTEN = re.compile(r"<path>(.*)</path>\n<type>file</type>\n<content>\n(Created|Updated) file")
 
 
@@ -57,10 +60,12 @@ def result_summary(text: str, lines: int = RESULT_LINES, *, tool: str | None = N
     if written is not None:  # the model's `<path>…</path> <type>file</type>` shape, told plainly
         return [f"{written.group(2).lower()} {written.group(1)}"]
     rows = text.rstrip("\n").splitlines() or [""]
+    status = [row for row in rows[lines:] if _STATUS.match(row)]  # a failure never hides
     shown = [_cut(row.expandtabs(4).rstrip(), RESULT_WIDTH) for row in rows[:lines]]
-    if len(rows) > lines:
-        shown.append(f"… ({len(rows) - lines} more lines)")
-    return shown
+    if len(rows) > lines + len(status):
+        more = len(rows) - lines - len(status)
+        shown.append(f"… ({more} more line{'s' if more != 1 else ''})")
+    return shown + status
 
 
 def _read_lines(text: str) -> int:
