@@ -61,6 +61,8 @@ def test_stream_json_prints_messages_then_the_result(tmp_path: Path) -> None:
     session = init["session_id"]
     assert all(o["session_id"] == session for o in lines)
     assert "shout" in init["tools"] and init["permissionMode"] == "bypassPermissions"
+    assert "ask_user_question" not in init["tools"]  # as the model is sent: nobody answers
+    assert "skill" not in init["tools"]  # no skill in the workspace
     (use,) = call["message"]["content"]
     assert use["type"] == "tool_use" and use["name"] == "shout" and use["input"] == {"text": "a"}
     assert call["message"]["usage"]["cache_read_input_tokens"] == 9000

@@ -106,7 +106,7 @@ async def run_task(options: RunOptions) -> int:
             switched = resume_switch(agent, options.model) if resuming and options.model else None
             if switched is not None:
                 surface.note(*switched)
-            headless = _headless(options, ctx, agent, route, cwd, started)
+            headless = await _headless(options, ctx, agent, route, cwd, started)
             ctx.on(SESSION_EVENT, _printer(agent, renderer, options, headless))
             if headless is None and not options.json:
                 ctx.on(TOOL_PROGRESS_EVENT, _progress(agent, renderer))
@@ -156,14 +156,18 @@ def _working(subagents: SubagentRuntime, agent: Agent) -> list[asyncio.Future[An
     return [child.result for child in subagents.children(agent) if child.active]
 
 
-def _headless(
+async def _headless(
     options: RunOptions, ctx: Context, agent: Agent, route: Route, cwd: Path, started: float
 ) -> Headless | None:
-    """The `json` / `stream-json` output of `--output-format`, its `init` line written."""
+    """The `json` / `stream-json` output of `--output-format`, its `init` line written:
+    the tools are those the agent's first request offers (assembled as the loop does)."""
     if options.output_format == "text":
         return None
     headless = Headless(options.output_format, agent, route.model, pricer(ctx), started)
-    tools = [schema.name for schema in Context.of(agent.ctx).tools.schemas()]
+    from ..prompt import SYSTEM_PROMPT, AssembleContext
+
+    offered = await agent.ctx.require(SYSTEM_PROMPT).assemble(AssembleContext(agent, scope=agent))
+    tools = [schema.name for schema in offered.tools]
     headless.start(cwd, tools, "bypassPermissions" if options.yes else "default")
     return headless
 
