@@ -163,3 +163,19 @@ async def test_without_a_callback_the_tool_is_not_offered(tmp_path: Path) -> Non
     lone = dsh.Agent(model(), questions=lambda request: None, cwd=tmp_path)
     with pytest.raises(ValueError, match="use builtin_tools=True"):
         await lone.run("hi")
+
+
+async def test_a_tool_once_offered_stays_when_another_runtime_resumes(tmp_path: Path) -> None:
+    """A chat offered `ask_user_question`; `dsh run -c` (nobody to answer) continues it: the
+    tool list stays as it was, and the cached prefix with it."""
+    store = dsh.JsonlStore(tmp_path / "sessions")
+    first, second = model(), model()
+    asking = dsh.Agent(
+        first, builtin_tools=True, questions=lambda r: None, cwd=tmp_path, store=store
+    )
+    async with asking:
+        run = await asking.run("hi")
+    async with dsh.Agent(second, builtin_tools=True, cwd=tmp_path, store=store) as unattended:
+        await unattended.run("again", session=run.session_id)
+    offered = [[t.name for t in m.requests[0].tools] for m in (first, second)]
+    assert offered[0] == offered[1] and "ask_user_question" in offered[1]
