@@ -27,6 +27,7 @@ from ..persistence import JsonlBackend, StoredLog, StoredSessions
 from ..plugins.ask_user import ask_user_question
 from ..session import SessionEvent, SessionHeader
 from ..testing import Part, Reply, reasoning, reply, tool_call
+from ._effects import plan_modes
 from ._rewinds import Rewind, rewinds_of
 from ._views import answered
 
@@ -63,6 +64,8 @@ class Recording(msgspec.Struct, frozen=True):
     asks: bool = False
     """Its first request offered `ask_user_question`: someone could answer (a chat, a web
     page), so the replay has an answerer too."""
+    plan_modes: tuple[tuple[int, bool], ...] = ()
+    """Plan mode set between its turns: (turns begun before, on or off)."""
 
 
 def recording_of(header: SessionHeader, events: Sequence[SessionEvent]) -> Recording:
@@ -104,6 +107,7 @@ def recording_of(header: SessionHeader, events: Sequence[SessionEvent]) -> Recor
         sandbox,
         rewinds_of(events),
         bool(asks),
+        plan_modes(events),
     )
 
 
