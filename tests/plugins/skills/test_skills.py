@@ -117,7 +117,7 @@ async def test_no_skills_no_section_and_no_tool_until_one_appears(
     skill.unlink()
     await run_prompt(agent, "and again")
     first, second, third = runtime.model.requests
-    assert "# Skills" not in (first.system or "")
+    assert "## Skills" not in (first.system or "")
     offered = [[t.name for t in r.tools if t.name == "skill"] for r in (first, second, third)]
     assert offered == [[], ["skill"], ["skill"]]  # once offered, it stays (the prefix holds)
 

@@ -37,7 +37,7 @@ MAX_FILE_BYTES = 256 * 1024
 """The largest skill file the tool reads."""
 
 CATALOG_HEADER = (
-    "# Skills\n\n"
+    "## Skills\n\n"
     "A skill is a folder of instructions, sometimes with scripts or reference files, for one "
     "kind of task. When a task matches a skill's description, load the skill with the skill "
     "tool before you start, and follow it."

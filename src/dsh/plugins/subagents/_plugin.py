@@ -27,6 +27,7 @@ from ._runtime import (
 from ._tools import BackgroundMode, subagent_tool
 
 GUIDANCE = (
+    "## {spawn}\n"
     "Use {spawn} for a self-contained task and {fork} for one that builds on this "
     "conversation; both wait for the child's answer unless run in the background."
 )
