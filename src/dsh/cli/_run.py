@@ -88,6 +88,7 @@ async def run_task(options: RunOptions) -> int:
     untrusted = [] if options.trust or resuming else untrusted_files(cwd)
     ctx = await start(assembly)
     try:
+        _check_cost_limit(ctx, options, route)
         handle = await open_agent(ctx, route, cwd, resume=options.resume, latest=options.latest)
         agent = handle.agent
         with _surface(options) as surface:
@@ -154,6 +155,21 @@ async def _with_helpers(
 def _working(subagents: SubagentRuntime, agent: Agent) -> list[asyncio.Future[Any]]:
     """The pending results of `agent`'s background subagents that are working."""
     return [child.result for child in subagents.children(agent) if child.active]
+
+
+def _check_cost_limit(ctx: Context, options: RunOptions, route: Route) -> None:
+    """`--max-cost` is a hard stop only with a price for the route: without one, a usage
+    error before any model call (not a run that spends unchecked)."""
+    from ..plugins.usage import PRICES
+
+    if options.limits is None or options.limits.max_cost is None:
+        return
+    prices = ctx.get(PRICES)
+    if prices is None or prices.price(route.provider, route.model) is None:
+        raise CliError(
+            f"--max-cost needs a price for {route.provider}/{route.model}, which has none: "
+            "add one to the `prices` of the usage row of a profile, or leave --max-cost out"
+        )
 
 
 async def _headless(
