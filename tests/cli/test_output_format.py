@@ -86,7 +86,9 @@ def test_denied_calls_are_listed(tmp_path: Path) -> None:
     script = [{"tool": "shout", "args": {"text": "hey"}}, "Denied."]
     result = dsh(tmp_path, script, "--output-format", "json", "shout hey")
     assert result.returncode == 3
-    assert json.loads(result.stdout)["permission_denials"] == [{"tool_name": "shout"}]
+    [denial] = json.loads(result.stdout)["permission_denials"]
+    assert denial["tool_name"] == "shout" and denial["tool_input"] == {"text": "hey"}
+    assert denial["tool_use_id"]  # Claude Code's three fields
 
 
 def test_json_and_output_format_together_are_a_usage_error(tmp_path: Path) -> None:

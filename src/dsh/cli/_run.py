@@ -23,7 +23,7 @@ from ..plugins.plan_mode import PLAN_MODE, exit_plan_mode
 from ..plugins.subagents import SUBAGENTS, SubagentRuntime
 from ..plugins.usage import budget_stop
 from ..session import SESSION_EVENT, SessionEventPayload
-from ..tools import TOOL_PROGRESS_EVENT, ToolProgress
+from ..tools import TOOL_PROGRESS_EVENT, ToolExecution, ToolProgress
 from ._format import describe_end
 from ._headless import Headless, OutputFormat
 from ._model import resume_switch
@@ -254,7 +254,7 @@ class _Interrupts:
             self.main.cancel()
 
 
-def _unanswered(ctx: Context) -> list[str]:
+def _unanswered(ctx: Context) -> list[ToolExecution]:
     """The tools whose calls were refused because they needed approval and nothing could
     answer (a `dsh run` without `--yes`), in order, filled as the run goes."""
     import logging
@@ -264,21 +264,22 @@ def _unanswered(ctx: Context) -> list[str]:
 
     # The run's last line says what was denied and how to allow it: not a warning as well.
     logging.getLogger("dsh.plugins.approval").setLevel(logging.ERROR)
-    denied: list[str] = []
+    denied: list[ToolExecution] = []
 
     def record(outcome: ToolOutcome) -> None:
         result, name = outcome.result, outcome.exec.name
         if name == exit_plan_mode.name:  # an unapproved plan is `--plan`'s answer, no refusal
             return
         if isinstance(result, ToolFailure) and result.error.message == no_answerer(name):
-            denied.append(name)
+            denied.append(outcome.exec)
 
     ctx.on(TOOLS_RESULT, record)
     return denied
 
 
-def _denial_line(denied: list[str]) -> str:
-    counts = {name: denied.count(name) for name in dict.fromkeys(denied)}
+def _denial_line(denied: list[ToolExecution]) -> str:
+    names = [call.name for call in denied]
+    counts = {name: names.count(name) for name in dict.fromkeys(names)}
     tools = ", ".join(f"{n} ({c} calls)" if c > 1 else n for n, c in counts.items())
     first = next(iter(counts))
     return (
@@ -288,7 +289,9 @@ def _denial_line(denied: list[str]) -> str:
     )
 
 
-def _report(agent: Agent, result: RunResult | None, route: Route, denied: list[str]) -> int:
+def _report(
+    agent: Agent, result: RunResult | None, route: Route, denied: list[ToolExecution]
+) -> int:
     from rich.console import Console
 
     err = Console(stderr=True, highlight=False, emoji=False)
