@@ -131,5 +131,6 @@ async def test_dsh_run_plan_without_yes_answers_with_the_plan(tmp_path: Path) ->
     )
     assert code == 0, err
     assert out.strip() == PLAN  # nobody approved it: the plan is the answer
+    assert "    1. Write notes.txt saying hi.\n    2. Check it." in err  # whole, under its call
     assert "◇ plan mode on" in err and "plan mode off" not in err
     assert not (ws / "notes.txt").exists()

@@ -33,7 +33,8 @@ from ..events import (
     UserMessageEvent,
     typed,
 )
-from ..llm import ReasoningBlock, TextBlock
+from ..llm import ReasoningBlock, TextBlock, parse_arguments
+from ..plugins.plan_mode import exit_plan_mode
 from ..session import Usage, usage_by_model
 from ._blocks import StreamedText
 from ._format import (
@@ -271,6 +272,13 @@ class Renderer:
         shown = self._shown[event.call_id] = call_summary(event.name, event.arguments)
         self.surface.note(f"● {shown}", "cyan")
         self._latest = event.call_id
+        plan = parse_arguments(event.arguments) if event.name == exit_plan_mode.name else None
+        if isinstance(plan, dict) and isinstance(plan.get("plan"), str):
+            # The plan, whole, under its call (the transcript, not the answer): what
+            # `dsh run --plan --yes` goes on to carry out.
+            lines = str(plan["plan"]).rstrip("\n").splitlines()
+            self.surface.note("\n".join(f"    {line}" for line in lines), "")
+            self._latest = None
         self._started[event.call_id] = started = time.monotonic()
         self.surface.status(f"running {event.name}…", since=started)
 
