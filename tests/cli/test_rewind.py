@@ -117,6 +117,8 @@ def test_a_conversation_rewind_from_the_command_line(chat: Chats, tmp_path: Path
         m["content"] for m in sent if m["role"] == "user" and m["content"] in (*PROMPTS, "instead")
     ]
     assert prompts == [PROMPTS[0], PROMPTS[1], "instead"]
+    shown = dsh(tmp_path, "sessions", "show", session).stdout  # the log keeps every turn…
+    assert "⟲ conversation rewound to before prompt 3: the turns above since then" in shown
 
 
 def test_chat_keeps_a_file_changed_outside_unless_asked(chat: Chats, tmp_path: Path) -> None:

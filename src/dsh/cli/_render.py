@@ -21,6 +21,7 @@ from ..events import (
     PlanModeEvent,
     ReasoningDeltaEvent,
     RetryEvent,
+    RewindConversationEvent,
     StepStartEvent,
     TextDeltaEvent,
     ToolCallDeltaEvent,
@@ -178,6 +179,12 @@ class Renderer:
                 self.surface.note(f"⇣ pruned {count} old tool result{plural}", "dim")
             case PlanModeEvent():
                 self.surface.note(f"◇ plan mode {'on' if event.active else 'off'}", "magenta")
+            case RewindConversationEvent(undo=str()):
+                self.surface.note(
+                    "⟲ rewind undone: those turns are back in the conversation", "magenta"
+                )
+            case RewindConversationEvent():
+                self.surface.note(_rewound(event.turn), "magenta")
             case TurnEndEvent():
                 self._turn_end(event)
             case _:
@@ -364,3 +371,8 @@ def _without_provider(message: str) -> str:
     """`deepseek-official: connection refused (…)` → `connection refused (…)`."""
     head, sep, rest = message.partition(": ")
     return rest if sep and " " not in head else message
+
+
+def _rewound(turn: int | None) -> str:
+    to = f"prompt {turn}" if turn is not None else "an earlier point"
+    return f"⟲ conversation rewound to before {to}: the turns above since then are no longer sent"
