@@ -96,3 +96,11 @@ def test_a_commands_status_line_is_never_folded_away() -> None:
 def test_call_arguments_keep_their_spaces() -> None:
     shown = call_summary("edit", json.dumps({"old_string": "    return a - b"}))
     assert shown == 'edit(old_string="    return a - b")'
+
+
+def test_a_read_of_part_of_a_file_says_which_part() -> None:
+    from dsh.cli._format import result_summary
+
+    footer = "(Showing lines 1-2 of 3000. Use offset=3 to continue.)"
+    text = f"<path>p</path>\n<type>file</type>\n<content>\na\nb\n\n{footer}\n</content>"
+    assert result_summary(text, tool="read") == ["read lines 1-2 of 3000"]

@@ -44,6 +44,8 @@ def _value(value: object) -> str:
     return preview(json.dumps(value, ensure_ascii=False), 40)
 
 
+_WINDOW = re.compile(r"\(Showing lines (?P<first>\d+)-(?P<last>\d+) of (?P<total>\d+)\.")
+"""The footer of a `read` that showed a window of a longer file."""
 _STATUS = re.compile(r"\[(exit code: -?\d+|timed out after \d+ms|killed by signal: \w+)\]$")
 """A command's status line (`bash`): shown however long the output above it."""
 _WRITTEN = re.compile(r"<path>(.*)</path>\n<type>file</type>\n<content>\n(Created|Updated) file")
@@ -54,6 +56,9 @@ def result_summary(text: str, lines: int = RESULT_LINES, *, tool: str | None = N
     tabs expanded, long lines cut), and how many more were collapsed; a `read` result is
     summarised by the lines it returned, a `write` result by what it did to which file."""
     if tool == "read":
+        window = _WINDOW.search(text)
+        if window is not None:  # a part of a longer file: which part
+            return [f"read lines {window['first']}-{window['last']} of {window['total']}"]
         count = _read_lines(text)
         return [f"read {count} line{'s' if count != 1 else ''}"]
     written = _WRITTEN.search(text) if tool == "write" else None
