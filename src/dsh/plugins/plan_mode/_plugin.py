@@ -60,9 +60,10 @@ READ_ONLY = (
 
 CONTEXT = (
     "Plan mode is on: the user wants a plan before any change. Only reading and searching "
-    "tools run; anything that edits files or runs commands is refused. Study the code, ask "
-    "what only the user knows, then present a complete, concrete plan with exit_plan_mode. "
-    "Once the user approves it, plan mode ends and you carry it out."
+    "tools run; anything that edits files or runs commands is refused. Study the code (ask "
+    "what only the user knows, where ask_user_question is offered), then present a complete, "
+    "concrete plan with exit_plan_mode. Once it is approved, plan mode ends and you carry it "
+    "out; when nobody can approve it, the plan is your answer."
 )
 APPROVED = "The user approved the plan. Plan mode is off: carry out the plan now."
 
