@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import dsh
+from dsh.plugins.ask_user import ask_user_question
 from dsh.plugins.plan_mode import PLAN_MODE
 from dsh.testing import OpenAIServer, RecordedRequest, reply, tool_call
 from dsh.testing._prefix_cache import BLOCK_TOKENS
@@ -253,7 +254,7 @@ async def main(names: list[str]) -> None:
 
 PROFILES = {
     "dsh.Agent (no coding tools)": {"builtin_tools": False},
-    "default (coding tools: dsh run/chat)": {"builtin_tools": True},
+    "default (coding tools: dsh run/batch)": {"builtin_tools": True},
 }
 SOURCE = Path(__file__).parents[1] / "src" / "dsh" / "loop" / "_request.py"
 """A typical source file for `read`'s decoration."""
@@ -286,6 +287,12 @@ async def prefix_report() -> None:
         print(f"{name:38} {system:7,} {len(tools):6} {schemas:8,} {system + schemas:7,}")
         largest = sorted(tools, key=tokens, reverse=True)[:6]
         print("   largest: " + ", ".join(f"{t['function']['name']} {tokens(t)}" for t in largest))
+    asks = ask_user_question
+    function = {"name": asks.name, "description": asks.description, "parameters": asks.parameters}
+    print(
+        f"   + ask_user_question {tokens({'type': 'function', 'function': function})} where "
+        "someone answers (dsh chat, web, ACP, a JSON-RPC client that answers)"
+    )
     script = [reply(tool_call("read", {"file_path": "source.py"})), "ok"]
     requests = await first_request({"builtin_tools": True}, script)
     result = requests[1].body["messages"][-1]["content"]

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .kernel import Aborted, CancelSignal, Context, EventSpec, Mode, ServiceKey
     from .llm import Message, user_message
     from .plugins.approval import ApprovalRequest
+    from .plugins.ask_user import Answer, QuestionRequest
     from .plugins.usage import UsageLimits
     from .profiles import CompositionError, boot, load_profile
     from .session import SessionMeta, Usage, session_usage
@@ -83,6 +84,8 @@ _LAZY = {
     **dict.fromkeys(["CompositionError", "boot", "load_profile"], "dsh.profiles"),
     "Context": "dsh._context",
     "ApprovalRequest": "dsh.plugins.approval",
+    "Answer": "dsh.plugins.ask_user",
+    "QuestionRequest": "dsh.plugins.ask_user",
     "Decision": "dsh.tools",
     "Message": "dsh.llm",
     "user_message": "dsh.llm",
@@ -108,6 +111,7 @@ __all__ = [
     "Agent",
     "AgentHandle",
     "AgentOptions",
+    "Answer",
     "ApprovalRequest",
     "CancelCause",
     "CancelSignal",
@@ -122,6 +126,7 @@ __all__ = [
     "Mode",
     "ModelSettings",
     "OutputValidationError",
+    "QuestionRequest",
     "ResumeAgentOptions",
     "RunError",
     "RunResult",

@@ -8,8 +8,19 @@ same text as `str(uuid.uuid4())` and `uuid.uuid4().hex`.
 from __future__ import annotations
 
 import os
+import re
 
-__all__ = ["uuid4_hex", "uuid4_text"]
+__all__ = ["CLIENT_SESSION_ID", "client_session_id", "uuid4_hex", "uuid4_text"]
+
+_CLIENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+CLIENT_SESSION_ID = "letters, digits, . _ : - (at most 128, starting with a letter or digit)"
+"""What `client_session_id` accepts, for a client's error message."""
+
+
+def client_session_id(text: str) -> bool:
+    """Whether a client may name a session `text` (an A2A contextId, an AG-UI threadId): a
+    safe file name and log field in every store."""
+    return _CLIENT_ID.fullmatch(text) is not None
 
 
 def uuid4_hex() -> str:

@@ -225,3 +225,38 @@ async def test_questions_resubscribe_and_the_0_3_methods(tmp_path: Path) -> None
         assert answer["kind"] == "task" and answer["status"]["state"] == "completed"
         assert answer["artifacts"][0]["parts"][0]["text"] == "Hello, 0.3."
         server.assert_complete()
+
+
+async def test_a_session_another_process_writes_is_refused_by_a2a_and_agui(
+    tmp_path: Path,
+) -> None:
+    """A context / thread whose session another process is writing: the A2A task fails and
+    the AG-UI run is a 409, each naming the holder (not an internal error)."""
+    from dsh.agui import AGUI_PATH
+    from dsh.persistence import JsonlBackend, StoredSessions
+    from dsh.session import SessionHeader
+    from tests.agui.test_agui import run_input
+    from tests.cli.support import loopback_env
+
+    from .support import dsh_web
+
+    stored = StoredSessions(JsonlBackend(tmp_path / "sessions"))
+    (tmp_path / "ws").mkdir()
+    await stored.create(SessionHeader("held-1", 0, str(tmp_path / "ws")))
+    lease = stored.coordinator.acquire("held-1")  # this test process is its writer
+    assert lease is not None
+    try:
+        env = loopback_env(tmp_path, "http://127.0.0.1:9")  # no model call is made
+        async with dsh_web(tmp_path, env) as base:
+            async with a2a_client(base, streaming=False) as client:
+                task = final_task(await collect(client, request("Hi", context_id="held-1")))
+            assert task.status.state == TaskState.TASK_STATE_FAILED
+            said = task.status.message.parts[0].text
+            assert "session 'held-1' is being written by" in said
+            headers = {"authorization": f"Bearer {TOKEN}"}
+            async with httpx.AsyncClient(base_url=base, headers=headers) as http:
+                refused = await http.post(AGUI_PATH, json=run_input("held-1", "r", "hi"))
+            assert refused.status_code == 409
+            assert "is being written by" in refused.json()["error"]
+    finally:
+        lease.release()

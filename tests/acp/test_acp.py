@@ -61,7 +61,7 @@ async def test_a_turn_streams_thoughts_text_and_a_tool_call_with_its_diff(tmp_pa
     assert read.raw_input == {"file_path": "notes.txt"}
     assert _statuses(client, read.tool_call_id) == ["pending", "completed"]
     finished = {u.tool_call_id: u for u in client.of(sid, "tool_call_update") if u.content}
-    assert "1: one" in finished[read.tool_call_id].content[0].content.text
+    assert "<content>\none\n" in finished[read.tool_call_id].content[0].content.text
     assert first.kind == "edit" and first.title == "Edit notes.txt"
     diff = first.content[0]
     assert (diff.type, diff.path, diff.old_text, diff.new_text) == (
@@ -242,7 +242,7 @@ async def test_file_tools_go_through_the_editors_buffers(tmp_path: Path) -> None
     async with live_session(tmp_path, script, client, fs=True) as live:
         await live.prompt("Edit the draft.")
         seen = _request_text(live.server, 1)
-    assert "1: unsaved in the editor" in seen  # the buffer, not the disk
+    assert "<content>\\nunsaved in the editor" in seen  # the buffer, not the disk
     assert client.read == [str(path), str(path)]
     assert client.written == {str(path): "edited in the editor\n"}
     assert path.read_text() == "saved on disk\n"  # the editor decides when to save

@@ -109,5 +109,9 @@ async def test_start_boots_a_dsh_context_and_checks_the_routes_adapter(folder: P
     assert isinstance(ctx, dsh.Context)
     await ctx.owner.dispose()
     spec = RuntimeSpec(base=base, model="scripted:m")
-    with pytest.raises(AssemblyError, match='no adapter serves provider "scripted": mount one'):
+    with pytest.raises(AssemblyError) as refused:
         await start(assemble(spec))
+    assert str(refused.value) == (
+        'no provider "scripted": name one of deepseek:MODEL, openai:MODEL, anthropic:MODEL, '
+        "deepseek-anthropic:MODEL, or mount a route in a profile (see `dsh config show`)"
+    )

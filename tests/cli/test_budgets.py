@@ -66,6 +66,15 @@ def test_bad_limits_are_usage_errors(tmp_path: Path) -> None:
     assert "--max-steps" in result.stderr
 
 
+def test_max_cost_on_a_route_without_a_price_is_a_usage_error(tmp_path: Path) -> None:
+    result = dsh(tmp_path, ["x"], "--max-cost", "0.01", "go")  # the scripted route: no price
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        "dsh: --max-cost needs a price for scripted/scripted, which has none: add one to the "
+        "`prices` of the usage row of a profile, or leave --max-cost out"
+    )
+
+
 def test_output_format_json_says_error_max_turns(tmp_path: Path) -> None:
     result = dsh(
         tmp_path, [SHOUT, SHOUT], "--yes", "--max-steps", "1", "--output-format", "json", "go"

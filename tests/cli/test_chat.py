@@ -407,8 +407,10 @@ def test_model_and_reasoning_switch_the_session_from_the_next_request(chat: Chat
     t.enter("and now?")
     t.wait_for("On pro.").wait_for(at_prompt)
     t.wait_for("deepseek-official/deepseek-v4-pro · /help")  # the bottom line follows
-    t.enter("/reasoning high")
-    t.wait_for("switched to deepseek-official:deepseek-v4-pro (reasoning high)")
+    t.enter("/reasoning high")  # the effort pro takes anyway: nothing to switch
+    t.wait_for("already on deepseek-official:deepseek-v4-pro")
+    t.enter("/reasoning max")
+    t.wait_for("switched to deepseek-official:deepseek-v4-pro (reasoning max)")
     t.enter("/reasoning extreme")
     t.wait_for("unknown effort 'extreme'")
     t.enter("think")
@@ -416,5 +418,5 @@ def test_model_and_reasoning_switch_the_session_from_the_next_request(chat: Chat
     models = [r["body"]["model"] for r in server.requests()]
     assert models == ["deepseek-v4-flash", "deepseek-v4-pro", "deepseek-v4-pro"]
     last = server.requests()[-1]["body"]
-    assert last.get("reasoning_effort") == "high" or "high" in str(last.get("thinking"))
+    assert last.get("reasoning_effort") == "max" or "max" in str(last.get("thinking"))
     exits_cleanly(t)

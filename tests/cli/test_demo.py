@@ -106,7 +106,7 @@ def test_demo_with_your_folder_asks_nothing_silently(tmp_path: Path) -> None:
     assert result.returncode == 3, result.stderr  # as `dsh run`: tool calls were denied
     assert "changes to files and commands are denied without asking (add --yes" in result.stderr
     assert "YES=1 with make run" in result.stderr
-    assert "requires approval, but nothing can answer" in result.stderr
+    assert "nobody can give it in this run" in result.stderr
     assert (mine / "greeting.py").read_text() == 'message = "hello wrold"\nprint(message)\n'
     assert "runs its tools without asking" not in result.stderr
     # The scripted model does not claim what did not happen.

@@ -114,7 +114,7 @@ def test_connection_refused_names_the_url_and_the_variable(tmp_path: Path) -> No
     refused = f"connection refused ({url}/chat/completions)"
     # A local address that refuses is a server that is not running: no retry starts it.
     assert not [line for line in result.stderr.splitlines() if line.startswith("↻")]
-    assert f"error: INVALID_REQUEST: deepseek-official: {refused}: is the server running?" in (
+    assert f"error: UNREACHABLE: deepseek-official: {refused}: is the server running?" in (
         result.stderr
     )
     assert "→ no model server answers there: check DEEPSEEK_BASE_URL (or pass --base-url)" in (

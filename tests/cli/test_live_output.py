@@ -81,10 +81,21 @@ def test_run_on_a_terminal_shows_the_tail_and_folds_it(tmp_path: Path) -> None:
     script = [answer(tool_call("bash", command=command, description="count")), answer("Counted.")]
     with dsh_run(tmp_path, script) as terminal:
         terminal.wait_for(lambda t: tail_shows("line1", "line2")(t) and running(t))
+        first = spinner_frame(terminal)
+        terminal.wait_for(lambda t: spinner_frame(t) not in (first, None))  # it turns
         gate.write_text("go\n")
         lines = shown(terminal)
     assert "Counted." in lines
     assert not any("│ line" in line or "running bash" in line for line in lines)
+
+
+def spinner_frame(terminal: Terminal) -> str | None:
+    """The spinner's frame on the status line (None: no status line)."""
+    for line in terminal.display():
+        found = re.search(r"([⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]) running bash", line)
+        if found:
+            return found.group(1)
+    return None
 
 
 def test_run_shows_a_plugin_tools_progress_in_its_status(tmp_path: Path) -> None:

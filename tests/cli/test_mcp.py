@@ -100,7 +100,7 @@ def test_mcp_tools_ask_by_default_so_run_denies_them_without_yes(
     url, _ = model_server
     result = run_with_calc(tmp_path, url, "--trust-workspace")
     assert result.returncode == 3, result.stderr  # completed, with refused calls
-    assert 'tool "mcp__calc__add" requires approval' in result.stderr
+    assert 'tool "mcp__calc__add" needs the user\'s approval' in result.stderr
 
 
 def test_a_bad_mcp_json_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -68,3 +68,31 @@ def test_a_shortened_string_argument_keeps_its_closing_quote() -> None:
     shown = call_summary("bash", json.dumps({"command": command, "description": "slow", "n": 3}))
     expected = 'command="for i in 1 2 3 4 5 6 7; do echo line$…", description="slow", n=3'
     assert shown == f"bash({expected})"
+
+
+def test_token_counts_read_at_a_glance() -> None:
+    from dsh.cli._format import usage_line
+    from dsh.session import Usage
+
+    line = usage_line(Usage(input_tokens=1_236_800, output_tokens=123_456), 0.5)
+    assert line == "↑ 1.24M in · ↓ 123k out · $0.5000"
+    assert usage_line(Usage(input_tokens=980, output_tokens=12_345)) == "↑ 980 in · ↓ 12.3k out"
+
+
+def test_a_commands_status_line_is_never_folded_away() -> None:
+    from dsh.cli._format import result_summary
+
+    output = "\n".join(str(n) for n in range(1, 21)) + "\n[exit code: 1]"
+    assert result_summary(output, tool="bash") == [
+        "1",
+        "2",
+        "3",
+        "… (17 more lines)",
+        "[exit code: 1]",
+    ]
+    assert result_summary("5\n[stderr]\nerr\n[exit code: 1]", tool="bash")[-1] == "[exit code: 1]"
+
+
+def test_call_arguments_keep_their_spaces() -> None:
+    shown = call_summary("edit", json.dumps({"old_string": "    return a - b"}))
+    assert shown == 'edit(old_string="    return a - b")'

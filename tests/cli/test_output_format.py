@@ -61,6 +61,8 @@ def test_stream_json_prints_messages_then_the_result(tmp_path: Path) -> None:
     session = init["session_id"]
     assert all(o["session_id"] == session for o in lines)
     assert "shout" in init["tools"] and init["permissionMode"] == "bypassPermissions"
+    assert "ask_user_question" not in init["tools"]  # as the model is sent: nobody answers
+    assert "skill" not in init["tools"]  # no skill in the workspace
     (use,) = call["message"]["content"]
     assert use["type"] == "tool_use" and use["name"] == "shout" and use["input"] == {"text": "a"}
     assert call["message"]["usage"]["cache_read_input_tokens"] == 9000
@@ -84,7 +86,9 @@ def test_denied_calls_are_listed(tmp_path: Path) -> None:
     script = [{"tool": "shout", "args": {"text": "hey"}}, "Denied."]
     result = dsh(tmp_path, script, "--output-format", "json", "shout hey")
     assert result.returncode == 3
-    assert json.loads(result.stdout)["permission_denials"] == [{"tool_name": "shout"}]
+    [denial] = json.loads(result.stdout)["permission_denials"]
+    assert denial["tool_name"] == "shout" and denial["tool_input"] == {"text": "hey"}
+    assert denial["tool_use_id"]  # Claude Code's three fields
 
 
 def test_json_and_output_format_together_are_a_usage_error(tmp_path: Path) -> None:

@@ -54,14 +54,37 @@ def test_the_transcript_shows_emoji_codes_verbatim(tmp_path: Path) -> None:
     assert "\N{SMILING FACE WITH OPEN MOUTH AND SMILING EYES}" not in result.stderr
 
 
+def test_results_of_calls_run_together_name_their_call(tmp_path: Path) -> None:
+    for name, text in (("a.txt", "one\n"), ("b.txt", "one\ntwo\n")):
+        (workspace(tmp_path) / name).write_text(text)
+    calls = [{"tool": "read", "args": {"file_path": name}} for name in ("a.txt", "b.txt")]
+    result = dsh(tmp_path, [{"tools": calls}, "Both."], "--yes", "read both")
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    first = lines.index('● read(file_path="a.txt")')
+    assert lines[first + 1] == '● read(file_path="b.txt")'  # both run at once
+    results = sorted(line for line in lines if line.startswith("  ⎿ "))
+    assert results == [
+        '  ⎿ read(file_path="a.txt"): read 1 line',
+        '  ⎿ read(file_path="b.txt"): read 2 lines',
+    ]
+
+
+def test_a_result_right_under_its_call_needs_no_name(tmp_path: Path) -> None:
+    result = dsh(tmp_path, [{"tool": "shout", "args": {"text": "hey"}}, "Done."], "--yes", "x")
+    assert "  ⎿ HEY" in result.stderr.splitlines()
+
+
 def test_without_yes_an_ask_tool_is_denied_and_the_exit_says_so(tmp_path: Path) -> None:
     calls = [{"tool": "shout", "args": {"text": "hey"}}, {"tool": "shout", "args": {"text": "yo"}}]
     result = dsh(tmp_path, [*calls, "Denied."], "shout hey")
     assert result.returncode == 3, result.stderr  # completed, but what it needed was refused
-    assert "requires approval" in result.stderr
+    assert "nobody can give it in this run" in result.stderr  # what the model was told
+    assert "dsh: warning" not in result.stderr  # the last line says it, once
     assert result.stderr.rstrip().splitlines()[-1] == (
         "denied (they need approval): shout (2 calls) — to allow: pass --yes, add "
-        "`{tool: shout, action: allow}` to the approval policy, or use dsh chat"
+        "`{tool: shout, action: allow}` to the `policy` of the approval row of a profile "
+        "(dsh.yml), or use dsh chat"
     )
 
 

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import dsh
 from dsh.testing import ScriptedModel, reply, tool_call
 
@@ -54,13 +56,19 @@ async def test_a_callback_denies_with_a_reason(tmp_path: Path) -> None:
     assert tool_text(result) == 'Error: the user rejected tool "write": write to /tmp instead'
 
 
-async def test_no_answerer_says_how_to_set_one(tmp_path: Path) -> None:
-    agent = dsh.Agent(model(tool_call("write", WRITE)), builtin_tools=True, cwd=tmp_path)
+async def test_no_answerer_says_how_to_set_one(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls = [tool_call("write", WRITE), tool_call("write", WRITE)]
+    agent = dsh.Agent(model(*calls), builtin_tools=True, cwd=tmp_path)
     async with agent:
         result = await agent.run("write a note")
-    text = tool_text(result)
-    assert "nothing can answer (this is not a refusal)" in text
-    assert "dsh.Agent(approval=...)" in text and "rejected" not in text
+    text = tool_text(result)  # for the model: what happened and what it can still do
+    assert "nobody can give it in this run" in text and "nobody refused it" in text
+    assert "rejected" not in text and "dsh.Agent" not in text
+    # For the developer, once per tool: how to let such calls through.
+    hints = [r.getMessage() for r in caplog.records if "nothing can answer" in r.getMessage()]
+    assert len(hints) == 1 and "dsh.Agent(approval=...)" in hints[0]
     assert not (tmp_path / "notes.txt").exists()
 
 
@@ -124,3 +132,50 @@ def test_the_programs_own_rows_decide_about_settings_files() -> None:
     assert settings(default, "hooks") is False and settings(default, "approval") is False
     rows = [{"id": "hooks", "config": {"settings": True}}]
     assert settings(dsh.Agent(ScriptedModel(), profile=rows), "hooks") is True
+
+
+ASK = {
+    "questions": [{"question": "Which color?", "options": [{"label": "Blue"}, {"label": "Red"}]}]
+}
+
+
+async def test_questions_are_answered_by_the_callback(tmp_path: Path) -> None:
+    asked: list[dsh.QuestionRequest] = []
+
+    def person(request: dsh.QuestionRequest) -> list[dsh.Answer]:  # plain or async
+        asked.append(request)
+        return [dsh.Answer(("Blue",))]
+
+    scripted = model(tool_call("ask_user_question", ASK))
+    agent = dsh.Agent(scripted, builtin_tools=True, questions=person, cwd=tmp_path)
+    async with agent:
+        result = await agent.run("pick a color")
+    assert [q.question for q in asked[0].questions] == ["Which color?"]
+    assert "Which color? → Blue" in tool_text(result)
+    assert "ask_user_question" in [t.name for t in scripted.requests[0].tools]
+
+
+async def test_without_a_callback_the_tool_is_not_offered(tmp_path: Path) -> None:
+    scripted = model()
+    async with dsh.Agent(scripted, builtin_tools=True, cwd=tmp_path) as agent:
+        await agent.run("hi")
+    assert "ask_user_question" not in [t.name for t in scripted.requests[0].tools]
+    lone = dsh.Agent(model(), questions=lambda request: None, cwd=tmp_path)
+    with pytest.raises(ValueError, match="use builtin_tools=True"):
+        await lone.run("hi")
+
+
+async def test_a_tool_once_offered_stays_when_another_runtime_resumes(tmp_path: Path) -> None:
+    """A chat offered `ask_user_question`; `dsh run -c` (nobody to answer) continues it: the
+    tool list stays as it was, and the cached prefix with it."""
+    store = dsh.JsonlStore(tmp_path / "sessions")
+    first, second = model(), model()
+    asking = dsh.Agent(
+        first, builtin_tools=True, questions=lambda r: None, cwd=tmp_path, store=store
+    )
+    async with asking:
+        run = await asking.run("hi")
+    async with dsh.Agent(second, builtin_tools=True, cwd=tmp_path, store=store) as unattended:
+        await unattended.run("again", session=run.session_id)
+    offered = [[t.name for t in m.requests[0].tools] for m in (first, second)]
+    assert offered[0] == offered[1] and "ask_user_question" in offered[1]

@@ -40,6 +40,11 @@ async def test_set_model_moves_the_next_request_to_the_other_server(
         )
         async with agent:
             run = await agent.run("how many words in 'a b'?")
+            # The effort the route used anyway ("high", the model's default): no switch.
+            same = await agent.set_model(
+                "deepseek:deepseek-v4-flash", session=run.session_id, reasoning_effort="high"
+            )
+            assert same == "already on deepseek-official:deepseek-v4-flash"
             note = await agent.set_model("backup:other-model", session=run.session_id)
             assert note.startswith("switched to backup:other-model: ")
             assert "re-pays the cached prompt prefix once" in note

@@ -137,7 +137,7 @@ async def test_a_local_server_that_is_down_is_not_retried(harness: Harness) -> N
     await harness.server.close()
     await harness.mount(base_url=f"http://127.0.0.1:{port}")
     code, found = await failed(harness)
-    assert code == "INVALID_REQUEST"
+    assert code == "UNREACHABLE"
     assert found.message.endswith(  # type: ignore[attr-defined]
         f"connection refused (http://127.0.0.1:{port}/chat/completions): is the server "
         "running? (not retried)"

@@ -15,6 +15,7 @@ from dsh.plugins.session_title import SYSTEM as TITLE_SYSTEM
 from dsh.replay import load_log, replay_async, replay_log, request_views
 from dsh.session import SessionMeta
 from dsh.testing import OpenAIServer, RecordedRequest, Reply, hold, reasoning, reply, tool_call
+from tests.cli.support import loopback_env, run_dsh
 from tests.conftest import FIXTURES
 
 from .support import note_profile, record
@@ -91,8 +92,7 @@ async def test_with_tools_rerun_a_changed_file_is_reported(tmp_path: Path, works
     assert [(t.number, t.call_id, t.name, t.what) for t in report.tool_calls] == [
         (1, "call_r", "read", "result")
     ]
-    assert "-    1: hi" in report.tool_calls[0].diff
-    assert "+    1: bye" in report.tool_calls[0].diff
+    assert "-    hi\n+    bye" in report.tool_calls[0].diff
     assert report.request is not None
     assert (report.request.number, report.request.parts) == (2, ("messages",))
     assert (workspace / "a.txt").read_text() == "bye\n"  # the rerun ran in a copy
@@ -183,3 +183,34 @@ async def test_with_recorded_results_a_call_without_one_runs_nothing(tmp_path: P
     (tool,) = report.tool_calls
     assert (tool.name, tool.what) == ("bash", "result")
     assert "NOT_RECORDED" in tool.diff
+
+
+async def test_plan_mode_and_what_the_calls_did_to_the_session_replay_identically(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """`dsh run --plan`: plan mode set before the turn, left by the approved plan (`--yes`),
+    a todo list written: each request sees the same state again, with the recorded results."""
+    todos = {"todos": [{"content": "note it", "status": "in_progress"}]}
+    script = [
+        reply(tool_call("read", {"file_path": "a.txt"}, id="call_r")),
+        reply(tool_call("exit_plan_mode", {"plan": "1. Note it."}, id="call_p")),
+        reply(tool_call("todo_write", todos, id="call_t")),
+        "Noted.",
+    ]
+    log = await record(tmp_path, workspace, script, "--plan")
+    for tools in ("recorded", "rerun"):
+        report = await replay_async(log, tools=tools)  # type: ignore[arg-type]
+        report.assert_identical()
+        assert report.replayed_requests == 4
+
+
+async def test_a_session_whose_requests_all_failed_has_nothing_to_replay(
+    tmp_path: Path, workspace: Path
+) -> None:
+    env = loopback_env(tmp_path, "http://127.0.0.1:9")  # nothing listens: connection refused
+    code, _, _ = await run_dsh(env, "run", "--cwd", str(workspace), "hi")
+    assert code != 0
+    (log,) = (tmp_path / "sessions").rglob("session.jsonl")
+    report = await replay_async(log)
+    assert report.identical and report.recorded_requests == 0
+    assert "nothing to replay" in report.summary()

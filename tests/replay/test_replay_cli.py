@@ -38,7 +38,7 @@ async def test_replay_by_id_and_a_folder_as_a_table(tmp_path: Path) -> None:
     assert code == 1, err
     assert "diverged at request 2 (messages)" in out
     assert "tool call 1 call_r (read): result" in out
-    assert "+    1: bye" in out
+    assert "+    bye" in out
 
     logs = tmp_path / "logs"
     shutil.copytree(log.parent, logs / "ours")

@@ -35,6 +35,9 @@ def _entry(item: Any) -> Any:
     if "tool" in item:
         call = tool_call(item["tool"], item.get("args", {}))
         return reply(call, delay=item.get("delay", 0.0), usage=usage)
+    if "tools" in item:  # several calls in one answer
+        calls = [tool_call(c["tool"], c.get("args", {})) for c in item["tools"]]
+        return reply(*calls, usage=usage)
     return reply(
         item.get("text", ""),
         delay=item.get("delay", 0.0),

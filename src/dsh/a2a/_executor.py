@@ -3,7 +3,6 @@ answer to the question its task asked), and the turn's events become the task's 
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Protocol, cast
@@ -14,8 +13,10 @@ from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import InvalidParamsError, Message, Part, TaskState
 
+from .._ids import CLIENT_SESSION_ID, client_session_id
 from ..agent import USER_CANCEL, Agent, session_events
 from ..events import TurnEndReason, TypedEvent
+from ..persistence import SessionLockedError
 from ..plugins.ask_user import Answer
 from ..tools import Decision
 from ._turn import (
@@ -31,7 +32,6 @@ from ._turn import (
 
 __all__ = ["ANSWER", "CHANGED", "DshExecutor", "SessionHost"]
 
-CONTEXT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 """The context ids taken: a dsh session id."""
 
 ANSWER = "answer"
@@ -65,10 +65,10 @@ class DshExecutor(AgentExecutor):
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = context.task_id or "", context.context_id or ""
-        if not CONTEXT_ID.fullmatch(context_id):
+        if not client_session_id(context_id):
             raise InvalidParamsError(
-                message=f"contextId {context_id[:40]!r}: a dsh session id (letters, digits, "
-                ". _ : -, at most 128), or none for a new session"
+                message=f"contextId {context_id[:40]!r}: a dsh session id ({CLIENT_SESSION_ID}), "
+                "or none for a new session"
             )
         updater = TaskUpdater(event_queue, task_id, context_id)
         if context.current_task is None:
@@ -83,7 +83,11 @@ class DshExecutor(AgentExecutor):
             agent, view = held
             self._answer(agent, view, reply)
         else:
-            agent = await self.host.open_session(context_id)
+            try:
+                agent = await self.host.open_session(context_id)
+            except SessionLockedError as exc:  # another process runs it: the task fails
+                await updater.failed(_agent_message(updater, [new_text_part(str(exc))]))
+                return
             start = agent.session.seq
             view = TurnView(agent.followup(reply), after=start - 1)
         self._tasks[task_id] = (agent, view)

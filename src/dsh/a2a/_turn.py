@@ -3,7 +3,6 @@ answer text as it streams, tool activity, a question for the person, the turn's 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 import msgspec
@@ -19,7 +18,7 @@ from ..events import (
     TypedEvent,
     UserMessageEvent,
 )
-from ..llm import Json
+from ..llm import Json, parse_arguments
 from ..plugins.ask_user import Answer, Question, QuestionError, check_answers, questions_of
 from ..tools import Decision
 
@@ -138,7 +137,7 @@ class TurnView:
         return Delta(event.text, first)
 
     def _call(self, event: ToolCallEvent) -> Outcome | None:
-        arguments = _arguments(event.arguments)
+        arguments = parse_arguments(event.arguments)
         path = arguments.get("file_path") if isinstance(arguments, dict) else None
         if event.name in FILE_TOOLS and isinstance(path, str):
             self._paths[event.call_id] = path
@@ -151,13 +150,6 @@ class TurnView:
         data: dict[str, Json] = {"callId": event.call_id, "tool": event.name}
         data["arguments"] = arguments
         return Progress(f"{event.name} {_brief(arguments)}".strip(), data)
-
-
-def _arguments(raw: str) -> Json:
-    try:
-        return json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return raw
 
 
 def _brief(arguments: Json, limit: int = 120) -> str:

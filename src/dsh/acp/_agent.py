@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any
 
 import msgspec
 from acp import PROTOCOL_VERSION, RequestError
@@ -33,13 +32,14 @@ from .._version import __version__
 from ..agent import USER_CANCEL, Agent, AgentHandle, AgentOptions, CreateAgentOptions
 from ..agent import ResumeAgentOptions as Resume
 from ..kernel import TraceContext, read_secret, using_trace
+from ..llm import Json
 from ..plugins.approval import APPROVAL, ApprovalRequest, Decision
 from ..plugins.ask_user import QUESTIONS, Answer, NoPersonError, QuestionRequest
-from ..session import SessionMeta
+from ..session import SESSION_PERSISTENCE, SessionMeta
 from ..tools import EDITOR_FILES
 from ._commands import offer_commands
 from ._files import ClientFiles
-from ._mcp import McpServers, mcp_available
+from ._mcp import AcpServer, McpServers, mcp_available
 from ._models import config_options, set_config_option
 from ._modes import is_mode, mode_state
 from ._prompt import PromptBlock
@@ -93,12 +93,12 @@ class AcpAgent:
         protocol_version: int,
         client_capabilities: ClientCapabilities | None = None,
         client_info: Implementation | None = None,
-        **_meta: Any,
+        **_meta: Json,
     ) -> InitializeResponse:
         self.capabilities = client_capabilities or ClientCapabilities()
         mcp = mcp_available(self.ctx)
         capabilities = AgentCapabilities(
-            load_session=self.ctx.get("session_persistence") is not None,
+            load_session=self.ctx.get(SESSION_PERSISTENCE) is not None,
             prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
             mcp_capabilities=McpCapabilities(http=mcp, sse=mcp),
         )
@@ -109,7 +109,7 @@ class AcpAgent:
             auth_methods=[] if self._has_credentials() else [self._auth_method()],
         )
 
-    async def authenticate(self, method_id: str, **_meta: Any) -> AuthenticateResponse:
+    async def authenticate(self, method_id: str, **_meta: Json) -> AuthenticateResponse:
         self._require_credentials()
         return AuthenticateResponse()
 
@@ -143,8 +143,8 @@ class AcpAgent:
         self,
         cwd: str,
         additional_directories: list[str] | None = None,
-        mcp_servers: list[Any] | None = None,
-        **_meta: Any,
+        mcp_servers: list[AcpServer] | None = None,
+        **_meta: Json,
     ) -> NewSessionResponse:
         servers = await self._check_session_params(cwd, additional_directories, mcp_servers)
         session_id = f"session-{uuid4_text()}"
@@ -162,9 +162,9 @@ class AcpAgent:
         self,
         cwd: str,
         session_id: str,
-        mcp_servers: list[Any] | None = None,
+        mcp_servers: list[AcpServer] | None = None,
         additional_directories: list[str] | None = None,
-        **_meta: Any,
+        **_meta: Json,
     ) -> LoadSessionResponse:
         servers = await self._check_session_params(cwd, additional_directories, mcp_servers)
         if session_id in self.sessions:
@@ -184,7 +184,7 @@ class AcpAgent:
         )
 
     async def _check_session_params(
-        self, cwd: str, directories: list[str] | None, servers: list[Any] | None
+        self, cwd: str, directories: list[str] | None, servers: list[AcpServer] | None
     ) -> McpServers:
         self._require_credentials()
         if not os.path.isabs(cwd) or not await asyncio.to_thread(os.path.isdir, cwd):
@@ -226,20 +226,20 @@ class AcpAgent:
     # -- turns -----------------------------------------------------------------------------
 
     async def prompt(
-        self, prompt: list[PromptBlock], session_id: str, **meta: Any
+        self, prompt: list[PromptBlock], session_id: str, **meta: Json
     ) -> PromptResponse:
         session = self._session(session_id)
         # A W3C trace context in the prompt's `_meta`: the turn it opens belongs to it.
         with using_trace(TraceContext.from_carrier(meta or None)):
             return PromptResponse(stop_reason=await session.prompt(prompt))
 
-    async def cancel(self, session_id: str, **_meta: Any) -> None:
+    async def cancel(self, session_id: str, **_meta: Json) -> None:
         session = self.sessions.get(session_id)
         if session is not None:
             session.agent.cancel(USER_CANCEL)
 
     async def set_session_mode(
-        self, mode_id: str, session_id: str, **_meta: Any
+        self, mode_id: str, session_id: str, **_meta: Json
     ) -> SetSessionModeResponse:
         session = self._session(session_id)
         if not is_mode(mode_id):
@@ -250,7 +250,7 @@ class AcpAgent:
         return SetSessionModeResponse()
 
     async def set_config_option(
-        self, config_id: str, session_id: str, value: str | bool, **_meta: Any
+        self, config_id: str, session_id: str, value: str | bool, **_meta: Json
     ) -> SetSessionConfigOptionResponse:
         """The session's model (`model`) or reasoning effort (`reasoning`), from the next
         request on: a durable `model/switch`; `_meta.note` says the prefix is re-paid."""

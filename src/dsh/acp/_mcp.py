@@ -6,16 +6,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from acp import RequestError
-from acp.schema import HttpMcpServer, McpServerStdio, SseMcpServer
+from acp.schema import AcpMcpServer, HttpMcpServer, McpServerStdio, SseMcpServer
 
 from .._context import Context
 from ..agent import Agent
 from ..plugins.mcp import MCP, McpConfigError, ServerSpec, connect_servers, parse_servers
 
-__all__ = ["McpServers", "mcp_available"]
+__all__ = ["AcpServer", "McpServers", "mcp_available"]
 
 _log = logging.getLogger("dsh.acp")
 
@@ -24,7 +24,11 @@ def mcp_available(ctx: Context) -> bool:
     return ctx.get(MCP) is not None
 
 
-def _entry(server: Any) -> dict[str, Any]:
+AcpServer: TypeAlias = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
+"""An MCP server as an ACP client names it in `session/new` and `session/load`."""
+
+
+def _entry(server: AcpServer) -> dict[str, Any]:
     """One server in the shape of `.mcp.json` (what `parse_servers` reads)."""
     match server:
         case McpServerStdio(command=command, args=args, env=env):
@@ -43,7 +47,7 @@ class McpServers:
     (the editor's own configuration: they run without the workspace's trust, their tools
     ask like every MCP tool)."""
 
-    def __init__(self, ctx: Context, servers: Sequence[Any] | None, cwd: str) -> None:
+    def __init__(self, ctx: Context, servers: Sequence[AcpServer] | None, cwd: str) -> None:
         self.specs: list[ServerSpec] = []
         if not servers:
             return

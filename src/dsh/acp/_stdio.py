@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, BinaryIO, cast
+from typing import BinaryIO, cast
 
 from acp.agent.connection import AgentSideConnection
 from acp.interfaces import Agent
 
 from .._context import Context
+from ..llm import Json
 from ..server import FrameOutput, Line, Overlong, line_queue
 from ._agent import AcpAgent, AcpSettings
 
@@ -21,11 +22,11 @@ __all__ = ["FrameStream", "read_frame", "serve"]
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 
 
-def _error(code: int, message: str, id: Any = None) -> dict[str, Any]:
+def _error(code: int, message: str, id: Json = None) -> dict[str, Json]:
     return {"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}
 
 
-def read_frame(line: bytes) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+def read_frame(line: bytes) -> tuple[dict[str, Json] | None, dict[str, Json] | None]:
     """`(frame, None)` for a JSON-RPC message, `(None, error)` for the error that answers a
     malformed one, `(None, None)` for a blank line."""
     text = line.strip()
@@ -55,7 +56,7 @@ class FrameStream:
         self.lines = lines
         self.output = output
 
-    async def receive(self) -> dict[str, Any] | None:
+    async def receive(self) -> dict[str, Json] | None:
         while not self.output.closed.is_set():
             line = await self.lines.get()
             if line is None:
@@ -70,7 +71,7 @@ class FrameStream:
                 return frame
         return None  # nobody reads our answers any more
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: dict[str, Json]) -> None:
         if self.output.closed.is_set():
             raise ConnectionError("stdout is closed")
         self.output.send(message)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Annotated, Any, ClassVar, cast
+from typing import Annotated, ClassVar, cast
 
 import msgspec
 from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
@@ -26,7 +26,7 @@ from msgspec import Meta
 from .._context import Context
 from .._ids import uuid4_hex
 from ..kernel import HELD, ConfigRecord, Injects, read_secret
-from ..llm import TextBlock, text_of
+from ..llm import Json, TextBlock, text_of
 from ..plugins.approval import APPROVAL, Decision
 from ..plugins.subagents import (
     DEFAULT_MAX_DEPTH,
@@ -201,14 +201,14 @@ class AcpChild:
 
     # -- the ACP client side ---------------------------------------------------------------
 
-    async def session_update(self, session_id: str, update: Any, **_meta: Any) -> None:
+    async def session_update(self, session_id: str, update: object, **_meta: Json) -> None:
         if isinstance(update, AgentMessageChunk) and update.content.type == "text":
             self.segments[-1] += update.content.text
         elif isinstance(update, ToolCallStart):
             self.segments.append("")
 
     async def request_permission(
-        self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **_: Any
+        self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **_: Json
     ) -> RequestPermissionResponse:
         """The child's ask goes to the parent's approval (as `<agent>:<kind>`)."""
         decision = await self._approval(tool_call)

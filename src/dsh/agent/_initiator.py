@@ -6,7 +6,7 @@ import asyncio
 import contextvars
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from ..kernel import Owner
@@ -59,7 +59,12 @@ class InitiatorScope:
             _INITIATOR.reset(token)
 
     def spawn(
-        self, agent: Agent, coro: Coroutine[Any, Any, T], *, owner: Owner, name: str | None = None
+        self,
+        agent: Agent,
+        coro: Coroutine[object, None, T],
+        *,
+        owner: Owner,
+        name: str | None = None,
     ) -> asyncio.Task[T]:
         """Start `coro` as a task of `owner` whose whole lifetime has `agent` as initiator."""
         self._check()

@@ -5,12 +5,12 @@ from __future__ import annotations
 import builtins
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 import msgspec
 
 from ..kernel import Acquire, Context, Disposer, Publication, ServiceKey
-from ..session import SessionMeta
+from ..session import SESSION_PERSISTENCE, SessionMeta
 from ._events import AGENT_CREATED, AGENT_DISPOSED, AgentEvent
 from ._initiator import InitiatorScope
 from ._types import (
@@ -161,7 +161,7 @@ class AgentRegistry:
     async def _open(
         self, session_id: str, options: AgentOptions, meta: SessionMeta | None
     ) -> AgentHandle:
-        if self._ctx.get("session_persistence") is not None:
+        if self._ctx.get(SESSION_PERSISTENCE) is not None:
             try:
                 return await self.resume(ResumeAgentOptions(session_id, options))
             except LookupError:  # the store has no such session (UnknownSessionError)
@@ -201,16 +201,16 @@ class AgentEvents:
         self.ctx = ctx
         self.agent = agent
 
-    def emit(self, spec: EventSpec[P, Any], payload: P) -> None:
+    def emit(self, spec: EventSpec[P, R], payload: P) -> None:
         self.ctx.bus.emit(spec, payload, self.agent)
 
     # The bus's own coroutines, not one of ours around each: these run several times a step.
-    def serial(self, spec: EventSpec[P, R], payload: P) -> Coroutine[Any, Any, R | None]:
+    def serial(self, spec: EventSpec[P, R], payload: P) -> Coroutine[object, None, R | None]:
         return self.ctx.bus.serial(spec, payload, self.agent)
 
     def waterfall(
         self, spec: EventSpec[P, R], payload: P, terminal: Callable[[P], Awaitable[R]]
-    ) -> Coroutine[Any, Any, R]:
+    ) -> Coroutine[object, None, R]:
         return self.ctx.bus.waterfall(spec, payload, terminal, self.agent)
 
 

@@ -124,10 +124,21 @@ def switch_note(
     provider, model = route
     kept = current.reasoning_effort if current else None
     chosen = kept if effort is None else None if effort == DEFAULT_EFFORT else effort
+    if chosen is not None and chosen == _route_default(agent, provider, model):
+        chosen = None  # the effort the route uses anyway: nothing changes in the requests
     choice = ModelChoice(provider, model, chosen)
     if switch_model(agent, choice) is None:
         return f"already on {choice.label()}"
     return f"switched to {choice.label()}: {CACHE_NOTE}"
+
+
+def _route_default(agent: Agent, provider: str, model: str) -> str | None:
+    """The effort the last request took from its route's defaults, when it was on this
+    route (None: unknown, or none)."""
+    header = agent.session.request_header()
+    if header is None or (header.config.provider, header.config.model) != (provider, model):
+        return None
+    return header.config.reasoning_effort if header.adapter_defaults.reasoning_effort else None
 
 
 class ModelMenu(msgspec.Struct, frozen=True):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 import msgspec
 
@@ -99,7 +99,7 @@ class AgentHandle:
     __slots__ = ("_dispose", "_done", "_owner", "agent")
 
     def __init__(
-        self, agent: Agent, dispose: Callable[[], Coroutine[Any, Any, None]], owner: Owner
+        self, agent: Agent, dispose: Callable[[], Coroutine[object, None, None]], owner: Owner
     ) -> None:
         self.agent = agent
         self._dispose = dispose

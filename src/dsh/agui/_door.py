@@ -3,7 +3,6 @@ run — one run is one turn of the thread's session."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Protocol, cast
@@ -15,15 +14,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from .._ids import CLIENT_SESSION_ID, client_session_id
 from ..agent import USER_CANCEL, Agent, session_events
 from ..events import TodoWriteEvent, TypedEvent, typed_as
 from ..llm import Json
+from ..persistence import SessionLockedError
 from ._paths import AGUI_PATH
 from ._translate import RunView, todos_state
 
 __all__ = ["AguiDoor", "SessionOpener"]
-
-THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
 
 class SessionOpener(Protocol):
@@ -48,12 +47,15 @@ class AguiDoor:
             run_input = RunAgentInput.model_validate(await request.json())
         except (ValueError, ValidationError) as exc:
             return JSONResponse({"error": f"not an AG-UI run input: {_first_line(exc)}"}, 400)
-        if not THREAD_ID.fullmatch(run_input.thread_id):
-            return JSONResponse({"error": "threadId: letters, digits, . _ : - only"}, 400)
+        if not client_session_id(run_input.thread_id):
+            return JSONResponse({"error": f"threadId: {CLIENT_SESSION_ID}"}, 400)
         text = _prompt(run_input)
         if not text:
             return JSONResponse({"error": "the run input has no user message to send"}, 400)
-        agent = await self.host.open_session(run_input.thread_id)
+        try:
+            agent = await self.host.open_session(run_input.thread_id)
+        except SessionLockedError as exc:
+            return JSONResponse({"error": str(exc)}, 409)
         encoder = EventEncoder(accept=request.headers.get("accept", ""))
         stream = self._events(agent, run_input, text)
         lines = (encoder.encode(event) async for event in stream)

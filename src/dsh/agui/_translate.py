@@ -4,8 +4,6 @@ approvals and questions as custom events)."""
 
 from __future__ import annotations
 
-import json
-
 from ag_ui._generated.models import ReplaceOperation
 from ag_ui.core import (
     BaseEvent,
@@ -41,7 +39,7 @@ from ..events import (
     UserMessageEvent,
 )
 from ..events import Todo as DshTodo
-from ..llm import Json
+from ..llm import Json, parse_arguments
 
 __all__ = ["APPROVAL_EVENT", "QUESTION_EVENT", "RunView", "todos_state"]
 
@@ -160,7 +158,10 @@ class RunView:
             ToolCallEndEvent(tool_call_id=call_id),
         ]
         if event.name == "ask_user_question":
-            value: dict[str, Json] = {"callId": call_id, "arguments": _parsed(event.arguments)}
+            value: dict[str, Json] = {
+                "callId": call_id,
+                "arguments": parse_arguments(event.arguments),
+            }
             value["answer"] = f"/api/sessions/{self.session_id}/questions/{call_id}"
             out.append(CustomEvent(name=QUESTION_EVENT, value=value))
         return out
@@ -180,10 +181,3 @@ class RunView:
         failure = reason.error
         message = failure.message if failure else "the turn failed"
         return RunErrorEvent(message=message, code=failure.code if failure else "ERROR")
-
-
-def _parsed(raw: str) -> Json:
-    try:
-        return json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return raw

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from .._context import Context
 from .._process import settle_collector
-from ..llm.adapters import RouteError, parse_model
+from ..llm.adapters import ROUTE_PREFIXES, RouteError, parse_model
 from ..persistence import store_config
 from ..plugins.sandbox import with_sandbox_mode
 from ..plugins.usage import UsageLimits
@@ -92,10 +92,12 @@ async def start(assembly: Assembly, *, root: Context | None = None) -> Context:
     served = [p.id for p in ctx.llm.list_providers()]
     if route is not None and route.provider not in served:
         await ctx.owner.dispose()
-        choose = f"choose one of {', '.join(sorted(served))}, or " if served else ""
+        builtin = ", ".join(f"{p}:MODEL" for p in ROUTE_PREFIXES)
+        mounted = sorted(set(served) - {"deepseek-official"})
+        routes = f", a route this profile mounts ({', '.join(mounted)})" if mounted else ""
         raise AssemblyError(
-            f'no adapter serves provider "{route.provider}": {choose}mount one in a profile '
-            "(see `dsh config show`)"
+            f'no provider "{route.provider}": name one of {builtin}{routes}, or mount a '
+            "route in a profile (see `dsh config show`)"
         )
     # What imports and boot built lives as long as this process: moved out of the collector's
     # generations, the next full collections do not traverse it again (4% of `dsh run` N=1).

@@ -149,8 +149,14 @@ def workspace_patch(repo_path: str | os.PathLike[str], base_commit: str) -> str:
             if step.returncode != 0:
                 raise BatchError(f"{repo_path}: git {args[0]} failed: {step.stderr.strip()}")
         diff = _git(
-            repo_path, "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv",
-            base_commit, env=env,
+            repo_path,
+            "diff",
+            "--cached",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            base_commit,
+            env=env,
         )
     if diff.returncode != 0:
         raise BatchError(f"{repo_path}: git diff failed: {diff.stderr.strip()}")

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from ..llm import Json
 from ..tools import Decision
 from ..tools.builtin import FileChange, file_change
 
@@ -73,7 +74,7 @@ def parse_answer(text: str) -> Answer | None:
     return Answer(choice)
 
 
-def approval_view(tool: str, arguments: Any, cwd: Path) -> list[Line]:
+def approval_view(tool: str, arguments: Json, cwd: Path) -> list[Line]:
     """What is about to happen, in full, for a person to judge."""
     args = _arguments(arguments)
     if tool == "exit_plan_mode" and isinstance(args.get("plan"), str):

@@ -20,6 +20,8 @@ from ..plugins.approval import APPROVAL, Approval, ApprovalRequest
 from ..plugins.ask_user import QUESTIONS, QuestionRequest
 from ..plugins.ask_user import Answer as AskUserAnswer
 from ..plugins.compaction import COMPACTION, CompactionError
+from ..plugins.hooks import HOOKS
+from ..plugins.mcp import MCP
 from ..plugins.plan_mode import PLAN_MODE
 from ..session import SESSION_EVENT, SessionEventPayload
 from ..tools import TOOL_PROGRESS_EVENT, Decision, ToolProgress
@@ -91,7 +93,7 @@ class Chat:
             commands=COMMANDS,
             prompt=self._prompt,
             idle_hint=self._idle_hint,
-            suggestions=McpSuggestions(lambda: ctx.get("mcp"), lambda: self.agent),
+            suggestions=McpSuggestions(lambda: ctx.get(MCP), lambda: self.agent),
         )
         self.renderer = Renderer(
             self.screen,
@@ -196,7 +198,7 @@ class Chat:
         if agent is None:
             return True
         if text.startswith("/mcp__"):  # a server's prompt: sent once it can run
-            problem = prompt_problem(self.ctx.get("mcp"), agent, text)
+            problem = prompt_problem(self.ctx.get(MCP), agent, text)
             if problem is not None:
                 self.screen.note(problem, "red")
                 return True
@@ -341,7 +343,7 @@ class Chat:
     def _show_hooks(self) -> None:
         from ._hooks import hook_lines
 
-        service = self.ctx.get("hooks")
+        service = self.ctx.get(HOOKS)
         hooks = service.hooks_of(self.agent) if service is not None and self.agent else None
         if hooks is None:
             self.screen.note("hooks are not enabled (no hooks plugin in the profile)", "red")
@@ -352,7 +354,7 @@ class Chat:
     async def _mcp(self, argument: str) -> None:
         from ._mcp import chat_mcp
 
-        await chat_mcp(self.ctx.get("mcp"), argument, self.screen.note)
+        await chat_mcp(self.ctx.get(MCP), argument, self.screen.note)
 
     async def _show_sandbox(self) -> None:
         from ..plugins.sandbox import SANDBOX, report

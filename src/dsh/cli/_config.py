@@ -5,6 +5,7 @@ with every secret masked."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ async def show_config(
     return 0
 
 
-def effective_settings(prepared: dict[str, Any], route: Route) -> list[tuple[str, str]]:
+def effective_settings(prepared: Mapping[str, object], route: Route) -> list[tuple[str, str]]:
     rows = [("model", f"{route.provider} / {route.model}")]
     rows += _endpoint_rows(prepared, route.provider)
     approval = getattr(prepared.get("approval"), "config", None)
@@ -89,7 +90,7 @@ def permissions(workspace: Path) -> list[tuple[str, str]]:
     return rows
 
 
-def _endpoint_rows(prepared: dict[str, Any], provider: str) -> list[tuple[str, str]]:
+def _endpoint_rows(prepared: Mapping[str, object], provider: str) -> list[tuple[str, str]]:
     for item in prepared.values():
         for endpoint in _endpoints(item):
             if endpoint.provider != provider:
@@ -138,7 +139,7 @@ def _policy(config: Any) -> str:
     return "; ".join(parts)
 
 
-def mask(value: Any, key: str = "") -> Any:
+def mask(value: object, key: str = "") -> object:
     """`value` with the values of secret-looking keys replaced by `***`."""
     if isinstance(value, dict):
         return {k: mask(v, str(k)) for k, v in value.items()}

@@ -48,7 +48,7 @@ def configure_logging(verbose_flag: bool) -> None:
     logger.propagate = False
 
 
-def exit_with(coro: Coroutine[Any, Any, int]) -> NoReturn:
+def exit_with(coro: Coroutine[object, None, int]) -> NoReturn:
     """Run a command coroutine and exit with its code; a problem the user can fix prints
     one line and exits 2."""
     exit_with_sync(lambda: asyncio.run(coro))

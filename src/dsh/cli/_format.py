@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 PREVIEW = 80
 RESULT_LINES = 3
 RESULT_WIDTH = 160
-_NUMBERED = re.compile(r"^\d+: ")
 
 
 def preview(text: str, width: int = PREVIEW) -> str:
@@ -38,12 +37,15 @@ def call_summary(name: str, raw_arguments: str) -> str:
 
 
 def _value(value: object) -> str:
-    """A value as JSON, shortened; a shortened string keeps its closing quote."""
+    """A value as JSON, shortened; a string keeps its spaces (an `edit`'s indentation is
+    what makes it match) and, shortened, its closing quote."""
     if isinstance(value, str):
-        return '"' + preview(json.dumps(value, ensure_ascii=False)[1:-1], 38) + '"'
+        return '"' + _cut(json.dumps(value, ensure_ascii=False)[1:-1], 38) + '"'
     return preview(json.dumps(value, ensure_ascii=False), 40)
 
 
+_STATUS = re.compile(r"\[(exit code: -?\d+|timed out after \d+ms|killed by signal: \w+)\]$")
+"""A command's status line (`bash`): shown however long the output above it."""
 _WRITTEN = re.compile(r"<path>(.*)</path>\n<type>file</type>\n<content>\n(Created|Updated) file")
 
 
@@ -52,16 +54,26 @@ def result_summary(text: str, lines: int = RESULT_LINES, *, tool: str | None = N
     tabs expanded, long lines cut), and how many more were collapsed; a `read` result is
     summarised by the lines it returned, a `write` result by what it did to which file."""
     if tool == "read":
-        numbered = sum(1 for row in text.splitlines() if _NUMBERED.match(row))
-        return [f"read {numbered} line{'s' if numbered != 1 else ''}"]
+        count = _read_lines(text)
+        return [f"read {count} line{'s' if count != 1 else ''}"]
     written = _WRITTEN.search(text) if tool == "write" else None
     if written is not None:  # the model's `<path>…</path> <type>file</type>` shape, told plainly
         return [f"{written.group(2).lower()} {written.group(1)}"]
     rows = text.rstrip("\n").splitlines() or [""]
+    status = [row for row in rows[lines:] if _STATUS.match(row)]  # a failure never hides
     shown = [_cut(row.expandtabs(4).rstrip(), RESULT_WIDTH) for row in rows[:lines]]
-    if len(rows) > lines:
-        shown.append(f"… ({len(rows) - lines} more lines)")
-    return shown
+    if len(rows) > lines + len(status):
+        more = len(rows) - lines - len(status)
+        shown.append(f"… ({more} more line{'s' if more != 1 else ''})")
+    return shown + status
+
+
+def _read_lines(text: str) -> int:
+    """The lines a `read` result shows: those of its content before the footer (the content
+    is just the footer when there are none)."""
+    content = text.partition("<content>\n")[2]
+    end = content.rfind("\n\n(")
+    return 0 if end < 0 else content[:end].count("\n") + 1
 
 
 def _cut(text: str, width: int) -> str:
@@ -86,8 +98,11 @@ def describe_end(reason: TurnEndReason | None) -> str:
 
 
 def _tokens(count: int) -> str:
+    """`980`, `12.3k`, `456k`, `1.24M`."""
     if count < 1000:
         return str(count)
+    if count >= 1_000_000:
+        return f"{count / 1_000_000:.2f}M"
     return f"{count / 1000:.1f}k" if count < 100_000 else f"{count // 1000}k"
 
 

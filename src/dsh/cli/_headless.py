@@ -24,6 +24,7 @@ from ..events import AssistantMessageEvent, ToolResultEvent, typed
 from ..llm import Json, ReasoningBlock, TextBlock, ToolCallBlock
 from ..plugins.usage import budget_stop
 from ..session import SessionEvent, Usage, usage_by_model, usage_of
+from ..tools import ToolExecution
 from ._runtime import Pricer
 
 __all__ = ["Headless", "OutputFormat"]
@@ -91,7 +92,7 @@ class Headless:
             case _:
                 pass
 
-    def finish(self, result: RunResult | None, denied: Sequence[str]) -> None:
+    def finish(self, result: RunResult | None, denied: Sequence[ToolExecution]) -> None:
         """The `result` object: the run's answer, cost and outcome."""
         usage = result.usage if result is not None else Usage()
         ok = result is not None and result.finish_reason == "completed"
@@ -108,7 +109,14 @@ class Headless:
                 **self._session(),
                 "total_cost_usd": cost,
                 "usage": _usage(usage),
-                "permission_denials": [{"tool_name": name} for name in denied],
+                "permission_denials": [
+                    {
+                        "tool_name": call.name,
+                        "tool_use_id": call.call_id,
+                        "tool_input": call.arguments,
+                    }
+                    for call in denied
+                ],
                 "finish_reason": result.finish_reason if result is not None else "interrupted",
             }
         )

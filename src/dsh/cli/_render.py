@@ -105,6 +105,10 @@ class Renderer:
         """…and the session's so far (shown beside it)."""
         self.calls: dict[str, str] = {}
         """Tool name by call id (a result names only its call)."""
+        self._shown: dict[str, str] = {}
+        """Each running call's line, to label its result when others were drawn between."""
+        self._latest: str | None = None
+        """The call whose line was drawn last, while nothing came after it."""
         self._text: StreamedText | None = None
         self._thought: str | None = None
         self._step: tuple[int, int] | None = None
@@ -264,7 +268,9 @@ class Renderer:
     def _tool_call(self, event: ToolCallEvent) -> None:
         self.calls[event.call_id] = event.name
         self._close_blocks()
-        self.surface.note(f"● {call_summary(event.name, event.arguments)}", "cyan")
+        shown = self._shown[event.call_id] = call_summary(event.name, event.arguments)
+        self.surface.note(f"● {shown}", "cyan")
+        self._latest = event.call_id
         self._started[event.call_id] = started = time.monotonic()
         self.surface.status(f"running {event.name}…", since=started)
 
@@ -283,10 +289,14 @@ class Renderer:
             return  # a pruned copy of an old result (compaction/prune says so)
         text, failed = event.text, event.is_error
         name = self.calls.pop(event.call_id, "")
+        shown = self._shown.pop(event.call_id, name)
         self._started.pop(event.call_id, None)
         if self._tails.pop(event.call_id, None) is not None:
             self.surface.live("")  # the live tail folds: the result line says how it went
         lines = result_summary(text, tool=None if failed else name)
+        if event.call_id != self._latest:  # not right under its call: say whose it is
+            lines[0] = f"{preview(shown, 60)}: {lines[0]}"
+        self._latest = None
         for i, line in enumerate(lines):
             self.surface.note(("  ⎿ " if i == 0 else "    ") + line, "red" if failed else "dim")
         self.surface.status("thinking…")

@@ -23,7 +23,7 @@ from ..plugins.plan_mode import PLAN_MODE, exit_plan_mode
 from ..plugins.subagents import SUBAGENTS, SubagentRuntime
 from ..plugins.usage import budget_stop
 from ..session import SESSION_EVENT, SessionEventPayload
-from ..tools import TOOL_PROGRESS_EVENT, ToolProgress
+from ..tools import TOOL_PROGRESS_EVENT, ToolExecution, ToolProgress
 from ._format import describe_end
 from ._headless import Headless, OutputFormat
 from ._model import resume_switch
@@ -88,6 +88,7 @@ async def run_task(options: RunOptions) -> int:
     untrusted = [] if options.trust or resuming else untrusted_files(cwd)
     ctx = await start(assembly)
     try:
+        _check_cost_limit(ctx, options, route)
         handle = await open_agent(ctx, route, cwd, resume=options.resume, latest=options.latest)
         agent = handle.agent
         with _surface(options) as surface:
@@ -106,7 +107,7 @@ async def run_task(options: RunOptions) -> int:
             switched = resume_switch(agent, options.model) if resuming and options.model else None
             if switched is not None:
                 surface.note(*switched)
-            headless = _headless(options, ctx, agent, route, cwd, started)
+            headless = await _headless(options, ctx, agent, route, cwd, started)
             ctx.on(SESSION_EVENT, _printer(agent, renderer, options, headless))
             if headless is None and not options.json:
                 ctx.on(TOOL_PROGRESS_EVENT, _progress(agent, renderer))
@@ -156,14 +157,33 @@ def _working(subagents: SubagentRuntime, agent: Agent) -> list[asyncio.Future[An
     return [child.result for child in subagents.children(agent) if child.active]
 
 
-def _headless(
+def _check_cost_limit(ctx: Context, options: RunOptions, route: Route) -> None:
+    """`--max-cost` is a hard stop only with a price for the route: without one, a usage
+    error before any model call (not a run that spends unchecked)."""
+    from ..plugins.usage import PRICES
+
+    if options.limits is None or options.limits.max_cost is None:
+        return
+    prices = ctx.get(PRICES)
+    if prices is None or prices.price(route.provider, route.model) is None:
+        raise CliError(
+            f"--max-cost needs a price for {route.provider}/{route.model}, which has none: "
+            "add one to the `prices` of the usage row of a profile, or leave --max-cost out"
+        )
+
+
+async def _headless(
     options: RunOptions, ctx: Context, agent: Agent, route: Route, cwd: Path, started: float
 ) -> Headless | None:
-    """The `json` / `stream-json` output of `--output-format`, its `init` line written."""
+    """The `json` / `stream-json` output of `--output-format`, its `init` line written:
+    the tools are those the agent's first request offers (assembled as the loop does)."""
     if options.output_format == "text":
         return None
     headless = Headless(options.output_format, agent, route.model, pricer(ctx), started)
-    tools = [schema.name for schema in Context.of(agent.ctx).tools.schemas()]
+    from ..prompt import SYSTEM_PROMPT, AssembleContext
+
+    offered = await agent.ctx.require(SYSTEM_PROMPT).assemble(AssembleContext(agent, scope=agent))
+    tools = [schema.name for schema in offered.tools]
     headless.start(cwd, tools, "bypassPermissions" if options.yes else "default")
     return headless
 
@@ -234,36 +254,44 @@ class _Interrupts:
             self.main.cancel()
 
 
-def _unanswered(ctx: Context) -> list[str]:
+def _unanswered(ctx: Context) -> list[ToolExecution]:
     """The tools whose calls were refused because they needed approval and nothing could
     answer (a `dsh run` without `--yes`), in order, filled as the run goes."""
+    import logging
+
     from ..plugins.approval import no_answerer
     from ..tools import TOOLS_RESULT, ToolFailure, ToolOutcome
 
-    denied: list[str] = []
+    # The run's last line says what was denied and how to allow it: not a warning as well.
+    logging.getLogger("dsh.plugins.approval").setLevel(logging.ERROR)
+    denied: list[ToolExecution] = []
 
     def record(outcome: ToolOutcome) -> None:
         result, name = outcome.result, outcome.exec.name
         if name == exit_plan_mode.name:  # an unapproved plan is `--plan`'s answer, no refusal
             return
         if isinstance(result, ToolFailure) and result.error.message == no_answerer(name):
-            denied.append(name)
+            denied.append(outcome.exec)
 
     ctx.on(TOOLS_RESULT, record)
     return denied
 
 
-def _denial_line(denied: list[str]) -> str:
-    counts = {name: denied.count(name) for name in dict.fromkeys(denied)}
+def _denial_line(denied: list[ToolExecution]) -> str:
+    names = [call.name for call in denied]
+    counts = {name: names.count(name) for name in dict.fromkeys(names)}
     tools = ", ".join(f"{n} ({c} calls)" if c > 1 else n for n, c in counts.items())
     first = next(iter(counts))
     return (
         f"denied (they need approval): {tools} — to allow: pass --yes, add "
-        f"`{{tool: {first}, action: allow}}` to the approval policy, or use dsh chat"
+        f"`{{tool: {first}, action: allow}}` to the `policy` of the approval row of a profile "
+        "(dsh.yml), or use dsh chat"
     )
 
 
-def _report(agent: Agent, result: RunResult | None, route: Route, denied: list[str]) -> int:
+def _report(
+    agent: Agent, result: RunResult | None, route: Route, denied: list[ToolExecution]
+) -> int:
     from rich.console import Console
 
     err = Console(stderr=True, highlight=False, emoji=False)

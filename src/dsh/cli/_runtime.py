@@ -179,7 +179,7 @@ def failure_advice(reason: TurnEndReason | None, route: Route) -> str | None:
             )
         return f"→ the server refused the API key: check {key}"
     unreachable = ("connection refused", "unknown host", "connection timed out", "cannot connect")
-    reachable_codes = ("TRANSPORT", "TIMEOUT", "INVALID_REQUEST")  # (a local server: not retried)
+    reachable_codes = ("TRANSPORT", "TIMEOUT", "UNREACHABLE")
     if code in reachable_codes and any(word in message for word in unreachable):
         where = route.url_from or "the profile's base_url"
         change = where if where == "--base-url" else f"{where} (or pass --base-url)"

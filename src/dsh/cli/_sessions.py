@@ -276,12 +276,16 @@ async def session_stats(profile: list[Path] | None, as_json: bool) -> int:
             print(_stats_row(day, "/".join(route).strip("/") or "-", usage, cost))
     if not as_json:
         total = sum(by_model.values(), Usage())
-        print(_stats_row("total", "", total, prices.cost(by_model) if prices else None))
+        priced = {r: u for r, u in by_model.items() if prices and prices.price(*r) is not None}
+        partial = len(priced) < len(by_model) and bool(priced)
+        cost = prices.cost(priced) if prices is not None and priced else None
+        note = " for the priced models only (set a price for the others in the usage row)"
+        print(_stats_row("total", "", total, cost, note if partial else ""))
     return 0
 
 
-def _stats_row(day: str, model: str, usage: Usage, cost: float | None) -> str:
-    tokens = usage_line(usage, cost) or "no tokens reported"
+def _stats_row(day: str, model: str, usage: Usage, cost: float | None, note: str = "") -> str:
+    tokens = (usage_line(usage, cost) or "no tokens reported") + note
     calls = f"{_count(usage.requests, 'request')}, {_count(usage.tool_calls, 'tool call')}"
     return f"{day:<10}  {model:<36}  {calls:<26}  {tokens}"
 

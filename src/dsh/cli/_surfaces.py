@@ -12,6 +12,7 @@ from ._format import styled_lines, terminal_lines
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.live import Live
+    from rich.spinner import Spinner
 
 
 def answer_renderable(text: str, *, markdown: bool) -> RenderableType:
@@ -102,9 +103,14 @@ class TerminalSurface:
         self._status: str | None = None
         self._since: float | None = None
         self._display: Live | None = None
+        self._spinner: Spinner | None = None
 
     def __enter__(self) -> TerminalSurface:
         from rich.live import Live
+        from rich.spinner import Spinner
+
+        # One spinner for the display's life: its frame follows the time since it was made.
+        self._spinner = Spinner("dots")
 
         self._display = Live(
             get_renderable=self._renderable,
@@ -124,15 +130,15 @@ class TerminalSurface:
 
     def _renderable(self) -> RenderableType:
         from rich.console import Group
-        from rich.spinner import Spinner
         from rich.text import Text
 
         parts: list[Any] = []
         if self._live_text:
             parts.append(Text(self._live_text, style=self._live_style or "dim"))
-        if self._status:
+        if self._status and self._spinner is not None:
             status = self._status + elapsed(self._since)
-            parts.append(Spinner("dots", Text(status, style="yellow")))
+            self._spinner.update(text=Text(status, style="yellow"))
+            parts.append(self._spinner)
         return Group(*parts)
 
     def _print(self, lines: list[str]) -> None:

@@ -162,7 +162,7 @@ class AsyncHarness:
         finally:
             self._group = None
 
-    def _background(self, coro: Coroutine[Any, Any, None]) -> None:
+    def _background(self, coro: Coroutine[object, None, None]) -> None:
         """Run `coro` in the reader's TaskGroup (dropped once the runtime's output ended)."""
         if self._group is None:
             coro.close()
@@ -465,7 +465,7 @@ class Harness:
         self._async = AsyncHarness(**options)
         self._call(self._async.start())
 
-    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+    def _call(self, coro: Coroutine[object, None, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def run(

@@ -9,7 +9,7 @@ writing it back both walk that declaration, so the two directions cannot drift a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, ClassVar, Generic, TypeVar, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Generic, TypedDict, TypeVar, get_args, get_origin
 
 import msgspec
 
@@ -28,16 +28,16 @@ class Codec(msgspec.Struct, Generic[T], frozen=True):
     encode: Callable[[T], Json]
 
 
-class Key(msgspec.Struct, frozen=True):
+class Key(msgspec.Struct, Generic[T], frozen=True):
     """How a data field is logged, in `Annotated[T, Key(...)]`: its `codec`, and its presence:
     written unless the value `is omit` (None), or `always` (even null)."""
 
-    codec: Codec[Any] | None = None
+    codec: Codec[T] | None = None
     omit: object = None
     always: bool = False
 
 
-_PLAIN = Key()
+_PLAIN: Key[object] = Key()
 
 
 class _Spec(msgspec.Struct, frozen=True):
@@ -156,7 +156,17 @@ _ENVELOPE = frozenset(Event.__struct_fields__)
 _OUT_OF_REPR = _ENVELOPE - {"seq"}
 
 
-def envelope(event: SessionEvent) -> dict[str, Any]:
+class Envelope(TypedDict):
+    """The envelope parts of a typed event's constructor arguments."""
+
+    seq: int
+    time: int
+    surface_op: SurfaceOp | None
+    source_event_seqs: tuple[int, ...] | None
+    ignorable: bool | None
+
+
+def envelope(event: SessionEvent) -> Envelope:
     """The envelope parts of a typed event's constructor arguments."""
     return {
         "seq": event.seq,

@@ -66,7 +66,7 @@ from ..llm import (
     expect,
     text_of,
 )
-from ..session import EpochHeader, SessionEvent
+from ..session import EpochHeader, SessionEvent, SurfaceOp
 from ._base import Event, Key, envelope
 from ._values import (
     FAILURE,
@@ -221,12 +221,16 @@ class SystemMessageEvent(Event, frozen=True, kw_only=True):
 # -- the stream: one event per chunk kind of `assistant/chunk` --------------------------------
 
 
+_ChunkClass: TypeAlias = type[StreamChunk]
+"""The `dsh.llm` chunk struct a chunk event flattens."""
+
+
 class _ChunkEvent(Event, frozen=True, kw_only=True):
     """`assistant/chunk {turn, step, chunk}`, with the chunk's fields flattened."""
 
     type: ClassVar[str] = ASSISTANT_CHUNK
     chunk_type: ClassVar[str]
-    chunk_class: ClassVar[Any]
+    chunk_class: ClassVar[_ChunkClass]
     turn: int
     step: int
 
@@ -253,21 +257,21 @@ class _ChunkEvent(Event, frozen=True, kw_only=True):
 
 class BlockStartEvent(_ChunkEvent, frozen=True, kw_only=True):
     chunk_type: ClassVar[str] = "block-start"
-    chunk_class: ClassVar[Any] = BlockStart
+    chunk_class: ClassVar[_ChunkClass] = BlockStart
     index: int
     block_type: str
 
 
 class TextDeltaEvent(_ChunkEvent, frozen=True, kw_only=True):
     chunk_type: ClassVar[str] = "text-delta"
-    chunk_class: ClassVar[Any] = TextDelta
+    chunk_class: ClassVar[_ChunkClass] = TextDelta
     index: int
     text: str
 
 
 class ReasoningDeltaEvent(_ChunkEvent, frozen=True, kw_only=True):
     chunk_type: ClassVar[str] = "reasoning-delta"
-    chunk_class: ClassVar[Any] = ReasoningDelta
+    chunk_class: ClassVar[_ChunkClass] = ReasoningDelta
     index: int
     text: str
 
@@ -276,7 +280,7 @@ class ToolCallDeltaEvent(_ChunkEvent, frozen=True, kw_only=True):
     """A fragment of a tool call's arguments; `name` comes with the first fragment."""
 
     chunk_type: ClassVar[str] = "tool-call-delta"
-    chunk_class: ClassVar[Any] = ToolCallDelta
+    chunk_class: ClassVar[_ChunkClass] = ToolCallDelta
     index: int
     id: str
     arguments_delta: str
@@ -285,7 +289,7 @@ class ToolCallDeltaEvent(_ChunkEvent, frozen=True, kw_only=True):
 
 class BlockEndEvent(_ChunkEvent, frozen=True, kw_only=True):
     chunk_type: ClassVar[str] = "block-end"
-    chunk_class: ClassVar[Any] = BlockEnd
+    chunk_class: ClassVar[_ChunkClass] = BlockEnd
     index: int
     block: ContentBlock
 
@@ -294,7 +298,7 @@ class UsageEvent(_ChunkEvent, frozen=True, kw_only=True):
     """The token usage the provider reported for this model call."""
 
     chunk_type: ClassVar[str] = "usage"
-    chunk_class: ClassVar[Any] = UsageChunk
+    chunk_class: ClassVar[_ChunkClass] = UsageChunk
     usage: TokenUsage
 
 
@@ -302,7 +306,7 @@ class FinishEvent(_ChunkEvent, frozen=True, kw_only=True):
     """The model call's end: `reason.kind` is stop, tool-calls, max-tokens, aborted or error."""
 
     chunk_type: ClassVar[str] = "finish"
-    chunk_class: ClassVar[Any] = Finish
+    chunk_class: ClassVar[_ChunkClass] = Finish
     reason: FinishReason
     replay_state: Json = None
     response_id: str | None = None
@@ -634,7 +638,7 @@ class OtherEvent(msgspec.Struct, frozen=True, kw_only=True):
     data: Mapping[str, Json]
     seq: int = -1
     time: int = msgspec.field(default=0)
-    surface_op: Any = msgspec.field(default=None)
+    surface_op: SurfaceOp | None = msgspec.field(default=None)
     source_event_seqs: tuple[int, ...] | None = msgspec.field(default=None)
     ignorable: bool | None = msgspec.field(default=None)
 

@@ -7,13 +7,13 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Generic
 
 from typing_extensions import TypeVar
 
-from ..agent import CACHE_NOTE, AgentOptions, ModelChoice, RunResult, switch_model
+from ..agent import DEFAULT_EFFORT, AgentOptions, RunResult, switch_note
 from ..agent import Agent as AgentProtocol
-from ._blueprint import blueprint
+from ._blueprint import ApprovalArg, QuestionsArg, blueprint
 from ._output import FINAL_RESULT
 from ._run import RunPlan, StreamedRun
 from ._runtime import Runtime
@@ -34,8 +34,6 @@ OutputT = TypeVar("OutputT", default=str)
 
 DEFAULT_MODEL = "deepseek:deepseek-v4-flash"
 
-ApprovalArg = Sequence[Mapping[str, str]] | Callable[..., Any] | None
-
 
 class Agent(Generic[OutputT]):
     """An agent: a model, tools, instructions; `run` a prompt and get its result.
@@ -51,9 +49,12 @@ class Agent(Generic[OutputT]):
     DeepSeek) or an adapter object (e.g. `dsh.testing.ScriptedModel`). Tools given here are
     trusted (allowed without asking); `builtin_tools=True` adds the coding tools, whose
     writes and commands ask through `approval=` (policy rows, or a callback
-    `async def approve(request) -> dsh.Decision`). Each run gets a new session unless
-    `session=` names one (an existing one continues); sessions live in memory unless
-    `store=` is `dsh.JsonlStore(path)` or `dsh.SqliteStore(path)`. The agent is hermetic:
+    `async def approve(request) -> dsh.Decision`); the model asks the person through
+    `questions=`, a callback `(request: dsh.QuestionRequest) -> [dsh.Answer, …] | None`
+    (None declines; without it, `ask_user_question` is not offered). Each run gets a new
+    session unless `session=` names one (an existing one continues); sessions live in
+    memory unless `store=` is `dsh.JsonlStore(path)` or `dsh.SqliteStore(path)`. The agent
+    is hermetic:
     the hooks and permissions of the user's settings files (`~/.dsh`, `~/.claude`) apply
     only with `settings_files=True`.
 
@@ -72,10 +73,11 @@ class Agent(Generic[OutputT]):
         output_retries: int = 2,
         settings: ModelSettings | None = None,
         approval: ApprovalArg = None,
+        questions: QuestionsArg = None,
         builtin_tools: bool = False,
         store: Store | None = None,
-        profile: str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None = None,
-        plugins: Sequence[Any] = (),
+        profile: str | os.PathLike[str] | Sequence[Mapping[str, object]] | None = None,
+        plugins: Sequence[object] = (),
         cwd: str | os.PathLike[str] | None = None,
         settings_files: bool = False,
         limits: UsageLimits | None = None,
@@ -91,6 +93,7 @@ class Agent(Generic[OutputT]):
             tools=tools,
             instructions=instructions,
             approval=approval,
+            questions=questions,
             builtin_tools=builtin_tools,
             store=store or MemoryStore(),
             profile=profile,
@@ -156,10 +159,8 @@ class Agent(Generic[OutputT]):
         route = parse_model(model)
         runtime = await self._ensure_runtime()
         agent = await runtime.agent_for(session)
-        choice = ModelChoice(route.provider, route.model, reasoning_effort)
-        if switch_model(agent, choice) is None:
-            return f"already on {choice.label()}"
-        return f"switched to {choice.label()}: {CACHE_NOTE}"
+        effort = DEFAULT_EFFORT if reasoning_effort is None else reasoning_effort
+        return switch_note(agent, route=(route.provider, route.model), effort=effort)
 
     def run_sync(
         self, prompt: str, *, session: str | None = None, settings: ModelSettings | None = None

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..agent import AgentOptions
 from ..assembly import RuntimeSpec, assemble
 from ..llm import Json, LlmAdapter
 from ..llm.adapters import parse_model
-from ..plugins.approval import Answerer, ApprovalRequest
+from ..plugins.approval import ApprovalRequest
+from ..plugins.ask_user import QuestionRequest
 from ..plugins.usage import UsageLimits
 from ..profiles import DEFAULT_ROWS, OTEL_ROW, Profile, load_profile, otel_requested
 from ..tools import ToolDefinition, tool
@@ -41,17 +42,25 @@ SETTINGS_ROWS = ("hooks", "approval")
 when their `settings` key is on: off for a library agent unless it opts in."""
 
 
+ApprovalArg = Sequence[Mapping[str, str]] | Callable[[ApprovalRequest], object] | None
+"""Policy rows, or a callback `(request) -> Decision` (async or plain)."""
+QuestionsArg = Callable[[QuestionRequest], object] | None
+"""A callback `(request) -> [Answer, …] | None` (async or plain; None: declined)."""
+Req = TypeVar("Req")
+
+
 def blueprint(
     *,
     model: str | LlmAdapter,
     base_url: str | None,
     tools: Sequence[ToolDefinition | Callable[..., object]],
     instructions: str | None,
-    approval: Any,
+    approval: ApprovalArg,
     builtin_tools: bool,
+    questions: QuestionsArg = None,
     store: Store,
-    profile: str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None,
-    plugins: Sequence[Any],
+    profile: str | os.PathLike[str] | Sequence[Mapping[str, object]] | None,
+    plugins: Sequence[object],
     cwd: Path,
     trusted_extra: Sequence[str],
     settings_files: bool,
@@ -73,7 +82,7 @@ def blueprint(
     answerer = None
     policy: list[Mapping[str, str]] = []
     if callable(approval):
-        answerer = as_answerer(approval)
+        answerer = as_async(approval)
     elif approval is not None:
         policy = [dict(rule) for rule in approval]
     trusted = [*(d.name for d in definitions), *trusted_extra]
@@ -89,6 +98,7 @@ def blueprint(
         adapter=adapter,
         tools=definitions,
         answerer=answerer,
+        asker=None if questions is None else as_async(questions),
         plugins=plugin_rows(plugins),
         store=store,
         batch_window_ms=0.0 if isinstance(store, MemoryStore) else 200.0,
@@ -139,12 +149,13 @@ def is_adapter(model: object) -> bool:
     return not isinstance(model, str) and callable(getattr(model, "stream", None))
 
 
-def as_answerer(callback: Callable[..., Any]) -> Answerer:
-    """An approval callback, sync or async, as an answerer."""
+def as_async(callback: Callable[[Req], object]) -> Callable[[Req], Awaitable[Any]]:
+    """A user's answering callback, sync or async, as an answerer (its result goes to the
+    service that asked, which checks it)."""
     if inspect.iscoroutinefunction(callback):
         return callback
 
-    async def answer(request: ApprovalRequest) -> Any:
+    async def answer(request: Req) -> Any:
         return callback(request)
 
     return answer

@@ -62,7 +62,7 @@ class OutputTool(Generic[T]):
     ending without the call) are counted; past `retries` the run stops.
     """
 
-    def __init__(self, output_type: Any, retries: int) -> None:
+    def __init__(self, output_type: object, retries: int) -> None:
         self._type: Any = prepare_hint(output_type)  # (a union of models: pydantic's)
         parameters = hint_schema(self._type)
         self._wrapped = parameters.get("type") != "object"

@@ -38,7 +38,7 @@ class RunPlan(msgspec.Struct, frozen=True):
     prompt: str
     session: str | None
     settings: ModelSettings
-    output_type: Any
+    output_type: object
     output_retries: int
     streamed: bool = True
     """Its events are queued for `events()` / `text()` (`run()` reads none: it queues none,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
 
 import msgspec
 
@@ -16,6 +15,7 @@ from ..assembly import Assembly, start
 from ..llm import LlmAdapter
 from ..persistence import mount_persistence
 from ..plugins.approval import APPROVAL, Answerer
+from ..plugins.ask_user import QUESTIONS, QuestionAnswerer
 from ..session import SessionMeta
 from ..tools import ToolDefinition
 from ._stores import Store
@@ -31,6 +31,8 @@ class Blueprint(msgspec.Struct, frozen=True):
     adapter: LlmAdapter | None
     tools: tuple[ToolDefinition, ...]
     answerer: Answerer | None
+    asker: QuestionAnswerer | None
+    """Answers the model's `ask_user_question` (`questions=`)."""
     plugins: tuple[tuple[object, object], ...]
     store: Store
     batch_window_ms: float
@@ -79,7 +81,8 @@ class Runtime:
 
 
 def _equip(ctx: Context, blueprint: Blueprint) -> None:
-    """The parts given in code: the model adapter, the tools, the approval answerer."""
+    """The parts given in code: the model adapter, the tools, the answerers of approvals
+    and of the model's questions."""
     if blueprint.adapter is not None:
         provider = blueprint.options.provider
         assert provider is not None
@@ -94,8 +97,16 @@ def _equip(ctx: Context, blueprint: Blueprint) -> None:
                 "(keep the `approval` row)"
             )
         approval.set_answerer(blueprint.answerer)
+    if blueprint.asker is not None:
+        questions = ctx.get(QUESTIONS)
+        if questions is None:
+            raise ValueError(
+                "questions= was given, but the agent has no ask_user_question tool: "
+                "use builtin_tools=True (or keep the `ask-user` row of the profile)"
+            )
+        questions.set_answerer(blueprint.asker)
 
 
-def plugin_rows(plugins: Sequence[Any]) -> tuple[tuple[object, object], ...]:
+def plugin_rows(plugins: Sequence[object]) -> tuple[tuple[object, object], ...]:
     """`plugins=[Plugin, (Plugin, config), ...]` as (plugin, config) pairs."""
     return tuple(p if isinstance(p, tuple) else (p, None) for p in plugins)

@@ -8,7 +8,6 @@ import functools
 import shlex
 import tempfile
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from ._commands import (
     FORWARDED_ENV,
@@ -50,7 +49,7 @@ def _local_source(given: str | None, staging: Path) -> tuple[Path | None, str]:
 
 
 @functools.cache
-def agent_class() -> type[Any]:
+def agent_class() -> type[object]:
     """`DshAgent`, Harbor's `BaseInstalledAgent` for dsh (Harbor imported here)."""
     from harbor.agents.capabilities import AgentCapabilities
     from harbor.agents.installed.base import BaseInstalledAgent, with_prompt_template

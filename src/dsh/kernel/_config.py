@@ -22,10 +22,23 @@ import sys
 import typing
 from collections.abc import Mapping, Sequence, Sized
 from pathlib import PurePath
-from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args, get_origin, overload
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    ClassVar,
+    Literal,
+    TypeVar,
+    get_args,
+    get_origin,
+    overload,
+)
 
 import msgspec
 import typing_extensions
+
+if TYPE_CHECKING:
+    import pydantic
 
 __all__ = ["ConfigError", "ConfigRecord", "convert", "load_config"]
 
@@ -173,7 +186,7 @@ def _decode(hint: type, value: Any) -> Any:
     raise NotImplementedError
 
 
-def pydantic_problems(exc: Any) -> str:
+def pydantic_problems(exc: pydantic.ValidationError) -> str:
     """A pydantic `ValidationError` on one line: `a.b: message; …`."""
     return "; ".join(
         f"{format_loc(e['loc'], '')}: {e['msg']}" for e in exc.errors(include_url=False)

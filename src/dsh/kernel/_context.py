@@ -19,7 +19,7 @@ from ._events import (
 )
 from ._keys import ServiceKey, ServiceUnavailableError
 from ._owner import Disposer, Owner
-from ._plugin import Fiber, PluginHost
+from ._plugin import Fiber, PluginHost, PluginParent
 
 __all__ = ["Context", "Scope", "ServiceKey", "ServiceUnavailableError", "create_scope"]
 
@@ -120,8 +120,8 @@ class Context:
     @overload
     def get(self, key: ServiceKey[T]) -> T | None: ...
     @overload
-    def get(self, key: str) -> Any: ...
-    def get(self, key: ServiceKey[T] | str) -> T | Any:
+    def get(self, key: str) -> object: ...
+    def get(self, key: ServiceKey[T] | str) -> T | object:
         name = key if isinstance(key, str) else key.name
         found = self._realm.lookup(name)
         return None if found is None else self._value(name, found)
@@ -129,8 +129,8 @@ class Context:
     @overload
     def require(self, key: ServiceKey[T]) -> T: ...
     @overload
-    def require(self, key: str) -> Any: ...
-    def require(self, key: ServiceKey[T] | str) -> T | Any:
+    def require(self, key: str) -> object: ...
+    def require(self, key: ServiceKey[T] | str) -> T | object:
         name = key if isinstance(key, str) else key.name
         found = self._realm.lookup(name)
         if found is None:
@@ -212,15 +212,15 @@ class Context:
     def on(
         self,
         event: str,
-        listener: Callable[..., Any],
+        listener: Callable[..., object],
         *,
         prepend: bool = False,
         global_: bool = False,
     ) -> Disposer: ...
     def on(
         self,
-        event: EventSpec[Any, Any] | str,
-        listener: Callable[..., Any],
+        event: EventSpec[P, R] | str,
+        listener: Callable[..., object],
         *,
         prepend: bool = False,
         global_: bool = False,
@@ -267,15 +267,15 @@ class Context:
     def once(
         self,
         event: str,
-        listener: Callable[..., Any],
+        listener: Callable[..., object],
         *,
         prepend: bool = False,
         global_: bool = False,
     ) -> Disposer: ...
     def once(
         self,
-        event: EventSpec[Any, Any] | str,
-        listener: Callable[..., Any],
+        event: EventSpec[P, R] | str,
+        listener: Callable[..., object],
         *,
         prepend: bool = False,
         global_: bool = False,
@@ -294,10 +294,10 @@ class Context:
         )
         return disposer
 
-    def emit(self, event: EventSpec[P, Any], payload: P) -> None:
+    def emit(self, event: EventSpec[P, R], payload: P) -> None:
         self.bus.emit(event, payload, self.scope)
 
-    async def parallel(self, event: EventSpec[P, Any], payload: P) -> int:
+    async def parallel(self, event: EventSpec[P, R], payload: P) -> int:
         return await self.bus.parallel(event, payload, self.scope)
 
     async def serial(self, event: EventSpec[P, R], payload: P) -> R | None:
@@ -320,7 +320,8 @@ class Context:
         """Wait until no plugin of this tree is loading or unloading."""
         await self._realm.host.settled()
 
-    def fibers(self) -> list[Fiber[Context]]:
+    def fibers(self) -> list[Fiber[PluginParent]]:
+        """The plugins loaded anywhere in this tree (their contexts may be of any class)."""
         return self._realm.host.fibers()
 
     # -- lifetime ----------------------------------------------------------------------------

@@ -55,6 +55,17 @@ class Next(Protocol[P_contra, R_co]):
     def __call__(self, payload: P_contra | None = None, /) -> Awaitable[R_co]: ...
 
 
+class DeclaredEvent(Protocol):
+    """What the bus reads of any declared event, whatever its payload and result types."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def scoped(self) -> bool: ...
+    @property
+    def vetoing(self) -> bool: ...
+
+
 class WaterfallError(RuntimeError):
     """A waterfall listener called `next` more than once."""
 
@@ -125,7 +136,7 @@ class EventSpec(msgspec.Struct, Generic[P, R], frozen=True, eq=False):
         scoped: bool = True,
         vetoing: bool = False,
         doc: str = "",
-    ) -> SerialSpec[P, Any]: ...
+    ) -> SerialSpec[P, R]: ...
     @overload
     @staticmethod
     def declare(
@@ -137,7 +148,7 @@ class EventSpec(msgspec.Struct, Generic[P, R], frozen=True, eq=False):
         scoped: bool = True,
         vetoing: bool = False,
         doc: str = "",
-    ) -> WaterfallSpec[P, Any]: ...
+    ) -> WaterfallSpec[P, R]: ...
     @staticmethod
     def declare(
         name: str,
@@ -148,7 +159,7 @@ class EventSpec(msgspec.Struct, Generic[P, R], frozen=True, eq=False):
         scoped: bool = True,
         vetoing: bool = False,
         doc: str = "",
-    ) -> EventSpec[Any, Any]:
+    ) -> EventSpec[P, R] | EventSpec[P, None] | EmitSpec[None]:  # the overloads' returns
         """Declare an event. Each name is declared once, in the package owning the vocabulary.
 
         The result type of a serial or waterfall event is given by annotating the constant:
@@ -156,7 +167,7 @@ class EventSpec(msgspec.Struct, Generic[P, R], frozen=True, eq=False):
         """
         module = sys._getframe(1).f_globals.get("__name__", "")
         kind = _SPEC_OF_MODE[mode]
-        spec: EventSpec[Any, Any] = kind(
+        spec: EventSpec[P, R] = kind(
             name, mode, payload, result, scoped, vetoing, doc, _package_of(module)
         )
         existing = _declared.get(name)
@@ -205,12 +216,12 @@ def _package_of(module: str) -> str:
     return module
 
 
-def declared_events() -> dict[str, EventSpec[Any, Any]]:
+def declared_events() -> dict[str, EventSpec[object, object]]:
     """Every event declared so far (by the packages imported so far)."""
     return dict(_declared)
 
 
-def lookup_event(name: str) -> EventSpec[Any, Any]:
+def lookup_event(name: str) -> EventSpec[object, object]:
     spec = _declared.get(name)
     if spec is None:
         raise KeyError(f"unknown event {name!r} (not declared by any loaded package)")
@@ -325,8 +336,8 @@ class EventBus:
 
     def on(
         self,
-        spec: EventSpec[Any, Any],
-        fn: Callable[..., Any],
+        spec: DeclaredEvent,
+        fn: Callable[..., object],
         *,
         owner: Owner,
         tag: object | None = None,
@@ -351,17 +362,17 @@ class EventBus:
 
         return owner.effect(remove)
 
-    def count(self, spec: EventSpec[Any, Any]) -> int:
+    def count(self, spec: DeclaredEvent) -> int:
         table = self._tables.get(spec.name)
         return 0 if table is None else len(table.all)
 
-    def _admitted(self, spec: EventSpec[Any, Any], scope: object | None) -> tuple[_Listener, ...]:
+    def _admitted(self, spec: DeclaredEvent, scope: object | None) -> tuple[_Listener, ...]:
         table = self._tables.get(spec.name)
         if table is None:
             return _EMPTY
         return table.admitted(scope) if spec.scoped else table.all
 
-    def emit(self, spec: EventSpec[P, Any], payload: P, scope: object | None = None) -> None:
+    def emit(self, spec: EventSpec[P, R], payload: P, scope: object | None = None) -> None:
         """Notify every admitted listener; each failure is contained and logged."""
         for entry in self._admitted(spec, scope):
             try:
@@ -374,9 +385,7 @@ class EventBus:
             if result is not None and inspect.isawaitable(result):
                 _watch(spec.name, result, entry.owner)
 
-    async def parallel(
-        self, spec: EventSpec[P, Any], payload: P, scope: object | None = None
-    ) -> int:
+    async def parallel(self, spec: EventSpec[P, R], payload: P, scope: object | None = None) -> int:
         """Run every admitted listener concurrently; raise an ExceptionGroup of failures.
 
         Returns how many listeners took part.

@@ -128,7 +128,7 @@ class Owner:
 
     def spawn(
         self,
-        coro: Coroutine[Any, Any, T],
+        coro: Coroutine[object, None, T],
         *,
         name: str | None = None,
         context: contextvars.Context | None = None,
@@ -215,7 +215,7 @@ class Owner:
         return f"<Owner {self.label!r} {self._state} effects={len(self._effects)}>"
 
 
-class Acquire(Coroutine[Any, Any, T]):
+class Acquire(Coroutine[object, None, T]):
     """The start of something that must be disposed: `await` it, or use it in `async with`.
 
     `value = await acquire` hands the value (and the duty to dispose it) to the caller;
@@ -227,16 +227,16 @@ class Acquire(Coroutine[Any, Any, T]):
     __slots__ = ("_close", "_start", "_value")
 
     def __init__(
-        self, start: Coroutine[Any, Any, T], close: Callable[[T], Awaitable[None]]
+        self, start: Coroutine[object, None, T], close: Callable[[T], Awaitable[None]]
     ) -> None:
         self._start = start
         self._close = close
         self._value: T | None = None
 
-    def __await__(self) -> Generator[Any, None, T]:
+    def __await__(self) -> Generator[object, None, T]:
         return self._start.__await__()
 
-    def send(self, value: Any) -> Any:
+    def send(self, value: None) -> object:
         return self._start.send(value)
 
     def throw(self, *args: Any) -> Any:

@@ -135,13 +135,14 @@ class PluginParent(Protocol):
 
 
 C = TypeVar("C", bound=PluginParent)
+C_co = TypeVar("C_co", bound=PluginParent, covariant=True)
 
 
-class Fiber(Generic[C]):
+class Fiber(Generic[C_co]):
     """One loaded plugin: its validated config, state, and (while active) its context."""
 
     def __init__(
-        self, host: PluginHost, parent: C, plugin: object, config: object, id: str
+        self, host: PluginHost, parent: C_co, plugin: object, config: object, id: str
     ) -> None:
         self.host = host
         self.parent = parent
@@ -152,7 +153,7 @@ class Fiber(Generic[C]):
         self.inject = _inject_names(plugin)
         self.state = FiberState.PENDING
         self.error: BaseException | None = None
-        self.ctx: C | None = None
+        self.ctx: C_co | None = None
         self._epoch: tuple[object | None, ...] = ()
         self._lock = asyncio.Lock()
         self._disposer = parent.owner.effect(self._unregister_and_unload)
@@ -224,12 +225,12 @@ class PluginHost:
     """The fibers of one context tree, re-synchronised whenever services change."""
 
     def __init__(self) -> None:
-        self._fibers: dict[Fiber[Any], None] = {}
+        self._fibers: dict[Fiber[PluginParent], None] = {}
         # The host's own owner, never disposed: a withdrawal during teardown must still park
         # the fibers that injected the service, when the tree's owners refuse new work.
         self._resyncs = Owner("plugin host")
 
-    def fibers(self) -> list[Fiber[Any]]:
+    def fibers(self) -> list[Fiber[PluginParent]]:
         return list(self._fibers)
 
     async def load(self, parent: C, plugin: object, config: object, id: str | None) -> Fiber[C]:
@@ -258,7 +259,7 @@ class PluginHost:
                     continue
                 self._resyncs.spawn(self._resync(fiber))
 
-    async def _resync(self, fiber: Fiber[Any]) -> None:
+    async def _resync(self, fiber: Fiber[PluginParent]) -> None:
         await fiber._sync()
         if fiber.state is FiberState.FAILED:
             _log.error("%s", fiber.error, exc_info=fiber.error)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import MutableMapping
-from typing import Any
+from typing import Self
 
 __all__ = ["Publication"]
 
@@ -22,7 +22,7 @@ class Publication:
 
     __slots__ = ("_entries", "announced", "announcing", "detach_pending", "detached", "key")
 
-    def __init__(self, entries: MutableMapping[str, Any], key: str) -> None:
+    def __init__(self, entries: MutableMapping[str, Self], key: str) -> None:
         self._entries = entries
         self.key = key
         entries[key] = self

@@ -75,7 +75,15 @@ from ._request import (
     error_chain,
 )
 from ._runtime import LLM, LlmPlugin, LlmRuntime, PreparedCall, apply_model_defaults
-from ._text import REPLACEMENT, PairJoiner, clean_json, clean_text, clean_utf8, json_bytes
+from ._text import (
+    REPLACEMENT,
+    PairJoiner,
+    clean_json,
+    clean_text,
+    clean_utf8,
+    json_bytes,
+    parse_arguments,
+)
 
 __all__ = [
     "LLM",
@@ -147,6 +155,7 @@ __all__ = [
     "expect",
     "model_source",
     "new_message_id",
+    "parse_arguments",
     "plugin_source",
     "text_of",
     "tool_result_message",

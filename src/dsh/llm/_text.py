@@ -8,11 +8,20 @@ cleaned; where JSON text leaves as bytes it is encoded so that nothing can still
 
 from __future__ import annotations
 
+import json
 from typing import overload
 
 from ._content import Json
 
-__all__ = ["REPLACEMENT", "PairJoiner", "clean_json", "clean_text", "clean_utf8", "json_bytes"]
+__all__ = [
+    "REPLACEMENT",
+    "PairJoiner",
+    "clean_json",
+    "clean_text",
+    "clean_utf8",
+    "json_bytes",
+    "parse_arguments",
+]
 
 REPLACEMENT = "\ufffd"
 _HIGH = ("\ud800", "\udbff")
@@ -55,6 +64,20 @@ def clean_json(value: object) -> object:
             return value
         return cleaned
     return value
+
+
+def parse_arguments(raw: str) -> Json:
+    """A tool call's arguments text as JSON: '' is `{}`; text that is not JSON stays a string
+    (the tool then fails validation). Strings are cleaned: an escaped lone surrogate
+    (`"bad\\udcffname.txt"`) becomes U+FFFD before a tool turns it into a file name or echoes
+    it."""
+    if not raw.strip():
+        return {}
+    try:
+        value: Json = json.loads(raw)
+    except ValueError:
+        return clean_json(raw)
+    return clean_json(value)
 
 
 class PairJoiner:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from ..events import ToolCallEvent, ToolError, ToolResultEvent, append
-from ..llm import Json, TextBlock, ToolCallBlock, clean_json, tool_result_message
+from ..llm import TextBlock, ToolCallBlock, parse_arguments, tool_result_message
 from ..tools import TOOLS, Prepared, ToolExecutionInput, ToolFailure, ToolResult
 
 if TYPE_CHECKING:
@@ -18,19 +17,6 @@ if TYPE_CHECKING:
     from ._deps import TurnDeps
 
 ABORTED_BEFORE_DISPATCH = "tool call aborted before dispatch"
-
-
-def parse_arguments(raw: str) -> Json:
-    """'' is `{}`; text that is not JSON stays a string (the tool then fails validation).
-    Strings are cleaned: an escaped lone surrogate (`"bad\\udcffname.txt"`) becomes U+FFFD
-    before a tool turns it into a file name or echoes it."""
-    if not raw.strip():
-        return {}
-    try:
-        value: Json = json.loads(raw)
-    except ValueError:
-        return clean_json(raw)
-    return clean_json(value)
 
 
 class _Slot(msgspec.Struct, eq=False):

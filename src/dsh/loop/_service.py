@@ -27,7 +27,7 @@ from ..agent import (
 from ..kernel import CancelSignal, ConfigRecord, Context, EventSpec, Injects, Mode, ServiceKey
 from ..llm import LLM
 from ..prompt import SYSTEM_PROMPT
-from ..session import SESSIONS, Session, SessionMeta
+from ..session import SESSION_PERSISTENCE, SESSIONS, Session, SessionMeta
 from ..tools import TOOLS
 from ._agent import ReactLoopAgent
 from ._deps import LoopSettings
@@ -123,7 +123,7 @@ class AgentLoop:
         )
 
     async def resume_agent(self, owner: Context, options: ResumeAgentOptions) -> AgentHandle:
-        persistence = self.state.ctx.get("session_persistence")
+        persistence = self.state.ctx.get(SESSION_PERSISTENCE)
         if persistence is None:
             raise RuntimeError(
                 "cannot resume: no session persistence is configured "
@@ -248,7 +248,7 @@ def _cwd(context: AssembleContext) -> str | None:
 
 
 async def _is_stored(ctx: Context, session_id: str) -> bool:
-    persistence = ctx.get("session_persistence")
+    persistence = ctx.get(SESSION_PERSISTENCE)
     if persistence is None:
         return False
     return any(header.id == session_id for header in await persistence.list())

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
 from ..events import ASSISTANT_CHUNK
-from ..llm import json_bytes
+from ..llm import Json, json_bytes
 from ..session import SessionEvent, SessionHeader
 from ._types import CorruptLogError, Record
 from ._v4 import VERSION as V4
@@ -24,6 +24,7 @@ __all__ = [
     "encode_header",
     "encode_lines",
     "encode_text",
+    "event_rows",
     "packed_size",
     "parse_lines",
     "parse_prefix",
@@ -37,7 +38,7 @@ PACKED_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"}
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-def encode_text(value: Any) -> str:
+def encode_text(value: Json) -> str:
     """Compact JSON, non-ASCII kept (the reference runtime's `JSON.stringify` shape)."""
     return _dumps(value)
 
@@ -57,7 +58,9 @@ def encode_header(header: SessionHeader) -> str:
     return utf8_safe(_dumps(lower_header(header) if header.version == V4 else header.to_json()))
 
 
-def decode_header(raw: Mapping[str, Any], rows: Sequence[Any] | None = None) -> SessionHeader:
+def decode_header(
+    raw: Mapping[str, Json], rows: Sequence[Mapping[str, Json]] | None = None
+) -> SessionHeader:
     """A stored header line as a `SessionHeader` (`rows`: the log's event lines, which say
     where a format-4 fork's inherited prefix ends). Raises ValueError."""
     if raw.get("version") == V4:
@@ -65,7 +68,9 @@ def decode_header(raw: Mapping[str, Any], rows: Sequence[Any] | None = None) -> 
     return SessionHeader.from_json(raw)
 
 
-def decode_rows(header: Mapping[str, Any], rows: Sequence[Any]) -> Sequence[Any]:
+def decode_rows(
+    header: Mapping[str, Json], rows: Sequence[Mapping[str, Json]]
+) -> Sequence[Mapping[str, Json]]:
     """Stored event lines as this runtime's event lines (`import_events` reads them)."""
     return lift_rows(rows) if header.get("version") == V4 else rows
 
@@ -94,7 +99,7 @@ def encode_lines(texts: Sequence[str]) -> bytes:
 class ParsedLines(msgspec.Struct, frozen=True):
     """The records of a text of lines; `torn` is the length (in bytes) of a torn tail."""
 
-    values: list[Any]
+    values: list[Json]
     valid_bytes: int
     torn: int
 
@@ -136,7 +141,7 @@ def _parse_slowly(body: bytes, torn: int, where: str, cause: Exception | None) -
 class LinePrefix(msgspec.Struct, frozen=True):
     """The lines of a text that parse, up to the first that does not."""
 
-    values: list[Any]
+    values: list[Json]
     valid_bytes: int
     """The length of the lines that parsed (with their newlines)."""
     bad_line: int | None = None
@@ -147,7 +152,7 @@ class LinePrefix(msgspec.Struct, frozen=True):
 
 def parse_prefix(body: bytes) -> LinePrefix:
     """Parse the newline-terminated lines of `body` up to the first one that is not JSON."""
-    values: list[Any] = []
+    values: list[Json] = []
     offset = 0
     for number, line in enumerate(body.split(b"\n")[:-1], 1):
         try:
@@ -164,7 +169,7 @@ def parse_prefix(body: bytes) -> LinePrefix:
     return LinePrefix(values, offset)
 
 
-def packed_size(row: Any) -> int:
+def packed_size(row: Json) -> int:
     """How many events a log row stands for: the members of a packed row, else 1."""
     if isinstance(row, dict) and row.get("type") in PACKED_TYPES:
         data = row.get("data")
@@ -177,21 +182,28 @@ def packed_size(row: Any) -> int:
     return 1
 
 
-def unpack_rows(rows: Sequence[Any], where: str) -> list[Mapping[str, Any]]:
+def event_rows(values: list[Json]) -> list[Mapping[str, Json]]:
+    """Parsed lines as the rows (or header) of a `RawLog`, as they are, not copied: each
+    one's shape (an object, its fields) is checked where it is read (`decode_header`,
+    `import_events`, the seq checks)."""
+    return cast("list[Mapping[str, Json]]", values)
+
+
+def unpack_rows(rows: Sequence[Json], where: str) -> list[Mapping[str, Json]]:
     """Expand packed `text-chunks` / `reasoning-chunks` / `tool-call-chunks` rows into the
     `assistant/chunk` events they stand for; other rows pass through."""
     for row in rows:
         if isinstance(row, dict) and row.get("type") in PACKED_TYPES:
             break
     else:
-        return list(rows)
-    out: list[Mapping[str, Any]] = []
+        return event_rows(list(rows))
+    out: list[Json] = []
     for row in rows:
         if isinstance(row, dict) and row.get("type") in PACKED_TYPES:
             out.extend(_unpack(row, where))
         else:
             out.append(row)
-    return out
+    return event_rows(out)
 
 
 def _unpack(row: Mapping[str, Any], where: str) -> list[dict[str, Any]]:

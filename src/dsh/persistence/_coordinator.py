@@ -201,7 +201,7 @@ class WriteCoordinator:
         if writer.timer is None and writer.active is None and not writer.draining:
             self._arm(writer)
 
-    def _flush(self, session: Session) -> Coroutine[Any, Any, None] | None:
+    def _flush(self, session: Session) -> Coroutine[object, None, None] | None:
         writer = self._writers.get(session.id)
         if writer is not None and writer.session is session and not writer.waiting:
             return self.drain(writer)  # awaited by the dispatch itself: no coroutine around it
@@ -255,7 +255,7 @@ class WriteCoordinator:
         with contextlib.suppress(Exception):  # logged, kept for retry, raised by a flush
             await self._write(writer, durable)
 
-    def _spawn(self, write: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    def _spawn(self, write: Coroutine[object, None, None]) -> asyncio.Task[None]:
         # Awaited, never cancelled, by a teardown: cancelling a write could lose its batch;
         # `close()`, an effect of the attaching context, waits for every one.
         assert self._writes is not None, "the coordinator is not attached"

@@ -27,6 +27,7 @@ from ._backend import RawLog, check_contiguous
 from ._codec import (
     encode_header,
     encode_lines,
+    event_rows,
     packed_size,
     parse_lines,
     parse_prefix,
@@ -366,7 +367,7 @@ class JsonlBackend:
         if truncate_torn and torn:
             os.truncate(path, valid)
         # Packed rows are rare: skip the scan unless their type name occurs at all.
-        rows = unpack_rows(values[1:], where) if b'-chunks"' in lines else values[1:]
+        rows = unpack_rows(values[1:], where) if b'-chunks"' in lines else event_rows(values[1:])
         log = RawLog(values[0], rows, torn, where, _line_locator(where, values))
         if rows and (not isinstance(rows[-1], dict) or type(rows[-1].get("seq")) is not int):
             raise CorruptLogError(f"{log.where(len(rows) - 1)}: the last event has no integer seq")
@@ -458,7 +459,8 @@ def _valid_lines(text: bytes, where: str, keep: Callable[[RawLog], int]) -> tupl
         except CorruptLogError:
             break
         sizes.append(packed_size(value))
-    kept = keep(RawLog(values[0], rows, 0, where, _line_locator(where, values)))
+    header = event_rows(values[:1])[0]  # checked by `keep`, as the rows are
+    kept = keep(RawLog(header, rows, 0, where, _line_locator(where, values)))
     lines, count = 1, 0  # the header, then whole lines while their events are kept
     for size in sizes:
         if count + size > kept:

@@ -17,7 +17,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import msgspec
 
@@ -131,7 +131,7 @@ class WriterHold(msgspec.Struct, eq=False):
             del _held[self.key]
         shared.lease.release()
 
-    def release_when_collected(self, owner: object) -> weakref.finalize[..., Any]:
+    def release_when_collected(self, owner: object) -> weakref.finalize[[WriterHold], object]:
         """Release this claim once `owner` is garbage (unless the returned finalizer is
         detached first)."""
         # A finalizer may run inside any allocation, even under `_held_guard`: it only

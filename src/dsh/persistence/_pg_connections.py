@@ -12,13 +12,14 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import AsyncIterator, Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .._lazy import extra_hint
 from ._types import PersistenceError
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
+    from psycopg.rows import TupleRow
 
 __all__ = ["ConnectionPool", "PgLoop", "describe_url", "require_psycopg"]
 
@@ -58,7 +59,7 @@ class PgLoop:
         self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
         self._thread.start()
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+    def run(self, coro: Coroutine[object, None, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def close(self) -> None:
@@ -76,15 +77,15 @@ class ConnectionPool:
     def __init__(self, url: str, size: int, *, where: str) -> None:
         self.url = url
         self.where = where
-        self._idle: list[AsyncConnection[Any]] = []
+        self._idle: list[AsyncConnection[TupleRow]] = []
         self._slots = asyncio.Semaphore(size)
-        self._all: set[AsyncConnection[Any]] = set()
+        self._all: set[AsyncConnection[TupleRow]] = set()
         from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
         if "connect_timeout" not in conninfo_to_dict(url):
             self.url = make_conninfo(url, connect_timeout=10)  # an unreachable host fails
 
-    async def connect(self) -> AsyncConnection[Any]:
+    async def connect(self) -> AsyncConnection[TupleRow]:
         """A new autocommit connection (not pooled): a clear error when it cannot open."""
         import psycopg
 
@@ -95,7 +96,7 @@ class ConnectionPool:
             raise PersistenceError(f"cannot connect to {self.where}: {reason}") from None
 
     @contextlib.asynccontextmanager
-    async def connection(self) -> AsyncIterator[AsyncConnection[Any]]:
+    async def connection(self) -> AsyncIterator[AsyncConnection[TupleRow]]:
         async with self._slots:
             conn = self._idle.pop() if self._idle else None
             if conn is None:

@@ -18,7 +18,9 @@ import os
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVarTuple
+
+Ts = TypeVarTuple("Ts")
 
 __all__ = ["Gate", "run_in_thread"]
 
@@ -34,7 +36,7 @@ class Gate(asyncio.Future[None]):
 
     failure: BaseException | None = None
 
-    def cancel(self, msg: Any | None = None) -> bool:
+    def cancel(self, msg: object = None) -> bool:
         return False
 
     def settle(self, failure: BaseException | None) -> None:
@@ -102,7 +104,7 @@ os.register_at_fork(after_in_child=_forked)
 atexit.register(_settle_at_exit)
 
 
-def run_in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args: Any) -> Gate:
+def run_in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[[*Ts], object], *args: *Ts) -> Gate:
     """Run `fn(*args)` in a worker thread; the returned gate opens (on `loop`) when it is done."""
     pool = _pool
     gate = Gate(loop=loop)

@@ -58,6 +58,7 @@ from ..events import (
     TurnStartEvent,
     UserMessageEvent,
 )
+from ..llm import Json
 from ..session import ReplaceOp, SessionEvent, SessionHeader, event_kind
 
 __all__ = [
@@ -166,7 +167,9 @@ _TOOL_FIELDS = frozenset({"role", "source", "toolCallId", "content", "isError", 
 # -- header ----------------------------------------------------------------------------------
 
 
-def lift_header(raw: Mapping[str, Any], rows: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
+def lift_header(
+    raw: Mapping[str, Json], rows: Sequence[Mapping[str, Json]] | None
+) -> dict[str, Json]:
     """A format-4 header line as a `SessionHeader.from_json` value. `seedLength` is the seq of
     the last inherited end-seed marker among `rows` (unknown without them)."""
     out = {k: v for k, v in raw.items() if k != "isSeeded"}
@@ -177,7 +180,7 @@ def lift_header(raw: Mapping[str, Any], rows: Sequence[Mapping[str, Any]] | None
     return out
 
 
-def lower_header(header: SessionHeader) -> dict[str, Any]:
+def lower_header(header: SessionHeader) -> dict[str, Json]:
     """The format-4 header line of `header`: its format-0 line with `isSeeded` for
     `seedLength`, where the reference puts it (before `origin` / `delegationDepth`)."""
     line = header.to_json()
@@ -203,7 +206,7 @@ def _inherited_cut(rows: Sequence[Mapping[str, Any]]) -> int | None:
 # -- reading ---------------------------------------------------------------------------------
 
 
-def lift_rows(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def lift_rows(rows: Sequence[Mapping[str, Json]]) -> list[Mapping[str, Json]]:
     """Format-4 event lines as this runtime's event lines (`import_events` reads them next)."""
     return [_lift_row(row) if isinstance(row, dict) else row for row in rows]
 
@@ -280,7 +283,7 @@ def _expand(seqs: list[Any]) -> list[Any]:
 # -- writing ---------------------------------------------------------------------------------
 
 
-def lower_event(event: SessionEvent, header: SessionHeader) -> dict[str, Any]:
+def lower_event(event: SessionEvent, header: SessionHeader) -> dict[str, Json]:
     """The format-4 line of `event` (the reference's key order)."""
     kind = event.type
     line: dict[str, Any] = {
@@ -362,7 +365,7 @@ def _lower_source(source: Mapping[str, Any]) -> Mapping[str, Any]:
     return out
 
 
-def seq_ranges(seqs: Sequence[int]) -> list[Any]:
+def seq_ranges(seqs: Sequence[int]) -> list[Json]:
     """`sourceEventSeqs` as the reference writes them: runs of three or more increasing
     seqs as `[start, end]`."""
     if any(b <= a for a, b in pairwise(seqs)):

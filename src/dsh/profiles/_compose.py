@@ -70,7 +70,7 @@ class Profile(msgspec.Struct):
     def row(self, id: str) -> PluginRow | None:
         return next((r for r in self.rows if r.id == id), None)
 
-    def with_config(self, id: str, **changes: Any) -> Profile:
+    def with_config(self, id: str, **changes: object) -> Profile:
         """A copy whose row `id` (if present) has `changes` merged into its config."""
         rows = [
             replace(r, config={**(r.config or {}), **changes}) if r.id == id else r
@@ -78,7 +78,7 @@ class Profile(msgspec.Struct):
         ]
         return Profile(rows, list(self.sources))
 
-    def layered(self, rows: Sequence[Mapping[str, Any]], *, source: str = "<code>") -> Profile:
+    def layered(self, rows: Sequence[Mapping[str, object]], *, source: str = "<code>") -> Profile:
         """A copy with `rows` applied as one more layer (the rules of a profile file)."""
         layer = _rows(list(rows), source)
         return Profile(apply_layer(self.rows, layer, source), [*self.sources, source])
@@ -96,10 +96,10 @@ class Profile(msgspec.Struct):
             sources.append(str(path))
         return Profile(rows, sources)
 
-    def to_data(self) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def to_data(self) -> list[dict[str, object]]:
+        out: list[dict[str, object]] = []
         for r in self.rows:
-            item: dict[str, Any] = {"id": r.id, "name": r.name}
+            item: dict[str, object] = {"id": r.id, "name": r.name}
             if r.config:
                 item["config"] = dict(r.config)
             if r.disabled:
@@ -109,7 +109,7 @@ class Profile(msgspec.Struct):
         return out
 
 
-def default_layer() -> list[dict[str, Any]]:
+def default_layer() -> list[dict[str, object]]:
     """The built-in default profile: it boots a working agent with no file at all."""
 
     return [dict(row) for row in default_rows()]
@@ -185,7 +185,7 @@ def load_profile(
     files: Sequence[str | Path] = (),
     *,
     include_default: bool = True,
-    base: Sequence[Mapping[str, Any]] | None = None,
+    base: Sequence[Mapping[str, object]] | None = None,
 ) -> Profile:
     """Layer the default profile (or `base`), then each file in order."""
     rows: list[PluginRow] = []
@@ -200,7 +200,7 @@ def load_profile(
 _VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def interpolate(value: Any, env: Mapping[str, str], where: str) -> Any:
+def interpolate(value: object, env: Mapping[str, str], where: str) -> object:
     """Replace `${VAR}` / `${VAR:-default}` in every string of `value` (`$$` is a `$`)."""
     if isinstance(value, str):
 

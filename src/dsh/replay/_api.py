@@ -36,6 +36,9 @@ async def replay_log(
     recorded result, `rerun` runs the tools in a scratch copy of `workspace` (default: the
     session's folder). `profiles` are layered over the default profile, as `dsh run`'s."""
     recording = recording_of(log.header, log.events)
+    if not recording.answers:  # every request failed (a bad key, no server, a cancel)
+        nothing = ("no model request of it was answered: nothing to replay",)
+        return ReplayReport(log.header.id, source or log.header.id, tools, 0, 0, None, (), nothing)
     played = await play(recording, tools=tools, profiles=profiles, workspace=workspace)
     cwd = log.header.cwd or ""
     recorded = request_views(log.header, log.events)

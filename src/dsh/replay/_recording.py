@@ -17,14 +17,17 @@ from ..event_types import ASSISTANT_CHUNK, SANDBOX_MODE, STEP_START, TURN_START
 from ..events import (
     AssistantMessageEvent,
     RequestContextEvent,
+    RequestHeaderEvent,
     SandboxModeEvent,
     UserMessageEvent,
     typed_as,
 )
 from ..llm import Message, ReasoningBlock, TextBlock, ToolCallBlock
 from ..persistence import JsonlBackend, StoredLog, StoredSessions
+from ..plugins.ask_user import ask_user_question
 from ..session import SessionEvent, SessionHeader
 from ..testing import Part, Reply, reasoning, reply, tool_call
+from ._effects import plan_modes
 from ._rewinds import Rewind, rewinds_of
 from ._views import answered
 
@@ -58,6 +61,11 @@ class Recording(msgspec.Struct, frozen=True):
     sandbox: str | None
     rewinds: tuple[Rewind, ...] = ()
     """The rewinds done between its turns (a replay does them again)."""
+    asks: bool = False
+    """Its first request offered `ask_user_question`: someone could answer (a chat, a web
+    page), so the replay has an answerer too."""
+    plan_modes: tuple[tuple[int, bool], ...] = ()
+    """Plan mode set between its turns: (turns begun before, on or off)."""
 
 
 def recording_of(header: SessionHeader, events: Sequence[SessionEvent]) -> Recording:
@@ -68,8 +76,11 @@ def recording_of(header: SessionHeader, events: Sequence[SessionEvent]) -> Recor
     steps: list[tuple[int, int]] = []
     route: RequestContextEvent | None = None
     sandbox: str | None = None
+    asks: bool | None = None
     turn = step = 0
     for event in events:
+        if asks is None and (header_event := typed_as(event, RequestHeaderEvent)) is not None:
+            asks = any(t.name == ask_user_question.name for t in header_event.header.tools)
         if event.type == TURN_START:
             turn, step = int(str(event.data.get("turn", turn + 1))), 0
         elif event.type == STEP_START:
@@ -95,6 +106,8 @@ def recording_of(header: SessionHeader, events: Sequence[SessionEvent]) -> Recor
         None if route is None else route.model,
         sandbox,
         rewinds_of(events),
+        bool(asks),
+        plan_modes(events),
     )
 
 

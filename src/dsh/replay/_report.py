@@ -84,6 +84,11 @@ class ReplayReport(msgspec.Struct, frozen=True):
         if self.request is not None:
             where = f"turn {self.request.turn}, step {self.request.step}"
             lines += [f"request {self.request.number} ({where}) differs:", self.request.diff]
+            if {"system", "tools"} & set(self.request.parts):
+                lines.append(
+                    "(the system prompt or the tools differ: a session that ran with --profile "
+                    "replays with the same --profile; the workspace is read as it is now)"
+                )
         for tool in self.tool_calls:
             lines.append(f"tool call {tool.number} {tool.call_id} ({tool.name}): {tool.what}")
             if tool.diff:

@@ -13,14 +13,16 @@ from pathlib import Path
 from typing import Literal
 
 from .._context import Context
-from ..agent import AgentHandle, AgentOptions, CreateAgentOptions
+from ..agent import Agent, AgentHandle, AgentOptions, CreateAgentOptions
 from ..assembly import RuntimeSpec, assemble, start
 from ..event_types import TOOL_CALL
 from ..kernel import Next
 from ..llm import LLM_STREAM, Json, Message, blocks_from_json, expect
 from ..llm.adapters import ModelRoute, parse_model
+from ..plugins.ask_user import QUESTIONS, QuestionRequest
+from ..plugins.plan_mode import PLAN_MODE
 from ..profiles import load_profile
-from ..session import Session, SessionEvent, SessionMeta
+from ..session import SessionEvent, SessionMeta
 from ..testing import OpenAIServer, RecordedRequest, Reply, reply
 from ..tools import (
     TOOLS_EXECUTE,
@@ -31,8 +33,9 @@ from ..tools import (
     ToolSuccess,
     failure,
 )
+from ._effects import call_effects, redo_effect
 from ._recording import Recording, ReplayError
-from ._rewinds import Rewind, redo
+from ._rewinds import redo
 from ._side import side_calls
 from ._views import tool_views
 
@@ -80,14 +83,23 @@ async def play(
             store = Path(scratch) / "sessions"
             ctx, route = await _runtime(recording, folder, store, server, profiles)
             try:
+                questions = ctx.get(QUESTIONS)
+                if recording.asks and questions is not None:
+                    questions.set_answerer(_decline)  # the person cannot be asked again
                 ctx.on(LLM_STREAM, side_calls(recording.events))
                 only = None if tools == "recorded" else SUBAGENT_TOOLS
                 ctx.on(TOOLS_EXECUTE, _recorded_results(recording.events, only))
-                between = _Between(ctx, recording.rewinds, code=tools == "rerun")
+                between = _Between(ctx, recording, code=tools == "rerun")
                 events = await _drive(ctx, answers, folder, recording.header.id, route, between)
             finally:
                 await ctx.owner.dispose()
         return Played(events, folder, between.notes)
+
+
+async def _decline(request: QuestionRequest) -> None:
+    """A replay's answer to the model's questions: declined (with recorded tool results
+    the recorded answers are what the model reads)."""
+    return None
 
 
 class _Answers:
@@ -186,18 +198,27 @@ async def _runtime(
 
 
 class _Between:
-    """The recorded rewinds, done again before the turn that followed each."""
+    """What the user did between turns — rewinds, plan mode set — done again before the
+    turn that followed each."""
 
-    def __init__(self, ctx: Context, rewinds: Sequence[Rewind], *, code: bool) -> None:
+    def __init__(self, ctx: Context, recording: Recording, *, code: bool) -> None:
         self.ctx = ctx
-        self.pending = list(rewinds)
+        self.pending = list(recording.rewinds)
+        self.modes = list(recording.plan_modes)
         self.code = code
         self.notes: list[str] = []
 
-    async def before(self, session: Session, turn: int | None) -> None:
-        """Do the rewinds recorded before turn `turn` (None: all that are left)."""
+    async def before(self, agent: Agent, turn: int | None) -> None:
+        """Do what was recorded before turn `turn` (None: all that is left)."""
+        plan = self.ctx.get(PLAN_MODE)
+        while self.modes and (turn is None or self.modes[0][0] < turn):
+            active = self.modes.pop(0)[1]
+            if plan is not None:
+                plan.set(agent, active)
+            else:
+                self.notes.append(f"plan mode {'on' if active else 'off'} (no plan_mode plugin)")
         while self.pending and (turn is None or self.pending[0].after_turn < turn):
-            note = await redo(self.ctx, session, self.pending.pop(0), code=self.code)
+            note = await redo(self.ctx, agent.session, self.pending.pop(0), code=self.code)
             if note is not None:
                 self.notes.append(note)
 
@@ -218,12 +239,12 @@ async def _drive(
     answers.steer = agent.steer
     try:
         for turn in sorted(answers.upfront):
-            await between.before(agent.session, turn)
+            await between.before(agent, turn)
             prompts = answers.upfront[turn]
             for index, message in enumerate(prompts):
                 agent.send(message, "next-turn", wakeup=index == len(prompts) - 1)
             await agent.when_idle()
-        await between.before(agent.session, None)
+        await between.before(agent, None)
         return tuple(agent.session.events)
     finally:
         answers.steer = None
@@ -249,10 +270,14 @@ def _recorded_results(events: Sequence[SessionEvent], only: frozenset[str] | Non
         for view in tool_views(events)
         if view.result is not None and (only is None or view.name in only)
     }
+    effects = call_effects(events)
 
     async def serve(exec: ToolExecution, next: Next[ToolExecution, ToolResult]) -> ToolResult:
-        result = recorded.get(_place(exec))
+        place = _place(exec)
+        result = recorded.get(place)
         if isinstance(result, Mapping):
+            for effect in effects.get(place, ()):
+                redo_effect(exec.agent, effect)  # what the call did besides its result
             return _tool_result(result)
         if only is None:  # recorded results only: nothing runs in the session's own folder
             return NOT_RECORDED

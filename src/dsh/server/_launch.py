@@ -98,7 +98,9 @@ def compose(launch: Launch, report: Callable[[str], None]) -> Profile:
     return profile
 
 
-def patch_rows(path: Path, profile: Profile, report: Callable[[str], None]) -> list[dict[str, Any]]:
+def patch_rows(
+    path: Path, profile: Profile, report: Callable[[str], None]
+) -> list[dict[str, object]]:
     """The rows of a reference patch file that apply here."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -109,7 +111,7 @@ def patch_rows(path: Path, profile: Profile, report: Callable[[str], None]) -> l
         return []
     if not isinstance(data, list):
         raise LaunchError(f"--patch {path}: expected a list of patch rows")
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     for index, raw in enumerate(data, 1):
         row, note = _row(raw, profile)
         if row is not None:
@@ -121,7 +123,7 @@ def patch_rows(path: Path, profile: Profile, report: Callable[[str], None]) -> l
     return rows
 
 
-def _row(raw: object, profile: Profile) -> tuple[dict[str, Any] | None, str]:
+def _row(raw: object, profile: Profile) -> tuple[dict[str, object] | None, str]:
     """The row to layer (None: skipped), and what to report about it ("" for nothing)."""
     if not isinstance(raw, Mapping) or not isinstance(raw.get("id"), str):
         return None, "skipped: not a row with an id"

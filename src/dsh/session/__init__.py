@@ -13,6 +13,13 @@ from ._header import FORMAT_VERSION, FORMAT_VERSIONS, EpochHeader, SessionHeader
 from ._history import History
 from ._import import import_events
 from ._json import FrozenDict, FrozenList, LosslessJsonError, freeze_json, thaw_json
+from ._persistence import (
+    SESSION_PERSISTENCE,
+    Salvage,
+    SessionLocation,
+    SessionPersistence,
+    StoredLog,
+)
 from ._registry import (
     SURFACE_TYPES,
     EventKind,
@@ -44,6 +51,7 @@ __all__ = [
     "SESSION_DISPOSED",
     "SESSION_EVENT",
     "SESSION_FLUSH",
+    "SESSION_PERSISTENCE",
     "SURFACE_TYPES",
     "DuplicateSessionError",
     "EpochHeader",
@@ -59,15 +67,19 @@ __all__ = [
     "ModelRoute",
     "ReentrantAppendError",
     "ReplaceOp",
+    "Salvage",
     "Session",
     "SessionEvent",
     "SessionEventPayload",
     "SessionHeader",
+    "SessionLocation",
     "SessionMeta",
+    "SessionPersistence",
     "SessionPlugin",
     "SessionStore",
     "SessionSummary",
     "SessionUsage",
+    "StoredLog",
     "Surface",
     "SurfaceOp",
     "TurnUsage",

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..llm import TokenUsage
+from ..llm import Json, TokenUsage
 from ._openai_server import OpenAIServer, RecordedRequest, ServerEntry
 from ._openai_wire import http_error, malformed
 from ._script import Part, crash, failure, reasoning, reply, tool_call
@@ -99,7 +99,7 @@ def _entry(raw: Any, where: str) -> ServerEntry:
     )
 
 
-def load_server_script(source: str | Path | Sequence[Any]) -> list[ServerEntry]:
+def load_server_script(source: str | Path | Sequence[Json]) -> list[ServerEntry]:
     """Script entries from a JSON file path or an already parsed list."""
     data = json.loads(Path(source).read_text()) if isinstance(source, str | Path) else source
     if not isinstance(data, list):

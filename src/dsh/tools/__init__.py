@@ -11,6 +11,7 @@ from ._events import (
 )
 from ._fit import fit_schema
 from ._hints import Arg, convert_arguments, hint_schema, prepare_hint, to_json
+from ._offer import offer_when
 from ._plugin import ToolsConfig, ToolsPlugin
 from ._progress import TOOL_PROGRESS_EVENT, ToolProgress
 from ._registry import Guard
@@ -125,6 +126,7 @@ __all__ = [
     "default_render",
     "fit_schema",
     "hint_schema",
+    "offer_when",
     "prepare_hint",
     "stricter",
     "to_json",

@@ -50,7 +50,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    concurrency_safe: bool | Callable[[Any], bool] = False,
+    concurrency_safe: bool | Callable[[Json], bool] = False,
     timeout_ms: float | None = None,
     render: Callable[[Any, Any], Content] | None = None,
 ) -> Callable[[F], ToolDefinition]: ...
@@ -60,7 +60,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    concurrency_safe: bool | Callable[[Any], bool] = False,
+    concurrency_safe: bool | Callable[[Json], bool] = False,
     timeout_ms: float | None = None,
     render: Callable[[Any, Any], Content] | None = None,
 ) -> ToolDefinition | Callable[[F], ToolDefinition]:
@@ -82,7 +82,7 @@ def _build(
     fn: Callable[..., Any],
     name: str | None,
     description: str | None,
-    concurrency_safe: bool | Callable[[Any], bool],
+    concurrency_safe: bool | Callable[[Json], bool],
     timeout_ms: float | None,
     render: Callable[[Any, Any], Content] | None,
 ) -> ToolDefinition:
@@ -208,7 +208,7 @@ def _is_run_context(hint: object) -> bool:
     return isinstance(hint, type) and issubclass(hint, ToolExecution)
 
 
-def _classifier(concurrency_safe: bool | Callable[[Any], bool]) -> Callable[[Any], bool] | None:
+def _classifier(concurrency_safe: bool | Callable[[Json], bool]) -> Callable[[Any], bool] | None:
     if concurrency_safe is True:
         return _always
     if concurrency_safe is False:

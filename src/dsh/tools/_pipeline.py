@@ -273,9 +273,12 @@ async def _run_body(
         violations = validate_value(definition.parameters, exec.arguments, "")
         if violations:
             raise ToolArgsError(violations)
+        arguments = exec.arguments
+        if not isinstance(arguments, dict):  # (the parameters' root type is object)
+            raise ToolArgsError(['"arguments" must be an object'])
         run.body_invoked = True
         view = exec if signal is exec.signal else replace(exec, signal=signal)
-        value: object = definition.execute(exec.arguments, view)
+        value: object = definition.execute(arguments, view)
         if inspect.isawaitable(value):
             work = _BODIES.spawn(_settled(value), name=f"dsh-tool:{exec.name}")
             value = await _body_value(exec, work, signal, grace_s)

@@ -106,10 +106,10 @@ class ToolDefinition(msgspec.Struct, frozen=True, eq=False):
     name: str
     description: str
     parameters: Mapping[str, Json]
-    execute: Callable[[Any, ToolRunContext], Json | Awaitable[Json]]
+    execute: Callable[[dict[str, Json], ToolRunContext], Json | Awaitable[Json]]
     output_schema: Mapping[str, Json] = msgspec.field(default_factory=dict)
     render: Callable[[Any, Any], Content] = default_render
-    is_concurrency_safe: Callable[[Any], bool] | None = None
+    is_concurrency_safe: Callable[[Json], bool] | None = None
     timeout_ms: float | None = None
     finalize_content: Callable[[ToolExecution, ToolResult], Content | None] | None = None
     presentation_meta: Callable[[Any, Any], Json] | None = None

@@ -18,9 +18,9 @@ from ..events import (
     typed,
     typed_as,
 )
+from ..llm import parse_arguments
 from ..plugins.ask_user import Question, QuestionError, questions_of
 from ..session import SessionEvent
-from ._diff import parse_arguments
 
 __all__ = ["Waiting", "call_settled", "open_approval", "open_question"]
 

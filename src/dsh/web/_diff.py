@@ -7,34 +7,25 @@ not see (a stored session) is drawn from its arguments alone.
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..events import ToolCallEvent, typed_as
-from ..llm import Json
+from ..llm import Json, parse_arguments
 from ..session import SESSION_EVENT, SessionEventPayload
 from ..tools.builtin import FileChange, file_change
 
 if TYPE_CHECKING:
     from .._context import Context
 
-__all__ = ["FileSnapshots", "diff_lines", "parse_arguments"]
+__all__ = ["FileSnapshots", "diff_lines"]
 
 FILE_TOOLS = ("write", "edit")
 DIFF_LINES = 400
 READ_LIMIT = 512 * 1024
 """Larger files are not read for a diff (the arguments alone are shown)."""
 _UNREAD = object()
-
-
-def parse_arguments(raw: str) -> Json:
-    """A tool call's arguments as JSON, or the raw text when they do not parse."""
-    try:
-        return json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return raw
 
 
 class FileSnapshots:

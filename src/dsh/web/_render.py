@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import msgspec
 
@@ -30,11 +29,11 @@ from ..events import (
     UserMessageEvent,
     typed_as,
 )
-from ..llm import Json, Message, ReasoningBlock, TextBlock
+from ..llm import Json, Message, ReasoningBlock, TextBlock, parse_arguments
 from ..plugins.usage import budget_stop
 from ..session import SessionEvent, Usage, event_type, usage_of
 from ._cost import SessionCost, counted
-from ._diff import FileSnapshots, diff_lines, parse_arguments
+from ._diff import FileSnapshots, diff_lines
 
 __all__ = ["LogView", "page_event", "usage_json"]
 
@@ -182,7 +181,7 @@ def _turn_events(events: Sequence[SessionEvent], end: TurnEndEvent) -> Sequence[
     return counted(events, start, end.seq + 1)
 
 
-def usage_json(usage: Usage) -> dict[str, Any]:
+def usage_json(usage: Usage) -> dict[str, Json]:
     return {
         "input_tokens": usage.total_input_tokens,
         "cache_read_tokens": usage.cache_read_tokens,

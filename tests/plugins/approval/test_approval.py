@@ -113,9 +113,9 @@ def text(result: ToolResult) -> str:
 # -- the matrix ---------------------------------------------------------------------------------
 
 NO_CHANNEL = (
-    'Error: tool "probe" requires approval, but nothing can answer (this is not a refusal): '
-    "allow it in the approval policy, pass --yes to dsh run, or set an answerer "
-    "(dsh.Agent(approval=...), ctx.require(APPROVAL).set_answerer(...))"
+    'Error: tool "probe" needs the user\'s approval, and nobody can give it in this run: the '
+    "call did not run (nobody refused it). Go on without it, or end your turn with what you "
+    "would have done."
 )
 MATRIX = [
     # action, answer, auto_approve, runs?, message, recorded decision

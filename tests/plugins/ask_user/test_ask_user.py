@@ -155,3 +155,20 @@ async def test_answers_are_checked_against_the_questions(runtime: Runtime) -> No
     with pytest.raises(QuestionError, match="the call's arguments are not a list of questions"):
         questions_of({"questions": [{"header": "no question"}]})
     assert questions_of(QUESTIONS_ARGS)[1] == Question("Anything else?")
+
+
+async def test_the_tool_is_offered_once_someone_can_answer_then_stays(runtime: Runtime) -> None:
+    await runtime.ctx.plugin(AskUserPlugin)
+    runtime.model.add("one", "two", "three")
+    agent = await runtime.agent()
+    await run_prompt(agent, "nobody here")  # `dsh run`, a batch: the tool could only fail
+
+    async def person(request: QuestionRequest) -> list[Answer]:
+        return [Answer(text="yes")]
+
+    release = runtime.ctx.require(QUESTIONS).set_answerer(person)
+    await run_prompt(agent, "someone now")
+    release()
+    await run_prompt(agent, "gone again")
+    offered = [[t.name for t in r.tools] for r in runtime.model.requests]
+    assert offered == [[], ["ask_user_question"], ["ask_user_question"]]  # the prefix holds

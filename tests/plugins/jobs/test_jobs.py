@@ -13,8 +13,31 @@ from tests.conftest import Runtime
 
 
 async def mount(rt: Runtime, **config: Any) -> JobService:
+    """The jobs plugin with its tools offered, as by a plugin that starts jobs."""
     await rt.ctx.plugin(JobsPlugin, config, id="jobs")
-    return rt.ctx.require(JOBS)
+    jobs = rt.ctx.require(JOBS)
+    assert await jobs.offer_tools()
+    return jobs
+
+
+async def test_job_tools_come_with_the_first_plugin_that_starts_jobs(runtime: Runtime) -> None:
+    await runtime.ctx.plugin(JobsPlugin, {}, id="jobs")
+    jobs = runtime.ctx.require(JOBS)
+    assert runtime.ctx.tools.get("job_output") is None  # nothing can start a job yet
+    assert await jobs.offer_tools() and await jobs.offer_tools()  # mounted once
+    names = [t.name for t in runtime.ctx.tools.schemas()]
+    assert [n for n in names if n.startswith("job_")] == ["job_kill", "job_list", "job_output"]
+
+
+async def test_job_tools_at_once(runtime: Runtime) -> None:
+    await runtime.ctx.plugin(JobsPlugin, {"tools": True}, id="jobs")
+    assert runtime.ctx.tools.get("job_output") is not None
+
+
+async def test_job_tools_turned_off_are_never_offered(runtime: Runtime) -> None:
+    await runtime.ctx.plugin(JobsPlugin, {"tools": False}, id="jobs")
+    assert not await runtime.ctx.require(JOBS).offer_tools()
+    assert runtime.ctx.tools.get("job_output") is None
 
 
 def gated(gate: asyncio.Event, output: str = "done") -> Any:
@@ -227,7 +250,7 @@ async def test_unloading_the_plugin_cancels_jobs(runtime: Runtime) -> None:
 
 
 async def test_background_subagent_result_read_with_job_output(runtime: Runtime) -> None:
-    await mount(runtime)
+    await runtime.ctx.plugin(JobsPlugin, {}, id="jobs")  # the subagents plugin offers the tools
     await runtime.ctx.plugin(SubagentsPlugin, {"background_mode": "job"})
     parent_script = iter(
         [

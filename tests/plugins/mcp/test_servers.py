@@ -229,7 +229,7 @@ async def test_mcp_tools_ask_by_default_and_a_server_may_allow(
     )
     await run_prompt(agent, "add twice")
     asked, allowed = results(agent)
-    assert result_text(asked).startswith('Error: tool "mcp__asks__add" requires approval')
+    assert result_text(asked).startswith('Error: tool "mcp__asks__add" needs the user\'s approval')
     assert result_text(allowed) == "3"
 
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from dsh.plugins.rewind import ShadowStore
+from tests.conftest import mode
 
 from .scenario import tree_hash, workspace
 
@@ -59,3 +62,15 @@ def test_fifos_and_a_file_turned_folder_are_no_trouble(tmp_path: Path) -> None:
     assert changes == {("D", "a.txt"), ("A", "a.txt/inner")}
     store.restore(first, store.changes(now, first))  # the folder goes, the file comes back
     assert (ws / "a.txt").read_bytes() == b"alpha\n"
+
+
+@pytest.mark.usefixtures("umask_022")
+def test_every_folder_it_makes_is_the_users_alone(tmp_path: Path) -> None:
+    """Indexes name the workspace's files and hashes: from the home down, 0700 whatever the
+    umask."""
+    ws = workspace(tmp_path)
+    home = tmp_path / "home" / ".dsh"
+    shared = home / "rewind" / "workspaces" / "w1"
+    ShadowStore(home / "rewind" / "s1", ws, 1000, shared=shared).snapshot()
+    for folder in (home, home / "rewind", home / "rewind" / "s1", shared, shared / "objects"):
+        assert mode(folder) == 0o700, folder

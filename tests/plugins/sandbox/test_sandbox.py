@@ -147,7 +147,7 @@ async def test_without_bubblewrap_it_says_so_once_and_every_bash_call_asks(
     # Nobody to ask: the call is refused, not run unconfined.
     tools = await make(missing)
     message = await tools.error("bash", bash("echo three"))
-    assert "requires approval, but nothing can answer" in message
+    assert "nobody can give it in this run" in message
 
 
 async def test_a_new_agent_logs_its_mode_and_a_child_inherits_it(runtime: Runtime) -> None:

@@ -105,12 +105,21 @@ async def test_bad_front_matter_is_reported_once_and_skipped(
     )
 
 
-async def test_no_skills_no_section(runtime: Runtime, tmp_path: Path) -> None:
+async def test_no_skills_no_section_and_no_tool_until_one_appears(
+    runtime: Runtime, tmp_path: Path
+) -> None:
     await runtime.ctx.plugin(SkillsPlugin)
-    runtime.model.add("ok")
+    runtime.model.add("ok", "ok", "ok")
     agent = await runtime.agent(cwd=str(tmp_path))
     await run_prompt(agent, "hi")
-    assert "# Skills" not in (runtime.model.requests[0].system or "")
+    skill = skill_file(tmp_path / ".dsh" / "skills", "a", "name: alpha\ndescription: Words.")
+    await run_prompt(agent, "again")
+    skill.unlink()
+    await run_prompt(agent, "and again")
+    first, second, third = runtime.model.requests
+    assert "## Skills" not in (first.system or "")
+    offered = [[t.name for t in r.tools if t.name == "skill"] for r in (first, second, third)]
+    assert offered == [[], ["skill"], ["skill"]]  # once offered, it stays (the prefix holds)
 
 
 async def test_a_new_and_an_edited_skill_reach_the_next_request_without_a_new_prefix(

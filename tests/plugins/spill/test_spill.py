@@ -85,7 +85,7 @@ async def test_a_bash_command_printing_1_mb_gives_the_tail_and_a_path_read_reads
     assert Path(path).parent == folder
     assert len((contents(path) or "").encode()) == total
     page = await read_all(tools, path, 1000)
-    assert "\n1000: 1000\n" in page
+    assert "<content>\n1000\n1001\n" in page
     assert "(Showing lines 1000-2999 of 150000. Use offset=3000 to continue.)" in page
 
 
@@ -101,14 +101,14 @@ async def test_a_large_result_becomes_head_tail_size_and_path(make: Make) -> Non
     shown = head.count("\n")
     assert f"offset={shown + 1} continues after the head" in rest
     page = await read_all(tools, path, shown + 1)
-    assert f"\n{shown + 1}: line {shown + 1} x" in page
+    assert f"\nline {shown + 1} x" in page
     assert contents(path) == numbered(2000)
 
 
 async def test_small_results_and_read_results_are_left_alone(make: Make) -> None:
     tools = await make(config={"max_chars": 1000, "head_chars": 100, "tail_chars": 100})
     assert await tools.ok("big", {"lines": 5}) == numbered(5)
-    (tools.root / "long.txt").write_text("y" * 50 + "\n" * 500)
+    (tools.root / "long.txt").write_text("y\n" * 600)
     text = await tools.ok("read", {"file_path": "long.txt"})
     assert "saved at" not in text and len(text) > 1000
 
@@ -133,7 +133,7 @@ async def test_sqlite_keeps_spills_in_its_blob_table(make: Make) -> None:
     tools.ctx.emit(SESSION_DISPOSED, tools.agent.session)  # type: ignore[union-attr]
     assert contents(path) is None
     page = await read_all(tools, path, 1990)
-    assert "\n2000: line 2000 x" in page
+    assert "\nline 2000 x" in page
     assert contents(path) == numbered(2000)
 
 

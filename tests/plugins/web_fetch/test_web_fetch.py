@@ -151,5 +151,5 @@ async def test_a_redirect_to_a_private_address_is_refused(make: Make, site: Site
 async def test_it_asks_for_approval_by_default(make: Make, site: Site) -> None:
     tools = await make({"allow_hosts": ["127.0.0.1"]}, approval={})
     message = await tools.error("web_fetch", {"url": site.url("/page")})
-    assert 'tool "web_fetch" requires approval' in message
+    assert 'tool "web_fetch" needs the user\'s approval' in message
     assert site.requests == []

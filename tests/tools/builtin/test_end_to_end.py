@@ -60,7 +60,7 @@ async def test_read_edit_bash_answer(tmp_path: Path) -> None:
     ]
     assert outputs == [
         f"<path>{tmp_path / 'greet.py'}</path>\n<type>file</type>\n<content>\n"
-        '1: print("hello")\n\n(End of file - total 1 lines)\n</content>',
+        'print("hello")\n\n(End of file - total 1 lines)\n</content>',
         f"The file {tmp_path / 'greet.py'} has been updated successfully.",
         "hello, world\n",
     ]

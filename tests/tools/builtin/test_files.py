@@ -23,16 +23,39 @@ def read_view(path: Path, body: str) -> str:
 # -- read ---------------------------------------------------------------------------------------
 
 
-async def test_read_renders_numbered_lines(tools: Tools) -> None:
+@pytest.fixture
+async def numbered(make_tools: MakeTools) -> Tools:
+    """The built-in tools with `read` numbering its lines (the reference's exact rendering)."""
+    result: Tools = await make_tools({"read": {"line_numbers": True}})
+    return result
+
+
+async def test_read_shows_the_text_as_it_is_by_default(tools: Tools) -> None:
+    path = tools.root / "a.txt"
+    path.write_text("alpha\nbeta\r\n\ngamma")
+    text = await tools.ok("read", {"file_path": "a.txt"})
+    assert text == read_view(path, "alpha\nbeta\n\ngamma\n\n(End of file - total 4 lines)")
+    window = await tools.ok("read", {"file_path": "a.txt", "offset": 2, "limit": 1})
+    footer = "(Showing lines 2-2 of 4. Use offset=3 to continue.)"
+    assert window == read_view(path, f"beta\n\n{footer}")
+    [definition] = [d for d in tools.ctx.tools.schemas() if d.name == "read"]
+    assert "N: text" not in definition.description
+
+
+async def test_read_renders_numbered_lines(numbered: Tools) -> None:
+    tools = numbered
     path = tools.root / "a.txt"
     path.write_text("alpha\nbeta\r\n\ngamma")
     text = await tools.ok("read", {"file_path": "a.txt"})
     assert text == read_view(
         path, "1: alpha\n2: beta\n3: \n4: gamma\n\n(End of file - total 4 lines)"
     )
+    [definition] = [d for d in tools.ctx.tools.schemas() if d.name == "read"]
+    assert "numbered `N: text`" in definition.description
 
 
-async def test_read_empty_file_and_final_newline(tools: Tools) -> None:
+async def test_read_empty_file_and_final_newline(numbered: Tools) -> None:
+    tools = numbered
     (tools.root / "empty").write_text("")
     (tools.root / "nl").write_text("\n")
     assert await tools.ok("read", {"file_path": "empty"}) == read_view(
@@ -43,7 +66,8 @@ async def test_read_empty_file_and_final_newline(tools: Tools) -> None:
     )
 
 
-async def test_read_window_footers(tools: Tools) -> None:
+async def test_read_window_footers(numbered: Tools) -> None:
+    tools = numbered
     path = tools.root / "n.txt"
     path.write_text("".join(f"line {i}\n" for i in range(1, 11)))
     text = await tools.ok("read", {"file_path": str(path), "offset": 3, "limit": 2})
@@ -54,14 +78,16 @@ async def test_read_window_footers(tools: Tools) -> None:
     assert tail.endswith("9: line 9\n10: line 10\n\n(End of file - total 10 lines)\n</content>")
 
 
-async def test_read_caps_lines_at_2000_by_default(tools: Tools) -> None:
+async def test_read_caps_lines_at_2000_by_default(numbered: Tools) -> None:
+    tools = numbered
     (tools.root / "long.txt").write_text("x\n" * 2500)
     text = await tools.ok("read", {"file_path": "long.txt"})
     assert "\n2000: x\n\n(Showing lines 1-2000 of 2500. Use offset=2001 to continue.)" in text
     assert "2001: " not in text
 
 
-async def test_read_caps_bytes_and_long_lines(tools: Tools) -> None:
+async def test_read_caps_bytes_and_long_lines(numbered: Tools) -> None:
+    tools = numbered
     line = "é" * 2500  # 2000 chars kept = 4000 bytes a line
     (tools.root / "wide.txt").write_text((line + "\n") * 40)
     text = await tools.ok("read", {"file_path": "wide.txt"})
@@ -320,7 +346,7 @@ async def test_extra_roots_are_allowed(make_tools: MakeTools, tmp_path: Path) ->
     shared.mkdir()
     (shared / "notes.md").write_text("hi\n")
     tools = await make_tools({"extra_roots": [str(shared)]})
-    assert "1: hi" in await tools.ok("read", {"file_path": str(shared / "notes.md")})
+    assert "\nhi\n" in await tools.ok("read", {"file_path": str(shared / "notes.md")})
     plain = await make_tools(root=tmp_path / "other")
     assert "outside the workspace" in await plain.error(
         "read", {"file_path": str(shared / "notes.md")}
@@ -334,4 +360,4 @@ async def test_no_session_cwd_falls_back_to_the_process_cwd(
     (tools.root / "p.txt").write_text("proc\n")
     for agent in (None, StandInAgent(None)):
         text = await tools.ok("read", {"file_path": "p.txt"}, agent=agent)
-        assert "1: proc" in text
+        assert "\nproc\n" in text

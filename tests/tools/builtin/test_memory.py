@@ -37,8 +37,8 @@ def endless_line(path: Path, tail: bytes = b"") -> None:
 async def test_read_of_a_file_whose_first_line_never_ends(tools: Tools) -> None:
     endless_line(tools.root / "one-line.txt", b"\nsecond\n")
     text, used = await peak(lambda: tools.ok("read", {"file_path": "one-line.txt"}))
-    assert "1: " + "a" * 2000 + "... (line truncated to 2000 chars)" in text
-    assert "2: second" in text and "(End of file - total 2 lines)" in text
+    assert "\n" + "a" * 2000 + "... (line truncated to 2000 chars)\n" in text
+    assert "\nsecond\n" in text and "(End of file - total 2 lines)" in text
     assert used < BOUND, f"peak {used:,} bytes"
 
 

@@ -319,7 +319,7 @@ def transport_failure(
         plain = _connect_cause(exc)
         if plain == "connection refused" and _local(url):  # a local server that is down
             text = f"{provider}: {plain}{where}: is the server running? (not retried)"
-            return LlmFailure(text, "INVALID_REQUEST")
+            return LlmFailure(text, "UNREACHABLE")
         return LlmFailure(f"{provider}: {plain}{where}", "TRANSPORT")
     if isinstance(exc, TransportError | OSError):
         return LlmFailure(f"{provider}: {name}: {text}", "TRANSPORT")

@@ -143,7 +143,7 @@ class Connection:
 
     __slots__ = ("_buffer", "_protocol", "_transport", "busy", "reusable")
 
-    def __init__(self, transport: Any, protocol: _Protocol) -> None:
+    def __init__(self, transport: asyncio.Transport, protocol: _Protocol) -> None:
         self._transport = transport
         self._protocol = protocol
         self._buffer = b""  # received and not yet parsed
@@ -189,6 +189,8 @@ class Connection:
             raise ConnectTimeout(f"no TLS with {target.decode()} within {limit_s:g}s") from exc
         except (OSError, ssl.SSLError) as exc:
             raise ConnectError(str(exc) or type(exc).__name__) from exc
+        if transport is None:  # (typeshed's type: asyncio returns the new transport)
+            raise ConnectError("the TLS upgrade gave no transport")
         self._transport = self._protocol.transport = transport
 
     def is_available(self) -> bool:

@@ -4,7 +4,7 @@ durable record of every decision."""
 
 from ...tools import Decision
 from ._permissions import PermissionRule, ProjectPermissions, project_rule
-from ._plugin import ApprovalPlugin, no_answerer
+from ._plugin import ApprovalPlugin, no_answerer, no_answerer_hint
 from ._policy import DEFAULT_POLICY, Action, ApprovalConfig, DefaultRules, Rule, decide
 from ._service import APPROVAL, Answer, Answerer, Approval, ApprovalRequest
 
@@ -25,5 +25,6 @@ __all__ = [
     "Rule",
     "decide",
     "no_answerer",
+    "no_answerer_hint",
     "project_rule",
 ]

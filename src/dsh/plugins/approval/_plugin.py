@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import ClassVar
 
 from ..._context import Context
@@ -20,15 +21,26 @@ from ...tools import (
 from ._policy import ApprovalConfig, decide
 from ._service import APPROVAL, Approval
 
-__all__ = ["ApprovalPlugin", "no_answerer"]
+__all__ = ["ApprovalPlugin", "no_answerer", "no_answerer_hint"]
+
+_log = logging.getLogger("dsh.plugins.approval")
 
 
 def no_answerer(tool: str) -> str:
-    """The failure of an ask nobody can answer: it says how to set an answerer, and never
-    reads like a person's refusal."""
+    """What the model reads when an ask nobody can answer fails its call: what happened and
+    what it can still do (never like a person's refusal)."""
     return (
-        f'tool "{tool}" requires approval, but nothing can answer (this is not a refusal): '
-        "allow it in the approval policy, pass --yes to dsh run, or set an answerer "
+        f'tool "{tool}" needs the user\'s approval, and nobody can give it in this run: the '
+        "call did not run (nobody refused it). Go on without it, or end your turn with what "
+        "you would have done."
+    )
+
+
+def no_answerer_hint(tool: str) -> str:
+    """The same for the developer or operator: how to let such calls through."""
+    return (
+        f'tool "{tool}" needs approval and nothing can answer, so its calls fail: allow it '
+        "in the approval policy, pass --yes to dsh run, or set an answerer "
         "(dsh.Agent(approval=...), ctx.require(APPROVAL).set_answerer(...))"
     )
 
@@ -60,6 +72,7 @@ class ApprovalPlugin:
     def apply(ctx: Context, config: ApprovalConfig) -> None:
         approval = Approval(ctx, config)
         ctx.provide(APPROVAL, approval)
+        hinted: set[str] = set()  # tools whose failing asks were logged once
 
         async def pre_execute(
             exec: ToolExecution, next: Next[ToolExecution, PreDecision]
@@ -75,6 +88,9 @@ class ApprovalPlugin:
                 # Fail closed here, where the reason can still reach the model.
                 approval.record_asked(exec, decision.reason)
                 approval.record_decided(exec, Decision.deny(), "no-answerer")
+                if exec.name not in hinted:
+                    hinted.add(exec.name)
+                    _log.warning("%s", no_answerer_hint(exec.name))
                 return Deny(no_answerer(exec.name))
             return decision
 

@@ -11,7 +11,7 @@ from ..._context import Context
 from ...agent import Agent
 from ...kernel import ConfigError, Injects, convert
 from ...llm import Json
-from ...tools import TOOLS, Arg, ToolPlugin, ToolRunContext, tool
+from ...tools import TOOLS, Arg, ToolPlugin, ToolRunContext, offer_when, tool
 from ._service import (
     QUESTIONS,
     Answer,
@@ -32,19 +32,15 @@ DECLINED = (
 
 
 class OptionArg(TypedDict):
-    label: Annotated[str, Arg("The choice, in a few words.")]
+    label: str
     description: NotRequired[Annotated[str, Arg("What choosing it implies.")]]
 
 
 class QuestionArg(TypedDict):
-    question: Annotated[str, Arg("The question, complete and specific.")]
+    question: str
     header: NotRequired[Annotated[str, Arg("A label of one or two words.")]]
-    options: NotRequired[
-        Annotated[list[OptionArg], Arg("Two to four choices, when there are clear ones.")]
-    ]
-    multi_select: NotRequired[
-        Annotated[bool, Arg("True when several choices may be picked together.")]
-    ]
+    options: NotRequired[Annotated[list[OptionArg], Arg("Two to four clear choices.")]]
+    multi_select: NotRequired[bool]
 
 
 def _question(raw: QuestionArg) -> Question:
@@ -83,13 +79,9 @@ async def ask_user_question(
     *,
     run: ToolRunContext,
 ) -> str:
-    """Ask the user up to four questions at once and wait for the answers. Ask when you need a
-    decision, a preference or a fact only the user has, not what you can find out yourself.
-    Offer options when the choices are clear; the user can always answer in their own words.
-    When no one can answer (an unattended run) you get an error: then decide by yourself.
-
-    Args:
-        questions: One to four questions, asked together.
+    """Ask the user one to four questions and wait for the answers: for a decision, a
+    preference or a fact only they have, not what you can find out. They may answer in their
+    own words. If no one can answer (an unattended run), decide by yourself.
     """
     agent = run.agent
     service = agent.ctx.get(QUESTIONS) if isinstance(agent, Agent) else None
@@ -112,5 +104,9 @@ class AskUserPlugin:
 
     @staticmethod
     async def apply(ctx: Context, config: None) -> None:
-        ctx.provide(QUESTIONS, UserQuestions(ctx))
+        questions = UserQuestions(ctx)
+        ctx.provide(QUESTIONS, questions)
+        # Where nobody answers (`dsh run`, a batch, a client without the capability) the
+        # tool could only fail: it is offered once an answerer is there.
+        offer_when(ctx, ask_user_question.name, lambda _agent: questions.has_answerer)
         await ctx.plugin(ToolPlugin("ask_user:tool", [ask_user_question]), id="ask_user:tool")

@@ -28,7 +28,7 @@ __all__ = ["FALLBACK_CODES", "FallbackConfig", "FallbackPlugin", "falls_back"]
 _log = logging.getLogger("dsh.plugins.fallback")
 
 FALLBACK_CODES = frozenset(
-    {"SERVER", "RATE_LIMIT", "TIMEOUT", "TRANSPORT", "EMPTY_RESPONSE", "QUOTA"}
+    {"SERVER", "RATE_LIMIT", "TIMEOUT", "TRANSPORT", "UNREACHABLE", "EMPTY_RESPONSE", "QUOTA"}
 )
 """Failures another model may not have: overload and 5xx, 429 past its retries, timeouts,
 dropped connections, an exhausted balance."""

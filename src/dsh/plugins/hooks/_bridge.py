@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -20,7 +20,7 @@ from ...events import (
 )
 from ...kernel import CancelSignal, ServiceKey
 from ...llm import Json, UserMessage, plugin_source, user_message
-from ...session import Session
+from ...session import SESSION_PERSISTENCE, Session
 from ...workspace import agent_workspace
 from ._codec import decode
 from ._config import HookEntry, HooksConfig, HookSet, Point, load_hooks
@@ -173,13 +173,13 @@ class HookBridge:
         )
 
     def _transcript_path(self, session: Session) -> str:
-        persistence = self.ctx.get("session_persistence")
+        persistence = self.ctx.get(SESSION_PERSISTENCE)
         location = persistence.locate(session.header) if persistence is not None else None
         return str(location.path) if location is not None else ""
 
     # -- detached points (SessionStart, SessionEnd, Notification) -----------------------------
 
-    def detach(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    def detach(self, coro: Coroutine[object, None, None]) -> asyncio.Task[None]:
         """Run a point nobody waits for; unloading the plugin waits for it (each hook is
         bounded by its timeout)."""
         return self._detached.spawn(coro, name="dsh-hooks", cancel_on_dispose=False)

@@ -24,7 +24,7 @@ __all__ = ["InstructionFile", "InstructionReader", "InstructionsText", "candidat
 Scope = Literal["user", "project"]
 
 HEADER = (
-    "# Project instructions\n\n"
+    "## Project instructions\n\n"
     "The user and the project keep standing instructions for work in this workspace in the "
     "files below. Follow them. Where two disagree, the file nearer the working directory "
     "wins; the user's own messages win over all of them."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, ClassVar
 
@@ -11,12 +12,14 @@ from ..._context import Context
 from ...kernel import ConfigRecord, Injects
 from ...prompt import SYSTEM_PROMPT, AssembleContext, PinnedText
 from ...session import SESSION_DISPOSED, Session
-from ...workspace import agent_cwd
+from ...workspace import agent_cwd, project_folders
 from ._files import InstructionFile, InstructionReader, InstructionsText, candidates
 
 __all__ = ["SECTION", "VARIABLE", "InstructionsConfig", "InstructionsPlugin", "instructions_for"]
 
 SECTION = "project:instructions"
+ENVIRONMENT = "workspace:environment"
+"""Where the agent works: its working directory, the git repository around it, the OS."""
 UPDATE = "project:instructions-update"
 """The runtime context that carries the files' new text after an edit mid-session (as the
 value of `UPDATE_VARIABLE`, never scanned for placeholders)."""
@@ -39,6 +42,23 @@ class InstructionsConfig(ConfigRecord):
     """The most file text the section holds; past it, files are cut with a note."""
     order: float = 50
     """The section's place: after the persona (0), before tool guidance (100-199)."""
+    environment_order: float = 5
+    """The environment section's place (right after the persona)."""
+
+
+def environment(context: AssembleContext) -> str:
+    """`## Environment`: the working directory and whether (where) it is in a git
+    repository, and the OS. Fixed for a session (its cwd is): no prompt-cache effect."""
+    if context.agent is None:
+        return ""
+    cwd = Path(agent_cwd(context.agent))
+    folders = project_folders(cwd)
+    root = folders[0] if len(folders) > 1 or (cwd / ".git").exists() else None
+    where = f"in the git repository at {root}" if root is not None else "not in a git repository"
+    return (
+        f"## Environment\n- Working directory: {cwd} ({where}); relative paths start there.\n"
+        f"- Operating system: {os.uname().sysname}."
+    )
 
 
 def instructions_for(
@@ -79,3 +99,4 @@ class InstructionsPlugin:
         ctx.system_prompt.variable(UPDATE_VARIABLE, lambda c: pins.update(*current(c)))
         ctx.system_prompt.context(UPDATE, config.order, "{{" + UPDATE_VARIABLE + "}}")
         ctx.on(SESSION_DISPOSED, lambda session: pins.forget(session.id))
+        ctx.system_prompt.section(ENVIRONMENT, config.environment_order, environment)

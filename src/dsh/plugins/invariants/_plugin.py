@@ -17,6 +17,7 @@ from ...session import (
     SESSION_CREATED,
     SESSION_DISPOSED,
     SESSION_EVENT,
+    SESSIONS,
     Session,
     SessionEventPayload,
 )
@@ -94,7 +95,7 @@ class InvariantsPlugin:
             options: GenerateOptions, nxt: Next[GenerateOptions, AsyncIterator[StreamChunk]]
         ) -> AsyncIterator[StreamChunk]:
             if options.session_id is not None and options.purpose is None:
-                session = ctx.sessions.get(options.session_id) if ctx.get("sessions") else None
+                session = ctx.sessions.get(options.session_id) if ctx.get(SESSIONS) else None
                 if session is not None:
                     for problem in reconstruct(session, options):
                         service.report(session.id, "request", problem)

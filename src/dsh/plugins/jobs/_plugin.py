@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import weakref
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, ClassVar
 
 from msgspec import Meta
@@ -29,8 +30,11 @@ GUIDANCE = (
 class JobsConfig(ConfigRecord):
     max_active: Annotated[int, Meta(ge=1)] = DEFAULT_MAX_ACTIVE
     """Concurrently active jobs per owning agent."""
-    tools: bool = True
-    """Register `job_output`, `job_list`, `job_kill` and the `tool:jobs` guidance."""
+    tools: bool | None = None
+    """`job_output`, `job_list`, `job_kill` and the `tool:jobs` guidance: registered at once
+    (true), never (false), or (null, the default) when a plugin that starts jobs offers
+    them (`JobService.offer_tools()`): no job tool is in the prompt while nothing can start
+    a job."""
     max_wakes: Annotated[int, Meta(ge=0)] = 3
     """Consecutive idle-agent wake-ups by notices before user input resets the count."""
 
@@ -49,7 +53,10 @@ class JobsPlugin:
 
     @staticmethod
     async def apply(ctx: Context, config: JobsConfig) -> None:
-        service = JobService(_State(ctx, config.max_active))
+        state = _State(ctx, config.max_active)
+        if config.tools is not False:
+            state.offer = _mounter(ctx)
+        service = JobService(state)
         ctx.provide(JOBS, service)
         notices = Notices(config.max_wakes)
         gone: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -75,7 +82,21 @@ class JobsPlugin:
         ctx.on(PROMPT_SUBMIT, notices.prompt_submitted)
         ctx.on(AGENT_DISPOSED, disposed)
         if config.tools:
+            await state.offer()
+
+
+def _mounter(ctx: Context) -> Callable[[], Awaitable[bool]]:
+    """Mounts the job tools (a child plugin of the jobs plugin) on its first call."""
+    mounted = False
+
+    async def offer() -> bool:
+        nonlocal mounted
+        if not mounted:
+            mounted = True
             tools = ToolPlugin(
                 "jobs:tools", JOB_TOOLS, guidance=(106, GUIDANCE), section="tool:jobs"
             )
             await ctx.plugin(tools, id="jobs:tools")
+        return True
+
+    return offer

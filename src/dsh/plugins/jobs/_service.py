@@ -76,9 +76,15 @@ JOB_END = EventSpec.declare(
 )
 
 
+async def _no_tools() -> bool:
+    return False
+
+
 class _State(msgspec.Struct):
     ctx: Context
     max_active: int
+    offer: Callable[[], Awaitable[bool]] = _no_tools
+    """Mount the job tools if they are not yet (once); whether they are offered."""
     jobs: dict[str, Job] = msgspec.field(default_factory=dict)
     counters: dict[str, itertools.count[int]] = msgspec.field(default_factory=dict)
 
@@ -93,6 +99,12 @@ class JobService:
 
     def __init__(self, state: _State) -> None:
         self._state = state
+
+    async def offer_tools(self) -> bool:
+        """Offer the model the job tools, as a plugin that starts jobs must before its
+        first job: they are not in the prompt while nothing can start a job. False when
+        the jobs plugin is configured without tools (`tools: false`)."""
+        return await self._state.offer()
 
     def start(self, owner: Agent, kind: str, label: str, body: JobBody) -> Job:
         """Start `body(signal)` as job `<kind>-<n>` of `owner`; returns at once.

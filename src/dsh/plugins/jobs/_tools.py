@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...agent import Agent
 from ...kernel import Aborted
-from ...llm import Json, TextBlock
+from ...llm import Json, TextBlock, expect
 from ...tools import ToolRunContext, tool
 from ._service import JOBS, Job, JobError, JobService
 
@@ -60,8 +61,8 @@ async def _wait(job: Job, timeout_ms: float, run: ToolRunContext) -> None:
         job.waiters -= 1
 
 
-def render_output(args: Any, value: Any) -> list[TextBlock]:
-    text = value["text"] or "(no new output)"
+def render_output(args: Json, value: Mapping[str, Json]) -> list[TextBlock]:
+    text = expect(value["text"], str) or "(no new output)"
     sep = "" if text.endswith("\n") else "\n"
     return [TextBlock(f"{text}{sep}{status_line(value['job'])}")]
 
@@ -93,7 +94,7 @@ async def job_output(
     return {"text": job.output, "job": job.public()}
 
 
-def render_list(args: Any, value: Any) -> list[TextBlock]:
+def render_list(args: Json, value: Sequence[Mapping[str, Json]]) -> list[TextBlock]:
     if not value:
         return [TextBlock("(no background jobs)")]
     lines = [f"{j['id']} [{j['kind']}] {j['status']} \u2014 {j['label']}" for j in value]
@@ -109,8 +110,8 @@ def job_list(*, run: ToolRunContext) -> list[dict[str, Any]]:
     return [job.public() for job in service.list(agent)]
 
 
-def render_kill(args: Any, value: Any) -> list[TextBlock]:
-    job = value["job"]
+def render_kill(args: Json, value: Mapping[str, Json]) -> list[TextBlock]:
+    job = expect(value["job"], dict)
     if value["outcome"] == "already-finished":
         return [TextBlock(f"job {job['id']} had already finished {status_line(job)}")]
     return [TextBlock(f"requested cancellation of job {job['id']}")]

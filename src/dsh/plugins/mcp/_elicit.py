@@ -46,7 +46,7 @@ class Elicitations:
             self._calls.remove(call)
 
     async def ask(
-        self, server: str, params: Mapping[str, Any]
+        self, server: str, params: Mapping[str, Json]
     ) -> tuple[Action, dict[str, Json] | None]:
         """The person's response to server `server`'s request (`params`: wire JSON)."""
         message = str(params.get("message") or "")
@@ -61,7 +61,8 @@ class Elicitations:
             )
             return "decline", None
         url = params.get("url") if params.get("mode") == "url" else None
-        schema: Mapping[str, Any] = params.get("requestedSchema") or {}
+        requested = params.get("requestedSchema")  # an object: the SDK validated the request
+        schema: Mapping[str, Json] = requested if isinstance(requested, dict) else {}
         asked = (
             _url_question(server, message, str(url))
             if url
@@ -90,7 +91,7 @@ class Elicitations:
         return "cancel", None
 
 
-def questions_for(server: str, message: str, schema: Mapping[str, Any]) -> tuple[Question, ...]:
+def questions_for(server: str, message: str, schema: Mapping[str, Json]) -> tuple[Question, ...]:
     """One question per property of the (flat) requested schema, the server's message on
     the first; a schema without properties is a yes/no confirmation."""
     fields = _fields(schema)
@@ -107,7 +108,7 @@ def questions_for(server: str, message: str, schema: Mapping[str, Any]) -> tuple
     return tuple(asked)
 
 
-def content_from(schema: Mapping[str, Any], answers: Sequence[Answer]) -> dict[str, Json]:
+def content_from(schema: Mapping[str, Json], answers: Sequence[Answer]) -> dict[str, Json]:
     """The accepted content: each answer as its property's type; `ElicitError` when one
     does not fit (missing, not a number, out of range, not a choice)."""
     fields = _fields(schema)

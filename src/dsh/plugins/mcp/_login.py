@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 from mcp.client.auth import AuthorizationCodeResult, OAuthFlowError
 
+from ...kernel import Aborted, CancelSignal
 from ...llm import Json
 from ._auth_store import edit_auth, forget_auth, read_auth, uses_oauth
 from ._config import ServerSpec
@@ -101,20 +102,25 @@ class LoopbackLogin:
             self._show("Open that address on this machine to finish.")
 
     async def wait(self) -> AuthorizationCodeResult:
-        waiting: list[Awaitable[str]] = [self._arrived]
-        if self._pasted is not None:
-            waiting.append(self._pasted)
-        done, pending = await asyncio.wait(
-            [asyncio.ensure_future(w) for w in waiting],
-            timeout=LOGIN_TIMEOUT_S,
-            return_when=asyncio.FIRST_COMPLETED,
-        )
-        for future in pending:
-            future.cancel()
-        if not done:
+        try:
+            async with asyncio.timeout(LOGIN_TIMEOUT_S):
+                address = await self._first_address()
+        except TimeoutError:
             minutes = f"{LOGIN_TIMEOUT_S / 60:g} minutes"
-            raise LoginError(f"the browser did not come back within {minutes}")
-        return _code(next(iter(done)).result())
+            raise LoginError(f"the browser did not come back within {minutes}") from None
+        return _code(address)
+
+    async def _first_address(self) -> str:
+        """The browser's redirect or the pasted address, whichever comes first (the other
+        one is then cancelled)."""
+        if self._pasted is None:
+            return await self._arrived
+        came_back = CancelSignal()
+        self._arrived.add_done_callback(lambda _: came_back.abort("the browser came back"))
+        try:
+            return await came_back.race(self._pasted)
+        except Aborted:
+            return self._arrived.result()
 
 
 def _code(address: str) -> AuthorizationCodeResult:

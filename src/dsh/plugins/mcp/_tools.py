@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ...kernel import CancelSignal
-from ...llm import ContentBlock, HarnessError, ImageBlock, Json, TextBlock
+from ...llm import ContentBlock, HarnessError, ImageBlock, Json, TextBlock, expect
 from ...tools import (
     JsonSchemaError,
     ToolDefinition,
@@ -161,7 +161,7 @@ def render_result(args: Any, value: Any) -> tuple[ContentBlock, ...]:
     return tuple(blocks) or (TextBlock("(no output)"),)
 
 
-def content_blocks(items: Iterable[Mapping[str, Any]]) -> Iterable[ContentBlock]:
+def content_blocks(items: Iterable[Mapping[str, Json]]) -> Iterable[ContentBlock]:
     for item in items:
         kind = item.get("type")
         if kind == "text":
@@ -173,12 +173,12 @@ def content_blocks(items: Iterable[Mapping[str, Any]]) -> Iterable[ContentBlock]
         elif kind == "resource_link":
             yield TextBlock(f"[resource link] {resource_line(item)}")
         elif kind == "resource":
-            yield from render_contents([item.get("resource") or {}])
+            yield from render_contents([expect(item.get("resource") or {}, dict)])
         else:
             yield TextBlock(f"[unsupported MCP content type {kind!r}]")
 
 
-def resource_line(item: Mapping[str, Any]) -> str:
+def resource_line(item: Mapping[str, Json]) -> str:
     """`<uri> <name> — <description> (<mime type>)`, leaving out what is missing."""
     line = str(item.get("uri", ""))
     if item.get("name"):
@@ -190,16 +190,16 @@ def resource_line(item: Mapping[str, Any]) -> str:
     return line
 
 
-def render_contents(contents: Iterable[Mapping[str, Any]]) -> Iterable[ContentBlock]:
+def render_contents(contents: Iterable[Mapping[str, Json]]) -> Iterable[ContentBlock]:
     """Resource contents (from `resources/read` or an embedded resource) as blocks."""
     for item in contents:
-        uri, mime = item.get("uri", ""), item.get("mimeType") or ""
+        uri, mime = item.get("uri", ""), expect(item.get("mimeType") or "", str)
         if "text" in item:
             yield TextBlock(f"[resource {uri}]\n{item['text']}")
         elif mime.startswith("image/"):
             yield ImageBlock({"data": item.get("blob", ""), "mediaType": mime})
         else:
-            size = len(item.get("blob") or "") * 3 // 4
+            size = len(expect(item.get("blob") or "", str)) * 3 // 4
             yield TextBlock(f"[binary resource {uri} ({mime or 'unknown type'}, ~{size} bytes)]")
 
 
@@ -211,7 +211,7 @@ def _error_text(value: Mapping[str, Any]) -> str:
 # -- definitions -------------------------------------------------------------------------------
 
 
-def tool_names(server: str, tools: Sequence[Mapping[str, Any]]) -> list[str]:
+def tool_names(server: str, tools: Sequence[Mapping[str, Json]]) -> list[str]:
     """The model-facing names of a server's tools, in order (a name two tools would share
     after sanitizing gets the hashed form for the second)."""
     names: list[str] = []
@@ -226,7 +226,7 @@ def tool_names(server: str, tools: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def mcp_tool_definitions(
-    server: str, tools: Sequence[Mapping[str, Any]], call: ToolCaller, timeout_ms: float | None
+    server: str, tools: Sequence[Mapping[str, Json]], call: ToolCaller, timeout_ms: float | None
 ) -> list[ToolDefinition]:
     """One `ToolDefinition` per server tool, named as `tool_names` says."""
     return [

@@ -121,14 +121,12 @@ class PlanModeError(HarnessError):
 
 @tool
 async def exit_plan_mode(plan: str, *, run: ToolRunContext) -> str:
-    """Present your plan to the user and, once they approve it, leave plan mode to carry it
-    out. Call it in plan mode only, when the plan is complete and concrete: the files to
-    change, how, and how to check the result. If the user rejects it, you stay in plan mode
-    with their feedback: revise the plan and present it again. When nobody can approve it (an
-    unattended run), end your turn with the plan as your answer.
+    """In plan mode, present your complete plan (the files to change, how, how to check the
+    result) for approval: approved, plan mode ends; rejected, revise it. With nobody to
+    approve (an unattended run), answer with the plan instead.
 
     Args:
-        plan: The plan, in Markdown.
+        plan: Markdown.
     """
     agent = run.agent
     service = agent.ctx.get(PLAN_MODE) if isinstance(agent, Agent) else None

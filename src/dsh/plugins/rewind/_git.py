@@ -14,6 +14,8 @@ from pathlib import Path
 
 import msgspec
 
+from ...workspace import private_dirs
+
 __all__ = ["EMPTY_TREE", "Change", "GitError", "ShadowStore", "too_broad"]
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -130,9 +132,11 @@ class ShadowStore:
     def _ensure(self) -> None:
         if (self.git_dir / "HEAD").is_file():
             return
-        self.git_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # Every folder made here is the user's alone (0700 whatever the umask), from
+        # `$DSH_HOME` down: the indexes name the workspace's files and their hashes.
+        private_dirs(self.git_dir)
         if self.shared is not None:
-            (self.shared / "objects").mkdir(parents=True, exist_ok=True, mode=0o700)
+            private_dirs(self.shared / "objects")
         env = {k: v for k, v in self._env.items() if k != "GIT_WORK_TREE"}
         self._git("init", "--bare", "-q", str(self.git_dir), env=env)
         if self.shared is not None:

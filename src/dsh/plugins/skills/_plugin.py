@@ -13,7 +13,7 @@ from ...kernel import ConfigRecord, Injects, ServiceKey
 from ...llm import HarnessError
 from ...prompt import SYSTEM_PROMPT, AssembleContext, PinnedText
 from ...session import SESSION_DISPOSED, Session
-from ...tools import TOOLS, ToolPlugin, ToolRunContext, tool
+from ...tools import TOOLS, ToolPlugin, ToolRunContext, offer_when, tool
 from ...workspace import PassMemo, WorkspaceMemo, agent_cwd, agent_workspace
 from ._catalog import Skill, SkillCatalog, SkillIssue, SkillReader, skill_roots
 
@@ -37,7 +37,7 @@ MAX_FILE_BYTES = 256 * 1024
 """The largest skill file the tool reads."""
 
 CATALOG_HEADER = (
-    "# Skills\n\n"
+    "## Skills\n\n"
     "A skill is a folder of instructions, sometimes with scripts or reference files, for one "
     "kind of task. When a task matches a skill's description, load the skill with the skill "
     "tool before you start, and follow it."
@@ -175,6 +175,7 @@ class SkillsPlugin:
         ctx.system_prompt.variable(UPDATE_VARIABLE, lambda c: pins.update(*catalog(c)))
         ctx.system_prompt.context(UPDATE, config.order, "{{" + UPDATE_VARIABLE + "}}")
         ctx.on(SESSION_DISPOSED, lambda session: pins.forget(session.id))
+        offer_when(ctx, skill.name, lambda agent: bool(service.catalog(agent_cwd(agent)).skills))
         guidance = (config.order, "{{" + VARIABLE + "}}")
         tools = ToolPlugin("skills:tool", [skill], guidance=guidance, section=SECTION)
         await ctx.plugin(tools, id="skills:tool")

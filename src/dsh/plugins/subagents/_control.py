@@ -33,13 +33,11 @@ def _caller(run: ToolRunContext) -> tuple[Agent, SubagentRuntime]:
 
 @tool
 async def send_message(agent_id: str, message: str, *, run: ToolRunContext) -> str:
-    """Send a message to a subagent you started with run_in_background: it goes on with its
-    own context. An idle subagent starts on it at once; a busy one reads it when its current
-    work is done. Its answer arrives as a notice.
+    """Give a background subagent more work (it keeps its context; a busy one reads it when
+    done). Its answer arrives as a notice.
 
     Args:
-        agent_id: The subagent's id, as given when you started it.
-        message: What to tell or ask it, complete in itself.
+        message: Complete in itself.
     """
     parent, runtime = _caller(run)
     busy = runtime.child(parent, agent_id).active
@@ -50,8 +48,7 @@ async def send_message(agent_id: str, message: str, *, run: ToolRunContext) -> s
 
 @tool(concurrency_safe=True)
 async def list_agents(*, run: ToolRunContext) -> str:
-    """List the subagents you started with run_in_background: their ids, labels, whether they
-    are working, and how their latest work ended."""
+    """List your background subagents: id, label, state, how their latest work ended."""
     parent, runtime = _caller(run)
     lines = [_line(child) for child in runtime.children(parent)]
     return "\n".join(lines) if lines else "(no background subagents)"
@@ -66,11 +63,7 @@ def _line(child: SubagentRun) -> str:
 
 @tool
 async def interrupt_agent(agent_id: str, *, run: ToolRunContext) -> str:
-    """Stop what a background subagent is doing now. It stays: send_message gives it new work.
-
-    Args:
-        agent_id: The subagent's id.
-    """
+    """Stop a background subagent's current work (it stays)."""
     parent, runtime = _caller(run)
     if runtime.interrupt(parent, agent_id):
         return f"interrupted {agent_id}; its notice says what it had done"

@@ -11,6 +11,7 @@ from ...agent import AGENTS, PROMPT_SUBMIT, Notices
 from ...events import TurnEndEvent, typed_as
 from ...kernel import ConfigRecord, Injects
 from ...tools import ToolPlugin
+from ..jobs import JOBS
 from ._control import CONTROL_TOOLS, notice
 from ._providers import ForkProvider, SpawnProvider
 from ._request import DEFAULT_MAX_DEPTH
@@ -26,19 +27,15 @@ from ._runtime import (
 from ._tools import BackgroundMode, subagent_tool
 
 GUIDANCE = (
-    "Use {spawn} to hand a self-contained task to a separate agent (it starts with no "
-    "knowledge of this conversation), and {fork} when the task builds on what has been "
-    "discussed. By default both wait and return the child's final answer; give each a "
-    "complete task description."
+    "## {spawn}\n"
+    "Use {spawn} for a self-contained task and {fork} for one that builds on this "
+    "conversation; both wait for the child's answer unless run in the background."
 )
 BACKGROUND_GUIDANCE = {
-    "job": (
-        " With run_in_background they return a job id at once: read the answer later with "
-        "job_output."
-    ),
+    "job": " A background job's answer is read with job_output.",
     "continuable": (
-        " With run_in_background they return an agent id at once and you keep working; each "
-        "answer arrives as a notice, and send_message gives that subagent more work."
+        " A background subagent stays after its answer: send_message gives it more work, "
+        "interrupt_agent stops it, list_agents shows them."
     ),
 }
 
@@ -55,8 +52,8 @@ class SubagentsConfig(ConfigRecord):
     background_mode: Literal["continuable", "job"] = "continuable"
     """`continuable`: a background child stays after its answer (notices to the parent,
     `send_message`, `list_agents`, `interrupt_agent`). `job`: a one-shot job of kind
-    `subagent` (needs the jobs plugin and its tools mounted before this plugin, else the
-    parameter is not offered)."""
+    `subagent` (needs the jobs plugin mounted before this plugin and its tools not turned
+    off; else the parameter is not offered)."""
     max_wakes: Annotated[int, Meta(ge=0)] = 3
     """Consecutive idle-parent wake-ups by children's notices before a person's prompt."""
 
@@ -74,7 +71,7 @@ class SubagentsPlugin:
         runtime.register_provider(ForkProvider())
         if not config.tools:
             return
-        background = _background(ctx, config)
+        background = await _background(ctx, config)
         definitions = [
             subagent_tool(tool_name, provider, runtime, config.max_depth, background=background)
             for tool_name, provider in ((config.spawn_tool, "spawn"), (config.fork_tool, "fork"))
@@ -91,14 +88,14 @@ class SubagentsPlugin:
         await ctx.plugin(plugin, id="subagents:tools")
 
 
-def _background(ctx: Context, config: SubagentsConfig) -> BackgroundMode:
+async def _background(ctx: Context, config: SubagentsConfig) -> BackgroundMode:
     if not config.enable_run_in_background:
         return None
     if config.background_mode == "continuable":
         return "continuable"
-    # Job runs need the jobs service and its tools (mounted before this plugin).
-    jobs = ctx.get("jobs") is not None and ctx.tools.get("job_output") is not None
-    return "job" if jobs else None
+    # Job runs need the jobs service (mounted before this plugin) and its tools.
+    jobs = ctx.get(JOBS)
+    return "job" if jobs is not None and await jobs.offer_tools() else None
 
 
 def _send_notices(ctx: Context, runtime: SubagentRuntime, notices: Notices) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
 import msgspec
@@ -26,41 +27,22 @@ HEADLINES = {
 PARAMETERS: dict[str, Json] = {
     "type": "object",
     "properties": {
-        "description": {
-            "type": "string",
-            "description": "A 3-5 word label for the task, shown to the user.",
-        },
-        "prompt": {"type": "string", "description": "The task for the subagent."},
+        "description": {"type": "string", "description": "3-5 words, shown to the user."},
+        "prompt": {"type": "string"},
     },
     "required": ["description", "prompt"],
 }
 
-BACKGROUND_PARAMETER: dict[str, Json] = {
-    "type": "boolean",
-    "description": (
-        "Run the subagent as a background job and return its job id at once (default false)."
-    ),
-}
+BACKGROUND_PARAMETER: dict[str, Json] = {"type": "boolean"}
 
 BACKGROUND_SUFFIX = (
-    " By default this waits for the subagent's answer. Set run_in_background: true to get a "
-    "job id at once and keep working; read the answer with job_output, or stop it with "
+    " With run_in_background: a job id at once; read the answer with job_output, stop it with "
     "job_kill."
 )
 
-CONTINUABLE_PARAMETER: dict[str, Json] = {
-    "type": "boolean",
-    "description": (
-        "Run the subagent in the background and return its agent id at once (default false)."
-    ),
-}
+CONTINUABLE_PARAMETER: dict[str, Json] = {"type": "boolean"}
 
-CONTINUABLE_SUFFIX = (
-    " By default this waits for the subagent's answer. Set run_in_background: true to get its "
-    "agent id at once and keep working: its answer arrives as a notice when it is done. The "
-    "subagent stays: send_message gives it more work (it keeps its context), interrupt_agent "
-    "stops its current work, list_agents shows them all."
-)
+CONTINUABLE_SUFFIX = " With run_in_background: its agent id at once; the answer comes as a notice."
 
 BackgroundMode: TypeAlias = Literal["continuable", "job"] | None
 """How `run_in_background` runs a child: a continuable child, a job, or not at all."""
@@ -69,14 +51,12 @@ REFUSAL = "run_in_background is disabled for this tool instance (enableRunInBack
 
 DESCRIPTIONS = {
     "spawn": (
-        "Delegate a self-contained task to a separate agent with its own fresh context. It does "
-        "not see this conversation: write a complete, standalone prompt with every fact it "
-        "needs. You get its final answer, not its intermediate steps."
+        "Delegate a task to a new agent with a fresh context: it does not see this "
+        "conversation, so give it every fact it needs. Returns its final answer."
     ),
     "fork": (
-        "Delegate a task to a child agent that already knows this conversation's completed "
-        "turns (not the current one). State only what is new for the task. You get its final "
-        "answer, not its intermediate steps."
+        "Delegate a task to a child agent that knows this conversation's completed turns: "
+        "state only what is new. Returns its final answer."
     ),
 }
 
@@ -186,7 +166,7 @@ def report_steps(child: Agent, run: ToolRunContext) -> None:
     child.ctx.on(SESSION_EVENT, on_event)
 
 
-def render_subagent(args: Any, value: Any) -> list[TextBlock]:
+def render_subagent(args: Json, value: Mapping[str, Json]) -> list[TextBlock]:
     if value["kind"] == "background" and "agentId" in value:
         return [
             TextBlock(
@@ -196,7 +176,8 @@ def render_subagent(args: Any, value: Any) -> list[TextBlock]:
         ]
     if value["kind"] == "background":
         return [TextBlock(f"started background subagent job {value['jobId']}")]
-    texts = [b["text"] for b in value["output"] if b.get("type") == "text"]
+    blocks = expect(value["output"], list)
+    texts = [str(b["text"]) for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
     return [TextBlock("".join(texts))]
 
 

@@ -24,28 +24,18 @@ __all__ = ["BashConfig", "BashToolPlugin", "bash_tool", "render_bash"]
 
 GUIDANCE = """\
 ## bash
-- Each bash call starts a fresh shell in the working directory: `cd` and variables do not \
-carry over to the next call; use the `workdir` argument instead of `cd`.
-- A failed command ends its result with `[exit code: N]` (no marker means exit 0), \
-`[timed out after Nms]` or `[killed by signal: SIG…]`. Check for these on every result and \
-look into failures before moving on.
-- Prefer the dedicated tools for files and search (read, write, edit, glob, grep) over \
-cat, sed, find or grep in the shell."""
+- Each call is a fresh shell: `cd` and variables do not carry over (use `workdir`). Check \
+every result for a failure marker and look into failures before moving on.
+- Use read, write, edit, glob and grep rather than cat, sed, find or grep in the shell."""
 
 DESCRIPTION = """\
-Run a shell command with `bash -c` in a fresh non-login shell and return its output.
-
-The command runs in the session's working directory (or `workdir`, which must stay inside \
-the workspace); no state persists between calls. stdin is closed. The result is stdout, then \
-stderr under a `[stderr]` line, then status markers: `[exit code: N]` for a non-zero exit, \
-`[timed out after Nms]`, `[killed by signal: SIG…]`. A non-zero exit is a normal result, not \
-an error. Only the last {max_bytes} bytes of each stream are shown \
-(`[output truncated; …]` says so, and names the file holding all of it when there is one). \
-The command is stopped after `timeoutMs` (default {default_ms}, at most {max_ms}); a \
-timeout or a cancellation kills its whole process group, so do not start servers or \
-watchers that must outlive the call. Commands may run in a sandbox that allows writing \
-only to the workspace and /tmp and has no network; a `[sandbox: …]` line says when it \
-refused a write."""
+Run a command with `bash -c` in a fresh shell (stdin closed), in the working directory or \
+`workdir` (inside the workspace). Output: stdout, then stderr after a `[stderr]` line, then \
+`[exit code: N]` when non-zero (a normal result), `[timed out after Nms]` or `[killed by \
+signal: SIG…]`. Each stream shows its last {max_bytes} bytes (`[output truncated; …]` names \
+the file holding all of it). Stopped with its process group after `timeoutMs` (default \
+{default_ms}, max {max_ms}): start no server that must outlive the call. A sandbox may \
+allow writes only to the workspace and /tmp, with no network (`[sandbox: …]` says so)."""
 
 _log = logging.getLogger("dsh.tools")
 
@@ -129,20 +119,13 @@ def bash_tool(config: BashConfig | None = None, services: Context | None = None)
 def _parameters(config: BashConfig) -> dict[str, Json]:
     return schema(
         {
-            "command": {"type": "string", "description": "The command for `bash -c`."},
+            "command": {"type": "string"},
             "description": {
                 "type": "string",
-                "description": "What the command does, in 5-10 words (shown to the user).",
+                "description": "What it does, in 5-10 words (shown to the user).",
             },
-            "timeoutMs": {
-                "type": "number",
-                "description": f"Timeout in milliseconds (default {config.timeout_ms}, "
-                f"max {config.max_timeout_ms}).",
-            },
-            "workdir": {
-                "type": "string",
-                "description": "Directory to run in, relative to the working directory.",
-            },
+            "timeoutMs": {"type": "number"},
+            "workdir": {"type": "string", "description": "Relative to the working directory."},
         },
         ("command", "description"),
     )

@@ -52,31 +52,20 @@ UNREAD = " — read the file, then retry"
 
 WRITE_GUIDANCE = """\
 ## write
-- write creates a file or replaces all of it. To change part of an existing file, use edit.
-- Read an existing file before replacing it; a write over a file you have not read (or \
-that changed since) is refused."""
+- write creates or replaces a whole file; to change part of one, use edit."""
 
 EDIT_GUIDANCE = """\
 ## edit
-- edit replaces one exact, unique piece of text; set `replace_all` to change every \
-occurrence. Include enough surrounding text to make `old_string` unique.
-- Read the file first (a file you just wrote counts as read); copy `old_string` from the \
-read output without the `N: ` line-number prefix."""
+- Give `old_string` enough surrounding text to be unique, or set `replace_all`."""
 
 WRITE_DESCRIPTION = """\
-Create a UTF-8 text file, or replace the whole content of one.
-
-`file_path` is relative to the working directory; missing parent directories are created. \
-Replacing an existing file requires having read it in this session, and it must not have \
-changed since. Prefer `edit` for changes to part of a file."""
+Create a UTF-8 text file (and missing parent directories) or replace all of its content. \
+Replacing a file needs a read of it in this session, unchanged since."""
 
 EDIT_DESCRIPTION = """\
-Replace exact text in a UTF-8 text file.
-
-`old_string` must occur exactly once unless `replace_all` is true; it is matched literally \
-(no regular expressions; line endings are normalized, the file keeps its own). \
-`new_string` replaces it (empty deletes it). The file must have been read in this session \
-and not changed since."""
+Replace exact text in a UTF-8 text file: `old_string`, matched literally (line endings \
+normalized), must occur once unless `replace_all`; an empty `new_string` deletes it. The \
+file must have been read in this session (or written by you) and be unchanged since."""
 
 
 class FilesConfig(WorkspaceConfig):
@@ -200,20 +189,17 @@ async def _write_through(
 
 WRITE_PARAMETERS = schema(
     {
-        "file_path": {"type": "string", "description": "The file to write."},
-        "content": {"type": "string", "description": "The complete new content."},
+        "file_path": {"type": "string"},
+        "content": {"type": "string"},
     },
     ("file_path", "content"),
 )
 EDIT_PARAMETERS = schema(
     {
-        "file_path": {"type": "string", "description": "The file to change."},
-        "old_string": {"type": "string", "description": "The exact text to replace."},
-        "new_string": {"type": "string", "description": "The text to put instead."},
-        "replace_all": {
-            "type": "boolean",
-            "description": "Replace every occurrence (default false: exactly one).",
-        },
+        "file_path": {"type": "string"},
+        "old_string": {"type": "string"},
+        "new_string": {"type": "string"},
+        "replace_all": {"type": "boolean"},
     },
     ("file_path", "old_string", "new_string"),
 )

@@ -1,4 +1,5 @@
-"""`read`: a window of a UTF-8 text file, line-numbered, with the reference's caps and footers."""
+"""`read`: a window of a UTF-8 text file, with the reference's caps and footers (its lines
+numbered `N: text` as the reference shows them when `line_numbers` is on)."""
 
 from __future__ import annotations
 
@@ -51,23 +52,24 @@ anything else, in a worker thread (the hand-off costs ~60 µs CPU and ~100 µs o
 
 GUIDANCE = """\
 ## read
-- Read files with the read tool, not with cat, head or tail in bash.
-- Results are line-numbered (`N: text`); the numbers are not part of the file. Long files \
-come in windows of at most 2000 lines: continue with the `offset` the footer gives."""
+- Read files with read, not cat, head or tail in bash. Long files come in windows: continue \
+with the `offset` the footer gives."""
 
 DESCRIPTION = """\
-Read a UTF-8 text file and return its lines numbered `N: text`.
-
-`file_path` is relative to the working directory (or absolute inside the workspace). \
-`offset` is the first line to show (1-based, default 1); `limit` the number of lines \
-(default and max 2000). At most 51,200 bytes are shown per call and lines over 2000 \
-characters are cut; the footer says where to continue. Binary files are refused. Reading a \
-file is what allows `write` to replace it and `edit` to change it. It also reads the files \
-where oversized tool output was saved (their paths are given with the output)."""
+Read a UTF-8 text file{numbered}. `offset`: first line (1-based); `limit`: line count \
+(max 2000). At most 51,200 bytes and 2000 characters a line are shown; the footer says where \
+to continue. Reading a file allows `write` and `edit` on it. Also reads the files holding \
+oversized tool output."""
+NUMBERED = ", its lines numbered `N: text` (the prefix is not part of the file)"
 
 
 class ReadConfig(WorkspaceConfig):
     """Config of the `read` tool."""
+
+    line_numbers: bool = False
+    """Number each line shown (`N: text`, the reference runtime's exact rendering). Off: the
+    text as it is, which is what `edit` needs (literal `old_string`); the footer still says
+    which lines were shown. Numbers cost ~10 % more tokens on typical source code."""
 
 
 def sniff_text(head: bytes, display: str, verb: str) -> None:
@@ -164,9 +166,9 @@ def _scan(file: BinaryIO, first: int, last: int) -> tuple[list[Json], int]:
 
 PARAMETERS = schema(
     {
-        "file_path": {"type": "string", "description": "The file to read."},
-        "offset": {"type": "number", "description": "First line to show (1-based)."},
-        "limit": {"type": "number", "description": "How many lines (max 2000)."},
+        "file_path": {"type": "string"},
+        "offset": {"type": "number"},
+        "limit": {"type": "number"},
     },
     ("file_path",),
 )
@@ -180,13 +182,14 @@ def read_tool(
     """The `read` tool definition. With `services`, it also reads the spill files of its
     spill store (`SPILLS`), wherever they are, and reads through an editor (`EDITOR_FILES`)
     for the calls one serves."""
-    workspace = (config or ReadConfig()).workspace()
+    config = config or ReadConfig()
+    numbered = NUMBERED if config.line_numbers else ""
     return ToolDefinition(
         "read",
-        DESCRIPTION,
+        DESCRIPTION.format(numbered=numbered),
         PARAMETERS,
-        functools.partial(read_file, observations, workspace, services),
-        render=render_read,
+        functools.partial(read_file, observations, config.workspace(), services),
+        render=functools.partial(render_read, numbered=config.line_numbers),
         is_concurrency_safe=always,
     )
 
@@ -243,8 +246,11 @@ async def _spilled(
     return ResolvedPath(display, real, cwd)
 
 
-def render_read(args: Mapping[str, Json], value: Mapping[str, Json]) -> str:
-    """`<path>…</path>`, `<type>file</type>` and the numbered window with its footer."""
+def render_read(
+    args: Mapping[str, Json], value: Mapping[str, Json], *, numbered: bool = False
+) -> str:
+    """`<path>…</path>`, `<type>file</type>` and the window (`numbered`: each line `N: text`)
+    with its footer."""
     lines = value["lines"]
     total = value["totalLines"]
     offset = value["offset"]
@@ -265,8 +271,11 @@ def render_read(args: Mapping[str, Json], value: Mapping[str, Json]) -> str:
                 f"(Showing lines {first}-{last} of {total}. Use offset={last + 1} to continue.)"
             )
         rows = [expect(line, dict) for line in lines]
-        numbered = "\n".join(f"{row['number']}: {row['text']}" for row in rows)
-        body = f"{numbered}\n\n{footer}"
+        if numbered:
+            text = "\n".join(f"{row['number']}: {row['text']}" for row in rows)
+        else:
+            text = "\n".join(str(row["text"]) for row in rows)
+        body = f"{text}\n\n{footer}"
     return f"<path>{value['path']}</path>\n<type>file</type>\n<content>\n{body}\n</content>"
 
 

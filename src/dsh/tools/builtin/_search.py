@@ -38,34 +38,22 @@ TIMEOUT_MS = 30_000
 
 GLOB_GUIDANCE = """\
 ## glob
-- Find files by name with glob, not with find or ls in bash.
-- A pattern without `/` matches file names at any depth (`*.py`); one with `/` matches \
-paths from the working directory (`src/**/*.ts`). Only files are listed, hidden and \
-git-ignored ones included; at most 100 are shown, so narrow the pattern when you hit that."""
+- Find files by name with glob, not find or ls in bash."""
 
 GREP_GUIDANCE = """\
 ## grep
-- Search file contents with grep, not with grep or rg in bash.
-- Results list matching lines with their numbers; use read with an offset to see the \
-surrounding code."""
+- Search file contents with grep, not grep or rg in bash."""
 
 GLOB_DESCRIPTION = """\
-List files whose paths match a glob, oldest modification first within each directory.
-
-A pattern without `/` matches file names at any depth (`*.py`, `test_*`); with `/` it \
-matches paths relative to the working directory (`src/**/*.ts`). `{a,b}` alternates. \
-Only files are listed (not directories), hidden and ignored files included, version \
-control directories excluded; at most 100 paths are shown. `path` is the directory to \
-search (default: the working directory)."""
+List the files (not directories) whose paths match a glob, oldest first within each \
+directory, hidden and git-ignored ones included; at most 100. Without `/` a pattern matches \
+names at any depth (`*.py`); with `/`, paths from the working directory (`src/**/*.ts`). \
+`{a,b}` alternates."""
 
 GREP_DESCRIPTION = """\
-Search file contents with a regular expression and return matching lines with their line \
-numbers, grouped by file.
-
-Case-sensitive; hidden files, binary files and files ignored by .gitignore are skipped. \
-`path` is a file or directory (default: the working directory); `include` is one glob that \
-file names must match (`*.py`, `*.{ts,tsx}`). At most 250 matches are shown, each line cut \
-at 2000 bytes."""
+Search file contents with a regular expression (case-sensitive): matching lines with their \
+numbers, grouped by file, at most 250 (lines cut at 2000 bytes). Hidden, binary and \
+git-ignored files are skipped."""
 
 
 class SearchConfig(WorkspaceConfig):
@@ -106,16 +94,16 @@ async def _in_thread(tool: str, run: ToolRunContext, work: Callable[[threading.E
 
 GLOB_PARAMETERS = schema(
     {
-        "pattern": {"type": "string", "description": "The glob to match."},
-        "path": {"type": "string", "description": "The directory to search in."},
+        "pattern": {"type": "string"},
+        "path": {"type": "string", "description": "Directory to search (default: cwd)."},
     },
     ("pattern",),
 )
 GREP_PARAMETERS = schema(
     {
-        "pattern": {"type": "string", "description": "The regular expression."},
-        "path": {"type": "string", "description": "A file or directory to search."},
-        "include": {"type": "string", "description": "One glob file names must match."},
+        "pattern": {"type": "string"},
+        "path": {"type": "string", "description": "File or directory (default: cwd)."},
+        "include": {"type": "string", "description": "A glob file names must match."},
     },
     ("pattern",),
 )

@@ -17,16 +17,11 @@ __all__ = ["TodoConfig", "TodoWriteToolPlugin", "render_todos", "todo_write_tool
 STATUSES = ("pending", "in_progress", "completed")
 
 DESCRIPTION = """\
-Replace your structured task list with `todos` (always the complete list: there are no \
-partial updates).
-
-Use it to plan work of several steps and to show progress: add the steps, mark an item \
-completed as soon as it is done, and keep the list in step with what you actually do. Skip \
-it for a trivial single-step task. {parallel}"""
+Replace your task list with `todos` (always the whole list). Use it for work of several \
+steps, not for a trivial task: mark each item completed as soon as it is done. {parallel}"""
 
 PARALLEL = {
-    True: "Mark every item you are actively working on `in_progress` (several are fine when "
-    "they really proceed in parallel).",
+    True: "Several items may be `in_progress` when they really proceed in parallel.",
     False: "At most one item may be `in_progress` at a time.",
 }
 
@@ -40,7 +35,7 @@ class TodoConfig(ConfigRecord):
 ITEM: dict[str, Json] = {
     "type": "object",
     "properties": {
-        "content": {"type": "string", "description": "The task, in a few words."},
+        "content": {"type": "string"},
         "status": {"type": "string", "enum": list(STATUSES)},
     },
     "required": ["content", "status"],
@@ -48,7 +43,7 @@ ITEM: dict[str, Json] = {
 }
 PARAMETERS: dict[str, Json] = {
     "type": "object",
-    "properties": {"todos": {"type": "array", "description": "The complete list.", "items": ITEM}},
+    "properties": {"todos": {"type": "array", "items": ITEM}},
     "required": ["todos"],
 }
 
