@@ -394,7 +394,10 @@ async def run_web(n: int, workdir: Path, url: str) -> dict[str, Any]:
     assert server.stdout is not None
     line = (await server.stdout.readline()).decode()
     base = line.split()[-1].split("/?")[0]
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    # A connection per request, as a page's EventSource has its own: one reused after an idle
+    # spell can be the one the server closes at its keep-alive timeout (5 s) just as the next
+    # request goes out on it (an `httpx.ReadError` when the loaded machine lags that long).
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
     timeout = httpx.Timeout(60, read=600)
     headers = {"authorization": f"Bearer {token}"}
 

@@ -82,11 +82,12 @@ COLLECTOR = """
 import gc
 import json
 import dsh.cli._app as app_module
-from dsh._process import pause_collector, settle_collector
+from dsh._process import YOUNG_COLLECTION, pause_collector, settle_collector
 from dsh.cli import main
 
+default = gc.get_threshold()
 settle_collector()  # not paused: a library's process is left as it is
-seen = [gc.get_freeze_count() == 0]
+seen = [gc.get_freeze_count() == 0 and gc.get_threshold() == default]
 dispatch = app_module.run_app
 app_module.run_app = lambda table, args: (seen.append(gc.isenabled()), dispatch(table, args))
 for argv in (["config", "show"], ["run", "--no-such-option"]):
@@ -99,21 +100,23 @@ pause_collector()
 seen.append(gc.isenabled())
 settle_collector()
 seen += [gc.isenabled(), gc.get_freeze_count() > 0]
+seen.append(gc.get_threshold() == (YOUNG_COLLECTION, *default[1:]))
 print(json.dumps(seen))
 """
 
 
 def test_the_collector_is_paused_only_until_a_runtime_is_booted(tmp_path: Path) -> None:
     """A command that boots a runtime starts with the collector paused (`start_runtime`
-    settles it); any other command runs with it on, and `main` always leaves it on."""
+    settles it: frozen boot, young collections less often); any other command runs with it
+    on, and `main` always leaves it on. A library's process keeps its own settings."""
     env = {**os.environ, "NO_COLOR": "1", "DSH_HOME": str(tmp_path / "home")}
     result = subprocess.run(
         [sys.executable, "-c", COLLECTOR], cwd=tmp_path, env=env, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
     seen = json.loads(result.stdout.splitlines()[-1])
-    untouched, on_at_show, on_after_show, on_at_run, on_after_run, paused, on, frozen = seen
-    assert untouched
+    untouched, on_at_show, on_after_show, on_at_run, on_after_run, paused, on, frozen, tuned = seen
+    assert untouched and tuned
     assert (on_at_show, on_after_show) == (True, True)
     assert (on_at_run, on_after_run) == (False, True)
     assert (paused, on, frozen) == (False, True, True)

@@ -92,3 +92,30 @@ async def test_a_drain_that_starts_after_the_writer_failed_ends(pipe: tuple[int,
     assert not output.closed.is_set()
     await output.drain()
     assert output.closed.is_set()
+
+
+async def test_a_raw_stdout_that_takes_part_of_a_write_loses_nothing(
+    pipe: tuple[int, int],
+) -> None:
+    """Under `python -u` (or `PYTHONUNBUFFERED`) stdout is a raw file, whose `write` can take
+    only part of the bytes (a pipe's 64 KiB when a signal interrupts it; here what a
+    non-blocking pipe has room for): the rest is written next, not dropped."""
+    read, write = pipe
+    os.set_blocking(write, False)
+    output = FrameOutput(os.fdopen(write, "wb", buffering=0, closefd=False))
+    for frame in frames(300):  # ~300 KB in one write: a pipe takes 64 KiB of it
+        output.send(frame)
+    output.flush()
+    reader = asyncio.create_task(asyncio.to_thread(_read_to_end, read))
+    await output.drain()
+    os.close(write)  # the end of the output: the reader gets what was written, then EOF
+    lines = (await reader).splitlines()
+    assert [json.loads(line)["params"]["n"] for line in lines] == list(range(300))
+    assert not output.closed.is_set()
+
+
+def _read_to_end(fd: int) -> bytes:
+    data = b""
+    while chunk := os.read(fd, 65536):
+        data += chunk
+    return data

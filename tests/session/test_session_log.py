@@ -13,6 +13,8 @@ from dsh.session import (
     Session,
     SessionEvent,
     UnknownEventTypeError,
+    event_type,
+    last_turn,
     register_event_type,
 )
 
@@ -407,6 +409,28 @@ def test_the_chunks_of_a_committed_message_read_back_equal() -> None:
     assert session.events[1:8] == tuple(chunks)
     assert list(reversed(session.events))[-8:-1] == chunks[::-1]
     assert [e.seq for e in session.events] == list(range(session.seq))
+    types = [e.type for e in session.events]
+    assert [event_type(session.events, i) for i in range(session.seq)] == types
+    assert [event_type(list(session.events), i) for i in range(session.seq)] == types
+
+
+def test_a_type_scan_of_a_live_log_decodes_no_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`event_type` and `last_turn` read a cold chunk's type without making it an event."""
+    import dsh.session._session as log
+
+    session = build_conversation()
+    session.append("turn/start", {"turn": 7})
+    session.append("step/start", {"turn": 7, "step": 1})
+    seqs = [session.append("assistant/chunk", {"turn": 7, "step": 1, "chunk": {"type": "x"}}).seq]
+    session.append(
+        "assistant/message", assistant("ok", id="a7"), surface_op="append", source_event_seqs=seqs
+    )
+    session.append("turn/end", {"turn": 7, "reason": {"kind": "completed"}})
+    assert isinstance(session._events[seqs[0]], bytes)  # cold
+    monkeypatch.setattr(log, "_thaw", lambda *_: pytest.fail("a chunk was decoded"))
+    assert [event_type(session.events, s) for s in seqs] == ["assistant/chunk"]
+    turn = last_turn(session.events)
+    assert turn is not None and (turn.number, turn.closed) == (7, True)
 
 
 def test_a_seed_with_committed_chunks_reads_back_equal() -> None:

@@ -202,3 +202,20 @@ async def test_a_flood_of_output_streams_few_bounded_progress_messages(site: Sit
     assert all(len(p["output"]) <= 4096 and p["callId"] == "call_1" for p in progress)
     (result,) = [e.data for e in seen if e.data.get("type") == "ToolResultEvent"]
     assert "[output truncated; full output: " in result["text"]
+
+
+async def test_what_is_ready_at_once_goes_out_in_one_write(site: Site) -> None:
+    """A stream behind the log sends what is logged as one body chunk (one socket write),
+    not one per event: with a thousand open streams, each write is a system call."""
+    site.model.add(reply(tool_call("read", {"file_path": "missing.txt"})), reply("No file."))
+    agent = await site.start("Go")
+    await until(agent, "turn/end")
+    url = f"/api/sessions/{agent.id}/events"
+    async with site.streaming() as client, client.stream("GET", url) as response:
+        chunks = aiter(response.aiter_raw())
+        opening, logged = await anext(chunks), await anext(chunks)
+    assert opening.startswith(b"retry: ") and b"event: state" in opening
+    ids = [int(line[4:]) for line in logged.decode().splitlines() if line.startswith("id: ")]
+    assert ids == sorted(ids) and len(ids) > 5
+    assert logged.decode().rstrip().splitlines()[-1].startswith('data: {"seq":')
+    assert b'"type":"TurnEndEvent"' in logged

@@ -49,7 +49,7 @@ from ._registry import (
     AgentsPlugin,
     agent_events,
 )
-from ._run import RunResult, run_prompt, session_events
+from ._run import RunResult, run_prompt, session_event_batches, session_events
 from ._switch import (
     CACHE_NOTE,
     DEFAULT_EFFORT,
@@ -161,5 +161,6 @@ __all__ = [
     "hook_cancel",
     "install_agent_llm_target",
     "run_prompt",
+    "session_event_batches",
     "session_events",
 ]

@@ -68,6 +68,28 @@ def session_events(
     `typed=True` yields `dsh.events` values instead of `SessionEvent`s; `progress=True`
     also yields, live, the `ToolProgressEvent`s of the session's running tool calls (not
     logged: they are not replayed from `from_seq`)."""
+    queue, ctx = _subscribe(agent, from_seq, progress)
+    if typed:
+        return _drain(queue, ctx, typed_event)
+    return _drain(queue, ctx, _same)
+
+
+def session_event_batches(
+    agent: Agent, *, from_seq: int | None = None, progress: bool = False
+) -> AsyncIterator[list[SessionEvent | ToolProgressEvent]]:
+    """`session_events`, a batch at a time: each item is everything appended (and, with
+    `progress=True`, reported) since the previous item was taken, in order, never empty. A
+    consumer that forwards events somewhere (a socket) then writes once per pass of the
+    event loop instead of once per event."""
+    queue, ctx = _subscribe(agent, from_seq, progress)
+    return _batches(queue, ctx)
+
+
+def _subscribe(
+    agent: Agent, from_seq: int | None, progress: bool
+) -> tuple[asyncio.Queue[object], Context]:
+    """A queue of the session's events from `from_seq` (with progress if asked), ended by
+    `_CLOSED`, and the scope of its listeners (dispose it to stop)."""
     session = agent.session
     queue: asyncio.Queue[object] = asyncio.Queue()
     start = session.seq if from_seq is None else from_seq
@@ -94,9 +116,7 @@ def session_events(
     # The agent's scope (and these listeners) unwinds before `session/disposed` is emitted:
     # the end of the agent ends the iteration too.
     ctx.owner.effect(lambda: queue.put_nowait(_CLOSED))
-    if typed:
-        return _drain(queue, ctx, typed_event)
-    return _drain(queue, ctx, _same)
+    return queue, ctx
 
 
 def _same(event: SessionEvent) -> SessionEvent:
@@ -116,6 +136,27 @@ async def _drain(
                 continue
             assert isinstance(item, SessionEvent)
             yield convert(item)
+    finally:
+        await ctx.owner.dispose()
+
+
+async def _batches(
+    queue: asyncio.Queue[object], ctx: Context
+) -> AsyncIterator[list[SessionEvent | ToolProgressEvent]]:
+    try:
+        while True:
+            batch: list[SessionEvent | ToolProgressEvent] = []
+            item = await queue.get()
+            while item is not _CLOSED:
+                assert isinstance(item, SessionEvent | ToolProgressEvent)
+                batch.append(item)
+                if queue.empty():
+                    break
+                item = queue.get_nowait()
+            if batch:
+                yield batch
+            if item is _CLOSED:
+                return
     finally:
         await ctx.owner.dispose()
 

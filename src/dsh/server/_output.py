@@ -7,6 +7,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import select
 import threading
 from collections.abc import Callable
 from typing import BinaryIO
@@ -96,7 +97,7 @@ class FrameOutput:
                     self._ready.wait()
                 data = self._queue[0]
             try:
-                self.stream.write(data)
+                _write_all(self.stream, data)
                 self.stream.flush()
             except (BrokenPipeError, ValueError, OSError):
                 with self._ready:
@@ -130,6 +131,19 @@ class FrameOutput:
         assert loop is not None
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
             loop.call_soon_threadsafe(call, drained)
+
+
+def _write_all(stream: BinaryIO, data: bytes) -> None:
+    """Write all of `data`. Under `python -u` or `PYTHONUNBUFFERED` stdout is a raw file, whose
+    `write` may take only part: a pipe's 64 KiB when a signal (a child's exit) interrupts the
+    call, or what a non-blocking pipe has room for (None when it has none: wait for room)."""
+    view = memoryview(data)
+    while view:
+        written = stream.write(view)
+        if written is None:
+            select.select([], [stream], [])
+            continue
+        view = view[written:]
 
 
 def _settle(drained: asyncio.Future[None] | None) -> None:

@@ -28,7 +28,7 @@ from ._registry import (
     event_kind,
     register_event_type,
 )
-from ._session import ReentrantAppendError, Session, Surface
+from ._session import ReentrantAppendError, Session, Surface, event_type
 from ._store import SESSIONS, DuplicateSessionError, SessionPlugin, SessionStore
 from ._summary import SessionSummary, summary_of
 from ._turns import LastTurn, last_turn
@@ -90,6 +90,7 @@ __all__ = [
     "fork_seed",
     "freeze_json",
     "import_events",
+    "event_type",
     "last_turn",
     "register_event_type",
     "session_usage",

@@ -28,7 +28,7 @@ from ._history import History
 from ._json import FrozenDict, LosslessJsonError, freeze_json
 from ._registry import SURFACE_TYPES, UnknownEventTypeError, _known, event_kind
 
-__all__ = ["ReentrantAppendError", "Session", "Surface"]
+__all__ = ["ReentrantAppendError", "Session", "Surface", "event_type"]
 
 END_SEED = SESSION_END_SEED
 _TRACKED = frozenset({REQUEST_HEADER, REQUEST_CONTEXT, MODEL_SWITCH})
@@ -120,6 +120,10 @@ class _EventsView(Sequence[SessionEvent]):
     def __len__(self) -> int:
         return len(self._events)
 
+    def type_at(self, index: int) -> str:
+        entry = self._events[index]
+        return ASSISTANT_CHUNK if isinstance(entry, bytes) else entry.type
+
     def __iter__(self) -> Iterator[SessionEvent]:
         for seq, entry in enumerate(self._events):
             yield _thaw(entry, seq) if isinstance(entry, bytes) else entry
@@ -131,6 +135,15 @@ class _EventsView(Sequence[SessionEvent]):
 
     def __repr__(self) -> str:
         return f"<events of {len(self._events)}>"
+
+
+def event_type(events: Sequence[SessionEvent], index: int) -> str:
+    """`events[index].type`, without making a session's cold chunk an event again: a scan
+    of a live log for some types passes over a streamed answer's chunks at the cost of a
+    look, not of a decode each."""
+    if isinstance(events, _EventsView):
+        return events.type_at(index)
+    return events[index].type
 
 
 class Session:

@@ -9,6 +9,7 @@ import msgspec
 from ..event_types import TURN_END, TURN_START
 from ..llm import Json
 from ._envelope import SessionEvent
+from ._session import event_type
 
 __all__ = ["LastTurn", "last_turn"]
 
@@ -31,7 +32,7 @@ def last_turn(events: Sequence[SessionEvent]) -> LastTurn | None:
     """
     closed = False
     for index in range(len(events) - 1, -1, -1):
-        kind = events[index].type
+        kind = event_type(events, index)
         if kind == TURN_END:
             closed = True
         elif kind == TURN_START:

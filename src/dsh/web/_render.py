@@ -31,8 +31,8 @@ from ..events import (
 )
 from ..llm import Json, Message, ReasoningBlock, TextBlock, parse_arguments
 from ..plugins.usage import budget_stop
-from ..session import SessionEvent, Usage, usage_of
-from ._cost import SessionCost
+from ..session import SessionEvent, Usage, event_type, usage_of
+from ._cost import SessionCost, counted
 from ._diff import FileSnapshots, diff_lines
 
 __all__ = ["LogView", "page_event", "usage_json"]
@@ -170,13 +170,15 @@ def _turn_end(event: TurnEndEvent, view: LogView) -> dict[str, Json]:
 
 
 def _turn_events(events: Sequence[SessionEvent], end: TurnEndEvent) -> Sequence[SessionEvent]:
+    """The events of the turn `end` closes that count for its usage."""
     start = min(end.seq, len(events) - 1)
     while start > 0:
-        candidate = typed_as(events[start], TurnStartEvent)
-        if candidate is not None and candidate.turn == end.turn:
-            break
+        if event_type(events, start) == TurnStartEvent.type:
+            candidate = typed_as(events[start], TurnStartEvent)
+            if candidate is not None and candidate.turn == end.turn:
+                break
         start -= 1
-    return events[start : end.seq + 1]
+    return counted(events, start, end.seq + 1)
 
 
 def usage_json(usage: Usage) -> dict[str, Json]:

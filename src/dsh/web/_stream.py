@@ -5,7 +5,8 @@ Each drawn event is one message whose `id` is its seq, so a browser that reconne
 `event: progress` message without an id (it is not logged). A session that is not open here
 streams its stored log, then waits until it is opened (resumed from another tab) and goes on
 live; one released here (for another program to continue) waits again, and when reopened
-goes on from the next seq.
+goes on from the next seq. What is ready at once (a stored log, the backlog, what a session
+appended since the stream last woke) is one write to the client's socket, in order.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import cast
 
-from ..agent import Agent, session_events
+from ..agent import Agent, session_event_batches
 from ..events import ToolProgressEvent, typed
 from ..llm import Json
 from ..persistence import StoredLog
@@ -42,14 +43,13 @@ async def session_stream(
 ) -> AsyncIterator[str]:
     """The stream of `session_id` from seq `after + 1`: from the live agent, or from the
     stored log and then live once the session is opened here."""
-    yield f"retry: {RETRY_MS}\n\n"
+    opening = f"retry: {RETRY_MS}\n\n"  # sent with the first message: one write
     agent: Agent | None = None
     if isinstance(source, StoredLog):
-        yield _state(live=False)
         view = LogView(session_id, source.events, snapshots, SessionCost(prices))
-        for event in source.events[after + 1 :]:
-            if message := _message(event, view):
-                yield message
+        stored = (_message(event, view) for event in source.events[after + 1 :])
+        yield "".join([opening, _state(live=False), *stored])
+        opening = ""
         after = max(after, len(source.events) - 1)
     else:
         agent = source
@@ -58,25 +58,40 @@ async def session_stream(
             agent = await live.wait_open(session_id)
             if agent is None:
                 return  # the UI is closing
-        yield _state(live=True)
+        yield opening + _state(live=True)
+        opening = ""
         view = LogView(session_id, agent.session.events, snapshots, SessionCost(prices))
         # An async generator: closed here when the client goes away, not when it is collected.
-        appended = session_events(agent, from_seq=after + 1, progress=True)
-        stream = cast(AsyncGenerator[SessionEvent | ToolProgressEvent, None], appended)
-        async with aclosing(stream) as events:
-            async for item in events:
-                if isinstance(item, ToolProgressEvent):
-                    yield _progress(item)
-                    continue
-                if item.seq > after and (message := _message(item, view)):
-                    yield message
-                after = max(after, item.seq)
+        # What is ready at once goes out as one write (one `send`), not one per message.
+        appended = session_event_batches(agent, from_seq=after + 1, progress=True)
+        stream = cast(AsyncGenerator[list[SessionEvent | ToolProgressEvent], None], appended)
+        async with aclosing(stream) as batches:
+            async for batch in batches:
+                messages, after = _messages(batch, view, after)
+                if messages:
+                    yield messages
         if live.closed:
             return
         # Released here (another program may continue it): live again once reopened, from
         # the next seq — what was written meanwhile comes first.
         yield _state(live=False)
         agent = None
+
+
+def _messages(
+    batch: list[SessionEvent | ToolProgressEvent], view: LogView, after: int
+) -> tuple[str, int]:
+    """The messages of a batch of live events past seq `after`, as one string, and the last
+    seq seen."""
+    messages: list[str] = []
+    for item in batch:
+        if isinstance(item, ToolProgressEvent):
+            messages.append(_progress(item))
+            continue
+        if item.seq > after and (message := _message(item, view)):
+            messages.append(message)
+        after = max(after, item.seq)
+    return "".join(messages), after
 
 
 def _message(event: SessionEvent, view: LogView) -> str:
