@@ -12,7 +12,7 @@ from ..._context import Context
 from ...kernel import ConfigRecord, Injects
 from ...prompt import SYSTEM_PROMPT, AssembleContext, PinnedText
 from ...session import SESSION_DISPOSED, Session
-from ...workspace import agent_cwd, project_folders
+from ...workspace import WorkspaceMemo, agent_cwd, project_folders
 from ._files import InstructionFile, InstructionReader, InstructionsText, candidates
 
 __all__ = ["SECTION", "VARIABLE", "InstructionsConfig", "InstructionsPlugin", "instructions_for"]
@@ -46,19 +46,19 @@ class InstructionsConfig(ConfigRecord):
     """The environment section's place (right after the persona)."""
 
 
-def environment(context: AssembleContext) -> str:
+def environment_text(cwd: Path) -> str:
     """`## Environment`: the working directory and whether (where) it is in a git
     repository, and the OS. Fixed for a session (its cwd is): no prompt-cache effect."""
-    if context.agent is None:
-        return ""
-    cwd = Path(agent_cwd(context.agent))
     folders = project_folders(cwd)
     root = folders[0] if len(folders) > 1 or (cwd / ".git").exists() else None
     where = f"in the git repository at {root}" if root is not None else "not in a git repository"
     return (
         f"## Environment\n- Working directory: {cwd} ({where}); relative paths start there.\n"
-        f"- Operating system: {os.uname().sysname}."
+        f"- Operating system: {_SYSTEM}."
     )
+
+
+_SYSTEM = os.uname().sysname
 
 
 def instructions_for(
@@ -99,4 +99,11 @@ class InstructionsPlugin:
         ctx.system_prompt.variable(UPDATE_VARIABLE, lambda c: pins.update(*current(c)))
         ctx.system_prompt.context(UPDATE, config.order, "{{" + UPDATE_VARIABLE + "}}")
         ctx.on(SESSION_DISPOSED, lambda session: pins.forget(session.id))
+        # Per workspace, checked at most once per pass of the event loop (not per request).
+        places = WorkspaceMemo(environment_text)
+
+        def environment(context: AssembleContext) -> str:
+            agent = context.agent
+            return "" if agent is None else places.get(agent_cwd(agent))
+
         ctx.system_prompt.section(ENVIRONMENT, config.environment_order, environment)
