@@ -85,6 +85,8 @@ class ShadowStore:
         self.max_bytes = max_bytes
         self.shared = shared
         self._index = git_dir / "dsh-index"
+        self._tree: str | None = None
+        """The tree of the last `write-tree` (this store alone changes its index)."""
         self._env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "GIT_DIR": str(git_dir),
@@ -189,7 +191,9 @@ class ShadowStore:
             self._git("update-index", "-z", "--force-remove", "--stdin", input=_z(drop))
         if update:
             self._git("update-index", "-z", "--add", "--remove", "--stdin", input=_z(update))
-        tree = self._git("write-tree").decode().strip()
+        if not drop and not update and self._tree is not None:
+            return self._tree  # the index is as the last write-tree left it: the same tree
+        tree = self._tree = self._git("write-tree").decode().strip()
         if drop or update:  # an unchanged index is not copied again (it may hold 50k files)
             self._share_index()
         return tree

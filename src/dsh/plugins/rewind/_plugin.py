@@ -73,6 +73,8 @@ class RewindPlugin:
         rewinds = Rewinds(lambda session: _folder(ctx, session), config, shared)
         ctx.provide(REWIND, rewinds)
         skip = frozenset(config.skip)
+        wrote: set[str] = set()
+        """Sessions whose current turn ran a tool that may write (checkpointed before it)."""
 
         async def checkpoint(session: Session, kind: str, call_id: str | None = None) -> None:
             if not rewinds.covers(session):
@@ -87,6 +89,7 @@ class RewindPlugin:
         async def prompt(
             payload: PromptSubmit, nxt: Next[PromptSubmit, PromptDecision]
         ) -> PromptDecision:
+            wrote.discard(payload.agent.session.id)
             await checkpoint(payload.agent.session, "turn")
             return await nxt()
 
@@ -94,8 +97,12 @@ class RewindPlugin:
             payload: TurnStopping, nxt: Next[TurnStopping, StopDecision]
         ) -> StopDecision:
             decision = await nxt()
-            if isinstance(decision, Stop):  # not when a Stop hook runs another step
-                await checkpoint(payload.agent.session, "end")
+            session = payload.agent.session
+            # Not when a Stop hook runs another step; and only after a tool that may write:
+            # otherwise the turn ends where it began (`turn_end_tree` falls back to that).
+            if isinstance(decision, Stop) and session.id in wrote:
+                wrote.discard(session.id)
+                await checkpoint(session, "end")
             return decision
 
         async def tool(exec: ToolExecution, nxt: Next[ToolExecution, ToolResult]) -> ToolResult:
@@ -106,13 +113,18 @@ class RewindPlugin:
                 and exec.name not in skip
                 and ctx.tools.execution_mode(exec) == "exclusive"
             ):
+                wrote.add(session.id)
                 await checkpoint(session, "tool", exec.call_id)
             return await nxt()
 
         ctx.on(PROMPT_SUBMIT, prompt)
         ctx.on(TURN_STOPPING, stopping)
         ctx.on(TOOLS_EXECUTE, tool)
-        ctx.on(SESSION_DISPOSED, lambda session: rewinds.forget(session.id))
+        def disposed(session: Session) -> None:
+            rewinds.forget(session.id)
+            wrote.discard(session.id)
+
+        ctx.on(SESSION_DISPOSED, disposed)
 
 
 def _folder(ctx: Context, session: Session) -> Path:
