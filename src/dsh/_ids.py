@@ -1,4 +1,5 @@
-"""Random ids: a version-4 UUID's text without the `uuid` module.
+"""Ids: random ones — a version-4 UUID's text without the `uuid` module — and the rule for
+the session ids a client may choose (`client_session_id`).
 
 `uuid` imports `platform` (and its regular expressions) on Python 3.11: 2% of a boot that
 creates no id at all. The same 122 random bits, the same version and variant bits, the

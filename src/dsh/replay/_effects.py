@@ -17,6 +17,7 @@ from ..events import (
     typed_as,
 )
 from ..plugins.plan_mode import PLAN_MODE as PLAN_MODE_SERVICE
+from ..plugins.plan_mode import exit_plan_mode
 from ..session import SessionEvent
 
 __all__ = ["Place", "call_effects", "plan_modes", "redo_effect"]
@@ -24,7 +25,7 @@ __all__ = ["Place", "call_effects", "plan_modes", "redo_effect"]
 Place = tuple[int, int, str]
 """(turn, step, call id): where a call stands in its session."""
 
-_OWNER = {PLAN_MODE: "exit_plan_mode", TODO_WRITE: "todo_write"}
+_OWNER = {PLAN_MODE: exit_plan_mode.name, TODO_WRITE: "todo_write"}
 """The tool whose call logs each kind of effect."""
 
 
