@@ -127,8 +127,9 @@ async def test_launched_like_the_sdk_sessions_land_in_dsh_home_as_format_4(
             result = await h.run("Read hello.txt once. steps=1", session_id="session-home")
     assert result.final_response == "Done after 1 tool calls."
     folder = home / "sessions" / f"--{str(ws).strip('/').replace('/', '-')}--" / "session-home"
-    # the log, and the rewind plugin's shadow store of the workspace
-    assert sorted(p.name for p in folder.iterdir()) == ["rewind", "session.v4.jsonl.zstd"]
+    # the log alone; the rewind plugin's store is the workspace's, in $DSH_HOME
+    assert [p.name for p in folder.iterdir()] == ["session.v4.jsonl.zstd"]
+    assert len(list((home / "rewind" / "workspaces").iterdir())) == 1
     from dsh.persistence import JsonlBackend, StoredSessions
 
     stored = await StoredSessions(JsonlBackend(home / "sessions")).inspect("session-home")

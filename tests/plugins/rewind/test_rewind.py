@@ -179,7 +179,7 @@ async def test_a_temporary_folder_is_not_recorded_and_a_rewind_says_why(tmp_path
         events = (await runtime.agent_for(SID)).session.events[:]
     # another process (a fresh service) reads the reason from the log
     stored = Session.create(SID, seed=events, header=SessionHeader(id=SID, created_at=0))
-    fresh = Rewinds(lambda _: tmp_path / "store", RewindConfig())
+    fresh = Rewinds(RewindConfig(), tmp_path / "store")
     assert fresh.no_checkpoints(stored) == f"session {SID} has no checkpoints: {TMP_REFUSED}"
 
 
@@ -187,12 +187,12 @@ async def test_a_checkpoint_over_the_size_cap_is_refused_with_its_reason(tmp_pat
     ws = workspace(tmp_path)
     header = SessionHeader(id=SID, created_at=0, cwd=str(ws))
     session = Session.create(SID, header=header)
-    rewinds = Rewinds(lambda _: tmp_path / "store", RewindConfig(max_files=2))
+    rewinds = Rewinds(RewindConfig(max_files=2), tmp_path / "store")
     with pytest.raises(GitError, match="over 2"):
         await rewinds.checkpoint(session, "turn", 1)
     assert not rewinds.covers(session)
     again = Session.create(SID, seed=session.events[:], header=header)
-    line = Rewinds(lambda _: tmp_path / "store", RewindConfig()).no_checkpoints(again)
+    line = Rewinds(RewindConfig(), tmp_path / "store").no_checkpoints(again)
     assert line.startswith(f"session {SID} has no checkpoints: ") and "(over 2)" in line
 
 

@@ -1,14 +1,17 @@
-"""`ShadowStore` on its own: the size cap, symlinks and modes, and two sessions of one
-workspace sharing objects and a warm index."""
+"""`ShadowStore` on its own: the size cap, symlinks and modes, a workspace's one store shared
+by processes, and the service's shared snapshots."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import threading
 from pathlib import Path
 
 import pytest
 
-from dsh.plugins.rewind import ShadowStore
+from dsh.plugins.rewind import RewindConfig, Rewinds, ShadowStore
+from dsh.session import Session, SessionHeader
 from tests.conftest import mode
 
 from .scenario import tree_hash, workspace
@@ -20,7 +23,7 @@ def test_files_over_the_cap_are_left_out_and_modes_and_links_come_back(tmp_path:
     (ws / "tool.sh").chmod(0o755)
     os.symlink("a.txt", ws / "link")
     (ws / "big.dat").write_bytes(b"x" * 2000)
-    store = ShadowStore(tmp_path / "git", ws, max_file_bytes=1000)
+    store = ShadowStore(tmp_path / "store", ws, max_file_bytes=1000)
     first = store.snapshot()
     before = tree_hash(ws)
     (ws / "tool.sh").chmod(0o644)
@@ -35,23 +38,59 @@ def test_files_over_the_cap_are_left_out_and_modes_and_links_come_back(tmp_path:
     assert tree_hash(ws) == before
 
 
-def test_sessions_of_one_workspace_share_objects_and_start_warm(tmp_path: Path) -> None:
+def test_two_processes_share_a_workspaces_store_and_never_reuse_a_stale_tree(
+    tmp_path: Path,
+) -> None:
+    """Two stores on one folder are what two processes have: each sees the other's index."""
     ws = workspace(tmp_path)
-    shared = tmp_path / "shared"
-    one = ShadowStore(tmp_path / "one", ws, 1000, shared=shared)
+    one = ShadowStore(tmp_path / "store", ws, 1000)
     tree = one.snapshot()
-    assert (shared / "index").is_file()
     (ws / "a.txt").write_bytes(b"changed\n")
-    two = ShadowStore(tmp_path / "two", ws, 1000, shared=shared)
-    later = two.snapshot()  # from the warm index: only a.txt is hashed again
+    two = ShadowStore(tmp_path / "store", ws, 1000)
+    later = two.snapshot()  # from the index the first wrote: only a.txt is hashed again
     assert [(c.status, c.path) for c in two.changes(tree, later)] == [("M", "a.txt")]
-    two.restore(tree, two.changes(later, tree))  # a tree the first session wrote
+    # the index now matches the workspace: the first store must not answer its own last tree
+    assert one.snapshot() == later
+    two.restore(tree, two.changes(later, tree))  # a tree the first store wrote
     assert (ws / "a.txt").read_bytes() == b"alpha\n"
+    assert one.snapshot() == tree
+
+
+async def test_sessions_asking_at_once_share_a_snapshot_taken_after_they_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = workspace(tmp_path)
+    rewinds = Rewinds(RewindConfig(), tmp_path / "stores")
+    sessions = [_session(f"s{n}", ws) for n in range(20)]
+    taken: list[str] = []
+    inside, release = threading.Event(), threading.Event()
+    real = ShadowStore.snapshot
+
+    def snapshot(store: ShadowStore) -> str:
+        tree = real(store)
+        taken.append(tree)
+        if len(taken) == 1:  # the first is held until the others have asked
+            inside.set()
+            release.wait(10)
+        return tree
+
+    monkeypatch.setattr(ShadowStore, "snapshot", snapshot)
+    first = asyncio.ensure_future(rewinds.checkpoint(sessions[0], "turn", 1))
+    await asyncio.to_thread(inside.wait, 10)
+    (ws / "a.txt").write_bytes(b"after the first began\n")  # the others must see this
+    rest = [asyncio.ensure_future(rewinds.checkpoint(s, "turn", 1)) for s in sessions[1:]]
+    await asyncio.sleep(0)  # (each has asked)
+    release.set()
+    trees = await asyncio.gather(first, *rest)
+    assert len(taken) == 2
+    assert trees[0] == taken[0] and set(trees[1:]) == {taken[1]} != {taken[0]}
+    store = rewinds.store(sessions[1])
+    assert [c.path for c in store.changes(taken[0], taken[1])] == ["a.txt"]
 
 
 def test_fifos_and_a_file_turned_folder_are_no_trouble(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
-    store = ShadowStore(tmp_path / "git", ws, 1000)
+    store = ShadowStore(tmp_path / "store", ws, 1000)
     first = store.snapshot()
     os.mkfifo(ws / "gate")  # never opened: reading it would block
     (ws / "a.txt").unlink()
@@ -70,7 +109,12 @@ def test_every_folder_it_makes_is_the_users_alone(tmp_path: Path) -> None:
     umask."""
     ws = workspace(tmp_path)
     home = tmp_path / "home" / ".dsh"
-    shared = home / "rewind" / "workspaces" / "w1"
-    ShadowStore(home / "rewind" / "s1", ws, 1000, shared=shared).snapshot()
-    for folder in (home, home / "rewind", home / "rewind" / "s1", shared, shared / "objects"):
+    root = home / "rewind" / "workspaces" / "w1"
+    ShadowStore(root, ws, 1000).snapshot()
+    for folder in (home, home / "rewind", home / "rewind" / "workspaces", root, root / "objects"):
         assert mode(folder) == 0o700, folder
+    assert mode(root / "lock") == 0o600
+
+
+def _session(sid: str, ws: Path) -> Session:
+    return Session.create(sid, header=SessionHeader(id=sid, created_at=0, cwd=str(ws)))

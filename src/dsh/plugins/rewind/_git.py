@@ -1,20 +1,21 @@
-"""The shadow git store of one session: checkpoints of a workspace as git trees, their diffs,
+"""The shadow git store of one workspace: checkpoints of a workspace as git trees, their diffs,
 and restores (ADR 0008). Every method blocks (git subprocesses): call it from a worker
 thread."""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
-import shutil
 import stat
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
 
-from ...workspace import private_dirs
+from ...workspace import open_private, private_dirs
 
 __all__ = ["EMPTY_TREE", "Change", "GitError", "ShadowStore", "too_broad"]
 
@@ -61,58 +62,51 @@ class Change(msgspec.Struct, frozen=True):
 
 
 class ShadowStore:
-    """A git repository at `git_dir` (created on first use) whose work tree is `workspace`.
+    """The shadow git repository of one workspace: a bare repository at `root` (a folder of
+    dsh's own, created on first use) whose work tree is `workspace`, its objects and its one
+    index shared by every session of the workspace, in every process.
 
     `max_file_bytes` leaves larger files out of checkpoints (they are neither recorded nor
-    restored). With `shared`, a folder of the workspace's own, the objects go there
-    (`GIT_OBJECT_DIRECTORY`, so the sessions of one workspace store each content once) and
-    so does a copy of the index after each snapshot: a new session of the workspace starts
-    from it, and its first checkpoint hashes only what changed since."""
+    restored). What writes the index (a snapshot, a restore) holds an exclusive `flock` on
+    `root/lock`, so that two processes (or two threads) recording one workspace take turns;
+    diffs read objects only, which git never changes once written."""
 
     def __init__(
         self,
-        git_dir: Path,
+        root: Path,
         workspace: Path,
         max_file_bytes: int,
         max_files: int = 50_000,
         max_bytes: int = 1_000_000_000,
-        shared: Path | None = None,
     ) -> None:
-        self.git_dir = git_dir
+        self.root = root
         self.workspace = workspace
         self.max_file_bytes = max_file_bytes
         self.max_files = max_files
         self.max_bytes = max_bytes
-        self.shared = shared
-        self._index = git_dir / "dsh-index"
-        self._tree: str | None = None
-        """The tree of the last `write-tree` (this store alone changes its index)."""
+        self._index = root / "index"
+        self._tree: tuple[tuple[int, int, bytes], str] | None = None
+        """The index file as the last `write-tree` left it (`_index_stamp`) and its tree:
+        while the file is unchanged (no other process wrote it), so is the tree."""
         self._env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "GIT_DIR": str(git_dir),
+            "GIT_DIR": str(root),
             "GIT_WORK_TREE": str(workspace),
             "GIT_INDEX_FILE": str(self._index),
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_CONFIG_GLOBAL": os.devnull,
-            "HOME": str(git_dir),
+            "HOME": str(root),
             "LC_ALL": "C",
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_OPTIONAL_LOCKS": "0",
         }
-        if shared is not None:
-            self._env["GIT_OBJECT_DIRECTORY"] = str(shared / "objects")
 
     # -- plumbing ----------------------------------------------------------------------------
 
-    def _git(
-        self,
-        *args: str,
-        input: bytes | None = None,
-        index: Path | None = None,
-        env: dict[str, str] | None = None,
-    ) -> bytes:
-        if env is None:
-            env = self._env if index is None else {**self._env, "GIT_INDEX_FILE": str(index)}
+    def _git(self, *args: str, input: bytes | None = None, index: Path | None = None) -> bytes:
+        env = self._env if index is None else {**self._env, "GIT_INDEX_FILE": str(index)}
+        if args[0] == "init":  # (git refuses a work tree there)
+            env = {k: v for k, v in env.items() if k != "GIT_WORK_TREE"}
         try:
             done = subprocess.run(
                 ["git", *_SAFE, *args],
@@ -131,38 +125,33 @@ class ShadowStore:
             raise GitError(f"git {args[0]}: {lines[-1] if lines else done.returncode}")
         return done.stdout
 
-    def _ensure(self) -> None:
-        if (self.git_dir / "HEAD").is_file():
-            return
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """The store held for writing (its lock taken), created first if it is new."""
         # Every folder made here is the user's alone (0700 whatever the umask), from
-        # `$DSH_HOME` down: the indexes name the workspace's files and their hashes.
-        private_dirs(self.git_dir)
-        if self.shared is not None:
-            private_dirs(self.shared / "objects")
-        env = {k: v for k, v in self._env.items() if k != "GIT_WORK_TREE"}
-        self._git("init", "--bare", "-q", str(self.git_dir), env=env)
-        if self.shared is not None:
-            warm = self.shared / "index"
-            if warm.is_file() and not self._index.exists():
-                shutil.copy2(warm, self._index)
-
-    def _share_index(self) -> None:
-        """The index as the workspace's warm start for its next session (atomically)."""
-        if self.shared is None or not self._index.exists():
-            return
-        temp = self.shared / f"index.{os.getpid()}.{id(self)}"
-        shutil.copy2(self._index, temp)
-        os.replace(temp, self.shared / "index")
+        # `$DSH_HOME` down: the index names the workspace's files and their hashes.
+        private_dirs(self.root / "objects")
+        fd = open_private(self.root / "lock", os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if not (self.root / "HEAD").is_file():
+                self._git("init", "--bare", "-q", "--template=", str(self.root))
+            yield
+        finally:
+            os.close(fd)  # (releases the lock)
 
     # -- checkpoints -------------------------------------------------------------------------
 
     def snapshot(self) -> str:
         """Record the workspace; returns its tree id. Only paths git sees as changed since
-        the last snapshot are hashed again."""
+        the last snapshot of the workspace (by any session) are hashed again."""
         broad = too_broad(self.workspace)
         if broad is not None:
             raise GitError(broad)
-        self._ensure()
+        with self._writing():
+            return self._snapshot()
+
+    def _snapshot(self) -> str:
         listed = self._git("ls-files", "-z", "-m", "-d", "-o", "--exclude-standard")
         paths = dict.fromkeys(listed.decode("utf-8", "surrogateescape").split("\0"))
         if len(paths) > self.max_files:
@@ -191,12 +180,22 @@ class ShadowStore:
             self._git("update-index", "-z", "--force-remove", "--stdin", input=_z(drop))
         if update:
             self._git("update-index", "-z", "--add", "--remove", "--stdin", input=_z(update))
-        if not drop and not update and self._tree is not None:
-            return self._tree  # the index is as the last write-tree left it: the same tree
-        tree = self._tree = self._git("write-tree").decode().strip()
-        if drop or update:  # an unchanged index is not copied again (it may hold 50k files)
-            self._share_index()
+        if self._tree is not None and self._tree[0] == self._index_stamp():
+            return self._tree[1]  # the index is as the last write-tree left it: the same tree
+        tree = self._git("write-tree").decode().strip()
+        self._tree = (self._index_stamp(), tree)
         return tree
+
+    def _index_stamp(self) -> tuple[int, int, bytes]:
+        """The index file's identity: its inode and size, and the checksum git ends it with
+        (a new one whenever its content changes)."""
+        try:
+            with open(self._index, "rb") as file:
+                st = os.fstat(file.fileno())
+                tail = os.pread(file.fileno(), 20, max(st.st_size - 20, 0))
+        except FileNotFoundError:
+            return (0, 0, b"")
+        return (st.st_ino, st.st_size, tail)
 
     def _size(self, path: str) -> int | None:
         """The size of a regular file; -1 for a symlink or a path that is gone; None for
@@ -233,13 +232,14 @@ class ShadowStore:
     def restore(self, tree: str, changes: list[Change]) -> None:
         """Make each path of `changes` (from the workspace's tree to `tree`) what `tree`
         holds: written back, or deleted when `tree` has no such file."""
-        self._ensure()
-        deleted = [c.path for c in changes if c.status == "D"]
-        written = [c.path for c in changes if c.status != "D"]
-        for path in deleted + [c.path for c in changes if c.status == "T"]:
-            _remove(self.workspace, path)
-        if written:
-            index = self.git_dir / "dsh-restore-index"
+        with self._writing():
+            deleted = [c.path for c in changes if c.status == "D"]
+            written = [c.path for c in changes if c.status != "D"]
+            for path in deleted + [c.path for c in changes if c.status == "T"]:
+                _remove(self.workspace, path)
+            if not written:
+                return
+            index = self.root / "restore-index"
             try:
                 self._git("read-tree", tree, index=index)
                 self._git("checkout-index", "-f", "-z", "--stdin", input=_z(written), index=index)

@@ -4,9 +4,7 @@ prompt, before every tool call that may write and when a turn ends, and the rewi
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Annotated, ClassVar
-from urllib.parse import quote
 
 import msgspec
 from msgspec import Meta
@@ -22,7 +20,6 @@ from ...agent import (
     TurnStopping,
 )
 from ...kernel import ConfigRecord, Next
-from ...persistence import SESSION_PERSISTENCE
 from ...session import SESSION_DISPOSED, Session, last_turn
 from ...tools import TOOLS_EXECUTE, ToolExecution, ToolResult
 from ...workspace import dsh_home
@@ -32,9 +29,6 @@ from ._service import REWIND, Rewinds
 __all__ = ["RewindConfig", "RewindPlugin"]
 
 _log = logging.getLogger("dsh.plugins.rewind")
-
-JSONL = "jsonl"
-"""The store whose sessions have folders (`SessionLocation.kind`)."""
 
 QUIET_TOOLS = (
     "todo_write",
@@ -69,8 +63,7 @@ class RewindPlugin:
 
     @staticmethod
     def apply(ctx: Context, config: RewindConfig) -> None:
-        shared = dsh_home() / "rewind" / "workspaces"
-        rewinds = Rewinds(lambda session: _folder(ctx, session), config, shared)
+        rewinds = Rewinds(config, dsh_home() / "rewind" / "workspaces")
         ctx.provide(REWIND, rewinds)
         skip = frozenset(config.skip)
         wrote: set[str] = set()
@@ -126,12 +119,3 @@ class RewindPlugin:
 
         ctx.on(SESSION_DISPOSED, disposed)
 
-
-def _folder(ctx: Context, session: Session) -> Path:
-    """Where a session keeps its shadow store: its folder of a JSONL store, else
-    `$DSH_HOME/rewind/<session id>/`."""
-    persistence = ctx.get(SESSION_PERSISTENCE)
-    location = None if persistence is None else persistence.locate(session.header)
-    if location is not None and location.kind == JSONL:
-        return location.path.parent / "rewind"
-    return dsh_home() / "rewind" / quote(session.id, safe="")

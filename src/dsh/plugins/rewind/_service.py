@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal, Protocol
@@ -135,18 +135,45 @@ class _Target(msgspec.Struct, frozen=True):
     mode: Mode
 
 
-class Rewinds:
-    """The rewind service over the sessions' shadow stores (`folder(session)` says where
-    each keeps it)."""
+class _Recorder:
+    """The snapshots of one workspace's store in this process: a caller gets a snapshot
+    taken after it asked, and the callers that ask while one is being taken share the next
+    (a thousand sessions prompting at once in one workspace cost two snapshots, not a
+    thousand)."""
 
-    def __init__(
-        self, folder: Callable[[Session], Path], limits: Limits, shared: Path | None = None
-    ) -> None:
-        self._folder = folder
+    def __init__(self, store: ShadowStore) -> None:
+        self.store = store
+        self._lock = asyncio.Lock()
+        self._started = 0
+        self._finished = 0
+        """The number (`_started` when it began) of the last snapshot that finished."""
+        self._last: str | BaseException = ""
+
+    async def snapshot(self) -> str:
+        wanted = self._started + 1  # the first snapshot to begin after this call
+        async with self._lock:
+            if self._finished < wanted:
+                self._started += 1
+                number = self._started
+                try:
+                    self._last = await asyncio.to_thread(self.store.snapshot)
+                except (GitError, OSError) as exc:
+                    self._last = exc
+                self._finished = number
+            last = self._last
+        if isinstance(last, BaseException):
+            raise last
+        return last
+
+
+class Rewinds:
+    """The rewind service: one shadow store per workspace under `root`
+    (`<root>/<digest of the path>/`), shared by the workspace's sessions."""
+
+    def __init__(self, limits: Limits, root: Path) -> None:
         self._limits = limits
-        self._shared = shared
-        """Where each workspace keeps its objects and warm index (`<shared>/<key>/`)."""
-        self._stores: dict[str, ShadowStore] = {}
+        self._root = root
+        self._recorders: dict[str, _Recorder] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._refused: dict[str, str] = {}
         """Sessions whose workspace cannot be recorded, and why (tried once)."""
@@ -167,26 +194,26 @@ class Rewinds:
         return f"session {session.id} has no checkpoints: {reason or _why_none(session)}"
 
     def store(self, session: Session) -> ShadowStore:
-        store = self._stores.get(session.id)
+        return self._recorder(session).store
+
+    def _recorder(self, session: Session) -> _Recorder:
         cwd = session.header.cwd
         if cwd is None:
             raise RewindError(f"session {session.id} has no workspace (cwd): nothing to rewind")
-        if store is None:
-            git_dir = self._folder(session) / "git"
+        recorder = self._recorders.get(cwd)
+        if recorder is None:
             limits = self._limits
-            shared = None if self._shared is None else self._shared / _workspace_key(cwd)
-            store = self._stores[session.id] = ShadowStore(
-                git_dir,
+            store = ShadowStore(
+                self._root / _workspace_key(cwd),
                 Path(cwd),
                 limits.max_file_bytes,
                 limits.max_files,
                 limits.max_bytes,
-                shared,
             )
-        return store
+            recorder = self._recorders[cwd] = _Recorder(store)
+        return recorder
 
     def forget(self, session_id: str) -> None:
-        self._stores.pop(session_id, None)
         self._locks.pop(session_id, None)
         self._refused.pop(session_id, None)
 
@@ -199,10 +226,10 @@ class Rewinds:
         self, session: Session, kind: str, turn: int, call_id: str | None = None
     ) -> str:
         """Record the workspace now as a `rewind/checkpoint`; returns its tree."""
-        store = self.store(session)
+        recorder = self._recorder(session)
         async with self._lock(session):
             try:
-                tree = await asyncio.to_thread(store.snapshot)
+                tree = await recorder.snapshot()
             except (GitError, OSError) as exc:
                 self._refused[session.id] = str(exc)
                 refused = RewindCheckpointEvent(turn=turn, kind=REFUSED, tree="", reason=str(exc))
@@ -328,7 +355,7 @@ class Rewinds:
         """What a code rewind to `tree` would change: the changes it makes, the paths it
         keeps (changed outside dsh), their diff, and the workspace's tree now."""
         store = self.store(session)
-        now = await asyncio.to_thread(store.snapshot)
+        now = await self._recorder(session).snapshot()
         changes = await asyncio.to_thread(store.changes, now, tree)
         outside = await asyncio.to_thread(_outside, store, states, target.state, now)
         restored = tuple(c for c in changes if force or c.path not in outside)
@@ -350,7 +377,7 @@ class Rewinds:
         store = self.store(session)
         assert target.tree is not None
         await asyncio.to_thread(store.restore, target.tree, list(restored))
-        after = await asyncio.to_thread(store.snapshot)
+        after = await self._recorder(session).snapshot()
         event = RewindCodeEvent(
             id=op_id,
             before=before,
