@@ -87,6 +87,15 @@ async def test_a_chunked_body_arrives_piece_by_piece_and_the_connection_is_reuse
     assert raw.opened == 1
 
 
+async def test_chunks_received_together_go_on_as_one_piece(raw: _Raw) -> None:
+    """A busy process reads many chunks (a token each) in one go: they are handed on
+    together, not one generator step each."""
+    raw.answers = [[b"".join(CHUNKED)]]  # one write: one read on the client's side
+    async with Pool(None) as pool:
+        status, body, pieces = await _get(pool, raw)
+    assert (status, body, pieces) == (200, b"hello world", [b"hello world"])
+
+
 async def test_interim_answers_are_skipped_and_bare_line_feeds_read(raw: _Raw) -> None:
     head = b"HTTP/1.1 103 Early Hints\nLink: </a>\n\nHTTP/1.1 201 Made\n"
     raw.answers = [[head, b"\n", b""]]

@@ -58,6 +58,19 @@ async def test_the_finish_names_the_response_and_its_model(harness: Harness) -> 
     assert chunk_from_json(finish.to_json()) == finish
 
 
+async def test_deltas_that_arrive_together_come_up_joined(harness: Harness) -> None:
+    """Events read in one go (the scripted server writes an undelayed reply at once) are
+    handed on with each block's deltas joined: one chunk per block, not one per token."""
+    harness.server.add(reply("Hello, ", "wor", "ld.", tool_call("read", {"file_path": "a"})))
+    await harness.mount()
+    chunks = (await harness.call()).chunks
+    deltas = [c for c in chunks if isinstance(c, TextDelta | ToolCallDelta)]
+    assert [c.text if isinstance(c, TextDelta) else c.type for c in deltas] == [
+        "Hello, world.",
+        "tool-call-delta",
+    ]
+
+
 async def test_tool_calls_split_across_chunks(harness: Harness) -> None:
     harness.server.add(
         reply(
@@ -74,9 +87,12 @@ async def test_tool_calls_split_across_chunks(harness: Harness) -> None:
         ToolCallBlock("call_x", "read", '{"path": "a.txt"}'),
         ToolCallBlock("call_1", "read", '{"path": "b.txt"}'),
     ]
+    # the arguments' fragments arrived in one read: each call's joined into one delta
     deltas = [c for c in call.chunks if isinstance(c, ToolCallDelta)]
-    assert len(deltas) > 4  # arguments arrived in fragments
-    assert [d.name for d in deltas if d.name] == ["read", "read"]
+    assert [(d.name, d.arguments_delta) for d in deltas] == [
+        ("read", '{"path": "a.txt"}'),
+        ("read", '{"path": "b.txt"}'),
+    ]
 
 
 async def test_length_finish_is_max_tokens_and_drops_calls(harness: Harness) -> None:

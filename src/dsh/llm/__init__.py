@@ -16,6 +16,7 @@ from ._chunks import (
     TOOL_CALLS,
     BlockEnd,
     BlockStart,
+    Delta,
     Finish,
     FinishKind,
     FinishReason,
@@ -30,6 +31,8 @@ from ._chunks import (
     aborted_finish,
     chunk_from_json,
     error_finish,
+    merge_delta,
+    merge_deltas,
 )
 from ._content import (
     USER_SOURCE,
@@ -114,6 +117,7 @@ __all__ = [
     "BlockStart",
     "CallId",
     "ContentBlock",
+    "Delta",
     "Finish",
     "FinishKind",
     "FinishReason",
@@ -153,6 +157,8 @@ __all__ = [
     "error_chain",
     "error_finish",
     "expect",
+    "merge_delta",
+    "merge_deltas",
     "model_source",
     "new_message_id",
     "parse_arguments",

@@ -221,6 +221,49 @@ StreamChunk: TypeAlias = (
 )
 
 
+Delta: TypeAlias = TextDelta | ReasoningDelta | ToolCallDelta
+"""The chunks that carry a piece of a block (text, reasoning, a call's arguments)."""
+
+
+def merge_delta(held: Delta, delta: StreamChunk) -> Delta | None:
+    """`held` followed by `delta` as one delta (the same kind and block), or None when they
+    do not join. A stream's consumers read the same message whichever way its deltas are
+    cut."""
+    if isinstance(held, TextDelta) and isinstance(delta, TextDelta):
+        same = delta.index == held.index
+        return TextDelta(held.index, held.text + delta.text) if same else None
+    if isinstance(held, ReasoningDelta) and isinstance(delta, ReasoningDelta):
+        same = delta.index == held.index
+        return ReasoningDelta(held.index, held.text + delta.text) if same else None
+    if isinstance(held, ToolCallDelta) and isinstance(delta, ToolCallDelta):
+        if (delta.index, delta.id) != (held.index, held.id):
+            return None
+        if held.name is not None and delta.name not in (None, held.name):
+            return None
+        arguments = held.arguments_delta + delta.arguments_delta
+        return ToolCallDelta(held.index, held.id, arguments, held.name or delta.name)
+    return None
+
+
+def merge_deltas(chunks: list[StreamChunk]) -> list[StreamChunk]:
+    """`chunks` with each run of joinable deltas (`merge_delta`) as one."""
+    if len(chunks) < 2:
+        return chunks
+    out: list[StreamChunk] = [chunks[0]]
+    for chunk in chunks[1:]:
+        last = out[-1]
+        merged = (
+            merge_delta(last, chunk)
+            if isinstance(last, TextDelta | ReasoningDelta | ToolCallDelta)
+            else None
+        )
+        if merged is None:
+            out.append(chunk)
+        else:
+            out[-1] = merged
+    return out
+
+
 def chunk_from_json(data: Mapping[str, Json]) -> StreamChunk:
     raw: _ByKey = data
     kind = raw["type"]

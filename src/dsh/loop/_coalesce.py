@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from ..llm import ReasoningDelta, StreamChunk, TextDelta, ToolCallDelta
+from ..llm import Delta, ReasoningDelta, StreamChunk, TextDelta, ToolCallDelta, merge_delta
 
 __all__ = ["WINDOW_S", "LIMIT", "DeltaCoalescer"]
 
@@ -14,26 +14,6 @@ WINDOW_S = 0.016
 """The longest a delta is held: one frame of a 60 Hz screen."""
 LIMIT = 1024
 """Held text is handed on once it reaches this many characters."""
-
-Delta = TextDelta | ReasoningDelta | ToolCallDelta
-
-
-def _merged(held: Delta, delta: StreamChunk) -> Delta | None:
-    """`held` followed by `delta` as one delta, or None when they do not join."""
-    if isinstance(held, TextDelta) and isinstance(delta, TextDelta):
-        same = delta.index == held.index
-        return TextDelta(held.index, held.text + delta.text) if same else None
-    if isinstance(held, ReasoningDelta) and isinstance(delta, ReasoningDelta):
-        same = delta.index == held.index
-        return ReasoningDelta(held.index, held.text + delta.text) if same else None
-    if isinstance(held, ToolCallDelta) and isinstance(delta, ToolCallDelta):
-        if (delta.index, delta.id) != (held.index, held.id):
-            return None
-        if held.name is not None and delta.name not in (None, held.name):
-            return None
-        arguments = held.arguments_delta + delta.arguments_delta
-        return ToolCallDelta(held.index, held.id, arguments, held.name or delta.name)
-    return None
 
 
 def _size(delta: Delta) -> int:
@@ -54,7 +34,7 @@ class DeltaCoalescer:
     def push(self, chunk: StreamChunk) -> None:
         held = self._held
         if held is not None:
-            merged = _merged(held, chunk)
+            merged = merge_delta(held, chunk)
             if merged is not None:
                 self._held = merged
                 if _size(merged) >= LIMIT:

@@ -26,7 +26,14 @@ import msgspec
 
 from ...kernel import read_secret
 from .._adapter import ModelInfo, ProviderInfo, RetryPolicy
-from .._chunks import Finish, LlmFailure, StreamChunk, aborted_because, error_finish
+from .._chunks import (
+    Finish,
+    LlmFailure,
+    StreamChunk,
+    aborted_because,
+    error_finish,
+    merge_deltas,
+)
 from .._content import Json
 from .._request import GenerateOptions
 from .._runtime import LLM
@@ -366,23 +373,27 @@ class HttpAdapter:
                 chunk = await read(anext(body))
             except StopAsyncIteration:
                 break
+            # The events that arrived together go on together, their deltas joined (a
+            # busy process reads several per wake: one chunk each way up, not one per token).
             for data in decoder.feed(chunk):
                 try:
                     complete = mapper.feed_data(data, out)
                 except (ValueError, AttributeError, TypeError, IndexError, KeyError):
+                    for item in merge_deltas(out):
+                        yield item
                     failure = malformed_event(call.provider, scrub(data, call.secret))
                     yield Finish(error_finish(failure))
                     return
                 if mapper.failure is not None:
                     complete = False
                     break
-                for item in out:
-                    yield item
-                out.clear()
                 if complete:
                     break
             if mapper.failure is not None:
                 break
+            for item in merge_deltas(out):
+                yield item
+            out.clear()
         if complete:
             await self._drain_after_done(body, call.guard)
         mapper.end(out, complete=complete)

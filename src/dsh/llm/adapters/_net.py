@@ -349,13 +349,7 @@ class Response:
             while data := data or await connection._receive(self._timeout):
                 yield data
                 data = b""
-        while kind != "close":
-            if kind == "chunked":
-                length = int((await self._line(_CHUNK_SIZE, "chunk size"))[1], 16)
-                if length == 0:  # the last chunk: trailers up to the blank line are skipped
-                    while (await self._line(_TRAILER, "trailer"))[1]:
-                        pass
-                    break
+        if kind == "length":
             while length > 0:
                 data, connection._buffer = connection._buffer, b""
                 data = data or await self._receive()
@@ -363,9 +357,37 @@ class Response:
                     data, connection._buffer = data[:length], data[length:]
                 length -= len(data)
                 yield data
-            if kind == "length":
-                break
-            await self._line(_LINE_END, "chunk end")
+        elif kind == "chunked":
+            # The chunks already received go on as one piece: only what waits for the
+            # network is yielded alone (a server sends a chunk per token; a busy process
+            # reads a dozen at a time).
+            ready: list[bytes] = []
+            while True:
+                if ready and b"\n" not in connection._buffer:
+                    yield b"".join(ready)
+                    ready.clear()
+                length = int((await self._line(_CHUNK_SIZE, "chunk size"))[1], 16)
+                if length == 0:  # the last chunk: trailers up to the blank line are skipped
+                    if ready:
+                        yield b"".join(ready)
+                    while (await self._line(_TRAILER, "trailer"))[1]:
+                        pass
+                    break
+                while length > 0:
+                    data, connection._buffer = connection._buffer, b""
+                    if not data:
+                        if ready:
+                            yield b"".join(ready)
+                            ready.clear()
+                        data = await self._receive()
+                    if len(data) > length:
+                        data, connection._buffer = data[:length], data[length:]
+                    length -= len(data)
+                    ready.append(data)
+                if ready and b"\n" not in connection._buffer:
+                    yield b"".join(ready)
+                    ready.clear()
+                await self._line(_LINE_END, "chunk end")
         self._done = True
 
     async def _receive(self) -> bytes:
