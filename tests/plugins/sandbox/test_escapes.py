@@ -192,6 +192,10 @@ async def test_secrets_are_not_readable_by_commands_or_file_tools(
     assert "keeps unreadable" in message
     message = await tools.error("grep", {"pattern": "KEY", "path": ".ssh"})
     assert "keeps unreadable" in message
+    # A `~` in a tool's path is a folder's name (no tool expands it): the check resolves the
+    # file the tool opens (home/.ssh/id_rsa here), not $HOME/../.ssh/id_rsa.
+    message = await tools.error("read", {"file_path": "~/../.ssh/id_rsa"})
+    assert "keeps unreadable" in message
 
 
 async def test_a_fork_bomb_is_bounded_and_dsh_survives(make_tools: MakeTools) -> None:

@@ -13,7 +13,7 @@ from ...agent import AGENT_CREATED, AGENTS, AgentEvent
 from ...kernel import Next
 from ...session import SESSION_DISPOSED, Session
 from ...tools import TOOLS_PRE_EXECUTE, Allow, Ask, Deny, PreDecision, ToolExecution
-from ...tools.builtin import session_cwd
+from ...tools.builtin import resolve_path, session_cwd
 from ..approval import APPROVAL, ProjectPermissions
 from ._paths import denied, masked
 from ._service import SANDBOX, Sandbox, SandboxConfig
@@ -87,7 +87,7 @@ def _file_decision(
     if not isinstance(value, str) or not value:
         return decision
     cwd = session_cwd(exec)
-    path = os.path.realpath(os.path.join(cwd, os.path.expanduser(value)))
+    path = resolve_path(cwd, value).real  # the file the tool opens
     mask = denied(path, masks)
     if mask is not None:
         return Deny(f"{value} is in a path the sandbox keeps unreadable ({mask}: deny_read)")

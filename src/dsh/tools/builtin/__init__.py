@@ -24,6 +24,7 @@ from ._workspace import (
     Workspace,
     WorkspaceConfig,
     absolute_roots,
+    resolve_path,
     session_cwd,
 )
 
@@ -62,6 +63,7 @@ __all__ = [
     "glob_tool",
     "grep_tool",
     "read_tool",
+    "resolve_path",
     "run_process",
     "session_cwd",
     "signal_name",

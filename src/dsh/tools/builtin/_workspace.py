@@ -14,6 +14,7 @@ import msgspec
 
 from ...kernel import ConfigRecord
 from ...llm import HarnessError
+from ...workspace import PassMemo
 from .._types import ToolExecution
 
 __all__ = [
@@ -84,14 +85,27 @@ class Workspace(msgspec.Struct, frozen=True):
     def resolve(self, run: ToolExecution, path: str) -> ResolvedPath:
         """Resolve `path` for this call; raises `OutsideWorkspaceError` if it escapes."""
         cwd = session_cwd(run)
-        display = os.path.normpath(os.path.join(cwd, path))
-        real = os.path.realpath(display)
+        resolved = resolve_path(cwd, path)
+        real = resolved.real
         roots = self.roots(cwd)
         for root in roots:
-            base = os.path.realpath(root)
+            base = _real_roots.get(root)
             if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
-                return ResolvedPath(display, real, cwd)
-        raise OutsideWorkspaceError(display, roots)
+                return resolved
+        raise OutsideWorkspaceError(resolved.display, roots)
+
+
+def resolve_path(cwd: str, path: str) -> ResolvedPath:
+    """`path` as the file tools open it: joined to `cwd` and normalized (`display`), then
+    its symlinks resolved (`real`). A `~` is a folder's name here, never the home: what
+    checks a tool's path (the sandbox's masks) resolves it with this, not otherwise."""
+    display = os.path.normpath(os.path.join(cwd, path))
+    return ResolvedPath(display, os.path.realpath(display), cwd)
+
+
+_real_roots: PassMemo[str, str] = PassMemo(os.path.realpath)
+"""The workspace roots with their symlinks resolved, looked at once per pass of the event
+loop however many calls check a path against them."""
 
 
 def absolute_roots(roots: Sequence[str], key: str) -> list[str]:
