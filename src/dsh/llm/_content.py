@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal, TypeAlias, TypeVar, overload
 
 import msgspec
 
-from .._ids import uuid4_text
+from .._ids import common_uuid4_text
 
 Json: TypeAlias = dict[str, "Json"] | list["Json"] | str | int | float | bool | None
 """A lossless JSON value: dict (str keys), list, str, int, float, bool or None. A frozen
@@ -70,7 +70,8 @@ Role = Literal["system", "user", "assistant"]
 
 
 def new_message_id() -> MessageId:
-    return uuid4_text()
+    """A message's id: a version-4 UUID's text (unique, not a secret)."""
+    return common_uuid4_text()
 
 
 # -- content blocks ----------------------------------------------------------------------------

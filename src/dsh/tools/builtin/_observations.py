@@ -23,6 +23,7 @@ from ...kernel import Context, ServiceKey
 from ...llm import HarnessError
 from ...session import SESSION_DISPOSED, Session
 from .._types import ToolExecution
+from ._workspace import resolve_path
 
 __all__ = [
     "FS_OBSERVATIONS",
@@ -148,7 +149,7 @@ def logged_files(session: Session) -> dict[str, int]:
         except (msgspec.DecodeError, AttributeError):
             continue
         if isinstance(path, str):
-            found[os.path.realpath(os.path.join(cwd, path))] = event.time
+            found[resolve_path(cwd, path).real] = event.time  # the file the tool opened
     return found
 
 
