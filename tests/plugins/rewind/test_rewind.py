@@ -13,7 +13,7 @@ import pytest
 import dsh
 from dsh.plugins.rewind import REWIND, GitError, RewindConfig, RewindError, Rewinds
 from dsh.session import Session, SessionHeader
-from dsh.testing import ScriptedModel, reply
+from dsh.testing import ScriptedModel, reply, tool_call
 
 from .scenario import PROMPTS, TMP_REFUSED, script, tree_hash, workspace
 
@@ -244,3 +244,23 @@ async def test_a_turn_kept_open_by_a_stop_hook_ends_with_its_last_step(tmp_path:
         await agent.run("write two files", session=SID)
         diff = await agent.diff(SID)
     assert kept_open and sorted(c.path for c in diff.changes) == ["one.txt", "two.txt"]
+
+
+async def test_a_tool_that_runs_beside_others_gets_its_checkpoint_too(tmp_path: Path) -> None:
+    """Running beside other calls says nothing of writing (a subagent's delegation does
+    both): only the `skip` list goes without a checkpoint before it."""
+    ws = workspace(tmp_path)
+
+    @dsh.tool(concurrency_safe=True)
+    def stamp() -> str:
+        """Change a.txt."""
+        (ws / "a.txt").write_bytes(b"stamped\n")
+        return "ok"
+
+    model = ScriptedModel([reply(tool_call("stamp")), reply("done")])
+    async with dsh.Agent(model, tools=[stamp], approval=allow, cwd=ws) as agent:
+        await agent.run("stamp it", session=SID)
+        [prompt] = await agent.prompts(SID)
+        assert [(c.status, c.path) for c in prompt.changes] == [("M", "a.txt")]
+        report = await agent.rewind(SID, 1, mode="code")
+    assert report.kept == () and (ws / "a.txt").read_bytes() == b"alpha\n"

@@ -22,6 +22,7 @@ from ...agent import (
 from ...kernel import ConfigRecord, Next
 from ...session import SESSION_DISPOSED, Session, last_turn
 from ...tools import TOOLS_EXECUTE, ToolExecution, ToolResult
+from ...tools.builtin import READING_TOOLS
 from ...workspace import dsh_home
 from ._git import GitError
 from ._service import REWIND, Rewinds
@@ -31,6 +32,7 @@ __all__ = ["RewindConfig", "RewindPlugin"]
 _log = logging.getLogger("dsh.plugins.rewind")
 
 QUIET_TOOLS = (
+    *READING_TOOLS,
     "todo_write",
     "ask_user_question",
     "skill",
@@ -40,7 +42,8 @@ QUIET_TOOLS = (
     "list_agents",
     "web_fetch",
 )
-"""Tools that write nothing in the workspace although they are not marked read-only."""
+"""Tools that change nothing in the workspace: every other tool may (a subagent's, too,
+though it runs beside others), and gets a checkpoint before it."""
 
 
 class RewindConfig(ConfigRecord):
@@ -52,7 +55,8 @@ class RewindConfig(ConfigRecord):
     max_bytes: Annotated[int, Meta(gt=0)] = 1_000_000_000
     """The same for the bytes to hash in one checkpoint."""
     skip: list[str] = msgspec.field(default_factory=lambda: list(QUIET_TOOLS))
-    """Tools that never need a checkpoint before them (read-only tools never do)."""
+    """Tools that never need a checkpoint before them (they change nothing in the
+    workspace)."""
 
 
 class RewindPlugin:
@@ -100,12 +104,7 @@ class RewindPlugin:
 
         async def tool(exec: ToolExecution, nxt: Next[ToolExecution, ToolResult]) -> ToolResult:
             session = exec.session
-            if (
-                session is not None
-                and exec.parent is None
-                and exec.name not in skip
-                and ctx.tools.execution_mode(exec) == "exclusive"
-            ):
+            if session is not None and exec.parent is None and exec.name not in skip:
                 wrote.add(session.id)
                 await checkpoint(session, "tool", exec.call_id)
             return await nxt()

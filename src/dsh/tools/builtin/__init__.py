@@ -12,7 +12,7 @@ from ._observations import (
     FsObservationsPlugin,
     TextVersion,
 )
-from ._plugin import BuiltinToolsConfig, BuiltinToolsPlugin
+from ._plugin import READING_TOOLS, BuiltinToolsConfig, BuiltinToolsPlugin
 from ._process import ProcessResult, run_process, signal_name
 from ._read import ReadConfig, ReadToolPlugin, read_tool
 from ._ripgrep import SearchError
@@ -30,6 +30,7 @@ from ._workspace import (
 
 __all__ = [
     "FS_OBSERVATIONS",
+    "READING_TOOLS",
     "BashConfig",
     "BashToolPlugin",
     "BuiltinToolsConfig",

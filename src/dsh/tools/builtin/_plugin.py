@@ -16,9 +16,13 @@ from ._search import GlobToolPlugin, GrepToolPlugin, SearchConfig
 from ._todo import TodoConfig, TodoWriteToolPlugin
 from ._workspace import WorkspaceConfig
 
-__all__ = ["BuiltinToolsConfig", "BuiltinToolsPlugin"]
+__all__ = ["READING_TOOLS", "BuiltinToolsConfig", "BuiltinToolsPlugin"]
 
 C = TypeVar("C")
+
+READING_TOOLS: tuple[str, ...] = ("read", "glob", "grep")
+"""The built-in tools that only read the workspace: nothing outside the process changes when
+they run (the default of what needs no durability checkpoint or rewind checkpoint before)."""
 
 
 class BuiltinToolsConfig(WorkspaceConfig):
