@@ -73,9 +73,13 @@ async def test_everything_is_stored_before_each_model_call_and_tool_body(
 
 
 async def _fsyncs_for(
-    steps: int, tmp_path: Path, runtimes: RuntimeFactory, monkeypatch: pytest.MonkeyPatch
+    steps: int,
+    tmp_path: Path,
+    runtimes: RuntimeFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str = "noop",
 ) -> int:
-    runtime = await runtimes(tmp_path / str(steps), window_ms=WINDOW)
+    runtime = await runtimes(tmp_path / f"{name}-{steps}", window_ms=WINDOW)
     fsync = os.fsync
     calls: list[int] = []
 
@@ -83,14 +87,14 @@ async def _fsyncs_for(
         calls.append(fd)
         fsync(fd)
 
-    @tool
+    @tool(name=name)
     def noop() -> str:
         """Do nothing."""
         return "ok"
 
     runtime.ctx.tools.register(noop)
-    runtime.model.add(*[reply(tool_call("noop")) for _ in range(steps)], reply("done"))
-    agent = await runtime.agent(f"session-fsyncs-{steps}")
+    runtime.model.add(*[reply(tool_call(name)) for _ in range(steps)], reply("done"))
+    agent = await runtime.agent(f"session-fsyncs-{name}-{steps}")
     monkeypatch.setattr(os, "fsync", counting)
     agent.followup("go")
     await agent.when_idle()
@@ -106,6 +110,16 @@ async def test_a_tool_step_costs_two_fsyncs(
     few = await _fsyncs_for(2, tmp_path, runtimes, monkeypatch)
     more = await _fsyncs_for(6, tmp_path, runtimes, monkeypatch)
     assert (more - few) / 4 == 2
+
+
+async def test_a_step_that_only_reads_costs_one_fsync(
+    tmp_path: Path, runtimes: RuntimeFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`read`, `glob` and `grep` change nothing outside the process: no flush before their
+    body (the call is durable with the next model call's flush)."""
+    few = await _fsyncs_for(2, tmp_path, runtimes, monkeypatch, name="read")
+    more = await _fsyncs_for(6, tmp_path, runtimes, monkeypatch, name="read")
+    assert (more - few) / 4 == 1
 
 
 class _Broken:

@@ -1,5 +1,5 @@
 """The checkpoint policy: flush a live session before each model call and each top-level
-tool body. A failed flush fails closed.
+tool body (but those of the tools that only read: `skip`). A failed flush fails closed.
 
 The step boundary is committed once (group commit): the previous step's results and the new
 step's opening are made durable together before the model call, not also at `agent/pre-step`,
@@ -8,29 +8,40 @@ such as compaction's, carries the session id and so flushes first)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING, ClassVar
 
+import msgspec
+
 from ..._context import Context
-from ...kernel import Injects, Next
+from ...kernel import ConfigRecord, Injects, Next
 from ...llm import LLM_STREAM, GenerateOptions, StreamChunk
 from ...session import SESSIONS
 from ...tools import TOOLS_EXECUTE, ToolExecution, ToolResult
+from ...tools.builtin import READING_TOOLS
 
 if TYPE_CHECKING:
     from ...session import Session, SessionStore
 
-__all__ = ["CheckpointPlugin", "Checkpoints"]
+__all__ = ["CheckpointConfig", "CheckpointPlugin", "Checkpoints"]
+
+
+class CheckpointConfig(ConfigRecord):
+    skip: list[str] = msgspec.field(default_factory=lambda: list(READING_TOOLS))
+    """Tools whose body needs no flush before it: they change nothing outside the process
+    (a crash during one loses the call, which nothing acted on; the model's next call is
+    made again). Every other tool's call is durable before its body runs."""
 
 
 class Checkpoints:
     """The two checkpoints, over one session store. Each flush is `SessionStore.flush`
     (the `session/flush` barrier); it raises when persistence could not write."""
 
-    __slots__ = ("flushes", "sessions")
+    __slots__ = ("flushes", "sessions", "skip")
 
-    def __init__(self, sessions: SessionStore) -> None:
+    def __init__(self, sessions: SessionStore, skip: Iterable[str] = READING_TOOLS) -> None:
         self.sessions = sessions
+        self.skip = frozenset(skip)
         self.flushes = 0
         """How many checkpoint flushes ran (for tests and metrics)."""
 
@@ -51,7 +62,7 @@ class Checkpoints:
     async def before_tool_body(
         self, exec: ToolExecution, next: Next[ToolExecution, ToolResult]
     ) -> ToolResult:
-        if exec.parent is None:
+        if exec.parent is None and exec.name not in self.skip:
             await self.flush(exec.session)
         # A call cancelled during the flush never starts its body: the pipeline answers
         # ABORTED_BEFORE_DISPATCH for an aborted signal.
@@ -63,9 +74,10 @@ class CheckpointPlugin:
 
     name: ClassVar[str] = "checkpoints"
     inject: ClassVar[Injects] = (SESSIONS,)
+    Config = CheckpointConfig
 
     @staticmethod
-    def apply(ctx: Context, config: None) -> None:
-        checkpoints = Checkpoints(ctx.sessions)
+    def apply(ctx: Context, config: CheckpointConfig) -> None:
+        checkpoints = Checkpoints(ctx.sessions, config.skip)
         ctx.on(LLM_STREAM, checkpoints.before_model_call, global_=True)
         ctx.on(TOOLS_EXECUTE, checkpoints.before_tool_body, global_=True)
