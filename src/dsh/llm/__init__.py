@@ -11,6 +11,7 @@ from ._adapter import (
 )
 from ._assembler import BlockAssembler
 from ._chunks import (
+    DELTA_LIMIT,
     MAX_TOKENS,
     STOP,
     TOOL_CALLS,
@@ -30,6 +31,7 @@ from ._chunks import (
     aborted_because,
     aborted_finish,
     chunk_from_json,
+    delta_size,
     error_finish,
     merge_delta,
     merge_deltas,
@@ -107,6 +109,7 @@ __all__ = [
     "apply_model_defaults",
     "failure_of",
     # vocabulary
+    "DELTA_LIMIT",
     "MAX_TOKENS",
     "STOP",
     "TOOL_CALLS",
@@ -154,6 +157,7 @@ __all__ = [
     "block_from_json",
     "blocks_from_json",
     "chunk_from_json",
+    "delta_size",
     "error_chain",
     "error_finish",
     "expect",

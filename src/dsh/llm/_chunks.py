@@ -245,8 +245,14 @@ def merge_delta(held: Delta, delta: StreamChunk) -> Delta | None:
     return None
 
 
+DELTA_LIMIT = 1024
+"""The characters a joined delta gathers at most (`merge_deltas`, and the loop's coalescer,
+which logs each as one `assistant/chunk`): a long answer still streams in pieces."""
+
+
 def merge_deltas(chunks: list[StreamChunk]) -> list[StreamChunk]:
-    """`chunks` with each run of joinable deltas (`merge_delta`) as one."""
+    """`chunks` with each run of joinable deltas (`merge_delta`) as one, until it holds
+    `DELTA_LIMIT` characters (a delta that came longer is never split)."""
     if len(chunks) < 2:
         return chunks
     out: list[StreamChunk] = [chunks[0]]
@@ -255,6 +261,7 @@ def merge_deltas(chunks: list[StreamChunk]) -> list[StreamChunk]:
         merged = (
             merge_delta(last, chunk)
             if isinstance(last, TextDelta | ReasoningDelta | ToolCallDelta)
+            and delta_size(last) < DELTA_LIMIT
             else None
         )
         if merged is None:
@@ -263,6 +270,10 @@ def merge_deltas(chunks: list[StreamChunk]) -> list[StreamChunk]:
             out[-1] = merged
     return out
 
+
+def delta_size(delta: Delta) -> int:
+    """The characters `delta` carries."""
+    return len(delta.arguments_delta if isinstance(delta, ToolCallDelta) else delta.text)
 
 def chunk_from_json(data: Mapping[str, Json]) -> StreamChunk:
     raw: _ByKey = data

@@ -6,18 +6,23 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from ..llm import Delta, ReasoningDelta, StreamChunk, TextDelta, ToolCallDelta, merge_delta
+from ..llm import (
+    DELTA_LIMIT,
+    Delta,
+    ReasoningDelta,
+    StreamChunk,
+    TextDelta,
+    ToolCallDelta,
+    delta_size,
+    merge_delta,
+)
 
 __all__ = ["WINDOW_S", "LIMIT", "DeltaCoalescer"]
 
 WINDOW_S = 0.016
 """The longest a delta is held: one frame of a 60 Hz screen."""
-LIMIT = 1024
+LIMIT = DELTA_LIMIT
 """Held text is handed on once it reaches this many characters."""
-
-
-def _size(delta: Delta) -> int:
-    return len(delta.arguments_delta if isinstance(delta, ToolCallDelta) else delta.text)
 
 
 class DeltaCoalescer:
@@ -37,7 +42,7 @@ class DeltaCoalescer:
             merged = merge_delta(held, chunk)
             if merged is not None:
                 self._held = merged
-                if _size(merged) >= LIMIT:
+                if delta_size(merged) >= LIMIT:
                     self.flush()
                 return
             self.flush()
