@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dsh.llm.adapters._failures import ProtocolError, ReadTimeout, UnsupportedProtocol
+from dsh.llm.adapters._net import _Chunked
 from dsh.llm.adapters._pool import Pool
 
 
@@ -146,6 +150,7 @@ async def test_a_body_without_length_that_follows_its_head_later_is_read() -> No
         [b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"],  # ends early
         [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab"],  # ends early
         [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"],  # bad chunk size
+        [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n"],  # too long
         [b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab"],
         [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n"],
         [b"HTTP/1.1 200 OK\r\nBad header\r\n\r\n"],
@@ -254,3 +259,29 @@ async def test_a_body_that_does_not_decode_or_an_unknown_coding_is_a_protocol_er
         async with Pool(None) as pool:
             with pytest.raises(ProtocolError, match=words):
                 await _get(pool, raw)
+
+
+class _Buffered:
+    """What `_Chunked.parse` reads: a connection's buffer."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+
+
+@given(
+    st.lists(st.binary(min_size=1, max_size=40), max_size=8),
+    st.lists(st.integers(0, 400), max_size=10),
+)
+def test_a_chunked_body_comes_out_whole_however_its_bytes_arrive(
+    chunks: list[bytes], cuts: list[int]
+) -> None:
+    wire = b"".join(b"%x;ext=1\r\n" % len(c) + c + b"\r\n" for c in chunks) + b"0\r\nX: y\r\n\r\n"
+    bounds = [0, *sorted(min(c, len(wire)) for c in cuts), len(wire)]
+    framing, connection, body = _Chunked(), _Buffered(), b""
+    for start, end in itertools.pairwise(bounds):
+        connection._buffer += wire[start:end]
+        body += framing.parse(connection)  # type: ignore[arg-type]
+        if framing.last:
+            break
+    assert framing.last and body == b"".join(chunks)
+    assert connection._buffer == b"X: y\r\n\r\n"[: len(connection._buffer)]

@@ -358,36 +358,18 @@ class Response:
                 length -= len(data)
                 yield data
         elif kind == "chunked":
-            # The chunks already received go on as one piece: only what waits for the
-            # network is yielded alone (a server sends a chunk per token; a busy process
-            # reads a dozen at a time).
-            ready: list[bytes] = []
+            # Every complete chunk already received goes on in one piece (a server sends a
+            # chunk per token; a busy process reads a dozen at a time), parsed in place.
+            framing = _Chunked()
             while True:
-                if ready and b"\n" not in connection._buffer:
-                    yield b"".join(ready)
-                    ready.clear()
-                length = int((await self._line(_CHUNK_SIZE, "chunk size"))[1], 16)
-                if length == 0:  # the last chunk: trailers up to the blank line are skipped
-                    if ready:
-                        yield b"".join(ready)
-                    while (await self._line(_TRAILER, "trailer"))[1]:
-                        pass
+                piece = framing.parse(connection)
+                if piece:
+                    yield piece
+                if framing.last:
                     break
-                while length > 0:
-                    data, connection._buffer = connection._buffer, b""
-                    if not data:
-                        if ready:
-                            yield b"".join(ready)
-                            ready.clear()
-                        data = await self._receive()
-                    if len(data) > length:
-                        data, connection._buffer = data[:length], data[length:]
-                    length -= len(data)
-                    ready.append(data)
-                if ready and b"\n" not in connection._buffer:
-                    yield b"".join(ready)
-                    ready.clear()
-                await self._line(_LINE_END, "chunk end")
+                connection._buffer += await self._receive()
+            while (await self._line(_TRAILER, "trailer"))[1]:
+                pass  # the trailers up to the blank line are skipped
         self._done = True
 
     async def _receive(self) -> bytes:
@@ -410,6 +392,54 @@ class Response:
             raise ProtocolError(f"a malformed {what}: {buffer[: line_end + 1][:80]!r}")
         connection._buffer = buffer[match.end() :]
         return match
+
+
+class _Chunked:
+    """The chunked framing's state between reads: what `parse` expects next (a size line,
+    the rest of a chunk's data, the line ending a chunk's data), and whether the last chunk
+    (size 0) was read."""
+
+    __slots__ = ("last", "remaining", "state")
+
+    def __init__(self) -> None:
+        self.state = "size"
+        self.remaining = 0
+        self.last = False
+
+    def parse(self, connection: Connection) -> bytes:
+        """The data of the chunks complete in `connection`'s buffer (and the start of the
+        next one), consuming them; the buffer keeps what needs more bytes."""
+        buffer, pos, parts = connection._buffer, 0, []
+        while not self.last:
+            if self.state == "data":
+                take = min(self.remaining, len(buffer) - pos)
+                if take:
+                    parts.append(buffer[pos : pos + take])
+                    pos += take
+                    self.remaining -= take
+                if self.remaining:
+                    break
+                self.state = "end"
+                continue
+            size = self.state == "size"
+            pattern, what = (_CHUNK_SIZE, "chunk size") if size else (_LINE_END, "chunk end")
+            line_end = buffer.find(b"\n", pos)
+            if line_end < 0:
+                if len(buffer) - pos > MAX_HEAD:
+                    raise ProtocolError(f"a {what} line longer than {MAX_HEAD} bytes")
+                break
+            match = pattern.match(buffer, pos)
+            if match is None or match.end() != line_end + 1:
+                raise ProtocolError(f"a malformed {what}: {buffer[pos : line_end + 1][:80]!r}")
+            pos = line_end + 1
+            if not size:
+                self.state = "size"
+                continue
+            self.remaining = int(match[1], 16)
+            self.last = self.remaining == 0
+            self.state = "data"
+        connection._buffer = buffer[pos:]
+        return b"".join(parts)
 
 
 def _content_coding(headers: list[tuple[bytes, bytes]]) -> bytes | None:
