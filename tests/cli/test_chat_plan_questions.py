@@ -111,7 +111,7 @@ async def test_dsh_run_plan_plans_first_and_yes_approves(tmp_path: Path) -> None
     results = [e for e in events if e["type"] == "tool/result"]
     texts = [r["data"]["message"]["content"][0]["content"][0]["text"] for r in results]
     assert texts[0].startswith('Error: plan mode: "write"')
-    assert texts[1].startswith("The user approved the plan.")
+    assert texts[1].startswith("The plan is approved.")  # by --yes: no "the user" claimed
     assert (ws / "notes.txt").read_text() == "hi\n"
 
 

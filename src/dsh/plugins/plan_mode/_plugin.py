@@ -65,7 +65,7 @@ CONTEXT = (
     "concrete plan with exit_plan_mode. Once it is approved, plan mode ends and you carry it "
     "out; when nobody can approve it, the plan is your answer."
 )
-APPROVED = "The user approved the plan. Plan mode is off: carry out the plan now."
+APPROVED = "The plan is approved. Plan mode is off: carry out the plan now."
 
 
 class PlanModeConfig(ConfigRecord):
