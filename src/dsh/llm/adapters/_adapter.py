@@ -163,8 +163,9 @@ class _Call(msgspec.Struct, eq=False):
     signal: CancelSignal | None
     pool: Pool
     route: PreparedRoute
-    body: bytes
+    options: GenerateOptions
     request: bytes = msgspec.field()  # (its head holds the key)
+    """Until it is handed to the pool: a request is not kept while its answer is awaited."""
     guard: _ReadGuard
     response: Response | None = None
 
@@ -304,24 +305,32 @@ class HttpAdapter:
         """Send the call's request; a 307 or 308 that may be followed (`redirect_target`) is
         followed with the same body, up to `MAX_REDIRECTS` times. The answer is also kept in
         `call.response`, so that the stream's end closes it."""
-        route, request, url = call.route, call.request, call.endpoint.url
+        route, url = call.route, call.endpoint.url
         hops = 0
         while True:
+            # Handed over, not kept: the request's bytes (tens of KiB: prompt, tools,
+            # history) go once written, not after the second its answer takes to start, a
+            # thousand calls at once.
+            request, call.request = call.request, b""
             send = call.pool.send(route.origin, request, route.timeouts, route.proxy)
+            del request
             response = call.response = await call.guard.read(send)
             target = redirect_target(url, response.status, header_map(response.headers))
             if target is None or hops == MAX_REDIRECTS:
-                # Sent for good: the request's bytes (tens of KiB: prompt, tools, history) are
-                # not kept for the seconds the answer streams, a thousand calls at once.
-                call.body = call.request = b""
                 return response
             hops += 1
             await response.aclose()
             moved = scrub(target, call.secret)
             _log.info("%s: HTTP %d: following it to %s", call.provider, response.status, moved)
             url = target
-            route = prepare_route(msgspec.structs.replace(call.endpoint, url=target))
-            request = route.request(call.body, call.secret)
+            endpoint = msgspec.structs.replace(call.endpoint, url=target)
+            route = prepare_route(endpoint)
+            call.request = route.request(self._body(endpoint, call.options), call.secret)
+
+    def _body(self, endpoint: Endpoint, options: GenerateOptions) -> bytes:
+        return self._encoders[endpoint.provider].body(
+            options, stream=endpoint.stream, extra=endpoint.extra_body
+        )
 
     def _preflight(self, options: GenerateOptions) -> _Call | Finish:
         """The call to make, or the `finish` that ends it before anything is sent."""
@@ -342,9 +351,7 @@ class HttpAdapter:
                 return Finish(error_finish(failure))
 
         pool = self._pool or self._open()
-        body = self._encoders[endpoint.provider].body(
-            options, stream=endpoint.stream, extra=endpoint.extra_body
-        )
+        body = self._body(endpoint, options)
         try:
             route = self._routes.get(endpoint.provider)
             if route is None:
@@ -356,7 +363,7 @@ class HttpAdapter:
             )
             return Finish(error_finish(failure))
         guard = _ReadGuard(signal, endpoint.call_timeout_s)
-        return _Call(endpoint, secret, signal, pool, route, body, request, guard)
+        return _Call(endpoint, secret, signal, pool, route, options, request, guard)
 
     async def _read_sse(self, call: _Call, response: Response) -> AsyncGenerator[StreamChunk, None]:
         """The chunks of an SSE answer, as its events arrive, up to its end (`[DONE]`,

@@ -156,6 +156,7 @@ class Connection:
         """Send a whole request (head and body) and read its answer's head."""
         self.busy, self.reusable = True, False
         await self._send(data, write_timeout)
+        del data  # written: not kept while the answer takes its time
         while True:
             status, headers, keep_alive = await self._head(read_timeout)
             if not 100 <= status < 200:

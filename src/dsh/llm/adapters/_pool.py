@@ -68,8 +68,10 @@ class Pool:
         except BaseException:
             self._busy -= 1
             raise
+        exchange = connection.request(data, read_s, write_s)
+        del data  # (the exchange drops it once written)
         try:
-            response = await connection.request(data, read_s, write_s)
+            response = await exchange
         except BaseException:
             self._busy -= 1
             connection.close()  # never reused after a failed exchange
