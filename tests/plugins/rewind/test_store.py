@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import threading
 from pathlib import Path
 
 import pytest
 
-from dsh.plugins.rewind import RewindConfig, Rewinds, ShadowStore
+from dsh.plugins.rewind import GitError, RewindConfig, Rewinds, ShadowStore
 from dsh.session import Session, SessionHeader
 from tests.conftest import mode
 
@@ -101,6 +102,37 @@ def test_fifos_and_a_file_turned_folder_are_no_trouble(tmp_path: Path) -> None:
     assert changes == {("D", "a.txt"), ("A", "a.txt/inner")}
     store.restore(first, store.changes(now, first))  # the folder goes, the file comes back
     assert (ws / "a.txt").read_bytes() == b"alpha\n"
+
+
+def test_a_folder_turned_file_or_symlink_is_recorded_and_comes_back(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    (ws / "d").mkdir()
+    (ws / "d" / "x.txt").write_bytes(b"in\n")
+    store = ShadowStore(tmp_path / "store", ws, 1000)
+    first = store.snapshot()
+    shutil.rmtree(ws / "sub")
+    (ws / "sub").write_bytes(b"a file now\n")  # its old entries are under a file
+    (ws / "d").rename(ws / "e")
+    os.symlink("e", ws / "d")
+    now = store.snapshot()
+    changes = {(c.status, c.path) for c in store.changes(first, now)}
+    assert {("D", "sub/keep.txt"), ("A", "sub"), ("A", "d"), ("D", "d/x.txt")} <= changes
+    store.restore(first, store.changes(now, first))
+    assert (ws / "sub" / "keep.txt").read_bytes() == b"kept\n"
+    assert not (ws / "d").is_symlink() and (ws / "d" / "x.txt").read_bytes() == b"in\n"
+    assert store.snapshot() == first
+
+
+def test_a_workspace_gone_still_has_its_diffs(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    store = ShadowStore(tmp_path / "store", ws, 1000)
+    first = store.snapshot()
+    (ws / "a.txt").write_bytes(b"changed\n")
+    now = store.snapshot()
+    shutil.rmtree(ws)
+    assert [c.path for c in store.changes(first, now)] == ["a.txt"]
+    with pytest.raises(GitError, match=f"the workspace {ws} no longer exists"):
+        store.snapshot()
 
 
 @pytest.mark.usefixtures("umask_022")

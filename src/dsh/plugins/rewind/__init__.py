@@ -1,4 +1,4 @@
-"""Rewind: checkpoints of the workspace at every prompt (a shadow git store per session) and
+"""Rewind: checkpoints of the workspace at every prompt (a shadow git store per workspace) and
 rewinds of the code, the conversation or both to any prompt, each a durable event."""
 
 from ._git import Change, GitError, ShadowStore

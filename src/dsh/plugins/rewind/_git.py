@@ -103,7 +103,11 @@ class ShadowStore:
 
     # -- plumbing ----------------------------------------------------------------------------
 
-    def _git(self, *args: str, input: bytes | None = None, index: Path | None = None) -> bytes:
+    def _git(
+        self, *args: str, input: bytes | None = None, index: Path | None = None, trees: bool = False
+    ) -> bytes:
+        """Run git on the store; `trees`: a command that reads stored trees only (run from
+        the store, so that it works whatever became of the workspace)."""
         env = self._env if index is None else {**self._env, "GIT_INDEX_FILE": str(index)}
         if args[0] == "init":  # (git refuses a work tree there)
             env = {k: v for k, v in env.items() if k != "GIT_WORK_TREE"}
@@ -113,10 +117,12 @@ class ShadowStore:
                 input=input,
                 capture_output=True,
                 env=env,
-                cwd=self.workspace,
+                cwd=self.root if trees else self.workspace,
                 check=False,
             )
         except FileNotFoundError:
+            if not trees and not self.workspace.is_dir():
+                raise GitError(f"the workspace {self.workspace} no longer exists") from None
             raise GitError(
                 "git is not installed: rewind checkpoints need the git command"
             ) from None
@@ -179,7 +185,10 @@ class ShadowStore:
         if drop:  # first: a file that became a folder leaves before the folder's files come
             self._git("update-index", "-z", "--force-remove", "--stdin", input=_z(drop))
         if update:
-            self._git("update-index", "-z", "--add", "--remove", "--stdin", input=_z(update))
+            # `--replace`: a path whose folder became a file or a symlink (or the reverse)
+            # takes the place of the entries it conflicts with.
+            args = ("-z", "--add", "--remove", "--replace", "--stdin")
+            self._git("update-index", *args, input=_z(update))
         if self._tree is not None and self._tree[0] == self._index_stamp():
             return self._tree[1]  # the index is as the last write-tree left it: the same tree
         tree = self._git("write-tree").decode().strip()
@@ -202,7 +211,7 @@ class ShadowStore:
         what git does not record (a folder, a fifo, a socket, a device)."""
         try:
             st = os.lstat(self.workspace / path)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # (a folder of it is a file now)
             return -1
         if stat.S_ISREG(st.st_mode):
             return st.st_size
@@ -214,7 +223,8 @@ class ShadowStore:
         """The paths that differ from tree `old` to tree `new`."""
         if old == new:
             return []
-        out = self._git("diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new)
+        args = ("diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new)
+        out = self._git(*args, trees=True)
         parts = out.decode("utf-8", "surrogateescape").split("\0")
         return [Change(parts[i][0], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
 
@@ -225,7 +235,7 @@ class ShadowStore:
         args = ["diff-tree", "-r", "-p", "--no-renames", "--no-color", "--no-ext-diff", old, new]
         if paths:
             args += ["--", *paths]
-        return self._git(*args).decode("utf-8", "replace")
+        return self._git(*args, trees=True).decode("utf-8", "replace")
 
     # -- restores ----------------------------------------------------------------------------
 

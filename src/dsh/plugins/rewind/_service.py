@@ -392,11 +392,14 @@ class Rewinds:
 
 @contextmanager
 def _git_errors() -> Iterator[None]:
-    """git's failures (a missing object, git gone) as a `RewindError`."""
+    """git's failures (a missing object, git gone) and the workspace's (a file that cannot
+    be read or written back) as a `RewindError`."""
     try:
         yield
     except GitError as exc:
         raise RewindError(f"the workspace's checkpoints cannot be read: {exc}") from None
+    except OSError as exc:
+        raise RewindError(f"the workspace cannot be read or restored: {exc}") from None
 
 
 def _workspace_key(cwd: str) -> str:

@@ -38,7 +38,8 @@ def report_lines(report: RewindReport, session_id: str, *, force_hint: str = "")
     """What a rewind did (or would do); `force_hint` says how to take kept files back too."""
     dry = " (dry run: nothing changed)" if report.dry_run else ""
     if report.undo:
-        what = f"undid the last rewind ({UNDO_WORDS[report.mode]})"
+        verb = "would undo" if report.dry_run else "undid"
+        what = f"{verb} the last rewind ({UNDO_WORDS[report.mode]})"
     else:
         what = f"{MODE_WORDS[report.mode]} back to prompt {report.turn}"
     lines = [f"{session_id}: {what}{dry}"]
