@@ -313,3 +313,34 @@ async def test_without_user_namespaces_the_sandbox_is_unavailable_not_privileged
     assert await tools.ok("bash", bash("echo ran")) == "ran\n"
     [request] = asked
     assert "No permissions to create new namespace" in str(request.reason)
+
+
+async def test_commands_at_once_in_one_workspace_keep_its_control_files_held(
+    make_tools: MakeTools, tmp_path: Path
+) -> None:
+    """The first command's end must not take away what holds the second's control paths
+    (nor fail it), and the last one out leaves no placeholder behind."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    for name in ("up1", "first", "up2", "second"):
+        os.mkfifo(root / name)
+    tools = await sandboxed(make_tools, root)
+
+    def started(name: str) -> None:
+        assert (root / name).read_text() == "up\n"  # (blocks until the command writes)
+
+    def release(name: str) -> None:
+        (root / name).write_text("go\n")  # (blocks until the command reads)
+
+    one = asyncio.ensure_future(tools.ok("bash", bash("echo up > up1; cat first")))
+    await asyncio.to_thread(started, "up1")
+    attack = "echo up > up2; cat second; echo '{}' > .mcp.json; mkdir -p .dsh/x; echo done"
+    two = asyncio.ensure_future(tools.ok("bash", bash(attack)))
+    await asyncio.to_thread(started, "up2")
+    await asyncio.to_thread(release, "first")
+    assert (await one).startswith("go")
+    await asyncio.to_thread(release, "second")
+    text = await two
+    assert "bwrap" not in text and "Read-only file system" in text, text
+    for absent in (".mcp.json", "dsh.yml", ".dsh", ".vscode", ".idea", ".claude"):
+        assert not (root / absent).exists(), absent

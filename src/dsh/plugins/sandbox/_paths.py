@@ -2,16 +2,14 @@
 workspace's control files no command may change (bound read-only inside a writable root).
 
 A control file that does not exist yet is held by an empty read-only placeholder for the
-command's duration, so that the command cannot create it either; dsh removes the
-placeholders it made when the command has ended (`Placeholders.remove`).
+command's duration, so that the command cannot create it either; the last command running
+in the root removes the placeholders (`_held`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 from ...workspace import dsh_home
 from ..approval import ProjectPermissions
@@ -19,7 +17,6 @@ from ..approval import ProjectPermissions
 __all__ = [
     "CONTROL_PATHS",
     "DENY_READ",
-    "Placeholders",
     "control_targets",
     "denied",
     "masked",
@@ -117,22 +114,3 @@ def control_targets(roots: Sequence[str], control: Iterable[str]) -> list[tuple[
                 continue
             targets.append((path, entry.endswith("/"), os.path.lexists(path)))
     return targets
-
-
-class Placeholders:
-    """The empty files and folders bubblewrap creates for absent control paths of one
-    command; `remove` deletes those still empty once the command has ended."""
-
-    __slots__ = ("_paths",)
-
-    def __init__(self, paths: Iterable[str]) -> None:
-        self._paths = tuple(paths)
-
-    def remove(self) -> None:
-        for path in self._paths:
-            with contextlib.suppress(OSError):
-                target = Path(path)
-                if target.is_dir() and not target.is_symlink():
-                    target.rmdir()  # only when empty
-                elif target.is_file() and target.stat().st_size == 0:
-                    target.unlink()

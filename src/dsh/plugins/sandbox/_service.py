@@ -21,11 +21,11 @@ from ...tools import SANDBOX_MODES, Confinement, SandboxMode, ToolExecution
 from ...tools.builtin import absolute_roots, session_cwd
 from ..approval import ProjectPermissions
 from ._bwrap import Mounts, bwrap_argv, find_bwrap, probe, real_dirs, supports_disable_userns
+from ._held import hold
 from ._limits import Limits, PidsCgroup, limit_argv, pids_cgroup
 from ._paths import (
     CONTROL_PATHS,
     DENY_READ,
-    Placeholders,
     control_targets,
     masked,
     settings_denied,
@@ -190,6 +190,11 @@ class Sandbox:
         mounts = self._mounts(exec, roots)
         releases: list[Callable[[], None]] = []
         fds: list[int] = []
+        if mode == "workspace-write" and mounts.control:
+            # (in a thread: it waits while another command enters or leaves a root)
+            control, leave = await asyncio.to_thread(hold, real_dirs(mounts.roots), mounts.control)
+            mounts = msgspec.structs.replace(mounts, control=tuple(control))
+            releases.append(leave)
         try:
             fds.append(filter_fd())
             inner, cgroup = self._contained(argv, fds, releases)
@@ -206,9 +211,6 @@ class Sandbox:
         except BaseException:
             _release(fds, releases)
             raise
-        if mode == "workspace-write":
-            absent = (path for path, _, exists in mounts.control if not exists)
-            releases.append(Placeholders(absent).remove)
         if cgroup is not None:
             wrapped = cgroup.enter_argv(wrapped)
         return Confinement(tuple(wrapped), mode, True, tuple(fds), lambda: _release(fds, releases))

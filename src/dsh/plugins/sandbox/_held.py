@@ -1,0 +1,145 @@
+"""The placeholders that hold a writable root's absent control paths, shared by every command
+running in that root, in every process (ADR 0002).
+
+bubblewrap creates an empty file or folder where an absent control path is bound read-only
+(`_bwrap._empty`), in the root itself: a placeholder. Removing it when its command ends is
+wrong while another command in the root runs: that command may have bound it (the removal
+takes the mount away from under it: the control path becomes writable there) or may be about
+to (bubblewrap then fails on the missing source). So each root has, under `$DSH_HOME`
+(masked from commands), a registry of the placeholders dsh made there and two locks: a
+command holds `users` shared while it runs; the registry changes under `gate`, held
+exclusively; the last command out (the one that gets `users` exclusively) removes the
+placeholders still empty. A path in the registry is another command's placeholder, never a
+file of the user's: it is held empty again rather than bound as it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ...workspace import dsh_home, open_private, private_dirs
+
+__all__ = ["Target", "hold"]
+
+Target = tuple[str, bool, bool]
+"""A control path: `(path, is_folder, exists)` (`_paths.control_targets`)."""
+
+
+Leave = Callable[[], None]
+
+
+def hold(roots: Sequence[str], targets: Sequence[Target]) -> tuple[list[Target], Leave]:
+    """Enter each root whose control paths `targets` names: the targets to mount (another
+    command's placeholder counts as absent), and what to call once the command has ended.
+    Blocks while another command enters or leaves one of the roots (briefly)."""
+    entered: list[tuple[_Root, int]] = []
+    out: list[Target] = []
+    try:
+        for root in sorted(set(roots)):
+            own = [t for t in targets if _under(t[0], root)]
+            if not own:
+                continue
+            held = _Root(root)
+            adjusted, users = held.enter(own)
+            entered.append((held, users))
+            out += adjusted
+    except BaseException:
+        _leave(entered)
+        raise
+    return out, lambda: _leave(entered)
+
+
+def _under(path: str, root: str) -> bool:
+    return path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _leave(entered: list[tuple[_Root, int]]) -> None:
+    for held, users in entered:
+        held.leave(users)
+
+
+class _Root:
+    __slots__ = ("_gate", "_registry", "_users")
+
+    def __init__(self, root: str) -> None:
+        key = hashlib.sha256(os.fsencode(root)).hexdigest()[:24]
+        folder = dsh_home() / "sandbox" / "placeholders"
+        private_dirs(folder)
+        self._gate = folder / f"{key}.gate"
+        self._users = folder / f"{key}.users"
+        self._registry = folder / f"{key}.json"
+
+    def enter(self, targets: Sequence[Target]) -> tuple[list[Target], int]:
+        """Register the absent targets as placeholders and hold the root (`users`, shared)."""
+        gate = open_private(self._gate, os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            placeholders = self._read()
+            adjusted: list[Target] = []
+            for path, folder, exists in targets:
+                if not exists:
+                    placeholders.add(path)
+                adjusted.append((path, folder, exists and path not in placeholders))
+            self._write(placeholders)
+            users = open_private(self._users, os.O_RDWR | os.O_CREAT)
+            fcntl.flock(users, fcntl.LOCK_SH)
+        finally:
+            os.close(gate)
+        return adjusted, users
+
+    def leave(self, users: int) -> None:
+        """Let go of the root; the last command out removes the placeholders (never waits:
+        when another command enters or leaves meanwhile, the last of them does it)."""
+        os.close(users)
+        gate = open_private(self._gate, os.O_RDWR | os.O_CREAT)
+        try:
+            if not _locked(gate):
+                return
+            probe = open_private(self._users, os.O_RDWR | os.O_CREAT)
+            try:
+                if not _locked(probe):
+                    return  # commands still run in the root
+                for path in self._read():
+                    _remove_empty(Path(path))
+                self._write(set())
+            finally:
+                os.close(probe)
+        finally:
+            os.close(gate)
+
+    def _read(self) -> set[str]:
+        try:
+            paths = json.loads(self._registry.read_bytes())
+        except (FileNotFoundError, ValueError):
+            return set()
+        return {p for p in paths if isinstance(p, str)} if isinstance(paths, list) else set()
+
+    def _write(self, paths: set[str]) -> None:
+        temp = self._registry.with_suffix(f".{os.getpid()}.tmp")
+        with os.fdopen(open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as file:
+            json.dump(sorted(paths), file)
+        os.replace(temp, self._registry)
+
+
+def _locked(fd: int) -> bool:
+    """Whether `fd`'s lock was taken exclusively at once."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _remove_empty(target: Path) -> None:
+    """Delete a placeholder that is still one (an empty folder or file, not a symlink)."""
+    with contextlib.suppress(OSError):
+        if target.is_dir() and not target.is_symlink():
+            target.rmdir()  # only when empty
+        elif target.is_file() and not target.is_symlink() and target.stat().st_size == 0:
+            target.unlink()
