@@ -69,6 +69,16 @@ def test_an_untrusted_dsh_yml_is_skipped_with_a_note(tmp_path: Path) -> None:
     assert "id: extra" in trusted.stdout and trusted.stderr == ""
 
 
+def test_an_empty_dsh_yml_is_no_layer_and_no_note(tmp_path: Path) -> None:
+    """An empty one sets nothing: it is what the sandbox holds an absent one with while a
+    command runs in the folder, which another dsh started meanwhile must not mention."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "dsh.yml").write_bytes(b"")
+    shown = dsh(tmp_path, repo, "config", "show")
+    assert shown.returncode == 0 and shown.stderr == "", shown.stderr
+
+
 def test_dsh_run_runs_a_cloned_dsh_yml_hook_only_under_trust(tmp_path: Path) -> None:
     repo, mark = cloned_repository(tmp_path)
     result = dsh(tmp_path, repo, *run_args(tmp_path))

@@ -22,10 +22,20 @@ WORKSPACE_ROWS = ("hooks", "mcp")
 """Profile rows that read a workspace's files and take `trust_workspace` for one run."""
 
 
+def _present() -> bool:
+    """Whether `./dsh.yml` holds anything: an empty one sets nothing (and is what the sandbox
+    holds an absent one with while a command runs in the folder), so it is no layer and no
+    note."""
+    try:
+        return LOCAL_PROFILE.is_file() and LOCAL_PROFILE.stat().st_size > 0
+    except OSError:
+        return False
+
+
 def untrusted_local_profile() -> Path | None:
-    """`./dsh.yml` (absolute) when it exists in a folder that is not trusted."""
+    """`./dsh.yml` (absolute) when it exists, not empty, in a folder that is not trusted."""
     local = LOCAL_PROFILE.absolute()
-    if local.is_file() and not Trust().is_trusted(local.parent):
+    if _present() and not Trust().is_trusted(local.parent):
         return local
     return None
 
@@ -42,7 +52,7 @@ def local_layer(files: list[Path], trust_workspace: bool) -> tuple[list[Path], s
     run); else `files` and the note saying why it was skipped. A profile mounts plugins and
     sets policies, so a cloned repository's `dsh.yml` waits for trust like its settings
     files. Named among `files`, it is the user's own choice."""
-    if not LOCAL_PROFILE.is_file() or LOCAL_PROFILE.resolve() in [p.resolve() for p in files]:
+    if not _present() or LOCAL_PROFILE.resolve() in [p.resolve() for p in files]:
         return files, None
     if not trust_workspace and untrusted_local_profile() is not None:
         return files, local_profile_note()
