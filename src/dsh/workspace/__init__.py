@@ -13,6 +13,7 @@ from ._home import (
     project_folders,
     read_json_object,
 )
+from ._placeholders import Placeholders
 from ._settings import Settings, SettingsLayer, SettingsSource, load_settings, settings_sources
 from ._trust import Trust
 
@@ -20,6 +21,7 @@ __all__ = [
     "MEMO_WORKSPACES",
     "FileCache",
     "PassMemo",
+    "Placeholders",
     "Settings",
     "SettingsError",
     "agent_workspace",

@@ -13,6 +13,7 @@ import pytest
 
 from dsh.plugins.rewind import GitError, RewindConfig, Rewinds, ShadowStore
 from dsh.session import Session, SessionHeader
+from dsh.workspace import Placeholders
 from tests.conftest import mode
 
 from .scenario import tree_hash, workspace
@@ -121,6 +122,23 @@ def test_a_folder_turned_file_or_symlink_is_recorded_and_comes_back(tmp_path: Pa
     assert (ws / "sub" / "keep.txt").read_bytes() == b"kept\n"
     assert not (ws / "d").is_symlink() and (ws / "d" / "x.txt").read_bytes() == b"in\n"
     assert store.snapshot() == first
+
+
+def test_the_sandboxs_placeholders_are_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a command runs, the sandbox holds absent control files with empty ones (named
+    in its registry): a checkpoint taken meanwhile (another session's) records the
+    workspace's own files, not those."""
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "home"))
+    ws = workspace(tmp_path)
+    store = ShadowStore(tmp_path / "store", ws, 1000)
+    first = store.snapshot()
+    real = os.path.realpath(ws)
+    Placeholders(real).write({os.path.join(real, ".mcp.json")})
+    (ws / ".mcp.json").write_bytes(b"")
+    (ws / "new.txt").write_bytes(b"new\n")
+    assert [c.path for c in store.changes(first, store.snapshot())] == ["new.txt"]
 
 
 def test_a_workspace_gone_still_has_its_diffs(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from ...workspace import open_private, private_dirs
+from ...workspace import Placeholders, open_private, private_dirs
 
 __all__ = ["EMPTY_TREE", "Change", "GitError", "ShadowStore", "too_broad"]
 
@@ -168,9 +168,10 @@ class ShadowStore:
         update: list[str] = []
         drop: list[str] = []
         total = 0
+        held = self._placeholders()
         for path in paths:
-            if not path or path.endswith("/"):
-                continue  # a nested repository: not covered
+            if not path or path.endswith("/") or path in held:
+                continue  # a nested repository, a sandbox's placeholder: not covered
             size = self._size(path)
             if size is not None and size <= self.max_file_bytes:
                 update.append(path)  # -1: gone (update-index removes it) or a symlink
@@ -205,6 +206,14 @@ class ShadowStore:
         except FileNotFoundError:
             return (0, 0, b"")
         return (st.st_ino, st.st_size, tail)
+
+    def _placeholders(self) -> set[str]:
+        """The empty files the sandbox holds absent control paths with while commands run
+        (the workspace's own files are what is recorded, not those), workspace-relative."""
+        real = os.path.realpath(self.workspace)
+        prefix = real.rstrip(os.sep) + os.sep
+        held = Placeholders(real).paths()
+        return {p[len(prefix) :] for p in held if p.startswith(prefix)}
 
     def _size(self, path: str) -> int | None:
         """The size of a regular file; -1 for a symlink or a path that is gone; None for

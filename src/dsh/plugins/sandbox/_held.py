@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
-import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ...workspace import dsh_home, open_private, private_dirs
+from ...workspace import Placeholders
 
 __all__ = ["Target", "hold"]
 
@@ -65,29 +63,25 @@ def _leave(entered: list[tuple[_Root, int]]) -> None:
 
 
 class _Root:
-    __slots__ = ("_gate", "_registry", "_users")
+    __slots__ = ("_placeholders",)
 
     def __init__(self, root: str) -> None:
-        key = hashlib.sha256(os.fsencode(root)).hexdigest()[:24]
-        folder = dsh_home() / "sandbox" / "placeholders"
-        private_dirs(folder)
-        self._gate = folder / f"{key}.gate"
-        self._users = folder / f"{key}.users"
-        self._registry = folder / f"{key}.json"
+        self._placeholders = Placeholders(root)
 
     def enter(self, targets: Sequence[Target]) -> tuple[list[Target], int]:
         """Register the absent targets as placeholders and hold the root (`users`, shared)."""
-        gate = open_private(self._gate, os.O_RDWR | os.O_CREAT)
+        held = self._placeholders
+        gate = held.open_lock(held.gate)
         try:
             fcntl.flock(gate, fcntl.LOCK_EX)
-            placeholders = self._read()
+            placeholders = held.paths()
             adjusted: list[Target] = []
             for path, folder, exists in targets:
                 if not exists:
                     placeholders.add(path)
                 adjusted.append((path, folder, exists and path not in placeholders))
-            self._write(placeholders)
-            users = open_private(self._users, os.O_RDWR | os.O_CREAT)
+            held.write(placeholders)
+            users = held.open_lock(held.users)
             fcntl.flock(users, fcntl.LOCK_SH)
         finally:
             os.close(gate)
@@ -97,34 +91,22 @@ class _Root:
         """Let go of the root; the last command out removes the placeholders (never waits:
         when another command enters or leaves meanwhile, the last of them does it)."""
         os.close(users)
-        gate = open_private(self._gate, os.O_RDWR | os.O_CREAT)
+        held = self._placeholders
+        gate = held.open_lock(held.gate)
         try:
             if not _locked(gate):
                 return
-            probe = open_private(self._users, os.O_RDWR | os.O_CREAT)
+            probe = held.open_lock(held.users)
             try:
                 if not _locked(probe):
                     return  # commands still run in the root
-                for path in self._read():
+                for path in held.paths():
                     _remove_empty(Path(path))
-                self._write(set())
+                held.write(set())
             finally:
                 os.close(probe)
         finally:
             os.close(gate)
-
-    def _read(self) -> set[str]:
-        try:
-            paths = json.loads(self._registry.read_bytes())
-        except (FileNotFoundError, ValueError):
-            return set()
-        return {p for p in paths if isinstance(p, str)} if isinstance(paths, list) else set()
-
-    def _write(self, paths: set[str]) -> None:
-        temp = self._registry.with_suffix(f".{os.getpid()}.tmp")
-        with os.fdopen(open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as file:
-            json.dump(sorted(paths), file)
-        os.replace(temp, self._registry)
 
 
 def _locked(fd: int) -> bool:
