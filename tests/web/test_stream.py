@@ -6,6 +6,7 @@ resume."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 
 from dsh.llm import TokenUsage
 from dsh.testing import hold, reasoning, reply, tool_call, until, wait_all_tasks_blocked
+from dsh.web._stream import _json
 from tests.conftest import FIXTURES
 from tests.persistence.conftest import install_fixture_log
 
@@ -219,3 +221,12 @@ async def test_what_is_ready_at_once_goes_out_in_one_write(site: Site) -> None:
     assert ids == sorted(ids) and len(ids) > 5
     assert logged.decode().rstrip().splitlines()[-1].startswith('data: {"seq":')
     assert b'"type":"TurnEndEvent"' in logged
+
+
+def test_a_message_is_compact_json_and_a_lone_surrogate_is_escaped() -> None:
+    """The stream's bytes are UTF-8: a lone surrogate (which UTF-8 cannot carry) goes as its
+    escape, and reads back the same."""
+    for value in ({"a": "é", "n": 1.5, "l": [1, None]}, {"a": "x\ud800y"}):
+        text = _json(value)
+        assert json.loads(text) == value and ", " not in text
+        text.encode("utf-8")

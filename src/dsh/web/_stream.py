@@ -16,6 +16,8 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import cast
 
+import msgspec
+
 from ..agent import Agent, session_event_batches
 from ..events import ToolProgressEvent, typed
 from ..llm import Json
@@ -111,4 +113,10 @@ def _state(*, live: bool) -> str:
 
 
 def _json(value: Json) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return _encode(value).decode()
+    except UnicodeEncodeError:  # a lone surrogate: escaped (the socket takes UTF-8 only)
+        return json.dumps(value, separators=(",", ":"))
+
+
+_encode = msgspec.json.encode
