@@ -53,7 +53,11 @@ def test_other_routes_are_served_by_the_profile() -> None:
     local = parse_model("local:qwen")
     assert (local.provider, local.model, local.row) == ("local", "qwen", None)
     profile = load_profile()
-    assert local.apply(profile) is profile
+    applied = local.apply(profile)  # no adapter row: the agent loop's names the route
+    assert [r.id for r in applied.rows] == [r.id for r in profile.rows]
+    loop = applied.row("agent-loop")
+    assert loop is not None and loop.config is not None
+    assert (loop.config["provider"], loop.config["model"]) == ("local", "qwen")
 
 
 @pytest.mark.parametrize("spec", ["openai:", ":m", "", "deepseek:"])

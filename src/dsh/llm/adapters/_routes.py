@@ -45,15 +45,19 @@ class ModelRoute(msgspec.Struct, frozen=True):
 
     def apply(self, profile: Profile) -> Profile:
         """`profile` with this route mounted: its row added, or merged into the row of the same
-        id (so a profile's own settings for that plugin are kept)."""
-        if self.row is None:
-            return profile
-        row = dict(self.row)
-        current = profile.row(row["id"])
-        if current is not None:
-            row["config"] = {**(current.config or {}), **row.get("config", {})}
-            row["disabled"] = False
-        return profile.layered([row], source=f"<model {self.provider}:{self.model}>")
+        id (so a profile's own settings for that plugin are kept), and the agent loop's row
+        naming it (the model of the agents made without one, and what `dsh config show`
+        lists)."""
+        rows = [] if self.row is None else [dict(self.row)]
+        if profile.row(AGENT_LOOP) is not None:
+            named = {"provider": self.provider, "model": self.model}
+            rows.append({"id": AGENT_LOOP, "config": named})
+        for row in rows:
+            current = profile.row(row["id"])
+            if current is not None:
+                row["config"] = {**(current.config or {}), **row.get("config", {})}
+                row["disabled"] = False
+        return profile.layered(rows, source=f"<model {self.provider}:{self.model}>")
 
     @property
     def missing_credential(self) -> str | None:
@@ -61,6 +65,9 @@ class ModelRoute(msgspec.Struct, frozen=True):
         env = self.api_key_env
         return env if env is not None and not os.environ.get(env) else None
 
+
+AGENT_LOOP = "agent-loop"
+"""The profile row of the agent loop (its config names the default route)."""
 
 Builder = Callable[[str, str | None], ModelRoute]
 
