@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.plugins.rewind import GitError, RewindConfig, Rewinds, ShadowStore
+from dsh.plugins.rewind import Change, GitError, RewindConfig, Rewinds, ShadowStore, files_text
 from dsh.session import Session, SessionHeader
 from dsh.workspace import Placeholders
 from tests.conftest import mode
@@ -168,3 +168,8 @@ def test_every_folder_it_makes_is_the_users_alone(tmp_path: Path) -> None:
 
 def _session(sid: str, ws: Path) -> Session:
     return Session.create(sid, header=SessionHeader(id=sid, created_at=0, cwd=str(ws)))
+
+
+def test_a_name_that_is_not_utf8_or_holds_a_newline_stays_on_its_line() -> None:
+    text = files_text([Change("A", "lat\udce9.txt"), Change("M", "a\nb.txt")])
+    assert text == "A lat\ufffd.txt, M a\\nb.txt"

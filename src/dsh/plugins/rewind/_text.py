@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ...tools.builtin import path_text
 from ._git import Change
 from ._service import PromptInfo, RewindReport
 
@@ -18,8 +19,17 @@ UNDO_WORDS = {"code": "code", "conversation": "conversation", "both": "code and 
 
 
 def files_text(changes: Sequence[Change]) -> str:
-    """`M a.txt, D b.txt`."""
-    return ", ".join(f"{c.status} {c.path}" for c in changes)
+    """`M a.txt, D b.txt` (on one line whatever the names hold)."""
+    return ", ".join(f"{c.status} {_shown(c.path)}" for c in changes)
+
+
+_CONTROL = {code: f"\\x{code:02x}" for code in [*range(32), 127]} | {10: "\\n", 9: "\\t"}
+
+
+def _shown(path: str) -> str:
+    """A file name as text for a line: not UTF-8, U+FFFD; a control character (a newline,
+    say), its escape."""
+    return path_text(path).translate(_CONTROL)
 
 
 def prompt_lines(prompts: Sequence[PromptInfo]) -> list[str]:

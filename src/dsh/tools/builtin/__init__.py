@@ -24,6 +24,7 @@ from ._workspace import (
     Workspace,
     WorkspaceConfig,
     absolute_roots,
+    path_text,
     resolve_path,
     session_cwd,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "file_change",
     "glob_tool",
     "grep_tool",
+    "path_text",
     "read_tool",
     "resolve_path",
     "run_process",
