@@ -109,7 +109,7 @@ def test_without_trust_the_workspace_hooks_do_not_run_and_dsh_says_so(tmp_path: 
     (ws / "build" / "keep").write_text("x")
     result = dsh(tmp_path, "run", "--yes", "tidy up")
     assert result.returncode == 0, result.stderr
-    assert "note: this workspace is not trusted" in result.stderr
+    assert "dsh: note: this workspace is not trusted" in result.stderr
     assert ".claude/settings.json" in result.stderr and "--trust-workspace" in result.stderr
     assert not (ws / "build").exists()  # nothing guarded it
     assert (ws / "notes.txt").read_text() == "one   \ntwo\t\n"

@@ -101,7 +101,7 @@ async def run_task(options: RunOptions) -> int:
             )
             if untrusted:
                 remedy = "pass --trust-workspace, or trust it once in dsh chat"
-                surface.note(f"note: {trust_note(cwd, untrusted)}: {remedy}", "yellow")
+                surface.note(f"dsh: note: {trust_note(cwd, untrusted)}: {remedy}", "yellow")
             if options.banner:
                 surface.note(options.banner, "bold yellow")
             switched = resume_switch(agent, options.model) if resuming and options.model else None

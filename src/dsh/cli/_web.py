@@ -62,7 +62,7 @@ async def run_web(options: WebOptions) -> int:
     untrusted = untrusted_files(workspace)
     if untrusted:
         note = trust_note(workspace, untrusted)
-        print(f"note: {note}: trust it once in dsh chat", file=sys.stderr)
+        print(f"dsh: note: {note}: trust it once in dsh chat", file=sys.stderr)
     ctx = await start(assembly)
     try:
         base = f"http://{_url_host(options.host)}:{sock.getsockname()[1]}"
