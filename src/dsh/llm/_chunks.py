@@ -258,12 +258,9 @@ def merge_deltas(chunks: list[StreamChunk]) -> list[StreamChunk]:
     out: list[StreamChunk] = [chunks[0]]
     for chunk in chunks[1:]:
         last = out[-1]
-        merged = (
-            merge_delta(last, chunk)
-            if isinstance(last, TextDelta | ReasoningDelta | ToolCallDelta)
-            and delta_size(last) < DELTA_LIMIT
-            else None
-        )
+        merged = None
+        if isinstance(last, Delta) and delta_size(last) < DELTA_LIMIT:
+            merged = merge_delta(last, chunk)
         if merged is None:
             out.append(chunk)
         else:
@@ -274,6 +271,7 @@ def merge_deltas(chunks: list[StreamChunk]) -> list[StreamChunk]:
 def delta_size(delta: Delta) -> int:
     """The characters `delta` carries."""
     return len(delta.arguments_delta if isinstance(delta, ToolCallDelta) else delta.text)
+
 
 def chunk_from_json(data: Mapping[str, Json]) -> StreamChunk:
     raw: _ByKey = data

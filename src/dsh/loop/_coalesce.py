@@ -9,10 +9,7 @@ from collections.abc import Callable
 from ..llm import (
     DELTA_LIMIT,
     Delta,
-    ReasoningDelta,
     StreamChunk,
-    TextDelta,
-    ToolCallDelta,
     delta_size,
     merge_delta,
 )
@@ -46,7 +43,7 @@ class DeltaCoalescer:
                     self.flush()
                 return
             self.flush()
-        if isinstance(chunk, TextDelta | ReasoningDelta | ToolCallDelta):
+        if isinstance(chunk, Delta):
             self._held = chunk
             self._timer = asyncio.get_running_loop().call_later(WINDOW_S, self.flush)
         else:

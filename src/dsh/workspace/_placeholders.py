@@ -4,12 +4,15 @@ writes it; what records the workspace, such as rewind's checkpoints, leaves them
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._files import open_private, private_dirs
-from ._home import dsh_home
+from ._home import SettingsError, dsh_home, edit_json_file, read_json_object
+
+if TYPE_CHECKING:
+    from ..llm import Json
 
 __all__ = ["Placeholders"]
 
@@ -31,17 +34,15 @@ class Placeholders:
     def paths(self) -> set[str]:
         """The placeholders named now (none when nothing ran a command in the root)."""
         try:
-            paths = json.loads(self.registry.read_bytes())
-        except (FileNotFoundError, ValueError):
+            data = read_json_object(self.registry) or {}
+        except SettingsError:  # unreadable: what it named is not held any more
             return set()
+        paths = data.get("paths")
         return {p for p in paths if isinstance(p, str)} if isinstance(paths, list) else set()
 
     def write(self, paths: set[str]) -> None:
-        private_dirs(self.registry.parent)
-        temp = self.registry.with_suffix(f".{os.getpid()}.tmp")
-        with os.fdopen(open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as file:
-            json.dump(sorted(paths), file)
-        os.replace(temp, self.registry)
+        named: list[Json] = [*sorted(paths)]
+        edit_json_file(self.registry, lambda data: data.update(paths=named))
 
     def open_lock(self, path: Path) -> int:
         """`path` (`gate` or `users`) opened to be locked."""

@@ -112,9 +112,9 @@ class RewindPlugin:
         ctx.on(PROMPT_SUBMIT, prompt)
         ctx.on(TURN_STOPPING, stopping)
         ctx.on(TOOLS_EXECUTE, tool)
+
         def disposed(session: Session) -> None:
             rewinds.forget(session.id)
             wrote.discard(session.id)
 
         ctx.on(SESSION_DISPOSED, disposed)
-

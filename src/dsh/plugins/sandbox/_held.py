@@ -74,13 +74,13 @@ class _Root:
         gate = held.open_lock(held.gate)
         try:
             fcntl.flock(gate, fcntl.LOCK_EX)
-            placeholders = held.paths()
-            adjusted: list[Target] = []
-            for path, folder, exists in targets:
-                if not exists:
-                    placeholders.add(path)
-                adjusted.append((path, folder, exists and path not in placeholders))
-            held.write(placeholders)
+            named = held.paths()
+            placeholders = named | {path for path, _, exists in targets if not exists}
+            if placeholders != named:
+                held.write(placeholders)
+            adjusted = [
+                (p, folder, exists and p not in placeholders) for p, folder, exists in targets
+            ]
             users = held.open_lock(held.users)
             fcntl.flock(users, fcntl.LOCK_SH)
         finally:
@@ -100,9 +100,11 @@ class _Root:
             try:
                 if not _locked(probe):
                     return  # commands still run in the root
-                for path in held.paths():
+                named = held.paths()
+                for path in named:
                     _remove_empty(Path(path))
-                held.write(set())
+                if named:
+                    held.write(set())
             finally:
                 os.close(probe)
         finally:
