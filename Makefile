@@ -28,7 +28,7 @@ WORKSPACE ?=
 run: $(RUN_STAMP)
 	$(BIN)/dsh demo $(if $(TASK),"$(TASK)") $(if $(WORKSPACE),--cwd "$(WORKSPACE)") $(if $(YES),--yes)
 
-# With DSH_TEST_USER set (as .ci/run does when root), the sandbox tests run again as that user.
+# With DSH_TEST_USER set (as .ci/run does when root), the sandbox and trust tests run again as that user.
 test: $(TEST_STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy --strict src
