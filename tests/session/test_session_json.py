@@ -1,4 +1,5 @@
 import copy
+import gc
 import json
 import math
 import pickle
@@ -28,6 +29,8 @@ def key_part(key: str) -> str:
 
 
 def assert_frozen_deep(value: Any) -> None:
+    if isinstance(value, dict | list):
+        assert not gc.is_tracked(value), "a frozen container is left to the cycle collector"
     if isinstance(value, dict):
         assert type(value) is FrozenDict
         for item in value.values():
@@ -71,6 +74,23 @@ def test_frozen_containers_are_plain_json_types_with_raising_mutators() -> None:
     assert frozen == {"a": [1, {"b": 2}]}
     with pytest.raises(TypeError):
         FrozenDict({"x": float("nan")})
+
+
+def test_frozen_containers_are_freed_by_reference_counting_alone() -> None:
+    # Untracked by the cycle collector, they must still go when their last reference does.
+    import tracemalloc
+
+    value = {"a": [1, {"b": "c" * 100}], "d": {"e": [True, None, 2.5]}}
+    freeze_json(value)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(2000):
+            freeze_json(value)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 4096, f"{grown} bytes kept by 2000 dropped frozen values"
 
 
 def test_copies_and_pickles_stay_frozen() -> None:

