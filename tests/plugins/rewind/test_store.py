@@ -141,16 +141,33 @@ def test_the_sandboxs_placeholders_are_left_out(
     assert [c.path for c in store.changes(first, store.snapshot())] == ["new.txt"]
 
 
-def test_a_workspace_gone_still_has_its_diffs(tmp_path: Path) -> None:
+def two_checkpoints(tmp_path: Path) -> tuple[Path, ShadowStore, str, str]:
+    """A workspace, its store, and two checkpoints: before and after a.txt changed."""
     ws = workspace(tmp_path)
     store = ShadowStore(tmp_path / "store", ws, 1000)
     first = store.snapshot()
     (ws / "a.txt").write_bytes(b"changed\n")
-    now = store.snapshot()
+    return ws, store, first, store.snapshot()
+
+
+def test_a_workspace_gone_still_has_its_diffs(tmp_path: Path) -> None:
+    ws, store, first, now = two_checkpoints(tmp_path)
     shutil.rmtree(ws)
     assert [c.path for c in store.changes(first, now)] == ["a.txt"]
     with pytest.raises(GitError, match=f"the workspace {ws} no longer exists"):
         store.snapshot()
+
+
+def test_a_store_removed_since_says_its_checkpoints_are_gone(tmp_path: Path) -> None:
+    """`rm -r $DSH_HOME/rewind`: neither "git is not installed" nor git's own words."""
+    _, store, first, now = two_checkpoints(tmp_path)
+    shutil.rmtree(tmp_path / "store")
+    gone = "the checkpoints are no longer in the rewind store .*: there is nothing to rewind to"
+    with pytest.raises(GitError, match=gone):
+        store.changes(first, now)
+    store.snapshot()  # a new store: the old checkpoints' trees are not in it
+    with pytest.raises(GitError, match=gone):
+        store.patch(first, now)
 
 
 @pytest.mark.usefixtures("umask_022")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import stat
 import subprocess
 import tempfile
@@ -38,6 +39,9 @@ _SAFE = (
     "-c",
     "core.quotePath=false",
 )
+
+_MISSING_OBJECT = re.compile(r"bad object|not a tree object|unable to read tree|invalid object")
+"""git's words for an object the store does not have (the store removed or emptied since)."""
 
 
 def too_broad(workspace: Path) -> str | None:
@@ -123,13 +127,23 @@ class ShadowStore:
         except FileNotFoundError:
             if not trees and not self.workspace.is_dir():
                 raise GitError(f"the workspace {self.workspace} no longer exists") from None
+            if trees and not self.root.is_dir():
+                raise GitError(self._gone()) from None
             raise GitError(
                 "git is not installed: rewind checkpoints need the git command"
             ) from None
         if done.returncode != 0:
             lines = done.stderr.decode(errors="replace").strip().splitlines()
+            if lines and _MISSING_OBJECT.search(lines[-1]):
+                raise GitError(self._gone())
             raise GitError(f"git {args[0]}: {lines[-1] if lines else done.returncode}")
         return done.stdout
+
+    def _gone(self) -> str:
+        return (
+            f"the checkpoints are no longer in the rewind store {self.root} (it was removed "
+            "or emptied since they were taken): there is nothing to rewind to"
+        )
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
