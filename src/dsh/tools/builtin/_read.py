@@ -98,6 +98,29 @@ def _small_file(path: str) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_size <= INLINE_BYTES
 
 
+def _small_window(where: ResolvedPath, offset: int, limit: int) -> tuple[Json, FileVersion] | None:
+    """`_window` on the event loop, for what `_small_file` found small: read whole (open,
+    fstat, read to the end, close: no buffered file object, which asks the file for its
+    size, terminal status and position again). None when the file is no longer a small
+    regular file (`_window` in a thread then reads it, or says why it cannot)."""
+    try:
+        fd = os.open(where.real, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        data = b""
+        while len(data) <= INLINE_BYTES and (part := os.read(fd, INLINE_BYTES + 1 - len(data))):
+            data += part
+    finally:
+        os.close(fd)
+    if len(data) > INLINE_BYTES:
+        return None
+    return _numbered(io.BytesIO(data), where.display, offset, limit), FileVersion.of(st)
+
+
 def _window(where: ResolvedPath, offset: int, limit: int) -> tuple[Json, FileVersion]:
     """Scan the whole file (for the exact total), keeping the lines of the window."""
     display = where.display
@@ -217,8 +240,8 @@ async def read_file(
     try:
         if editor is not None:
             value, version = await _editor_window(editor, run, where, offset, limit)
-        elif _small_file(where.real):
-            value, version = _window(where, offset, limit)
+        elif _small_file(where.real) and (small := _small_window(where, offset, limit)):
+            value, version = small
         else:
             value, version = await asyncio.to_thread(_window, where, offset, limit)
     except FsError as exc:

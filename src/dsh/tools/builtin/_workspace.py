@@ -89,7 +89,7 @@ class Workspace(msgspec.Struct, frozen=True):
         real = resolved.real
         roots = self.roots(cwd)
         for root in roots:
-            base = _real_roots.get(root)
+            base = _real_paths.get(root)
             if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
                 return resolved
         raise OutsideWorkspaceError(resolved.display, roots)
@@ -100,12 +100,14 @@ def resolve_path(cwd: str, path: str) -> ResolvedPath:
     its symlinks resolved (`real`). A `~` is a folder's name here, never the home: what
     checks a tool's path (the sandbox's masks) resolves it with this, not otherwise."""
     display = os.path.normpath(os.path.join(cwd, path))
-    return ResolvedPath(display, os.path.realpath(display), cwd)
+    return ResolvedPath(display, _real_paths.get(display), cwd)
 
 
-_real_roots: PassMemo[str, str] = PassMemo(os.path.realpath)
-"""The workspace roots with their symlinks resolved, looked at once per pass of the event
-loop however many calls check a path against them."""
+_real_paths: PassMemo[str, str] = PassMemo(os.path.realpath)
+"""Paths with their symlinks resolved (an `lstat` per part of the path), once per pass of
+the event loop: a call's path is resolved by the sandbox's check and again by the tool, and
+its workspace roots to compare with; in a busy pass the calls of many sessions name the same
+files and roots. Within a pass, the check and the use see the same answer."""
 
 
 def absolute_roots(roots: Sequence[str], key: str) -> list[str]:
