@@ -1,13 +1,16 @@
-"""The adapter's SSE decoder: the data of each event, however the bytes are split."""
+"""The adapter's SSE decoder: the data of each event, however the bytes are split; and
+the JSON of an event's data."""
 
 from __future__ import annotations
 
 import itertools
+import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh.llm.adapters._sse import SseDecoder
+from dsh.llm.adapters._sse import SseDecoder, event_json
 
 STREAM = (
     b": keep-alive\r\n\r\n"
@@ -32,3 +35,14 @@ def test_any_split_of_the_bytes_gives_the_same_events(cuts: list[int]) -> None:
     bounds = [0, *sorted(cuts), len(STREAM)]
     events = [e for a, b in itertools.pairwise(bounds) for e in decoder.feed(STREAM[a:b])]
     assert events == EVENTS
+
+
+def test_event_json_takes_what_only_the_standard_library_reads() -> None:
+    """msgspec decodes; an escaped lone surrogate (half an emoji) and `NaN` still decode."""
+    assert event_json('{"choices":[{"delta":{"content":"hi"}}]}') == {
+        "choices": [{"delta": {"content": "hi"}}]
+    }
+    assert event_json('{"content":"abc\\ud83d"}') == {"content": "abc\ud83d"}
+    assert math.isnan(event_json('{"x":NaN}')["x"])
+    with pytest.raises(ValueError):
+        event_json('{"content": "cut')

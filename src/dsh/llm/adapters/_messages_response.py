@@ -29,6 +29,7 @@ from .._content import ContentBlock, Json, ReasoningBlock, TextBlock, ToolCallBl
 from .._text import PairJoiner, clean_text
 from ._failures import closed_early, stream_error
 from ._messages_request import REPLAY_KIND
+from ._sse import event_json
 
 __all__ = ["MessagesMapper", "messages_usage"]
 
@@ -97,7 +98,7 @@ class MessagesMapper:
 
     def feed_data(self, data: str, out: list[StreamChunk]) -> bool:
         """Fold one SSE data payload; True once the message is complete (`message_stop`)."""
-        event = json.loads(data)
+        event = event_json(data)
         self._feed(event, out)
         return bool(event.get("type") == "message_stop")
 

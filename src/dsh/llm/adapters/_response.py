@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 import msgspec
@@ -27,6 +26,7 @@ from .._chunks import (
 from .._content import Json, ReasoningBlock, TextBlock, ToolCallBlock, _ByKey
 from .._text import PairJoiner, clean_text
 from ._failures import closed_early, stream_error
+from ._sse import event_json
 
 __all__ = ["ChunkMapper", "token_usage"]
 
@@ -110,7 +110,7 @@ class ChunkMapper:
         """Fold one SSE data payload; True at `[DONE]` (the stream is complete)."""
         if data == "[DONE]":
             return True
-        self._feed(json.loads(data), out)
+        self._feed(event_json(data), out)
         return False
 
     def feed_whole(self, completion: Mapping[str, Json], out: list[StreamChunk]) -> None:

@@ -8,7 +8,25 @@ character, since no byte of a multi-byte character is a newline.
 
 from __future__ import annotations
 
-__all__ = ["SseDecoder"]
+import json
+from typing import Any
+
+import msgspec
+
+__all__ = ["SseDecoder", "event_json"]
+
+_decode = msgspec.json.decode
+
+
+def event_json(data: str) -> Any:
+    """An event's data as JSON, by msgspec (~0.5 µs for a streamed delta; `json.loads`
+    takes ~3), or by the standard library for what only it accepts: an escaped lone surrogate
+    (some servers send an emoji's two halves in two events, which the mappers join again),
+    `NaN`. Raises ValueError when the data is not JSON at all."""
+    try:
+        return _decode(data)
+    except msgspec.DecodeError:
+        return json.loads(data)
 
 
 class SseDecoder:
