@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import itertools
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -21,11 +21,12 @@ from dsh.llm.adapters._pool import Pool
 
 class _Raw:
     """Answers each request with the next of `answers`, written in the pieces given (each
-    piece its own write, so the client sees them arrive apart); a last piece `b""` hangs up
+    piece its own write, so the client sees them arrive apart; a number instead of a piece:
+    that many seconds' pause, as a server streaming tokens); a last piece `b""` hangs up
     after the answer, and an answer `None` instead of it."""
 
     def __init__(self) -> None:
-        self.answers: list[list[bytes] | None] = []
+        self.answers: list[Sequence[bytes | float] | None] = []
         self.opened = 0
         self.port = 0
 
@@ -38,6 +39,9 @@ class _Raw:
                 if answer is None:
                     break
                 for piece in answer:
+                    if isinstance(piece, float):
+                        await asyncio.sleep(piece)
+                        continue
                     writer.write(piece)
                     await writer.drain()
                     await asyncio.sleep(0)
@@ -180,6 +184,18 @@ async def test_a_silent_server_is_a_read_timeout(raw: _Raw) -> None:
     async with Pool(None) as pool:
         with pytest.raises(ReadTimeout):
             await _get(pool, raw, read_s=0.05)
+
+
+async def test_the_read_limit_is_per_wait_not_per_answer(raw: _Raw) -> None:
+    """A body that keeps coming (a token every 0.15 s, 0.75 s in all) outlasts a 0.4 s read
+    limit; a pause longer than the limit is a timeout (one timer serves all the waits)."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"
+    trickle: list[bytes | float] = [head, 0.15, b"a", 0.15, b"b", 0.15, b"c", 0.15, b"d"]
+    raw.answers = [[*trickle, 0.15, b"e"], [*trickle, 1.0, b"e"]]
+    async with Pool(None) as pool:
+        assert (await _get(pool, raw, read_s=0.4))[:2] == (200, b"abcde")
+        with pytest.raises(ReadTimeout):
+            await _get(pool, raw, read_s=0.4)
 
 
 def test_a_header_or_key_that_would_split_the_request_is_refused() -> None:

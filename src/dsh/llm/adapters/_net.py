@@ -141,7 +141,15 @@ class Connection:
     """One HTTP/1.1 connection: one request at a time, its answer read to its end before the
     next (`reusable` then says whether the server keeps it open)."""
 
-    __slots__ = ("_buffer", "_protocol", "_transport", "busy", "reusable")
+    __slots__ = (
+        "_buffer",
+        "_protocol",
+        "_read_by",
+        "_read_timer",
+        "_transport",
+        "busy",
+        "reusable",
+    )
 
     def __init__(self, transport: asyncio.Transport, protocol: _Protocol) -> None:
         self._transport = transport
@@ -149,6 +157,8 @@ class Connection:
         self._buffer = b""  # received and not yet parsed
         self.busy = False
         self.reusable = False
+        self._read_by = 0.0  # (loop time) when the read waiting now times out
+        self._read_timer: asyncio.TimerHandle | None = None
 
     async def request(
         self, data: bytes, read_timeout: float | None, write_timeout: float | None
@@ -206,7 +216,14 @@ class Connection:
 
     def close(self) -> None:
         self.reusable = False
+        self.disarm()
         self._transport.close()
+
+    def disarm(self) -> None:
+        """Drop the read timer (the answer is read, or the connection closed)."""
+        timer, self._read_timer = self._read_timer, None
+        if timer is not None:
+            timer.cancel()
 
     async def _send(self, data: bytes, limit_s: float | None) -> None:
         protocol = self._protocol
@@ -218,12 +235,21 @@ class Connection:
             await _wait(drained, limit_s, WriteTimeout("timed out writing the request"))
 
     async def _receive(self, limit_s: float | None) -> bytes:
-        """The next bytes received (b"" once the server has closed its side)."""
+        """The next bytes received (b"" once the server has closed its side); a ReadTimeout
+        when nothing arrives for `limit_s`."""
         protocol = self._protocol
         if not protocol.chunks and not protocol.eof:
-            waiter = protocol.waiter = asyncio.get_running_loop().create_future()
+            loop = asyncio.get_running_loop()
+            waiter = protocol.waiter = loop.create_future()
+            if limit_s is not None:
+                self._read_by = read_by = loop.time() + limit_s
+                timer = self._read_timer
+                if timer is None or timer.when() > read_by:
+                    if timer is not None:
+                        timer.cancel()
+                    self._read_timer = loop.call_at(read_by, self._read_expired)
             try:
-                await _wait(waiter, limit_s, ReadTimeout("timed out waiting to read"))
+                await waiter
             finally:
                 protocol.waiter = None
         if protocol.chunks:
@@ -236,6 +262,19 @@ class Connection:
         if protocol.lost is not None:
             raise ReadError(str(protocol.lost) or type(protocol.lost).__name__)
         return b""
+
+    def _read_expired(self) -> None:
+        # One timer for all the reads of an answer (a streamed answer waits once per token):
+        # each wait moves the deadline on, and the timer, when it comes, looks again.
+        self._read_timer = None
+        waiter = self._protocol.waiter
+        if waiter is None or waiter.done():
+            return  # no read waits now: the next one arms the timer again
+        loop = waiter.get_loop()
+        if loop.time() < self._read_by:
+            self._read_timer = loop.call_at(self._read_by, self._read_expired)
+        else:
+            waiter.set_exception(ReadTimeout("timed out waiting to read"))
 
     async def _head(self, limit_s: float | None) -> tuple[int, list[tuple[bytes, bytes]], bool]:
         """An answer's status, headers and whether the connection stays open after it."""
@@ -310,6 +349,7 @@ class Response:
     async def aclose(self) -> None:
         await self._body.aclose()
         connection = self._connection
+        connection.disarm()
         if not connection.busy:
             return  # closed before
         connection.busy = False
