@@ -13,7 +13,11 @@ process (so memory and CPU are its own):
 - `stall`: the same, but the client stops reading the runtime's output twice for 2 s (a
   client that reads slowly: the runtime's frames pile up behind its writer thread);
 - `web`: `dsh web` with N SSE clients (httpx): create a session with its prompt, read its
-  event stream until the turn ends.
+  event stream until the turn ends;
+- `floor`: no dsh — N bare asyncio clients, each sending the same six requests on one
+  keep-alive connection and reading each streamed answer to its end: what this machine and
+  the model server allow (the same traffic, nothing done with it), for the other rows to be
+  read against.
 
 Printed per entry point and N, for the process that serves the sessions (the runtime, the
 web server): wall (first prompt to last answer, as the client sees it) against the ideal
@@ -55,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 SIZES = (10, 100, 1000)
-ENTRIES = ("agents", "facade", "jsonrpc", "stall", "web")
+ENTRIES = ("floor", "agents", "facade", "jsonrpc", "stall", "web")
 MODEL = "deepseek-v4-flash"
 KEY = "sk-bench"
 READS = 5
@@ -343,6 +347,48 @@ async def run_in_process(entry: str, n: int, workdir: Path, trace: bool) -> dict
     return out
 
 
+async def run_floor(n: int, url: str) -> dict[str, Any]:
+    """N bare clients: the six requests of a session (with 0..5 tool results, as the model
+    server counts them), each answer read to the end of its chunked body."""
+    host, port = url.split("//")[1].split("/")[0].rsplit(":", 1)
+    path = "/" + url.split("//")[1].partition("/")[2].rstrip("/") + "/chat/completions"
+
+    async def call(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, done: int) -> None:
+        results = [{"role": "tool", "tool_call_id": f"c{i}", "content": HELLO} for i in range(done)]
+        messages = [{"role": "user", "content": TASK}, *results]
+        body = json.dumps({"model": MODEL, "stream": True, "messages": messages}).encode()
+        head = f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        writer.write(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        tail = b""
+        while not tail.endswith(b"\r\n0\r\n\r\n"):  # the last chunk ends the answer
+            data = await reader.read(65536)
+            if not data:
+                raise ConnectionError("the model server hung up")
+            tail = (tail + data)[-16:]
+
+    async def session() -> bool:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
+            for done in range(CALLS):
+                await call(reader, writer, done)
+        finally:
+            writer.close()
+        return True
+
+    ticker = Ticker()
+    ticking = asyncio.ensure_future(ticker.run())
+    assert await session(), "the warm-up run failed"
+    gc.collect()
+    ticker.sample()
+    start = time.time()
+    done = await asyncio.gather(*(session() for _ in range(n)))
+    end = time.time()
+    ticker.sample()
+    ticking.cancel()
+    out: dict[str, Any] = {"wall": end - start, "ok": sum(done), "start": start, "end": end}
+    return out | window(ticker.dump(), start, end)
+
+
 async def run_jsonrpc(n: int, workdir: Path, url: str, stall: bool) -> dict[str, Any]:
     from dsh.client import AsyncHarness
 
@@ -443,7 +489,9 @@ def child(entry: str, n: int, url: str, workdir: str, trace: bool) -> None:
     """One measurement in this process (the `--run` / `--trace` modes): a JSON line."""
     folder = Path(workdir)
     os.environ.update(env(folder, url))
-    if entry in ("agents", "facade"):
+    if entry == "floor":
+        out = asyncio.run(run_floor(n, url))
+    elif entry in ("agents", "facade"):
         out = asyncio.run(run_in_process(entry, n, folder, trace))
     elif entry in ("jsonrpc", "stall"):
         out = asyncio.run(run_jsonrpc(n, folder, url, stall=entry == "stall"))
@@ -545,11 +593,11 @@ def targets(
         checks.append((f"agents N={n} wall <= 2x ideal", base["wall"] / ideal, 2.0, "x"))
         checks.append((f"agents N={n} loop lag p99 <= 250 ms", base["lag_p99"], 250.0, " ms"))
         for (entry, size), r in sorted(results.items()):
-            if size == n and entry not in ("agents", "stall"):
+            if size == n and entry not in ("agents", "stall", "floor"):
                 ratio = r["wall"] / base["wall"]
                 checks.append((f"{entry} N={n} wall <= 1.2x agents", ratio, 1.2, "x"))
     for (entry, size), r in sorted(results.items()):
-        if size == n:
+        if size == n and entry != "floor":
             kib = (r["rss_after"] - r["rss_before"]) / n
             checks.append((f"{entry} N={n} RSS per session <= 100 KiB", kib, 100.0, " KiB"))
     for (entry, size), t in sorted(traced.items()):
