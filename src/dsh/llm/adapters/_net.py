@@ -241,7 +241,9 @@ class Connection:
         if not protocol.chunks and not protocol.eof:
             loop = asyncio.get_running_loop()
             waiter = protocol.waiter = loop.create_future()
-            if limit_s is not None:
+            if limit_s is None:
+                self.disarm()  # (a pooled connection's earlier answer may have had a limit)
+            else:
                 self._read_by = read_by = loop.time() + limit_s
                 timer = self._read_timer
                 if timer is None or timer.when() > read_by:
