@@ -21,6 +21,7 @@ from ..plugins.rewind import (
     files_text,
     prompt_lines,
     report_lines,
+    unrecorded_text,
 )
 from ..session import Session
 from ._runtime import CliError, corrupt_log
@@ -153,6 +154,8 @@ async def _list(profile: list[Path] | None, given: str, as_json: bool) -> int:
 async def diff_session(profile: list[Path] | None, given: str, turn: int | None) -> int:
     async with _opened(profile, given, live=False) as (rewinds, session):
         diff = await rewinds.diff(session, turn)
+    if diff.unrecorded:
+        print(f"turn {diff.turn}: {unrecorded_text(diff.unrecorded)}")
     if not diff.changes:
         print(f"turn {diff.turn} changed no file in the workspace")
         return 0

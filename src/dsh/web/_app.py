@@ -306,7 +306,8 @@ class _Routes:
         return JSONResponse(report.to_json())
 
     async def diff(self, request: Request) -> Response:
-        """What a turn changed in the workspace: `{turn, changes: [{status, path}], patch}`."""
+        """What a turn changed in the workspace: `{turn, changes: [{status, path}], patch,
+        unrecorded}` (`unrecorded`: why a checkpoint of the turn was not taken, or null)."""
         opened = await self._rewinds(request)
         if isinstance(opened, Response):
             return opened
@@ -316,7 +317,8 @@ class _Routes:
         except RewindError as exc:
             return _error(409, str(exc))
         changes = [{"status": c.status, "path": c.path} for c in diff.changes]
-        return JSONResponse({"turn": diff.turn, "changes": changes, "patch": diff.patch})
+        shown = {"turn": diff.turn, "changes": changes, "patch": diff.patch}
+        return JSONResponse(shown | {"unrecorded": diff.unrecorded})
 
     async def _rewinds(self, request: Request) -> tuple[Rewinds, Agent] | Response:
         """The rewind service and the session's agent (opened here first)."""

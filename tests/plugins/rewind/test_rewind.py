@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 
 import dsh
-from dsh.plugins.rewind import REWIND, GitError, RewindConfig, RewindError, Rewinds
+from dsh.events import TurnStartEvent, UserMessageEvent, append
+from dsh.plugins.rewind import (
+    REWIND,
+    GitError,
+    RewindConfig,
+    RewindError,
+    Rewinds,
+    prompt_lines,
+)
 from dsh.session import Session, SessionHeader
 from dsh.testing import ScriptedModel, reply, tool_call
 
@@ -194,6 +202,24 @@ async def test_a_checkpoint_over_the_size_cap_is_refused_with_its_reason(tmp_pat
     again = Session.create(SID, seed=session.events[:], header=header)
     line = Rewinds(RewindConfig(), tmp_path / "store").no_checkpoints(again)
     assert line.startswith(f"session {SID} has no checkpoints: ") and "(over 2)" in line
+
+
+async def test_a_turn_whose_end_checkpoint_was_refused_says_so(tmp_path: Path) -> None:
+    """Its files as far as they were recorded, and why the rest is not: not a bare '-'."""
+    ws = workspace(tmp_path)
+    session = Session.create(SID, header=SessionHeader(id=SID, created_at=0, cwd=str(ws)))
+    append(session, TurnStartEvent(turn=1))
+    append(session, UserMessageEvent(message=dsh.user_message("make files"), surface_op="append"))
+    rewinds = Rewinds(RewindConfig(max_files=8), tmp_path / "store")
+    await rewinds.checkpoint(session, "turn", 1)
+    for number in range(9):
+        (ws / f"new-{number}.txt").write_text(str(number))
+    with pytest.raises(GitError, match="over 8"):
+        await rewinds.checkpoint(session, "end", 1)
+    (prompt,) = await rewinds.prompts(session)
+    assert prompt.changes == () and prompt.unrecorded is not None and "over 8" in prompt.unrecorded
+    assert prompt_lines([prompt])[0].endswith(f"- (not all recorded: {prompt.unrecorded})")
+    assert (await rewinds.diff(session, 1)).unrecorded == prompt.unrecorded
 
 
 async def test_a_fork_rewinds_only_its_own_prompts(run: Run) -> None:

@@ -13,7 +13,7 @@ from ._service import (
     TurnDiff,
     parse_mode,
 )
-from ._text import files_text, prompt_lines, report_lines
+from ._text import files_text, prompt_lines, report_lines, unrecorded_text
 
 __all__ = [
     "REWIND",
@@ -32,4 +32,5 @@ __all__ = [
     "parse_mode",
     "prompt_lines",
     "report_lines",
+    "unrecorded_text",
 ]

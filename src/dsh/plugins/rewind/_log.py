@@ -26,6 +26,7 @@ __all__ = [
     "outside_gaps",
     "prompts_of",
     "refusal_of",
+    "refusals_by_turn",
     "rewinds_of",
     "states_of",
 ]
@@ -155,6 +156,17 @@ def rewinds_of(events: Sequence[SessionEvent], first: int = 0) -> list[Op]:
 
 REFUSED = "refused"
 """The `rewind/checkpoint` kind that says the workspace cannot be recorded (and why)."""
+
+
+def refusals_by_turn(events: Sequence[SessionEvent]) -> dict[int, str]:
+    """Why a checkpoint of a turn was not taken, by turn (the first refusal in each)."""
+    out: dict[int, str] = {}
+    for event in events:
+        if event.type == RewindCheckpointEvent.type:
+            cp = typed_as(event, RewindCheckpointEvent)
+            if cp is not None and cp.kind == REFUSED and cp.turn not in out:
+                out[cp.turn] = cp.reason or "not recorded"
+    return out
 
 
 def refusal_of(events: Sequence[SessionEvent]) -> str | None:

@@ -33,6 +33,7 @@ from ._log import (
     outside_gaps,
     prompts_of,
     refusal_of,
+    refusals_by_turn,
     rewinds_of,
     states_of,
     turn_end_tree,
@@ -62,22 +63,27 @@ class RewindError(ValueError):
     undo, no checkpoints); the message says what to do."""
 
 
-class PromptInfo(msgspec.Struct, frozen=True):
+class PromptInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     """A prompt a rewind can go back to: its turn number, text, the files its turn changed
-    (workspace-relative, `status` A/M/D/T), and whether it is on the current conversation."""
+    (workspace-relative, `status` A/M/D/T), and whether it is on the current conversation.
+    `unrecorded`: why a checkpoint of its turn was not taken (then `changes` may miss what
+    the turn changed after the last one that was)."""
 
     turn: int
     text: str
     changes: tuple[Change, ...]
     active: bool
+    unrecorded: str | None = None
 
 
-class TurnDiff(msgspec.Struct, frozen=True):
-    """What turn `turn` changed in the workspace: the files and a unified diff."""
+class TurnDiff(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What turn `turn` changed in the workspace: the files and a unified diff
+    (`unrecorded`: as in `PromptInfo`)."""
 
     turn: int
     changes: tuple[Change, ...]
     patch: str
+    unrecorded: str | None = None
 
 
 class RewindReport(msgspec.Struct, frozen=True):
@@ -253,13 +259,15 @@ class Rewinds:
             return []  # `no_checkpoints` says why
         store = self.store(session)
         nodes = set(session.surface.nodes)
+        refused = refusals_by_turn(events)
         out: list[PromptInfo] = []
         with _git_errors():
             for prompt in prompts:
                 end = turn_end_tree(states, prompt.state)
                 changes = await asyncio.to_thread(store.changes, prompt.tree, end)
                 active = _active(events, prompt, nodes)
-                out.append(PromptInfo(prompt.turn, prompt.text, tuple(changes), active))
+                why = refused.get(prompt.turn)
+                out.append(PromptInfo(prompt.turn, prompt.text, tuple(changes), active, why))
         return out
 
     async def diff(self, session: Session, turn: int | None = None) -> TurnDiff:
@@ -273,7 +281,8 @@ class Rewinds:
         with _git_errors():
             changes = await asyncio.to_thread(store.changes, prompt.tree, end)
             patch = await asyncio.to_thread(store.patch, prompt.tree, end)
-        return TurnDiff(prompt.turn, tuple(changes), patch)
+        why = refusals_by_turn(events).get(prompt.turn)
+        return TurnDiff(prompt.turn, tuple(changes), patch, why)
 
     # -- rewinding ---------------------------------------------------------------------------
 

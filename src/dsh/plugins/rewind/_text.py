@@ -8,7 +8,7 @@ from ...tools.builtin import path_text
 from ._git import Change
 from ._service import PromptInfo, RewindReport
 
-__all__ = ["files_text", "prompt_lines", "report_lines"]
+__all__ = ["files_text", "prompt_lines", "report_lines", "unrecorded_text"]
 
 MODE_WORDS = {
     "code": "the code",
@@ -40,8 +40,16 @@ def prompt_lines(prompts: Sequence[PromptInfo]) -> list[str]:
         if len(text) > 50:
             text = text[:49] + "…"
         mark = " " if prompt.active else "*"
-        lines.append(f"{prompt.turn:>3}{mark} {text:<50}  {files_text(prompt.changes) or '-'}")
+        files = files_text(prompt.changes) or "-"
+        if prompt.unrecorded:
+            files = f"{files} ({unrecorded_text(prompt.unrecorded)})"
+        lines.append(f"{prompt.turn:>3}{mark} {text:<50}  {files}")
     return lines
+
+
+def unrecorded_text(reason: str) -> str:
+    """What a turn's refused checkpoint means for its files, with the refusal's reason."""
+    return f"not all recorded: {reason}"
 
 
 def report_lines(report: RewindReport, session_id: str, *, force_hint: str = "") -> list[str]:
