@@ -29,11 +29,13 @@ from dsh.testing import wait_all_tasks_blocked
 class _Spy:
     """A JSONL backend that counts writes and can fail or hold them."""
 
-    def __init__(self, inner: SessionBackend) -> None:
+    def __init__(self, inner: SessionBackend, *, inline: bool = False) -> None:
         self.inner = inner
         self.name = inner.name
         self.store_id = inner.store_id
+        self.inline_appends = inline  # (not the inner backend's: the thread path by default)
         self.batches: list[list[int]] = []
+        self.threads: list[int] = []
         self.fail = 0
         self.hold: threading.Event | None = None
         self.holding = threading.Event()
@@ -51,6 +53,7 @@ class _Spy:
             self.failed.set()
             raise OSError("no space left on device (simulated)")
         self.batches.append([r.seq for r in records])
+        self.threads.append(threading.get_ident())
 
     def create(self, header: Any, records: Sequence[Record], *, durable: bool) -> None:
         self._write(records)
@@ -85,10 +88,12 @@ class _World:
             await self.changed.wait()
 
 
-async def _world(root: Path, window_ms: float) -> tuple[_World, StoredSessions]:
+async def _world(
+    root: Path, window_ms: float, *, inline: bool = False
+) -> tuple[_World, StoredSessions]:
     ctx = Context()
     await ctx.plugin(SessionPlugin)
-    spy = _Spy(JsonlBackend(root))
+    spy = _Spy(JsonlBackend(root), inline=inline)
     service = mount_persistence(ctx.child("persistence"), spy, batch_window_ms=window_ms)
     return _World(ctx, ctx.sessions, spy, root), service
 
@@ -224,6 +229,33 @@ async def test_a_failed_write_is_retried_at_the_next_event(world: _World) -> Non
     await world.wait_written(2)
     assert world.stored("s-retry") == 5
     assert world.spy.batches == [[0, 1], [2, 3, 4]]
+
+
+async def test_an_inline_backend_appends_a_window_on_the_loop_and_retries_a_failure(
+    tmp_path: Path,
+) -> None:
+    """`inline_appends`: a window's batch after the creation is appended by the event loop's
+    thread itself; a failure there keeps the batch for the next event, as a thread's does."""
+    world, _ = await _world(tmp_path, window_ms=20, inline=True)
+    session = world.store.create("s-inline")
+    _todos(session, 2)
+    await world.wait_written(1)  # the creation: in a worker thread
+    _todos(session, 2)
+    await world.wait_written(2)
+    assert world.spy.threads[0] != threading.get_ident() == world.spy.threads[1]
+    assert world.written[1] == Written("s-inline", 3, False)
+    world.spy.fail = 1
+    _todos(session, 2)
+    await asyncio.to_thread(world.spy.failed.wait, 10)
+    await wait_all_tasks_blocked()
+    assert world.stored("s-inline") == 4  # kept, not retried without news
+    _todos(session, 1)
+    await world.wait_written(3)
+    assert world.stored("s-inline") == 7
+    assert world.spy.batches == [[0, 1], [2, 3], [4, 5, 6]]
+    assert await world.store.flush(session)  # nothing pending: only synced, in a thread
+    assert len(world.spy.batches) == 3
+    await world.ctx.owner.dispose()
 
 
 async def test_flush_surfaces_the_failure_and_nothing_is_lost(world: _World) -> None:

@@ -44,6 +44,10 @@ class SessionBackend(Protocol):
     Calls for one session never overlap; calls for different sessions may. A backend keeps
     records byte-for-byte (the text it is given is the text it returns) and never rewrites
     stored records: it only appends, and truncates a torn tail when asked.
+
+    Optional: a class attribute `inline_appends = True` says a non-durable `append` is a few
+    fast calls (memory, a local file's page cache), which the write coordinator then makes on
+    the event loop instead of in a thread (durable writes and `sync` stay in threads).
     """
 
     name: str

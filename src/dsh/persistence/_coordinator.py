@@ -1,8 +1,10 @@
 """The write coordinator: live sessions → batched, ordered backend writes (SPEC §3.8).
 
 Each live session has one writer. The first pending event starts a fixed window (later
-events do not extend it); the batch is then written in a worker thread. Events that arrive
-during a write form the next batch. `session/flush` cancels the wait and drains to
+events do not extend it); the batch is then written in a worker thread — or, when the
+backend says a non-durable append is a few fast calls (`inline_appends`: memory, local
+files), on the event loop, whose thread hand-off cost more than the write. Events that
+arrive during a write form the next batch. `session/flush` cancels the wait and drains to
 quiescence (synced); a failed write keeps its batch, is logged once, and is retried at the
 next event or flush, which surfaces the failure. `session/disposed` drains one last time.
 """
@@ -103,6 +105,7 @@ class WriteCoordinator:
     def __init__(self, backend: SessionBackend, window: float) -> None:
         self.backend = backend
         self.window = window
+        self._inline = bool(getattr(backend, "inline_appends", False))
         self._ctx: Context | None = None
         self._writers: dict[str, _Writer] = {}
         # Prepared sessions (by identity) → how many of their events are stored, and the
@@ -243,7 +246,29 @@ class WriteCoordinator:
     def _fire(self, writer: _Writer) -> None:
         writer.timer = None
         if writer.active is None and writer.pending and not writer.draining:
-            self._start(writer, durable=False)
+            if self._inline and writer.materialized:
+                self._append_now(writer)
+            else:
+                self._start(writer, durable=False)
+
+    def _append_now(self, writer: _Writer) -> None:
+        """A window's batch appended here, on the event loop, not synced (`inline_appends`).
+        A thread's hand-off (a queue, a wake, the interpreter lock taken back and forth, a
+        wake of the loop) cost more than these few calls: at N = 1,000 sessions it made the
+        loop's own system calls wait for the lock. A failure is handled as a thread's."""
+        batch, writer.pending = writer.pending, []
+        try:
+            self._store(writer, batch, False)
+        except Exception as exc:
+            writer.pending[:0] = batch  # kept, in order, for the retry at the next event
+            if writer.failure is None:
+                _log.error("session %s: write failed (kept for retry): %s", writer.session.id, exc)
+            writer.failure = exc
+            return
+        writer.failure = None
+        writer.cursor = batch[-1].seq + 1
+        writer.unsynced = True
+        self._written(writer, durable=False)
 
     def _start(self, writer: _Writer, *, durable: bool) -> asyncio.Task[None]:
         task = self._spawn(self._window(writer, durable))
@@ -300,14 +325,19 @@ class WriteCoordinator:
             retry_paused = writer.failure is not None
             if writer.pending and writer.timer is None and not writer.draining and not retry_paused:
                 self._arm(writer)
-        ctx = self._ctx
-        if batch and ctx is not None and ctx.bus.count(PERSISTENCE_WRITTEN):
-            ctx.emit(PERSISTENCE_WRITTEN, Written(session_id, writer.cursor - 1, durable))
+        if batch:
+            self._written(writer, durable)
         if cancelled:
             raise asyncio.CancelledError
 
+    def _written(self, writer: _Writer, durable: bool) -> None:
+        ctx = self._ctx
+        if ctx is not None and ctx.bus.count(PERSISTENCE_WRITTEN):
+            ctx.emit(PERSISTENCE_WRITTEN, Written(writer.session.id, writer.cursor - 1, durable))
+
     def _store(self, writer: _Writer, batch: list[SessionEvent], durable: bool) -> None:
-        # Encoded here, in the worker thread, off the loop, in the session's log format.
+        # Encoded where it is stored (the worker thread, or the loop for an inline append),
+        # in the session's log format.
         records = records_of(batch, writer.session.header)
         if writer.materialized:
             self.backend.append(writer.session.id, records, durable=durable)

@@ -35,6 +35,8 @@ class MemoryBackend:
     """
 
     name = "memory"
+    inline_appends = True
+    """An append is a compression and a list append: made on the event loop."""
 
     def __init__(self) -> None:
         self.store_id = f"memory:{id(self):x}"
