@@ -157,7 +157,8 @@ async def diff_session(profile: list[Path] | None, given: str, turn: int | None)
     if diff.unrecorded:
         print(f"turn {diff.turn}: {unrecorded_text(diff.unrecorded)}")
     if not diff.changes:
-        print(f"turn {diff.turn} changed no file in the workspace")
+        if not diff.unrecorded:  # (with it, "no file" would not be known)
+            print(f"turn {diff.turn} changed no file in the workspace")
         return 0
     print(f"turn {diff.turn} changed {files_text(diff.changes)}")
     print(diff.patch, end="")
