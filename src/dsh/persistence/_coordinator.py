@@ -261,9 +261,7 @@ class WriteCoordinator:
             self._store(writer, batch, False)
         except Exception as exc:
             writer.pending[:0] = batch  # kept, in order, for the retry at the next event
-            if writer.failure is None:
-                _log.error("session %s: write failed (kept for retry): %s", writer.session.id, exc)
-            writer.failure = exc
+            _failed(writer, exc)
             return
         writer.failure = None
         writer.cursor = batch[-1].seq + 1
@@ -316,9 +314,7 @@ class WriteCoordinator:
                 writer.unsynced = not durable
             writer.failure = None
         except Exception as exc:
-            if writer.failure is None:
-                _log.error("session %s: write failed (kept for retry): %s", session_id, exc)
-            writer.failure = exc
+            _failed(writer, exc)
             raise
         finally:
             writer.active = None
@@ -400,6 +396,13 @@ def _release(writer: _Writer) -> None:
         del _live[writer.key]
     lease, writer.lease = writer.lease, None
     _give_up(lease)
+
+
+def _failed(writer: _Writer, failure: Exception) -> None:
+    """A write failed, its batch kept: logged once until one succeeds; a flush raises it."""
+    if writer.failure is None:
+        _log.error("session %s: write failed (kept for retry): %s", writer.session.id, failure)
+    writer.failure = failure
 
 
 def _settled(writer: _Writer, task: asyncio.Task[None]) -> None:

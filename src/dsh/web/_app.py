@@ -317,8 +317,14 @@ class _Routes:
         except RewindError as exc:
             return _error(409, str(exc))
         changes = [{"status": c.status, "path": c.path} for c in diff.changes]
-        shown = {"turn": diff.turn, "changes": changes, "patch": diff.patch}
-        return JSONResponse(shown | {"unrecorded": diff.unrecorded})
+        return JSONResponse(
+            {
+                "turn": diff.turn,
+                "changes": changes,
+                "patch": diff.patch,
+                "unrecorded": diff.unrecorded,
+            }
+        )
 
     async def _rewinds(self, request: Request) -> tuple[Rewinds, Agent] | Response:
         """The rewind service and the session's agent (opened here first)."""
