@@ -53,7 +53,9 @@ class Agent(Generic[OutputT]):
     `questions=`, a callback `(request: dsh.QuestionRequest) -> [dsh.Answer, …] | None`
     (None declines; without it, `ask_user_question` is not offered). Each run gets a new
     session unless `session=` names one (an existing one continues); sessions live in
-    memory unless `store=` is `dsh.JsonlStore(path)` or `dsh.SqliteStore(path)`. The agent
+    memory unless `store=` is `dsh.JsonlStore(path)` or `dsh.SqliteStore(path)`; a session
+    stays loaded while a run uses it and after it among the `idle_sessions` most recently
+    used (past that it is unloaded, and resumed from the store when named again). The agent
     is hermetic:
     the hooks and permissions of the user's settings files (`~/.dsh`, `~/.claude`) apply
     only with `settings_files=True`.
@@ -81,9 +83,12 @@ class Agent(Generic[OutputT]):
         cwd: str | os.PathLike[str] | None = None,
         settings_files: bool = False,
         limits: UsageLimits | None = None,
+        idle_sessions: int = 100,
     ) -> None:
         if output_retries < 0:
             raise ValueError(f"output_retries must be >= 0, got {output_retries}")
+        if idle_sessions < 0:
+            raise ValueError(f"idle_sessions must be >= 0, got {idle_sessions}")
         self.settings = settings or ModelSettings()
         self.output_type = output_type
         self.output_retries = output_retries
@@ -102,6 +107,7 @@ class Agent(Generic[OutputT]):
             trusted_extra=(FINAL_RESULT,) if output_type is not None else (),
             settings_files=settings_files,
             limits=limits,
+            idle_sessions=idle_sessions,
         )
         self._runtime: Runtime | None = None
         self._starting: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None

@@ -65,6 +65,7 @@ def blueprint(
     trusted_extra: Sequence[str],
     settings_files: bool,
     limits: UsageLimits | None = None,
+    idle_sessions: int = 100,
 ) -> Blueprint:
     rows = _settings_files(_profile(profile, builtin_tools), settings_files)
     adapter: LlmAdapter | None = None
@@ -103,6 +104,7 @@ def blueprint(
         store=store,
         batch_window_ms=0.0 if isinstance(store, MemoryStore) else 200.0,
         cwd=str(cwd),
+        idle_sessions=idle_sessions,
     )
 
 

@@ -59,6 +59,7 @@ class StreamedRun(Generic[OutputT]):
         self._plan = plan
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._task: asyncio.Task[RunResult[str]] | None = None
+        self._runtime: Runtime | None = None
         self._agent: Agent | None = None
         self._scope: Context | None = None
         self._result: RunResult[OutputT] | None = None
@@ -71,12 +72,18 @@ class StreamedRun(Generic[OutputT]):
         return self._agent.id
 
     async def __aenter__(self) -> StreamedRun[OutputT]:
-        runtime = await self._start()
-        agent = self._agent = await runtime.agent_for(self._plan.session)
-        scope = self._scope = Context.of(agent.ctx).child("run")
-        self._install(scope, agent)
-        # The run's own scope owns it: disposing the agent (or the runtime) cancels it.
-        self._task = scope.owner.spawn(self._execute(agent))
+        runtime = self._runtime = await self._start()
+        agent = self._agent = await runtime.agent_for(self._plan.session, run=True)
+        try:
+            scope = self._scope = Context.of(agent.ctx).child("run")
+            self._install(scope, agent)
+            # The run's own scope owns it: disposing the agent (or the runtime) cancels it.
+            self._task = scope.owner.spawn(self._execute(agent))
+        except BaseException:
+            if self._scope is not None:
+                await self._scope.owner.dispose()
+            runtime.run_ended(agent)
+            raise
         return self
 
     def _install(self, scope: Context, agent: Agent) -> None:
@@ -195,6 +202,8 @@ class StreamedRun(Generic[OutputT]):
         finally:
             if self._scope is not None:
                 await self._scope.owner.dispose()
+            if self._runtime is not None and self._agent is not None:
+                self._runtime.run_ended(self._agent)
 
 
 def priced(agent: Agent, result: RunResult[str]) -> RunResult[str]:

@@ -4,6 +4,7 @@ one runtime per event loop (the kernel, services and loop of `dsh.boot`)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Sequence
 
 import msgspec
@@ -16,6 +17,7 @@ from ..llm import LlmAdapter
 from ..persistence import mount_persistence
 from ..plugins.approval import APPROVAL, Answerer
 from ..plugins.ask_user import QUESTIONS, QuestionAnswerer
+from ..plugins.jobs import JOBS
 from ..session import SessionMeta
 from ..tools import ToolDefinition
 from ._stores import Store
@@ -37,16 +39,31 @@ class Blueprint(msgspec.Struct, frozen=True):
     store: Store
     batch_window_ms: float
     cwd: str
+    idle_sessions: int = 100
+    """How many sessions stay loaded once no run uses them (see `Runtime`)."""
 
 
 class Runtime:
-    """One booted context tree in one event loop, and the agents it has live by session."""
+    """One booted context tree in one event loop, and the agents it has loaded by session.
+
+    A session's agent stays loaded while a run uses it, and after it among the
+    `idle_sessions` most recently used; past that, the least recently used idle one is
+    unloaded (disposed: its log stays in the store, and a run that names the session again
+    resumes it from there). An agent with a background job still running, or woken by one's
+    notice, stays loaded until a later run ends. A service making one `run()` after
+    another then holds what its live runs hold, not every session it ever ran.
+    """
 
     def __init__(self, ctx: Context, blueprint: Blueprint) -> None:
         self.ctx = ctx
         self.loop = asyncio.get_running_loop()
         self._blueprint = blueprint
         self._live: dict[str, AgentHandle] = {}
+        self._runs: dict[str, int] = {}
+        """Runs in progress per session."""
+        self._idle: dict[str, None] = {}
+        """The loaded sessions no run uses, least recently used first."""
+        self._unloading: dict[str, asyncio.Task[None]] = {}
 
     @staticmethod
     async def start(blueprint: Blueprint) -> Runtime:
@@ -63,18 +80,63 @@ class Runtime:
             raise
         return Runtime(ctx, blueprint)
 
-    async def agent_for(self, session_id: str | None) -> Agent:
-        """The agent of `session_id`: live here, resumed from the store, or new (a generated
-        id when None)."""
+    async def agent_for(self, session_id: str | None, *, run: bool = False) -> Agent:
+        """The agent of `session_id`: loaded here, resumed from the store, or new (a
+        generated id when None). With `run`, a run uses it until `run_ended`."""
+        unloading = None if session_id is None else self._unloading.get(session_id)
+        if unloading is not None:
+            await asyncio.wait([unloading])  # its last writes are stored before it resumes
         handle = None if session_id is None else self._live.get(session_id)
-        if handle is not None and self.ctx.agents.get(handle.agent.id) is handle.agent:
-            return handle.agent
-        options = self._blueprint.options
-        meta = SessionMeta(cwd=self._blueprint.cwd)
-        sid = session_id or f"session-{uuid4_text()}"
-        handle = await self.ctx.agents.open(sid, options, meta)
-        self._live[handle.agent.id] = handle
-        return handle.agent
+        if handle is None or self.ctx.agents.get(handle.agent.id) is not handle.agent:
+            options = self._blueprint.options
+            meta = SessionMeta(cwd=self._blueprint.cwd)
+            sid = session_id or f"session-{uuid4_text()}"
+            handle = await self.ctx.agents.open(sid, options, meta)
+            self._live[handle.agent.id] = handle
+        agent = handle.agent
+        if run:
+            self._runs[agent.id] = self._runs.get(agent.id, 0) + 1
+            self._idle.pop(agent.id, None)
+        elif not self._runs.get(agent.id):
+            self._rest(agent.id)
+        return agent
+
+    def run_ended(self, agent: Agent) -> None:
+        """A run that `agent_for(..., run=True)` gave `agent` to has ended."""
+        left = self._runs.pop(agent.id, 1) - 1
+        if left:
+            self._runs[agent.id] = left
+        elif self._live.get(agent.id) is not None:
+            self._rest(agent.id)
+
+    def _rest(self, session_id: str) -> None:
+        """`session_id` idle, the most recently used; unload the surplus."""
+        self._idle.pop(session_id, None)
+        self._idle[session_id] = None
+        surplus = len(self._idle) - self._blueprint.idle_sessions
+        if surplus <= 0:
+            return
+        jobs = self.ctx.get(JOBS)
+        leaving: list[str] = []
+        for sid in self._idle:  # the least recently used first
+            agent = self._live[sid].agent
+            if agent.status != "idle" or (
+                jobs is not None and any(job.active for job in jobs.list(agent))
+            ):
+                continue  # a turn a notice woke, background work that reports to it
+            leaving.append(sid)
+            if len(leaving) == surplus:
+                break
+        for sid in leaving:
+            del self._idle[sid]
+            handle = self._live.pop(sid)
+            task = self.ctx.owner.spawn(handle.dispose(), cancel_on_dispose=False)
+            self._unloading[sid] = task
+            task.add_done_callback(functools.partial(self._unloaded, sid))
+
+    def _unloaded(self, session_id: str, task: asyncio.Task[None]) -> None:
+        if self._unloading.get(session_id) is task:
+            del self._unloading[session_id]
 
     async def close(self) -> None:
         await self.ctx.owner.dispose()

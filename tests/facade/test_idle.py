@@ -1,0 +1,84 @@
+"""`idle_sessions`: a session no run uses is unloaded past the most recent few, and resumed
+from the store when a run names it again."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import ClassVar
+
+import dsh
+from dsh import Context
+from dsh.agent import AGENT_DISPOSED, AgentEvent
+from dsh.kernel import CancelSignal
+from dsh.plugins.jobs import JOBS, JobsPlugin
+from dsh.testing import ScriptedModel
+
+
+class Seen:
+    """The runtime's context and the sessions whose agents left it."""
+
+    ctx: ClassVar[Context | None] = None
+    """The latest runtime's (a plugin class: each runtime applies it anew)."""
+    unloaded: ClassVar[list[str]] = []
+    changed: ClassVar[asyncio.Event]
+
+    @staticmethod
+    def apply(ctx: Context, config: None) -> None:
+        Seen.ctx, Seen.unloaded, Seen.changed = ctx, [], asyncio.Event()
+
+        def disposed(event: AgentEvent) -> None:
+            Seen.unloaded.append(event.agent.id)
+            Seen.changed.set()
+
+        ctx.on(AGENT_DISPOSED, disposed)
+
+    @staticmethod
+    async def wait_unloaded(count: int) -> None:
+        while len(Seen.unloaded) < count:
+            Seen.changed.clear()
+            await Seen.changed.wait()
+
+    @staticmethod
+    def loaded() -> set[str]:
+        assert Seen.ctx is not None
+        return {agent.id for agent in Seen.ctx.agents.list()}
+
+
+async def test_the_least_recently_used_idle_session_is_unloaded_and_resumed(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(["noted", "b", "c", "it was 42"])
+    async with dsh.Agent(model, plugins=[Seen], cwd=tmp_path, idle_sessions=1) as agent:
+        await agent.run("remember 42", session="notes")
+        await agent.run("hello", session="b")  # "notes" is the older idle one: unloaded
+        await Seen.wait_unloaded(1)
+        assert Seen.unloaded == ["notes"] and Seen.loaded() == {"b"}
+        await agent.run("hello", session="c")
+        await Seen.wait_unloaded(2)
+        assert Seen.loaded() == {"c"}
+        again = await agent.run("what was it?", session="notes")  # from the memory store
+    assert again.output == "it was 42"
+    history = [m.text for m in model.requests[-1].messages]
+    assert history[:2] == ["remember 42", "noted"]
+
+
+async def test_a_session_with_a_running_background_job_stays_loaded(tmp_path: Path) -> None:
+    model = ScriptedModel(["started", "b"])
+    release = asyncio.Event()
+
+    async def job(signal: CancelSignal) -> str:
+        await release.wait()
+        return "done"
+
+    async with dsh.Agent(model, plugins=[Seen, JobsPlugin], cwd=tmp_path, idle_sessions=0) as agent:
+        async with agent.run_stream("start something", session="busy") as run:
+            assert Seen.ctx is not None
+            jobs = Seen.ctx.get(JOBS)
+            assert jobs is not None
+            owner = Seen.ctx.agents.get(run.session_id)
+            assert owner is not None
+            jobs.start(owner, "test", "waits", job)
+        await agent.run("hello", session="b")  # both idle now: "b" goes, "busy" stays
+        await Seen.wait_unloaded(1)
+        assert Seen.unloaded == ["b"] and Seen.loaded() == {"busy"}
