@@ -29,11 +29,14 @@ from dsh.testing import wait_all_tasks_blocked
 class _Spy:
     """A JSONL backend that counts writes and can fail or hold them."""
 
-    def __init__(self, inner: SessionBackend, *, inline: bool = False) -> None:
+    def __init__(
+        self, inner: SessionBackend, *, inline: bool = False, inline_all: bool = False
+    ) -> None:
         self.inner = inner
         self.name = inner.name
         self.store_id = inner.store_id
         self.inline_appends = inline  # (not the inner backend's: the thread path by default)
+        self.inline_writes = inline_all
         self.batches: list[list[int]] = []
         self.threads: list[int] = []
         self.fail = 0
@@ -89,11 +92,11 @@ class _World:
 
 
 async def _world(
-    root: Path, window_ms: float, *, inline: bool = False
+    root: Path, window_ms: float, *, inline: bool = False, inline_all: bool = False
 ) -> tuple[_World, StoredSessions]:
     ctx = Context()
     await ctx.plugin(SessionPlugin)
-    spy = _Spy(JsonlBackend(root), inline=inline)
+    spy = _Spy(JsonlBackend(root), inline=inline, inline_all=inline_all)
     service = mount_persistence(ctx.child("persistence"), spy, batch_window_ms=window_ms)
     return _World(ctx, ctx.sessions, spy, root), service
 
@@ -255,6 +258,29 @@ async def test_an_inline_backend_appends_a_window_on_the_loop_and_retries_a_fail
     assert world.spy.batches == [[0, 1], [2, 3], [4, 5, 6]]
     assert await world.store.flush(session)  # nothing pending: only synced, in a thread
     assert len(world.spy.batches) == 3
+    await world.ctx.owner.dispose()
+
+
+async def test_a_backend_of_inline_writes_is_written_on_the_loop_flushes_too(
+    tmp_path: Path,
+) -> None:
+    """`inline_writes` (the memory backend): the creation, the windows and a flush's durable
+    write are all made by the event loop's thread; a failed flush raises and keeps its batch."""
+    world, _ = await _world(tmp_path, window_ms=20, inline_all=True)
+    session = world.store.create("s-all-inline")
+    _todos(session, 2)
+    await world.wait_written(1)  # the creation, in the window
+    _todos(session, 1)
+    assert await world.store.flush(session)
+    assert world.written[1] == Written("s-all-inline", 2, True)
+    world.spy.fail = 1
+    _todos(session, 1)
+    with pytest.raises(OSError, match="no space left"):
+        await world.store.flush(session)
+    assert await world.store.flush(session)
+    assert world.stored("s-all-inline") == 4
+    assert world.spy.batches == [[0, 1], [2], [3]]
+    assert set(world.spy.threads) == {threading.get_ident()}
     await world.ctx.owner.dispose()
 
 

@@ -8,6 +8,9 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
+from dsh.persistence import _threads
 from dsh.persistence._threads import run_in_thread
 from dsh.testing import wait_all_tasks_blocked
 
@@ -29,6 +32,29 @@ async def test_jobs_run_in_threads_that_overlap_and_are_reused() -> None:
     for _ in range(5):
         await run_in_thread(loop, names.append, "again")  # an idle thread takes it
     assert threading.active_count() == before
+
+
+async def test_a_job_starts_no_thread_past_its_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `threads=1` (a backend's `write_threads`): with no idle thread, the second job waits
+    # for the first one's thread instead of starting another.
+    monkeypatch.setattr(_threads, "_pool", _threads._Pool())
+    loop = asyncio.get_running_loop()
+    release = threading.Event()
+    ran: list[str] = []
+
+    def first() -> None:
+        release.wait(10)
+        ran.append("first")
+
+    gates = [
+        run_in_thread(loop, first, threads=1),
+        run_in_thread(loop, ran.append, "second", threads=1),
+    ]
+    await wait_all_tasks_blocked()
+    assert ran == [] and _threads._pool.threads == 1
+    release.set()
+    await asyncio.wait(gates)
+    assert ran == ["first", "second"] and _threads._pool.threads == 1
 
 
 async def test_a_failure_comes_back_through_the_gate() -> None:
@@ -69,6 +95,9 @@ def test_a_job_in_flight_at_exit_ends_whole(tmp_path: Path) -> None:
     script = f"""
 import asyncio, threading
 from pathlib import Path
+import pytest
+
+from dsh.persistence import _threads
 from dsh.persistence._threads import run_in_thread
 
 started, exiting = threading.Event(), threading.Event()

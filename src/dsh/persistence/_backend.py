@@ -47,7 +47,11 @@ class SessionBackend(Protocol):
 
     Optional: a class attribute `inline_appends = True` says a non-durable `append` is a few
     fast calls (memory, a local file's page cache), which the write coordinator then makes on
-    the event loop instead of in a thread (durable writes and `sync` stay in threads).
+    the event loop instead of in a thread (durable writes and `sync` stay in threads);
+    `inline_writes = True`, that every write and `sync` is (memory), made on the loop too; an
+    attribute `write_threads = N` says its writes need no more than N worker threads: the
+    pool starts no more for them (default: the pool's limit, for a store across a network,
+    whose round trips overlap).
     """
 
     name: str

@@ -1,9 +1,10 @@
 """The write coordinator: live sessions → batched, ordered backend writes (SPEC §3.8).
 
 Each live session has one writer. The first pending event starts a fixed window (later
-events do not extend it); the batch is then written in a worker thread — or, when the
-backend says a non-durable append is a few fast calls (`inline_appends`: memory, local
-files), on the event loop, whose thread hand-off cost more than the write. Events that
+events do not extend it); the batch is then written in a worker thread (at most the
+backend's `write_threads` of them) — or, when the backend says a non-durable append is a
+few fast calls (`inline_appends`: local files) or every write is (`inline_writes`: memory),
+on the event loop, whose thread hand-off cost more than the write. Events that
 arrive during a write form the next batch. `session/flush` cancels the wait and drains to
 quiescence (synced); a failed write keeps its batch, is logged once, and is retried at the
 next event or flush, which surfaces the failure. `session/disposed` drains one last time.
@@ -15,8 +16,8 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVarTuple
 
 import msgspec
 
@@ -33,7 +34,7 @@ from ..session import (
 from ._codec import records_of
 from ._events import PERSISTENCE_WRITTEN, Written
 from ._lease import WriterHold, hold_writer
-from ._threads import run_in_thread
+from ._threads import LIMIT, Gate, run_in_thread
 from ._types import SessionExistsError, SessionLiveError
 
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
     from ._backend import SessionBackend
 
 __all__ = ["WriteCoordinator"]
+
+Ts = TypeVarTuple("Ts")
 
 _log = logging.getLogger("dsh.persistence")
 
@@ -105,7 +108,9 @@ class WriteCoordinator:
     def __init__(self, backend: SessionBackend, window: float) -> None:
         self.backend = backend
         self.window = window
-        self._inline = bool(getattr(backend, "inline_appends", False))
+        self._inline_all = bool(getattr(backend, "inline_writes", False))
+        self._inline = self._inline_all or bool(getattr(backend, "inline_appends", False))
+        self._threads = int(getattr(backend, "write_threads", LIMIT))
         self._ctx: Context | None = None
         self._writers: dict[str, _Writer] = {}
         # Prepared sessions (by identity) → how many of their events are stored, and the
@@ -246,7 +251,7 @@ class WriteCoordinator:
     def _fire(self, writer: _Writer) -> None:
         writer.timer = None
         if writer.active is None and writer.pending and not writer.draining:
-            if self._inline and writer.materialized:
+            if self._inline and (writer.materialized or self._inline_all):
                 self._append_now(writer)
             else:
                 self._start(writer, durable=False)
@@ -264,6 +269,7 @@ class WriteCoordinator:
             _failed(writer, exc)
             return
         writer.failure = None
+        writer.materialized = True
         writer.cursor = batch[-1].seq + 1
         writer.unsynced = True
         self._written(writer, durable=False)
@@ -295,9 +301,9 @@ class WriteCoordinator:
         try:
             if batch or (durable and writer.unsynced):
                 if batch:
-                    gate = run_in_thread(writer.loop, self._store, writer, batch, durable)
+                    gate = self._run(writer, self._store, writer, batch, durable)
                 else:
-                    gate = run_in_thread(writer.loop, self.backend.sync, session_id)
+                    gate = self._run(writer, self.backend.sync, session_id)
                 writer.pending = []  # taken (a hand-off that failed left it pending)
                 if inline:
                     writer.active = gate  # what another flush waits for
@@ -325,6 +331,20 @@ class WriteCoordinator:
             self._written(writer, durable)
         if cancelled:
             raise asyncio.CancelledError
+
+    def _run(self, writer: _Writer, fn: Callable[[*Ts], object], *args: *Ts) -> Gate:
+        """`fn(*args)` in a worker thread; made here for a backend whose every write is a
+        few fast calls (`inline_writes`: memory), its gate open at once."""
+        if not self._inline_all:
+            return run_in_thread(writer.loop, fn, *args, threads=self._threads)
+        gate = Gate(loop=writer.loop)
+        try:
+            fn(*args)
+        except Exception as exc:
+            gate.settle(exc)
+        else:
+            gate.settle(None)
+        return gate
 
     def _written(self, writer: _Writer, durable: bool) -> None:
         ctx = self._ctx

@@ -35,8 +35,9 @@ class MemoryBackend:
     """
 
     name = "memory"
-    inline_appends = True
-    """An append is a compression and a list append: made on the event loop."""
+    inline_writes = True
+    """Every write is a compression and a list append (a sync, nothing): made on the event
+    loop, durable or not, with no thread's hand-off."""
 
     def __init__(self) -> None:
         self.store_id = f"memory:{id(self):x}"

@@ -25,8 +25,9 @@ Ts = TypeVarTuple("Ts")
 __all__ = ["Gate", "run_in_thread"]
 
 LIMIT = min(32, (os.cpu_count() or 1) + 4)
-"""At most this many threads (the default executor's rule): writes of several sessions
-(a batch's agents) overlap, each in a thread of its own."""
+"""At most this many threads (the default executor's rule) unless a job asks for fewer
+(`threads`): writes of several sessions (a batch's agents) overlap, each in a thread of
+its own."""
 
 
 class Gate(asyncio.Future[None]):
@@ -104,8 +105,11 @@ os.register_at_fork(after_in_child=_forked)
 atexit.register(_settle_at_exit)
 
 
-def run_in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[[*Ts], object], *args: *Ts) -> Gate:
-    """Run `fn(*args)` in a worker thread; the returned gate opens (on `loop`) when it is done."""
+def run_in_thread(
+    loop: asyncio.AbstractEventLoop, fn: Callable[[*Ts], object], *args: *Ts, threads: int = LIMIT
+) -> Gate:
+    """Run `fn(*args)` in a worker thread, starting one only while fewer than `threads`
+    (at most `LIMIT`) exist; the returned gate opens (on `loop`) when it is done."""
     pool = _pool
     gate = Gate(loop=loop)
     start = False
@@ -113,7 +117,7 @@ def run_in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[[*Ts], object], 
         pool.running += 1
         if pool.idle:
             pool.idle -= 1
-        elif pool.threads < LIMIT:
+        elif pool.threads < min(threads, LIMIT):
             pool.threads += 1
             start = True
         else:
