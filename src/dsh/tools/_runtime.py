@@ -36,7 +36,7 @@ DEFAULT_CANCEL_GRACE_S = 5.0
 
 
 class _Shared:
-    __slots__ = ("bus", "cancel_grace_s", "offers", "schemas", "table", "version")
+    __slots__ = ("bus", "cancel_grace_s", "latest", "offers", "schemas", "table", "version")
 
     def __init__(self, bus: EventBus, cancel_grace_s: float) -> None:
         self.bus = bus
@@ -53,6 +53,18 @@ class _Shared:
         """By scope (weakly: a disposed agent's goes with it): the last offer made to it and
         the version it was made at. One per scope, as concurrent agents (a batch) take turns;
         the scope's weak reference is kept too, to compare scopes by identity."""
+        self.latest: tuple[int, ToolSchemaSet] | None = None
+        """The offer made last, and its version: another scope that sees the same tools gets
+        the same object (a thousand agents hold one offer, not a thousand)."""
+
+    def offer(self, schemas: tuple[ToolSchema, ...]) -> ToolSchemaSet:
+        """The offer of `schemas`: the latest one when it is of these schemas at this version."""
+        latest = self.latest
+        if latest is not None and latest[0] == self.version and latest[1].schemas == schemas:
+            return latest[1]  # (the schemas are shared objects: compared by identity first)
+        offer = ToolSchemaSet(schemas, self.table.known_names())
+        self.latest = (self.version, offer)
+        return offer
 
     def schema_of(self, definition: ToolDefinition) -> ToolSchema:
         known = self.schemas.get(definition.name)
@@ -177,10 +189,10 @@ class ToolRuntime:
         try:
             last = shared.offers.get(key)
         except TypeError:  # a scope that cannot be weakly referenced (a str): not kept
-            return ToolSchemaSet(self.schemas(scope), self.known_names())
+            return shared.offer(self.schemas(scope))
         if last is not None and last[0] == shared.version and last[1]() is key:
             return last[2]
-        offer = ToolSchemaSet(self.schemas(scope), self.known_names())
+        offer = shared.offer(self.schemas(scope))
         shared.offers[key] = (shared.version, weakref.ref(key), offer)
         return offer
 
