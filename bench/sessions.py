@@ -12,8 +12,9 @@ process (so memory and CPU are its own):
 - `jsonrpc`: `dsh-jsonrpc-agent` driven by one `dsh.client.AsyncHarness`, `run()` N at once;
 - `stall`: the same, but the client stops reading the runtime's output twice for 2 s (a
   client that reads slowly: the runtime's frames pile up behind its writer thread);
-- `web`: `dsh web` with N SSE clients (httpx): create a session with its prompt, read its
-  event stream until the turn ends;
+- `web`: `dsh web` with N clients doing what a page does (bare asyncio, like `floor`: a
+  client library would take the cores from the server it measures): create a session with
+  its prompt, read its event stream until the turn ends;
 - `floor`: no dsh — N bare asyncio clients, each sending the same six requests on one
   keep-alive connection and reading each streamed answer to its end: what this machine and
   the model server allow (the same traffic, nothing done with it), for the other rows to be
@@ -54,7 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -422,9 +423,67 @@ async def run_jsonrpc(n: int, workdir: Path, url: str, stall: bool) -> dict[str,
     return out | window(json.loads(stats.read_text()), start, end)
 
 
-async def run_web(n: int, workdir: Path, url: str) -> dict[str, Any]:
-    import httpx
+class _WebClient:
+    """What a page does, on bare asyncio streams: one HTTP/1.1 request per connection (a
+    page's EventSource has its own), the bearer token, a chunked event stream read line by
+    line. A client library here (httpx: ~7 s of CPU at N = 1,000) would share the two
+    cores with the server it measures; browsers are on other machines."""
 
+    def __init__(self, base: str, token: str) -> None:
+        self.host, port = base.split("//")[1].rstrip("/").rsplit(":", 1)
+        self.port = int(port)
+        self.token = token
+
+    async def _open(
+        self, method: str, path: str, body: bytes
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, dict[str, str]]:
+        reader, writer = await asyncio.open_connection(self.host, self.port)
+        head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+        head += f"Authorization: Bearer {self.token}\r\nConnection: close\r\n"
+        if body:
+            head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        writer.write(head.encode() + b"\r\n" + body)
+        status = (await reader.readline()).split()
+        if len(status) < 2 or status[1] != b"200":
+            raise ConnectionError(f"{method} {path}: {b' '.join(status).decode()}")
+        headers: dict[str, str] = {}
+        while (line := await reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.decode().partition(":")
+            headers[name.strip().lower()] = value.strip()
+        return reader, writer, headers
+
+    @staticmethod
+    async def _chunks(reader: asyncio.StreamReader) -> AsyncIterator[bytes]:
+        while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+            yield (await reader.readexactly(size + 2))[:-2]
+
+    async def call(self, method: str, path: str, payload: object) -> bytes:
+        reader, writer, headers = await self._open(method, path, json.dumps(payload).encode())
+        try:
+            if "content-length" in headers:
+                return await reader.readexactly(int(headers["content-length"]))
+            return b"".join([chunk async for chunk in self._chunks(reader)])
+        finally:
+            writer.close()
+
+    async def turn_end(self, path: str) -> bool:
+        """Read an event stream until its turn ends: completed, with its six model calls."""
+        reader, writer, _ = await self._open("GET", path, b"")
+        rest = b""
+        try:
+            async for chunk in self._chunks(reader):
+                *lines, rest = (rest + chunk).split(b"\n")
+                for line in lines:
+                    if line.startswith(b"data: ") and b'"type":"TurnEndEvent"' in line:
+                        event = json.loads(line[6:])
+                        usage = event.get("usage") or {}
+                        return bool(event["reason"] == "completed" and usage["requests"] == CALLS)
+        finally:
+            writer.close()
+        return False
+
+
+async def run_web(n: int, workdir: Path, url: str) -> dict[str, Any]:
     stats = workdir / "web.json"
     token_file = workdir / "token"
     token = "bench-token-" + os.urandom(8).hex()
@@ -440,31 +499,19 @@ async def run_web(n: int, workdir: Path, url: str) -> dict[str, Any]:
     assert server.stdout is not None
     line = (await server.stdout.readline()).decode()
     base = line.split()[-1].split("/?")[0]
-    # A connection per request, as a page's EventSource has its own: one reused after an idle
-    # spell can be the one the server closes at its keep-alive timeout (5 s) just as the next
-    # request goes out on it (an `httpx.ReadError` when the loaded machine lags that long).
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
-    timeout = httpx.Timeout(60, read=600)
-    headers = {"authorization": f"Bearer {token}"}
+    web = _WebClient(base, token)
 
-    async def session(client: httpx.AsyncClient, prompt: str = TASK) -> bool:
-        made = (await client.post("/api/sessions", json={"text": prompt})).json()
-        async with client.stream("GET", f"/api/sessions/{made['session_id']}/events") as events:
-            async for line in events.aiter_lines():
-                if line.startswith("data: ") and '"type":"TurnEndEvent"' in line:
-                    event = json.loads(line[6:])
-                    usage = event.get("usage") or {}
-                    return bool(event["reason"] == "completed" and usage["requests"] == CALLS)
-        return False
+    async def session(prompt: str = TASK) -> bool:
+        made = json.loads(await web.call("POST", "/api/sessions", {"text": prompt}))
+        return await web.turn_end(f"/api/sessions/{made['session_id']}/events")
 
     try:
-        async with httpx.AsyncClient(
-            base_url=base, headers=headers, limits=limits, timeout=timeout
-        ) as client:
-            assert await session(client, WARM_UP), "the warm-up run failed"
-            start = time.time()
-            done = await asyncio.gather(*(session(client) for _ in range(n)))
-            end = time.time()
+        assert await session(WARM_UP), "the warm-up run failed"
+        cpu = time.process_time()
+        start = time.time()
+        done = await asyncio.gather(*(session() for _ in range(n)))
+        end = time.time()
+        cpu = time.process_time() - cpu
     finally:
         # Asked again every 5 s: a signal that finds asyncio's wakeup socket full (the
         # worker threads' call_soon_threadsafe bytes fill it when the loop lags) is lost.
@@ -481,7 +528,7 @@ async def run_web(n: int, workdir: Path, url: str) -> dict[str, Any]:
             server.kill()
             await server.wait()
     out: dict[str, Any] = {"wall": end - start, "ok": sum(done), "start": start, "end": end}
-    out["sigterms"] = sigterms
+    out |= {"sigterms": sigterms, "client_cpu": cpu}
     return out | window(json.loads(stats.read_text()), start, end)
 
 
@@ -631,7 +678,9 @@ def main(sizes: tuple[int, ...], entries: tuple[str, ...], trace: bool) -> None:
     for n in sizes:
         for entry in entries:
             results[(entry, n)] = measure(entry, n)
-            print(f"{entry} N={n}: {results[(entry, n)]['wall']:.2f} s", file=sys.stderr)
+            result = results[(entry, n)]
+            client = f" (client CPU {result['client_cpu']:.1f} s)" if "client_cpu" in result else ""
+            print(f"{entry} N={n}: {result['wall']:.2f} s{client}", file=sys.stderr)
             if trace and entry in ("agents", "facade"):
                 traced[(entry, n)] = measure(entry, n, trace=True)
     print(
