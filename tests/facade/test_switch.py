@@ -21,9 +21,12 @@ def backup_route(server: OpenAIServer) -> dict[str, Any]:
     return {"id": "backup", "name": "openai_compat", "config": {"routes": [route]}}
 
 
+@pytest.mark.parametrize("idle_sessions", [100, 0])
 async def test_set_model_moves_the_next_request_to_the_other_server(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, idle_sessions: int
 ) -> None:
+    # idle_sessions=0: the session is unloaded after each use, so each one resumes it from
+    # the store, the switch included.
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test")
     first = OpenAIServer(
         [reply(reasoning("count them"), tool_call("word_count", {"text": "a b"})), "two"]
@@ -37,6 +40,7 @@ async def test_set_model_moves_the_next_request_to_the_other_server(
             cwd=tmp_path,
             profile=[backup_route(second)],
             store=dsh.JsonlStore(tmp_path / "sessions"),
+            idle_sessions=idle_sessions,
         )
         async with agent:
             run = await agent.run("how many words in 'a b'?")

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Generic
 from typing_extensions import TypeVar
 
 from ..agent import DEFAULT_EFFORT, AgentOptions, RunResult, switch_note
-from ..agent import Agent as AgentProtocol
 from ._blueprint import ApprovalArg, QuestionsArg, blueprint
 from ._output import FINAL_RESULT
 from ._run import RunPlan, StreamedRun
@@ -164,9 +163,9 @@ class Agent(Generic[OutputT]):
 
         route = parse_model(model)
         runtime = await self._ensure_runtime()
-        agent = await runtime.agent_for(session)
-        effort = DEFAULT_EFFORT if reasoning_effort is None else reasoning_effort
-        return switch_note(agent, route=(route.provider, route.model), effort=effort)
+        async with runtime.using(session) as agent:
+            effort = DEFAULT_EFFORT if reasoning_effort is None else reasoning_effort
+            return switch_note(agent, route=(route.provider, route.model), effort=effort)
 
     def run_sync(
         self, prompt: str, *, session: str | None = None, settings: ModelSettings | None = None
@@ -206,29 +205,32 @@ class Agent(Generic[OutputT]):
         back to just before prompt `to` ran, or (`undo=True`) undo its last rewind. Files
         changed outside dsh since then are kept and reported unless `force`; `dry_run` only
         says what would change. Raises `dsh.plugins.rewind.RewindError` when it cannot."""
-        rewinds, agent = await self._rewinds(session)
-        return await rewinds.rewind(
-            agent.session, to, mode=mode, undo=undo, force=force, dry_run=dry_run
-        )
+        runtime, rewinds = await self._rewinds()
+        async with runtime.using(session) as agent:
+            return await rewinds.rewind(
+                agent.session, to, mode=mode, undo=undo, force=force, dry_run=dry_run
+            )
 
     async def prompts(self, session: str) -> list[PromptInfo]:
         """The prompts of `session` a rewind can go back to, with the files each changed."""
-        rewinds, agent = await self._rewinds(session)
-        return await rewinds.prompts(agent.session)
+        runtime, rewinds = await self._rewinds()
+        async with runtime.using(session) as agent:
+            return await rewinds.prompts(agent.session)
 
     async def diff(self, session: str, turn: int | None = None) -> TurnDiff:
         """What turn `turn` of `session` (default: the last) changed in the workspace."""
-        rewinds, agent = await self._rewinds(session)
-        return await rewinds.diff(agent.session, turn)
+        runtime, rewinds = await self._rewinds()
+        async with runtime.using(session) as agent:
+            return await rewinds.diff(agent.session, turn)
 
-    async def _rewinds(self, session: str) -> tuple[Rewinds, AgentProtocol]:
+    async def _rewinds(self) -> tuple[Runtime, Rewinds]:
         from ..plugins.rewind import REWIND, RewindError
 
         runtime = await self._ensure_runtime()
         rewinds = runtime.ctx.get(REWIND)
         if rewinds is None:
             raise RewindError("this agent's profile has no rewind plugin (keep the `rewind` row)")
-        return rewinds, await runtime.agent_for(session)
+        return runtime, rewinds
 
     # -- the runtime ---------------------------------------------------------------------------
 

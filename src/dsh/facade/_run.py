@@ -73,7 +73,7 @@ class StreamedRun(Generic[OutputT]):
 
     async def __aenter__(self) -> StreamedRun[OutputT]:
         runtime = self._runtime = await self._start()
-        agent = self._agent = await runtime.agent_for(self._plan.session, run=True)
+        agent = self._agent = await runtime.claim(self._plan.session)
         try:
             scope = self._scope = Context.of(agent.ctx).child("run")
             self._install(scope, agent)
@@ -82,7 +82,7 @@ class StreamedRun(Generic[OutputT]):
         except BaseException:
             if self._scope is not None:
                 await self._scope.owner.dispose()
-            runtime.run_ended(agent)
+            runtime.release(agent)
             raise
         return self
 
@@ -203,7 +203,7 @@ class StreamedRun(Generic[OutputT]):
             if self._scope is not None:
                 await self._scope.owner.dispose()
             if self._runtime is not None and self._agent is not None:
-                self._runtime.run_ended(self._agent)
+                self._runtime.release(self._agent)
 
 
 def priced(agent: Agent, result: RunResult[str]) -> RunResult[str]:

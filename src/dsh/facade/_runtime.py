@@ -4,8 +4,9 @@ one runtime per event loop (the kernel, services and loop of `dsh.boot`)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 import msgspec
 
@@ -46,12 +47,12 @@ class Blueprint(msgspec.Struct, frozen=True):
 class Runtime:
     """One booted context tree in one event loop, and the agents it has loaded by session.
 
-    A session's agent stays loaded while a run uses it, and after it among the
-    `idle_sessions` most recently used; past that, the least recently used idle one is
-    unloaded (disposed: its log stays in the store, and a run that names the session again
-    resumes it from there). An agent with a background job still running, or woken by one's
-    notice, stays loaded until a later run ends. A service making one `run()` after
-    another then holds what its live runs hold, not every session it ever ran.
+    A session's agent stays loaded while a run (or a rewind, a model switch) uses it, and
+    after it among the `idle_sessions` most recently used; past that, the least recently
+    used idle one is unloaded (disposed: its log stays in the store, and a run that names
+    the session again resumes it from there). An agent with a background job still running,
+    or woken by one's notice, stays loaded until a later use ends. A service making one
+    `run()` after another then holds what its live runs hold, not every session it ran.
     """
 
     def __init__(self, ctx: Context, blueprint: Blueprint) -> None:
@@ -59,8 +60,8 @@ class Runtime:
         self.loop = asyncio.get_running_loop()
         self._blueprint = blueprint
         self._live: dict[str, AgentHandle] = {}
-        self._runs: dict[str, int] = {}
-        """Runs in progress per session."""
+        self._uses: dict[str, int] = {}
+        """Uses in progress per session (`claim`)."""
         self._idle: dict[str, None] = {}
         """The loaded sessions no run uses, least recently used first."""
         self._unloading: dict[str, asyncio.Task[None]] = {}
@@ -80,9 +81,9 @@ class Runtime:
             raise
         return Runtime(ctx, blueprint)
 
-    async def agent_for(self, session_id: str | None, *, run: bool = False) -> Agent:
-        """The agent of `session_id`: loaded here, resumed from the store, or new (a
-        generated id when None). With `run`, a run uses it until `run_ended`."""
+    async def claim(self, session_id: str | None) -> Agent:
+        """The agent of `session_id` — loaded here, resumed from the store, or new (a
+        generated id when None) — in use (not unloaded) until `release`."""
         unloading = None if session_id is None else self._unloading.get(session_id)
         if unloading is not None:
             await asyncio.wait([unloading])  # its last writes are stored before it resumes
@@ -94,20 +95,26 @@ class Runtime:
             handle = await self.ctx.agents.open(sid, options, meta)
             self._live[handle.agent.id] = handle
         agent = handle.agent
-        if run:
-            self._runs[agent.id] = self._runs.get(agent.id, 0) + 1
-            self._idle.pop(agent.id, None)
-        elif not self._runs.get(agent.id):
-            self._rest(agent.id)
+        self._uses[agent.id] = self._uses.get(agent.id, 0) + 1
+        self._idle.pop(agent.id, None)
         return agent
 
-    def run_ended(self, agent: Agent) -> None:
-        """A run that `agent_for(..., run=True)` gave `agent` to has ended."""
-        left = self._runs.pop(agent.id, 1) - 1
+    def release(self, agent: Agent) -> None:
+        """A use that `claim` gave `agent` to (a run, a rewind, a model switch) has ended."""
+        left = self._uses.pop(agent.id, 1) - 1
         if left:
-            self._runs[agent.id] = left
+            self._uses[agent.id] = left
         elif self._live.get(agent.id) is not None:
             self._rest(agent.id)
+
+    @contextlib.asynccontextmanager
+    async def using(self, session_id: str) -> AsyncIterator[Agent]:
+        """`claim` and `release` around a block."""
+        agent = await self.claim(session_id)
+        try:
+            yield agent
+        finally:
+            self.release(agent)
 
     def _rest(self, session_id: str) -> None:
         """`session_id` idle, the most recently used; unload the surplus."""

@@ -184,7 +184,8 @@ async def test_a_temporary_folder_is_not_recorded_and_a_rewind_says_why(tmp_path
         with pytest.raises(RewindError, match=re.escape(TMP_REFUSED)):
             await agent.diff(SID)
         runtime = await agent._ensure_runtime()
-        events = (await runtime.agent_for(SID)).session.events[:]
+        async with runtime.using(SID) as loaded:
+            events = loaded.session.events[:]
     # another process (a fresh service) reads the reason from the log
     stored = Session.create(SID, seed=events, header=SessionHeader(id=SID, created_at=0))
     fresh = Rewinds(RewindConfig(), tmp_path / "store")
@@ -225,8 +226,8 @@ async def test_a_turn_whose_end_checkpoint_was_refused_says_so(tmp_path: Path) -
 async def test_a_fork_rewinds_only_its_own_prompts(run: Run) -> None:
     runtime = await run.agent._ensure_runtime()
     rewinds = runtime.ctx.require(REWIND)
-    parent = await runtime.agent_for(SID)
-    seed = parent.session.events[:]
+    async with runtime.using(SID) as parent:
+        seed = parent.session.events[:]
     header = SessionHeader(
         id="session-child",
         created_at=0,
