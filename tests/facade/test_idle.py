@@ -82,3 +82,14 @@ async def test_a_session_with_a_running_background_job_stays_loaded(tmp_path: Pa
         await agent.run("hello", session="b")  # both idle now: "b" goes, "busy" stays
         await Seen.wait_unloaded(1)
         assert Seen.unloaded == ["b"] and Seen.loaded() == {"busy"}
+
+
+async def test_runs_at_once_on_one_unloaded_session_share_one_load(tmp_path: Path) -> None:
+    model = ScriptedModel([lambda options: f"echo {options.messages[-1].text}"] * 5)
+    async with dsh.Agent(model, cwd=tmp_path, idle_sessions=0) as agent:
+        await agent.run("first", session="a")  # then unloaded
+        await asyncio.gather(*(agent.run(f"m{i}", session="a") for i in range(3)))
+        await agent.run("last", session="a")  # resumed again: nothing was lost
+    said = [m.text for m in model.requests[-1].messages if m.role == "user"]
+    assert said[0] == "first" and sorted(said[1:4]) == ["m0", "m1", "m2"]
+    assert said[-1] == "last"

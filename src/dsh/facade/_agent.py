@@ -86,8 +86,8 @@ class Agent(Generic[OutputT]):
     ) -> None:
         if output_retries < 0:
             raise ValueError(f"output_retries must be >= 0, got {output_retries}")
-        if idle_sessions < 0:
-            raise ValueError(f"idle_sessions must be >= 0, got {idle_sessions}")
+        if not isinstance(idle_sessions, int) or idle_sessions < 0:
+            raise ValueError(f"idle_sessions must be an int >= 0, got {idle_sessions!r}")
         self.settings = settings or ModelSettings()
         self.output_type = output_type
         self.output_retries = output_retries

@@ -65,6 +65,7 @@ class Runtime:
         self._idle: dict[str, None] = {}
         """The loaded sessions no run uses, least recently used first."""
         self._unloading: dict[str, asyncio.Task[None]] = {}
+        self._loading: dict[str, asyncio.Future[AgentHandle]] = {}
 
     @staticmethod
     async def start(blueprint: Blueprint) -> Runtime:
@@ -83,21 +84,34 @@ class Runtime:
 
     async def claim(self, session_id: str | None) -> Agent:
         """The agent of `session_id` — loaded here, resumed from the store, or new (a
-        generated id when None) — in use (not unloaded) until `release`."""
-        unloading = None if session_id is None else self._unloading.get(session_id)
-        if unloading is not None:
-            await asyncio.wait([unloading])  # its last writes are stored before it resumes
-        handle = None if session_id is None else self._live.get(session_id)
-        if handle is None or self.ctx.agents.get(handle.agent.id) is not handle.agent:
-            options = self._blueprint.options
-            meta = SessionMeta(cwd=self._blueprint.cwd)
-            sid = session_id or f"session-{uuid4_text()}"
-            handle = await self.ctx.agents.open(sid, options, meta)
-            self._live[handle.agent.id] = handle
+        generated id when None) — in use (not unloaded) until `release`. Claims of one id
+        at once share one load."""
+        sid = session_id or f"session-{uuid4_text()}"
+        while pending := [
+            task
+            for task in (self._unloading.get(sid), self._loading.get(sid))
+            if task is not None and not task.done()
+        ]:
+            await asyncio.wait(pending)  # an unload's last writes are stored first
+        handle = self._live.get(sid)
+        if handle is None or self.ctx.agents.get(sid) is not handle.agent:
+            loading = asyncio.ensure_future(self._load(sid))
+            self._loading[sid] = loading
+            try:
+                handle = await loading
+            finally:
+                if self._loading.get(sid) is loading:
+                    del self._loading[sid]
         agent = handle.agent
-        self._uses[agent.id] = self._uses.get(agent.id, 0) + 1
-        self._idle.pop(agent.id, None)
+        self._uses[sid] = self._uses.get(sid, 0) + 1
+        self._idle.pop(sid, None)
         return agent
+
+    async def _load(self, session_id: str) -> AgentHandle:
+        meta = SessionMeta(cwd=self._blueprint.cwd)
+        handle = await self.ctx.agents.open(session_id, self._blueprint.options, meta)
+        self._live[session_id] = handle
+        return handle
 
     def release(self, agent: Agent) -> None:
         """A use that `claim` gave `agent` to (a run, a rewind, a model switch) has ended."""
