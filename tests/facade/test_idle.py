@@ -7,6 +7,8 @@ import asyncio
 from pathlib import Path
 from typing import ClassVar
 
+import pytest
+
 import dsh
 from dsh import Context
 from dsh.agent import AGENT_DISPOSED, AgentEvent
@@ -93,3 +95,12 @@ async def test_runs_at_once_on_one_unloaded_session_share_one_load(tmp_path: Pat
     said = [m.text for m in model.requests[-1].messages if m.role == "user"]
     assert said[0] == "first" and sorted(said[1:4]) == ["m0", "m1", "m2"]
     assert said[-1] == "last"
+
+
+async def test_asking_about_a_session_that_is_not_stored_creates_none(tmp_path: Path) -> None:
+    async with dsh.Agent(ScriptedModel(), builtin_tools=True, cwd=tmp_path) as agent:
+        for _ in range(2):  # the first ask left nothing behind
+            with pytest.raises(LookupError, match="no stored session 'nosuch'"):
+                await agent.prompts("nosuch")
+            with pytest.raises(LookupError, match="no stored session 'nosuch'"):
+                await agent.diff("nosuch")

@@ -204,9 +204,10 @@ class Agent(Generic[OutputT]):
         """Take `session`'s workspace (`mode="code"`), history (`"conversation"`) or both
         back to just before prompt `to` ran, or (`undo=True`) undo its last rewind. Files
         changed outside dsh since then are kept and reported unless `force`; `dry_run` only
-        says what would change. Raises `dsh.plugins.rewind.RewindError` when it cannot."""
+        says what would change. Raises `dsh.plugins.rewind.RewindError` when it cannot, and
+        `LookupError` for a session that is not stored (none is created)."""
         runtime, rewinds = await self._rewinds()
-        async with runtime.using(session) as agent:
+        async with runtime.using(session, create=False) as agent:
             return await rewinds.rewind(
                 agent.session, to, mode=mode, undo=undo, force=force, dry_run=dry_run
             )
@@ -214,13 +215,13 @@ class Agent(Generic[OutputT]):
     async def prompts(self, session: str) -> list[PromptInfo]:
         """The prompts of `session` a rewind can go back to, with the files each changed."""
         runtime, rewinds = await self._rewinds()
-        async with runtime.using(session) as agent:
+        async with runtime.using(session, create=False) as agent:
             return await rewinds.prompts(agent.session)
 
     async def diff(self, session: str, turn: int | None = None) -> TurnDiff:
         """What turn `turn` of `session` (default: the last) changed in the workspace."""
         runtime, rewinds = await self._rewinds()
-        async with runtime.using(session) as agent:
+        async with runtime.using(session, create=False) as agent:
             return await rewinds.diff(agent.session, turn)
 
     async def _rewinds(self) -> tuple[Runtime, Rewinds]:

@@ -12,7 +12,7 @@ import msgspec
 
 from .._context import Context
 from .._ids import uuid4_text
-from ..agent import Agent, AgentHandle, AgentOptions
+from ..agent import Agent, AgentHandle, AgentOptions, ResumeAgentOptions
 from ..assembly import Assembly, start
 from ..llm import LlmAdapter
 from ..persistence import mount_persistence
@@ -82,10 +82,11 @@ class Runtime:
             raise
         return Runtime(ctx, blueprint)
 
-    async def claim(self, session_id: str | None) -> Agent:
-        """The agent of `session_id` — loaded here, resumed from the store, or new (a
-        generated id when None) — in use (not unloaded) until `release`. Claims of one id
-        at once share one load."""
+    async def claim(self, session_id: str | None, *, create: bool = True) -> Agent:
+        """The agent of `session_id` — loaded here, resumed from the store, or (`create`)
+        new, a generated id when None — in use (not unloaded) until `release`. Claims of
+        one id at once share one load. Raises `LookupError` for a session that is neither
+        loaded nor stored when not `create`."""
         sid = session_id or f"session-{uuid4_text()}"
         while pending := [
             task
@@ -95,7 +96,7 @@ class Runtime:
             await asyncio.wait(pending)  # an unload's last writes are stored first
         handle = self._live.get(sid)
         if handle is None or self.ctx.agents.get(sid) is not handle.agent:
-            loading = asyncio.ensure_future(self._load(sid))
+            loading = asyncio.ensure_future(self._load(sid, create))
             self._loading[sid] = loading
             try:
                 handle = await loading
@@ -107,9 +108,13 @@ class Runtime:
         self._idle.pop(sid, None)
         return agent
 
-    async def _load(self, session_id: str) -> AgentHandle:
-        meta = SessionMeta(cwd=self._blueprint.cwd)
-        handle = await self.ctx.agents.open(session_id, self._blueprint.options, meta)
+    async def _load(self, session_id: str, create: bool) -> AgentHandle:
+        options = self._blueprint.options
+        if create:
+            meta = SessionMeta(cwd=self._blueprint.cwd)
+            handle = await self.ctx.agents.open(session_id, options, meta)
+        else:
+            handle = await self.ctx.agents.resume(ResumeAgentOptions(session_id, options))
         self._live[session_id] = handle
         return handle
 
@@ -122,9 +127,9 @@ class Runtime:
             self._rest(agent.id)
 
     @contextlib.asynccontextmanager
-    async def using(self, session_id: str) -> AsyncIterator[Agent]:
+    async def using(self, session_id: str, *, create: bool = True) -> AsyncIterator[Agent]:
         """`claim` and `release` around a block."""
-        agent = await self.claim(session_id)
+        agent = await self.claim(session_id, create=create)
         try:
             yield agent
         finally:
