@@ -41,7 +41,7 @@ _dumps_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 def _dumps(value: Any) -> str:
     """Compact JSON, non-ASCII kept (the reference runtime's `JSON.stringify` shape), by
-    msgspec (a fifth of the stdlib encoder's time: every event of every session is one);
+    msgspec (a tenth of the stdlib encoder's time: every event of every session is one);
     the stdlib's for a string holding a lone surrogate, which UTF-8 cannot carry
     (`utf8_safe` then makes the line storable)."""
     try:

@@ -188,7 +188,7 @@ class JsonlBackend:
     write coordinator makes it on the event loop; creation and fsyncs stay in threads."""
     write_threads = 2
     """Two threads keep a local disk's fsyncs going (~200 µs each here: thousands a second);
-    each more one contends with the event loop for the interpreter lock. At N = 1,000
+    each further one contends with the event loop for the interpreter lock. At N = 1,000
     sessions (`bench/sessions.py`, 2 cores): 15.2 to 16.6 s of wall with two, 17.4 to 18.3 s
     with the pool's six."""
 
