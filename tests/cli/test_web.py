@@ -94,6 +94,7 @@ async def test_without_the_web_extra_it_says_which_to_install(tmp_path: Path) ->
     _, err = await asyncio.wait_for(child.communicate(), 60)
     assert child.returncode == 2
     assert err.decode().strip() == (
-        "dsh: dsh web needs dsh's web extra: pip install 'starlette>=0.40' 'uvicorn>=0.30' "
-        "(pipx: pipx inject dsh 'starlette>=0.40' 'uvicorn>=0.30')"
+        "dsh: dsh web needs dsh's web extra: pip install 'httptools>=0.6' 'starlette>=0.40' "
+        "'uvicorn>=0.30' (pipx: pipx inject dsh 'httptools>=0.6' 'starlette>=0.40' "
+        "'uvicorn>=0.30')"
     )
