@@ -67,11 +67,10 @@ async def test_the_least_recently_used_idle_session_is_unloaded_and_resumed(
 
 async def test_a_session_with_a_running_background_job_stays_loaded(tmp_path: Path) -> None:
     model = ScriptedModel(["started", "b"])
-    release = asyncio.Event()
 
     async def job(signal: CancelSignal) -> str:
-        await release.wait()
-        return "done"
+        await asyncio.Event().wait()  # running until the runtime closes (it is cancelled)
+        return "never"
 
     async with dsh.Agent(model, plugins=[Seen, JobsPlugin], cwd=tmp_path, idle_sessions=0) as agent:
         async with agent.run_stream("start something", session="busy") as run:

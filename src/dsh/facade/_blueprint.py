@@ -65,7 +65,7 @@ def blueprint(
     trusted_extra: Sequence[str],
     settings_files: bool,
     limits: UsageLimits | None = None,
-    idle_sessions: int = 100,
+    idle_sessions: int,
 ) -> Blueprint:
     rows = _settings_files(_profile(profile, builtin_tools), settings_files)
     adapter: LlmAdapter | None = None

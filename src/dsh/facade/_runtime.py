@@ -40,7 +40,7 @@ class Blueprint(msgspec.Struct, frozen=True):
     store: Store
     batch_window_ms: float
     cwd: str
-    idle_sessions: int = 100
+    idle_sessions: int
     """How many sessions stay loaded once no run uses them (see `Runtime`)."""
 
 

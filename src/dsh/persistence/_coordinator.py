@@ -257,10 +257,11 @@ class WriteCoordinator:
                 self._start(writer, durable=False)
 
     def _append_now(self, writer: _Writer) -> None:
-        """A window's batch appended here, on the event loop, not synced (`inline_appends`).
-        A thread's hand-off (a queue, a wake, the interpreter lock taken back and forth, a
-        wake of the loop) cost more than these few calls: at N = 1,000 sessions it made the
-        loop's own system calls wait for the lock. A failure is handled as a thread's."""
+        """A window's batch stored here, on the event loop, not synced: appended
+        (`inline_appends`), or also created (`inline_writes`). A thread's hand-off (a queue,
+        a wake, the interpreter lock taken back and forth, a wake of the loop) cost more than
+        these few calls: at N = 1,000 sessions it made the loop's own system calls wait for
+        the lock. A failure is handled as a thread's."""
         batch, writer.pending = writer.pending, []
         try:
             self._store(writer, batch, False)
