@@ -416,7 +416,7 @@ def test_the_chunks_of_a_committed_message_read_back_equal() -> None:
 
 def test_a_type_scan_of_a_live_log_decodes_no_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
     """`event_type` and `last_turn` read a cold chunk's type without making it an event."""
-    import dsh.session._session as log
+    from dsh.session._cold import ColdRun
 
     session = build_conversation()
     session.append("turn/start", {"turn": 7})
@@ -426,8 +426,8 @@ def test_a_type_scan_of_a_live_log_decodes_no_chunk(monkeypatch: pytest.MonkeyPa
         "assistant/message", assistant("ok", id="a7"), surface_op="append", source_event_seqs=seqs
     )
     session.append("turn/end", {"turn": 7, "reason": {"kind": "completed"}})
-    assert isinstance(session._events[seqs[0]], bytes)  # cold
-    monkeypatch.setattr(log, "_thaw", lambda *_: pytest.fail("a chunk was decoded"))
+    assert isinstance(session._events[seqs[0]], ColdRun)
+    monkeypatch.setattr(ColdRun, "lines", lambda *_: pytest.fail("a chunk was decoded"))
     assert [event_type(session.events, s) for s in seqs] == ["assistant/chunk"]
     turn = last_turn(session.events)
     assert turn is not None and (turn.number, turn.closed) == (7, True)
@@ -439,3 +439,31 @@ def test_a_seed_with_committed_chunks_reads_back_equal() -> None:
     resumed = Session.create("s2", seed=seed)
     assert list(resumed.events)[: len(seed)] == seed
     assert resumed.derive_messages() == source.derive_messages()
+
+
+def test_a_message_s_chunks_share_one_compact_record_across_long_gaps() -> None:
+    """The chunks one message cites are kept together (one record for the message); chunks
+    more than 255 seqs after the first of a record start another, and every way of reading
+    the log gives them back in order, equal to what was logged."""
+    from dsh.session._cold import ColdRun
+
+    session = Session.create("s-runs")
+    chunks = []
+    for n in range(6):
+        delta = {"type": "text-delta", "index": 0, "text": f"part {n} "}
+        chunks.append(session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": delta}))
+        for _ in range(0 if n < 3 else 200):  # 0..3 at seqs 0..3, then 204, then 405
+            session.append("step/start", {"turn": 1, "step": 1})
+    seqs = [c.seq for c in chunks]
+    session.append(
+        "assistant/message", assistant("x", id="a1"), surface_op="append", source_event_seqs=seqs
+    )
+    records = [session._events[s] for s in seqs]
+    assert all(isinstance(r, ColdRun) for r in records)
+    assert len({id(r) for r in records}) == 2  # the last, 405 after the first, apart
+    assert all(r is records[0] for r in records[:5]) and records[5] is not records[0]
+    events = session.events
+    assert [events[s] for s in seqs] == chunks
+    assert [e for e in events if e.type == "assistant/chunk"] == chunks
+    assert [e for e in reversed(events) if e.type == "assistant/chunk"] == chunks[::-1]
+    assert [e for e in events[seqs[0] : seqs[-1] + 1] if e.type == "assistant/chunk"] == chunks

@@ -22,6 +22,7 @@ from ..event_types import (
     USER_MESSAGE,
 )
 from ..llm import Json, Message, ToolResultBlock, expect
+from ._cold import Entry, Thawer, cool
 from ._envelope import InvalidEventError, ReplaceOp, SessionEvent, SurfaceOp
 from ._header import EpochHeader, SessionHeader
 from ._history import History
@@ -58,43 +59,6 @@ def _event(
     return SessionEvent(kind, seq, time, data, op, seqs, ignorable)
 
 
-ColdChunk = bytes
-"""An `assistant/chunk` event whose attempt's message is committed, kept as the JSON of its
-`[time, data]`: the answer it streamed lives on in the message, and the chunk is read again
-only by a replay of the log, which gets a `SessionEvent` equal to the original (data in the
-same key order), made again at each read. In memory a streamed delta then costs its JSON
-(~150 bytes) instead of two objects and an envelope (~550 bytes), and the collector has
-three fewer objects to visit."""
-Entry = SessionEvent | ColdChunk
-
-_encode = msgspec.json.encode
-_decode = msgspec.json.decode
-
-
-def _thaw(cold: ColdChunk, seq: int) -> SessionEvent:
-    time, data = _decode(cold)
-    return _event(ASSISTANT_CHUNK, seq, time, freeze_json(data), None, None, None)
-
-
-def _thawed(entry: Entry, seq: int) -> SessionEvent:
-    return _thaw(entry, seq) if isinstance(entry, bytes) else entry
-
-
-def _cold(event: SessionEvent) -> ColdChunk | None:
-    """`event` as a cold chunk; None for anything else (or data JSON cannot carry as is)."""
-    if (
-        event.type != ASSISTANT_CHUNK
-        or event.surface_op is not None
-        or event.source_event_seqs is not None
-        or event.ignorable is not None
-    ):
-        return None
-    try:
-        return _encode((event.time, event.data))
-    except (TypeError, ValueError, UnicodeEncodeError):  # a lone surrogate, say
-        return None
-
-
 class _EventsView(Sequence[SessionEvent]):
     """A read-only view of the log (no copy; cold chunks are made events as they are read)."""
 
@@ -110,28 +74,29 @@ class _EventsView(Sequence[SessionEvent]):
     def __getitem__(self, index: int | slice) -> SessionEvent | tuple[SessionEvent, ...]:
         events = self._events
         if isinstance(index, slice):
-            seqs = range(len(events))[index]
-            return tuple([_thawed(events[seq], seq) for seq in seqs])
+            thaw = Thawer()
+            return tuple([thaw(events[seq], seq) for seq in range(len(events))[index]])
         entry = events[index]
-        if isinstance(entry, bytes):
-            return _thaw(entry, index if index >= 0 else len(events) + index)
-        return entry
+        if type(entry) is SessionEvent:
+            return entry
+        return Thawer()(entry, index if index >= 0 else len(events) + index)
 
     def __len__(self) -> int:
         return len(self._events)
 
     def type_at(self, index: int) -> str:
         entry = self._events[index]
-        return ASSISTANT_CHUNK if isinstance(entry, bytes) else entry.type
+        return entry.type if type(entry) is SessionEvent else ASSISTANT_CHUNK
 
     def __iter__(self) -> Iterator[SessionEvent]:
+        thaw = Thawer()
         for seq, entry in enumerate(self._events):
-            yield _thaw(entry, seq) if isinstance(entry, bytes) else entry
+            yield thaw(entry, seq)
 
     def __reversed__(self) -> Iterator[SessionEvent]:
-        events = self._events
+        events, thaw = self._events, Thawer()
         for seq in range(len(events) - 1, -1, -1):
-            yield _thawed(events[seq], seq)
+            yield thaw(events[seq], seq)
 
     def __repr__(self) -> str:
         return f"<events of {len(self._events)}>"
@@ -445,7 +410,7 @@ class Session:
         if kind in _TRACKED:
             self._latest[kind] = event
         elif kind == ASSISTANT_MESSAGE and event.source_event_seqs:
-            self._cool(event.source_event_seqs)
+            cool(self._events, event.source_event_seqs)
         elif kind == REWIND_CONVERSATION:
             self._nodes = self._nodes_before(_rewind_target(event, ""))
             self._rederive()
@@ -482,7 +447,7 @@ class Session:
         rewinds = {
             seq: _rewind_target(e, "")
             for seq, e in enumerate(entries)
-            if not isinstance(e, bytes) and e.type == REWIND_CONVERSATION
+            if type(e) is SessionEvent and e.type == REWIND_CONVERSATION
         }
         targets = set(rewinds.values())
         kept: dict[int, list[int]] = {}
@@ -490,7 +455,7 @@ class Session:
         for seq, entry in enumerate(entries):
             if seq in targets:
                 kept[seq] = list(nodes)
-            if isinstance(entry, bytes):
+            if type(entry) is not SessionEvent:
                 continue
             op = entry.surface_op
             if seq in rewinds:
@@ -503,16 +468,6 @@ class Session:
             else:
                 nodes.append(seq)
         return nodes
-
-    def _cool(self, seqs: tuple[int, ...]) -> None:
-        """Keep the chunks an assistant message was assembled from as `ColdChunk`s."""
-        events = self._events
-        for seq in seqs:
-            entry = events[seq]
-            if not isinstance(entry, bytes):
-                cold = _cold(entry)
-                if cold is not None:
-                    events[seq] = cold
 
     # -- publication (installed by the store) ----------------------------------------------
 
