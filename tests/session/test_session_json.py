@@ -181,3 +181,34 @@ def test_excessive_nesting_is_rejected() -> None:
         deep = [deep]
     with pytest.raises(LosslessJsonError, match="nested too deeply"):
         freeze_json(deep)
+
+
+def test_small_objects_of_ints_and_names_are_shared() -> None:
+    """What every session logs alike (`{"turn": 1, "step": 2}`, a message's source) is one
+    object; text of its own (a delta, an id) is not kept in the shared table."""
+    assert freeze_json({"turn": 1, "step": 2}) is freeze_json({"turn": 1, "step": 2})
+    source = {"kind": "model", "provider": "deepseek-official", "model": "m"}
+    assert freeze_json({"source": source})["source"] is freeze_json(source)
+    assert freeze_json({"step": 2, "turn": 1}) is not freeze_json({"turn": 1, "step": 2})
+    assert list(freeze_json({"step": 2, "turn": 1})) == ["step", "turn"]
+    assert freeze_json({"text": "hello"}) is not freeze_json({"text": "hello"})
+    assert freeze_json({"kind": "a", "b": [1]}) is not freeze_json({"kind": "a", "b": [1]})
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["kind", "type", "turn", "n", "text"]),
+        st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from([0.0, 1.0, "a", "1"]),
+        max_size=4,
+    )
+)
+def test_a_shared_object_is_the_same_json(value: dict[str, Any]) -> None:
+    """1, True and 1.0 are equal in Python, not in JSON: sharing never gives one for another."""
+    for _ in range(2):
+        assert json.dumps(freeze_json(value)) == json.dumps(value)
+    assert json.dumps(freeze_json({"x": value})) == json.dumps({"x": value})
+
+
+def test_a_non_str_key_is_refused_by_a_small_object_too() -> None:
+    with pytest.raises(LosslessJsonError, match=r"data: key 1 is not a str"):
+        freeze_json({1: 2})

@@ -5,7 +5,11 @@ Frozen containers are taken out of the cyclic garbage collector's care as they a
 bottom-up and immutable after, they hold only atoms and older frozen containers, so no
 reference cycle can pass through them, and the collector has nothing to find there. A
 thousand live sessions hold ~140 k of them; each full collection traversed them all (at
-N = 1,000, `bench/sessions.py`: collections 4.0 -> 2.9 s of CPU, the longest 265 -> 180 ms)."""
+N = 1,000, `bench/sessions.py`: collections 4.0 -> 2.9 s of CPU, the longest 265 -> 180 ms).
+
+Immutable, they can be shared: a small object of ints, nulls and names (`_shared`) is made
+once for every session that logs it (a 6-step session of that benchmark: 113 objects of its
+own -> 82)."""
 
 from __future__ import annotations
 
@@ -162,6 +166,10 @@ def _freeze(value: Any) -> Any:
     if t is str or t is int or t is bool or value is None:
         return value
     if t is dict:
+        if len(value) <= _SHARED_KEYS:
+            shared = _shared(value)
+            if shared is not None:
+                return shared
         # Copied whole in C, then checked: only nested containers are replaced (by their
         # frozen copies), so a flat object costs one copy and no Python-level insertions.
         frozen = _new_dict(FrozenDict)
@@ -206,6 +214,42 @@ def _freeze(value: Any) -> Any:
     if t is FrozenDict or t is FrozenList:
         return value
     raise _Invalid(f"{_describe(value)} is not lossless JSON")
+
+
+_SHARED_KEYS = 4
+"""Objects of up to this many keys whose values are ints, nulls, or names from a small set
+(`_NAME_KEYS`) are made once and shared: a thousand sessions log the same small objects over
+and over (`{"turn": 1, "step": 2}`, a message's `source`, a chunk's `blockType`)."""
+_NAME_KEYS = frozenset({"kind", "type", "role", "provider", "model", "mode", "blockType"})
+"""Keys whose `str` values repeat across sessions (what other text an object holds is its
+own: a delta, an id, a path)."""
+_SHARED_LIMIT = 8192
+"""How many shared objects are kept (all sessions together); the table starts over when full."""
+_shared_objects: dict[tuple[tuple[str, Any], ...], FrozenDict] = {}
+_NoneType = type(None)
+
+
+def _shared(value: dict[Any, Any]) -> FrozenDict | None:
+    """The shared frozen copy of `value` when it is small and made of ints, nulls and names;
+    None otherwise. A bool or a float is never shared (`1 == True == 1.0`: the key would not
+    tell them apart)."""
+    for key, item in value.items():
+        it = type(item)
+        if it is str:
+            if key not in _NAME_KEYS:
+                return None
+        elif (it is not int and it is not _NoneType) or type(key) is not str:
+            return None
+    items = tuple(value.items())
+    frozen = _shared_objects.get(items)
+    if frozen is None:
+        if len(_shared_objects) >= _SHARED_LIMIT:
+            _shared_objects.clear()
+        frozen = _new_dict(FrozenDict)
+        _init_dict(frozen, value)
+        _untrack(frozen)
+        _shared_objects[items] = frozen
+    return frozen
 
 
 def _describe(value: object) -> str:
