@@ -35,8 +35,6 @@ EffortStyle = Literal["deepseek-thinking", "reasoning-effort"]
 IMAGE_PLACEHOLDER = "[image omitted: this model reads text only]"
 
 _ENCODER = msgspec.json.Encoder()
-_ENCODED_MESSAGES = 16_384
-"""How many messages' encodings a route keeps (all sessions together)."""
 
 
 def encode_json(value: object) -> bytes:
@@ -177,14 +175,10 @@ def _sampling(options: GenerateOptions) -> dict[str, Json]:
 class RequestEncoder:
     """Builds and encodes the requests of one dialect."""
 
-    __slots__ = ("_encoded", "dialect")
+    __slots__ = ("dialect",)
 
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = dialect
-        # Each history message's wire form, encoded once: messages are immutable and a session
-        # hands out the same objects at every step, so a step encodes only what is new and
-        # msgspec splices the rest (`msgspec.Raw`). Keyed by identity; emptied when full.
-        self._encoded: dict[int, tuple[Message, list[msgspec.Raw]]] = {}
 
     def messages(self, options: GenerateOptions) -> list[dict[str, Json]]:
         """The `messages` array: the system prompt first, then the history."""
@@ -197,7 +191,7 @@ class RequestEncoder:
 
     def messages_json(self, options: GenerateOptions) -> bytes:
         """The `messages` array, as UTF-8 JSON."""
-        return encode_json(self._encoded_messages(options))
+        return encode_json(self.messages(options))
 
     def request(
         self, options: GenerateOptions, *, stream: bool, extra: Mapping[str, Json] | None = None
@@ -209,7 +203,7 @@ class RequestEncoder:
         self, options: GenerateOptions, *, stream: bool, extra: Mapping[str, Json] | None = None
     ) -> bytes:
         """The request body, as UTF-8 JSON (the same bytes `request` encodes to)."""
-        return encode_json(self._request(options, self._encoded_messages(options), stream, extra))
+        return encode_json(self._request(options, self.messages(options), stream, extra))
 
     def _request(
         self,
@@ -228,21 +222,3 @@ class RequestEncoder:
         out.update(_sampling(options))
         out.update(extra or {})
         return out
-
-    def _encoded_messages(self, options: GenerateOptions) -> list[Any]:
-        out: list[Any] = []
-        if options.system:
-            out.append({"role": "system", "content": options.system})
-        for message in options.messages:
-            out += self._encoded_message(message)
-        return out
-
-    def _encoded_message(self, message: Message) -> list[msgspec.Raw]:
-        hit = self._encoded.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        raws = [msgspec.Raw(encode_json(w)) for w in wire_messages(message, self.dialect)]
-        if len(self._encoded) >= _ENCODED_MESSAGES:
-            self._encoded.clear()
-        self._encoded[id(message)] = (message, raws)
-        return raws
