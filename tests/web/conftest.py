@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 from dsh.plugins.invariants import INVARIANTS
 from dsh.profiles import DEFAULT_ROWS, boot, load_profile
 from dsh.testing import ScriptedModel
-from dsh.web import WebUI
+from dsh.web import WebUI, bind, serve
 
 from .support import Site, web_config
 
@@ -32,6 +33,17 @@ async def site(tmp_path: Path) -> AsyncIterator[Site]:
         await web.aclose()
         await ctx.owner.dispose()
     assert invariants.violations == [], invariants.violations
+
+
+@pytest.fixture
+async def served(site: Site) -> AsyncIterator[str]:
+    """The site's web UI served by uvicorn on a free port of 127.0.0.1."""
+    sock = bind("127.0.0.1", 0)
+    stop = asyncio.Event()
+    server = asyncio.create_task(serve(site.web, sock, stop=stop))
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    stop.set()
+    await server
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

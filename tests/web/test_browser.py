@@ -15,7 +15,6 @@ from playwright.async_api import Page, expect
 
 from dsh.llm import TokenUsage
 from dsh.testing import ScriptedModel, hold, reasoning, reply, tool_call
-from dsh.web import bind, serve
 from dsh.workspace import dsh_home
 from tests.cli.support import cli_env, run_dsh, scripted_profile
 from tests.conftest import REPO
@@ -31,17 +30,6 @@ WAIT_MS = 30_000
 """How long an expectation waits (the machine may be busy; a passing test waits far less)."""
 
 expect.set_options(timeout=WAIT_MS)
-
-
-@pytest.fixture
-async def served(site: Site) -> AsyncIterator[str]:
-    """The site's web UI served by uvicorn on a free port of 127.0.0.1."""
-    sock = bind("127.0.0.1", 0)
-    stop = asyncio.Event()
-    server = asyncio.create_task(serve(site.web, sock, stop=stop))
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    stop.set()
-    await server
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ from dsh.testing import reply, tool_call
 from tests.plugins.rewind.scenario import bash, tree_hash
 
 from .support import Site
-from .test_browser import login, page, send, served
+from .test_browser import login, page, send
 
-__all__ = ["page", "served"]  # the fixtures, used by name
+__all__ = ["page"]  # the fixture, used by name
 
 
 async def allow(page: Page, tool: str) -> None:

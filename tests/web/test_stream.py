@@ -8,19 +8,23 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dsh.agent import session_event_batches
 from dsh.llm import TokenUsage
+from dsh.session import SESSION_EVENT
 from dsh.testing import hold, reasoning, reply, tool_call, until, wait_all_tasks_blocked
+from dsh.web import _stream as web_stream
 from dsh.web._stream import _json
 from tests.conftest import FIXTURES
 from tests.persistence.conftest import install_fixture_log
 
-from .support import Site, Sse, read_until, sse, turn_ended
+from .support import TOKEN, Site, Sse, read_until, sse, turn_ended
 
 TS_LOGS = sorted(
     p
@@ -130,6 +134,41 @@ async def test_two_tabs_see_the_same_stream(site: Site) -> None:
     first, second = [drawn(await tab) for tab in tabs]
     assert first == second
     assert [e["type"] for e in first].count("ToolResultEvent") == 1
+
+
+async def test_a_client_that_goes_away_ends_its_stream(
+    site: Site, served: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over uvicorn: a tab closed while its session is idle ends the stream at once — its
+    subscription to the session goes — and the server serves on."""
+    ended = asyncio.Event()
+
+    async def watched(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        try:
+            async with aclosing(session_event_batches(*args, **kwargs)) as batches:
+                async for batch in batches:
+                    yield batch
+        finally:
+            ended.set()
+
+    monkeypatch.setattr(web_stream, "session_event_batches", watched)
+    agent = await site.start(None)
+    listening = site.ctx.bus.count(SESSION_EVENT)
+    host, port = served.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    head = f"GET /api/sessions/{agent.id}/events HTTP/1.1\r\nHost: {host}:{port}\r\n"
+    writer.write(f"{head}Authorization: Bearer {TOKEN}\r\n\r\n".encode())
+    await reader.readuntil(b'data: {"live":true}\n\n')
+    assert site.ctx.bus.count(SESSION_EVENT) == listening + 1
+    writer.close()
+    async with asyncio.timeout(10):
+        await ended.wait()
+    assert site.ctx.bus.count(SESSION_EVENT) == listening
+
+    site.model.add(reply("Still here."))
+    async with site.client() as client:
+        await client.post(f"/api/sessions/{agent.id}/messages", json={"text": "Hello?"})
+    assert drawn(await stream(site, agent.id))[-1]["type"] == "TurnEndEvent"
 
 
 async def test_a_stored_session_streams_then_goes_live_on_resume(

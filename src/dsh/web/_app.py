@@ -12,7 +12,7 @@ import msgspec
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
@@ -48,6 +48,7 @@ from ._live import LiveSessions
 from ._mcp import McpRoutes
 from ._model import model_state, switch_from_page
 from ._sessions import session_list
+from ._sse import EventStreamResponse
 from ._stream import session_stream
 
 __all__ = ["DoorFactory", "WebConfig", "WebUI"]
@@ -212,8 +213,7 @@ class _Routes:
                 return _error(404, f"no session {session_id!r}")
         prices = self.web.ctx.get(PRICES)
         stream = session_stream(self.live, self.web.snapshots, session_id, after, source, prices)
-        headers = {"x-accel-buffering": "no"}
-        return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
+        return EventStreamResponse(stream, headers={"x-accel-buffering": "no"})
 
     async def message(self, request: Request) -> Response:
         text = (await _body(request)).get("text")

@@ -12,7 +12,7 @@ appended since the stream last woke) is one write to the client's socket, in ord
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import cast
 
@@ -42,7 +42,7 @@ async def session_stream(
     after: int,
     source: Agent | StoredLog,
     prices: PriceTable | None = None,
-) -> AsyncIterator[str]:
+) -> AsyncGenerator[str, None]:
     """The stream of `session_id` from seq `after + 1`: from the live agent, or from the
     stored log and then live once the session is opened here."""
     opening = f"retry: {RETRY_MS}\n\n"  # sent with the first message: one write
