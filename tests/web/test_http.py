@@ -266,6 +266,8 @@ async def test_a_stored_session_resumes_and_forks(site: Site) -> None:
         unknown = await client.post("/api/sessions/session-nope/resume", json={})
         assert unknown.status_code == 404
         assert (await client.get("/api/sessions/session-nope/events")).status_code == 404
+        posted = await client.post("/api/sessions/session-stored/events", json={})
+        assert posted.status_code == 405  # the stream's route is GET (and HEAD) only
 
 
 async def test_the_list_shows_this_workspace_unless_all(site: Site) -> None:

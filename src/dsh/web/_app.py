@@ -48,7 +48,7 @@ from ._live import LiveSessions
 from ._mcp import McpRoutes
 from ._model import model_state, switch_from_page
 from ._sessions import session_list
-from ._sse import EventStreamResponse
+from ._sse import EventStreamResponse, Streamed
 from ._stream import session_stream
 
 __all__ = ["DoorFactory", "WebConfig", "WebUI"]
@@ -168,7 +168,7 @@ class _Routes:
             Route("/", self.index),
             Route("/api/sessions", self.sessions),
             Route("/api/sessions", self.new, methods=post),
-            Route("/api/sessions/{id}/events", self.events),
+            Route("/api/sessions/{id}/events", Streamed(self.events), methods=["GET"]),
             Route("/api/sessions/{id}/messages", self.message, methods=post),
             Route("/api/sessions/{id}/resume", self.resume, methods=post),
             Route("/api/sessions/{id}/cancel", self.cancel, methods=post),

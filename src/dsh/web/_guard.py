@@ -78,13 +78,16 @@ class Guard:
                 message = {**message, "headers": [*message.get("headers", ()), *SECURITY_HEADERS]}
             await send(message)
 
-        request = Request(scope)
-        public = request.method in ("GET", "HEAD") and request.url.path in self.public
-        response = self._refusal(request) or (None if public else self._login(request))
+        response = self._check(Request(scope))  # the request is not kept while the app runs
         if response is not None:
             await response(scope, receive, secured)
         else:
             await self.app(scope, receive, secured)
+
+    def _check(self, request: Request) -> Response | None:
+        """None when the request may go on; else the answer that refuses it."""
+        public = request.method in ("GET", "HEAD") and request.url.path in self.public
+        return self._refusal(request) or (None if public else self._login(request))
 
     def _refusal(self, request: Request) -> Response | None:
         headers = request.headers

@@ -5,13 +5,14 @@ when the client goes away — in the request's own task, without a task group pe
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 
+from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["EventStreamResponse"]
+__all__ = ["EventStreamResponse", "Streamed"]
 
 
 class EventStreamResponse(Response):
@@ -59,3 +60,17 @@ async def _until_disconnect(receive: Receive, gone: asyncio.Timeout) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
     gone.reschedule(0)
+
+
+class Streamed:
+    """A route's `endpoint(request) -> response` as a plain ASGI app (give the route its
+    `methods`): unlike Starlette's request-response wrapper, it lets go of the request (its
+    headers, query, URL) and of its own layer of exception handling once it has the
+    response, instead of holding them while the response streams."""
+
+    def __init__(self, endpoint: Callable[[Request], Awaitable[Response]]) -> None:
+        self.endpoint = endpoint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.endpoint(Request(scope, receive))
+        await response(scope, receive, send)
