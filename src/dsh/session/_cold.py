@@ -4,8 +4,9 @@ assembled from, once it is logged, held as one compressed block per message.
 The answer they streamed lives on in the message; a chunk is read again only by a replay of
 the log, which gets a `SessionEvent` equal to the original (its data in the same key order),
 made again at each read. In memory a committed answer of ten streamed deltas then costs one
-small record and ~600 bytes instead of ten envelopes with their frozen data (~5 KiB), and
-the collector has nothing of it to visit (the record is not tracked)."""
+small record and ~500 bytes, where the ten as they streamed (envelopes with frozen data)
+took ~5 KiB and their JSON one by one ~2 KiB; the collector has nothing of it to visit (the
+record is not tracked)."""
 
 from __future__ import annotations
 
