@@ -238,13 +238,8 @@ async def test_non_streaming_route_asks_for_a_whole_completion(harness: Harness)
 
 
 def test_a_step_s_body_is_what_request_says() -> None:
-    """The bytes sent are exactly `request()` encoded, at every step (the history encoded
-    afresh each time: the same messages give the same prefix, for the provider's cache)."""
+    """The bytes sent are exactly `request()` encoded, at every step."""
     encoder, messages = RequestEncoder(Dialect()), history()
-    options = [GenerateOptions("p", "m", messages[:n], system="sys") for n in range(1, 7)]
-    bodies = [encoder.body(step, stream=True) for step in options]
-    for step, body in zip(options, bodies, strict=True):
-        assert body == encode_json(encoder.request(step, stream=True))
-    arrays = [encoder.messages_json(step) for step in options]
-    for shorter, longer in itertools.pairwise(arrays):
-        assert longer.startswith(shorter[:-1] + b",")
+    for n in range(1, 7):
+        step = GenerateOptions("p", "m", messages[:n], system="sys")
+        assert encoder.body(step, stream=True) == encode_json(encoder.request(step, stream=True))

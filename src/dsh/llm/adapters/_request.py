@@ -2,10 +2,9 @@
 
 A request is built as plain values (dicts in the wire's key order, lists, strings, numbers)
 and encoded by one msgspec encoder: compact UTF-8 JSON, keys in insertion order, non-ASCII
-written as itself. Each history message's encoding is kept (`msgspec.Raw`, by identity) and
-spliced into later bodies, so a step encodes only its new messages; the same history always
-gives the same bytes, so each step's body starts with the previous step's messages and a
-provider's prefix cache keeps hitting.
+written as itself. Nothing is kept between steps: the same history always gives the same
+bytes, so each step's body starts with the previous step's messages and a provider's prefix
+cache keeps hitting.
 """
 
 from __future__ import annotations
